@@ -1,0 +1,3 @@
+"""segtools: read Apache Kafka's on-disk log directories without a broker, and explain them."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,64 @@
+"""``segtools``: the command line. One module per command; this one wires them together.
+
+Contract (DESIGN.md §3): exit 0 when everything was read and nothing was found, 1 when there
+are findings (of warning or error severity), 2 when the command could not run. Every error is
+one line on stderr, ``segtools: error: <path>: <what is wrong>``; ``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from segtools import __version__
+from segtools.cli import dump
+from segtools.errors import SegtoolsError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+COMMANDS = (dump,)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse's own exit code is 2 already; keep one line
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"segtools: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="segtools", description=__doc__.splitlines()[0],
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"segtools {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except SegtoolsError as e:
+        if args.debug:
+            raise
+        where = f"{e.path}: " if e.path else ""
+        print(f"segtools: error: {where}{e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # `segtools dump ... | head` is normal use
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_OK
+    except KeyboardInterrupt:
+        return 130
+    except MemoryError:
+        print("segtools: error: out of memory", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

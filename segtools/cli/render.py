@@ -1,0 +1,115 @@
+"""Renderers shared by every command: bytes as text, JSON lines, terminal-safe strings.
+
+Keys and values are arbitrary bytes from producers; printed raw they could carry terminal
+escape sequences. Text output therefore escapes every control character, and JSON output is
+always valid UTF-8 JSON whatever the bytes (base64 by default).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime
+
+from segtools.model import Batch, Record
+
+BYTES_MODES = ("base64", "hex", "utf8")
+
+
+def render_bytes(data: bytes | None, mode: str) -> str | None:
+    if data is None:
+        return None
+    if mode == "base64":
+        return base64.b64encode(data).decode("ascii")
+    if mode == "hex":
+        return data.hex()
+    return data.decode("utf-8", "backslashreplace")
+
+
+_CONTROL_ESCAPES = {i: f"\\x{i:02x}" for i in range(32)} | {127: "\\x7f"}
+_CONTROL_ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+_CONTROL_ESCAPES |= {i: f"\\u{i:04x}" for i in range(0x80, 0xA0)}  # C1 controls (CSI ...)
+
+
+def terminal_safe(text: str) -> str:
+    """Escape C0/C1 control characters so no byte sequence can drive the terminal."""
+    return text.translate(_CONTROL_ESCAPES)
+
+
+def human_time(ms: int) -> str:
+    if ms < 0:
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, OSError, ValueError):
+        return "out-of-range"
+
+
+def record_json(record: Record, mode: str) -> dict:
+    out = {
+        "type": "record",
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "key": render_bytes(record.key, mode),
+        "value": render_bytes(record.value, mode),
+        "headers": [{"key": k, "value": render_bytes(v, mode)} for k, v in record.headers],
+        "sequence": record.sequence,
+    }
+    if record.control is not None:
+        control: dict = {"type": record.control.type}
+        if record.control.coordinator_epoch is not None:
+            control["coordinator_epoch"] = record.control.coordinator_epoch
+        out["control"] = control
+    return out
+
+
+def dumps(obj: dict) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def batch_text(batch: Batch) -> str:
+    """Kafka's ``DumpLogSegments`` batch line, plus the max timestamp in UTC."""
+    ts = f"{batch.timestamp_type}: {batch.max_timestamp} ({human_time(batch.max_timestamp)})"
+    valid = "unchecked" if batch.crc_valid is None else str(batch.crc_valid).lower()
+    if batch.magic < 2:
+        return (f"offset: {batch.last_offset} position: {batch.position} {ts} "
+                f"size: {batch.size} magic: {batch.magic} compresscodec: {batch.compression} "
+                f"crc: {batch.crc} isvalid: {valid}")
+    horizon = (f"OptionalLong[{batch.delete_horizon_ms}]" if batch.has_delete_horizon
+               else "OptionalLong.empty")
+    return (f"baseOffset: {batch.base_offset} lastOffset: {batch.last_offset} "
+            f"count: {batch.count} baseSequence: {batch.base_sequence} "
+            f"lastSequence: {batch.last_sequence} producerId: {batch.producer_id} "
+            f"producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+            f"isTransactional: {str(batch.is_transactional).lower()} "
+            f"isControl: {str(batch.is_control).lower()} deleteHorizonMs: {horizon} "
+            f"position: {batch.position} {ts} size: {batch.size} magic: {batch.magic} "
+            f"compresscodec: {batch.compression} crc: {batch.crc} isvalid: {valid}")
+
+
+def record_text(record: Record, batch: Batch, *, print_data: bool, mode: str) -> str:
+    """Kafka's ``| offset: ...`` record line; data escaped for the terminal."""
+    key_size = -1 if record.key is None else len(record.key)
+    value_size = -1 if record.value is None else len(record.value)
+    line = (f"| offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
+            f"({human_time(record.timestamp)}) keySize: {key_size} valueSize: {value_size}")
+    if batch.magic >= 2:
+        keys = ",".join(terminal_safe(k) for k, _ in record.headers)
+        line += f" sequence: {record.sequence} headerKeys: [{keys}]"
+    if record.control is not None:
+        if record.control.coordinator_epoch is not None:
+            line += (f" endTxnMarker: {record.control.type} "
+                     f"coordinatorEpoch: {record.control.coordinator_epoch}")
+        else:
+            line += f" controlType: {record.control.type}"
+    elif print_data:
+        if record.key is not None:
+            line += f" key: {terminal_safe(render_bytes(record.key, mode))}"
+        if record.value is not None:
+            line += f" payload: {terminal_safe(render_bytes(record.value, mode))}"
+        if record.headers:
+            hs = ", ".join(f"{terminal_safe(k)}={terminal_safe(render_bytes(v, mode) or 'null')}"
+                           for k, v in record.headers)
+            line += f" headers: [{hs}]"
+    return line

@@ -1,0 +1,47 @@
+"""The small exception hierarchy every segtools parser raises.
+
+Each error carries the file and byte position at fault, because the one-line message an operator
+reads at 3 a.m. must say *where* (DESIGN.md §3: ``segtools: error: <path>: <what is wrong>``).
+"""
+
+from __future__ import annotations
+
+
+class SegtoolsError(Exception):
+    """Base class: something in the input could not be read as Kafka wrote it."""
+
+    def __init__(self, message: str, *, path: str | None = None, position: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.position = position
+
+    def with_path(self, path: str) -> SegtoolsError:
+        """Attach the file name once it is known (parsers below the file layer do not know it)."""
+        if self.path is None:
+            self.path = path
+        return self
+
+    def __str__(self) -> str:
+        where = f" at byte {self.position}" if self.position is not None else ""
+        return f"{self.message}{where}"
+
+
+class CorruptDataError(SegtoolsError):
+    """Bytes that violate the format: bad length, bad varint, bad attribute, wrong CRC ..."""
+
+
+class TruncatedError(CorruptDataError):
+    """The data ends before a structure it declared (a torn write, a cut copy)."""
+
+
+class UnsupportedFormatError(SegtoolsError):
+    """A magic, version or codec segtools does not know (newer Kafka, or not Kafka at all)."""
+
+
+class DecompressionLimitError(CorruptDataError):
+    """A compressed payload inflates past the configured cap (a bomb, or a lying header)."""
+
+
+class NotAKafkaFileError(SegtoolsError):
+    """The path is not a file type segtools reads (wrong suffix, directory, ...)."""

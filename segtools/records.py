@@ -1,0 +1,439 @@
+"""Walk the record batches of a log's bytes, shallowly (headers) or deeply (records).
+
+This is Kafka's ``FileLogInputStream`` + ``DefaultRecordBatch`` + ``AbstractLegacyRecordBatch``
+over any buffer (a segment's read-only mmap, or bytes in a test); it never opens files, so the
+same code serves the CLI, Spark executors and the fuzzers.
+
+Where Kafka would throw and give up on the whole file, the walk instead yields a
+:class:`~segtools.findings.Finding` and carries on wherever the framing still tells where the
+next batch starts: an operator wants every readable batch, and the exact place of each problem.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from segtools import kernel
+from segtools.codecs import (
+    DEFAULT_DECOMPRESS_LIMIT,
+    Compression,
+    crc32,
+    crc32c,
+    decompress,
+)
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, Severity
+from segtools.formats import batch as v2
+from segtools.formats import legacy
+from segtools.model import NO_TIMESTAMP_TYPE, TIMESTAMP_TYPES, Batch, Control, Record
+
+_PREFIX = struct.Struct(">qiib")  # base offset, length, 4 format-specific bytes, magic
+_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
+_LEGACY_HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+
+#: Decompressed bytes gathered before a chunk of compressed batches is decoded in one call.
+CHUNK_BYTES = 8 * 1024 * 1024
+
+
+def _finding(code: str, severity: Severity, path: str, message: str, position: int,
+             offset: int | None = None) -> Finding:
+    return Finding(code, severity, path, message, position=position, offset=offset)
+
+
+def _is_zero(buf, start: int, end: int) -> bool:
+    return not np.any(np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start))
+
+
+def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
+                 verify_crc: bool = True,
+                 limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Iterator[Batch | Finding]:
+    """Yield each batch in ``buf[start:end]``, and findings where the bytes break the rules.
+
+    The end of data follows ``FileLogInputStream.nextBatch``: 17 or fewer bytes left, or a
+    batch whose declared length runs past ``end``, is a torn tail (a crash, or a copy taken
+    while the broker wrote); a zero-filled remainder is a preallocated file. Both end the walk
+    quietly in Kafka; here each is reported once, as a finding at its position.
+    """
+    end = len(buf) if end is None else min(end, len(buf))
+    pos = start
+    while pos < end:
+        remaining = end - pos
+        if remaining <= v2.HEADER_SIZE_UP_TO_MAGIC:
+            yield _tail_finding(buf, pos, end, path)
+            return
+        base_offset, length, _, magic = _PREFIX.unpack_from(buf, pos)
+        if length < v2.MIN_LENGTH:
+            if _is_zero(buf, pos, end):
+                yield _finding("zero_filled_tail", Severity.INFO, path,
+                               f"{remaining} zero bytes after the last batch (preallocated "
+                               "segment or crash before the data was written)", pos)
+            else:
+                yield _finding("corrupt_batch_length", Severity.ERROR, path,
+                               f"batch length {length} is below the minimum {v2.MIN_LENGTH}; "
+                               "the framing is lost from here", pos, base_offset)
+            return
+        size = v2.LOG_OVERHEAD + length
+        if size > remaining:
+            yield _finding("truncated_tail", Severity.WARNING, path,
+                           f"last batch declares {size} bytes but only {remaining} remain "
+                           "(torn write or partial copy)", pos, base_offset)
+            return
+        if magic == 2:
+            yield from _v2_batch(buf, pos, size, path, verify_crc)
+        elif magic in (0, 1):
+            yield from _legacy_batch(buf, pos, size, magic, path, verify_crc, limit)
+        else:
+            yield _finding("invalid_magic", Severity.ERROR, path,
+                           f"magic byte {magic} is not 0, 1 or 2; skipped {size} bytes by "
+                           "its length field", pos, base_offset)
+        pos += size
+
+
+def _tail_finding(buf, pos: int, end: int, path: str) -> Finding:
+    if _is_zero(buf, pos, end):
+        return _finding("zero_filled_tail", Severity.INFO, path,
+                        f"{end - pos} zero bytes after the last batch", pos)
+    return _finding("truncated_tail", Severity.WARNING, path,
+                    f"{end - pos} bytes after the last batch are too few for a batch header",
+                    pos)
+
+
+def _v2_batch(buf, pos: int, size: int, path: str,
+              verify_crc: bool) -> Iterator[Batch | Finding]:
+    if size < v2.RECORD_BATCH_OVERHEAD:
+        yield _finding("batch_too_small", Severity.ERROR, path,
+                       f"v2 batch of {size} bytes is smaller than its 61-byte header", pos)
+        return
+    (base_offset, _length, leader_epoch, magic, crc, attributes16, last_offset_delta,
+     base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+     count) = _V2_HEADER.unpack_from(buf, pos)
+    attributes = attributes16 & 0xFF  # only the low byte is used: (byte) getShort(21)
+    codec_id = attributes & v2.COMPRESSION_MASK
+    if codec_id > Compression.ZSTD:
+        yield _finding("invalid_compression", Severity.ERROR, path,
+                       f"compression id {codec_id} is not one Kafka defines", pos, base_offset)
+        return
+    crc_valid = None
+    if verify_crc:
+        crc_valid = crc32c(memoryview(buf)[pos + v2.CRC_COVERAGE_START:pos + size]) == crc
+    batch = Batch(
+        position=pos, size=size, magic=magic, base_offset=base_offset,
+        last_offset=base_offset + last_offset_delta, count=count,
+        compression=Compression(codec_id).label, crc=crc, crc_valid=crc_valid,
+        timestamp_type=TIMESTAMP_TYPES[(attributes & v2.TIMESTAMP_TYPE_MASK) >> 3],
+        base_timestamp=base_timestamp, max_timestamp=max_timestamp, producer_id=producer_id,
+        producer_epoch=producer_epoch, base_sequence=base_sequence,
+        partition_leader_epoch=leader_epoch,
+        is_transactional=bool(attributes & v2.TRANSACTIONAL_FLAG),
+        is_control=bool(attributes & v2.CONTROL_FLAG),
+        has_delete_horizon=bool(attributes & v2.DELETE_HORIZON_FLAG),
+        attributes=attributes)
+    yield batch
+    if crc_valid is False:
+        yield _crc_finding(batch, path)
+
+
+def _crc_finding(batch: Batch, path: str) -> Finding:
+    return _finding("crc_mismatch", Severity.ERROR, path,
+                    f"stored CRC {batch.crc} does not match the batch bytes (magic "
+                    f"{batch.magic}, offsets {batch.base_offset}..{batch.last_offset})",
+                    batch.position, batch.base_offset)
+
+
+# ---------------------------------------------------------------------------- legacy (v0/v1)
+
+
+@dataclass(frozen=True, slots=True)
+class _LegacyMessage:
+    offset: int
+    magic: int
+    attributes: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+
+
+def _parse_message(buf, pos: int, size: int) -> _LegacyMessage:
+    """One v0/v1 message at ``pos`` (entry start) of total ``size`` bytes; raises on bad
+    key/value lengths, as ``LegacyRecord.key()/value()`` would."""
+    offset, _msg_size, _crc, magic, attributes = _LEGACY_HEAD.unpack_from(buf, pos)
+    end = pos + size
+    p = pos + 18
+    timestamp = -1
+    if magic == 1:
+        if p + 8 > end:
+            raise SegtoolsError("v1 message too short for its timestamp", position=pos)
+        (timestamp,) = _INT64.unpack_from(buf, p)
+        p += 8
+    fields = []
+    for name in ("key", "value"):
+        if p + 4 > end:
+            raise SegtoolsError(f"message too short for its {name} length", position=pos)
+        (n,) = _INT32.unpack_from(buf, p)
+        p += 4
+        if n < 0:
+            fields.append(None)
+            continue
+        if p + n > end:
+            raise SegtoolsError(f"message {name} of {n} bytes runs past the message",
+                                position=pos)
+        fields.append(bytes(buf[p:p + n]))
+        p += n
+    return _LegacyMessage(offset, magic, attributes, timestamp, fields[0], fields[1])
+
+
+def _legacy_timestamp_type(magic: int, attributes: int) -> str:
+    if magic == 0:
+        return NO_TIMESTAMP_TYPE
+    return TIMESTAMP_TYPES[(attributes & legacy.TIMESTAMP_TYPE_MASK) >> 3]
+
+
+def legacy_inner_records(buf, pos: int, size: int, *,
+                         limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[Record]:
+    """The records of one v0/v1 entry, with Kafka's offset and timestamp rules.
+
+    A compressed wrapper's value is a whole inner message set; its offset is the LAST inner
+    offset. v1 inner offsets are relative (``AbstractLegacyRecordBatch.DeepRecordsIterator``),
+    v0 ones absolute. v1 inner timestamps are the wrapper's under LogAppendTime. Inner messages
+    must not themselves be compressed, so nesting is one level at most, and the inflated size
+    is capped by ``limit``.
+    """
+    outer = _parse_message(buf, pos, size)
+    codec = Compression(outer.attributes & v2.COMPRESSION_MASK)
+    if codec is Compression.NONE:
+        return [Record(outer.offset, outer.timestamp, outer.key, outer.value)]
+    if outer.value is None:
+        raise SegtoolsError("compressed wrapper has a null value", position=pos)
+    inner_bytes = decompress(codec, outer.value, magic=outer.magic, limit=limit)
+    inner: list[_LegacyMessage] = []
+    p = 0
+    while p < len(inner_bytes):
+        if p + v2.LOG_OVERHEAD > len(inner_bytes):
+            break  # Kafka's inner stream stops at a short tail as the outer one does
+        (n,) = _INT32.unpack_from(inner_bytes, p + 8)
+        if n < legacy.RECORD_OVERHEAD_V0 or p + v2.LOG_OVERHEAD + n > len(inner_bytes):
+            raise SegtoolsError("inner message length out of range", position=pos)
+        msg = _parse_message(inner_bytes, p, v2.LOG_OVERHEAD + n)
+        if msg.attributes & v2.COMPRESSION_MASK:
+            raise SegtoolsError("compressed message nested inside a compressed wrapper",
+                                position=pos)
+        inner.append(msg)
+        p += v2.LOG_OVERHEAD + n
+    if not inner:
+        raise SegtoolsError("compressed wrapper holds no messages", position=pos)
+    log_append = outer.magic == 1 and outer.attributes & legacy.TIMESTAMP_TYPE_MASK
+    if outer.magic == 0:
+        base = 0
+        relative = False
+    else:
+        last_relative = inner[-1].offset
+        if outer.offset == 0:  # some librdkafka versions wrote 0 for the wrapper
+            base = 0
+        else:
+            base = outer.offset - last_relative
+            if base < 0:
+                raise SegtoolsError("wrapper offset is smaller than its last inner offset",
+                                    position=pos)
+        relative = True
+    return [
+        Record(base + m.offset if relative else m.offset,
+               outer.timestamp if log_append else m.timestamp, m.key, m.value)
+        for m in inner
+    ]
+
+
+def _legacy_batch(buf, pos: int, size: int, magic: int, path: str, verify_crc: bool,
+                  limit: int) -> Iterator[Batch | Finding]:
+    offset, _msg_size, crc, _magic, attributes = _LEGACY_HEAD.unpack_from(buf, pos)
+    codec_id = attributes & v2.COMPRESSION_MASK
+    if codec_id > Compression.LZ4:
+        yield _finding("invalid_compression", Severity.ERROR, path,
+                       f"compression id {codec_id} is not valid for magic {magic}", pos, offset)
+        return
+    try:
+        outer = _parse_message(buf, pos, size)
+    except SegtoolsError as e:
+        yield _finding("corrupt_message", Severity.ERROR, path, e.message, pos, offset)
+        return
+    crc_valid = None
+    if verify_crc:
+        crc_valid = crc32(memoryview(buf)[pos + legacy.CRC_COVERAGE_START:pos + size]) == crc
+    base_offset = offset
+    problem = None
+    if codec_id != Compression.NONE:
+        try:
+            base_offset = legacy_inner_records(buf, pos, size, limit=limit)[0].offset
+        except SegtoolsError as e:
+            problem = e.message
+    batch = Batch(
+        position=pos, size=size, magic=magic, base_offset=base_offset, last_offset=offset,
+        count=None, compression=Compression(codec_id).label, crc=crc, crc_valid=crc_valid,
+        timestamp_type=_legacy_timestamp_type(magic, attributes), base_timestamp=-1,
+        max_timestamp=outer.timestamp, attributes=attributes)
+    yield batch
+    if crc_valid is False:
+        yield _crc_finding(batch, path)
+    if problem is not None:
+        yield _finding("corrupt_message", Severity.ERROR, path, problem, pos, offset)
+
+
+# ---------------------------------------------------------------------------- deep (records)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Several v2 batches decoded by one kernel call. ``in_file`` says whether the spans point
+    into the segment's own bytes (uncompressed) or into an inflated buffer."""
+
+    columns: kernel.RecordColumns
+    batches: list[Batch]
+    in_file: bool
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecords:
+    """One batch with its records: from the kernel's columns (v2) or a legacy list."""
+
+    batch: Batch
+    records: list[Record]
+    finding: Finding | None = None
+
+
+def _control(batch: Batch, key: bytes | None, value: bytes | None) -> Control | None:
+    if not batch.is_control:
+        return None
+    try:
+        ctype = v2.control_type_name(key)
+    except Exception:
+        return Control("INVALID")
+    if ctype in ("COMMIT", "ABORT"):
+        if value is None or len(value) < 6:
+            return Control(ctype)
+        return Control(ctype, v2.EndTransactionMarker.parse(value).coordinator_epoch)
+    return Control(ctype)
+
+
+def _sequence(batch: Batch, offset_delta: int) -> int:
+    if batch.base_sequence < 0:
+        return -1
+    return (batch.base_sequence + offset_delta) % (1 << 31)
+
+
+def _materialise(chunk: Chunk, path: str) -> Iterator[BatchRecords]:
+    """Turn one chunk's columns back into per-batch record lists (for printing)."""
+    cols, batches = chunk.columns, chunk.batches
+    by_batch: list[list[Record]] = [[] for _ in batches]
+    for i in range(len(cols)):
+        b = batches[int(cols.batch[i])]
+        key, value = cols.key(i), cols.value(i)
+        by_batch[int(cols.batch[i])].append(Record(
+            int(cols.offset[i]), int(cols.timestamp[i]), key, value, cols.headers(i),
+            _sequence(b, int(cols.offset_delta[i])), _control(b, key, value)))
+    for j, b in enumerate(batches):
+        finding = None
+        if cols.err_code[j]:
+            finding = _finding("corrupt_records", Severity.ERROR, path,
+                               kernel.ERROR_MESSAGES[int(cols.err_code[j])],
+                               int(cols.err_pos[j]) if chunk.in_file else b.position,
+                               b.base_offset)
+        yield BatchRecords(b, by_batch[j], finding)
+
+
+def decode_chunks(buf, batches: Iterable[Batch], *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                  path: str = "") -> Iterator[Chunk | BatchRecords]:
+    """Group v2 batches into kernel calls: runs of uncompressed batches decode straight from
+    ``buf`` (no copy); compressed ones are inflated into a shared buffer of ~CHUNK_BYTES.
+    Legacy entries come out as ready :class:`BatchRecords`. Order is preserved."""
+    view = np.frombuffer(buf, dtype=np.uint8)
+    plain: list[Batch] = []
+    packed: list[Batch] = []
+    packed_data: list[bytes] = []
+    packed_size = 0
+
+    def flush_plain():
+        cols = kernel.decode(view, [b.position + v2.RECORD_BATCH_OVERHEAD for b in plain],
+                             [b.end for b in plain], [b.count for b in plain],
+                             [b.base_offset for b in plain], [b.base_timestamp for b in plain],
+                             [b.timestamp_type == "LogAppendTime" for b in plain],
+                             [b.max_timestamp for b in plain])
+        return Chunk(cols, list(plain), True)
+
+    def flush_packed():
+        data = np.frombuffer(b"".join(packed_data), dtype=np.uint8)
+        ends = np.cumsum([len(d) for d in packed_data])
+        starts = ends - np.array([len(d) for d in packed_data])
+        cols = kernel.decode(data, starts, ends, [b.count for b in packed],
+                             [b.base_offset for b in packed], [b.base_timestamp for b in packed],
+                             [b.timestamp_type == "LogAppendTime" for b in packed],
+                             [b.max_timestamp for b in packed])
+        return Chunk(cols, list(packed), False)
+
+    for b in batches:
+        if b.magic < 2:
+            if plain:
+                yield flush_plain()
+                plain.clear()
+            if packed:
+                yield flush_packed()
+                packed.clear(), packed_data.clear()
+                packed_size = 0
+            yield _legacy_records(buf, b, limit, path)
+        elif b.compression == "none":
+            if packed:
+                yield flush_packed()
+                packed.clear(), packed_data.clear()
+                packed_size = 0
+            plain.append(b)
+        else:
+            if plain:
+                yield flush_plain()
+                plain.clear()
+            try:
+                payload = decompress(Compression[b.compression.upper()],
+                                     memoryview(buf)[b.position + v2.RECORD_BATCH_OVERHEAD:b.end],
+                                     limit=limit)
+            except SegtoolsError as e:
+                if packed:
+                    yield flush_packed()
+                    packed.clear(), packed_data.clear()
+                    packed_size = 0
+                yield BatchRecords(b, [], _finding("corrupt_compressed_payload", Severity.ERROR,
+                                                   path, e.message, b.position, b.base_offset))
+                continue
+            packed.append(b)
+            packed_data.append(payload)
+            packed_size += len(payload)
+            if packed_size >= CHUNK_BYTES:
+                yield flush_packed()
+                packed.clear(), packed_data.clear()
+                packed_size = 0
+    if plain:
+        yield flush_plain()
+    if packed:
+        yield flush_packed()
+
+
+def _legacy_records(buf, b: Batch, limit: int, path: str) -> BatchRecords:
+    try:
+        records = legacy_inner_records(buf, b.position, b.size, limit=limit)
+    except SegtoolsError as e:
+        return BatchRecords(b, [], _finding("corrupt_message", Severity.ERROR, path, e.message,
+                                            b.position, b.last_offset))
+    return BatchRecords(b, records)
+
+
+def iter_batch_records(buf, batches: Iterable[Batch], *,
+                       limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                       path: str = "") -> Iterator[BatchRecords]:
+    """Each batch with its decoded records, in order (the printing path)."""
+    for item in decode_chunks(buf, batches, limit=limit, path=path):
+        if isinstance(item, BatchRecords):
+            yield item
+        else:
+            yield from _materialise(item, path)

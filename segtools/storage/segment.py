@@ -1,0 +1,87 @@
+"""A segment's ``.log`` on disk: opened read-only, mapped, walked up to the size seen at open.
+
+A broker may append to the active segment while we read it (DESIGN.md §4): the size is fixed
+when the file is opened, so a batch being written past it is simply not seen, and a half-written
+one inside it is the torn tail that ``FileLogInputStream`` also treats as the end of data.
+Memory stays flat: the file is mapped, never read into a Python bytes object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import NotAKafkaFileError, SegtoolsError
+from segtools.findings import Finding
+from segtools.model import Batch
+from segtools.records import BatchRecords, Chunk, decode_chunks, iter_batch_records, iter_batches
+
+SEGMENT_NAME_DIGITS = 20
+
+
+def base_offset_from_name(path: str | os.PathLike) -> int | None:
+    """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name."""
+    stem = Path(path).name.split(".", 1)[0]
+    return int(stem) if stem.isdigit() else None
+
+
+class Segment:
+    """One ``.log`` file, read-only. Use as a context manager so the map is released."""
+
+    def __init__(self, path: str | os.PathLike, *,
+                 decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT):
+        self.path = str(path)
+        self.base_offset = base_offset_from_name(path)
+        self.decompress_limit = decompress_limit
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except IsADirectoryError:
+            raise NotAKafkaFileError("is a directory, not a segment file",
+                                     path=self.path) from None
+        except OSError as e:
+            raise SegtoolsError(e.strerror or str(e), path=self.path) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise NotAKafkaFileError("not a regular file", path=self.path)
+            self.size = st.st_size  # the size seen at open: a growing segment is read to here
+            self._map = (mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
+                         if self.size else b"")
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> Segment:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if isinstance(self._map, mmap.mmap):
+            # a numpy view may still refer to the map; the GC releases it with the view
+            with contextlib.suppress(BufferError):
+                self._map.close()
+
+    @property
+    def buffer(self):
+        return self._map
+
+    def batches(self, start: int = 0, end: int | None = None, *,
+                verify_crc: bool = True) -> Iterator[Batch | Finding]:
+        """Shallow walk: batch headers and framing findings, from byte ``start``."""
+        return iter_batches(self._map, start, end, path=self.path, verify_crc=verify_crc,
+                            limit=self.decompress_limit)
+
+    def batch_records(self, batches) -> Iterator[BatchRecords]:
+        """Deep: each of ``batches`` with its records decoded (for printing)."""
+        return iter_batch_records(self._map, batches, limit=self.decompress_limit,
+                                  path=self.path)
+
+    def chunks(self, batches) -> Iterator[Chunk | BatchRecords]:
+        """Deep, columnar: kernel chunks of many batches (for bulk consumers)."""
+        return decode_chunks(self._map, batches, limit=self.decompress_limit, path=self.path)
