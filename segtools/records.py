@@ -115,17 +115,13 @@ def _v2_batch(buf, pos: int, size: int, path: str,
      count) = _V2_HEADER.unpack_from(buf, pos)
     attributes = attributes16 & 0xFF  # only the low byte is used: (byte) getShort(21)
     codec_id = attributes & v2.COMPRESSION_MASK
-    if codec_id > Compression.ZSTD:
-        yield _finding("invalid_compression", Severity.ERROR, path,
-                       f"compression id {codec_id} is not one Kafka defines", pos, base_offset)
-        return
     crc_valid = None
     if verify_crc:
         crc_valid = crc32c(memoryview(buf)[pos + v2.CRC_COVERAGE_START:pos + size]) == crc
     batch = Batch(
         position=pos, size=size, magic=magic, base_offset=base_offset,
         last_offset=base_offset + last_offset_delta, count=count,
-        compression=Compression(codec_id).label, crc=crc, crc_valid=crc_valid,
+        compression=_codec_label(codec_id), crc=crc, crc_valid=crc_valid,
         timestamp_type=TIMESTAMP_TYPES[(attributes & v2.TIMESTAMP_TYPE_MASK) >> 3],
         base_timestamp=base_timestamp, max_timestamp=max_timestamp, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=base_sequence,
@@ -137,6 +133,14 @@ def _v2_batch(buf, pos: int, size: int, path: str,
     yield batch
     if crc_valid is False:
         yield _crc_finding(batch, path)
+    if codec_id > Compression.ZSTD:
+        yield _finding("invalid_compression", Severity.ERROR, path,
+                       f"compression id {codec_id} is not one Kafka defines", pos, base_offset)
+
+
+def _codec_label(codec_id: int) -> str:
+    """The codec's name, or ``unknown-<id>`` for ids 5-7 (``CompressionType.forId`` throws)."""
+    return Compression(codec_id).label if codec_id <= Compression.ZSTD else f"unknown-{codec_id}"
 
 
 def _crc_finding(batch: Batch, path: str) -> Finding:
@@ -345,78 +349,76 @@ def _materialise(chunk: Chunk, path: str) -> Iterator[BatchRecords]:
         yield BatchRecords(b, by_batch[j], finding)
 
 
+def _kernel_chunk(data: np.ndarray, batches: list[Batch], starts, ends, in_file: bool) -> Chunk:
+    cols = kernel.decode(data, starts, ends, [b.count for b in batches],
+                         [b.base_offset for b in batches], [b.base_timestamp for b in batches],
+                         [b.timestamp_type == "LogAppendTime" for b in batches],
+                         [b.max_timestamp for b in batches])
+    return Chunk(cols, batches, in_file)
+
+
+class _ChunkBuilder:
+    """Accumulates consecutive v2 batches of one kind (in-file or inflated) for one call."""
+
+    def __init__(self, view: np.ndarray):
+        self.view = view
+        self.plain: list[Batch] = []
+        self.packed: list[Batch] = []
+        self.payloads: list[bytes] = []
+        self.packed_size = 0
+
+    def flush(self) -> Iterator[Chunk]:
+        if self.plain:
+            yield _kernel_chunk(self.view, self.plain,
+                                [b.position + v2.RECORD_BATCH_OVERHEAD for b in self.plain],
+                                [b.end for b in self.plain], True)
+            self.plain = []
+        if self.packed:
+            sizes = np.array([len(p) for p in self.payloads], dtype=np.int64)
+            ends = np.cumsum(sizes)
+            data = np.frombuffer(b"".join(self.payloads), dtype=np.uint8)
+            yield _kernel_chunk(data, self.packed, ends - sizes, ends, False)
+            self.packed, self.payloads, self.packed_size = [], [], 0
+
+
 def decode_chunks(buf, batches: Iterable[Batch], *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                   path: str = "") -> Iterator[Chunk | BatchRecords]:
     """Group v2 batches into kernel calls: runs of uncompressed batches decode straight from
     ``buf`` (no copy); compressed ones are inflated into a shared buffer of ~CHUNK_BYTES.
-    Legacy entries come out as ready :class:`BatchRecords`. Order is preserved."""
-    view = np.frombuffer(buf, dtype=np.uint8)
-    plain: list[Batch] = []
-    packed: list[Batch] = []
-    packed_data: list[bytes] = []
-    packed_size = 0
-
-    def flush_plain():
-        cols = kernel.decode(view, [b.position + v2.RECORD_BATCH_OVERHEAD for b in plain],
-                             [b.end for b in plain], [b.count for b in plain],
-                             [b.base_offset for b in plain], [b.base_timestamp for b in plain],
-                             [b.timestamp_type == "LogAppendTime" for b in plain],
-                             [b.max_timestamp for b in plain])
-        return Chunk(cols, list(plain), True)
-
-    def flush_packed():
-        data = np.frombuffer(b"".join(packed_data), dtype=np.uint8)
-        ends = np.cumsum([len(d) for d in packed_data])
-        starts = ends - np.array([len(d) for d in packed_data])
-        cols = kernel.decode(data, starts, ends, [b.count for b in packed],
-                             [b.base_offset for b in packed], [b.base_timestamp for b in packed],
-                             [b.timestamp_type == "LogAppendTime" for b in packed],
-                             [b.max_timestamp for b in packed])
-        return Chunk(cols, list(packed), False)
-
+    Legacy entries and undecodable batches come out as ready :class:`BatchRecords`, in order.
+    """
+    acc = _ChunkBuilder(np.frombuffer(buf, dtype=np.uint8) if len(buf) else
+                        np.zeros(0, np.uint8))
     for b in batches:
-        if b.magic < 2:
-            if plain:
-                yield flush_plain()
-                plain.clear()
-            if packed:
-                yield flush_packed()
-                packed.clear(), packed_data.clear()
-                packed_size = 0
-            yield _legacy_records(buf, b, limit, path)
-        elif b.compression == "none":
-            if packed:
-                yield flush_packed()
-                packed.clear(), packed_data.clear()
-                packed_size = 0
-            plain.append(b)
-        else:
-            if plain:
-                yield flush_plain()
-                plain.clear()
+        if b.magic == 2 and b.compression == "none":
+            if acc.packed:
+                yield from acc.flush()
+            acc.plain.append(b)
+            continue
+        if b.magic == 2 and not b.compression.startswith("unknown"):
             try:
                 payload = decompress(Compression[b.compression.upper()],
                                      memoryview(buf)[b.position + v2.RECORD_BATCH_OVERHEAD:b.end],
                                      limit=limit)
             except SegtoolsError as e:
-                if packed:
-                    yield flush_packed()
-                    packed.clear(), packed_data.clear()
-                    packed_size = 0
+                yield from acc.flush()
                 yield BatchRecords(b, [], _finding("corrupt_compressed_payload", Severity.ERROR,
                                                    path, e.message, b.position, b.base_offset))
                 continue
-            packed.append(b)
-            packed_data.append(payload)
-            packed_size += len(payload)
-            if packed_size >= CHUNK_BYTES:
-                yield flush_packed()
-                packed.clear(), packed_data.clear()
-                packed_size = 0
-    if plain:
-        yield flush_plain()
-    if packed:
-        yield flush_packed()
+            if acc.plain:
+                yield from acc.flush()
+            acc.packed.append(b)
+            acc.payloads.append(payload)
+            acc.packed_size += len(payload)
+            if acc.packed_size >= CHUNK_BYTES:
+                yield from acc.flush()
+            continue
+        yield from acc.flush()
+        if b.magic < 2:
+            yield _legacy_records(buf, b, limit, path)
+        else:  # unknown codec: the walk already reported invalid_compression
+            yield BatchRecords(b, [])
+    yield from acc.flush()
 
 
 def _legacy_records(buf, b: Batch, limit: int, path: str) -> BatchRecords:

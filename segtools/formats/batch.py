@@ -28,6 +28,7 @@ from construct import (
     this,
 )
 
+from segtools.codecs import crc32c
 from segtools.formats.varint import NullableVarBytes, VarBytes, Varint, Varlong
 
 #: Bytes before the length field ends: baseOffset (8) + length (4) (``Records.LOG_OVERHEAD``).
@@ -153,3 +154,22 @@ def control_type_name(key: bytes | None) -> str:
     if parsed.version < 0:
         raise ConstructError(f"negative control record version {parsed.version}")
     return CONTROL_TYPES.get(parsed.type, "UNKNOWN")
+
+
+def build_batch(*, base_offset: int, records_payload: bytes, records_count: int,
+                last_offset_delta: int, attributes: int = 0, partition_leader_epoch: int = -1,
+                base_timestamp: int = NO_TIMESTAMP, max_timestamp: int = NO_TIMESTAMP,
+                producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1,
+                base_sequence: int = -1) -> bytes:
+    """Build one v2 batch around an already encoded (and, if ``attributes`` say so, already
+    compressed) records payload, with the length and CRC-32C filled in as Kafka does."""
+    header = dict(base_offset=base_offset,
+                  length=RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(records_payload),
+                  partition_leader_epoch=partition_leader_epoch, magic=2, crc=0,
+                  attributes=attributes, last_offset_delta=last_offset_delta,
+                  base_timestamp=base_timestamp, max_timestamp=max_timestamp,
+                  producer_id=producer_id, producer_epoch=producer_epoch,
+                  base_sequence=base_sequence, records_count=records_count)
+    raw = bytearray(RecordBatchHeader.build(header) + records_payload)
+    raw[17:21] = crc32c(bytes(raw[CRC_COVERAGE_START:])).to_bytes(4, "big")
+    return bytes(raw)

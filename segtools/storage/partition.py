@@ -1,0 +1,390 @@
+"""One partition directory: its name, its segments and the files around them.
+
+Only names and ``stat`` sizes are read here; ``.log`` contents are the segment room's job. The
+small per-partition metadata files (``partition.metadata``, ``leader-epoch-checkpoint``) are
+parsed, because the topic id is the only reliable topic identity for ``-delete`` / ``-stray``
+directories whose names Kafka truncated.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from segtools.findings import Finding, Severity
+from segtools.formats.checkpoints import (
+    EpochEntry,
+    PartitionMetadata,
+    parse_leader_epoch_checkpoint,
+    parse_partition_metadata,
+)
+from segtools.storage.files import SEGMENT_NAME_DIGITS, read_text_capped
+
+REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+PARTITION_METADATA_FILE = "partition.metadata"
+LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
+QUORUM_STATE_FILE = "quorum-state"
+
+_INT32_MAX = 2**31 - 1
+# LocalLog.DeleteDirPattern and friends: ^(\S+)-(\S+)\.(\S+)-delete
+_SUFFIXED = re.compile(r"(\S+)-(\S+)\.(\S+)-(delete|future|stray)")
+_KRAFT_SNAPSHOT = re.compile(r"(\d{20})-(\d{10})\.checkpoint(\.part|\.deleted)?")
+
+
+class PartitionState(StrEnum):
+    LIVE = "live"
+    DELETE = "delete"  # pending async deletion (LocalLog.DeleteDirSuffix)
+    FUTURE = "future"  # JBOD move in progress (AlterReplicaLogDirs)
+    STRAY = "stray"  # KRaft replica this broker no longer owns (3.6+)
+
+
+class FileKind(StrEnum):
+    LOG = "log"
+    INDEX = "index"
+    TIMEINDEX = "timeindex"
+    TXNINDEX = "txnindex"
+    SNAPSHOT = "snapshot"
+    PARTITION_METADATA = "partition_metadata"
+    LEADER_EPOCH_CHECKPOINT = "leader_epoch_checkpoint"
+    QUORUM_STATE = "quorum_state"
+    KRAFT_SNAPSHOT = "kraft_snapshot"  # __cluster_metadata-0/<offset>-<epoch>.checkpoint
+    TEMP = "temp"  # <file>.tmp: a checkpoint being written (CheckpointFile, PartitionMetadataFile)
+    STRAY = "stray"
+
+
+class Leftover(StrEnum):
+    """Suffixes appended to a segment file name (``LogFileUtils``)."""
+
+    DELETED = "deleted"  # scheduled for async deletion; the data is intact until removed
+    CLEANED = "cleaned"  # cleaner output still being written: garbage
+    SWAP = "swap"  # complete cleaner/split output about to replace older segments
+
+
+_SEGMENT_SUFFIXES = {k.value: k for k in (FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX,
+                                          FileKind.TXNINDEX, FileKind.SNAPSHOT)}
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionName:
+    """A parsed partition directory name (``LocalLog.parseTopicPartitionName``)."""
+
+    topic: str  # for DELETE / STRAY possibly a truncated prefix of the real topic
+    partition: int
+    state: PartitionState
+    uuid: str | None  # the hex UUID of -delete / -future / -stray names
+    raw: str
+
+    @property
+    def is_metadata_log(self) -> bool:
+        """``__cluster_metadata-0``: the KRaft metadata log, skipped by ``LogManager``."""
+        return self.topic == CLUSTER_METADATA_TOPIC
+
+
+def _java_partition(text: str) -> int | None:
+    """``String.toInt`` on the partition part: optional '+', digits, int32."""
+    if not re.fullmatch(r"\+?[0-9]+", text):
+        return None
+    value = int(text)
+    return value if value <= _INT32_MAX else None
+
+
+def parse_partition_dir_name(name: str) -> PartitionName | None:
+    """``LocalLog.parseTopicPartitionName``, returning None where Kafka would throw.
+
+    Split at the LAST '-': topics may contain '-' and '.'. For ``-delete``, ``-future`` and
+    ``-stray`` names, cut at the last '.' first (dropping ``.<uuid>-<suffix>``).
+    """
+    if not name or "-" not in name or name == REMOTE_LOG_INDEX_CACHE:
+        return None
+    state = PartitionState.LIVE
+    uuid = None
+    base = name
+    for candidate in (PartitionState.DELETE, PartitionState.FUTURE, PartitionState.STRAY):
+        if name.endswith(f"-{candidate.value}"):
+            if not _SUFFIXED.fullmatch(name):
+                return None
+            state = candidate
+            base = name[: name.rindex(".")]
+            uuid = name[name.rindex(".") + 1: -len(candidate.value) - 1]
+            break
+    cut = base.rfind("-")
+    topic, partition_text = base[:cut], base[cut + 1:]
+    if cut < 0 or not topic or not partition_text:
+        return None
+    partition = _java_partition(partition_text)
+    if partition is None:
+        return None
+    return PartitionName(topic, partition, state, uuid, name)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFile:
+    """One file name inside a partition directory, classified."""
+
+    name: str
+    kind: FileKind
+    base_offset: int | None = None  # segment / snapshot files: the 20-digit prefix
+    leftover: Leftover | None = None
+
+
+def classify_partition_file(name: str) -> PartitionFile:
+    """Classify by name only (``LogFileUtils``; ``LogLoader.removeTempFilesAndCollectSwapFiles``).
+
+    The base offset is everything before the first '.' (``offsetFromFileName``); a leftover
+    suffix (``.deleted``, ``.cleaned``, ``.swap``) follows the ordinary suffix.
+    """
+    if name == PARTITION_METADATA_FILE:
+        return PartitionFile(name, FileKind.PARTITION_METADATA)
+    if name == LEADER_EPOCH_CHECKPOINT_FILE:
+        return PartitionFile(name, FileKind.LEADER_EPOCH_CHECKPOINT)
+    if name == QUORUM_STATE_FILE:
+        return PartitionFile(name, FileKind.QUORUM_STATE)
+    if name.endswith(".tmp"):
+        return PartitionFile(name, FileKind.TEMP)
+    kraft = _KRAFT_SNAPSHOT.fullmatch(name)
+    if kraft:
+        leftover = Leftover.DELETED if kraft.group(3) == ".deleted" else None
+        return PartitionFile(name, FileKind.KRAFT_SNAPSHOT, int(kraft.group(1)), leftover)
+    prefix, _, rest = name.partition(".")
+    if not (prefix.isascii() and prefix.isdigit()) or len(prefix) > SEGMENT_NAME_DIGITS:
+        return PartitionFile(name, FileKind.STRAY)
+    suffix, _, extra = rest.partition(".")
+    kind = _SEGMENT_SUFFIXES.get(suffix)
+    leftover = None
+    if extra:
+        try:
+            leftover = Leftover(extra)
+        except ValueError:
+            kind = None
+    if kind is None or int(prefix) >= 2**63:
+        return PartitionFile(name, FileKind.STRAY)
+    return PartitionFile(name, kind, int(prefix), leftover)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFiles:
+    """The live files of one segment. Only ``.log`` is required; indexes appear lazily."""
+
+    base_offset: int
+    log: Path
+    log_size: int
+    index: Path | None = None
+    timeindex: Path | None = None
+    txnindex: Path | None = None
+    leftovers: tuple[Path, ...] = ()  # .deleted / .cleaned / .swap files with this base offset
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotFile:
+    """A producer-state snapshot; ``offset`` is the state's map end offset."""
+
+    offset: int
+    path: Path
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeftoverFile:
+    path: Path
+    kind: FileKind
+    base_offset: int
+    leftover: Leftover
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDir:
+    path: Path
+    name: PartitionName | None  # None when the directory name does not parse
+    segments: tuple[SegmentFiles, ...]
+    snapshots: tuple[SnapshotFile, ...]
+    leftovers: tuple[LeftoverFile, ...]
+    orphans: tuple[Path, ...]  # index files whose .log is missing
+    strays: tuple[Path, ...]
+    temp_files: tuple[Path, ...]
+    kraft_snapshots: tuple[Path, ...]
+    partition_metadata: PartitionMetadata | None
+    leader_epochs: tuple[EpochEntry, ...]
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def active_segment(self) -> SegmentFiles | None:
+        """The last segment by base offset: the one a broker appends to."""
+        return self.segments[-1] if self.segments else None
+
+    @property
+    def topic_id(self) -> str | None:
+        return self.partition_metadata.topic_id if self.partition_metadata else None
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.log_size for s in self.segments)
+
+
+_LEFTOVER_CODES = {
+    Leftover.DELETED: ("leftover_deleted_file",
+                       "scheduled for deletion (data intact until file.delete.delay.ms)"),
+    Leftover.CLEANED: ("leftover_cleaned_file",
+                       "incomplete cleaner output (Kafka deletes it on startup)"),
+    Leftover.SWAP: ("leftover_swap_file",
+                    "cleaner/split output not yet swapped in (Kafka finishes it on startup)"),
+}
+
+
+def _stat_size(entry: os.DirEntry[str]) -> int | None:
+    try:
+        return entry.stat().st_size
+    except OSError:  # deleted by the broker between listing and stat
+        return None
+
+
+def load_partition_dir(path: str | os.PathLike[str],
+                       only_base_offsets: Iterable[int] | None = None) -> PartitionDir:
+    """List one partition directory (never opening a ``.log``) into a :class:`PartitionDir`.
+
+    ``only_base_offsets`` restricts the segments (a single segment file given on the command
+    line) while keeping companions and partition metadata.
+    """
+    pdir = Path(path)
+    spath = str(pdir)
+    findings: list[Finding] = []
+    name = parse_partition_dir_name(pdir.name)
+    if name is None:
+        findings.append(Finding("partition_dir_name_invalid", Severity.WARNING, spath,
+                                f"{pdir.name!r} is not <topic>-<partition>; Kafka refuses to "
+                                f"load such a directory"))
+    elif name.state is not PartitionState.LIVE:
+        findings.append(Finding(f"partition_{name.state.value}", Severity.INFO, spath,
+                                f"directory marked -{name.state.value}"))
+    try:
+        with os.scandir(pdir) as it:
+            dir_entries = sorted(it, key=lambda e: e.name)
+    except OSError as e:
+        findings.append(Finding("partition_dir_unreadable", Severity.ERROR, spath,
+                                f"cannot list: {e.strerror or e}"))
+        return PartitionDir(pdir, name, (), (), (), (), (), (), (), None, (), tuple(findings))
+
+    wanted = set(only_base_offsets) if only_base_offsets is not None else None
+    groups: dict[int, dict[FileKind, tuple[Path, int]]] = {}
+    snapshots: list[SnapshotFile] = []
+    leftovers: list[LeftoverFile] = []
+    strays: list[Path] = []
+    temps: list[Path] = []
+    kraft: list[Path] = []
+    metadata: PartitionMetadata | None = None
+    epochs: tuple[EpochEntry, ...] = ()
+
+    for entry in dir_entries:
+        fpath = pdir / entry.name
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if is_dir:
+            strays.append(fpath)
+            findings.append(Finding("stray_directory", Severity.WARNING, str(fpath),
+                                    "unexpected directory inside a partition directory"))
+            continue
+        pf = classify_partition_file(entry.name)
+        if wanted is not None and pf.base_offset is not None and pf.base_offset not in wanted:
+            continue
+        size = _stat_size(entry)
+        if size is None:
+            findings.append(Finding("file_vanished", Severity.INFO, str(fpath),
+                                    "listed but gone before stat (a live broker removed it)"))
+            continue
+        if pf.leftover is not None and pf.base_offset is not None:
+            code, why = _LEFTOVER_CODES[pf.leftover]
+            leftovers.append(LeftoverFile(fpath, pf.kind, pf.base_offset, pf.leftover, size))
+            findings.append(Finding(code, Severity.INFO, str(fpath), why,
+                                    offset=pf.base_offset))
+        elif pf.kind is FileKind.SNAPSHOT and pf.base_offset is not None:
+            snapshots.append(SnapshotFile(pf.base_offset, fpath, size))
+        elif pf.kind in (FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
+            assert pf.base_offset is not None
+            if len(entry.name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
+                findings.append(Finding("segment_name_not_canonical", Severity.WARNING,
+                                        str(fpath), "base offset is not 20 zero-padded digits"))
+            groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, size)
+        elif pf.kind is FileKind.PARTITION_METADATA:
+            text, more = read_text_capped(fpath)
+            findings.extend(more)
+            if text is not None:
+                metadata, more = parse_partition_metadata(text, str(fpath))
+                findings.extend(more)
+        elif pf.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
+            text, more = read_text_capped(fpath)
+            findings.extend(more)
+            if text is not None:
+                parsed, more = parse_leader_epoch_checkpoint(text, str(fpath))
+                epochs = tuple(parsed)
+                findings.extend(more)
+        elif pf.kind is FileKind.TEMP:
+            temps.append(fpath)
+            findings.append(Finding("leftover_tmp_file", Severity.INFO, str(fpath),
+                                    "a checkpoint write that was never renamed into place"))
+        elif pf.kind is FileKind.KRAFT_SNAPSHOT:
+            kraft.append(fpath)
+        elif pf.kind is FileKind.QUORUM_STATE:
+            pass
+        else:
+            strays.append(fpath)
+            findings.append(Finding("stray_file", Severity.WARNING, str(fpath),
+                                    "not a file Kafka writes in a partition directory"))
+
+    segments = _segments(groups, findings)
+    leftover_by_base: dict[int, list[Path]] = {}
+    for lf in leftovers:
+        leftover_by_base.setdefault(lf.base_offset, []).append(lf.path)
+    segments = [
+        SegmentFiles(s.base_offset, s.log, s.log_size, s.index, s.timeindex, s.txnindex,
+                     tuple(leftover_by_base.get(s.base_offset, ())))
+        for s in segments
+    ]
+    orphans = tuple(p for base, kinds in sorted(groups.items()) if FileKind.LOG not in kinds
+                    for p, _ in kinds.values())
+    return PartitionDir(pdir, name, tuple(segments), tuple(snapshots), tuple(leftovers),
+                        orphans, tuple(strays), tuple(temps), tuple(kraft), metadata, epochs,
+                        tuple(findings))
+
+
+def _segments(groups: dict[int, dict[FileKind, tuple[Path, int]]],
+              findings: list[Finding]) -> list[SegmentFiles]:
+    """Pair each ``.log`` with its companions; report missing and orphaned ones.
+
+    ``LogLoader.loadSegmentFiles`` rebuilds a missing ``.index``; a missing ``.timeindex`` is
+    recreated empty; orphan indexes are deleted on startup. The active segment may legitimately
+    have no index files yet (created on first append, KAFKA-13603), hence INFO for it.
+    """
+    segments: list[SegmentFiles] = []
+    with_log = [base for base, kinds in groups.items() if FileKind.LOG in kinds]
+    active = max(with_log) if with_log else None
+    for base in sorted(groups):
+        kinds = groups[base]
+        if FileKind.LOG not in kinds:
+            for kind, (p, _) in sorted(kinds.items()):
+                findings.append(Finding("orphan_index_file", Severity.WARNING, str(p),
+                                        f".{kind.value} without a .log (Kafka deletes it on "
+                                        f"startup)", offset=base))
+            continue
+        log, log_size = kinds[FileKind.LOG]
+        for kind, code in ((FileKind.INDEX, "segment_missing_index"),
+                           (FileKind.TIMEINDEX, "segment_missing_timeindex")):
+            if kind not in kinds:
+                severity = Severity.INFO if base == active else Severity.WARNING
+                findings.append(Finding(code, severity, str(log),
+                                        f"no .{kind.value} beside this .log"
+                                        + (" (active segment: created lazily)"
+                                           if base == active else ""), offset=base))
+        segments.append(SegmentFiles(
+            base, log, log_size,
+            kinds.get(FileKind.INDEX, (None, 0))[0],
+            kinds.get(FileKind.TIMEINDEX, (None, 0))[0],
+            kinds.get(FileKind.TXNINDEX, (None, 0))[0],
+        ))
+    return segments
