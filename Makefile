@@ -31,7 +31,7 @@ fixtures:
 	bash fixtures/generate.sh
 
 bench: $(STAMP)
-	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(PY) -m benchmarks.$$(basename $$b .py) || exit 1; done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -20,6 +20,7 @@ Which library does what:
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from collections.abc import Callable
 from enum import IntEnum
@@ -261,25 +262,43 @@ def unlz4(data, limit: int = DEFAULT_DECOMPRESS_LIMIT, *, magic: int = 2) -> byt
     return bytes(out)
 
 
+_zstd_local = threading.local()
+_ZSTD_READ = 1 << 20
+
+
+def _zstd_context() -> zstandard.ZstdDecompressor:
+    """One decompression context per thread: creating one per batch costs more than small
+    batches take to inflate, and a context must not be shared between threads."""
+    ctx = getattr(_zstd_local, "ctx", None)
+    if ctx is None:
+        ctx = _zstd_local.ctx = zstandard.ZstdDecompressor()
+    return ctx
+
+
 def unzstd(data, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> bytes:
-    """zstd frames as zstd-jni streams them: no content size, so stream with a bound."""
+    """zstd as zstd-jni streams it, read across concatenated frames, with a bound.
+
+    Streamed in 1 MiB reads: a frame header's content size is the writer's claim, not a
+    promise, so the one-shot API (which trusts it) is not used.
+    """
+    reader = _zstd_context().stream_reader(data, read_across_frames=True)
     try:
-        reader = zstandard.ZstdDecompressor().stream_reader(
-            bytes(data), read_across_frames=True)
-        out = reader.read(limit + 1)
-        if len(out) > limit:
-            raise _limit_error("zstd", limit)
-        # read() may return early at a frame boundary; keep reading to the end
-        while True:
-            more = reader.read(limit + 1 - len(out))
-            if not more:
-                break
-            out += more
-            if len(out) > limit:
+        out = reader.read(_ZSTD_READ)
+        if len(out) < _ZSTD_READ:
+            tail = reader.read(_ZSTD_READ)
+            if not tail and len(out) <= limit:
+                return out
+            out += tail
+        buf = bytearray(out)
+        while chunk := reader.read(_ZSTD_READ):
+            buf += chunk
+            if len(buf) > limit:
                 raise _limit_error("zstd", limit)
     except zstandard.ZstdError as e:
         raise CorruptDataError(f"zstd: {e}") from None
-    return out
+    if len(buf) > limit:
+        raise _limit_error("zstd", limit)
+    return bytes(buf)
 
 
 _DECOMPRESSORS: dict[Compression, Callable[..., bytes]] = {

@@ -11,6 +11,7 @@ next batch starts: an operator wants every readable batch, and the exact place o
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ _LEGACY_HEAD = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 
+#: How far a walk goes before it hands the pages behind it back (see ``_release``).
+RELEASE_BYTES = 64 * 1024 * 1024
 #: Decompressed bytes gathered before a chunk of compressed batches is decoded in one call.
 CHUNK_BYTES = 8 * 1024 * 1024
 
@@ -62,7 +65,10 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
     """
     end = len(buf) if end is None else min(end, len(buf))
     pos = start
+    released = start - start % mmap.PAGESIZE
     while pos < end:
+        if pos - released >= RELEASE_BYTES and hasattr(buf, "madvise"):
+            released = _release(buf, released, pos)
         remaining = end - pos
         if remaining <= v2.HEADER_SIZE_UP_TO_MAGIC:
             yield _tail_finding(buf, pos, end, path)
@@ -93,6 +99,14 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
                            f"magic byte {magic} is not 0, 1 or 2; skipped {size} bytes by "
                            "its length field", pos, base_offset)
         pos += size
+
+
+def _release(buf, start: int, upto: int) -> int:
+    """Drop the pages already walked from this process's mapping (they stay in the page
+    cache), so a long walk's RSS stays flat instead of growing to the segment size."""
+    upto -= upto % mmap.PAGESIZE
+    buf.madvise(mmap.MADV_DONTNEED, start, upto - start)
+    return upto
 
 
 def _tail_finding(buf, pos: int, end: int, path: str) -> Finding:

@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     worst = 0
     for path in args.files:
-        if not path.endswith(".log"):
+        if not is_log_file(path):
             raise NotAKafkaFileError("not a .log segment (dump of other files comes later)",
                                      path=path)
         with Segment(path) as segment:
@@ -52,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
                 out.write(f"Dumping {path}\nLog starting offset: {segment.base_offset}\n")
             worst = max(worst, _dump_segment(segment, deep, args, mode, out))
     return worst
+
+
+LOG_SUFFIXES = (".log", ".log.deleted", ".log.cleaned", ".log.swap")
+
+
+def is_log_file(path: str) -> bool:
+    """Record data: a ``.log``, or one the broker renamed on its way out (evidence too)."""
+    return path.endswith(LOG_SUFFIXES)
 
 
 def _emit_finding(f: Finding, args, out) -> int:

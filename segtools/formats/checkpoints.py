@@ -138,16 +138,18 @@ def parse_checkpoint(text: str, path: str, entry: Callable[[list[str]], T | None
         bad("checkpoint_bad_count", count_number, count_pos,
             f"entry count line {line!r} is not an integer")
     entries: list[T] = []
+    seen = 0
     for number, pos, line in lines:
+        seen += 1
         value = entry(_java_split(line))
         if value is None:
             bad("checkpoint_bad_entry", number, pos,
                 f"malformed entry {line!r} (expected '{shape}')")
         else:
             entries.append(value)
-    if expected is not None and expected != len(entries):
+    if expected is not None and expected != seen:  # malformed lines are reported above
         bad("checkpoint_count_mismatch", count_number, count_pos,
-            f"expected {expected} entries but found {len(entries)}")
+            f"expected {expected} entries but found {seen} entry lines")
     return entries, findings
 
 

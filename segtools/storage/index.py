@@ -298,6 +298,11 @@ class _MappedIndex:
                 return mid
         if lower:
             return lo
+        if value(lo) == target:
+            # Kafka's binarySearch never probes ``begin`` itself, so for a target equal to
+            # entry 0's value it answers slot 1 (or -1 for a one-entry index). Harmless as a
+            # fetch bound there, wrong for "smallest entry >= target"; segtools answers slot 0.
+            return lo
         return -1 if lo == entries - 1 else lo + 1
 
     # -- findings --------------------------------------------------------------------------

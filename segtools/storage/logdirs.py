@@ -157,11 +157,13 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
     other: list[Path] = []
     partition_paths: list[tuple[Path, list[int] | None]] = []
 
+    listed = True
     try:
         with os.scandir(root) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
         entries = []
+        listed = False
         if scope.whole:
             findings.append(Finding("log_dir_unreadable", Severity.ERROR, str(root),
                                     f"cannot list: {e.strerror or e}"))
@@ -217,7 +219,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         else:
             other.append(fpath)
 
-    if scope.whole and meta is None and not any(
+    if listed and scope.whole and meta is None and not any(
             f.path.endswith(META_PROPERTIES) for f in findings):
         findings.append(Finding("meta_properties_missing", Severity.INFO, str(root),
                                 "no meta.properties (not a broker log dir, or never started)"))

@@ -305,8 +305,8 @@ def load_partition_dir(path: str | os.PathLike[str],
                                     offset=pf.base_offset))
         elif pf.kind is FileKind.SNAPSHOT and pf.base_offset is not None:
             snapshots.append(SnapshotFile(pf.base_offset, fpath, size))
-        elif pf.kind in (FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
-            assert pf.base_offset is not None
+        elif pf.base_offset is not None and pf.kind in (
+                FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
             if len(entry.name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
                 findings.append(Finding("segment_name_not_canonical", Severity.WARNING,
                                         str(fpath), "base offset is not 20 zero-padded digits"))
@@ -346,7 +346,7 @@ def load_partition_dir(path: str | os.PathLike[str],
                      tuple(leftover_by_base.get(s.base_offset, ())))
         for s in segments
     ]
-    orphans = tuple(p for base, kinds in sorted(groups.items()) if FileKind.LOG not in kinds
+    orphans = tuple(p for _, kinds in sorted(groups.items()) if FileKind.LOG not in kinds
                     for p, _ in kinds.values())
     return PartitionDir(pdir, name, tuple(segments), tuple(snapshots), tuple(leftovers),
                         orphans, tuple(strays), tuple(temps), tuple(kraft), metadata, epochs,

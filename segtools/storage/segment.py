@@ -52,6 +52,8 @@ class Segment:
             self.size = st.st_size  # the size seen at open: a growing segment is read to here
             self._map = (mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
                          if self.size else b"")
+            if self.size:  # batches are read front to back: let the kernel read ahead
+                self._map.madvise(mmap.MADV_SEQUENTIAL)
         finally:
             os.close(fd)
 
