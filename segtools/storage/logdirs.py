@@ -9,7 +9,7 @@ would stop a broker from starting). Problems become findings, never tracebacks.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -119,8 +119,7 @@ def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Fi
     """
     pending: dict[Path, _Pending] = {}
     loose: list[Finding] = []
-    for raw in paths:
-        path = Path(os.path.abspath(raw))
+    for path in _expand_containers((Path(os.path.abspath(p)) for p in paths), loose):
         if not path.exists():
             loose.append(Finding("path_not_found", Severity.ERROR, str(path),
                                  "no such file or directory"))
@@ -141,6 +140,49 @@ def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Fi
             if bases is not None:
                 bases.append(pf.base_offset)
     return [load_log_dir(p, pending[p]) for p in sorted(pending)], loose
+
+
+#: How deep a directory of log-dir copies may nest (``archive/broker-1/kafka-logs``).
+MAX_CONTAINER_DEPTH = 4
+
+
+def _is_container(path: Path) -> bool:
+    """A directory that is neither a log dir nor a partition dir but holds such directories:
+    a copy of several brokers' ``log.dirs``, or a tree of archived ones."""
+    try:
+        with os.scandir(path) as it:
+            entries = list(it)
+    except OSError:
+        return False
+    names = [e.name for e in entries]
+    if any(n in ROOT_FILES for n in names) or any(parse_partition_dir_name(n) for n in names):
+        return False
+    return any(e.is_dir(follow_symlinks=False) for e in entries) and \
+        not _looks_like_partition_dir(path)
+
+
+def _expand_containers(paths: Iterable[Path], loose: list[Finding],
+                       depth: int = 0, seen: set | None = None) -> Iterator[Path]:
+    """Replace container directories by the log dirs below them, in name order, following no
+    symlink twice (an inode seen before is a loop or an alias)."""
+    seen = set() if seen is None else seen
+    for path in paths:
+        if not (path.is_dir() and _is_container(path)):
+            yield path
+            continue
+        inode = _inode(path)
+        if inode in seen:
+            loose.append(Finding("directory_seen_twice", Severity.WARNING, str(path),
+                                 "same directory reached again (symlink alias or loop); "
+                                 "skipped"))
+            continue
+        seen.add(inode)
+        if depth >= MAX_CONTAINER_DEPTH:
+            loose.append(Finding("unknown_directory", Severity.WARNING, str(path),
+                                 "holds no log dir within the depth segtools searches"))
+            continue
+        children = sorted(p for p in path.iterdir() if p.is_dir())
+        yield from _expand_containers(children, loose, depth + 1, seen)
 
 
 def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -> LogDir:

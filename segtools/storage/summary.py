@@ -1,0 +1,155 @@
+"""One small, frozen summary per segment, from a shallow walk: the input of every analysis.
+
+Retention, compaction, ``scan`` and the Spark planner all start here, so the summary is a plain
+value (JSON-serialisable, picklable) and is computed once per segment from batch headers only.
+
+The *max timestamp* deserves care because retention hangs on it. ``LogSegment.largestTimestamp``
+is the segment's max timestamp when it has one, else the file's mtime; for a segment loaded from
+disk that max comes from the time index's last entry (``LogSegment.maxTimestampAndOffsetSoFar``
+is seeded by ``timeIndex.lastEntry()``), because the final entry written at roll time is the
+segment's largest timestamp. We report the value and where it came from: ``timeindex`` when the
+index is trusted and not empty, ``log`` when only the batch walk has timestamps (an active
+segment, or a lost time index), ``mtime`` when nothing carries a timestamp (v0 data).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+
+from segtools.findings import Finding, Severity
+from segtools.model import Batch
+from segtools.storage.index import TimeIndex
+from segtools.storage.partition import SegmentFiles
+from segtools.storage.segment import Segment
+
+MAX_PRODUCER_IDS = 64  # the summary stays small; the count says how many there were
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSummary:
+    path: str
+    base_offset: int
+    size: int
+    valid_bytes: int  # bytes of whole batches; the rest is a torn or zero tail
+    is_active: bool
+    mtime_ms: int
+    batch_count: int = 0
+    record_count: int = 0  # v2 counts; v0/v1 wrappers count their offset span
+    first_offset: int | None = None
+    last_offset: int | None = None
+    first_timestamp: int | None = None
+    log_max_timestamp: int = -1  # from the batch walk
+    log_offset_of_max_timestamp: int | None = None  # shallow: last offset of that batch
+    max_timestamp: int = -1  # what the broker's retention uses (see module doc)
+    max_timestamp_source: str = "mtime"  # timeindex | log | mtime
+    timeindex_last: tuple[int, int] | None = None
+    codecs: tuple[str, ...] = ()
+    magics: tuple[int, ...] = ()
+    producer_ids: tuple[int, ...] = ()
+    producer_id_count: int = 0
+    transactional_batches: int = 0
+    control_batches: int = 0
+    crc_errors: int = 0
+    findings: tuple[Finding, ...] = field(default=())
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after this segment's last one (its base when it holds nothing)."""
+        return self.base_offset if self.last_offset is None else self.last_offset + 1
+
+    @property
+    def largest_timestamp(self) -> int:
+        """``LogSegment.largestTimestamp``: the max timestamp, or the mtime if there is none."""
+        return self.max_timestamp if self.max_timestamp >= 0 else self.mtime_ms
+
+    def to_json(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["findings"] = [f.to_json() for f in self.findings]
+        out["timeindex_last"] = list(self.timeindex_last) if self.timeindex_last else None
+        return {"type": "segment", **out}
+
+
+def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
+              time_index: TimeIndex | None = None) -> SegmentSummary:
+    """Walk ``files.log`` shallowly and fold its batch headers into a :class:`SegmentSummary`."""
+    with Segment(files.log) as segment:
+        mtime_ms = int(os.stat(files.log).st_mtime * 1000)
+        fold = _Fold()
+        findings: list[Finding] = []
+        for item in segment.batches(verify_crc=verify_crc):
+            if isinstance(item, Batch):
+                fold.add(item)
+            else:
+                findings.append(item)
+        size = segment.size
+    ti_last = None
+    own_index = time_index is None and files.timeindex is not None
+    if own_index:
+        time_index = TimeIndex(files.timeindex, files.base_offset)
+    try:
+        if time_index is not None and time_index.trusted and time_index.valid_entries:
+            ti_last = tuple(time_index.last_entry)
+    finally:
+        if own_index:
+            time_index.close()
+    if ti_last is not None:
+        max_ts, source = ti_last[0], "timeindex"
+        if not is_active and fold.max_ts != ti_last[0]:
+            findings.append(Finding(
+                "timeindex_max_mismatch", Severity.WARNING, str(files.timeindex),
+                f"last time-index entry says {ti_last[0]} but the largest batch timestamp in "
+                f"the log is {fold.max_ts}; retention uses the index's value", offset=ti_last[1]))
+    elif fold.max_ts >= 0:
+        max_ts, source = fold.max_ts, "log"
+    else:
+        max_ts, source = -1, "mtime"
+    return SegmentSummary(
+        path=str(files.log), base_offset=files.base_offset, size=size,
+        valid_bytes=fold.valid_bytes, is_active=is_active, mtime_ms=mtime_ms,
+        batch_count=fold.batches, record_count=fold.records, first_offset=fold.first_offset,
+        last_offset=fold.last_offset, first_timestamp=fold.first_ts,
+        log_max_timestamp=fold.max_ts, log_offset_of_max_timestamp=fold.max_ts_offset,
+        max_timestamp=max_ts, max_timestamp_source=source, timeindex_last=ti_last,
+        codecs=tuple(sorted(fold.codecs)), magics=tuple(sorted(fold.magics)),
+        producer_ids=tuple(sorted(fold.producers)[:MAX_PRODUCER_IDS]),
+        producer_id_count=len(fold.producers), transactional_batches=fold.txn,
+        control_batches=fold.control, crc_errors=fold.crc_errors, findings=tuple(findings))
+
+
+class _Fold:
+    """Running totals over batch headers (mutable only while one summary is built)."""
+
+    def __init__(self) -> None:
+        self.batches = self.records = self.valid_bytes = 0
+        self.txn = self.control = self.crc_errors = 0
+        self.first_offset: int | None = None
+        self.last_offset: int | None = None
+        self.first_ts: int | None = None
+        self.max_ts = -1
+        self.max_ts_offset: int | None = None
+        self.codecs: set[str] = set()
+        self.magics: set[int] = set()
+        self.producers: set[int] = set()
+
+    def add(self, b: Batch) -> None:
+        self.batches += 1
+        self.valid_bytes += b.size
+        self.records += b.count if b.count is not None else b.last_offset - b.base_offset + 1
+        if self.first_offset is None:
+            self.first_offset = b.base_offset
+        self.last_offset = b.last_offset if self.last_offset is None else max(
+            self.last_offset, b.last_offset)
+        first_ts = b.max_timestamp if b.magic < 2 or b.has_delete_horizon else b.base_timestamp
+        if first_ts >= 0 and self.first_ts is None:
+            self.first_ts = first_ts
+        if b.max_timestamp > self.max_ts:  # strictly greater: the first batch holding the max
+            self.max_ts, self.max_ts_offset = b.max_timestamp, b.last_offset
+        self.codecs.add(b.compression)
+        self.magics.add(b.magic)
+        if b.producer_id >= 0:
+            self.producers.add(b.producer_id)
+        self.txn += b.is_transactional
+        self.control += b.is_control
+        self.crc_errors += b.crc_valid is False
