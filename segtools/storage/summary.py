@@ -70,6 +70,20 @@ class SegmentSummary:
         out["timeindex_last"] = list(self.timeindex_last) if self.timeindex_last else None
         return {"type": "segment", **out}
 
+    @classmethod
+    def from_json(cls, obj: dict) -> SegmentSummary:
+        """Inverse of :meth:`to_json` (Spark ships summaries as rows or JSON)."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        data = {k: v for k, v in obj.items() if k in fields}
+        data["findings"] = tuple(
+            Finding(f["code"], Severity(f["severity"]), f["path"], f["message"],
+                    f.get("position"), f.get("offset")) for f in obj.get("findings", ()))
+        for name in ("codecs", "magics", "producer_ids"):
+            data[name] = tuple(data.get(name, ()))
+        if data.get("timeindex_last") is not None:
+            data["timeindex_last"] = tuple(data["timeindex_last"])
+        return cls(**data)
+
 
 def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
               time_index: TimeIndex | None = None) -> SegmentSummary:

@@ -1,0 +1,71 @@
+"""What every command shares: opening a tree, exit codes, progress on stderr, output formats.
+
+Progress goes to stderr only, and only when stderr is a terminal and ``--quiet`` is not given:
+stdout is for data, and a pipe or a cron job wants no bars.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Iterable, Iterator
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, Severity
+from segtools.storage.logdirs import LogDir, walk
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+
+
+def exit_code(findings: Iterable[Finding]) -> int:
+    """DESIGN.md §3: 1 when any finding is a warning or an error; info findings are normal."""
+    return EXIT_FINDINGS if any(f.severity in (Severity.WARNING, Severity.ERROR)
+                                for f in findings) else EXIT_OK
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
+
+
+def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
+    """Walk the given log dirs / partition dirs / segment files; a path that does not exist
+    is a usage error (exit 2), as the operator mistyped it."""
+    log_dirs, loose = walk(paths)
+    missing = [f for f in loose if f.code == "path_not_found"]
+    if missing:
+        raise SegtoolsError("no such file or directory", path=missing[0].path)
+    if not any(d.partitions for d in log_dirs) and not loose:
+        bad = next((d for d in log_dirs), None)
+        raise SegtoolsError("no Kafka partitions found here",
+                            path=str(bad.path) if bad else None)
+    return log_dirs, loose
+
+
+@contextlib.contextmanager
+def progress(total_bytes: int, description: str, *, quiet: bool) -> Iterator:
+    """A bytes-and-ETA bar on stderr; yields ``advance(n)``. Silent when not a terminal."""
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield lambda n: None
+        return
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                   TransferSpeedColumn(), TimeRemainingColumn(), console=console,
+                   transient=True)
+    with bar:
+        task = bar.add_task(description, total=total_bytes)
+        yield lambda n: bar.advance(task, n)
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
