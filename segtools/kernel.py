@@ -45,7 +45,21 @@ MIN_RECORD_SIZE = 7
 MIN_HEADER_SIZE = 2
 
 
-@numba.njit(cache=True, nogil=True, inline="always")
+def _jit(**options):
+    """``numba.njit`` with an on-disk cache, so only the first process pays the compile; an
+    install with no writable cache location (a read-only site-packages, no writable home)
+    still works, compiling once per process instead."""
+
+    def wrap(fn):
+        try:
+            return numba.njit(cache=True, nogil=True, **options)(fn)
+        except RuntimeError:  # numba: "cannot cache function ...: no locator available"
+            return numba.njit(cache=False, nogil=True, **options)(fn)
+
+    return wrap
+
+
+@_jit(inline="always")
 def _varint(buf, pos, end, max_bytes):
     """Zigzag LEB128 (``ByteUtils.readVarint/readVarlong``). Returns (value, next pos); next pos
     is -1 when the bytes run out and -2 when the varint is longer than ``max_bytes``."""
@@ -67,7 +81,7 @@ def _varint(buf, pos, end, max_bytes):
     return np.int64(0), -2
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit()
 def decode_v2(buf, starts, ends, counts, base_offsets, base_timestamps, log_append_time,
               max_timestamps, out_offset, out_timestamp, out_key_pos, out_key_len,
               out_value_pos, out_value_len, out_headers_pos, out_headers_count, out_batch,
@@ -192,7 +206,7 @@ def decode_v2(buf, starts, ends, counts, base_offsets, base_timestamps, log_appe
     return n
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit()
 def decode_headers(buf, headers_pos, headers_count, out_key_pos, out_key_len, out_value_pos,
                    out_value_len, out_record):
     """Second pass over already-validated header sections: one row per header."""
@@ -216,7 +230,7 @@ def decode_headers(buf, headers_pos, headers_count, out_key_pos, out_key_len, ou
     return n
 
 
-@numba.njit(cache=True, nogil=True)
+@_jit()
 def gather(buf, pos, lengths, out):
     """Copy the spans ``buf[pos[i]:pos[i]+lengths[i]]`` back to back into ``out`` (nulls are
     empty) and return Arrow-style int32 offsets; used to build binary columns."""

@@ -453,3 +453,109 @@ def iter_batch_records(buf, batches: Iterable[Batch], *,
             yield item
         else:
             yield from _materialise(item, path)
+
+
+# ---------------------------------------------------------------------------- salvage
+
+#: Findings after which the walk no longer knows where the next batch starts.
+FRAMING_CODES = frozenset({"corrupt_batch_length", "invalid_magic", "batch_too_small",
+                           "truncated_tail", "invalid_compression", "corrupt_message"})
+
+
+def valid_batch_at(buf, pos: int, end: int) -> bool:
+    """Whether a whole batch with a matching CRC starts at ``pos``: the resync test.
+
+    Cheap header sanity first (magic, length within the data, compression id, a record count
+    the bytes could hold), so random bytes rarely cost a CRC over a long claimed length."""
+    if pos + v2.HEADER_SIZE_UP_TO_MAGIC >= end:
+        return False
+    _, length, _, magic = _PREFIX.unpack_from(buf, pos)
+    size = v2.LOG_OVERHEAD + length
+    if length < v2.MIN_LENGTH or pos + size > end:
+        return False
+    view = memoryview(buf)
+    if magic == 2:
+        if size < v2.RECORD_BATCH_OVERHEAD:
+            return False
+        header = _V2_HEADER.unpack_from(buf, pos)
+        attributes, count = header[5], header[12]
+        if attributes & ~0x7F or attributes & 0x07 > 4 or not 0 <= count <= length // 7 + 1:
+            return False
+        return crc32c(view[pos + v2.CRC_COVERAGE_START:pos + size]) == header[4]
+    if magic in (0, 1):
+        _, _, crc, _, attributes = _LEGACY_HEAD.unpack_from(buf, pos)
+        if attributes & 0xF0 or attributes & 0x07 > 3:
+            return False
+        return crc32(view[pos + legacy.CRC_COVERAGE_START:pos + size]) == crc
+    return False
+
+
+def find_next_batch(buf, start: int, end: int) -> int | None:
+    """The first position >= ``start`` where :func:`valid_batch_at` holds: candidates are the
+    bytes whose magic byte (16 bytes on) is 0, 1 or 2, found with numpy, then checked in order."""
+    data = np.frombuffer(buf, dtype=np.uint8)
+    step = 1 << 22
+    for chunk_start in range(start, end, step):
+        lo = chunk_start + 16
+        hi = min(end, chunk_start + step + 16)
+        if lo >= hi:
+            break
+        window = data[lo:hi]
+        for rel in np.flatnonzero(window <= 2):
+            pos = chunk_start + int(rel)
+            if valid_batch_at(buf, pos, end):
+                return pos
+    return None
+
+
+def iter_batches_salvaging(buf, start: int = 0, end: int | None = None, *, path: str = "",
+                           limit: int = DEFAULT_DECOMPRESS_LIMIT
+                           ) -> Iterator[Batch | Finding]:
+    """:func:`iter_batches`, but past a corrupt batch it resynchronises on the next header whose
+    CRC validates, and reports exactly which bytes and offsets were lost (``salvage_skipped``).
+
+    A batch whose CRC fails but whose length leads to a valid next batch is kept (flagged
+    ``crc_mismatch``): only its payload is suspect. When the length itself leads nowhere, the
+    batch is counted as lost and the walk searches onward from the byte after its start.
+    """
+    end = len(buf) if end is None else min(end, len(buf))
+    pos = start
+    last_good: int | None = None
+    while pos < end:
+        resync_at: int | None = None
+        for item in iter_batches(buf, pos, end, path=path, verify_crc=True, limit=limit):
+            if isinstance(item, Finding):
+                if item.code in FRAMING_CODES and item.code != "corrupt_message":
+                    resync_at = item.position
+                    break
+                yield item
+                continue
+            if item.crc_valid is False and item.end < end and \
+                    not valid_batch_at(buf, item.end, end):
+                resync_at = item.position
+                break
+            last_good = item.last_offset
+            yield item
+        if resync_at is None:
+            return
+        nxt = find_next_batch(buf, resync_at + 1, end)
+        stop = end if nxt is None else nxt
+        lost = ""
+        if nxt is not None:
+            next_base = _PREFIX.unpack_from(buf, nxt)[0]
+            first_lost = 0 if last_good is None else last_good + 1
+            if next_base > first_lost:
+                lost = f"; offsets {first_lost}..{next_base - 1} lost"
+        elif last_good is not None:
+            lost = f"; every offset after {last_good} in this segment lost"
+        if nxt is None and _is_zero(buf, resync_at, end):
+            yield _finding("zero_filled_tail", Severity.INFO, path,
+                           f"{end - resync_at} zero bytes after the last batch", resync_at)
+            return
+        yield Finding("salvage_skipped", Severity.ERROR, path,
+                      f"bytes {resync_at}..{stop - 1} ({stop - resync_at} bytes) hold no valid "
+                      f"batch{lost}", position=resync_at,
+                      offset=None if last_good is None else last_good + 1)
+        if nxt is None:
+            return
+        pos = nxt

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import sys
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 
 from rich.console import Console
 from rich.progress import (
@@ -67,5 +68,22 @@ def progress(total_bytes: int, description: str, *, quiet: bool) -> Iterator:
         yield lambda n: bar.advance(task, n)
 
 
-def stdout_is_terminal() -> bool:
-    return sys.stdout.isatty()
+def parse_time(text: str) -> int:
+    """``--at`` / ``--timestamp`` values: epoch milliseconds, or ISO-8601 (naive = UTC)."""
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"not epoch milliseconds or ISO-8601: {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def console() -> Console:
+    """stdout for tables: the terminal's width, or wide enough not to wrap when piped."""
+    return Console(highlight=False, soft_wrap=False,
+                   width=None if sys.stdout.isatty() else 240)

@@ -13,18 +13,18 @@ import sys
 from collections.abc import Sequence
 
 from segtools import __version__
-from segtools.cli import dump
+from segtools.cli import dump, find, scan, verify
+from segtools.cli.common import EXIT_OK, EXIT_USAGE
 from segtools.errors import SegtoolsError
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
-
-COMMANDS = (dump,)
+COMMANDS = (dump, scan, verify, find)
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # argparse's own exit code is 2 already; keep one line
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"segtools: error: {message}\n")
+    def error(self, message: str):
+        """One line, as every other error: what is wrong and where to read more."""
+        self.exit(EXIT_USAGE, f"segtools: error: {self.prog}: {message} "
+                              f"(see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +57,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except MemoryError:
         print("segtools: error: out of memory", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as e:  # a bug in segtools: still one line, and how to see more
+        if args.debug:
+            raise
+        print(f"segtools: error: internal error ({type(e).__name__}: {e}); "
+              "rerun with --debug for the traceback, and please report it", file=sys.stderr)
         return EXIT_USAGE
 
 

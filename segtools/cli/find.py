@@ -1,0 +1,118 @@
+"""``segtools find``: locate a record by offset or timestamp the way the broker would.
+
+By offset: the segment whose base offset is the largest at or below the target
+(``LogSegments.floorSegment``), then its offset index and a short forward scan. By timestamp:
+the first segment whose largest timestamp reaches the target (``UnifiedLog.
+fetchOffsetByTimestamp``), then its time index, offset index and scan
+(``LogSegment.findOffsetByTimestamp``). Prints the record with its segment, byte position and
+batch, and how much the index saved (where the scan started, how many batches it read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from segtools.cli import common, render
+from segtools.cli.scan import add_selection, selected
+from segtools.errors import SegtoolsError
+from segtools.storage.index import OffsetIndex, TimeIndex
+from segtools.storage.partition import PartitionDir, SegmentFiles
+from segtools.storage.seek import SeekResult, seek_offset, seek_timestamp
+from segtools.storage.segment import Segment
+from segtools.storage.summary import summarize
+
+EXAMPLES = """examples:
+  segtools find /var/kafka-logs/orders-3 --offset 1234567
+  segtools find /var/kafka-logs --topic orders --partition 3 --timestamp 2024-05-01T14:02:00Z
+  segtools find /var/kafka-logs/orders-3 --timestamp 1714572120000 --format json
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("find", help="locate a record by offset or timestamp via the indexes",
+                       description=__doc__, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH", help="log dirs or partition dirs")
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("--offset", type=int, help="the offset to find")
+    target.add_argument("--timestamp", type=common.parse_time,
+                        help="epoch ms or ISO-8601: the first record at or after it")
+    add_selection(p)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--bytes", choices=render.BYTES_MODES, default=None)
+    p.set_defaults(run=run)
+
+
+def _segment_for_offset(pdir: PartitionDir, offset: int) -> SegmentFiles | None:
+    floor = [s for s in pdir.segments if s.base_offset <= offset]
+    return floor[-1] if floor else None
+
+
+def _largest_timestamp(pdir: PartitionDir, files: SegmentFiles) -> int:
+    if files.timeindex is not None and files is not pdir.active_segment:
+        with TimeIndex(files.timeindex, files.base_offset) as ti:
+            if ti.trusted and ti.valid_entries:
+                return ti.last_entry.timestamp
+    return summarize(files, is_active=files is pdir.active_segment).largest_timestamp
+
+
+def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | None]:
+    if args.offset is not None:
+        candidates = [_segment_for_offset(pdir, args.offset)]
+        candidates += [s for s in pdir.segments if candidates[0] is not None
+                       and s.base_offset > candidates[0].base_offset]
+    else:
+        candidates = [s for s in pdir.segments
+                      if _largest_timestamp(pdir, s) >= args.timestamp]
+    for files in candidates:
+        if files is None:
+            continue
+        oi = OffsetIndex(files.index, files.base_offset) if files.index else None
+        ti = TimeIndex(files.timeindex, files.base_offset) if files.timeindex else None
+        with Segment(files.log) as segment:
+            result = (seek_offset(segment, oi, args.offset) if args.offset is not None
+                      else seek_timestamp(segment, oi, ti, args.timestamp))
+        if result.record is not None:
+            return files, result
+    return None, None
+
+
+def run(args: argparse.Namespace) -> int:
+    log_dirs, _ = common.open_tree(args.paths)
+    pdirs = [p for d in log_dirs for p in d.partitions if selected(p, args)
+             and (p.name is None or str(p.name.state) == "live")]
+    if not pdirs:
+        raise SegtoolsError("no partition matches", path=args.paths[0])
+    mode = args.bytes or ("base64" if args.format == "json" else "utf8")
+    found_any = False
+    for pdir in pdirs:
+        files, result = _seek(pdir, args)
+        if result is None:
+            continue
+        found_any = True
+        out = {
+            "type": "found", "topic": pdir.name.topic if pdir.name else None,
+            "partition": pdir.name.partition if pdir.name else None,
+            "segment": str(files.log), "position": result.batch.position,
+            "index_used": result.index_used, "scan_start_position": result.start_position,
+            "batches_scanned": result.batches_scanned, "batch": result.batch.to_json(),
+            "record": render.record_json(result.record, mode)}
+        if args.format == "json":
+            sys.stdout.write(render.dumps(out) + "\n")
+        else:
+            how = (f"offset index -> byte {result.start_position}" if result.index_used
+                   else "no usable index: scanned from byte 0")
+            sys.stdout.write(
+                f"{render.terminal_safe(pdir.path.name)}: offset {result.record.offset} in "
+                f"{render.terminal_safe(files.log.name)} at byte {result.batch.position} "
+                f"({how}, {result.batches_scanned} batch(es) read)\n"
+                f"{render.batch_text(result.batch)}\n"
+                f"{render.record_text(result.record, result.batch, print_data=True, mode=mode)}"
+                "\n")
+    if not found_any:
+        what = f"offset {args.offset}" if args.offset is not None else \
+            f"timestamp {args.timestamp}"
+        sys.stderr.write(f"segtools: no record at or after {what}\n")
+        return common.EXIT_FINDINGS
+    return common.EXIT_OK

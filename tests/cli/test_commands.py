@@ -1,0 +1,147 @@
+"""The real console script, driven as an operator would: output, exit codes, findings."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_manifest import FIXTURES, SAMPLE
+
+SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
+
+
+def run(*args: str, check_code: int | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run([SEGTOOLS, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200"})
+    if check_code is not None:
+        assert proc.returncode == check_code, proc.stderr
+    return proc
+
+
+def jsonl(proc) -> list[dict]:
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+
+
+def test_help_for_every_command():
+    for cmd in ("dump", "scan", "verify", "find"):
+        proc = run(cmd, "--help", check_code=0)
+        assert "examples:" in proc.stdout
+
+
+@pytest.mark.parametrize("args", [
+    ("dump", "/no/such/file.log"),
+    ("scan", "/no/such/dir"),
+    ("verify", "/no/such/dir"),
+    ("dump", str(FIXTURES / "README.md")),
+    ("find", str(SAMPLE), "--offset", "notanumber"),
+    ("find", str(SAMPLE), "--timestamp", "yesterday-ish"),
+])
+def test_bad_input_is_one_line_and_exit_2(args):
+    proc = run(*args, check_code=2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("segtools: error: ")
+    assert "Traceback" not in proc.stderr
+
+
+def test_dump_clean_segment_exit_0_and_kafka_line_shape():
+    proc = run("dump", str(SAMPLE / "orders.v2-eu-1" / "00000000000000000000.log"),
+               check_code=0)
+    assert proc.stdout.startswith("Dumping ")
+    assert "baseOffset: 0 lastOffset:" in proc.stdout and "compresscodec: gzip" in proc.stdout
+
+
+def test_dump_torn_tail_exit_1_with_finding():
+    proc = run("dump", "--format", "jsonl",
+               str(SAMPLE / "torn-tail-0" / "00000000000000000000.log"), check_code=1)
+    findings = [x for x in jsonl(proc) if x["type"] == "finding"]
+    assert [f["code"] for f in findings] == ["truncated_tail"]
+    assert findings[0]["position"] == 1047
+
+
+def test_dump_text_is_terminal_safe(tmp_path):
+    from tests.builders import make_batch
+    evil = make_batch([dict(timestamp_delta=0, offset_delta=0, key=b"\x1b]0;pwned\x07",
+                            value=b"\x1b[2J\x9b31m", headers=[(b"\x1b[1m", b"\x07")])])
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(evil)
+    proc = run("dump", "--print-data", str(path), check_code=0)
+    assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout and "\x9b" not in proc.stdout
+    assert "\\x1b" in proc.stdout
+
+
+def test_scan_formats():
+    table = run("scan", str(SAMPLE), check_code=1)  # the sample has a torn tail on purpose
+    assert "orders.v2-eu-3" in table.stdout and "leftovers" in table.stdout
+    rows = [r for r in jsonl(run("scan", str(SAMPLE), "--format", "jsonl"))
+            if r["type"] == "segment"]
+    assert {r["topic"] for r in rows} >= {"orders.v2-eu", "payments.txn", "edge-cases"}
+    csv = run("scan", str(SAMPLE), "--format", "csv", "--topic", "orders.*",
+              "--partition", "3").stdout.splitlines()
+    assert csv[0].startswith("log_dir,topic,partition") and len(csv) == 2
+
+
+def test_verify_reports_the_planted_problems():
+    proc = run("verify", str(FIXTURES / "logdirs"), "--format", "jsonl", check_code=1)
+    lines = jsonl(proc)
+    codes = {(Path(f["path"]).parent.name, f["code"]) for f in lines if f["type"] == "finding"}
+    assert ("corrupt-crc-0", "crc_mismatch") in codes
+    assert ("legacy-corrupt.v1-0", "crc_mismatch") in codes
+    assert ("torn-tail-0", "truncated_tail") in codes
+    assert ("payments-compact-0", "offset_gap_compaction") in codes
+    assert lines[-1]["type"] == "summary" and lines[-1]["errors"] == 2
+
+
+def test_verify_clean_partition_exit_0():
+    run("verify", str(SAMPLE / "orders.v2-eu-2"), check_code=0)
+
+
+def test_verify_salvage_on_a_smashed_copy(tmp_path):
+    part = tmp_path / "orders.v2-eu-1"
+    shutil.copytree(SAMPLE / "orders.v2-eu-1", part)
+    log = part / "00000000000000000000.log"
+    positions = [b["position"] for b in jsonl(run("dump", "--format", "jsonl", str(log)))]
+    data = bytearray(log.read_bytes())
+    data[positions[2] + 8:positions[2] + 12] = b"\xff\xff\x00\x10"  # a bogus length
+    log.write_bytes(bytes(data))
+    plain = jsonl(run("verify", str(part), "--format", "jsonl"))
+    salvaged = jsonl(run("verify", str(part), "--salvage", "--format", "jsonl", check_code=1))
+    skipped = [f for f in salvaged if f["type"] == "finding" and f["code"] == "salvage_skipped"]
+    assert len(skipped) == 1 and "lost" in skipped[0]["message"]
+    assert plain != salvaged
+
+
+def test_find_by_offset_and_timestamp_agree_with_dump():
+    found = jsonl(run("find", str(SAMPLE / "orders.v2-eu-0"), "--offset", "230", "--format",
+                      "json", check_code=0))[0]
+    assert found["record"]["offset"] == 230
+    ts = found["record"]["timestamp"]
+    by_time = jsonl(run("find", str(SAMPLE), "--topic", "orders.v2-eu", "--partition", "0",
+                        "--timestamp", str(ts), "--format", "json", check_code=0))[0]
+    assert by_time["record"]["timestamp"] >= ts
+    assert by_time["record"]["offset"] <= 230
+
+
+def test_find_past_the_end_exit_1():
+    run("find", str(SAMPLE / "orders.v2-eu-0"), "--offset", "999999", check_code=1)
+
+
+def test_read_only_tree(tmp_path):
+    """Every command works on a tree it cannot write to."""
+    tree = tmp_path / "ro"
+    shutil.copytree(SAMPLE, tree)
+    for p in [tree, *tree.rglob("*")]:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        run("scan", str(tree))
+        run("verify", str(tree), "--deep")
+        run("dump", "--deep", str(tree / "orders.v2-eu-1" / "00000000000000000000.log"),
+            check_code=0)
+    finally:
+        for p in [tree, *tree.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
