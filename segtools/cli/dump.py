@@ -1,32 +1,49 @@
-"""``segtools dump``: print a segment's batches and records, like ``kafka-dump-log.sh``.
+"""``segtools dump``: print what is in Kafka's files, like ``kafka-dump-log.sh`` and more.
 
-Text output keeps Kafka's line shapes (an operator's muscle memory) with UTC times beside
-epoch milliseconds; ``--format jsonl`` prints the DESIGN.md §3 objects, one per line.
+For a ``.log``: batch lines (default) or batches and records (``--deep``), keys, values and
+headers with ``--print-data``; a range of offsets or timestamps is found through the segment's
+indexes (binary search, then a short scan), never by reading from byte 0. Text output keeps
+Kafka's line shapes (an operator's muscle memory) with UTC times beside epoch milliseconds and
+every control character escaped; ``--format jsonl`` prints the DESIGN.md §3 objects, one per
+line. Indexes, producer snapshots and checkpoint files print their entries.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
-from segtools.cli import render
+from segtools.cli import common, render
+from segtools.cli.dump_files import dumper_for
 from segtools.errors import NotAKafkaFileError
-from segtools.findings import Finding, Severity
-from segtools.model import Batch
+from segtools.findings import Finding
+from segtools.model import Batch, Record
+from segtools.storage.index import OffsetIndex, TimeIndex
+from segtools.storage.seek import start_position_for_offset
 from segtools.storage.segment import Segment
 
 EXAMPLES = """examples:
   segtools dump 00000000000000000000.log
   segtools dump --deep --print-data --bytes utf8 /var/kafka-logs/orders-0/*.log
   segtools dump --deep --format jsonl --bytes base64 00000000000000000000.log | jq .
+  segtools dump --deep --start-offset 1200 --end-offset 1300 00000000000000001000.log
+  segtools dump --deep --start-time 2024-05-01T14:00:00Z 00000000000000001000.log
+  segtools dump 00000000000000000000.index --verify-index
+  segtools dump leader-epoch-checkpoint 00000000000000000020.snapshot
 """
+
+LOG_SUFFIXES = (".log", ".log.deleted", ".log.cleaned", ".log.swap")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dump", help="print batches and records of .log files",
+    p = sub.add_parser("dump", help="print batches, records, index entries, checkpoints",
                        description=__doc__, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", metavar="FILE", help=".log segment files")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help=".log, .index, .timeindex, .txnindex, .snapshot or checkpoint files")
     p.add_argument("--deep", "--deep-iteration", action="store_true",
                    help="decode the records inside each batch")
     p.add_argument("--print-data", "--print-data-log", action="store_true",
@@ -35,26 +52,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bytes", choices=render.BYTES_MODES, default=None,
                    help="how keys/values are rendered (default: utf8 for text, base64 for jsonl)")
     p.add_argument("--no-crc", action="store_true", help="skip CRC verification")
+    p.add_argument("--max-bytes", type=int, metavar="N",
+                   help="read only the first N bytes of each .log")
+    p.add_argument("--start-offset", type=int, metavar="O", help="first offset to print")
+    p.add_argument("--end-offset", type=int, metavar="O", help="last offset to print")
+    p.add_argument("--start-time", type=common.parse_time, metavar="T",
+                   help="first timestamp to print (epoch ms or ISO-8601)")
+    p.add_argument("--end-time", type=common.parse_time, metavar="T",
+                   help="last timestamp to print (epoch ms or ISO-8601)")
+    p.add_argument("--verify-index", "--verify-index-only", action="store_true",
+                   help="check index entries against the .log instead of printing them")
+    p.add_argument("--index-sanity-check", action="store_true",
+                   help="run the broker's index sanity checks")
     p.set_defaults(run=run)
-
-
-def run(args: argparse.Namespace) -> int:
-    deep = args.deep or args.print_data
-    mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
-    out = sys.stdout
-    worst = 0
-    for path in args.files:
-        if not is_log_file(path):
-            raise NotAKafkaFileError("not a .log segment (dump of other files comes later)",
-                                     path=path)
-        with Segment(path) as segment:
-            if args.format == "text":
-                out.write(f"Dumping {path}\nLog starting offset: {segment.base_offset}\n")
-            worst = max(worst, _dump_segment(segment, deep, args, mode, out))
-    return worst
-
-
-LOG_SUFFIXES = (".log", ".log.deleted", ".log.cleaned", ".log.swap")
 
 
 def is_log_file(path: str) -> bool:
@@ -62,34 +72,112 @@ def is_log_file(path: str) -> bool:
     return path.endswith(LOG_SUFFIXES)
 
 
-def _emit_finding(f: Finding, args, out) -> int:
-    if args.format == "jsonl":
-        out.write(render.dumps(f.to_json()) + "\n")
-    else:
-        out.write(f"{f.severity.upper()} {f.code} at position {f.position}: "
-                  f"{render.terminal_safe(f.message)}\n")
-    return 1 if f.severity in (Severity.WARNING, Severity.ERROR) else 0
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The offsets and timestamps asked for; None = unbounded."""
+
+    start_offset: int | None = None
+    end_offset: int | None = None
+    start_time: int | None = None
+    end_time: int | None = None
+
+    def batch_before(self, b: Batch) -> bool:
+        return (self.start_offset is not None and b.last_offset < self.start_offset) or \
+            (self.start_time is not None and b.max_timestamp < self.start_time)
+
+    def batch_after(self, b: Batch) -> bool:
+        return self.end_offset is not None and b.base_offset > self.end_offset
+
+    def keeps(self, r: Record) -> bool:
+        return not ((self.start_offset is not None and r.offset < self.start_offset)
+                    or (self.end_offset is not None and r.offset > self.end_offset)
+                    or (self.start_time is not None and r.timestamp < self.start_time)
+                    or (self.end_time is not None and r.timestamp > self.end_time))
+
+    @property
+    def bounded(self) -> bool:
+        return any(v is not None for v in (self.start_offset, self.end_offset,
+                                           self.start_time, self.end_time))
 
 
-def _emit_batch(b: Batch, args, out) -> None:
-    if args.format == "jsonl":
-        out.write(render.dumps(b.to_json()) + "\n")
-    else:
-        out.write(render.batch_text(b) + "\n")
+class Output:
+    """Writes text lines or JSON objects to stdout and remembers the findings it printed."""
+
+    def __init__(self, fmt: str):
+        self.fmt = fmt
+        self.findings: list[Finding] = []
+
+    def emit(self, obj: dict, text: str) -> None:
+        sys.stdout.write((render.dumps(obj) if self.fmt == "jsonl" else text) + "\n")
+
+    def finding(self, f: Finding) -> None:
+        self.findings.append(f)
+        where = f" at position {f.position}" if f.position is not None else ""
+        self.emit(f.to_json(), f"{f.severity.upper()} {f.code}{where}: "
+                               f"{render.terminal_safe(f.message)}")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Output(args.format)
+    window = Window(args.start_offset, args.end_offset, args.start_time, args.end_time)
+    deep = args.deep or args.print_data or (window.bounded and args.format == "jsonl")
+    mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
+    for name in args.files:
+        path = Path(name)
+        if path.is_dir():
+            raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
+        if is_log_file(name):
+            with Segment(path) as segment:
+                out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
+                         f"Dumping {name}\nLog starting offset: {segment.base_offset}")
+                _dump_log(segment, path, window, deep, args, mode, out)
+            continue
+        dumper = dumper_for(name)
+        if dumper is None:
+            raise NotAKafkaFileError("not a file segtools knows how to dump", path=name)
+        if not path.exists():
+            raise NotAKafkaFileError("no such file", path=name)
+        out.emit({"type": "file", "path": name}, f"Dumping {name}")
+        for f in dumper(path, args, out.emit):
+            out.finding(f)
+    return common.exit_code(out.findings)
+
+
+def _start_position(path: Path, segment: Segment, window: Window) -> int:
+    """Where to start reading: found through the indexes (``OffsetIndex.lookup``; for times
+    ``TimeIndex.lookup`` then the offset index, as ``LogSegment.findOffsetByTimestamp``)."""
+    index_path = path.with_name(path.name.split(".", 1)[0] + ".index")
+    time_path = index_path.with_suffix(".timeindex")
+    if segment.base_offset is None or not index_path.exists():
+        return 0
+    with OffsetIndex(index_path, segment.base_offset, log_size=segment.size) as oi:
+        target = window.start_offset
+        if window.start_time is not None and time_path.exists():
+            with TimeIndex(time_path, segment.base_offset) as ti:
+                if ti.trusted and ti.valid_entries:
+                    by_time = ti.lookup(window.start_time).offset
+                    target = by_time if target is None else max(target, by_time)
+        if target is None:
+            return 0
+        return start_position_for_offset(oi, target)[0]
 
 
 #: Batches decoded per kernel call while streaming: bounds memory, amortises the call.
 WINDOW = 1024
 
 
-def _windows(items, size: int = WINDOW):
-    """Split the shallow walk into windows of batches, each with the findings met on the way
-    (a finding belongs after the batch at its position, or after the window if it has none)."""
+def _windows(items: Iterator[Batch | Finding], window: Window, size: int = WINDOW):
+    """Split the shallow walk into groups of batches inside the window, each with the findings
+    met on the way; stops at the first batch past the end offset."""
     batches: list[Batch] = []
     findings: list[Finding] = []
     for item in items:
         if isinstance(item, Finding):
             findings.append(item)
+            continue
+        if window.batch_after(item):
+            break
+        if window.batch_before(item):
             continue
         batches.append(item)
         if len(batches) >= size:
@@ -99,32 +187,36 @@ def _windows(items, size: int = WINDOW):
         yield batches, findings
 
 
-def _dump_segment(segment: Segment, deep: bool, args, mode: str, out) -> int:
-    worst = 0
-    walk = segment.batches(verify_crc=not args.no_crc)
-    if not deep:
-        for item in walk:
-            if isinstance(item, Finding):
-                worst = max(worst, _emit_finding(item, args, out))
-            else:
-                _emit_batch(item, args, out)
-        return worst
-    for batches, findings in _windows(walk):
+def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mode: str,
+              out: Output) -> None:
+    start = _start_position(path, segment, window) if window.bounded else 0
+    end = args.max_bytes if args.max_bytes is not None else None
+    walk = segment.batches(start, end, verify_crc=not args.no_crc)
+    text = args.format == "text"
+    for batches, findings in _windows(walk, window):
         findings_at: dict[int | None, list[Finding]] = {}
         for f in findings:
             findings_at.setdefault(f.position, []).append(f)
-        for br in segment.batch_records(batches):
-            _emit_batch(br.batch, args, out)
+        decoded = segment.batch_records(batches) if deep else (
+            _Shallow(b) for b in batches)
+        for br in decoded:
+            out.emit(br.batch.to_json(), render.batch_text(br.batch))
             for r in br.records:
-                if args.format == "jsonl":
-                    out.write(render.dumps(render.record_json(r, mode)) + "\n")
-                else:
-                    out.write(render.record_text(r, br.batch, print_data=args.print_data,
-                                                 mode=mode) + "\n")
+                if window.keeps(r):
+                    out.emit(render.record_json(r, mode),
+                             render.record_text(r, br.batch, print_data=args.print_data,
+                                                mode=mode) if text else "")
             for f in findings_at.pop(br.batch.position, []):
-                worst = max(worst, _emit_finding(f, args, out))
+                out.finding(f)
             if br.finding is not None:
-                worst = max(worst, _emit_finding(br.finding, args, out))
+                out.finding(br.finding)
         for f in (f for fs in findings_at.values() for f in fs):
-            worst = max(worst, _emit_finding(f, args, out))
-    return worst
+            if not (args.max_bytes is not None and f.code == "truncated_tail"):
+                out.finding(f)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shallow:
+    batch: Batch
+    records: tuple = ()
+    finding: None = None

@@ -1,0 +1,172 @@
+"""``segtools dump`` for the files beside the ``.log``: indexes, snapshots and checkpoints.
+
+Line shapes follow ``DumpLogSegments`` (``offset: O position: P``, ``timestamp: T offset: O``,
+``version: 0 producerId: ...``); ``--format jsonl`` prints ``index_entry`` / ``timeindex_entry``
+(DESIGN.md §3) and ``txnindex_entry`` / ``snapshot_entry`` / ``checkpoint_entry`` objects.
+``--verify-index`` checks each index entry against the sibling ``.log`` as Kafka's
+``--verify-index-only`` does (and prints no entries); ``--index-sanity-check`` runs the broker's
+``sanityCheck`` rules and reports them as findings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from segtools.analysis import integrity
+from segtools.cli import render
+from segtools.findings import Finding
+from segtools.formats.checkpoints import (
+    parse_leader_epoch_checkpoint,
+    parse_meta_properties,
+    parse_offset_checkpoint,
+    parse_partition_metadata,
+)
+from segtools.model import Batch
+from segtools.storage.files import read_producer_snapshot, read_text_capped
+from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
+from segtools.storage.segment import Segment
+
+Emit = Callable[[dict, str], None]  # (json object, text line)
+
+
+def _sibling_log(path: Path) -> Path:
+    return path.with_name(path.name.split(".", 1)[0] + ".log")
+
+
+def _log_table(path: Path) -> integrity.BatchTable:
+    log = _sibling_log(path)
+    if not log.exists():
+        return integrity.BatchTable.of([])
+    with Segment(log) as segment:
+        return integrity.BatchTable.of(b for b in segment.batches(verify_crc=False)
+                                       if isinstance(b, Batch))
+
+
+def dump_offset_index(path: Path, args, emit: Emit) -> list[Finding]:
+    log = _sibling_log(path)
+    log_size = log.stat().st_size if log.exists() else None
+    with OffsetIndex(path, log_size=log_size) as index:
+        findings = list(index.sanity_check()) if args.index_sanity_check else []
+        if args.verify_index:
+            return findings + integrity.offset_index_vs_log(str(path), index.entries(),
+                                                            _log_table(path))
+        if index.valid_entries == 0:
+            emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
+        for e in index.entries():
+            emit({"type": "index_entry", "offset": e.offset, "position": e.position},
+                 f"offset: {e.offset} position: {e.position}")
+        _padding_note(index, path, emit)
+    return findings
+
+
+def dump_time_index(path: Path, args, emit: Emit) -> list[Finding]:
+    with TimeIndex(path) as index:
+        findings = list(index.sanity_check()) if args.index_sanity_check else []
+        if args.verify_index:
+            return findings + integrity.time_index_vs_log(str(path), index.entries(),
+                                                          _log_table(path))
+        if index.valid_entries == 0:
+            emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
+        for e in index.entries():
+            emit({"type": "timeindex_entry", "timestamp": e.timestamp, "offset": e.offset},
+                 f"timestamp: {e.timestamp} ({render.human_time(e.timestamp)}) "
+                 f"offset: {e.offset}")
+        _padding_note(index, path, emit)
+    return findings
+
+
+def _padding_note(index, path: Path, emit: Emit) -> None:
+    if index.is_preallocated:
+        emit({"type": "note", "path": str(path), "message": "zero-filled preallocated tail",
+              "padding_bytes": index.padding_bytes},
+             f"({index.padding_bytes} bytes of zero-filled preallocation follow: an active "
+             "segment)")
+
+
+def dump_txn_index(path: Path, args, emit: Emit) -> list[Finding]:
+    index = TransactionIndex(path)
+    for e in index.entries():
+        emit({"type": "txnindex_entry", "version": e.version, "producer_id": e.producer_id,
+              "first_offset": e.first_offset, "last_offset": e.last_offset,
+              "last_stable_offset": e.last_stable_offset},
+             f"version: {e.version} producerId: {e.producer_id} firstOffset: {e.first_offset} "
+             f"lastOffset: {e.last_offset} lastStableOffset: {e.last_stable_offset}")
+    return list(index.sanity_check())
+
+
+def dump_snapshot(path: Path, args, emit: Emit) -> list[Finding]:
+    snapshot, findings = read_producer_snapshot(path)
+    for e in snapshot.entries if snapshot else ():
+        txn = ("OptionalLong.empty" if e.current_txn_first_offset < 0
+               else f"OptionalLong[{e.current_txn_first_offset}]")
+        emit({"type": "snapshot_entry", "producer_id": e.producer_id, "producer_epoch": e.epoch,
+              "coordinator_epoch": e.coordinator_epoch,
+              "current_txn_first_offset": (None if e.current_txn_first_offset < 0
+                                           else e.current_txn_first_offset),
+              "last_timestamp": e.timestamp, "last_sequence": e.last_sequence,
+              "last_offset": e.last_offset, "offset_delta": e.offset_delta},
+             f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: "
+             f"{e.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {e.timestamp} "
+             f"lastSequence: {e.last_sequence} lastOffset: {e.last_offset} "
+             f"offsetDelta: {e.offset_delta}")
+    return findings
+
+
+def _text_entries(path: Path, parse) -> tuple[object, list[Finding]]:
+    text, findings = read_text_capped(path)
+    if text is None:
+        return None, findings
+    value, more = parse(text, str(path))
+    return value, findings + list(more)
+
+
+def dump_checkpoint(path: Path, args, emit: Emit) -> list[Finding]:
+    name = path.name
+    if name == "leader-epoch-checkpoint":
+        entries, findings = _text_entries(path, parse_leader_epoch_checkpoint)
+        for e in entries or ():
+            emit({"type": "checkpoint_entry", "epoch": e.epoch, "start_offset": e.start_offset},
+                 f"epoch: {e.epoch} startOffset: {e.start_offset}")
+    elif name == "partition.metadata":
+        meta, findings = _text_entries(path, parse_partition_metadata)
+        if meta is not None:
+            emit({"type": "partition_metadata", "version": meta.version,
+                  "topic_id": meta.topic_id},
+                 f"version: {meta.version} topic_id: {meta.topic_id}")
+    elif name == "meta.properties":
+        meta, findings = _text_entries(path, parse_meta_properties)
+        if meta is not None:
+            emit({"type": "meta_properties", **dict(meta.properties)},
+                 " ".join(f"{k}={v}" for k, v in meta.properties))
+    else:
+        entries, findings = _text_entries(path, parse_offset_checkpoint)
+        for (topic, partition), offset in sorted((entries or {}).items()):
+            emit({"type": "checkpoint_entry", "topic": topic, "partition": partition,
+                  "offset": offset},
+                 f"topic: {render.terminal_safe(topic)} partition: {partition} "
+                 f"offset: {offset}")
+    return findings
+
+
+CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata", "meta.properties",
+                    "recovery-point-offset-checkpoint", "replication-offset-checkpoint",
+                    "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+
+DUMPERS: dict[str, Callable[[Path, object, Emit], list[Finding]]] = {
+    ".index": dump_offset_index,
+    ".timeindex": dump_time_index,
+    ".txnindex": dump_txn_index,
+    ".snapshot": dump_snapshot,
+}
+
+
+def dumper_for(path: str):
+    """The dumper for a non-log file, by suffix as ``DumpLogSegments`` chooses, or by the
+    fixed names of checkpoint files; None for anything else."""
+    name = os.path.basename(path)
+    if name in CHECKPOINT_NAMES:
+        return dump_checkpoint
+    return DUMPERS.get(os.path.splitext(name)[1])
+
