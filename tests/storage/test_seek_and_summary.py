@@ -99,7 +99,7 @@ def test_summary_agrees_with_kafka_dump(pdir, seg_files):
 
 
 def test_summary_json_round_trip():
-    pdir, seg_files = SEGMENTS[0]
+    _, seg_files = SEGMENTS[0]
     s = summarize(seg_files, is_active=True, verify_crc=True)
     from segtools.storage.summary import SegmentSummary
     assert SegmentSummary.from_json(s.to_json()) == s
