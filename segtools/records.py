@@ -68,7 +68,7 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
     released = start - start % mmap.PAGESIZE
     while pos < end:
         if pos - released >= RELEASE_BYTES and hasattr(buf, "madvise"):
-            released = _release(buf, released, pos)
+            released = release_pages(buf, released, pos)
         remaining = end - pos
         if remaining <= v2.HEADER_SIZE_UP_TO_MAGIC:
             yield _tail_finding(buf, pos, end, path)
@@ -101,7 +101,7 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
         pos += size
 
 
-def _release(buf, start: int, upto: int) -> int:
+def release_pages(buf, start: int, upto: int) -> int:
     """Drop the pages already walked from this process's mapping (they stay in the page
     cache), so a long walk's RSS stays flat instead of growing to the segment size."""
     upto -= upto % mmap.PAGESIZE
@@ -312,6 +312,7 @@ class Chunk:
     columns: kernel.RecordColumns
     batches: list[Batch]
     in_file: bool
+    path: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,39 +344,51 @@ def _sequence(batch: Batch, offset_delta: int) -> int:
     return (batch.base_sequence + offset_delta) % (1 << 31)
 
 
-def _materialise(chunk: Chunk, path: str) -> Iterator[BatchRecords]:
+def record_at(chunk: Chunk, i: int) -> Record:
+    """Row ``i`` of a chunk as a :class:`Record` (for printing one record at a time)."""
+    cols = chunk.columns
+    b = chunk.batches[int(cols.batch[i])]
+    key, value = cols.key(i), cols.value(i)
+    return Record(int(cols.offset[i]), int(cols.timestamp[i]), key, value, cols.headers(i),
+                  _sequence(b, int(cols.offset_delta[i])), _control(b, key, value))
+
+
+def records_finding(chunk: Chunk, j: int) -> Finding:
+    """The finding for batch ``j`` of a chunk whose records broke a rule."""
+    cols, b = chunk.columns, chunk.batches[j]
+    return _finding("corrupt_records", Severity.ERROR, chunk.path,
+                    kernel.ERROR_MESSAGES[int(cols.err_code[j])],
+                    int(cols.err_pos[j]) if chunk.in_file else b.position, b.base_offset)
+
+
+def _materialise(chunk: Chunk) -> Iterator[BatchRecords]:
     """Turn one chunk's columns back into per-batch record lists (for printing)."""
     cols, batches = chunk.columns, chunk.batches
     by_batch: list[list[Record]] = [[] for _ in batches]
     for i in range(len(cols)):
-        b = batches[int(cols.batch[i])]
-        key, value = cols.key(i), cols.value(i)
-        by_batch[int(cols.batch[i])].append(Record(
-            int(cols.offset[i]), int(cols.timestamp[i]), key, value, cols.headers(i),
-            _sequence(b, int(cols.offset_delta[i])), _control(b, key, value)))
+        by_batch[int(cols.batch[i])].append(record_at(chunk, i))
     for j, b in enumerate(batches):
         finding = None
         if cols.err_code[j]:
-            finding = _finding("corrupt_records", Severity.ERROR, path,
-                               kernel.ERROR_MESSAGES[int(cols.err_code[j])],
-                               int(cols.err_pos[j]) if chunk.in_file else b.position,
-                               b.base_offset)
+            finding = records_finding(chunk, j)
         yield BatchRecords(b, by_batch[j], finding)
 
 
-def _kernel_chunk(data: np.ndarray, batches: list[Batch], starts, ends, in_file: bool) -> Chunk:
+def _kernel_chunk(data: np.ndarray, batches: list[Batch], starts, ends, in_file: bool,
+                  path: str) -> Chunk:
     cols = kernel.decode(data, starts, ends, [b.count for b in batches],
                          [b.base_offset for b in batches], [b.base_timestamp for b in batches],
                          [b.timestamp_type == "LogAppendTime" for b in batches],
                          [b.max_timestamp for b in batches])
-    return Chunk(cols, batches, in_file)
+    return Chunk(cols, batches, in_file, path)
 
 
 class _ChunkBuilder:
     """Accumulates consecutive v2 batches of one kind (in-file or inflated) for one call."""
 
-    def __init__(self, view: np.ndarray):
+    def __init__(self, view: np.ndarray, path: str):
         self.view = view
+        self.path = path
         self.plain: list[Batch] = []
         self.packed: list[Batch] = []
         self.payloads: list[bytes] = []
@@ -385,13 +398,13 @@ class _ChunkBuilder:
         if self.plain:
             yield _kernel_chunk(self.view, self.plain,
                                 [b.position + v2.RECORD_BATCH_OVERHEAD for b in self.plain],
-                                [b.end for b in self.plain], True)
+                                [b.end for b in self.plain], True, self.path)
             self.plain = []
         if self.packed:
             sizes = np.array([len(p) for p in self.payloads], dtype=np.int64)
             ends = np.cumsum(sizes)
             data = np.frombuffer(b"".join(self.payloads), dtype=np.uint8)
-            yield _kernel_chunk(data, self.packed, ends - sizes, ends, False)
+            yield _kernel_chunk(data, self.packed, ends - sizes, ends, False, self.path)
             self.packed, self.payloads, self.packed_size = [], [], 0
 
 
@@ -402,7 +415,7 @@ def decode_chunks(buf, batches: Iterable[Batch], *, limit: int = DEFAULT_DECOMPR
     Legacy entries and undecodable batches come out as ready :class:`BatchRecords`, in order.
     """
     acc = _ChunkBuilder(np.frombuffer(buf, dtype=np.uint8) if len(buf) else
-                        np.zeros(0, np.uint8))
+                        np.zeros(0, np.uint8), path)
     for b in batches:
         if b.magic == 2 and b.compression == "none":
             if acc.packed:
@@ -452,7 +465,7 @@ def iter_batch_records(buf, batches: Iterable[Batch], *,
         if isinstance(item, BatchRecords):
             yield item
         else:
-            yield from _materialise(item, path)
+            yield from _materialise(item)
 
 
 # ---------------------------------------------------------------------------- salvage

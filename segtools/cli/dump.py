@@ -11,16 +11,21 @@ line. Indexes, producer snapshots and checkpoint files print their entries.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from segtools import jsonl
 from segtools.cli import common, render
 from segtools.cli.dump_files import dumper_for
 from segtools.errors import NotAKafkaFileError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
+from segtools.records import Chunk, record_at, records_finding
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.seek import start_position_for_offset
 from segtools.storage.segment import Segment
@@ -101,14 +106,21 @@ class Window:
 
 
 class Output:
-    """Writes text lines or JSON objects to stdout and remembers the findings it printed."""
+    """Writes text lines, or JSON lines as UTF-8 bytes, to stdout; remembers the findings."""
 
     def __init__(self, fmt: str):
         self.fmt = fmt
         self.findings: list[Finding] = []
+        self.raw = sys.stdout.buffer if fmt == "jsonl" else None
 
     def emit(self, obj: dict, text: str) -> None:
-        sys.stdout.write((render.dumps(obj) if self.fmt == "jsonl" else text) + "\n")
+        if self.raw is not None:
+            self.raw.write((render.dumps(obj) + "\n").encode())
+        else:
+            sys.stdout.write(text + "\n")
+
+    def write_bytes(self, data) -> None:
+        self.raw.write(data)
 
     def finding(self, f: Finding) -> None:
         self.findings.append(f)
@@ -194,11 +206,17 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
     walk = segment.batches(start, end, verify_crc=not args.no_crc)
     text = args.format == "text"
     for batches, findings in _windows(walk, window):
+        if batches:
+            segment.release(start, batches[0].position)
+            start = batches[0].position
         findings_at: dict[int | None, list[Finding]] = {}
         for f in findings:
             findings_at.setdefault(f.position, []).append(f)
         decoded = segment.batch_records(batches) if deep else (
             _Shallow(b) for b in batches)
+        if deep and not text:
+            _jsonl_window(segment, batches, findings_at, window, mode, out)
+            decoded = ()
         for br in decoded:
             out.emit(br.batch.to_json(), render.batch_text(br.batch))
             for r in br.records:
@@ -213,6 +231,83 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
         for f in (f for fs in findings_at.values() for f in fs):
             if not (args.max_bytes is not None and f.code == "truncated_tail"):
                 out.finding(f)
+
+
+def _jsonl_window(segment: Segment, batches: list[Batch],
+                  findings_at: dict[int | None, list[Finding]], window: Window, mode: str,
+                  out: Output) -> None:
+    """The fast path of ``--deep --format jsonl``: record lines come from the compiled
+    renderer (:mod:`segtools.jsonl`) a chunk at a time; batch lines, control records, the rare
+    record it hands back, and findings are written by Python in their places."""
+    for item in segment.chunks(batches):
+        if isinstance(item, Chunk):
+            _jsonl_chunk(item, findings_at, window, mode, out)
+            continue
+        out.emit(item.batch.to_json(), "")  # a legacy entry: few records, Python path
+        for r in item.records:
+            if window.keeps(r):
+                out.emit(render.record_json(r, mode), "")
+        for f in findings_at.pop(item.batch.position, []):
+            out.finding(f)
+        if item.finding is not None:
+            out.finding(item.finding)
+
+
+def _jsonl_chunk(chunk: Chunk, findings_at, window: Window, mode: str, out: Output) -> None:
+    cols, batches = chunk.columns, chunk.batches
+    keep = np.ones(len(cols), dtype=bool)
+    if window.start_offset is not None:
+        keep &= cols.offset >= window.start_offset
+    if window.end_offset is not None:
+        keep &= cols.offset <= window.end_offset
+    if window.start_time is not None:
+        keep &= cols.timestamp >= window.start_time
+    if window.end_time is not None:
+        keep &= cols.timestamp <= window.end_time
+    is_control = np.array([b.is_control for b in batches], dtype=bool)
+    rows = np.flatnonzero(keep & ~is_control[cols.batch])
+    seq = jsonl.sequences(cols, np.array([b.base_sequence for b in batches], dtype=np.int64))
+    data_end = batches[-1].end if chunk.in_file else len(cols.data)
+    current = -1
+
+    def close(b: int) -> None:
+        for f in findings_at.pop(batches[b].position, []):
+            out.finding(f)
+        if cols.err_code[b]:
+            out.finding(records_finding(chunk, b))
+
+    def goto(b: int) -> None:
+        nonlocal current
+        while current < b:
+            if current >= 0:
+                close(current)
+            current += 1
+            batch = batches[current]
+            out.emit(batch.to_json(), "")
+            if batch.is_control:
+                for i in np.flatnonzero((cols.batch == current) & keep):
+                    out.emit(render.record_json(record_at(chunk, int(i)), mode), "")
+
+    for part, data, line_end, python_rows in jsonl.render_rows(
+            cols, rows, seq, jsonl.MODES[mode], data_end):
+        python = set(python_rows.tolist())
+        part_batch = cols.batch[part]
+        cuts = [0, *(np.flatnonzero(np.diff(part_batch)) + 1).tolist(), len(part)]
+        written = 0
+        for s, e in itertools.pairwise(cuts):
+            goto(int(part_batch[s]))
+            if not python.intersection(range(s, e)):
+                out.write_bytes(data[written:line_end[e - 1]])
+                written = int(line_end[e - 1])
+                continue
+            for j in range(s, e):
+                if j in python:
+                    out.emit(render.record_json(record_at(chunk, int(part[j])), mode), "")
+                else:
+                    out.write_bytes(data[written:line_end[j]])
+                    written = int(line_end[j])
+    goto(len(batches) - 1)
+    close(len(batches) - 1)
 
 
 @dataclass(frozen=True, slots=True)

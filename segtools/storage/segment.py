@@ -19,7 +19,14 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch
-from segtools.records import BatchRecords, Chunk, decode_chunks, iter_batch_records, iter_batches
+from segtools.records import (
+    BatchRecords,
+    Chunk,
+    decode_chunks,
+    iter_batch_records,
+    iter_batches,
+    release_pages,
+)
 
 SEGMENT_NAME_DIGITS = 20
 
@@ -68,6 +75,13 @@ class Segment:
             # a numpy view may still refer to the map; the GC releases it with the view
             with contextlib.suppress(BufferError):
                 self._map.close()
+
+    def release(self, start: int, upto: int) -> None:
+        """Hand back the mapped pages of ``[start, upto)`` once a reader is done with them:
+        they stay in the page cache, but leave this process's RSS, which then stays flat
+        however large the segment (DESIGN.md §4)."""
+        if isinstance(self._map, mmap.mmap) and upto - start >= mmap.PAGESIZE:
+            release_pages(self._map, start - start % mmap.PAGESIZE, upto)
 
     @property
     def buffer(self):
