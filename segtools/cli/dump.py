@@ -69,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="check index entries against the .log instead of printing them")
     p.add_argument("--index-sanity-check", action="store_true",
                    help="run the broker's index sanity checks")
+    common.add_quiet(p)
     p.set_defaults(run=run)
 
 
@@ -134,25 +135,34 @@ def run(args: argparse.Namespace) -> int:
     window = Window(args.start_offset, args.end_offset, args.start_time, args.end_time)
     deep = args.deep or args.print_data or (window.bounded and args.format == "jsonl")
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
-    for name in args.files:
-        path = Path(name)
-        if path.is_dir():
-            raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
-        if is_log_file(name):
-            with Segment(path) as segment:
-                out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
-                         f"Dumping {name}\nLog starting offset: {segment.base_offset}")
-                _dump_log(segment, path, window, deep, args, mode, out)
-            continue
-        dumper = dumper_for(name)
-        if dumper is None:
-            raise NotAKafkaFileError("not a file segtools knows how to dump", path=name)
-        if not path.exists():
-            raise NotAKafkaFileError("no such file", path=name)
-        out.emit({"type": "file", "path": name}, f"Dumping {name}")
-        for f in dumper(path, args, out.emit):
-            out.finding(f)
+    logs = [Path(n) for n in args.files if is_log_file(n) and Path(n).is_file()]
+    # a bar only when the data goes elsewhere: on the terminal it would tear the output
+    quiet = args.quiet or sys.stdout.isatty()
+    with common.progress(sum(p.stat().st_size for p in logs), "dumping", quiet=quiet) as advance:
+        for name in args.files:
+            _dump_file(name, window, deep, args, mode, out, advance)
     return common.exit_code(out.findings)
+
+
+def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Output,
+               advance) -> None:
+    path = Path(name)
+    if path.is_dir():
+        raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
+    if is_log_file(name):
+        with Segment(path) as segment:
+            out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
+                     f"Dumping {name}\nLog starting offset: {segment.base_offset}")
+            _dump_log(segment, path, window, deep, args, mode, out, advance)
+        return
+    dumper = dumper_for(name)
+    if dumper is None:
+        raise NotAKafkaFileError("not a file segtools knows how to dump", path=name)
+    if not path.exists():
+        raise NotAKafkaFileError("no such file", path=name)
+    out.emit({"type": "file", "path": name}, f"Dumping {name}")
+    for f in dumper(path, args, out.emit):
+        out.finding(f)
 
 
 def _start_position(path: Path, segment: Segment, window: Window) -> int:
@@ -200,15 +210,18 @@ def _windows(items: Iterator[Batch | Finding], window: Window, size: int = WINDO
 
 
 def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mode: str,
-              out: Output) -> None:
+              out: Output, advance) -> None:
     start = _start_position(path, segment, window) if window.bounded else 0
     end = args.max_bytes if args.max_bytes is not None else None
     walk = segment.batches(start, end, verify_crc=not args.no_crc)
+    released = progressed = start
     text = args.format == "text"
     for batches, findings in _windows(walk, window):
         if batches:
-            segment.release(start, batches[0].position)
-            start = batches[0].position
+            segment.release(released, batches[0].position)
+            released = batches[0].position
+            advance(batches[-1].end - progressed)
+            progressed = batches[-1].end
         findings_at: dict[int | None, list[Finding]] = {}
         for f in findings:
             findings_at.setdefault(f.position, []).append(f)
