@@ -44,37 +44,35 @@ def _log_table(path: Path) -> integrity.BatchTable:
                                        if isinstance(b, Batch))
 
 
-def dump_offset_index(path: Path, args, emit: Emit) -> list[Finding]:
-    log = _sibling_log(path)
-    log_size = log.stat().st_size if log.exists() else None
-    with OffsetIndex(path, log_size=log_size) as index:
+def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[Finding]:
+    """Shared by both index kinds: entries (or, with ``--verify-index``, only the check against
+    the sibling ``.log``), plus the broker's sanity checks when asked."""
+    with index:
         findings = list(index.sanity_check()) if args.index_sanity_check else []
         if args.verify_index:
-            return findings + integrity.offset_index_vs_log(str(path), index.entries(),
-                                                            _log_table(path))
+            return findings + check(str(path), index.entries(), _log_table(path))
         if index.valid_entries == 0:
             emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
         for e in index.entries():
-            emit({"type": "index_entry", "offset": e.offset, "position": e.position},
-                 f"offset: {e.offset} position: {e.position}")
+            emit(*entry_line(e))
         _padding_note(index, path, emit)
     return findings
+
+
+def dump_offset_index(path: Path, args, emit: Emit) -> list[Finding]:
+    log = _sibling_log(path)
+    index = OffsetIndex(path, log_size=log.stat().st_size if log.exists() else None)
+    return _dump_index(path, args, emit, index, integrity.offset_index_vs_log, lambda e: (
+        {"type": "index_entry", "offset": e.offset, "position": e.position},
+        f"offset: {e.offset} position: {e.position}"))
 
 
 def dump_time_index(path: Path, args, emit: Emit) -> list[Finding]:
-    with TimeIndex(path) as index:
-        findings = list(index.sanity_check()) if args.index_sanity_check else []
-        if args.verify_index:
-            return findings + integrity.time_index_vs_log(str(path), index.entries(),
-                                                          _log_table(path))
-        if index.valid_entries == 0:
-            emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
-        for e in index.entries():
-            emit({"type": "timeindex_entry", "timestamp": e.timestamp, "offset": e.offset},
-                 f"timestamp: {e.timestamp} ({render.human_time(e.timestamp)}) "
-                 f"offset: {e.offset}")
-        _padding_note(index, path, emit)
-    return findings
+    return _dump_index(path, args, emit, TimeIndex(path), integrity.time_index_vs_log,
+                       lambda e: ({"type": "timeindex_entry", "timestamp": e.timestamp,
+                                   "offset": e.offset},
+                                  f"timestamp: {e.timestamp} ({render.human_time(e.timestamp)})"
+                                  f" offset: {e.offset}"))
 
 
 def _padding_note(index, path: Path, emit: Emit) -> None:
