@@ -1,0 +1,352 @@
+"""``segtools compaction``: what the log cleaner has left in a compacted partition, and what its
+next pass would do.
+
+Per partition: key reuse (records, distinct keys, superseded records and bytes, the keys with
+the most versions), tombstones and whether the next clean removes each (delete horizon),
+transaction markers the cleaner may drop, the clean/dirty split from
+``cleaner-offset-checkpoint``, the dirty ratio against ``min.cleanable.dirty.ratio``, the first
+uncleanable offset and why, whether ``max.compaction.lag.ms`` forces a clean, and an estimate
+of what the next clean removes. ``--key K`` prints one key's history across segments and which
+version survives. For ``compact,delete`` it also explains old records that outlive
+retention.ms because their segment holds newer ones. Rules: ``segtools.analysis.compaction``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+from rich.table import Table
+from rich.text import Text
+
+from segtools import kernel
+from segtools.analysis import compaction as comp
+from segtools.analysis import config as cfg
+from segtools.analysis.retention import format_bytes, format_duration, format_time
+from segtools.cli import render
+from segtools.cli.common import exit_code
+from segtools.cli.retention import (
+    Loaded,
+    PartitionInput,
+    Skipped,
+    add_common_arguments,
+    config_line,
+    console,
+    load,
+    now_ms,
+    safe,
+)
+from segtools.errors import SegtoolsError
+from segtools.formats import batch as v2
+from segtools.model import Batch
+from segtools.records import Chunk
+from segtools.storage.segment import Segment
+
+EXAMPLES = """examples:
+  segtools compaction /var/kafka-logs/payments-0
+  segtools compaction /var/kafka-logs --config topics.txt --format json | jq .
+  segtools compaction /var/kafka-logs/payments-0 --key user-42
+  segtools compaction payments-0 --key 6b3031 --key-format hex --at 2024-03-01T00:00Z
+
+A log dir lists only partitions whose cleanup.policy contains compact; a partition directory
+named on the command line is analysed as compacted even when its policy is unknown.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compaction", help="explain what the log cleaner did and will do",
+                       description=__doc__, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_common_arguments(p)
+    p.add_argument("--key", metavar="K", help="print this key's history and its survivor")
+    p.add_argument("--key-format", choices=("utf8", "hex", "base64"), default="utf8",
+                   help="how --key is written (default utf8)")
+    p.add_argument("--bytes", choices=render.BYTES_MODES, default=None,
+                   help="how keys are printed (default: utf8 for text, base64 for json)")
+    p.add_argument("--top", type=int, default=10, metavar="N", help="keys with most versions")
+    p.add_argument("--limit", type=int, default=20, metavar="N",
+                   help="tombstones listed per partition (counts are always complete)")
+    p.set_defaults(run=run)
+
+
+def parse_key(text: str, fmt: str) -> bytes:
+    try:
+        if fmt == "hex":
+            return bytes.fromhex(text)
+        if fmt == "base64":
+            return base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error) as e:
+        raise SegtoolsError(f"--key {text!r} is not valid {fmt}: {e}") from None
+    return text.encode("utf-8")
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _control_flags(key: bytes | None) -> int:
+    try:
+        kind = v2.control_type_name(key)
+    except Exception:
+        return 0
+    return {"COMMIT": comp.FLAG_COMMIT, "ABORT": comp.FLAG_ABORT}.get(kind, 0)
+
+
+def _batch_flags(b: Batch) -> int:
+    return ((comp.FLAG_CONTROL if b.is_control else 0) |
+            (comp.FLAG_TRANSACTIONAL if b.is_transactional else 0) |
+            (comp.FLAG_LEGACY if b.magic < 2 else 0))
+
+
+def _horizon(b: Batch) -> int:
+    return b.delete_horizon_ms if b.delete_horizon_ms is not None else -1
+
+
+def read_records(pi: PartitionInput) -> tuple[comp.CompactionColumns, dict[int, int]]:
+    """Every record of the partition as cleaner-relevant columns, and each segment's first
+    batch max timestamp (``LogSegment.getFirstBatchTimestamp``)."""
+    builder = comp.ColumnsBuilder()
+    first_batch: dict[int, int] = {}
+    for s in pi.summaries:
+        base = s.base_offset
+        with Segment(s.path) as seg:
+            batches = [b for b in seg.batches(verify_crc=False) if isinstance(b, Batch)]
+            if batches:
+                first_batch[base] = batches[0].max_timestamp
+            for b in batches:
+                if b.count == 0:
+                    builder.add_record(comp.CompactionRecord(
+                        b.last_offset, b.max_timestamp, None, False, base,
+                        _batch_flags(b) | comp.FLAG_EMPTY_BATCH, b.producer_id, _horizon(b),
+                        float(b.size), b.base_offset))
+            for item in seg.chunks([b for b in batches if b.count != 0]):
+                if isinstance(item, Chunk):
+                    _add_chunk(builder, item, base)
+                else:
+                    _add_batch_records(builder, item, base)
+    return builder.build(), first_batch
+
+
+def _add_chunk(builder: comp.ColumnsBuilder, chunk: Chunk, base: int) -> None:
+    cols, batches = chunk.columns, chunk.batches
+    n = len(cols)
+    if n == 0:
+        return
+    per_batch = {
+        "flags": np.array([_batch_flags(b) for b in batches], np.int32),
+        "pid": np.array([b.producer_id for b in batches], np.int64),
+        "horizon": np.array([_horizon(b) for b in batches], np.int64),
+        "share": np.array([b.size / max(b.count or 0, 1) for b in batches]),
+        "base": np.array([b.base_offset for b in batches], np.int64),
+    }
+    bi = cols.batch
+    flags = per_batch["flags"][bi].copy()
+    for i in np.flatnonzero(flags & comp.FLAG_CONTROL):
+        flags[i] |= _control_flags(cols.key(int(i)))
+    keys = _keys(cols, flags)
+    builder.add_columns(cols.offset, cols.timestamp, keys, cols.value_len < 0, base, flags,
+                        per_batch["pid"][bi], per_batch["horizon"][bi], per_batch["share"][bi],
+                        per_batch["base"][bi])
+
+
+def _keys(cols, flags: np.ndarray) -> list[bytes | None]:
+    """Every record's key as bytes (None: null key, or a control record), copied out in one
+    kernel call and sliced from one bytes object: no numpy work per record."""
+    lengths = np.where((flags & comp.FLAG_CONTROL) != 0, -1, cols.key_len)
+    out = np.empty(int(np.maximum(lengths, 0).sum()), np.uint8)
+    offsets = kernel.gather(cols.data, cols.key_pos, lengths, out).tolist()
+    blob = out.tobytes()
+    return [None if ln < 0 else blob[offsets[i]:offsets[i + 1]]
+            for i, ln in enumerate(lengths.tolist())]
+
+
+def _add_batch_records(builder: comp.ColumnsBuilder, item, base: int) -> None:
+    b = item.batch
+    share = b.size / max(len(item.records), 1)
+    for r in item.records:
+        flags = _batch_flags(b)
+        if r.control is not None:
+            flags |= {"COMMIT": comp.FLAG_COMMIT, "ABORT": comp.FLAG_ABORT}.get(
+                r.control.type, 0)
+        builder.add_record(comp.CompactionRecord(
+            r.offset, r.timestamp, None if b.is_control else r.key, r.value is None, base,
+            flags, b.producer_id, _horizon(b), share, b.base_offset))
+
+
+# --------------------------------------------------------------------------- run
+
+
+def _named(paths: Sequence[str]) -> set[str]:
+    return {os.path.realpath(p) for p in paths}
+
+
+def select(loaded: Loaded, paths: Sequence[str]) -> tuple[list[PartitionInput], list[Skipped]]:
+    """Compacted partitions; a partition dir named on the command line is analysed as
+    compacted even if its policy is unknown (then the assumption is recorded)."""
+    named = _named(paths)
+    chosen, skipped = [], list(loaded.skipped)
+    for pi in loaded.partitions:
+        if pi.config.compact:
+            chosen.append(pi)
+        elif os.path.realpath(pi.dir.path) in named and \
+                pi.config.source("cleanup.policy").source == cfg.SOURCE_DEFAULT:
+            assumed = dataclasses.replace(
+                pi.config, cleanup_policy=("compact",),
+                provenance=(*pi.config.provenance, ("cleanup.policy", cfg.ConfigValue(
+                    cfg.SOURCE_ASSUMED, "no topic config found; analysed as compact because "
+                                        "the partition was named"))))
+            chosen.append(dataclasses.replace(pi, config=assumed))
+        else:
+            src = pi.config.source("cleanup.policy")
+            skipped.append(Skipped(str(pi.dir.path), (
+                f"cleanup.policy={','.join(pi.config.cleanup_policy)} ({src.source}); pass "
+                "--cleanup-policy compact or --config, or name the partition directory")))
+    return chosen, skipped
+
+
+def run(args: argparse.Namespace) -> int:
+    key = parse_key(args.key, args.key_format) if args.key is not None else None
+    loaded = load(args)
+    now = now_ms(args)
+    chosen, skipped = select(loaded, args.paths)
+    results = []
+    for pi in chosen:
+        cols, first_batch = read_records(pi)
+        results.append((pi, comp.explain_compaction(
+            cols, pi.summaries, pi.config, now_ms=now, high_watermark=pi.high_watermark,
+            log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,
+            top=args.top, tombstone_limit=args.limit, first_batch_timestamps=first_batch)))
+    if args.format == "json":
+        mode = args.bytes or "base64"
+        doc = {"type": "compaction", "version": 1, "at": now, "at_iso": format_time(now),
+               "config_sources": list(loaded.config_sources),
+               "partitions": [{"topic": pi.topic, "partition": pi.partition,
+                               "path": str(pi.dir.path), "log_dir": str(pi.log_dir.path),
+                               **pc.to_json(lambda b: render.render_bytes(b, mode)),
+                               "survivor": comp.describe_survivor(pc.key_history, now)
+                               if pc.key_history is not None else None}
+                              for pi, pc in results],
+               "skipped": [s.to_json() for s in skipped],
+               "findings": [f.to_json() for f in loaded.findings]}
+        sys.stdout.write(render.dumps(doc) + "\n")
+    else:
+        print_text(loaded, results, skipped, now, args.bytes or "utf8")
+    return exit_code(loaded.findings)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _when(timestamp: int, now: int) -> str:
+    if timestamp < 0:
+        return "(no timestamp)"
+    return f"{format_time(timestamp)} ({format_duration(now - timestamp)} old)"
+
+
+def _k(key: bytes | None, mode: str) -> str:
+    return "null" if key is None else render.terminal_safe(render.render_bytes(key, mode))
+
+
+def print_text(loaded: Loaded, results, skipped: Sequence[Skipped], now: int,
+               mode: str) -> None:
+    out = console()
+    out.print(safe(f"compaction at {format_time(now)} ({now} ms); config from: "
+                   f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}"))
+    if not results:
+        out.print(safe("no compacted partition here (see the skipped list)"))
+    for pi, pc in results:
+        print_partition(out, pi, pc, now, mode)
+    for s in skipped:
+        out.print(safe(f"skipped {s.path}: {s.reason}"), style="dim")
+    for f in loaded.findings:
+        if f.severity != "info":
+            out.print(safe(f"{f.severity.upper()} {f.code} {f.path}: {f.message}"))
+
+
+def print_partition(out, pi: PartitionInput, pc: comp.PartitionCompaction, now: int,
+                    mode: str) -> None:
+    c = pc.config
+    out.print()
+    out.print(Text.assemble((render.terminal_safe(pi.label), "bold"), "  ",
+                            (render.terminal_safe(str(pi.dir.path)), "dim")))
+    out.print(safe("  " + config_line(c, ("cleanup.policy", "delete.retention.ms",
+                                          "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
+                                          "max.compaction.lag.ms"))))
+    out.print(safe(
+        f"  log start {pc.log_start_offset} · first dirty {pc.first_dirty_offset} "
+        f"({pc.first_dirty_source}) · first uncleanable {pc.first_uncleanable_offset} "
+        f"({pc.first_uncleanable_reason}) · last stable {pc.last_stable_offset} · high "
+        f"watermark {pc.high_watermark}{' (assumed)' if pc.high_watermark_assumed else ''} · "
+        f"log end {pc.log_end_offset}"))
+    out.print(safe(f"  clean {format_bytes(pc.clean_bytes)} | cleanable (dirty) "
+                   f"{format_bytes(pc.cleanable_bytes)}: {pc.would_clean_text}"))
+    out.print(safe(
+        f"  key reuse: {pc.records} records, {pc.keyed_records} keyed, {pc.null_key_records} "
+        f"without key, {pc.distinct_keys} distinct keys; {pc.superseded_records} superseded by "
+        f"a later record ({format_bytes(pc.superseded_bytes)})"))
+    if pc.top_keys:
+        tops = "; ".join(f"{_k(k.key, mode)} ×{k.versions} (@{k.first_offset}..@"
+                         f"{k.last_offset}, {k.segments} segment(s)"
+                         f"{', latest is a tombstone' if k.latest_is_tombstone else ''})"
+                         for k in pc.top_keys)
+        out.print(safe(f"  most versions: {tops}"))
+    oldest = "" if pc.oldest_tombstone_timestamp is None else (
+        f", oldest {format_time(pc.oldest_tombstone_timestamp)} "
+        f"({format_duration(now - pc.oldest_tombstone_timestamp)} old)")
+    out.print(safe(f"  tombstones: {pc.tombstone_count}{oldest}; delete.retention.ms "
+                   f"{format_duration(c.delete_retention_ms)}"))
+    for t in pc.tombstones:
+        out.print(safe(f"    @{t.offset} key {_k(t.key, mode)} written {_when(t.timestamp, now)}"
+                       f", segment @{t.segment_base_offset}: {t.fate_text}"))
+    if pc.tombstone_count > len(pc.tombstones):
+        out.print(safe(f"    ... {pc.tombstone_count - len(pc.tombstones)} more (--limit)"))
+    if pc.markers or pc.open_transactions:
+        out.print(safe(f"  transaction markers: {len(pc.markers)}; open transactions: "
+                       f"{pc.open_transactions}"))
+        for m in pc.markers:
+            out.print(safe(f"    @{m.offset} {m.control} producer {m.producer_id}: "
+                           f"{m.fate_text}"))
+    out.print(safe(
+        f"  next clean, if run at --at: removes ~{pc.removed_records} records "
+        f"(~{format_bytes(pc.removed_bytes)})"
+        + (f" and {pc.removed_empty_batches} empty batch(es)" if pc.removed_empty_batches
+           else "")
+        + f", stamps a delete horizon on {pc.horizons_stamped} batch(es)"))
+    for fate, n, size in pc.removal:
+        if fate.startswith("removed"):
+            out.print(safe(f"    {fate}: {n} ({format_bytes(size)})"))
+    for g in pc.merge_groups:
+        if len(g.base_offsets) > 1:
+            out.print(safe(f"    merges {', '.join(f'@{b}' for b in g.base_offsets)} into one "
+                           f"segment ({format_bytes(g.size)})"))
+    if pc.retention is not None:
+        for line in comp.merged_survivors(pc):
+            out.print(Text.assemble(("  ! ", "yellow"), render.terminal_safe(line)))
+    for note in pc.notes:
+        out.print(safe(f"  note: {note}"), style="dim")
+    if pc.key_history is not None:
+        print_history(out, pc, now, mode)
+
+
+def print_history(out, pc: comp.PartitionCompaction, now: int, mode: str) -> None:
+    out.print(safe(f"  history of key {_k(pc.key, mode)}: {len(pc.key_history)} version(s)"))
+    if not pc.key_history:
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col in ("offset", "segment", "timestamp", "value", "next clean"):
+        table.add_column(col)
+    last = comp.survivor(pc.key_history)
+    for r in pc.key_history:
+        value = "tombstone" if r.tombstone else "value"
+        if r.aborted:
+            value += " (aborted txn)"
+        mark = " ← survives" if last is not None and r.offset == last.offset else ""
+        table.add_row(str(r.offset), f"@{r.segment_base_offset}", _when(r.timestamp, now),
+                      value + mark, safe(r.fate_text))
+    out.print(table)
+    out.print(safe(f"  survivor: {comp.describe_survivor(pc.key_history, now)}"))

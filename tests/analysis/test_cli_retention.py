@@ -1,0 +1,135 @@
+"""`segtools retention` end to end: the JSON contract, exit codes, errors, mtime fallback on
+Kafka-written v0 data, and the plot files."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from segtools.cli.main import main
+from tests.fixtures_manifest import FIXTURES, LEGACY, LOGS, SAMPLE
+
+SEGTOOLS = str(Path(sys.executable).parent / "segtools")
+AT = "2023-11-21T22:14:00Z"  # orders.v2-eu-0's first two segments are just past 7 days
+
+
+def test_subprocess_json_document_and_exit_code():
+    proc = subprocess.run([SEGTOOLS, "retention", str(SAMPLE), "--at", AT, "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr  # torn-tail-0's truncated tail is a finding
+    doc = json.loads(proc.stdout)
+    assert doc["type"] == "retention" and doc["at"] == 1_700_604_840_000
+    assert any(f["code"] == "truncated_tail" for f in doc["findings"])
+    assert any(s["path"].endswith("-delete") for s in doc["skipped"])
+    parts = {(p["topic"], p["partition"]): p for p in doc["partitions"]}
+    orders = parts[("orders.v2-eu", 0)]
+    assert orders["high_watermark"] == 252 and not orders["high_watermark_assumed"]
+    assert orders["log_start_offset"] == 3
+    assert orders["log_start_offset_source"] == "log-start-offset-checkpoint"
+    assert orders["config"]["retention.ms"]["source"] == "default"
+    segs = orders["segments"]
+    assert [s["base_offset"] for s in segs] == [0, 5, 205]
+    assert [s["reason"] for s in segs] == ["retention_ms_breached", "retention_ms_breached",
+                                           "within_retention_ms"]
+    assert [s["deletable"] for s in segs] == [True, True, False]
+    # largest timestamps from the time index (+7 days +1 ms: strictly greater)
+    assert [s["max_timestamp_source"] for s in segs] == ["timeindex"] * 3
+    assert [s["eligible_at"] for s in segs] == [1_700_000_005_000 + 604_800_001,
+                                                1_700_000_007_250 + 604_800_001,
+                                                1_700_000_073_800 + 604_800_001]
+    assert segs[2]["stale_records"]["count"] == 30  # the deep pass over the kept segment
+    empty = parts[("payments-compact", 0)]["segments"][-1]
+    assert empty["reason"] == "empty_active_segment" and empty["eligible_at"] is None
+
+    clean = subprocess.run([SEGTOOLS, "retention", str(SAMPLE / "orders.v2-eu-0"), "--at", AT],
+                           capture_output=True, text=True, timeout=120)
+    assert clean.returncode == 0, clean.stderr
+    assert "retention_ms_breached" in clean.stdout and "quiet_active_segment" in clean.stdout
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["retention", str(SAMPLE), "--at", "yesterday"], "neither epoch milliseconds"),
+    (["retention", str(SAMPLE), "--retention-ms", "soon"], "retention.ms"),
+    (["retention", str(SAMPLE), "--cleanup-policy", "shred"], "not compact or delete"),
+])
+def test_bad_arguments_exit_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--plot", "out.txt"], "--plot needs a .png or .html"),
+    (["--config", "/nonexistent/cfg"], "/nonexistent/cfg"),
+    (["--forecast", "-1"], "--forecast DAYS"),
+])
+def test_unusable_input_exit_2(extra, message, capsys):
+    assert main(["retention", str(SAMPLE / "orders.v2-eu-0"), *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("segtools: error:") and message in err and "\n" not in err
+
+
+def test_missing_path_exit_2(capsys):
+    assert main(["retention", "/nonexistent/kafka-logs"]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def restore_mtimes(tree: Path, name: str) -> None:
+    """git keeps no mtimes: put the generator's back (indexes share their .log's)."""
+    for entry in LOGS:
+        if entry["tree"] != name or not entry["path"].endswith(".log"):
+            continue
+        log = tree / Path(entry["path"]).relative_to(f"logdirs/{name}")
+        seconds = entry["mtime_ms"] / 1000
+        for sibling in log.parent.glob(log.name.split(".")[0] + ".*"):
+            os.utime(sibling, (seconds, seconds))
+
+
+def test_mtime_fallback_on_magic_0_data(tmp_path, capsys):
+    tree = tmp_path / "legacy"
+    shutil.copytree(LEGACY, tree)
+    restore_mtimes(tree, "legacy")
+    mtimes = {e["path"].rsplit("/", 1)[1]: e["mtime_ms"] for e in LOGS
+              if "/legacy.v0-0/" in e["path"]}
+    first = mtimes["00000000000000000000.log"]
+    at = first + 604_800_001  # segment @0's mtime is now just past 7 days
+    code = main(["retention", str(tree / "legacy.v0-0"), "--at", str(at), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0
+    [part] = doc["partitions"]
+    segs = part["segments"]
+    assert [s["max_timestamp_source"] for s in segs] == ["mtime", "mtime"]
+    assert [s["max_timestamp"] for s in segs] == [first, mtimes["00000000000000000021.log"]]
+    assert [s["reason"] for s in segs] == ["retention_ms_breached", "within_retention_ms"]
+    assert segs[1]["eligible_at"] == mtimes["00000000000000000021.log"] + 604_800_001
+    assert "file mtime" in segs[0]["reason_text"]
+    assert any(c["code"] == "mtime_fallback" for c in part["callouts"])
+
+
+def test_forecast_and_plot_files(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    png, page = tmp_path / "r.png", tmp_path / "r.html"
+    args = ["retention", str(SAMPLE / "orders.v2-eu-0"), "--at", "2023-11-14T22:14:40Z",
+            "--retention-ms", "60000", "--forecast", "0.002", "-q"]
+    assert main([*args, "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "forecast for topic orders.v2-eu" in out and f"plot written to {png}" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main([*args, "--plot", str(page), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    steps = doc["partitions"][0]["forecast"]["steps"]
+    assert [s["removed"] for s in steps] == [[0, 5], [205]]
+    assert steps[-1]["size_after"] == 0
+    assert doc["topics"][0]["forecast"]["end_size"] == 0
+    text = page.read_text()
+    assert "data:image/png;base64," in text and "retention_ms_breached" in text
+    assert "http://" not in text and "https://" not in text  # nothing fetched at view time
+    assert FIXTURES.exists()
