@@ -13,11 +13,23 @@ import sys
 from collections.abc import Sequence
 
 from segtools import __version__
-from segtools.cli import dump, find, scan, verify
+from segtools.cli import (
+    compaction,
+    diverge,
+    dump,
+    find,
+    metadata,
+    offsets,
+    retention,
+    scan,
+    transactions,
+    verify,
+)
 from segtools.cli.common import EXIT_OK, EXIT_USAGE
 from segtools.errors import SegtoolsError
 
-COMMANDS = (dump, scan, verify, find)
+COMMANDS = (dump, scan, verify, find, retention, compaction,
+            metadata, offsets, transactions, diverge)
 
 
 class _Parser(argparse.ArgumentParser):

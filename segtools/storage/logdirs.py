@@ -146,19 +146,33 @@ def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Fi
 MAX_CONTAINER_DEPTH = 4
 
 
+def _has_root_files(path: Path) -> bool:
+    try:
+        with os.scandir(path) as it:
+            return any(e.name in ROOT_FILES for e in it)
+    except OSError:
+        return False
+
+
 def _is_container(path: Path) -> bool:
     """A directory that is neither a log dir nor a partition dir but holds such directories:
-    a copy of several brokers' ``log.dirs``, or a tree of archived ones."""
+    a copy of several brokers' ``log.dirs``, or a tree of archived ones. A child with a log
+    dir's root files is a log dir whatever its name (``broker-1`` also parses as a partition
+    name)."""
     try:
         with os.scandir(path) as it:
             entries = list(it)
     except OSError:
         return False
     names = [e.name for e in entries]
-    if any(n in ROOT_FILES for n in names) or any(parse_partition_dir_name(n) for n in names):
+    if any(n in ROOT_FILES for n in names):
         return False
-    return any(e.is_dir(follow_symlinks=False) for e in entries) and \
-        not _looks_like_partition_dir(path)
+    children = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    if any(_has_root_files(c) for c in children):
+        return True
+    if any(parse_partition_dir_name(n) for n in names):
+        return False
+    return bool(children) and not _looks_like_partition_dir(path)
 
 
 def _expand_containers(paths: Iterable[Path], loose: list[Finding],

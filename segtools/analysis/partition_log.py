@@ -1,0 +1,105 @@
+"""One partition's log, walked in offset order across its segments: the forensic analyses' edge.
+
+The forensic questions (what was committed, which transaction hangs, what the controller
+decided) are about a partition's whole history, not one segment, so this module strings the
+live segments of a :class:`~segtools.storage.partition.PartitionDir` together as
+``UnifiedLog`` does (ordered by base offset) and hands out batches or records with the
+segment they came from. Findings met on the way (torn tails, CRC mismatches, undecodable
+batches) go to the caller's list; reading carries on, as everywhere in segtools.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, Severity
+from segtools.model import Batch, Record
+from segtools.storage.logdirs import walk
+from segtools.storage.partition import (
+    PartitionDir,
+    PartitionState,
+    SegmentFiles,
+    load_partition_dir,
+)
+from segtools.storage.segment import Segment
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """A record with the batch and segment it was read from."""
+
+    segment: Path
+    batch: Batch
+    record: Record
+
+
+def as_partition(partition: PartitionDir | str | os.PathLike[str]) -> PartitionDir:
+    """A :class:`PartitionDir` given itself or the path of a partition directory."""
+    if isinstance(partition, PartitionDir):
+        return partition
+    path = Path(partition)
+    if not path.is_dir():
+        raise SegtoolsError("not a partition directory", path=str(path))
+    return load_partition_dir(path)
+
+
+def partitions_of(paths, topic: str) -> list[PartitionDir]:
+    """Every live partition directory of ``topic`` found under ``paths`` (log dirs,
+    partition dirs, or directories of log-dir copies), in log-dir then partition order."""
+    log_dirs, _ = walk(paths)
+    return [p for d in log_dirs for p in d.partitions
+            if p.name is not None and p.name.topic == topic and p.name.state is PartitionState.LIVE]
+
+
+def iter_batches(partition: PartitionDir, findings: list[Finding], *,
+                 verify_crc: bool = True) -> Iterator[tuple[Segment, SegmentFiles, Batch]]:
+    """Shallow: every batch header of every live segment, oldest first. The segment stays
+    open while its batches are being consumed (callers may decode a batch's records)."""
+    for files in partition.segments:
+        try:
+            segment = Segment(files.log)
+        except SegtoolsError as e:
+            findings.append(Finding("segment_unreadable", Severity.ERROR, str(files.log), str(e)))
+            continue
+        with segment:
+            for item in segment.batches(verify_crc=verify_crc):
+                if isinstance(item, Finding):
+                    findings.append(item)
+                else:
+                    yield segment, files, item
+
+
+def iter_records(partition: PartitionDir, findings: list[Finding], *,
+                 want: Callable[[Batch], bool] | None = None,
+                 verify_crc: bool = True) -> Iterator[LogRecord]:
+    """Deep: every record of every batch ``want`` accepts (all by default), oldest first."""
+    for files in partition.segments:
+        yield from file_records(files.log, findings, want=want, verify_crc=verify_crc)
+
+
+def file_records(path: Path, findings: list[Finding], *,
+                 want: Callable[[Batch], bool] | None = None,
+                 verify_crc: bool = True) -> Iterator[LogRecord]:
+    """Every record of one file of batches: a segment, or a KRaft ``.checkpoint`` snapshot
+    (the same batch format)."""
+    try:
+        segment = Segment(path)
+    except SegtoolsError as e:
+        findings.append(Finding("segment_unreadable", Severity.ERROR, str(path), str(e)))
+        return
+    with segment:
+        batches = []
+        for item in segment.batches(verify_crc=verify_crc):
+            if isinstance(item, Finding):
+                findings.append(item)
+            elif want is None or want(item):
+                batches.append(item)
+        for br in segment.batch_records(batches):
+            if br.finding is not None:
+                findings.append(br.finding)
+            for record in br.records:
+                yield LogRecord(path, br.batch, record)

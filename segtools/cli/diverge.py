@@ -1,0 +1,166 @@
+"""``segtools diverge``: copies of the same partition from several brokers, compared.
+
+Give partition directories copied from different brokers (or their log dirs, or one
+directory holding the log-dir copies): every partition found in two or more of them is
+compared batch by batch (base and last offset, CRC, partition leader epoch). The answer is
+where they stop agreeing, which replica holds what the others lack (offset ranges, with the
+leader epoch stamped on the batches and the one ``leader-epoch-checkpoint`` gives), and, with
+the replica of the latest leader epoch as leader, where each follower would truncate on its
+next fetch (``OffsetsForLeaderEpoch``) and how many offsets it would discard: the question
+behind "who had the data when the leader moved".
+
+Exit code 1 when the replicas diverged (conflicting batches at the same offsets) or there
+are findings; a replica that is merely behind (a prefix of the others) is not a divergence.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+
+from segtools.analysis.diverge import Divergence, Replica, compare, load_replica
+from segtools.cli import render
+from segtools.cli.common import EXIT_FINDINGS, exit_code, open_tree
+from segtools.cli.transactions import finding_line, shown_path
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding
+from segtools.storage.partition import PartitionState
+
+EXAMPLES = """examples:
+  segtools diverge broker-1/orders-9 broker-2/orders-9 broker-3/orders-9
+  segtools diverge /incident/copies --partition orders-9
+  segtools diverge /incident/copies --format json | jq 'select(.type=="only_on")'
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diverge", help="compare copies of a partition from several brokers",
+                       description=__doc__, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="DIR",
+                   help="partition dirs, log dirs, or a directory of log-dir copies")
+    p.add_argument("--partition", metavar="TOPIC-P",
+                   help="only this partition (e.g. orders-9)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="json: one JSON object per line")
+    p.set_defaults(run=run)
+
+
+def _labels(copies) -> list[str]:
+    """The log dir's name (``broker-1``); its full path when names repeat."""
+    names = [d.path.name for d, _ in copies]
+    return [n if names.count(n) == 1 else str(d.path) for n, (d, _) in zip(names, copies,
+                                                                             strict=True)]
+
+
+def run(args: argparse.Namespace) -> int:
+    log_dirs, loose = open_tree(args.paths)
+    groups = defaultdict(list)
+    for d in log_dirs:
+        for p in d.partitions:
+            if p.name is None or p.name.state is not PartitionState.LIVE:
+                continue
+            key = f"{p.name.topic}-{p.name.partition}"
+            if args.partition is None or key == args.partition:
+                groups[key].append((d, p))
+    comparable = {k: v for k, v in sorted(groups.items()) if len(v) >= 2}
+    if not comparable:
+        raise SegtoolsError("need copies of the same partition from at least two log dirs"
+                            + (f" (no two copies of {args.partition})" if args.partition
+                               else ""), path=" ".join(args.paths))
+    findings: list[Finding] = list(loose)
+    diverged = False
+    out = sys.stdout
+    for key, copies in comparable.items():
+        read: list[Finding] = []
+        replicas = [load_replica(label, p, read)
+                    for label, (_, p) in zip(_labels(copies), copies, strict=True)]
+        result = compare(replicas)
+        findings += read + list(result.findings)
+        diverged |= result.status == "diverged"
+        if args.format == "json":
+            write_json(key, result, read, out)
+        else:
+            write_text(key, result, copies, read, out)
+    code = exit_code(findings)
+    return EXIT_FINDINGS if diverged else code
+
+
+def _epochs(r: Replica) -> str:
+    return " ".join(f"{e.epoch}@{e.start_offset}" for e in r.epochs) or "none"
+
+
+def write_json(key: str, d: Divergence, read: list[Finding], out) -> None:
+    def emit(obj: dict) -> None:
+        out.write(render.dumps(obj) + "\n")
+
+    for r in d.replicas:
+        emit({"type": "replica", "partition": key, "replica": r.label,
+              "path": str(r.partition.path), "start_offset": r.start_offset,
+              "end_offset": r.end_offset, "batches": len(r.batches),
+              "latest_leader_epoch": r.latest_epoch,
+              "leader_epoch_checkpoint": [{"epoch": e.epoch, "start_offset": e.start_offset}
+                                          for e in r.epochs]})
+    emit({**d.to_json(), "partition": key})
+    for u in d.unique:
+        emit({**u.to_json("only_on"), "partition": key})
+    for t in d.truncations:
+        emit({**t.to_json(), "partition": key})
+    for f in read + list(d.findings):
+        emit(f.to_json())
+
+
+def _range(u) -> str:
+    cp = "" if u.checkpoint_epoch == u.leader_epoch else \
+        f", leader-epoch-checkpoint says {u.checkpoint_epoch}"
+    return (f"{u.start_offset}..{u.end_offset} (leader epoch {u.leader_epoch}{cp}; "
+            f"{u.batches} batch(es), {u.records} records, "
+            f"{render.human_time(u.first_timestamp)}..{render.human_time(u.last_timestamp)})")
+
+
+def write_text(key: str, d: Divergence, copies, read: list[Finding], out) -> None:
+    out.write(f"{render.terminal_safe(key)}: {len(d.replicas)} copies\n")
+    for r, (log_dir, _) in zip(d.replicas, copies, strict=True):
+        node = f" (node {log_dir.meta.node_id})" if log_dir.meta and log_dir.meta.node_id \
+            is not None else ""
+        span = f"offsets {r.start_offset}..{r.end_offset - 1}" if r.batches else "empty"
+        out.write(f"  {r.label}{node}: {span}, {len(r.batches)} batches, "
+                  f"leader epochs {_epochs(r)}  "
+                  f"[{render.terminal_safe(shown_path(r.partition.path))}]\n")
+    if d.common_start > min(r.start_offset or 0 for r in d.replicas):
+        out.write(f"offsets below {d.common_start} are not held by every copy (log start "
+                  f"offsets differ) and are not compared\n")
+    if d.agreed_until > d.common_start:
+        out.write(f"all copies agree on offsets {d.common_start}..{d.agreed_until - 1} "
+                  f"(same batches, CRCs and leader epochs)\n")
+    if d.status == "identical":
+        out.write("the copies are identical\n")
+    elif d.status == "prefix":
+        out.write("no conflicting batches; some copies end earlier (behind, not diverged)\n")
+    else:
+        out.write(f"FIRST DIFFERENCE at offset {d.first_difference}:\n")
+        for label, b in d.differing:
+            what = (f"batch {b.base_offset}..{b.last_offset}, leader epoch {b.leader_epoch}, "
+                    f"crc {b.crc}" if b else "no batch (log ends)")
+            out.write(f"  {label}: {what}\n")
+    for u in d.unique:
+        out.write(f"only on {u.replica}: {_range(u)}\n")
+    for r in d.replicas:
+        if r.end_offset < max(x.end_offset for x in d.replicas) and \
+                not any(u.replica == r.label for u in d.unique):
+            out.write(f"{r.label} ends at {r.end_offset}: it lacks offsets {r.end_offset}.."
+                      f"{max(x.end_offset for x in d.replicas) - 1} the others hold\n")
+    leader = d.leader
+    out.write(f"presumed leader: {leader.label} (latest leader epoch {leader.latest_epoch})\n")
+    for t in d.truncations:
+        if t.discarded:
+            out.write(f"  {t.replica} (latest epoch {t.epoch}) would truncate to "
+                      f"{t.truncate_to}: epoch {t.epoch} ends at {t.leader_end_offset} on "
+                      f"{t.leader}; offsets {t.truncate_to}..{t.truncate_to + t.discarded - 1}"
+                      f" ({t.discarded}) discarded\n")
+        else:
+            out.write(f"  {t.replica} keeps its whole log (epoch {t.epoch} ends at "
+                      f"{t.leader_end_offset} on {t.leader})\n")
+    for f in read + list(d.findings):
+        out.write(finding_line(f) + "\n")

@@ -1,0 +1,246 @@
+"""``segtools offsets``: consumer groups' committed offsets over time, from ``__consumer_offsets``.
+
+Replays every ``__consumer_offsets-*`` partition under PATH (log dirs, partition dirs, or
+directories of log-dir copies) the way the group coordinator loads them, and answers:
+
+- the committed offsets of each group (``--group`` globs) at a moment (``--at``, default the
+  end of the log), with the group's state, generation and members (consumer-protocol
+  subscriptions and assignments decoded; KIP-848 groups member by member);
+- the commit history of a topic-partition (``--history --topic T --partition P``), including
+  transactional commits that were aborted or are still pending;
+- **offset regressions**: a commit that moved a group's offset backwards (the signature of a
+  reset to earliest, or of a consumer that lost its position), and offsets or groups that
+  vanished (tombstones) and when.
+
+Exit code 1 when there are findings or offset regressions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from segtools.analysis.offsets import (
+    ABORTED,
+    APPLIED,
+    CONSUMER_OFFSETS_TOPIC,
+    GroupState,
+    OffsetCommit,
+    OffsetsReplay,
+    replay_offsets,
+)
+from segtools.analysis.partition_log import partitions_of
+from segtools.cli import render
+from segtools.cli.common import EXIT_FINDINGS, add_quiet, exit_code, parse_time, progress
+from segtools.cli.transactions import finding_line
+from segtools.errors import SegtoolsError
+
+EXAMPLES = """examples:
+  segtools offsets /var/kafka-logs
+  segtools offsets /var/kafka-logs --group 'billing*' --at 2023-11-20T09:07:00Z
+  segtools offsets /var/kafka-logs --history --topic orders --partition 0
+  segtools offsets /var/kafka-logs --format json | jq 'select(.type=="offset_regression")'
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("offsets", help="consumer group offsets over time, regressions, deletions",
+                       description=__doc__, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="log dirs or __consumer_offsets partition dirs")
+    p.add_argument("--group", action="append", metavar="GLOB",
+                   help="only groups matching this glob (repeatable)")
+    p.add_argument("--at", type=parse_time, metavar="TIME",
+                   help="the moment to answer for: epoch ms or ISO-8601 (default: end of log)")
+    p.add_argument("--topic", help="only offsets of this topic")
+    p.add_argument("--partition", type=int, help="only this partition of --topic")
+    p.add_argument("--history", action="store_true",
+                   help="print every commit (and tombstone) instead of the latest offsets")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="json: one JSON object per line")
+    add_quiet(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.partition is not None and args.topic is None:
+        raise SegtoolsError("--partition needs --topic")
+    partitions = partitions_of(args.paths, CONSUMER_OFFSETS_TOPIC)
+    if not partitions:
+        raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions found",
+                            path=" ".join(args.paths))
+    total = sum(p.size_bytes for p in partitions)
+    with progress(total, CONSUMER_OFFSETS_TOPIC, quiet=args.quiet) as advance:
+        replay = replay_offsets(partitions, at=args.at, groups=args.group, advance=advance)
+    if args.format == "json":
+        write_json(replay, args, sys.stdout)
+    else:
+        write_text(replay, args, sys.stdout)
+    code = exit_code(replay.findings)
+    return EXIT_FINDINGS if _selected(replay.regressions, args) else code
+
+
+def _tp_matches(topic: str, partition: int, args) -> bool:
+    return (args.topic is None or topic == args.topic) and \
+        (args.partition is None or partition == args.partition)
+
+
+def _selected(items, args) -> list:
+    out = []
+    for item in items:
+        c = getattr(item, "current", item)
+        if _tp_matches(c.topic, c.partition, args):
+            out.append(item)
+    return out
+
+
+def write_json(replay: OffsetsReplay, args, out) -> None:
+    def emit(obj: dict) -> None:
+        out.write(render.dumps(obj) + "\n")
+
+    for g in replay.groups.values():
+        emit(g.to_json())
+        if not args.history:
+            for (topic, partition), c in sorted(g.offsets.items()):
+                if _tp_matches(topic, partition, args):
+                    emit(c.to_json("committed_offset"))
+    if args.history:
+        for c in replay.history(args.topic, args.partition):
+            emit(c.to_json())
+    for r in _selected(replay.regressions, args):
+        emit(r.to_json())
+    for d in _selected(replay.deletions, args):
+        emit(d.to_json())
+    for group, where in replay.group_deletions:
+        emit({"type": "group_deleted", "group": group, "timestamp": where.timestamp,
+              **where.to_json()})
+    for f in replay.findings:
+        emit(f.to_json())
+
+
+def _tp(topic: str, partition: int) -> str:
+    return render.terminal_safe(f"{topic}-{partition}")
+
+
+def _where(c) -> str:
+    return f"[{CONSUMER_OFFSETS_TOPIC}-{c.partition} @{c.offset}]"
+
+
+def _group_line(g: GroupState) -> str:
+    kind = {"classic": f"classic {g.protocol_type}", "consumer": "consumer (KIP-848)",
+            "share": "share (KIP-932)", "offsets-only": "offsets only"}[g.kind]
+    parts = [kind, g.state]
+    if g.deleted_at is not None:
+        parts[-1] += f" (removed {render.human_time(g.deleted_at.timestamp)})"
+    if g.generation is not None:
+        parts.append(f"generation {g.generation}")
+    if g.protocol:
+        parts.append(f"protocol {g.protocol}")
+    if g.epoch is not None:
+        parts.append(f"group epoch {g.epoch}")
+    return (f"group {render.terminal_safe(g.group)}  [{', '.join(parts)}]  "
+            f"{CONSUMER_OFFSETS_TOPIC}-{g.log_partition}")
+
+
+def _assigned(partitions: dict[str, list[int]]) -> str:
+    return " ".join(f"{t}[{','.join(map(str, p))}]" for t, p in sorted(partitions.items())) \
+        or "nothing"
+
+
+def _members(g: GroupState) -> list[str]:
+    lines = []
+    for m in g.members:
+        asg = m.get("assignment", {}).get("partitions")
+        lines.append(f"  member {m['member_id']} ({m['client_id']} {m['client_host']}) "
+                     f"assigned {_assigned(asg) if asg is not None else '(opaque)'}")
+    for member, parts in sorted(g.members848.items()):
+        meta = parts.get("metadata", {})
+        current = parts.get("current", {})
+        via = " via the classic protocol" if meta.get("classic_protocol") else ""
+        lines.append(f"  member {member} ({meta.get('clientId')} {meta.get('clientHost')}{via}) "
+                     f"epoch {current.get('member_epoch')} {current.get('state')} assigned "
+                     f"{_assigned(current.get('assigned', {}))}"
+                     + (f", revoking {_assigned(current['pending_revocation'])}"
+                        if current.get("pending_revocation") else ""))
+    return [render.terminal_safe(line) for line in lines]
+
+
+def _commit_line(c: OffsetCommit) -> str:
+    txn = f", transactional (producer {c.producer_id})" if c.producer_id is not None else ""
+    return (f"offset {c.offset}  leader epoch {c.leader_epoch}  committed "
+            f"{render.human_time(c.effective_timestamp)}{txn}  {_where(c.where)}")
+
+
+def write_text(replay: OffsetsReplay, args, out) -> None:
+    moment = render.human_time(args.at) if args.at is not None else "the end of the log"
+    out.write(f"{CONSUMER_OFFSETS_TOPIC}: {len(replay.paths)} partition(s), {replay.records} "
+              f"records replayed up to {moment}\n")
+    if not args.history:
+        for g in replay.groups.values():
+            offsets = [(tp, c) for tp, c in sorted(g.offsets.items())
+                       if _tp_matches(*tp, args)]
+            if args.topic is not None and not offsets:
+                continue
+            out.write("\n" + _group_line(g) + "\n")
+            for line in _members(g):
+                out.write(line + "\n")
+            for (topic, partition), c in offsets:
+                out.write(f"  {_tp(topic, partition):<24} {_commit_line(c)}\n")
+            if not offsets:
+                out.write("  (no committed offsets)\n")
+    else:
+        write_history(replay, args, out)
+    regressions = _selected(replay.regressions, args)
+    if regressions:
+        out.write("\noffset regressions (a commit moved the group's offset backwards):\n")
+        for r in regressions:
+            c = r.current
+            state = (f"; group {r.group_state}, generation {r.generation}"
+                     if r.group_state else "")
+            out.write(f"  {render.human_time(c.effective_timestamp)}  "
+                      f"{render.terminal_safe(c.group)}  {_tp(c.topic, c.partition)}: "
+                      f"{r.previous.offset} -> {c.offset} ({c.offset - r.previous.offset})"
+                      f"{state}  {_where(c.where)}\n")
+    deletions = _selected(replay.deletions, args)
+    if deletions:
+        out.write("\noffsets deleted (tombstones):\n")
+        for d in deletions:
+            out.write(f"  {render.human_time(d.where.timestamp)}  "
+                      f"{render.terminal_safe(d.group)}  {_tp(d.topic, d.partition)} "
+                      f"(was {d.last_offset})  {_where(d.where)}\n")
+    if replay.group_deletions and args.topic is None:
+        out.write("\ngroups removed (tombstones):\n")
+        for group, where in replay.group_deletions:
+            out.write(f"  {render.human_time(where.timestamp)}  "
+                      f"{render.terminal_safe(group)}  {_where(where)}\n")
+    for f in replay.findings:
+        out.write(finding_line(f) + "\n")
+
+
+def write_history(replay: OffsetsReplay, args, out) -> None:
+    last: dict[tuple[str, str, int], int] = {}
+    out.write("\ncommit history"
+              + (f" of {args.topic}" + (f"-{args.partition}" if args.partition is not None
+                                        else "") if args.topic else "") + ":\n")
+    for c in replay.history(args.topic, args.partition):
+        key = (c.group, c.topic, c.partition)
+        head = (f"  {render.human_time(c.effective_timestamp)}  "
+                f"{render.terminal_safe(c.group)}  {_tp(c.topic, c.partition)}  ")
+        if c.offset is None:
+            out.write(head + f"DELETED (was {last.pop(key, None)})  {_where(c.where)}\n")
+            continue
+        if c.status != APPLIED:
+            why = (f"ABORTED by marker @{c.applied_at.offset}" if c.status == ABORTED
+                   else "PENDING: no COMMIT/ABORT marker")
+            out.write(head + f"offset {c.offset}  transaction of producer {c.producer_id} "
+                      f"{why}; not applied  {_where(c.where)}\n")
+            continue
+        previous = last.get(key)
+        delta = "" if previous is None else f" ({c.offset - previous:+d})"
+        flag = "  REGRESSION" if previous is not None and c.offset < previous else ""
+        txn = (f"  transactional (producer {c.producer_id}, committed by marker "
+               f"@{c.applied_at.offset})" if c.producer_id is not None and c.applied_at
+               else "")
+        out.write(head + f"offset {c.offset}{delta}{flag}{txn}  {_where(c.where)}\n")
+        last[key] = c.offset

@@ -1,0 +1,254 @@
+"""``segtools transactions``: producers' transactions, hanging ones, and their on-disk traces.
+
+For every partition under PATH (log dirs, partition dirs, or directories of log-dir copies):
+each transactional producer's transactions (first offset, batches, records, and the COMMIT or
+ABORT marker that closed them); **hanging transactions** (data with no marker up to the end
+of the log, open longer than ``transaction.max.timeout.ms``), with the last stable offset
+they pin and how many offsets ``read_committed`` consumers cannot see; the aborted
+transactions checked against the ``.txnindex`` files; producer state checked against the
+``.snapshot`` files. ``__transaction_state`` partitions are decoded into a per
+transactional-id timeline, which also names the owners of hanging producers.
+
+Exit code 1 when there are findings (a hanging transaction is one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import defaultdict
+
+from segtools.analysis.transactions import (
+    DEFAULT_MAX_TIMEOUT_MS,
+    TRANSACTION_STATE_TOPIC,
+    HangingTransaction,
+    TransactionScan,
+    TransactionStateChange,
+    analyse_partition,
+    open_transactional_ids,
+    owners,
+    partition_label,
+    transaction_state_timeline,
+)
+from segtools.cli import render
+from segtools.cli.common import add_quiet, exit_code, open_tree, parse_time, progress
+from segtools.findings import Finding
+from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionState
+
+EXAMPLES = """examples:
+  segtools transactions /var/kafka-logs
+  segtools transactions /var/kafka-logs/payments-0 --max-timeout-ms 60000
+  segtools transactions /var/kafka-logs --producer-id 5001 --format json | jq .
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("transactions", help="transactions per producer, hanging ones, "
+                                            ".txnindex and .snapshot checks",
+                       description=__doc__, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="log dirs, partition dirs, or directories of log-dir copies")
+    p.add_argument("--topic", help="only partitions of this topic")
+    p.add_argument("--producer-id", type=int, help="only this producer id")
+    p.add_argument("--max-timeout-ms", type=int, default=DEFAULT_MAX_TIMEOUT_MS,
+                   help="transaction.max.timeout.ms: an open transaction older than this "
+                        "hangs (default %(default)s)")
+    p.add_argument("--now", type=parse_time, metavar="TIME",
+                   help="measure ages at this time (default: the last timestamp in each log)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help="json: one JSON object per line")
+    add_quiet(p)
+    p.set_defaults(run=run)
+
+
+def shown_path(path) -> str:
+    """A path as an operator typed it: relative to the working directory when under it."""
+    try:
+        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") \
+            else str(path)
+    except ValueError:
+        return str(path)
+
+
+def finding_line(f: Finding) -> str:
+    """The text form of a finding in the forensic commands."""
+    where = f" at offset {f.offset}" if f.offset is not None else ""
+    return (f"{f.severity.upper()} {f.code}{where} ({render.terminal_safe(shown_path(f.path))}): "
+            f"{render.terminal_safe(f.message)}")
+
+
+def duration(ms: int) -> str:
+    seconds = ms // 1000
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m{secs:02d}s"
+    return f"{minutes}m{secs:02d}s" if minutes else f"{ms / 1000:.1f}s"
+
+
+def run(args: argparse.Namespace) -> int:
+    log_dirs, loose = open_tree(args.paths)
+    partitions = [p for d in log_dirs for p in d.partitions
+                  if p.name is not None and p.name.state is PartitionState.LIVE
+                  and p.name.topic != CLUSTER_METADATA_TOPIC
+                  and (args.topic is None or p.name.topic == args.topic)]
+    findings: list[Finding] = list(loose)
+    state_parts = [p for p in partitions if p.name.topic == TRANSACTION_STATE_TOPIC]
+    changes, more = transaction_state_timeline(state_parts)
+    findings += more
+    open_ids, more = open_transactional_ids(changes, now=args.now)
+    findings += more
+    owner = owners(changes)
+    results = []
+    data = [p for p in partitions if p.name.topic != TRANSACTION_STATE_TOPIC]
+    with progress(sum(p.size_bytes for p in data), "transactions", quiet=args.quiet) as advance:
+        for pdir in data:
+            results += _scan(pdir, owner, args, findings)
+            advance(pdir.size_bytes)
+    out = sys.stdout
+    if args.format == "json":
+        write_json(results, changes, findings, args, out)
+    else:
+        write_text(results, changes, open_ids, findings, args, out)
+    return exit_code(findings)
+
+
+def _scan(pdir, owner: dict[int, str], args, findings: list[Finding]) -> list[tuple]:
+    """One partition's scan and checks, if it has anything transactional to show."""
+    scan, hanging, more = analyse_partition(pdir, max_timeout_ms=args.max_timeout_ms,
+                                            now=args.now)
+    hanging = [HangingTransaction(h.partition, h.transaction, h.age_ms, h.pinned_lso,
+                                  h.log_end_offset, owner.get(h.transaction.producer_id))
+               for h in hanging]
+    findings += more
+    if args.producer_id is not None and args.producer_id not in scan.producers:
+        return []
+    if any(p.transactional for p in scan.producers.values()) or any(
+            s.txnindex is not None for s in pdir.segments):
+        return [(scan, hanging, more)]
+    return []
+
+
+def _wanted(pid: int, args) -> bool:
+    return args.producer_id is None or pid == args.producer_id
+
+
+def write_json(results, changes: list[TransactionStateChange], findings, args, out) -> None:
+    def emit(obj: dict) -> None:
+        out.write(render.dumps(obj) + "\n")
+
+    for scan, hanging, _ in results:
+        label = partition_label(scan.partition)
+        txns = [t for t in scan.transactions if _wanted(t.producer_id, args)]
+        emit({"type": "partition_transactions", "partition": label,
+              "path": str(scan.partition.path), "log_start_offset": scan.log_start_offset,
+              "log_end_offset": scan.log_end_offset,
+              "last_stable_offset": scan.last_stable_offset,
+              "transactions": len(txns),
+              "committed": sum(t.marker == "COMMIT" for t in txns),
+              "aborted": sum(t.marker == "ABORT" for t in txns),
+              "open": sum(t.marker is None for t in txns)})
+        for t in txns:
+            emit({**t.to_json(), "partition": label})
+        for h in hanging:
+            if _wanted(h.transaction.producer_id, args):
+                emit(h.to_json())
+    for c in changes:
+        if c.value is None or _wanted(c.value["producerId"], args):
+            emit(c.to_json())
+    for f in findings:
+        emit(f.to_json())
+
+
+def _verdict(findings: list[Finding], prefix: str) -> str:
+    bad = [f for f in findings if f.code.startswith(prefix)]
+    return "consistent with the log" if not bad else f"{len(bad)} finding(s), see below"
+
+
+def _partition_text(scan: TransactionScan, hanging: list[HangingTransaction],
+                    findings: list[Finding], args, out) -> None:
+    label = partition_label(scan.partition)
+    lso, leo = scan.last_stable_offset, scan.log_end_offset
+    held = f" ({leo - lso} offsets held back from read_committed)" if lso < leo else ""
+    out.write(f"\n{render.terminal_safe(label)}  "
+              f"({render.terminal_safe(shown_path(scan.partition.path))})\n"
+              f"  log offsets {scan.log_start_offset}..{leo - 1}, last stable offset "
+              f"{lso}{held}\n")
+    by_producer = defaultdict(list)
+    for t in scan.transactions:
+        if _wanted(t.producer_id, args):
+            by_producer[(t.producer_id, t.producer_epoch)].append(t)
+    for (pid, epoch), txns in sorted(by_producer.items()):
+        counts = ", ".join(f"{sum(t.marker == m for t in txns)} {m or 'OPEN'}"
+                           for m in ("COMMIT", "ABORT", None)
+                           if any(t.marker == m for t in txns))
+        out.write(f"  producer {pid} epoch {epoch}: {len(txns)} transaction(s): {counts}\n")
+        for t in txns:
+            span = (f"{t.first_offset}..{t.last_data_offset} ({t.batches} batch(es), "
+                    f"{t.records} records)" if t.first_offset is not None
+                    else "(no data in this partition)")
+            if t.marker is None:
+                out.write(f"    {span} -> OPEN since {render.human_time(t.first_timestamp)}\n")
+            else:
+                out.write(f"    {span} -> {t.marker} @{t.marker_offset} at "
+                          f"{render.human_time(t.marker_timestamp)} (coordinator epoch "
+                          f"{t.coordinator_epoch})\n")
+    for h in hanging:
+        t = h.transaction
+        if not _wanted(t.producer_id, args):
+            continue
+        owner = f" (transactional.id {h.transactional_id})" if h.transactional_id else ""
+        out.write(f"  HANGING: producer {t.producer_id} epoch {t.producer_epoch}{owner}: first "
+                  f"offset {t.first_offset}, {t.records} records in {t.batches} batch(es), "
+                  f"open for {duration(h.age_ms)} with no marker; pins the last stable offset "
+                  f"at {h.pinned_lso} ({h.log_end_offset - h.pinned_lso} offsets held back)\n")
+    aborted = sum(t.marker == "ABORT" and t.first_offset is not None for t in scan.transactions)
+    indexes = sum(s.txnindex is not None for s in scan.partition.segments)
+    out.write(f"  .txnindex: {indexes} file(s) for {aborted} aborted transaction(s): "
+              f"{_verdict(findings, 'txnindex_')}\n")
+    for snap in scan.partition.snapshots:
+        state = scan.snapshots_state.get(snap.offset, {})
+        mine = [f for f in findings if f.path == str(snap.path)]
+        out.write(f"  {snap.path.name}: {len(state)} producer(s) at offset {snap.offset}: "
+                  f"{_verdict(mine, 'snapshot_')}\n")
+
+
+def _state_text(changes: list[TransactionStateChange], open_ids, args, out) -> None:
+    by_id = defaultdict(list)
+    for c in changes:
+        by_id[c.transactional_id].append(c)
+    out.write(f"\n{TRANSACTION_STATE_TOPIC}: {len(by_id)} transactional id(s)\n")
+    open_set = {c.transactional_id for c in open_ids}
+    for tid, items in sorted(by_id.items()):
+        pids = {c.value["producerId"] for c in items if c.value}
+        if args.producer_id is not None and args.producer_id not in pids:
+            continue
+        mark = "  (OPEN)" if tid in open_set else ""
+        out.write(f"  {render.terminal_safe(tid)}  {TRANSACTION_STATE_TOPIC}-"
+                  f"{items[0].log_partition}{mark}\n")
+        for c in items:
+            if c.value is None:
+                out.write(f"    {render.human_time(c.timestamp)}  REMOVED (tombstone)  "
+                          f"@{c.offset}\n")
+                continue
+            v = c.value
+            parts = " ".join(f"{p['topic']}[{','.join(map(str, p['partitionIds']))}]"
+                             for p in v["transactionPartitions"] or [])
+            out.write(f"    {render.human_time(c.timestamp)}  {c.status:<16} producer "
+                      f"{v['producerId']} epoch {v['producerEpoch']}  "
+                      f"{render.terminal_safe(parts)}  @{c.offset} (v{c.value_version})\n")
+
+
+def write_text(results, changes, open_ids, findings, args, out) -> None:
+    if not results and not changes:
+        out.write("no transactional data found\n")
+    for scan, hanging, more in results:
+        _partition_text(scan, hanging, more, args, out)
+    if changes:
+        _state_text(changes, open_ids, args, out)
+    if findings:
+        out.write("\n")
+    for f in findings:
+        out.write(finding_line(f) + "\n")
