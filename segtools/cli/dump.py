@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from segtools import jsonl
-from segtools.cli import common, render
+from segtools.analysis import transactions
+from segtools.cli import common, decoders, render
 from segtools.cli.dump_files import dumper_for
 from segtools.errors import NotAKafkaFileError
 from segtools.findings import Finding
@@ -65,6 +66,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="first timestamp to print (epoch ms or ISO-8601)")
     p.add_argument("--end-time", type=common.parse_time, metavar="T",
                    help="last timestamp to print (epoch ms or ISO-8601)")
+    p.add_argument("--read-committed", action="store_true",
+                   help="show what a read_committed consumer gets: no aborted data, no "
+                        "control batches, nothing past the last stable offset")
+    decoder = p.add_mutually_exclusive_group()
+    decoder.add_argument("--offsets-decoder", dest="decoder", action="store_const",
+                         const="offsets", help="decode __consumer_offsets records")
+    decoder.add_argument("--transaction-log-decoder", dest="decoder", action="store_const",
+                         const="transaction_log", help="decode __transaction_state records")
+    decoder.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const",
+                         const="cluster_metadata", help="decode __cluster_metadata records")
     p.add_argument("--verify-index", "--verify-index-only", action="store_true",
                    help="check index entries against the .log instead of printing them")
     p.add_argument("--index-sanity-check", action="store_true",
@@ -133,7 +144,8 @@ class Output:
 def run(args: argparse.Namespace) -> int:
     out = Output(args.format)
     window = Window(args.start_offset, args.end_offset, args.start_time, args.end_time)
-    deep = args.deep or args.print_data or (window.bounded and args.format == "jsonl")
+    deep = args.deep or args.print_data or args.decoder is not None or (
+        window.bounded and args.format == "jsonl")
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
     logs = [Path(n) for n in args.files if is_log_file(n) and Path(n).is_file()]
     # a bar only when the data goes elsewhere: on the terminal it would tear the output
@@ -214,6 +226,8 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
     start = _start_position(path, segment, window) if window.bounded else 0
     end = args.max_bytes if args.max_bytes is not None else None
     walk = segment.batches(start, end, verify_crc=not args.no_crc)
+    if args.read_committed:
+        walk = _committed_only(walk, path)
     released = progressed = start
     text = args.format == "text"
     for batches, findings in _windows(walk, window):
@@ -227,16 +241,14 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
             findings_at.setdefault(f.position, []).append(f)
         decoded = segment.batch_records(batches) if deep else (
             _Shallow(b) for b in batches)
-        if deep and not text:
+        if deep and not text and args.decoder is None:
             _jsonl_window(segment, batches, findings_at, window, mode, out)
             decoded = ()
         for br in decoded:
             out.emit(br.batch.to_json(), render.batch_text(br.batch))
             for r in br.records:
                 if window.keeps(r):
-                    out.emit(render.record_json(r, mode),
-                             render.record_text(r, br.batch, print_data=args.print_data,
-                                                mode=mode) if text else "")
+                    _emit_record(r, br.batch, args, mode, out)
             for f in findings_at.pop(br.batch.position, []):
                 out.finding(f)
             if br.finding is not None:
@@ -244,6 +256,27 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
         for f in (f for fs in findings_at.values() for f in fs):
             if not (args.max_bytes is not None and f.code == "truncated_tail"):
                 out.finding(f)
+
+
+def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
+    obj = render.record_json(r, mode)
+    if args.decoder is None:
+        out.emit(obj, render.record_text(r, batch, print_data=args.print_data, mode=mode)
+                 if out.raw is None else "")
+        return
+    found = decoders.decode(args.decoder, r)
+    obj["decoded"] = found
+    line = render.record_text(r, batch, print_data=False, mode=mode) if out.raw is None else ""
+    out.emit(obj, line + render.terminal_safe(decoders.text(found)))
+
+
+def _committed_only(walk: Iterator[Batch | Finding], path: Path) -> Iterator[Batch | Finding]:
+    """Keep what a read_committed consumer is given (``CompletedFetch``): the aborted ranges
+    and last stable offset come from the whole partition the segment belongs to."""
+    view = transactions.read_committed(path.parent)
+    for item in walk:
+        if isinstance(item, Finding) or view.keep(item):
+            yield item
 
 
 def _jsonl_window(segment: Segment, batches: list[Batch],

@@ -191,3 +191,38 @@ def test_dump_max_bytes_reads_a_prefix():
     lines = jsonl(run("dump", "--format", "jsonl", "--max-bytes", "20000", str(log),
                       check_code=0))
     assert all(b["position"] + b["size"] <= 20000 for b in lines if b["type"] == "batch")
+
+
+FORENSICS = FIXTURES / "logdirs" / "forensics"
+
+
+@pytest.mark.parametrize(("flag", "partition"), [
+    ("--offsets-decoder", "__consumer_offsets-5"),
+    ("--transaction-log-decoder", "__transaction_state-5"),
+    ("--cluster-metadata-decoder", "__cluster_metadata-0"),
+])
+def test_dump_internal_topic_decoders(flag, partition):
+    log = sorted((FORENSICS / partition).glob("*.log"))[0]
+    records = [x for x in jsonl(run("dump", flag, "--format", "jsonl", str(log), check_code=0))
+               if x["type"] == "record"]
+    assert records and all("decoded" in r for r in records)
+    assert not [r for r in records if "error" in r["decoded"]]
+    text = run("dump", flag, str(log), check_code=0).stdout
+    assert "payload: " in text
+
+
+def test_dump_offsets_decoder_tombstone_is_delete():
+    logs = sorted(FORENSICS.glob("__consumer_offsets-*/*.log"))
+    text = "".join(run("dump", "--offsets-decoder", str(p)).stdout for p in logs)
+    assert "payload: <DELETE>" in text
+
+
+def test_dump_read_committed_hides_aborted_and_stops_at_the_lso():
+    log = FORENSICS / "payments.hanging-0" / "00000000000000000000.log"
+    everything = jsonl(run("dump", "--deep", "--format", "jsonl", str(log)))
+    committed = jsonl(run("dump", "--deep", "--read-committed", "--format", "jsonl", str(log)))
+    all_offsets = [x["offset"] for x in everything if x["type"] == "record"]
+    seen = [x["offset"] for x in committed if x["type"] == "record"]
+    assert set(seen) < set(all_offsets)
+    assert not [x for x in committed if x["type"] == "batch" and x["is_control"]]
+    assert max(seen) < 8  # the hanging transaction pins the last stable offset at 8
