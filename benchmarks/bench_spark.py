@@ -1,0 +1,256 @@
+"""Spark read throughput: ``format("kafkalog")`` vs the plumbing's ceiling and a naive peer.
+
+All three read the same generated tree (4 partitions x 64 MiB of small uncompressed v2
+records, with offset and time indexes written by the broker's rules) in the same run, on
+``local[1]`` and ``local[2]``, and the figures are printed as ratios (the machine is shared):
+
+* **kafkalog**: ``spark.read.format("kafkalog").load(tree).count()`` (every column is built:
+  Spark gives Python sources no column pruning), and a key-reuse aggregation
+  (:func:`pyspark_kafkalog.analyses.key_reuse`).
+* **ceiling**: a trivial Python data source with the same schema, the same number of tasks
+  and rows, yielding one ready-made Arrow batch over and over: what Spark's Python data
+  source plumbing can take in at best.
+* **naive peer**: kafka-python's ``MemoryRecords`` inside ``mapPartitions`` over the same
+  files, rows turned into a DataFrame of the same schema.
+
+Goal (issue 6): kafkalog >= 70 % of the ceiling and >= 20x the naive peer. ``--no-naive``
+skips the slow naive peer. Results also go to ``$SEGTOOLS_BENCH_DIR/segtools-bench/spark.json``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+from benchmarks.common import OUT, one_batch
+
+PARTITIONS = 4
+PARTITION_BYTES = 64 * 1024 * 1024
+TOPIC = "bench"
+
+
+def build_tree() -> Path:
+    """The tree, written once and reused (``SEGTOOLS_BENCH_DIR`` chooses where)."""
+    from tests.spark.logbuilder import write_partition
+
+    root = OUT / "spark-tree" / "logs"
+    template = one_batch(records=500, value_size=100)
+    batches = PARTITION_BYTES // len(template)
+    for p in range(PARTITIONS):
+        pdir = root / f"{TOPIC}-{p}"
+        if not (pdir / "00000000000000000000.log").exists():
+            write_partition(pdir, template, batches=batches, segment_bytes=2 * PARTITION_BYTES)
+    return root
+
+
+def session(master: str):
+    import pyspark_kafkalog
+    from pyspark.sql import SparkSession
+
+    from tests.spark.conftest import quiet_log4j, spark_environment
+
+    spark_environment()
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path.cwd()),
+                                                              os.environ.get("PYTHONPATH")]))
+    OUT.mkdir(parents=True, exist_ok=True)
+    opts = quiet_log4j(OUT)
+    spark = (SparkSession.builder.master(master).appName(f"bench-spark-{master}")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "8")
+             .config("spark.driver.memory", "2g")
+             .config("spark.driver.extraJavaOptions", opts).getOrCreate())
+    spark.sparkContext.setLogLevel("FATAL")
+    pyspark_kafkalog.register(spark)
+    spark.dataSource.register(CeilingSource)
+    return spark
+
+
+# ------------------------------------------------------------------------------ ceiling
+
+_READY: dict = {}
+
+
+def _ready_batch(schema, rows: int, log_dir: str):
+    """One Arrow batch shaped like kafkalog's rows (10-byte keys, 100-byte values, the same
+    topic and log dir strings), built once per Python worker and then yielded as is."""
+    import numpy as np
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    if (rows, log_dir) in _READY:
+        return _READY[rows, log_dir]
+    target = to_arrow_schema(schema, timezone="UTC")
+    i = np.arange(rows)
+    values = {
+        "key": pa.array([b"key-%06d" % (k % 5000) for k in range(rows)], pa.binary()),
+        "value": pa.array([b"v" * 100] * rows, pa.binary()),
+        "topic": pa.array([TOPIC] * rows), "partition": pa.array(np.zeros(rows, np.int32)),
+        "offset": pa.array(i), "timestamp": pa.array(i * 1000, pa.timestamp("us", tz="UTC")),
+        "timestampType": pa.array(np.zeros(rows, np.int32)),
+        "log_dir": pa.array([log_dir] * rows),
+        "segment_base_offset": pa.array(np.zeros(rows, np.int64)),
+        "position": pa.array(i), "producer_id": pa.array(np.full(rows, -1, np.int64)),
+        "producer_epoch": pa.array(np.full(rows, -1, np.int32)),
+        "leader_epoch": pa.array(np.zeros(rows, np.int32)),
+        "is_transactional": pa.array(np.zeros(rows, bool)),
+        "is_control": pa.array(np.zeros(rows, bool)),
+        "compression": pa.array(["none"] * rows), "crc_valid": pa.array(np.ones(rows, bool)),
+        "magic": pa.array(np.full(rows, 2, np.int32)),
+    }
+    batch = pa.RecordBatch.from_arrays([values[f.name] for f in target], schema=target)
+    _READY[rows, log_dir] = batch
+    return batch
+
+
+class _CeilingReader(DataSourceReader):
+    def __init__(self, schema, tasks: int, rows: int, batch_rows: int, log_dir: str):
+        self.schema, self.tasks, self.rows, self.batch_rows = schema, tasks, rows, batch_rows
+        self.log_dir = log_dir
+
+    def partitions(self):
+        return [InputPartition(i) for i in range(self.tasks)]
+
+    def read(self, partition):
+        share = self.rows // self.tasks + (partition.value < self.rows % self.tasks)
+        batch = _ready_batch(self.schema, self.batch_rows, self.log_dir)
+        while share > 0:
+            yield batch if share >= batch.num_rows else batch.slice(0, share)
+            share -= batch.num_rows
+
+
+class CeilingSource(DataSource):
+    @classmethod
+    def name(cls):
+        return "kafkalog_ceiling"
+
+    def schema(self):
+        from pyspark_kafkalog.options import Level
+        from pyspark_kafkalog.schema import default_schema
+        return default_schema(Level.RECORDS, False)
+
+    def reader(self, schema):
+        o = self.options
+        return _CeilingReader(schema, int(o["tasks"]), int(o["rows"]), int(o["batchrows"]),
+                              o["logdir"])
+
+
+# ---------------------------------------------------------------------------- naive peer
+
+
+def _naive_partition(paths):
+    """kafka-python's reader, one row tuple per record (what a hand-rolled job does)."""
+    from kafka.record.memory_records import MemoryRecords
+
+    utc = dt.UTC
+    for path in paths:
+        log_dir, pdir = str(Path(path).parent.parent), Path(path).parent.name
+        topic, partition = pdir.rsplit("-", 1)
+        base = int(Path(path).name[:20])
+        with open(path, "rb") as f:
+            records = MemoryRecords(f.read())
+        position = 0
+        while (batch := records.next_batch()) is not None:
+            valid = batch.validate_crc()
+            codec = ("none", "gzip", "snappy", "lz4", "zstd")[batch.compression_type]
+            for r in batch:
+                yield (r.key, r.value, topic, int(partition), r.offset,
+                       dt.datetime.fromtimestamp(r.timestamp / 1000, utc), r.timestamp_type,
+                       log_dir, base, position, batch.producer_id, batch.producer_epoch,
+                       batch.leader_epoch, batch.is_transactional, batch.is_control_batch,
+                       codec, valid, batch.magic)
+            position += batch.size_in_bytes
+
+
+def naive_count(spark, logs: list[str]) -> int:
+    from pyspark_kafkalog.options import Level
+    from pyspark_kafkalog.schema import default_schema
+
+    rdd = spark.sparkContext.parallelize(logs, len(logs)).mapPartitions(_naive_partition)
+    return spark.createDataFrame(rdd, default_schema(Level.RECORDS, False)).count()
+
+
+# ------------------------------------------------------------------------------- timing
+
+
+def timed(fn, repeat: int) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, result
+
+
+def measure(master: str, tree: Path, naive: bool) -> dict:
+    from pyspark_kafkalog import analyses
+    from pyspark_kafkalog.options import parse_options
+    from pyspark_kafkalog.planning import plan
+
+    spark = session(master)
+    tasks = len(plan(parse_options({"path": str(tree)})))  # what the source plans here
+    out: dict = {"tasks": tasks}
+    try:
+        df = spark.read.format("kafkalog").load(str(tree))
+        rows = df.count()  # warm: workers, numba cache, page cache
+        out["rows"] = rows
+        out["kafkalog_s"], n = timed(lambda: spark.read.format("kafkalog").load(str(tree))
+                                     .count(), 3)
+        assert n == rows
+        ceiling = (spark.read.format("kafkalog_ceiling").option("tasks", tasks)
+                   .option("rows", rows).option("batchRows", 65536)
+                   .option("logDir", str(tree)).load())
+        assert ceiling.count() == rows
+        out["ceiling_s"], _ = timed(ceiling.count, 3)
+        out["key_reuse_s"], reuse = timed(
+            lambda: analyses.key_reuse(spark.read.format("kafkalog").load(str(tree)))
+            .collect(), 2)
+        assert sum(r["records"] for r in reuse) == rows
+        if naive:
+            logs = sorted(str(p) for p in tree.glob("*/*.log"))
+            out["naive_s"], n = timed(lambda: naive_count(spark, logs), 1)
+            assert n == rows
+    finally:
+        spark.stop()
+    return out
+
+
+def main() -> None:
+    naive = "--no-naive" not in sys.argv
+    tree = build_tree()
+    size = sum(p.stat().st_size for p in tree.glob("*/*.log"))
+    results = {"tree_bytes": size}
+    for master in ("local[1]", "local[2]"):
+        results[master] = measure(master, tree, naive=naive and master == "local[2]")
+    r1, r2 = results["local[1]"], results["local[2]"]
+    rows = r2["rows"]
+    print(f"tree: {PARTITIONS} partitions, {size / 2**20:.0f} MiB, {rows / 1e6:.2f} M records "
+          f"of ~{size / rows:.0f} B (uncompressed v2)")
+    for master, r in results.items():
+        if not isinstance(r, dict):
+            continue
+        print(f"{master} ({r['tasks']} tasks): kafkalog count {rows / r['kafkalog_s'] / 1e6:.2f}"
+              f" M rows/s, ceiling {rows / r['ceiling_s'] / 1e6:.2f} M rows/s -> "
+              f"{r['ceiling_s'] / r['kafkalog_s']:.0%} of the ceiling; key reuse "
+              f"{rows / r['key_reuse_s'] / 1e6:.2f} M rows/s")
+    print(f"scaling local[1] -> local[2]: kafkalog {r1['kafkalog_s'] / r2['kafkalog_s']:.2f}x, "
+          f"ceiling {r1['ceiling_s'] / r2['ceiling_s']:.2f}x, "
+          f"key reuse {r1['key_reuse_s'] / r2['key_reuse_s']:.2f}x")
+    ok = min(r["ceiling_s"] / r["kafkalog_s"] for r in (r1, r2)) >= 0.7
+    if naive:
+        print(f"naive peer (kafka-python in mapPartitions, local[2]): "
+              f"{rows / r2['naive_s'] / 1e3:.0f} k rows/s -> kafkalog is "
+              f"{r2['naive_s'] / r2['kafkalog_s']:.0f}x faster")
+        ok = ok and r2["naive_s"] / r2["kafkalog_s"] >= 20
+    (OUT / "spark.json").write_text(json.dumps(results, indent=1))
+    print(f"goal (>= 70% of the ceiling, >= 20x the naive peer): {'met' if ok else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,425 @@
+"""Analyses of whole trees as DataFrame functions.
+
+The simple aggregations (key reuse, tombstones, per-segment figures) are Spark SQL over the
+source's rows, so they scale with the cluster. The rules that Kafka's broker applies
+(retention's ``deleteOldSegments``, the cleaner's choices) are *not* re-implemented here: the
+per-partition functions run :func:`segtools.analysis.retention.explain_retention` and
+:func:`segtools.analysis.compaction.explain_compaction`, the very functions behind
+``segtools retention`` and ``segtools compaction``, inside ``applyInArrow`` on the executors,
+over segment summaries rebuilt from the ``level=segments`` rows (``summary_json``).
+
+Typical use::
+
+    from pyspark_kafkalog import analyses
+    records = analyses.load(spark, "/var/kafka-logs")
+    analyses.key_reuse(records).show()
+    analyses.retention_report(analyses.load(spark, "/var/kafka-logs", level="segments"),
+                              TopicConfig(retention_ms=86_400_000)).show()
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
+
+from segtools.analysis import compaction as comp
+from segtools.analysis.compaction import explain_compaction
+from segtools.analysis.config import TopicConfig
+from segtools.analysis.retention import explain_retention
+from segtools.formats.batch import control_type_name
+from segtools.storage.summary import SegmentSummary
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PARTITION = ("topic", "partition")
+#: ``delete.retention.ms``'s default (``LogConfig``): how long a tombstone stays readable.
+DEFAULT_DELETE_RETENTION_MS = 86_400_000
+
+
+def _reader(spark: SparkSession, options: Mapping[str, object]):
+    reader = spark.read.format("kafkalog")
+    for name, value in options.items():
+        reader = reader.option(name, str(value).lower() if isinstance(value, bool) else value)
+    return reader
+
+
+def _paths(paths: str | Sequence[str]) -> str | list[str]:
+    return paths if isinstance(paths, str) else list(paths)
+
+
+def load(spark: SparkSession, paths: str | Sequence[str], **options: object) -> DataFrame:
+    """``spark.read.format("kafkalog")`` with options given as keyword arguments."""
+    return _reader(spark, options).load(_paths(paths))
+
+
+def _now_ms(now_ms: int | None) -> int:
+    return int(time.time() * 1000) if now_ms is None else now_ms
+
+
+# ------------------------------------------------------------------------------ key reuse
+
+
+def key_reuse(records: DataFrame, by: Sequence[str] = PARTITION) -> DataFrame:
+    """Per topic-partition: how often keys come back, the figure behind compaction's gain.
+
+    ``records`` (records level; control records are left out) needs ``key`` and the ``by``
+    columns. ``superseded_records`` are the keyed records a later record of the same key makes
+    obsolete (what a full clean would remove, tombstones aside); ``max_versions`` is the most
+    records any one key has.
+    """
+    data = records.filter(~F.col("is_control")) if "is_control" in records.columns \
+        else records
+    per_key = (data.filter(F.col("key").isNotNull())
+               .groupBy(*by, "key").agg(F.count(F.lit(1)).alias("versions")))
+    keyed = per_key.groupBy(*by).agg(
+        F.sum("versions").alias("keyed_records"),
+        F.count(F.lit(1)).alias("distinct_keys"),
+        F.sum(F.when(F.col("versions") > 1, 1).otherwise(0)).alias("reused_keys"),
+        F.max("versions").alias("max_versions"))
+    totals = data.groupBy(*by).agg(
+        F.count(F.lit(1)).alias("records"),
+        F.sum(F.when(F.col("key").isNull(), 1).otherwise(0)).alias("null_key_records"))
+    return (totals.join(keyed, list(by), "left")
+            .fillna(0, ["keyed_records", "distinct_keys", "reused_keys", "max_versions"])
+            .withColumn("superseded_records", F.col("keyed_records") - F.col("distinct_keys"))
+            .withColumn("superseded_ratio",
+                        F.when(F.col("keyed_records") > 0,
+                               F.col("superseded_records") / F.col("keyed_records")))
+            .orderBy(*by))
+
+
+def top_keys(records: DataFrame, n: int = 10, by: Sequence[str] = PARTITION) -> DataFrame:
+    """The ``n`` keys with the most records in each topic-partition."""
+    from pyspark.sql.window import Window
+
+    per_key = (records.filter(F.col("key").isNotNull())
+               .groupBy(*by, "key").agg(F.count(F.lit(1)).alias("versions"),
+                                        F.min("offset").alias("first_offset"),
+                                        F.max("offset").alias("last_offset")))
+    rank = F.row_number().over(Window.partitionBy(*by).orderBy(F.desc("versions"), "key"))
+    return per_key.withColumn("rank", rank).filter(F.col("rank") <= n).orderBy(*by, "rank")
+
+
+# ----------------------------------------------------------------------------- tombstones
+
+
+def tombstones(records: DataFrame, *, delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
+               now_ms: int | None = None, by: Sequence[str] = PARTITION) -> DataFrame:
+    """Per topic-partition: tombstones (a key with a null value), their age at ``now_ms``,
+    and how many are older than ``delete.retention.ms``, i.e. past the time a consumer is
+    guaranteed to see them (the cleaner removes one only after its batch's delete horizon,
+    ``now + delete.retention.ms`` stamped by the clean that first kept it; ``segtools
+    compaction`` explains each)."""
+    now = _now_ms(now_ms)
+    ts = F.unix_millis(F.col("timestamp"))
+    stones = records.filter(F.col("key").isNotNull() & F.col("value").isNull()
+                            & ~F.col("is_control"))
+    return (stones.groupBy(*by).agg(
+        F.count(F.lit(1)).alias("tombstones"),
+        F.min("timestamp").alias("oldest"),
+        F.max("timestamp").alias("newest"),
+        (F.lit(now) - F.min(ts)).alias("max_age_ms"),
+        F.sum(F.when(F.lit(now) - ts > delete_retention_ms, 1).otherwise(0))
+        .alias("past_delete_retention"))
+        .withColumn("delete_retention_ms", F.lit(delete_retention_ms))
+        .orderBy(*by))
+
+
+# ------------------------------------------------------------------------------ segments
+
+
+def segment_stats(segments: DataFrame, now_ms: int | None = None) -> DataFrame:
+    """One row per segment (``level=segments``): sizes, counts, time span and age, with the
+    source of the max timestamp that retention uses (time index, log scan, or mtime)."""
+    now = _now_ms(now_ms)
+    return segments.select(
+        "topic", "partition", "log_dir", "base_offset", "next_offset", "is_active", "size",
+        "valid_bytes", "batch_count", "record_count", "first_timestamp", "max_timestamp",
+        "max_timestamp_source",
+        (F.lit(now) - F.unix_millis("largest_timestamp")).alias("age_ms"),
+        F.array_join("codecs", ",").alias("codecs"), "crc_errors",
+        F.size("findings").alias("findings")).orderBy("topic", "partition", "base_offset")
+
+
+def partition_stats(segments: DataFrame) -> DataFrame:
+    """Per topic-partition totals over its segments."""
+    return (segments.groupBy("log_dir", "topic", "partition").agg(
+        F.count(F.lit(1)).alias("segments"), F.sum("size").alias("bytes"),
+        F.sum("record_count").alias("records"), F.sum("batch_count").alias("batches"),
+        F.min("base_offset").alias("first_offset"), F.max("next_offset").alias("next_offset"),
+        F.min("first_timestamp").alias("oldest_timestamp"),
+        F.max("max_timestamp").alias("newest_timestamp"),
+        F.sum("crc_errors").alias("crc_errors"))
+        .orderBy("topic", "partition", "log_dir"))
+
+
+# ------------------------------------------------------------------------------ retention
+
+_RETENTION_FIELDS = (
+    ("log_dir", pa.string(), "string"), ("topic", pa.string(), "string"),
+    ("partition", pa.int32(), "int"), ("base_offset", pa.int64(), "long"),
+    ("last_offset", pa.int64(), "long"), ("size", pa.int64(), "long"),
+    ("record_count", pa.int64(), "long"), ("max_timestamp", pa.int64(), "long"),
+    ("max_timestamp_source", pa.string(), "string"), ("age_ms", pa.int64(), "long"),
+    ("is_active", pa.bool_(), "boolean"), ("deletable", pa.bool_(), "boolean"),
+    ("reason", pa.string(), "string"), ("reason_text", pa.string(), "string"),
+    ("eligible_at", pa.int64(), "long"), ("blocked_by", pa.int64(), "long"),
+    ("high_watermark", pa.int64(), "long"), ("high_watermark_assumed", pa.bool_(), "boolean"),
+    ("log_start_offset", pa.int64(), "long"), ("log_end_offset", pa.int64(), "long"),
+    ("retention_ms", pa.int64(), "long"), ("retention_bytes", pa.int64(), "long"),
+    ("cleanup_policy", pa.string(), "string"), ("rolled", pa.bool_(), "boolean"),
+    ("callouts", pa.list_(pa.string()), "array<string>"),
+)
+#: The retention report's columns (Spark DDL) and the Arrow schema the function returns.
+RETENTION_SCHEMA = ", ".join(f"{name} {ddl}" for name, _, ddl in _RETENTION_FIELDS)
+_RETENTION_ARROW = pa.schema([(name, t) for name, t, _ in _RETENTION_FIELDS])
+
+ConfigChoice = TopicConfig | Mapping[str, TopicConfig] | Callable[[str], TopicConfig]
+
+
+def _config_for(config: ConfigChoice | None) -> Callable[[str], TopicConfig]:
+    """A topic -> config function: one config for all, a per-topic map (defaults for the
+    others), or the caller's own function. Every value is a plain, picklable TopicConfig."""
+    if config is None:
+        return lambda _topic: TopicConfig()
+    if isinstance(config, TopicConfig):
+        return lambda _topic: config
+    if isinstance(config, Mapping):
+        table = dict(config)
+        return lambda topic: table.get(topic, TopicConfig())
+    return config
+
+
+def _retention_rows(key: tuple, table: pa.Table, config_for: Callable[[str], TopicConfig],
+                    now: int) -> pa.Table:
+    """One partition's verdicts, from its rows' ``summary_json`` by ``explain_retention``."""
+    log_dir, topic, partition = (k.as_py() for k in key)
+    first = table.slice(0, 1).to_pylist()[0]
+    summaries = [SegmentSummary.from_json(json.loads(s))
+                 for s in table.column("summary_json").to_pylist()]
+    config = config_for(topic)
+    result = explain_retention(summaries, config, now_ms=now,
+                               high_watermark=first["high_watermark"],
+                               log_start_offset=first["log_start_offset"])
+    callouts = [c.message for c in result.callouts]
+    rows = [{
+        "log_dir": log_dir, "topic": topic, "partition": partition,
+        "base_offset": v.base_offset, "last_offset": v.last_offset, "size": v.size,
+        "record_count": v.record_count, "max_timestamp": v.max_timestamp,
+        "max_timestamp_source": v.max_timestamp_source, "age_ms": v.age_ms,
+        "is_active": v.is_active, "deletable": v.deletable, "reason": v.reason,
+        "reason_text": v.reason_text, "eligible_at": v.eligible_at,
+        "blocked_by": v.blocked_by, "high_watermark": result.high_watermark,
+        "high_watermark_assumed": result.high_watermark_assumed,
+        "log_start_offset": result.log_start_offset, "log_end_offset": result.log_end_offset,
+        "retention_ms": config.local_retention_ms_effective,
+        "retention_bytes": config.local_retention_bytes_effective,
+        "cleanup_policy": ",".join(config.cleanup_policy), "rolled": result.rolled,
+        "callouts": callouts,
+    } for v in result.segments]
+    return pa.Table.from_pylist(rows, schema=_RETENTION_ARROW)
+
+
+def retention_report(segments: DataFrame, config: ConfigChoice | None = None, *,
+                     now_ms: int | None = None) -> DataFrame:
+    """Per segment: would Kafka's delete policy remove it at ``now_ms``, and why.
+
+    ``segments`` is a ``level=segments`` DataFrame (it carries each partition's high
+    watermark and log start offset from the log dir's checkpoints). ``config`` is one
+    :class:`~segtools.analysis.config.TopicConfig`, a ``{topic: TopicConfig}`` map, or a
+    function of the topic; Kafka's defaults otherwise. The verdicts, reason codes and
+    ``eligible_at`` are exactly ``segtools retention``'s: the same function computes them.
+    """
+    now = _now_ms(now_ms)
+    config_for = _config_for(config)
+    needed = segments.select("log_dir", "topic", "partition", "high_watermark",
+                             "log_start_offset", "summary_json")
+    return (needed.groupBy("log_dir", "topic", "partition")
+            .applyInArrow(lambda key, table: _retention_rows(key, table, config_for, now),
+                          RETENTION_SCHEMA)
+            .orderBy("topic", "partition", "log_dir", "base_offset"))
+
+
+# ----------------------------------------------------------------------------- compaction
+
+#: The record columns the cleaner's replay needs (optional columns of the records level).
+COMPACTION_RECORDS = (
+    "log_dir string, topic string, partition int, segment_base_offset long, position long, "
+    "offset long, timestamp timestamp, key binary, value_size int, is_control boolean, "
+    "is_transactional boolean, magic int, producer_id long, delete_horizon timestamp, "
+    "batch_size int, batch_count int, batch_base_offset long, batch_max_timestamp timestamp")
+
+_COMPACTION_FIELDS = (
+    ("log_dir", pa.string(), "string"), ("topic", pa.string(), "string"),
+    ("partition", pa.int32(), "int"), ("records", pa.int64(), "long"),
+    ("keyed_records", pa.int64(), "long"), ("null_key_records", pa.int64(), "long"),
+    ("distinct_keys", pa.int64(), "long"), ("superseded_records", pa.int64(), "long"),
+    ("superseded_bytes", pa.float64(), "double"), ("tombstones", pa.int64(), "long"),
+    ("oldest_tombstone_timestamp", pa.int64(), "long"),
+    ("first_dirty_offset", pa.int64(), "long"),
+    ("first_uncleanable_offset", pa.int64(), "long"),
+    ("first_uncleanable_reason", pa.string(), "string"), ("dirty_ratio", pa.float64(), "double"),
+    ("min_cleanable_dirty_ratio", pa.float64(), "double"), ("would_clean", pa.bool_(), "boolean"),
+    ("would_clean_text", pa.string(), "string"), ("removed_records", pa.int64(), "long"),
+    ("removed_bytes", pa.float64(), "double"), ("open_transactions", pa.int64(), "long"),
+    ("report_json", pa.string(), "string"),
+)
+#: One row per compacted partition; ``report_json`` is ``segtools compaction --format json``'s
+#: partition object (keys in base64).
+COMPACTION_SCHEMA = ", ".join(f"{name} {ddl}" for name, _, ddl in _COMPACTION_FIELDS)
+_COMPACTION_ARROW = pa.schema([(name, t) for name, t, _ in _COMPACTION_FIELDS])
+
+
+def _ms(column: pa.ChunkedArray) -> list[int]:
+    """A timestamp column back to Kafka's epoch ms (the source shows ``-1`` as null)."""
+    micros = pc.cast(column, pa.int64())
+    return pc.fill_null(pc.divide(micros, 1000), -1).to_pylist()
+
+
+def _flags(is_control: bool, is_transactional: bool, magic: int, key: bytes | None) -> int:
+    """The record's batch flags as ``segtools compaction`` sets them, with the marker type
+    read from a control record's key (``ControlRecordType``)."""
+    flags = ((comp.FLAG_CONTROL if is_control else 0)
+             | (comp.FLAG_TRANSACTIONAL if is_transactional else 0)
+             | (comp.FLAG_LEGACY if magic < 2 else 0))
+    if is_control:
+        try:
+            kind = control_type_name(key)
+        except Exception:  # a control key Kafka could not parse either: no marker
+            kind = None
+        flags |= {"COMMIT": comp.FLAG_COMMIT, "ABORT": comp.FLAG_ABORT}.get(kind, 0)
+    return flags
+
+
+def _compaction_input(records: pa.Table, side: list[dict]):
+    """The cleaner's view of one partition, built as ``segtools compaction`` builds it:
+    records in offset order with their batch flags and share of the batch's bytes, a
+    placeholder for each empty batch, and each segment's first batch max timestamp."""
+    builder = comp.ColumnsBuilder()
+    first: dict[int, tuple[int, int]] = {}  # segment -> (position, its batch max timestamp)
+    for b in side:
+        if b["kind"] != "empty_batch":
+            continue
+        base = b["segment_base_offset"]
+        builder.add_record(comp.CompactionRecord(
+            b["last_offset"], b["max_timestamp"], None, False, base,
+            _flags(b["is_control"], b["is_transactional"], b["magic"], None)
+            | comp.FLAG_EMPTY_BATCH, b["producer_id"], b["delete_horizon"], float(b["size"]),
+            b["base_offset"]))
+        first[base] = min(first.get(base, (b["position"], b["max_timestamp"])),
+                          (b["position"], b["max_timestamp"]))
+    rows = records.sort_by([("segment_base_offset", "ascending"), ("offset", "ascending")])
+    cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
+    per_batch: dict[tuple[int, int], int] = {}
+    for seg, pos in zip(cols["segment_base_offset"], cols["position"], strict=True):
+        per_batch[seg, pos] = per_batch.get((seg, pos), 0) + 1
+    n = rows.num_rows
+    flags = [_flags(*f) for f in zip(cols["is_control"], cols["is_transactional"],
+                                     cols["magic"], cols["key"], strict=True)]
+    keys = [None if c else k for c, k in zip(cols["is_control"], cols["key"], strict=True)]
+    share = [size / max(count if count is not None else per_batch[seg, pos], 1)
+             for size, count, seg, pos in zip(cols["batch_size"], cols["batch_count"],
+                                              cols["segment_base_offset"], cols["position"],
+                                              strict=True)]
+    ts, horizon, batch_ts = (_ms(rows.column(c)) for c in ("timestamp", "delete_horizon",
+                                                           "batch_max_timestamp"))
+    for i in range(n):
+        seg = cols["segment_base_offset"][i]
+        here = (cols["position"][i], batch_ts[i])
+        first[seg] = min(first.get(seg, here), here)
+    start = 0
+    while start < n:  # one block per segment (add_columns takes the segment as a scalar)
+        seg = cols["segment_base_offset"][start]
+        stop = start
+        while stop < n and cols["segment_base_offset"][stop] == seg:
+            stop += 1
+        block = slice(start, stop)
+        builder.add_columns(cols["offset"][block], ts[block], keys[block],
+                            [v is None for v in cols["value_size"][block]], seg, flags[block],
+                            cols["producer_id"][block], horizon[block], share[block],
+                            cols["batch_base_offset"][block])
+        start = stop
+    return builder.build(), {seg: ts for seg, (_, ts) in first.items()}
+
+
+def _compaction_rows(key: tuple, records: pa.Table, side: pa.Table,
+                     config_for: Callable[[str], TopicConfig], now: int, top: int,
+                     limit: int) -> pa.Table:
+    log_dir, topic, partition = (k.as_py() for k in key)
+    config = config_for(topic)
+    meta = side.to_pylist()
+    segments = [m for m in meta if m["kind"] == "segment"]
+    if not config.compact or not segments:
+        return _COMPACTION_ARROW.empty_table()
+    summaries = [SegmentSummary.from_json(json.loads(m["summary_json"])) for m in segments]
+    cols, first_batch = _compaction_input(records, meta)
+    pc = explain_compaction(
+        cols, summaries, config, now_ms=now, high_watermark=segments[0]["high_watermark"],
+        log_start_offset=segments[0]["log_start_offset"],
+        cleaner_offset=segments[0]["cleaner_offset"], top=top, tombstone_limit=limit,
+        first_batch_timestamps=first_batch)
+    row = {
+        "log_dir": log_dir, "topic": topic, "partition": partition, "records": pc.records,
+        "keyed_records": pc.keyed_records, "null_key_records": pc.null_key_records,
+        "distinct_keys": pc.distinct_keys, "superseded_records": pc.superseded_records,
+        "superseded_bytes": pc.superseded_bytes, "tombstones": pc.tombstone_count,
+        "oldest_tombstone_timestamp": pc.oldest_tombstone_timestamp,
+        "first_dirty_offset": pc.first_dirty_offset,
+        "first_uncleanable_offset": pc.first_uncleanable_offset,
+        "first_uncleanable_reason": pc.first_uncleanable_reason, "dirty_ratio": pc.dirty_ratio,
+        "min_cleanable_dirty_ratio": config.min_cleanable_dirty_ratio,
+        "would_clean": pc.would_clean, "would_clean_text": pc.would_clean_text,
+        "removed_records": pc.removed_records, "removed_bytes": pc.removed_bytes,
+        "open_transactions": pc.open_transactions,
+        "report_json": json.dumps(pc.to_json(lambda b: base64.b64encode(b).decode("ascii"))),
+    }
+    return pa.Table.from_pylist([row], schema=_COMPACTION_ARROW)
+
+
+def compaction_report(spark: SparkSession, paths: str | Sequence[str],
+                      config: ConfigChoice | None = None, *, now_ms: int | None = None,
+                      top: int = 10, tombstone_limit: int = 100, **options: object) -> DataFrame:
+    """Per compacted partition: key reuse, tombstones, the dirty ratio and what the next clean
+    would remove, by :func:`segtools.analysis.compaction.explain_compaction` (``segtools
+    compaction``'s function) run on the executors, one partition per call.
+
+    Only partitions whose topic config (``config``, as in :func:`retention_report`) has
+    ``cleanup.policy`` with ``compact`` are analysed. Each partition's records are gathered
+    in one Python worker, as the CLI holds them in one process. ``options`` go to the source
+    (``topics``, ``partitionStates`` ...).
+    """
+    now = _now_ms(now_ms)
+    config_for = _config_for(config)
+    records = (_reader(spark, options).schema(COMPACTION_RECORDS)
+               .option("includeControl", "true").load(_paths(paths)))
+    segments = load(spark, paths, level="segments", **options).selectExpr(
+        "'segment' AS kind", "log_dir", "topic", "partition",
+        "base_offset AS segment_base_offset", "summary_json", "high_watermark",
+        "log_start_offset", "cleaner_offset", "CAST(NULL AS long) AS position",
+        "CAST(NULL AS long) AS base_offset", "CAST(NULL AS long) AS last_offset",
+        "CAST(NULL AS int) AS size", "CAST(NULL AS long) AS max_timestamp",
+        "CAST(NULL AS long) AS producer_id", "CAST(NULL AS boolean) AS is_control",
+        "CAST(NULL AS boolean) AS is_transactional", "CAST(NULL AS int) AS magic",
+        "CAST(NULL AS long) AS delete_horizon")
+    empty = load(spark, paths, level="batches", **options).filter("count = 0").selectExpr(
+        "'empty_batch' AS kind", "log_dir", "topic", "partition", "segment_base_offset",
+        "CAST(NULL AS string) AS summary_json", "CAST(NULL AS long) AS high_watermark",
+        "CAST(NULL AS long) AS log_start_offset", "CAST(NULL AS long) AS cleaner_offset",
+        "position", "base_offset", "last_offset", "size",
+        "coalesce(unix_millis(max_timestamp), -1) AS max_timestamp", "producer_id",
+        "is_control", "is_transactional", "magic",
+        "coalesce(unix_millis(delete_horizon), -1) AS delete_horizon")
+    side = segments.unionByName(empty)
+    keys = ["log_dir", "topic", "partition"]
+    return (records.groupBy(*keys).cogroup(side.groupBy(*keys))
+            .applyInArrow(lambda key, left, right: _compaction_rows(
+                key, left, right, config_for, now, top, tombstone_limit), COMPACTION_SCHEMA)
+            .orderBy("topic", "partition", "log_dir"))

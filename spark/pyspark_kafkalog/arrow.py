@@ -1,0 +1,166 @@
+"""Arrow columns built from the kernel's spans, without a Python loop per record.
+
+The bulk kernel (:mod:`segtools.kernel`) leaves keys, values and headers where they are, as
+``(position, length)`` spans into the segment's mapped bytes (or an inflated buffer);
+:func:`segtools.kernel.gather` copies them back to back and returns Arrow's int32 offsets, so a
+binary column is three buffers handed to ``pa.Array.from_buffers``. Spark checks a returned
+batch against ``to_arrow_schema(schema, timezone="UTC")`` exactly (notes §3), so every builder
+takes the target Arrow type and the result is cast only when the user chose another type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from segtools import kernel
+
+TIMESTAMP_US = pa.timestamp("us", tz="UTC")
+BINARY = pa.binary()
+#: Kafka's ``RecordBatch.NO_TIMESTAMP``: shown as null, not as 1969-12-31T23:59:59.999.
+NO_TIMESTAMP = -1
+#: Largest |ms| whose microseconds still fit an int64.
+_MAX_MS = (2**63 - 1) // 1000
+#: Bytes per binary column per Arrow batch: int32 offsets must not overflow.
+MAX_COLUMN_BYTES = 1 << 30
+
+
+def conform(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """The array in the type Spark expects (a user schema may say ``long`` for an int)."""
+    return array if array.type == target else array.cast(target)
+
+
+def _validity(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
+    nulls = int(valid.size - np.count_nonzero(valid))
+    if nulls == 0:
+        return None, 0
+    return pa.py_buffer(np.packbits(valid, bitorder="little")), nulls
+
+
+def binary_from_spans(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
+                      dtype: pa.DataType = BINARY) -> pa.Array:
+    """A binary (or utf8) column from spans into ``data``; a length of -1 is null."""
+    n = int(pos.shape[0])
+    valid = lengths >= 0
+    total = int(lengths.sum(where=valid))
+    out = np.empty(total, dtype=np.uint8)
+    offsets = kernel.gather(data, np.ascontiguousarray(pos), np.ascontiguousarray(lengths), out)
+    validity, nulls = _validity(valid)
+    return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(out)],
+                                 null_count=nulls)
+
+
+def timestamps_ms(ms: np.ndarray) -> pa.Array:
+    """Kafka milliseconds as Spark timestamps (microseconds, UTC); ``-1`` becomes null."""
+    ms = np.asarray(ms, dtype=np.int64)
+    valid = (ms != NO_TIMESTAMP) & (np.abs(ms) <= _MAX_MS)
+    micros = np.where(valid, ms, 0) * 1000
+    validity, nulls = _validity(valid)
+    return pa.Array.from_buffers(TIMESTAMP_US, int(ms.shape[0]),
+                                 [validity, pa.py_buffer(micros)], null_count=nulls)
+
+
+def sizes(lengths: np.ndarray) -> pa.Array:
+    """Span lengths as an int column; a length of -1 (a null key or value) is null."""
+    valid = lengths >= 0
+    validity, nulls = _validity(valid)
+    values = np.ascontiguousarray(lengths, dtype=np.int32)
+    return pa.Array.from_buffers(pa.int32(), int(values.shape[0]),
+                                 [validity, pa.py_buffer(values)], null_count=nulls)
+
+
+def _header_keys(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> pa.Array:
+    """Header keys are Java Strings written as UTF-8; bytes that are not valid UTF-8 (only
+    hand-made data has them) are decoded with replacement rather than failing the task."""
+    keys = binary_from_spans(data, pos, lengths, pa.string())
+    try:
+        keys.validate(full=True)
+    except pa.ArrowInvalid:
+        raw = binary_from_spans(data, pos, lengths).to_pylist()
+        keys = pa.array([k.decode("utf-8", "replace") for k in raw], type=pa.string())
+    return keys
+
+
+def headers_from_spans(data: np.ndarray, headers_pos: np.ndarray, headers_count: np.ndarray,
+                       target: pa.DataType) -> pa.Array:
+    """``array<struct<key string, value binary>>`` from each record's header section, decoded
+    by :func:`segtools.kernel.decode_headers` (sections the kernel has already validated)."""
+    counts = np.ascontiguousarray(headers_count, dtype=np.int32)
+    total = int(counts.sum())
+    kp, kl, vp, vl = (np.empty(total, np.int64) for _ in range(4))
+    owner = np.empty(total, np.int32)
+    kernel.decode_headers(data, np.ascontiguousarray(headers_pos, dtype=np.int64), counts,
+                          kp, kl, vp, vl, owner)
+    items = pa.StructArray.from_arrays(
+        [_header_keys(data, kp, kl), binary_from_spans(data, vp, vl)], names=["key", "value"])
+    offsets = np.zeros(counts.shape[0] + 1, dtype=np.int32)
+    np.cumsum(counts, out=offsets[1:])
+    return conform(pa.ListArray.from_arrays(pa.array(offsets), items), target)
+
+
+def headers_from_lists(headers: list[tuple[tuple[str, bytes | None], ...]],
+                       target: pa.DataType) -> pa.Array:
+    """The same column from decoded records (the legacy path: v0/v1 have no headers)."""
+    return conform(pa.array([[{"key": k, "value": v} for k, v in h] for h in headers],
+                            type=pa.list_(pa.struct([("key", pa.string()),
+                                                     ("value", pa.binary())]))), target)
+
+
+#: Constant columns kept per worker process, sliced to each batch's length (bounded).
+_CONSTANTS: dict[tuple[object, str], pa.Array] = {}
+_CONSTANTS_MAX = 256
+_CONSTANT_ROWS = 1 << 16
+
+
+def _constant(value: object, n: int, target: pa.DataType) -> pa.Array:
+    if value is None:
+        return pa.nulls(n, target)
+    if isinstance(value, str) and target in (pa.string(), pa.binary()):
+        raw = value.encode("utf-8")
+        offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
+        return pa.Array.from_buffers(target, n, [None, pa.py_buffer(offsets),
+                                                 pa.py_buffer(raw * n)])
+    return pa.array(np.full(n, value), type=target)
+
+
+def repeated(value: object, n: int, target: pa.DataType) -> pa.Array:
+    """One value for every row (topic, partition, log dir, and batch fields that do not
+    change within a chunk): built once per worker and sliced, which costs nothing per row."""
+    key = (value, str(target))
+    have = _CONSTANTS.get(key)
+    if have is None or len(have) < n:
+        if len(_CONSTANTS) >= _CONSTANTS_MAX:
+            del _CONSTANTS[next(iter(_CONSTANTS))]
+        have = _CONSTANTS[key] = _constant(value, max(n, _CONSTANT_ROWS), target)
+    return have.slice(0, n)
+
+
+def per_batch(values: list, take: np.ndarray, counts: np.ndarray | None,
+              target: pa.DataType) -> pa.Array:
+    """A batch-level field for every record: ``values[b]`` for each record's batch ``take``.
+
+    Most fields are equal across a chunk (compression, producer, flags) and become a
+    constant; numbers that differ are repeated by run length (records come in batch order,
+    ``counts`` records per batch) and anything else is an Arrow ``take``.
+    """
+    first = values[0] if values else None
+    if all(v == first for v in values):
+        return repeated(first, int(take.size), target)
+    if counts is not None and all(isinstance(v, int | bool) for v in values):
+        return pa.array(np.repeat(np.array(values), counts), type=target)
+    return pa.array(values, type=target).take(pa.array(take, type=pa.int32()))
+
+
+def row_slices(sizes: np.ndarray, limit: int = MAX_COLUMN_BYTES) -> list[slice]:
+    """Cut rows into runs whose summed ``sizes`` stay under ``limit`` (int32 offsets)."""
+    if sizes.size == 0 or int(sizes.sum()) <= limit:
+        return [slice(0, int(sizes.size))]
+    ends = np.cumsum(sizes)
+    out, start, base = [], 0, 0
+    while start < sizes.size:
+        stop = int(np.searchsorted(ends, base + limit, side="right"))
+        stop = max(stop, start + 1)
+        out.append(slice(start, stop))
+        base = int(ends[stop - 1])
+        start = stop
+    return out

@@ -1,0 +1,69 @@
+"""``format("kafkalog")`` works right after ``pip install``, with no ``register()`` call.
+
+Spark 4 registers every top-level ``pyspark_*`` module's ``DefaultSource`` by itself, once per
+JVM, scanning the path of the Python that ``PYSPARK_PYTHON`` names. This test installs the
+project the way a user does (a regular, non-editable ``pip install``, here into a private
+``--target`` directory put on ``PYTHONPATH``), then runs a fresh driver (a fresh JVM) that
+never calls ``register``.
+
+An *editable* install (``pip install -e``) is not found by that scan: setuptools serves it
+through an import hook that ``pkgutil.iter_modules`` does not list. That is why the shared
+test session calls ``pyspark_kafkalog.register``, and why the README tells users to.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pkgutil
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def pip_install(target: Path, scratch: Path) -> None:
+    """A regular install of this checkout into ``target`` (built from a copy, so the build
+    leaves nothing in the working tree)."""
+    src = scratch / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, src / name)
+    for pkg in ("segtools", "spark"):
+        shutil.copytree(REPO / pkg, src / pkg,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "examples"))
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                           "--target", str(target), str(src)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_editable_install_is_invisible_to_sparks_lookup():
+    found = [m.name for m in pkgutil.iter_modules() if m.name.startswith("pyspark_")]
+    import pyspark_kafkalog
+
+    if "site-packages" in pyspark_kafkalog.__file__:
+        assert "pyspark_kafkalog" in found
+    else:
+        assert "pyspark_kafkalog" not in found  # served by setuptools' editable finder
+
+
+def test_format_is_found_without_register_after_a_pip_install(trees, tmp_path):
+    target = tmp_path / "site"
+    pip_install(target, tmp_path)
+    assert (target / "pyspark_kafkalog" / "__init__.py").exists()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), str(REPO)]))
+    done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", "local[1]",
+                           str(trees / "sample" / "orders.v2-eu-1"), "--no-register",
+                           "--counts-only"],
+                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["counts"] == {"orders.v2-eu-1": 252}

@@ -1,0 +1,142 @@
+"""A real standalone cluster, not local mode: master and one worker on 127.0.0.1, started from
+the pip-installed pyspark with ``bin/spark-class`` (the wheel ships no ``start-*.sh``; notes
+§7), a driver in its own process reading the fixtures through ``spark://``, and both daemons
+stopped whatever happens. The rows must come from executor Python workers running this venv's
+interpreter, with the same counts Kafka's reader dumped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from tests.spark.conftest import committed, expected_rows
+
+pytestmark = pytest.mark.spark
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def spark_class() -> str:
+    import pyspark
+
+    return str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+
+
+def wait_for(log: Path, text: str, proc: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists() and text in log.read_text(errors="replace"):
+            return
+        if proc.poll() is not None:
+            raise RuntimeError(f"{log.name}: exited with {proc.returncode}:\n{log.read_text()}")
+        time.sleep(0.25)
+    raise TimeoutError(f"{log.name}: no {text!r} after {timeout}s:\n{log.read_text()}")
+
+
+def descendants(pid: int) -> list[int]:
+    """Child processes, recursively (the worker's executor JVMs), from /proc."""
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in map(int, children):
+            out += [child, *descendants(child)]
+    return out
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (spark-class execs java, so this is the JVM), then SIGKILL after 20 s; then
+    make sure the executors it launched are gone too."""
+    if proc.poll() is not None:
+        return
+    children = descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+    deadline = time.monotonic() + 10
+    for pid in children:
+        while _is_executor(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if _is_executor(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _is_executor(pid: int) -> bool:
+    """Still running, and still the executor JVM it was (not a reused process id)."""
+    try:
+        return b"CoarseGrainedExecutorBackend" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+@contextmanager
+def standalone_cluster(work: Path):
+    import pyspark
+
+    env = dict(os.environ, SPARK_HOME=str(Path(pyspark.__file__).parent),
+               SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               SPARK_WORKER_DIR=str(work / "worker"))
+    port = free_port()
+    url = f"spark://127.0.0.1:{port}"
+    procs: list[subprocess.Popen] = []
+    try:
+        master_log = work / "master.out"
+        with open(master_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [spark_class(), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                 "--port", str(port), "--webui-port", str(free_port())],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=work))
+        wait_for(master_log, "I have been elected leader", procs[0])
+        worker_log = work / "worker.out"
+        with open(worker_log, "wb") as out:
+            procs.append(subprocess.Popen(
+                [spark_class(), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
+                 "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
+                 "--work-dir", str(work / "worker"), url],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=work))
+        wait_for(worker_log, "Successfully registered with master", procs[1])
+        yield url
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+
+
+def test_reads_the_fixtures_on_a_standalone_cluster(trees, tmp_path):
+    with standalone_cluster(tmp_path) as url:
+        done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", url,
+                               str(trees)], capture_output=True, text=True, cwd=REPO,
+                              timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["master"] == url
+    live = [r for r in expected_rows() if r["state"] == "live"]
+    want: dict[str, int] = {}
+    for r in live:
+        if not r["is_control"]:
+            name = f"{r['topic']}-{r['partition']}"
+            want[name] = want.get(name, 0) + 1
+    assert got["counts"] == want
+    assert got["committed"] == len(committed(live))
+    assert got["headers"] > 0 and got["segments"] > 0
+    assert got["executors"] == [sys.executable]
+    assert got["driver_pid"] not in got["pids"]  # decoded in the executor's Python workers

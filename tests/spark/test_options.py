@@ -1,0 +1,55 @@
+"""Option parsing: Spark's strings (keys in any case) to one value, with errors that name the
+option, and Spark's Kafka-source rules for a batch query."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark_kafkalog.options import Level, OptionError, parse_options
+
+
+def test_defaults_and_case_insensitive_keys():
+    o = parse_options({"PATH": "/x", "includeheaders": "TRUE", "MinPartitions": "4"})
+    assert o.paths == ("/x",) and o.include_headers and o.min_partitions == 4
+    assert o.level is Level.RECORDS and not o.read_committed and not o.include_control
+    assert o.topics == ("*",) and o.partition_states == ("live",) and o.verify_crc
+
+
+def test_several_paths_arrive_as_json():
+    assert parse_options({"paths": '["/a","/b"]'}).paths == ("/a", "/b")
+    assert parse_options({"paths": '["/a"]', "path": "/c"}).paths == ("/a", "/c")
+
+
+def test_offsets_and_timestamps():
+    o = parse_options({"path": "/x", "startingOffsets": '{"t": {"0": 23, "1": -2}}',
+                       "endingOffsets": '{"t": {"0": 50, "1": -1}}',
+                       "startingOffsetsByTimestamp": '{"t": {"2": 1700000000000}}',
+                       "endingTimestamp": "1700000009999", "topics": "t, orders.*"})
+    assert o.starting_offsets == {"t": {0: 23, 1: -2}}
+    assert o.ending_offsets == {"t": {0: 50, 1: -1}}
+    assert o.starting_timestamps == {"t": {2: 1_700_000_000_000}}
+    assert o.ending_timestamp == 1_700_000_009_999 and o.topics == ("t", "orders.*")
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({}, "no path given"),
+    ({"path": "/x", "level": "rows"}, "level must be one of"),
+    ({"path": "/x", "startingOffsets": "latest"}, "not allowed for a batch read"),
+    ({"path": "/x", "endingOffsets": "earliest"}, "not allowed for a batch read"),
+    ({"path": "/x", "startingOffsets": '{"t": {"0": -1}}'}, "not allowed"),
+    ({"path": "/x", "endingOffsets": '{"t": {"0": -2}}'}, "not allowed"),
+    ({"path": "/x", "startingOffsets": "{bad"}, "not valid JSON"),
+    ({"path": "/x", "startingOffsets": '{"t": {"x": 1}}'}, "is not a number"),
+    ({"path": "/x", "minPartitions": "0"}, "minPartitions must be >= 1"),
+    ({"path": "/x", "includeHeaders": "maybe"}, "includeHeaders must be true or false"),
+    ({"path": "/x", "startingTimestamp": "soon"}, "startingTimestamp must be an integer"),
+    ({"path": "/x", "partitionStates": "gone"}, "unknown state"),
+    ({"path": "/x", "subscribe": "t"}, "unknown option"),
+])
+def test_bad_values_name_the_option(options, message):
+    with pytest.raises(OptionError, match=message):
+        parse_options(options)
+
+
+def test_all_partition_states():
+    assert parse_options({"path": "/x", "partitionStates": "all"}).partition_states == (
+        "live", "delete", "future", "stray")
