@@ -4,6 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SAMPLE := fixtures/logdirs/sample
+DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
 
 .PHONY: demo test fixtures bench lint fuzz clean
 
@@ -13,17 +14,31 @@ $(PY):
 
 # re-install whenever the project's metadata changes
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,plot,spark]'
 	touch $@
 
-# segtools exits 1 when it reports findings; the sample tree has some on purpose
+# segtools exits 1 when it reports findings (the sample trees have some on purpose) and 2
+# when it cannot run: the demo accepts the first and stops on the second.
+FINDINGS_OK = || [ $$? -eq 1 ]
+
 demo: $(STAMP)
 	@echo "== scan: every segment of the bundled sample log.dirs =="
-	-$(VENV)/bin/segtools scan fixtures/logdirs
+	$(VENV)/bin/segtools scan fixtures/logdirs $(FINDINGS_OK)
 	@echo; echo "== verify: CRCs, indexes, offsets, leader epochs =="
-	-$(VENV)/bin/segtools verify fixtures/logdirs
+	$(VENV)/bin/segtools verify fixtures/logdirs $(FINDINGS_OK)
 	@echo; echo "== find: offset 230 of orders.v2-eu-0 through its index =="
 	$(VENV)/bin/segtools find $(SAMPLE)/orders.v2-eu-0 --offset 230
+	@echo; echo "== retention: which segments Kafka deletes at --at, and why (plot: .cache/demo-retention.png) =="
+	@mkdir -p .cache
+	$(VENV)/bin/segtools retention $(SAMPLE)/orders.v2-eu-0 --config $(DEMO_CONFIG) --at 2023-11-14T22:14:40Z --forecast 0.002 --plot .cache/demo-retention.png
+	@echo; echo "== compaction: what the log cleaner left and would do next =="
+	$(VENV)/bin/segtools compaction $(SAMPLE)/payments-compact-0 --config $(DEMO_CONFIG) --at 2023-11-16T00:00:00Z --key k11
+	@echo; echo "== forensics: consumer offsets reset to earliest, a hanging transaction, a divergent follower =="
+	$(VENV)/bin/segtools offsets fixtures/logdirs/forensics $(FINDINGS_OK)
+	$(VENV)/bin/segtools transactions fixtures/logdirs/forensics $(FINDINGS_OK)
+	$(VENV)/bin/segtools diverge fixtures/logdirs/replicas $(FINDINGS_OK)
+	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree =="
+	$(PY) spark/examples/kafkalog_tour.py fixtures/logdirs
 
 test: $(STAMP)
 	$(PY) -m pytest
