@@ -73,24 +73,26 @@ def compression_from_attributes(attributes: int, *, magic: int) -> Compression:
 _crcmod_crc32c = crcmod.predefined.mkCrcFun("crc-32c")
 
 
-def crc32c_reference(data) -> int:
+def crc32c_reference(data, value: int = 0) -> int:
     """CRC-32C (Castagnoli) through crcmod: the slow, obviously-correct reference."""
-    return _crcmod_crc32c(bytes(data))
+    return _crcmod_crc32c(bytes(data), value)
 
 
-def crc32c(data) -> int:
+def crc32c(data, value: int = 0) -> int:
     """CRC-32C used by v2 batches (``DefaultRecordBatch.computeChecksum``) and snapshots.
 
-    Accepts any buffer (an mmap slice's memoryview included) without copying.
+    Accepts any buffer (an mmap slice's memoryview included) without copying. ``value`` is
+    the CRC of the bytes before ``data``, so a long range can be checksummed in pieces.
     """
     if _fast_crc32c is not None:
-        return _fast_crc32c(data)
-    return crc32c_reference(data)
+        return _fast_crc32c(data, value)
+    return crc32c_reference(data, value)
 
 
-def crc32(data) -> int:
-    """CRC-32 (IEEE, ``java.util.zip.CRC32``) used by v0/v1 messages (``LegacyRecord``)."""
-    return zlib.crc32(data) & 0xFFFFFFFF
+def crc32(data, value: int = 0) -> int:
+    """CRC-32 (IEEE, ``java.util.zip.CRC32``) used by v0/v1 messages (``LegacyRecord``);
+    ``value`` continues a CRC over earlier bytes."""
+    return zlib.crc32(data, value) & 0xFFFFFFFF
 
 
 # --------------------------------------------------------------------------- decompressors
@@ -123,12 +125,14 @@ _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = struct.Struct(">8sii")
 
 
-def _snappy_block(block, limit: int) -> bytes:
+def _snappy_block(block, budget: int, limit: int) -> bytes:
+    """One raw block, refused before allocation when its preamble claims more than the
+    ``budget`` left under the ``limit`` (the cap the error message names)."""
     try:
         size = cramjam.snappy.decompress_raw_len(block)
     except cramjam.DecompressionError as e:
         raise CorruptDataError(f"snappy: {e}") from None
-    if size > limit:
+    if size > budget:
         raise _limit_error("snappy", limit)
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
@@ -144,7 +148,7 @@ def unsnappy(data, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> bytes:
     """
     view = memoryview(data)
     if len(view) < _XERIAL_HEADER.size or bytes(view[:8]) != _XERIAL_MAGIC:
-        return _snappy_block(view, limit)
+        return _snappy_block(view, limit, limit)
     pos = _XERIAL_HEADER.size
     out = bytearray()
     while pos < len(view):
@@ -154,7 +158,7 @@ def unsnappy(data, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> bytes:
         pos += 4
         if chunk < 0 or pos + chunk > len(view):
             raise CorruptDataError(f"snappy: chunk of {chunk} bytes runs past the payload")
-        out += _snappy_block(view[pos:pos + chunk], limit - len(out))
+        out += _snappy_block(view[pos:pos + chunk], limit - len(out), limit)
         pos += chunk
     return bytes(out)
 

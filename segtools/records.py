@@ -50,7 +50,39 @@ def _finding(code: str, severity: Severity, path: str, message: str, position: i
 
 
 def _is_zero(buf, start: int, end: int) -> bool:
-    return not np.any(np.frombuffer(buf, dtype=np.uint8, count=end - start, offset=start))
+    """Whether ``buf[start:end]`` is all zeros, read in windows whose mapped pages are handed
+    back: a preallocated segment (``preallocate=true``) is a 1 GiB run of zeros."""
+    pos = start
+    while pos < end:
+        stop = min(end, pos + RELEASE_BYTES)
+        if np.any(np.frombuffer(buf, dtype=np.uint8, count=stop - pos, offset=pos)):
+            return False
+        _release_window(buf, pos, stop, end - start)
+        pos = stop
+    return True
+
+
+def _checksum(crc, buf, start: int, end: int) -> int:
+    """``crc`` (CRC-32C or CRC-32) over ``buf[start:end]``. A batch may claim up to 2 GiB: a
+    long range is summed in windows whose pages are released behind, so a hostile length costs
+    time in proportion to the bytes, never resident memory."""
+    view = memoryview(buf)
+    try:
+        if end - start <= RELEASE_BYTES:
+            return crc(view[start:end])
+        value = 0
+        for pos in range(start, end, RELEASE_BYTES):
+            stop = min(end, pos + RELEASE_BYTES)
+            value = crc(view[pos:stop], value)
+            _release_window(buf, pos, stop, end - start)
+        return value
+    finally:
+        view.release()
+
+
+def _release_window(buf, start: int, stop: int, total: int) -> None:
+    if total > RELEASE_BYTES and hasattr(buf, "madvise"):
+        release_pages(buf, start - start % mmap.PAGESIZE, stop)
 
 
 def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
@@ -131,7 +163,7 @@ def _v2_batch(buf, pos: int, size: int, path: str,
     codec_id = attributes & v2.COMPRESSION_MASK
     crc_valid = None
     if verify_crc:
-        crc_valid = crc32c(memoryview(buf)[pos + v2.CRC_COVERAGE_START:pos + size]) == crc
+        crc_valid = _checksum(crc32c, buf, pos + v2.CRC_COVERAGE_START, pos + size) == crc
     batch = Batch(
         position=pos, size=size, magic=magic, base_offset=base_offset,
         last_offset=base_offset + last_offset_delta, count=count,
@@ -177,9 +209,15 @@ class _LegacyMessage:
     value: bytes | None
 
 
-def _parse_message(buf, pos: int, size: int) -> _LegacyMessage:
-    """One v0/v1 message at ``pos`` (entry start) of total ``size`` bytes; raises on bad
-    key/value lengths, as ``LegacyRecord.key()/value()`` would."""
+#: Where a key or value lies in its buffer: (start, length), or None for null.
+_Span = tuple[int, int] | None
+#: offset, magic, attributes, timestamp, key span, value span of one message.
+_Layout = tuple[int, int, int, int, _Span, _Span]
+
+
+def _message_layout(buf, pos: int, size: int) -> _Layout:
+    """One v0/v1 message at ``pos`` (entry start) of total ``size`` bytes, located but not
+    copied; raises on bad key/value lengths, as ``LegacyRecord.key()/value()`` would."""
     offset, _msg_size, _crc, magic, attributes = _LEGACY_HEAD.unpack_from(buf, pos)
     end = pos + size
     p = pos + 18
@@ -189,27 +227,82 @@ def _parse_message(buf, pos: int, size: int) -> _LegacyMessage:
             raise SegtoolsError("v1 message too short for its timestamp", position=pos)
         (timestamp,) = _INT64.unpack_from(buf, p)
         p += 8
-    fields = []
+    spans: list[_Span] = []
     for name in ("key", "value"):
         if p + 4 > end:
             raise SegtoolsError(f"message too short for its {name} length", position=pos)
         (n,) = _INT32.unpack_from(buf, p)
         p += 4
         if n < 0:
-            fields.append(None)
+            spans.append(None)
             continue
         if p + n > end:
             raise SegtoolsError(f"message {name} of {n} bytes runs past the message",
                                 position=pos)
-        fields.append(bytes(buf[p:p + n]))
+        spans.append((p, n))
         p += n
-    return _LegacyMessage(offset, magic, attributes, timestamp, fields[0], fields[1])
+    return offset, magic, attributes, timestamp, spans[0], spans[1]
+
+
+def _slice(buf, span: _Span) -> bytes | None:
+    return None if span is None else bytes(buf[span[0]:span[0] + span[1]])
+
+
+def _parse_message(buf, pos: int, size: int) -> _LegacyMessage:
+    offset, magic, attributes, timestamp, key, value = _message_layout(buf, pos, size)
+    return _LegacyMessage(offset, magic, attributes, timestamp, _slice(buf, key),
+                          _slice(buf, value))
 
 
 def _legacy_timestamp_type(magic: int, attributes: int) -> str:
     if magic == 0:
         return NO_TIMESTAMP_TYPE
     return TIMESTAMP_TYPES[(attributes & legacy.TIMESTAMP_TYPE_MASK) >> 3]
+
+
+def _inflate(buf, pos: int, size: int, limit: int) -> tuple[_LegacyMessage, bytes | None]:
+    """The entry's message, and for a compressed wrapper its inflated inner message set."""
+    outer = _parse_message(buf, pos, size)
+    codec = Compression(outer.attributes & v2.COMPRESSION_MASK)
+    if codec is Compression.NONE:
+        return outer, None
+    if outer.value is None:
+        raise SegtoolsError("compressed wrapper has a null value", position=pos)
+    return outer, decompress(codec, outer.value, magic=outer.magic, limit=limit)
+
+
+def _inner_layouts(inner_bytes: bytes, pos: int) -> Iterator[_Layout]:
+    """Each inner message of a wrapper, validated; ``pos`` is the wrapper's, for errors.
+
+    Inner messages must not themselves be compressed, so nesting is one level at most."""
+    p = 0
+    while p < len(inner_bytes):
+        if p + v2.LOG_OVERHEAD > len(inner_bytes):
+            break  # Kafka's inner stream stops at a short tail as the outer one does
+        (n,) = _INT32.unpack_from(inner_bytes, p + 8)
+        if n < legacy.RECORD_OVERHEAD_V0 or p + v2.LOG_OVERHEAD + n > len(inner_bytes):
+            raise SegtoolsError("inner message length out of range", position=pos)
+        layout = _message_layout(inner_bytes, p, v2.LOG_OVERHEAD + n)
+        if layout[2] & v2.COMPRESSION_MASK:
+            raise SegtoolsError("compressed message nested inside a compressed wrapper",
+                                position=pos)
+        yield layout
+        p += v2.LOG_OVERHEAD + n
+
+
+def _inner_base(outer: _LegacyMessage, last_inner_offset: int, pos: int) -> int | None:
+    """What to add to inner offsets: None for v0 (absolute), else the v1 base
+    (``AbstractLegacyRecordBatch.DeepRecordsIterator``: relative to the wrapper's offset,
+    which is the LAST inner offset)."""
+    if outer.magic == 0:
+        return None
+    if outer.offset == 0:  # some librdkafka versions wrote 0 for the wrapper
+        return 0
+    base = outer.offset - last_inner_offset
+    if base < 0:
+        raise SegtoolsError("wrapper offset is smaller than its last inner offset",
+                            position=pos)
+    return base
 
 
 def legacy_inner_records(buf, pos: int, size: int, *,
@@ -222,48 +315,39 @@ def legacy_inner_records(buf, pos: int, size: int, *,
     must not themselves be compressed, so nesting is one level at most, and the inflated size
     is capped by ``limit``.
     """
-    outer = _parse_message(buf, pos, size)
-    codec = Compression(outer.attributes & v2.COMPRESSION_MASK)
-    if codec is Compression.NONE:
+    outer, inner_bytes = _inflate(buf, pos, size, limit)
+    if inner_bytes is None:
         return [Record(outer.offset, outer.timestamp, outer.key, outer.value)]
-    if outer.value is None:
-        raise SegtoolsError("compressed wrapper has a null value", position=pos)
-    inner_bytes = decompress(codec, outer.value, magic=outer.magic, limit=limit)
-    inner: list[_LegacyMessage] = []
-    p = 0
-    while p < len(inner_bytes):
-        if p + v2.LOG_OVERHEAD > len(inner_bytes):
-            break  # Kafka's inner stream stops at a short tail as the outer one does
-        (n,) = _INT32.unpack_from(inner_bytes, p + 8)
-        if n < legacy.RECORD_OVERHEAD_V0 or p + v2.LOG_OVERHEAD + n > len(inner_bytes):
-            raise SegtoolsError("inner message length out of range", position=pos)
-        msg = _parse_message(inner_bytes, p, v2.LOG_OVERHEAD + n)
-        if msg.attributes & v2.COMPRESSION_MASK:
-            raise SegtoolsError("compressed message nested inside a compressed wrapper",
-                                position=pos)
-        inner.append(msg)
-        p += v2.LOG_OVERHEAD + n
+    inner = list(_inner_layouts(inner_bytes, pos))
     if not inner:
         raise SegtoolsError("compressed wrapper holds no messages", position=pos)
+    base = _inner_base(outer, inner[-1][0], pos)
     log_append = outer.magic == 1 and outer.attributes & legacy.TIMESTAMP_TYPE_MASK
-    if outer.magic == 0:
-        base = 0
-        relative = False
-    else:
-        last_relative = inner[-1].offset
-        if outer.offset == 0:  # some librdkafka versions wrote 0 for the wrapper
-            base = 0
-        else:
-            base = outer.offset - last_relative
-            if base < 0:
-                raise SegtoolsError("wrapper offset is smaller than its last inner offset",
-                                    position=pos)
-        relative = True
     return [
-        Record(base + m.offset if relative else m.offset,
-               outer.timestamp if log_append else m.timestamp, m.key, m.value)
-        for m in inner
+        Record(offset if base is None else base + offset,
+               outer.timestamp if log_append else timestamp,
+               _slice(inner_bytes, key), _slice(inner_bytes, value))
+        for offset, _magic, _attributes, timestamp, key, value in inner
     ]
+
+
+def legacy_base_offset(buf, pos: int, size: int, *,
+                       limit: int = DEFAULT_DECOMPRESS_LIMIT) -> int:
+    """The first record's offset of one v0/v1 entry, by :func:`legacy_inner_records`' rules
+    and checks, without materialising the records: the shallow walk needs only this, and a
+    hostile wrapper can inflate to ten million tiny messages."""
+    outer, inner_bytes = _inflate(buf, pos, size, limit)
+    if inner_bytes is None:
+        return outer.offset
+    first = last = None
+    for layout in _inner_layouts(inner_bytes, pos):
+        if first is None:
+            first = layout[0]
+        last = layout[0]
+    if first is None or last is None:
+        raise SegtoolsError("compressed wrapper holds no messages", position=pos)
+    base = _inner_base(outer, last, pos)
+    return first if base is None else base + first
 
 
 def _legacy_batch(buf, pos: int, size: int, magic: int, path: str, verify_crc: bool,
@@ -281,12 +365,12 @@ def _legacy_batch(buf, pos: int, size: int, magic: int, path: str, verify_crc: b
         return
     crc_valid = None
     if verify_crc:
-        crc_valid = crc32(memoryview(buf)[pos + legacy.CRC_COVERAGE_START:pos + size]) == crc
+        crc_valid = _checksum(crc32, buf, pos + legacy.CRC_COVERAGE_START, pos + size) == crc
     base_offset = offset
     problem = None
     if codec_id != Compression.NONE:
         try:
-            base_offset = legacy_inner_records(buf, pos, size, limit=limit)[0].offset
+            base_offset = legacy_base_offset(buf, pos, size, limit=limit)
         except SegtoolsError as e:
             problem = e.message
     batch = Batch(
@@ -486,7 +570,6 @@ def valid_batch_at(buf, pos: int, end: int) -> bool:
     size = v2.LOG_OVERHEAD + length
     if length < v2.MIN_LENGTH or pos + size > end:
         return False
-    view = memoryview(buf)
     if magic == 2:
         if size < v2.RECORD_BATCH_OVERHEAD:
             return False
@@ -494,12 +577,12 @@ def valid_batch_at(buf, pos: int, end: int) -> bool:
         attributes, count = header[5], header[12]
         if attributes & ~0x7F or attributes & 0x07 > 4 or not 0 <= count <= length // 7 + 1:
             return False
-        return crc32c(view[pos + v2.CRC_COVERAGE_START:pos + size]) == header[4]
+        return _checksum(crc32c, buf, pos + v2.CRC_COVERAGE_START, pos + size) == header[4]
     if magic in (0, 1):
         _, _, crc, _, attributes = _LEGACY_HEAD.unpack_from(buf, pos)
         if attributes & 0xF0 or attributes & 0x07 > 3:
             return False
-        return crc32(view[pos + legacy.CRC_COVERAGE_START:pos + size]) == crc
+        return _checksum(crc32, buf, pos + legacy.CRC_COVERAGE_START, pos + size) == crc
     return False
 
 

@@ -20,15 +20,17 @@ Two read paths, on purpose:
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, NamedTuple, Self
+from typing import BinaryIO, ClassVar, NamedTuple, Self
 
 import numpy as np
 
+from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.formats.indexes import (
     ABORTED_TXN_CURRENT_VERSION,
@@ -49,6 +51,15 @@ NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 # Entries per pread chunk while counting: bounded memory (<= 768 KiB) whatever the index size.
 _SCAN_CHUNK_ENTRIES = 65536
 _ZERO_SCAN_CHUNK = 1 << 20
+
+
+def _open_read_only(path: Path) -> BinaryIO:
+    """Open for reading; an OS error (a live broker's retention deleted the file after the
+    directory was listed) is a typed error that names the file, not a traceback."""
+    try:
+        return open(path, "rb")  # the caller keeps it open as long as the index object
+    except OSError as e:
+        raise SegtoolsError(f"cannot open: {e.strerror or e}", path=str(path)) from None
 
 
 class OffsetPosition(NamedTuple):
@@ -74,6 +85,17 @@ class _Scan:
     first_order_break: int | None  # first valid slot whose secondary field breaks its order
 
 
+def _next_data(fd: int, pos: int) -> int | None:
+    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole, None when only
+    a hole remains; ``pos`` itself where the file system cannot say."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError as e:
+        return None if e.errno == errno.ENXIO else pos
+    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
+        return pos
+
+
 class _MappedIndex:
     """``AbstractIndex``: fixed-size entries, mmapped, searched by key or by value."""
 
@@ -89,7 +111,7 @@ class _MappedIndex:
                             else base_offset)
         self.log_size = log_size
         self._mmap: mmap.mmap | None = None
-        self._file = open(self.path, "rb")  # noqa: SIM115 - lives as long as the object
+        self._file = _open_read_only(self.path)
         try:
             self.file_size = os.fstat(self._file.fileno()).st_size
             if self.file_size > 0:  # a zero-length file cannot be mmapped
@@ -224,9 +246,15 @@ class _MappedIndex:
         raise NotImplementedError
 
     def _first_nonzero(self, start: int) -> int | None:
+        """First non-zero byte at or after ``start``. Holes are skipped with ``SEEK_DATA``
+        (they read as zeros): Kafka's preallocated index is a sparse file, and a hostile one
+        may claim 10^9 entries of holes, which must not cost a read of gigabytes."""
         fd = self._file.fileno()
         pos = start
         while pos < self.file_size:
+            pos = _next_data(fd, pos)
+            if pos is None or pos >= self.file_size:
+                return None
             data = pread_exact_or_short(fd, min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
             if not data:
                 return None
@@ -608,7 +636,7 @@ class TransactionIndex:
         self.path = Path(path)
         self.base_offset = (offset_from_file_name(self.path.name) if base_offset is None
                             else base_offset)
-        self._file = open(self.path, "rb")  # noqa: SIM115 - lives as long as the object
+        self._file = _open_read_only(self.path)
         self.file_size = os.fstat(self._file.fileno()).st_size
         self._findings: tuple[Finding, ...] | None = None
 

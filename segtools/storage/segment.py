@@ -32,9 +32,11 @@ SEGMENT_NAME_DIGITS = 20
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
-    """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name."""
+    """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name.
+
+    ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` then refuses."""
     stem = Path(path).name.split(".", 1)[0]
-    return int(stem) if stem.isdigit() else None
+    return int(stem) if stem.isascii() and stem.isdigit() else None
 
 
 class Segment:
@@ -57,6 +59,8 @@ class Segment:
             if not stat.S_ISREG(st.st_mode):
                 raise NotAKafkaFileError("not a regular file", path=self.path)
             self.size = st.st_size  # the size seen at open: a growing segment is read to here
+            # from the open descriptor: a path stat could race retention deleting the file
+            self.mtime_ms = st.st_mtime_ns // 1_000_000
             self._map = (mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
                          if self.size else b"")
             if self.size:  # batches are read front to back: let the kernel read ahead

@@ -15,7 +15,6 @@ segment, or a lost time index), ``mtime`` when nothing carries a timestamp (v0 d
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 
 from segtools.findings import Finding, Severity
@@ -89,7 +88,7 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
               time_index: TimeIndex | None = None) -> SegmentSummary:
     """Walk ``files.log`` shallowly and fold its batch headers into a :class:`SegmentSummary`."""
     with Segment(files.log) as segment:
-        mtime_ms = int(os.stat(files.log).st_mtime * 1000)
+        mtime_ms = segment.mtime_ms
         fold = _Fold()
         findings: list[Finding] = []
         for item in segment.batches(verify_crc=verify_crc):

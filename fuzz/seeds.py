@@ -1,0 +1,164 @@
+"""Seed inputs for every target, cut from the Kafka-written fixtures.
+
+A fuzzer that starts from real batches (every codec, v0/v1 wrappers, control batches, real
+indexes and snapshots) reaches the deep paths in seconds instead of hours. Seeds are made on
+demand into ``.cache/fuzz/seeds/<target>/`` (not committed: the fixtures are).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from segtools.codecs import Compression, decompress
+from segtools.formats import batch as v2
+from segtools.formats.legacy import LegacyLogEntry
+from segtools.model import Batch
+from segtools.records import iter_batches
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "logdirs"
+#: Seeds above this size slow every mutation down for little new coverage.
+MAX_SEED = 16 * 1024
+
+
+def _logs() -> list[Path]:
+    return sorted(p for p in FIXTURES.rglob("*") if p.is_file() and ".log" in p.name)
+
+
+def _batches() -> Iterator[tuple[bytes, Batch]]:
+    for log in _logs():
+        data = log.read_bytes()
+        for b in iter_batches(data):
+            if isinstance(b, Batch) and b.size <= MAX_SEED:
+                yield data[b.position:b.end], b
+
+
+def _v2_payloads() -> Iterator[tuple[bytes, Batch]]:
+    for raw, b in _batches():
+        if b.magic == 2 and not b.compression.startswith("unknown"):
+            body = raw[v2.RECORD_BATCH_OVERHEAD:]
+            yield body, b
+
+
+def _provider_header(*fields: tuple[int, int]) -> bytes:
+    return b"".join(v.to_bytes(n, "big") for v, n in fields)
+
+
+def batch_walk() -> Iterator[bytes]:
+    for raw, _ in _batches():
+        yield b"\x00" + raw
+    for log in _logs():
+        data = log.read_bytes()
+        if len(data) <= MAX_SEED:
+            yield b"\x01" + data
+
+
+def v2_records() -> Iterator[bytes]:
+    names = ("none", "gzip", "snappy", "lz4", "zstd")
+    for body, b in _v2_payloads():
+        codec = Compression[b.compression.upper()]
+        try:
+            payload = decompress(codec, body)
+        except Exception:
+            continue
+        lat = b.timestamp_type == "LogAppendTime"
+        yield _provider_header((names.index(codec.label), 1), (0, 1), (b.count % 256, 1),
+                               (lat, 1), (b.base_offset << 1, 8),
+                               (max(b.base_timestamp, 0) << 1, 8)) + payload
+
+
+def legacy() -> Iterator[bytes]:
+    order = ("gzip", "snappy", "lz4")
+    for raw, b in _batches():
+        if b.magic < 2:
+            yield b"\x00" + raw
+            if b.compression in order:
+                message = LegacyLogEntry.parse(raw).message
+                inner = decompress(Compression[b.compression.upper()], message.value,
+                                   magic=b.magic)
+                yield bytes([1, b.magic, order.index(b.compression), 0, 0, 0, 0, 0]) + inner
+
+
+def codecs() -> Iterator[bytes]:
+    order = ("gzip", "snappy", "lz4", "zstd")
+    for body, b in _v2_payloads():
+        if b.compression in order:
+            yield bytes([order.index(b.compression) | (2 << 2), 0xFF, 0xFF]) + body
+
+
+def _index_files(suffix: str) -> Iterator[bytes]:
+    for path in sorted(FIXTURES.rglob(f"*{suffix}")):
+        data = path.read_bytes().rstrip(b"\0")[:MAX_SEED]
+        base = int(path.name.split(".")[0])
+        yield base.to_bytes(4, "big") + data
+
+
+def offset_index() -> Iterator[bytes]:
+    for seed in _index_files(".index"):
+        yield seed[:4] + (100000).to_bytes(4, "big") + b"\x01" + bytes(24) + seed[4:]
+
+
+def time_index() -> Iterator[bytes]:
+    for seed in _index_files(".timeindex"):
+        yield seed[:4] + bytes(24) + seed[4:]
+
+
+def txn_index() -> Iterator[bytes]:
+    for seed in _index_files(".txnindex"):
+        yield seed[:4] + bytes(16) + seed[4:]
+
+
+def seek() -> Iterator[bytes]:
+    for path in sorted(FIXTURES.glob("sample/*/*.index"))[:8]:
+        data = path.read_bytes().rstrip(b"\0")[:1024]
+        yield b"\x00\x00\x00\x00\x05\x00" + len(data).to_bytes(2, "big") + data
+
+
+def snapshot() -> Iterator[bytes]:
+    for path in sorted(FIXTURES.rglob("*.snapshot")):
+        yield path.read_bytes()[:MAX_SEED]
+
+
+def text_files() -> Iterator[bytes]:
+    names = ("checkpoint", "partition.metadata", "meta.properties", ".kafka_cleanshutdown")
+    for path in sorted(FIXTURES.rglob("*")):
+        if path.is_file() and (path.name.endswith(names) or path.name in names):
+            yield path.read_bytes()[:MAX_SEED]
+
+
+def dir_names() -> Iterator[bytes]:
+    for path in sorted(FIXTURES.glob("*/*")):
+        if path.is_dir():
+            files = [p.name.encode() for p in sorted(path.iterdir())][:3]
+            name = path.name.encode()
+            yield (bytes([len(name), len(files)]) + name
+                   + b"".join(bytes([len(f)]) + f for f in files))
+
+
+def internal() -> Iterator[bytes]:
+    for which in range(6):
+        yield bytes([which, 0, 4]) + b"\x00\x01\x00\x02ab\x00\x03\x00\x00\x00\x00"
+
+
+def cli_dump() -> Iterator[bytes]:
+    for log in _logs():
+        data = log.read_bytes()
+        if len(data) <= 4096:
+            yield b"\x00" + data
+
+
+SEEDS = {name: fn for name, fn in globals().items()
+         if callable(fn) and not name.startswith("_") and fn.__module__ == __name__
+         and name != "write_seeds"}
+
+
+def write_seeds(target: str, directory: Path) -> int:
+    """Write ``target``'s seeds into ``directory`` (content-addressed); returns how many."""
+    directory.mkdir(parents=True, exist_ok=True)
+    n = 0
+    for seed in SEEDS[target]():
+        (directory / hashlib.sha1(seed).hexdigest()).write_bytes(seed)
+        n += 1
+    return n

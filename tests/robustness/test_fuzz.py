@@ -1,0 +1,57 @@
+"""The fuzz harnesses in ``make test``: every committed regression input replays through its
+target (no atheris needed), and every atheris harness fuzzes for a couple of seconds.
+
+The long run is ``make fuzz`` (``python -m fuzz.run``); see fuzz/README.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from fuzz.run import run_target
+from fuzz.seeds import SEEDS
+from fuzz.targets import TARGETS
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "fuzz" / "corpus"
+SECONDS = 1
+REGRESSIONS = sorted(p for p in CORPUS.glob("*/*") if p.is_file())
+
+
+def test_every_target_has_a_harness_and_seeds():
+    for name in TARGETS:
+        assert (ROOT / "fuzz" / f"fuzz_{name}.py").is_file(), name
+        assert name in SEEDS, name
+    assert {p.name for p in CORPUS.iterdir()} <= set(TARGETS)
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_regression_corpus_replays(path):
+    TARGETS[path.parent.name](path.read_bytes())
+
+
+@pytest.fixture(scope="module")
+def short_runs(tmp_path_factory) -> dict[str, tuple[int, float, str]]:
+    if importlib.util.find_spec("atheris") is None:
+        pytest.skip("atheris is not installed (pip install atheris; it ships manylinux wheels)")
+    cache = tmp_path_factory.mktemp("fuzz")
+
+    def one(name: str) -> tuple[str, tuple[int, float, str]]:
+        started = time.monotonic()
+        r = run_target(name, SECONDS, cache=cache, extra=("-seed=1",))
+        return name, (r.returncode, time.monotonic() - started, r.stderr[-3000:])
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(one, TARGETS))
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_short_fuzz_run(short_runs, name):
+    code, _seconds, stderr = short_runs[name]
+    assert code == 0, stderr
+    assert "Done" in stderr, stderr
