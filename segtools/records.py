@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +40,8 @@ _INT64 = struct.Struct(">q")
 
 #: How far a walk goes before it hands the pages behind it back (see ``_release``).
 RELEASE_BYTES = 64 * 1024 * 1024
+#: Bytes of uncompressed batches decoded in one kernel call (bounds its column arrays).
+PLAIN_CHUNK_BYTES = 32 * 1024 * 1024
 #: Decompressed bytes gathered before a chunk of compressed batches is decoded in one call.
 CHUNK_BYTES = 8 * 1024 * 1024
 
@@ -86,14 +88,18 @@ def _release_window(buf, start: int, stop: int, total: int) -> None:
 
 
 def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
-                 verify_crc: bool = True,
-                 limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Iterator[Batch | Finding]:
+                 verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                 guard: Guard | None = None) -> Iterator[Batch | Finding]:
     """Yield each batch in ``buf[start:end]``, and findings where the bytes break the rules.
 
     The end of data follows ``FileLogInputStream.nextBatch``: 17 or fewer bytes left, or a
     batch whose declared length runs past ``end``, is a torn tail (a crash, or a copy taken
     while the broker wrote); a zero-filled remainder is a preallocated file. Both end the walk
     quietly in Kafka; here each is reported once, as a finding at its position.
+
+    ``guard(upto)`` (see :class:`segtools.storage.segment.Segment`) says whether the file still
+    holds the bytes up to ``upto``: it is asked before bytes are touched, so a segment that a
+    follower truncates under a mapped read ends in a finding instead of a SIGBUS.
     """
     end = len(buf) if end is None else min(end, len(buf))
     pos = start
@@ -102,6 +108,9 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
         if pos - released >= RELEASE_BYTES and hasattr(buf, "madvise"):
             released = release_pages(buf, released, pos)
         remaining = end - pos
+        if guard is not None and not guard(min(end, pos + v2.RECORD_BATCH_OVERHEAD)):
+            yield truncated_while_reading(path, pos)
+            return
         if remaining <= v2.HEADER_SIZE_UP_TO_MAGIC:
             yield _tail_finding(buf, pos, end, path)
             return
@@ -122,6 +131,9 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
                            f"last batch declares {size} bytes but only {remaining} remain "
                            "(torn write or partial copy)", pos, base_offset)
             return
+        if guard is not None and not guard(pos + size):
+            yield truncated_while_reading(path, pos)
+            return
         if magic == 2:
             yield from _v2_batch(buf, pos, size, path, verify_crc)
         elif magic in (0, 1):
@@ -131,6 +143,16 @@ def iter_batches(buf, start: int = 0, end: int | None = None, *, path: str = "",
                            f"magic byte {magic} is not 0, 1 or 2; skipped {size} bytes by "
                            "its length field", pos, base_offset)
         pos += size
+
+
+#: ``guard(upto) -> bool``: does the file still hold every byte before ``upto``?
+Guard = Callable[[int], bool]
+
+
+def truncated_while_reading(path: str, position: int) -> Finding:
+    return _finding("segment_truncated_while_reading", Severity.WARNING, path,
+                    "the file shrank while it was being read (a follower truncating its log, "
+                    "or a copy in progress); the walk stops here", position)
 
 
 def release_pages(buf, start: int, upto: int) -> int:
@@ -493,19 +515,31 @@ class _ChunkBuilder:
 
 
 def decode_chunks(buf, batches: Iterable[Batch], *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                  path: str = "") -> Iterator[Chunk | BatchRecords]:
+                  path: str = "", guard: Guard | None = None) -> Iterator[Chunk | BatchRecords]:
     """Group v2 batches into kernel calls: runs of uncompressed batches decode straight from
     ``buf`` (no copy); compressed ones are inflated into a shared buffer of ~CHUNK_BYTES.
     Legacy entries and undecodable batches come out as ready :class:`BatchRecords`, in order.
     """
     acc = _ChunkBuilder(np.frombuffer(buf, dtype=np.uint8) if len(buf) else
                         np.zeros(0, np.uint8), path)
+    plain_bytes = 0
     for b in batches:
+        if guard is not None and not guard(b.end):
+            # flush what the file still holds, then say where it ended
+            acc.plain = [p for p in acc.plain if guard(p.end)]
+            yield from acc.flush()
+            yield BatchRecords(b, [], truncated_while_reading(path, b.position))
+            return
         if b.magic == 2 and b.compression == "none":
             if acc.packed:
                 yield from acc.flush()
             acc.plain.append(b)
+            plain_bytes += b.size
+            if plain_bytes >= PLAIN_CHUNK_BYTES:  # bounds the column arrays of one call
+                yield from acc.flush()
+                plain_bytes = 0
             continue
+        plain_bytes = 0
         if b.magic == 2 and not b.compression.startswith("unknown"):
             try:
                 payload = decompress(Compression[b.compression.upper()],
@@ -529,6 +563,8 @@ def decode_chunks(buf, batches: Iterable[Batch], *, limit: int = DEFAULT_DECOMPR
             yield _legacy_records(buf, b, limit, path)
         else:  # unknown codec: the walk already reported invalid_compression
             yield BatchRecords(b, [])
+    if guard is not None and acc.plain and not guard(acc.plain[-1].end):
+        acc.plain = [p for p in acc.plain if guard(p.end)]
     yield from acc.flush()
 
 
@@ -542,10 +578,10 @@ def _legacy_records(buf, b: Batch, limit: int, path: str) -> BatchRecords:
 
 
 def iter_batch_records(buf, batches: Iterable[Batch], *,
-                       limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                       path: str = "") -> Iterator[BatchRecords]:
+                       limit: int = DEFAULT_DECOMPRESS_LIMIT, path: str = "",
+                       guard: Guard | None = None) -> Iterator[BatchRecords]:
     """Each batch with its decoded records, in order (the printing path)."""
-    for item in decode_chunks(buf, batches, limit=limit, path=path):
+    for item in decode_chunks(buf, batches, limit=limit, path=path, guard=guard):
         if isinstance(item, BatchRecords):
             yield item
         else:
@@ -605,7 +641,7 @@ def find_next_batch(buf, start: int, end: int) -> int | None:
 
 
 def iter_batches_salvaging(buf, start: int = 0, end: int | None = None, *, path: str = "",
-                           limit: int = DEFAULT_DECOMPRESS_LIMIT
+                           limit: int = DEFAULT_DECOMPRESS_LIMIT, guard: Guard | None = None
                            ) -> Iterator[Batch | Finding]:
     """:func:`iter_batches`, but past a corrupt batch it resynchronises on the next header whose
     CRC validates, and reports exactly which bytes and offsets were lost (``salvage_skipped``).
@@ -619,7 +655,8 @@ def iter_batches_salvaging(buf, start: int = 0, end: int | None = None, *, path:
     last_good: int | None = None
     while pos < end:
         resync_at: int | None = None
-        for item in iter_batches(buf, pos, end, path=path, verify_crc=True, limit=limit):
+        for item in iter_batches(buf, pos, end, path=path, verify_crc=True, limit=limit,
+                                 guard=guard):
             if isinstance(item, Finding):
                 if item.code in FRAMING_CODES and item.code != "corrupt_message":
                     resync_at = item.position

@@ -147,13 +147,22 @@ def run(args: argparse.Namespace) -> int:
     deep = args.deep or args.print_data or args.decoder is not None or (
         window.bounded and args.format == "jsonl")
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
-    logs = [Path(n) for n in args.files if is_log_file(n) and Path(n).is_file()]
+    total = sum(_size_or_zero(Path(n)) for n in args.files if is_log_file(n))
     # a bar only when the data goes elsewhere: on the terminal it would tear the output
     quiet = args.quiet or sys.stdout.isatty()
-    with common.progress(sum(p.stat().st_size for p in logs), "dumping", quiet=quiet) as advance:
+    with common.progress(total, "dumping", quiet=quiet) as advance:
         for name in args.files:
             _dump_file(name, window, deep, args, mode, out, advance)
     return common.exit_code(out.findings)
+
+
+def _size_or_zero(path: Path) -> int:
+    """For the progress bar only: a file retention deleted meanwhile counts as empty (opening
+    it reports the error properly)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Output,
@@ -164,7 +173,8 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
     if is_log_file(name):
         with Segment(path) as segment:
             out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
-                     f"Dumping {name}\nLog starting offset: {segment.base_offset}")
+                     f"Dumping {render.terminal_safe(name)}\n"
+                     f"Log starting offset: {segment.base_offset}")
             _dump_log(segment, path, window, deep, args, mode, out, advance)
         return
     dumper = dumper_for(name)
@@ -172,7 +182,7 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
         raise NotAKafkaFileError("not a file segtools knows how to dump", path=name)
     if not path.exists():
         raise NotAKafkaFileError("no such file", path=name)
-    out.emit({"type": "file", "path": name}, f"Dumping {name}")
+    out.emit({"type": "file", "path": name}, f"Dumping {render.terminal_safe(name)}")
     for f in dumper(path, args, out.emit):
         out.finding(f)
 

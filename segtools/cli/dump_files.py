@@ -60,8 +60,11 @@ def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[
 
 
 def dump_offset_index(path: Path, args, emit: Emit) -> list[Finding]:
-    log = _sibling_log(path)
-    index = OffsetIndex(path, log_size=log.stat().st_size if log.exists() else None)
+    try:
+        log_size = _sibling_log(path).stat().st_size
+    except OSError:  # no .log beside it, or retention removed it meanwhile
+        log_size = None
+    index = OffsetIndex(path, log_size=log_size)
     return _dump_index(path, args, emit, index, integrity.offset_index_vs_log, lambda e: (
         {"type": "index_entry", "offset": e.offset, "position": e.position},
         f"offset: {e.offset} position: {e.position}"))

@@ -31,9 +31,15 @@ _CONTROL_ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
 _CONTROL_ESCAPES |= {i: f"\\u{i:04x}" for i in range(0x80, 0xA0)}  # C1 controls (CSI ...)
 
 
+def _no_surrogates(text: str) -> str:
+    """File names that are not UTF-8 reach us as lone surrogates (``surrogateescape``); show
+    their bytes as ``\\xNN`` so output stays valid UTF-8."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def terminal_safe(text: str) -> str:
     """Escape C0/C1 control characters so no byte sequence can drive the terminal."""
-    return text.translate(_CONTROL_ESCAPES)
+    return _no_surrogates(text).translate(_CONTROL_ESCAPES)
 
 
 def human_time(ms: int) -> str:
@@ -64,7 +70,14 @@ def record_json(record: Record, mode: str) -> dict:
 
 
 def dumps(obj: dict) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON, always encodable as UTF-8: text holding lone surrogates (undecodable
+    file-name bytes) is written with ``\\uXXXX`` escapes instead."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    return text
 
 
 def batch_text(batch: Batch) -> str:

@@ -20,7 +20,8 @@ from rich import box
 from rich.table import Table
 
 from segtools.cli import common, render
-from segtools.findings import Finding
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir
 from segtools.storage.summary import SegmentSummary, summarize
@@ -70,6 +71,14 @@ class PartitionScan:
     log_dir: LogDir
     partition: PartitionDir
     segments: tuple[SegmentSummary, ...]
+    unreadable: tuple[Finding, ...] = ()
+
+
+def unreadable(path: str, error: SegtoolsError) -> Finding:
+    """A segment that could not be opened (typically: retention deleted it after the directory
+    was listed) is reported, and the rest of the tree is still read."""
+    return Finding("segment_unreadable", Severity.WARNING, path,
+                   f"could not be read: {error} (deleted or truncated while segtools ran?)")
 
 
 def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,
@@ -79,12 +88,15 @@ def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,
     total = sum(s.log_size for _, p in chosen for s in p.segments)
     with common.progress(total, "scanning", quiet=args.quiet) as advance:
         for log_dir, pdir in chosen:
-            summaries = []
+            summaries, problems = [], []
             for seg in pdir.segments:
-                summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
-                                           verify_crc=verify_crc))
+                try:
+                    summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
+                                               verify_crc=verify_crc))
+                except SegtoolsError as e:
+                    problems.append(unreadable(str(seg.log), e))
                 advance(seg.log_size)
-            yield PartitionScan(log_dir, pdir, tuple(summaries))
+            yield PartitionScan(log_dir, pdir, tuple(summaries), tuple(problems))
 
 
 def _row(ps: PartitionScan, s: SegmentSummary) -> dict:
@@ -107,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     for ps in scan_tree(log_dirs, args, args.crc):
         scans.append(ps)
         findings.extend(ps.partition.findings)
+        findings.extend(ps.unreadable)
         findings.extend(f for s in ps.segments for f in s.findings)
         if args.format == "jsonl":  # stream: a huge tree prints as it goes
             for s in ps.segments:

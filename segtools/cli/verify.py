@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 from segtools.analysis import integrity
 from segtools.cli import common, render
-from segtools.cli.scan import add_selection, selected
+from segtools.cli.scan import add_selection, selected, unreadable
+from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.model import Batch
 from segtools.records import iter_batches_salvaging
@@ -67,7 +68,7 @@ def _walk_segment(files: SegmentFiles, *, deep: bool, salvage: bool) -> SegmentC
     cleaned = 0
     with Segment(files.log) as segment:
         walk = (iter_batches_salvaging(segment.buffer, path=segment.path,
-                                       limit=segment.decompress_limit)
+                                       limit=segment.decompress_limit, guard=segment.holds)
                 if salvage else segment.batches(verify_crc=True))
         for item in walk:
             if isinstance(item, Finding):
@@ -108,7 +109,11 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool, salvage
     findings = list(pdir.findings)
     checks = []
     for files in pdir.segments:
-        checks.append(_walk_segment(files, deep=deep, salvage=salvage))
+        try:
+            checks.append(_walk_segment(files, deep=deep, salvage=salvage))
+            findings.extend(_index_findings(checks[-1]))
+        except SegtoolsError as e:
+            findings.append(unreadable(str(files.log), e))
         advance(files.log_size)
     tp = (pdir.name.topic, pdir.name.partition) if pdir.name else None
     evidence = integrity.CompactionEvidence(
@@ -119,7 +124,6 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool, salvage
     previous_last = None
     for check in checks:
         findings.extend(check.findings)
-        findings.extend(_index_findings(check))
         findings.extend(integrity.offset_continuity(
             str(check.files.log), check.table, evidence, segment_base=check.files.base_offset,
             previous_last=previous_last))

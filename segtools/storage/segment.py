@@ -29,6 +29,8 @@ from segtools.records import (
 )
 
 SEGMENT_NAME_DIGITS = 20
+#: How far a read may run past the last size check (see :meth:`Segment.holds`).
+GUARD_STRIDE = 1024 * 1024
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
@@ -54,6 +56,8 @@ class Segment:
                                      path=self.path) from None
         except OSError as e:
             raise SegtoolsError(e.strerror or str(e), path=self.path) from None
+        self._fd = fd
+        self._checked_upto = 0
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
@@ -65,8 +69,9 @@ class Segment:
                          if self.size else b"")
             if self.size:  # batches are read front to back: let the kernel read ahead
                 self._map.madvise(mmap.MADV_SEQUENTIAL)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
 
     def __enter__(self) -> Segment:
         return self
@@ -75,6 +80,9 @@ class Segment:
         self.close()
 
     def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         if isinstance(self._map, mmap.mmap):
             # a numpy view may still refer to the map; the GC releases it with the view
             with contextlib.suppress(BufferError):
@@ -87,6 +95,22 @@ class Segment:
         if isinstance(self._map, mmap.mmap) and upto - start >= mmap.PAGESIZE:
             release_pages(self._map, start - start % mmap.PAGESIZE, upto)
 
+    def holds(self, upto: int) -> bool:
+        """Whether the file still has every byte before ``upto``: asked before the walk touches
+        mapped bytes. A broker follower truncates its log (``LogSegment.truncateTo``); touching
+        a mapped page past the new end kills the process with SIGBUS, which Python cannot
+        catch, so the size is re-read (``fstat``, ~1 µs) at least every GUARD_STRIDE bytes.
+        This narrows the race to microseconds; it cannot close it."""
+        if upto <= self._checked_upto:
+            return True
+        if self._fd is None:
+            return upto <= self.size
+        now = os.fstat(self._fd).st_size
+        if now < upto:
+            return False
+        self._checked_upto = min(now, upto + GUARD_STRIDE)
+        return True
+
     @property
     def buffer(self):
         return self._map
@@ -95,13 +119,14 @@ class Segment:
                 verify_crc: bool = True) -> Iterator[Batch | Finding]:
         """Shallow walk: batch headers and framing findings, from byte ``start``."""
         return iter_batches(self._map, start, end, path=self.path, verify_crc=verify_crc,
-                            limit=self.decompress_limit)
+                            limit=self.decompress_limit, guard=self.holds)
 
     def batch_records(self, batches) -> Iterator[BatchRecords]:
         """Deep: each of ``batches`` with its records decoded (for printing)."""
         return iter_batch_records(self._map, batches, limit=self.decompress_limit,
-                                  path=self.path)
+                                  path=self.path, guard=self.holds)
 
     def chunks(self, batches) -> Iterator[Chunk | BatchRecords]:
         """Deep, columnar: kernel chunks of many batches (for bulk consumers)."""
-        return decode_chunks(self._map, batches, limit=self.decompress_limit, path=self.path)
+        return decode_chunks(self._map, batches, limit=self.decompress_limit, path=self.path,
+                             guard=self.holds)

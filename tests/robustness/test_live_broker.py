@@ -87,13 +87,15 @@ def test_every_command_survives_appends_rolls_and_retention(tree):
 
 
 def test_every_command_survives_follower_truncation(tree):
-    """Every run that completes keeps the contract. A reader killed by SIGBUS (the race is
-    rare here; ``test_truncated_under_the_mapping_is_not_a_crash`` forces it) is the reported
-    mmap bug, and is marked xfail when it happens; any other death fails."""
+    """Every run that completes keeps the contract. ``Segment.holds`` re-reads the file size
+    before mapped bytes are touched, so a truncation ends the walk with a finding; a
+    truncation landing in the microseconds between that check and the read can still kill
+    the reader with SIGBUS (documented residual race of reading through mmap): that is
+    marked xfail when it happens; any other death fails."""
     reader, lines = live_run(tree, "truncate")
     known = check_runs(lines)
     if reader.returncode == -signal.SIGBUS:
-        pytest.xfail("reported: SIGBUS on a segment truncated under its mapping")
+        pytest.xfail("residual race: truncated between the size check and the read (SIGBUS)")
     assert reader.returncode == 0, reader.stderr[-3000:]
     if known:
         pytest.xfail(f"reported: dump's stat-after-check race ({len(known)} run(s))")
@@ -183,9 +185,6 @@ SIGBUS_CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.xfail(strict=True, reason="reported: Segment maps the .log at its size at open; "
-                   "a truncation below that size kills the process with SIGBUS on the next "
-                   "touch of a dropped page (segtools/storage/segment.py)")
 def test_truncated_under_the_mapping_is_not_a_crash(partition):
     log = partition / "00000000000000000005.log"
     r = subprocess.run([sys.executable, "-c", SIGBUS_CHILD, str(log)], cwd=ROOT,
