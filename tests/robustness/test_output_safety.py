@@ -13,8 +13,6 @@ import io
 import json
 import os
 
-import pytest
-
 from segtools.storage.partition import parse_partition_dir_name
 from tests.builders import make_batch
 from tests.robustness.commands import SPARK, argument_sets, run_cli
