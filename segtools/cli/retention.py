@@ -15,7 +15,6 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import numpy as np
 from rich.console import Console
@@ -36,7 +35,7 @@ from segtools.analysis.retention import (
     stale_records,
 )
 from segtools.cli import render
-from segtools.cli.common import add_quiet, exit_code, open_tree, progress
+from segtools.cli.common import add_quiet, exit_code, open_tree, parse_time, progress
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch
@@ -61,22 +60,6 @@ FLAG_CONFIGS = tuple(cfg.DEFINITIONS)
 DAY_MS = 86_400_000
 
 
-def parse_at(text: str) -> int:
-    """``--at``: epoch milliseconds, or ISO-8601 (``2024-03-01``, ``2024-03-01T12:00Z``,
-    ``...+02:00``); a time without a zone is UTC."""
-    text = text.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is neither epoch milliseconds nor ISO-8601") from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1000)
-
-
 def _config_type(name: str):
     def parse(text: str) -> str:
         try:
@@ -91,7 +74,7 @@ def add_common_arguments(p: argparse.ArgumentParser) -> None:
     """PATH, --at, the topic-config flags, --format, --quiet (shared with ``compaction``)."""
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
-    p.add_argument("--at", type=parse_at, default=None, metavar="TIME",
+    p.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                    help="the moment to evaluate: epoch ms or ISO-8601 (UTC unless a zone is "
                         "given); default: now")
     p.add_argument("--format", choices=("text", "json"), default="text")

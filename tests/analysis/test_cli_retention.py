@@ -54,7 +54,7 @@ def test_subprocess_json_document_and_exit_code():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["retention", str(SAMPLE), "--at", "yesterday"], "neither epoch milliseconds"),
+    (["retention", str(SAMPLE), "--at", "yesterday"], "not epoch milliseconds or ISO-8601"),
     (["retention", str(SAMPLE), "--retention-ms", "soon"], "retention.ms"),
     (["retention", str(SAMPLE), "--cleanup-policy", "shred"], "not compact or delete"),
 ])
