@@ -8,7 +8,6 @@ batch stays valid. Records come from kafka-python's builder, not from segtools.
 from __future__ import annotations
 
 import os
-import resource
 import struct
 import tempfile
 import time
@@ -59,6 +58,3 @@ def best_of(fn, repeat: int = 3) -> float:
         best = min(best, time.perf_counter() - t)
     return best
 
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

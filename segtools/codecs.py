@@ -237,7 +237,8 @@ def unlz4(data, limit: int = DEFAULT_DECOMPRESS_LIMIT, *, magic: int = 2) -> byt
             raise CorruptDataError(
                 f"lz4: header checksum {view[pos]:#x}, descriptor hashes to {expected:#x}")
     pos += 1
-    out = bytearray()
+    blocks: list[bytes] = []  # joined once at the end: one copy, none for a one-block frame
+    total = 0
     while True:
         if pos + 4 > len(view):
             raise CorruptDataError("lz4: frame ends without an end mark")
@@ -250,20 +251,20 @@ def unlz4(data, limit: int = DEFAULT_DECOMPRESS_LIMIT, *, magic: int = 2) -> byt
             raise CorruptDataError(f"lz4: block of {size} bytes exceeds the frame")
         block = view[pos:pos + size]
         pos += size + (4 if has_block_checksum else 0)
-        if len(out) + (size if word & 0x80000000 else 0) > limit:
-            raise _limit_error("lz4", limit)
         if word & 0x80000000:
-            out += block
+            data = bytes(block)
         else:
             try:
-                out += lz4.block.decompress(block, uncompressed_size=block_max)
+                data = lz4.block.decompress(block, uncompressed_size=block_max)
             except lz4.block.LZ4BlockError as e:
                 raise CorruptDataError(f"lz4: {e}") from None
-        if len(out) > limit:
+        total += len(data)
+        if total > limit:
             raise _limit_error("lz4", limit)
+        blocks.append(data)
     if has_content_checksum and pos + 4 > len(view):
         raise CorruptDataError("lz4: content checksum cut short")
-    return bytes(out)
+    return blocks[0] if len(blocks) == 1 else b"".join(blocks)
 
 
 _zstd_local = threading.local()
