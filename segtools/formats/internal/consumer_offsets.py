@@ -15,7 +15,6 @@ assignment bytes are themselves version-prefixed ``ConsumerProtocolSubscription`
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from segtools.formats.internal.generated import (
@@ -33,9 +32,8 @@ from segtools.formats.internal.generated import (
     message,
     struct_of,
     tagged,
+    version_prefix,
 )
-
-_INT16 = struct.Struct(">h")
 
 
 class UnknownRecordTypeError(UnsupportedVersionError):
@@ -234,25 +232,19 @@ class CoordinatorRecord:
         return self.key.get("group", self.key.get("groupId", ""))
 
 
-def _version_prefix(data: bytes, what: str) -> int:
-    if len(data) < 2:
-        raise SchemaError(f"{what} of {len(data)} bytes has no int16 version", position=0)
-    return _INT16.unpack_from(data, 0)[0]
-
-
 def decode_record(key: bytes | None, value: bytes | None) -> CoordinatorRecord:
     """Decode one record as ``CoordinatorRecordSerde.deserialize`` does, except that bytes
     left over after a struct are an error here: a silent partial parse is a wrong answer."""
     if key is None:
         raise SchemaError("__consumer_offsets record has a null key")
-    record_type = _version_prefix(key, "key")
+    record_type = version_prefix(key, "key")
     if record_type not in RECORD_TYPES:
         raise UnknownRecordTypeError(record_type)
     name, key_schema, value_schema = RECORD_TYPES[record_type]
     key_fields = key_schema.read_exact(memoryview(key)[2:], record_type)
     if value is None:
         return CoordinatorRecord(record_type, name, key_fields, None, None)
-    version = _version_prefix(value, "value")
+    version = version_prefix(value, "value")
     return CoordinatorRecord(record_type, name, key_fields, version,
                              value_schema.read_exact(memoryview(value)[2:], version))
 
@@ -281,7 +273,7 @@ CONSUMER_PROTOCOL_TYPE = "consumer"
 def _consumer_protocol(schema: Message, data: bytes) -> tuple[int, dict]:
     """``ConsumerProtocol.deserialize*``: a negative version is an error, a newer one is read
     with the newest layout this reader knows (new versions only append fields)."""
-    version = _version_prefix(data, schema.name)
+    version = version_prefix(data, schema.name)
     if version < 0:
         raise UnsupportedVersionError(f"{schema.name} version {version} is negative")
     value, _ = schema.read(memoryview(data)[2:], min(version, schema.valid.high))

@@ -542,3 +542,15 @@ def _tagged_bytes(f: Field, value: Any, version: int) -> bytes:
     else:
         _write_value(out, f.type, value, version, True, nullable)
     return bytes(out)
+
+
+_VERSION_PREFIX = struct.Struct(">h")
+
+
+def version_prefix(data: bytes, what: str) -> int:
+    """The int16 version every coordinator key and value starts with
+    (``MessageUtil.toVersionPrefixedBytes``)."""
+    if data is None or len(data) < 2:
+        size = 0 if data is None else len(data)
+        raise SchemaError(f"{what} of {size} bytes has no int16 version", position=0)
+    return _VERSION_PREFIX.unpack_from(data, 0)[0]

@@ -9,7 +9,6 @@ transactional id expired or was removed. The status byte is ``TransactionState.i
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from segtools.formats.internal.generated import (
@@ -25,9 +24,8 @@ from segtools.formats.internal.generated import (
     message,
     struct_of,
     tagged,
+    version_prefix,
 )
-
-_INT16 = struct.Struct(">h")
 
 TRANSACTION_LOG_KEY = message(
     "TransactionLogKey", "0", "none", field("TransactionalId", STRING, "0"))
@@ -69,21 +67,15 @@ class TransactionLogRecord:
         return TRANSACTION_STATUSES.get(code, f"Unknown({code})")
 
 
-def _version(data: bytes, what: str) -> int:
-    if len(data) < 2:
-        raise SchemaError(f"{what} of {len(data)} bytes has no int16 version", position=0)
-    return _INT16.unpack_from(data, 0)[0]
-
-
 def decode_record(key: bytes | None, value: bytes | None) -> TransactionLogRecord:
     if key is None:
         raise SchemaError("__transaction_state record has a null key")
-    key_version = _version(key, "key")
+    key_version = version_prefix(key, "key")
     if key_version not in TRANSACTION_LOG_KEY.valid:
         raise UnsupportedVersionError(f"unknown transaction log key version {key_version}")
     transactional_id = TRANSACTION_LOG_KEY.read_exact(memoryview(key)[2:], key_version)
     if value is None:
         return TransactionLogRecord(transactional_id["transactionalId"], None, None)
-    version = _version(value, "value")
+    version = version_prefix(value, "value")
     decoded = TRANSACTION_LOG_VALUE.read_exact(memoryview(value)[2:], version)
     return TransactionLogRecord(transactional_id["transactionalId"], version, decoded)
