@@ -22,6 +22,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir, walk
@@ -33,6 +34,25 @@ def exit_code(findings: Iterable[Finding]) -> int:
     """DESIGN.md §3: 1 when any finding is a warning or an error; info findings are normal."""
     return EXIT_FINDINGS if any(f.severity in (Severity.WARNING, Severity.ERROR)
                                 for f in findings) else EXIT_OK
+
+
+def add_decompress_limit(p: argparse.ArgumentParser) -> None:
+    """``--max-decompressed-bytes``: the cap one batch may inflate to (a bomb, or a lying
+    header, then becomes a ``corrupt_compressed_payload`` finding instead of a memory spike)."""
+    p.add_argument("--max-decompressed-bytes", type=_positive_int, metavar="N",
+                   default=DEFAULT_DECOMPRESS_LIMIT,
+                   help="cap on the bytes one batch may inflate to "
+                        f"(default {DEFAULT_DECOMPRESS_LIMIT})")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value}")
+    return value
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:

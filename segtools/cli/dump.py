@@ -80,6 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="check index entries against the .log instead of printing them")
     p.add_argument("--index-sanity-check", action="store_true",
                    help="run the broker's index sanity checks")
+    common.add_decompress_limit(p)
     common.add_quiet(p)
     p.set_defaults(run=run)
 
@@ -171,7 +172,7 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
     if path.is_dir():
         raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
     if is_log_file(name):
-        with Segment(path) as segment:
+        with Segment(path, decompress_limit=args.max_decompressed_bytes) as segment:
             out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
                      f"Dumping {render.terminal_safe(name)}\n"
                      f"Log starting offset: {segment.base_offset}")

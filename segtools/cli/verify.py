@@ -49,6 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--salvage", action="store_true",
                    help="resynchronise past corrupt batches and report what was lost")
     p.add_argument("--format", choices=("text", "jsonl"), default="text")
+    common.add_decompress_limit(p)
     common.add_quiet(p)
     p.set_defaults(run=run)
 
@@ -62,11 +63,12 @@ class SegmentCheck:
     batches: int
 
 
-def _walk_segment(files: SegmentFiles, *, deep: bool, salvage: bool) -> SegmentCheck:
+def _walk_segment(files: SegmentFiles, *, deep: bool, salvage: bool,
+                  limit: int) -> SegmentCheck:
     findings: list[Finding] = []
     batches: list[Batch] = []
     cleaned = 0
-    with Segment(files.log) as segment:
+    with Segment(files.log, decompress_limit=limit) as segment:
         walk = (iter_batches_salvaging(segment.buffer, path=segment.path,
                                        limit=segment.decompress_limit, guard=segment.holds)
                 if salvage else segment.batches(verify_crc=True))
@@ -105,12 +107,12 @@ def _index_findings(check: SegmentCheck) -> list[Finding]:
 
 
 def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool, salvage: bool,
-                     advance) -> list[Finding]:
+                     advance, limit: int) -> list[Finding]:
     findings = list(pdir.findings)
     checks = []
     for files in pdir.segments:
         try:
-            checks.append(_walk_segment(files, deep=deep, salvage=salvage))
+            checks.append(_walk_segment(files, deep=deep, salvage=salvage, limit=limit))
             findings.extend(_index_findings(checks[-1]))
         except SegtoolsError as e:
             findings.append(unreadable(str(files.log), e))
@@ -147,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
             findings.extend(d.findings)
         for log_dir, pdir in chosen:
             found = verify_partition(log_dir, pdir, deep=args.deep, salvage=args.salvage,
-                                     advance=advance)
+                                     advance=advance, limit=args.max_decompressed_bytes)
             counts["partitions"] += 1
             counts["segments"] += len(pdir.segments)
             findings.extend(found)

@@ -226,3 +226,13 @@ def test_dump_read_committed_hides_aborted_and_stops_at_the_lso():
     assert set(seen) < set(all_offsets)
     assert not [x for x in committed if x["type"] == "batch" and x["is_control"]]
     assert max(seen) < 8  # the hanging transaction pins the last stable offset at 8
+
+
+def test_max_decompressed_bytes_turns_a_big_batch_into_a_finding():
+    log = SAMPLE / "big-value-0" / "00000000000000000000.log"  # a 1 MiB value, zstd
+    run("dump", "--deep", str(log), check_code=0)
+    lines = jsonl(run("dump", "--deep", "--format", "jsonl", "--max-decompressed-bytes",
+                      "65536", str(log), check_code=1))
+    assert [f["code"] for f in lines if f["type"] == "finding"] == ["corrupt_compressed_payload"]
+    run("verify", "--deep", "--max-decompressed-bytes", "65536", str(log.parent), check_code=1)
+    run("dump", "--max-decompressed-bytes", "0", str(log), check_code=2)
