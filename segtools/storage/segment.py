@@ -30,7 +30,7 @@ from segtools.records import (
 
 SEGMENT_NAME_DIGITS = 20
 #: How far a read may run past the last size check (see :meth:`Segment.holds`).
-GUARD_STRIDE = 1024 * 1024
+GUARD_STRIDE = 64 * 1024
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
@@ -100,7 +100,8 @@ class Segment:
         mapped bytes. A broker follower truncates its log (``LogSegment.truncateTo``); touching
         a mapped page past the new end kills the process with SIGBUS, which Python cannot
         catch, so the size is re-read (``fstat``, ~1 µs) at least every GUARD_STRIDE bytes.
-        This narrows the race to microseconds; it cannot close it."""
+        This narrows the race (to one stride of the walk, or one kernel call and its consumer
+        in deep decoding); it cannot close it while segments are mapped."""
         if upto <= self._checked_upto:
             return True
         if self._fd is None:
