@@ -489,12 +489,18 @@ def _kernel_chunk(data: np.ndarray, batches: list[Batch], starts, ends, in_file:
     return Chunk(cols, batches, in_file, path)
 
 
+#: ``copy(lo, hi)``: the file's bytes ``[lo, hi)`` in private memory at their own positions
+#: (an array of at least ``hi`` bytes), or None to decode straight from the mapping.
+PrivateCopy = Callable[[int, int], "np.ndarray | None"]
+
+
 class _ChunkBuilder:
     """Accumulates consecutive v2 batches of one kind (in-file or inflated) for one call."""
 
-    def __init__(self, view: np.ndarray, path: str):
+    def __init__(self, view: np.ndarray, path: str, copy: PrivateCopy | None = None):
         self.view = view
         self.path = path
+        self.copy = copy
         self.plain: list[Batch] = []
         self.packed: list[Batch] = []
         self.payloads: list[bytes] = []
@@ -502,7 +508,12 @@ class _ChunkBuilder:
 
     def flush(self) -> Iterator[Chunk]:
         if self.plain:
-            yield _kernel_chunk(self.view, self.plain,
+            view = self.view
+            if self.copy is not None:  # a file that changed since it was opened: no mapping
+                private = self.copy(self.plain[0].position, self.plain[-1].end)
+                if private is not None:
+                    view = private
+            yield _kernel_chunk(view, self.plain,
                                 [b.position + v2.RECORD_BATCH_OVERHEAD for b in self.plain],
                                 [b.end for b in self.plain], True, self.path)
             self.plain = []
@@ -515,13 +526,17 @@ class _ChunkBuilder:
 
 
 def decode_chunks(buf, batches: Iterable[Batch], *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                  path: str = "", guard: Guard | None = None) -> Iterator[Chunk | BatchRecords]:
+                  path: str = "", guard: Guard | None = None,
+                  copy: PrivateCopy | None = None) -> Iterator[Chunk | BatchRecords]:
     """Group v2 batches into kernel calls: runs of uncompressed batches decode straight from
     ``buf`` (no copy); compressed ones are inflated into a shared buffer of ~CHUNK_BYTES.
     Legacy entries and undecodable batches come out as ready :class:`BatchRecords`, in order.
+    ``copy`` lets a caller read uncompressed chunks of a file that is changing under it into
+    private memory, so neither the kernel nor whoever uses the chunk's spans later touches a
+    mapping the file might shrink under.
     """
     acc = _ChunkBuilder(np.frombuffer(buf, dtype=np.uint8) if len(buf) else
-                        np.zeros(0, np.uint8), path)
+                        np.zeros(0, np.uint8), path, copy)
     plain_bytes = 0
     for b in batches:
         if guard is not None and not guard(b.end):
@@ -579,9 +594,10 @@ def _legacy_records(buf, b: Batch, limit: int, path: str) -> BatchRecords:
 
 def iter_batch_records(buf, batches: Iterable[Batch], *,
                        limit: int = DEFAULT_DECOMPRESS_LIMIT, path: str = "",
-                       guard: Guard | None = None) -> Iterator[BatchRecords]:
+                       guard: Guard | None = None,
+                       copy: PrivateCopy | None = None) -> Iterator[BatchRecords]:
     """Each batch with its decoded records, in order (the printing path)."""
-    for item in decode_chunks(buf, batches, limit=limit, path=path, guard=guard):
+    for item in decode_chunks(buf, batches, limit=limit, path=path, guard=guard, copy=copy):
         if isinstance(item, BatchRecords):
             yield item
         else:

@@ -50,6 +50,8 @@ NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 
 # Entries per pread chunk while counting: bounded memory (<= 768 KiB) whatever the index size.
 _SCAN_CHUNK_ENTRIES = 65536
+#: How far entry reads may run past the last size check (see ``_still_holds``).
+INDEX_GUARD_STRIDE = 8192
 _ZERO_SCAN_CHUNK = 1 << 20
 
 
@@ -122,6 +124,7 @@ class _MappedIndex:
             raise
         self._scan: _Scan | None = None
         self._findings: tuple[Finding, ...] | None = None
+        self._held = 0  # bytes known present at the last size check
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -278,7 +281,20 @@ class _MappedIndex:
             raise IndexError(f"slot {slot} outside the {self.valid_entries} valid entries")
         if self._mmap is None:
             raise ValueError(f"{self.path}: index is closed")
+        end = (slot + 1) * self.ENTRY_SIZE
+        if end > self._held and not self._still_holds(end):
+            raise SegtoolsError("index file shrank while it was being read (a follower "
+                                "truncating its log?)", path=str(self.path),
+                                position=slot * self.ENTRY_SIZE)
         return self._STRUCT.unpack_from(self._mmap, slot * self.ENTRY_SIZE)  # type: ignore[attr-defined]
+
+    def _still_holds(self, end: int) -> bool:
+        """A broker truncates indexes with its log (``LogSegment.truncateTo``); reading a
+        mapped page past the new end would kill the process with SIGBUS, so the size is
+        re-read (``fstat``) before entries beyond the last check are read."""
+        size = os.fstat(self._file.fileno()).st_size
+        self._held = min(size, end + INDEX_GUARD_STRIDE)
+        return size >= end
 
     def __len__(self) -> int:
         return self.valid_entries

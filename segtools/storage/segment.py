@@ -15,6 +15,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
+
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding
@@ -112,6 +114,25 @@ class Segment:
         self._checked_upto = min(now, upto + GUARD_STRIDE)
         return True
 
+    def private_copy(self, lo: int, hi: int) -> np.ndarray | None:
+        """For the deep decoder: when the file's size has changed since it was opened (a live
+        active segment), its bytes ``[lo, hi)`` read with ``pread`` into private memory at their
+        own positions, so later truncation cannot reach them; otherwise None (decode straight
+        from the mapping, no copy). The array is ``hi`` bytes of lazily zeroed memory of which
+        only ``[lo, hi)`` is filled; a short read (the file shrank) leaves zeros, which decode
+        as a corrupt-records finding, not a crash."""
+        if self._fd is None or os.fstat(self._fd).st_size == self.size:
+            return None
+        data = np.zeros(hi, dtype=np.uint8)
+        view = memoryview(data)[lo:hi]
+        done = 0
+        while done < hi - lo:
+            n = os.preadv(self._fd, [view[done:]], lo + done)
+            if n <= 0:
+                break
+            done += n
+        return data
+
     @property
     def buffer(self):
         return self._map
@@ -125,9 +146,9 @@ class Segment:
     def batch_records(self, batches) -> Iterator[BatchRecords]:
         """Deep: each of ``batches`` with its records decoded (for printing)."""
         return iter_batch_records(self._map, batches, limit=self.decompress_limit,
-                                  path=self.path, guard=self.holds)
+                                  path=self.path, guard=self.holds, copy=self.private_copy)
 
     def chunks(self, batches) -> Iterator[Chunk | BatchRecords]:
         """Deep, columnar: kernel chunks of many batches (for bulk consumers)."""
         return decode_chunks(self._map, batches, limit=self.decompress_limit, path=self.path,
-                             guard=self.holds)
+                             guard=self.holds, copy=self.private_copy)
