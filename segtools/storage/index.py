@@ -248,6 +248,18 @@ class _MappedIndex:
     def _keys(self, slots: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
+    def _first_entry_check(self, relative_offset_of_entry0) -> Iterator[Finding]:
+        """Both index kinds: an entry's relative offset is never negative (offsets in a
+        segment are at or above the base offset its file is named after)."""
+        if not self.valid_entries:
+            return
+        rel0 = relative_offset_of_entry0()
+        if rel0 < 0:
+            yield self._finding(
+                "offset_below_base", Severity.ERROR,
+                f"entry 0 offset {self.base_offset + rel0} is below the base offset",
+                position=0, offset=self.base_offset + rel0)
+
     def _first_nonzero(self, start: int) -> int | None:
         """First non-zero byte at or after ``start``. Holes are skipped with ``SEEK_DATA``
         (they read as zeros): Kafka's preallocated index is a sparse file, and a hostile one
@@ -476,13 +488,7 @@ class OffsetIndex(_MappedIndex):
     def _strict_checks(self) -> Iterator[Finding]:
         valid = self.valid_entries
         size = self.ENTRY_SIZE
-        if valid:
-            rel0, _ = self._unpack(0)
-            if rel0 < 0:
-                yield self._finding(
-                    "offset_below_base", Severity.ERROR,
-                    f"entry 0 offset {self.base_offset + rel0} is below the base offset",
-                    position=0, offset=self.base_offset + rel0)
+        yield from self._first_entry_check(lambda: self._unpack(0)[0])
         brk = self._scanned().first_order_break
         if brk is not None:
             rel, pos = self._unpack(brk)
@@ -589,13 +595,7 @@ class TimeIndex(_MappedIndex):
         """``TimeIndex.maybeAppend`` rules: timestamps strictly increase, offsets never drop."""
         valid = self.valid_entries
         size = self.ENTRY_SIZE
-        if valid:
-            _, rel0 = self._unpack(0)
-            if rel0 < 0:
-                yield self._finding(
-                    "offset_below_base", Severity.ERROR,
-                    f"entry 0 offset {self.base_offset + rel0} is below the base offset",
-                    position=0, offset=self.base_offset + rel0)
+        yield from self._first_entry_check(lambda: self._unpack(0)[1])
         brk = self._scanned().first_order_break
         if brk is not None:
             _, rel = self._unpack(brk)
