@@ -12,8 +12,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# re-install whenever the project's metadata changes
-$(STAMP): pyproject.toml | $(PY)
+# the compiled parts: Cython sources and the C headers they include
+NATIVE := $(shell find segtools -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
+
+# re-install (and rebuild the compiled parts) whenever the metadata or a compiled source changes
+$(STAMP): pyproject.toml setup.py $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[test,plot,spark]'
 	touch $@
 

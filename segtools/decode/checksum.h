@@ -1,0 +1,173 @@
+/* CRC-32C (Castagnoli) and CRC-32 (IEEE) for the compiled batch walk.
+ *
+ * Kafka checks a v2 batch with CRC-32C over [attributes, end of batch)
+ * (DefaultRecordBatch.computeChecksum) and a v0/v1 message with CRC-32 over
+ * [magic, end of message) (LegacyRecord.computeChecksum). Both run inside the compiled walk, so
+ * a segment of a million small batches costs no Python call per batch.
+ *
+ * CRC-32C uses the CPU's own instruction when it has one (x86-64 SSE4.2 `crc32`, ARMv8
+ * `crc32c*`), chosen once at run time, and slicing-by-8 tables otherwise. Long ranges run three
+ * independent instruction streams over three lanes of LANE bytes and join them with a
+ * "shift by LANE zero bytes" table (the CRC register is linear over GF(2)); the instruction's
+ * latency is three times its throughput, so one stream alone would run at a third of the speed.
+ * CRC-32 (IEEE) has no instruction on these CPUs and always uses slicing-by-8; only legacy
+ * messages need it.
+ *
+ * All functions take and return the *raw* register (no pre/post inversion): callers invert at
+ * the ends, which lets one range be checksummed in pieces.
+ */
+#ifndef SEGTOOLS_CHECKSUM_H
+#define SEGTOOLS_CHECKSUM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SEGTOOLS_CRC_X86 1
+#include <nmmintrin.h>
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__linux__)
+#define SEGTOOLS_CRC_ARM 1
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+#endif
+
+#define SEGTOOLS_CRC32C_POLY 0x82F63B78u /* reflected Castagnoli */
+#define SEGTOOLS_CRC32_POLY 0xEDB88320u  /* reflected IEEE 802.3 */
+#define SEGTOOLS_CRC_LANE 2048           /* bytes per lane when three streams interleave */
+
+static uint32_t segtools_crc32c_table[8][256];
+static uint32_t segtools_crc32_table[8][256];
+static uint32_t segtools_crc32c_shift[4][256];
+static int segtools_crc32c_hw = 0;
+
+static inline uint64_t segtools_load64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, 8); /* unaligned, little-endian on every CPU these paths run on */
+    return v;
+}
+
+static uint32_t segtools_crc_sliced(uint32_t (*t)[256], uint32_t crc, const uint8_t *p,
+                                    size_t n) {
+    while (n >= 8) {
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                             (uint32_t)p[3] << 24);
+        crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^
+              t[4][lo >> 24] ^ t[3][p[4]] ^ t[2][p[5]] ^ t[1][p[6]] ^ t[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = t[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return crc;
+}
+
+static void segtools_crc_fill(uint32_t (*t)[256], uint32_t poly) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = (c >> 1) ^ (poly & (0u - (c & 1u)));
+        t[0][i] = c;
+    }
+    for (int s = 1; s < 8; s++)
+        for (uint32_t i = 0; i < 256; i++)
+            t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
+}
+
+static inline uint32_t segtools_crc32c_shift_lane(uint32_t x) {
+    return segtools_crc32c_shift[0][x & 0xFF] ^ segtools_crc32c_shift[1][(x >> 8) & 0xFF] ^
+           segtools_crc32c_shift[2][(x >> 16) & 0xFF] ^ segtools_crc32c_shift[3][x >> 24];
+}
+
+#if SEGTOOLS_CRC_X86
+__attribute__((target("sse4.2"))) static uint32_t segtools_crc32c_hw_update(
+    uint32_t crc, const uint8_t *p, size_t n) {
+    uint64_t a = crc;
+    while (n >= 3 * SEGTOOLS_CRC_LANE) {
+        uint64_t b = 0, c = 0;
+        for (size_t i = 0; i < SEGTOOLS_CRC_LANE; i += 8) {
+            a = _mm_crc32_u64(a, segtools_load64(p + i));
+            b = _mm_crc32_u64(b, segtools_load64(p + SEGTOOLS_CRC_LANE + i));
+            c = _mm_crc32_u64(c, segtools_load64(p + 2 * SEGTOOLS_CRC_LANE + i));
+        }
+        uint32_t x = segtools_crc32c_shift_lane((uint32_t)a) ^ (uint32_t)b;
+        a = segtools_crc32c_shift_lane(x) ^ (uint32_t)c;
+        p += 3 * SEGTOOLS_CRC_LANE;
+        n -= 3 * SEGTOOLS_CRC_LANE;
+    }
+    while (n >= 8) {
+        a = _mm_crc32_u64(a, segtools_load64(p));
+        p += 8;
+        n -= 8;
+    }
+    uint32_t r = (uint32_t)a;
+    while (n--) r = _mm_crc32_u8(r, *p++);
+    return r;
+}
+
+static int segtools_crc32c_detect(void) { return __builtin_cpu_supports("sse4.2"); }
+#elif SEGTOOLS_CRC_ARM
+__attribute__((target("+crc"))) static uint32_t segtools_crc32c_hw_update(
+    uint32_t crc, const uint8_t *p, size_t n) {
+    uint32_t a = crc;
+    while (n >= 3 * SEGTOOLS_CRC_LANE) {
+        uint32_t b = 0, c = 0;
+        for (size_t i = 0; i < SEGTOOLS_CRC_LANE; i += 8) {
+            a = __builtin_aarch64_crc32cx(a, segtools_load64(p + i));
+            b = __builtin_aarch64_crc32cx(b, segtools_load64(p + SEGTOOLS_CRC_LANE + i));
+            c = __builtin_aarch64_crc32cx(c, segtools_load64(p + 2 * SEGTOOLS_CRC_LANE + i));
+        }
+        uint32_t x = segtools_crc32c_shift_lane(a) ^ b;
+        a = segtools_crc32c_shift_lane(x) ^ c;
+        p += 3 * SEGTOOLS_CRC_LANE;
+        n -= 3 * SEGTOOLS_CRC_LANE;
+    }
+    while (n >= 8) {
+        a = __builtin_aarch64_crc32cx(a, segtools_load64(p));
+        p += 8;
+        n -= 8;
+    }
+    while (n--) a = __builtin_aarch64_crc32cb(a, *p++);
+    return a;
+}
+
+static int segtools_crc32c_detect(void) { return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0; }
+#else
+static uint32_t segtools_crc32c_hw_update(uint32_t crc, const uint8_t *p, size_t n) {
+    return segtools_crc_sliced(segtools_crc32c_table, crc, p, n);
+}
+static int segtools_crc32c_detect(void) { return 0; }
+#endif
+
+/* Raw CRC-32C register after `n` bytes at `p`. */
+static inline uint32_t segtools_crc32c_raw(uint32_t crc, const uint8_t *p, size_t n) {
+    if (segtools_crc32c_hw) return segtools_crc32c_hw_update(crc, p, n);
+    return segtools_crc_sliced(segtools_crc32c_table, crc, p, n);
+}
+
+/* Raw CRC-32 (IEEE) register after `n` bytes at `p`. */
+static inline uint32_t segtools_crc32_raw(uint32_t crc, const uint8_t *p, size_t n) {
+    return segtools_crc_sliced(segtools_crc32_table, crc, p, n);
+}
+
+/* Fill the tables and choose the implementation; `allow_hw` = 0 forces the tables (tests). */
+static void segtools_crc_init(int allow_hw) {
+    segtools_crc_fill(segtools_crc32c_table, SEGTOOLS_CRC32C_POLY);
+    segtools_crc_fill(segtools_crc32_table, SEGTOOLS_CRC32_POLY);
+    /* the register after LANE zero bytes is linear in the register before: tabulate it per
+     * byte of the register from the 32 single-bit images */
+    static const uint8_t zeros[SEGTOOLS_CRC_LANE];
+    uint32_t bit[32];
+    for (int k = 0; k < 32; k++)
+        bit[k] = segtools_crc_sliced(segtools_crc32c_table, 1u << k, zeros, SEGTOOLS_CRC_LANE);
+    for (int s = 0; s < 4; s++)
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t r = 0;
+            for (int k = 0; k < 8; k++)
+                if (v & (1u << k)) r ^= bit[8 * s + k];
+            segtools_crc32c_shift[s][v] = r;
+        }
+    segtools_crc32c_hw = allow_hw && segtools_crc32c_detect();
+}
+
+#endif
