@@ -20,7 +20,7 @@ def extensions() -> list[Extension]:
         rel = pyx.relative_to(ROOT)
         out.append(Extension(
             ".".join(rel.with_suffix("").parts), [str(rel)],
-            include_dirs=[numpy.get_include(), str(rel.parent)],
+            include_dirs=[numpy.get_include(), "segtools"],
             define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
             extra_compile_args=["-O3", "-fno-strict-aliasing"]))
     return out

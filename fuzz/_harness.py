@@ -3,7 +3,6 @@ to libFuzzer. Every libFuzzer flag works (``-max_total_time=60``, ``-runs=N``, c
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
@@ -12,10 +11,6 @@ def main(name: str) -> None:
     import atheris
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    # numba compiles these from their bytecode: they must not carry atheris' probes
-    import segtools.kernel
-    with contextlib.suppress(ImportError):
-        import segtools.jsonl
     with atheris.instrument_imports(include=["segtools"]):
         from fuzz import targets
 

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from segtools.codecs import Compression, decompress
+from segtools.decode.source import BufferSource
+from segtools.decode.walk import table as walk_table
 from segtools.formats import batch as v2
 from segtools.formats.legacy import LegacyLogEntry
 from segtools.model import Batch
-from segtools.records import iter_batches
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "logdirs"
@@ -30,8 +31,8 @@ def _logs() -> list[Path]:
 def _batches() -> Iterator[tuple[bytes, Batch]]:
     for log in _logs():
         data = log.read_bytes()
-        for b in iter_batches(data):
-            if isinstance(b, Batch) and b.size <= MAX_SEED:
+        for b in walk_table(BufferSource(data))[0].batches():
+            if b.size <= MAX_SEED:
                 yield data[b.position:b.end], b
 
 

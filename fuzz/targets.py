@@ -2,9 +2,9 @@
 
 The contract every target enforces is the one in issue 8: hostile bytes end in a value, a
 :class:`~segtools.findings.Finding`, or a typed :class:`~segtools.errors.SegtoolsError`.
-Anything else (``struct.error``, ``IndexError``, ``ValueError``, a numba fault, an output
-larger than the decompression cap, a kernel that disagrees with the construct reference)
-escapes the target and is a crash for libFuzzer.
+Anything else (``struct.error``, ``IndexError``, ``ValueError``, a fault in a compiled
+kernel, an output larger than the decompression cap, a kernel that disagrees with the
+construct reference) escapes the target and is a crash for libFuzzer.
 
 This module does not import atheris: the harness scripts (``fuzz/fuzz_<target>.py``) wrap these
 functions for coverage-guided runs, and the regression tests replay the committed corpora
@@ -31,20 +31,19 @@ import lz4.frame
 import numpy as np
 import zstandard
 
-from segtools import codecs, kernel
+from segtools import codecs
+from segtools.decode import legacy as legacy_format
+from segtools.decode.chunks import RecordColumns, batch_records, decode
+from segtools.decode.salvage import salvage as salvage_walk
+from segtools.decode.source import BufferSource
+from segtools.decode.table import BatchTable
+from segtools.decode.walk import walk as walk_table
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.formats import batch as v2
 from segtools.formats import checkpoints
 from segtools.formats.snapshot import parse_producer_snapshot
 from segtools.model import Batch
-from segtools.records import (
-    decode_chunks,
-    iter_batch_records,
-    iter_batches,
-    iter_batches_salvaging,
-    legacy_inner_records,
-)
 from segtools.storage import files as storage_files
 from segtools.storage import partition
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
@@ -125,29 +124,27 @@ def fix_crcs(data: bytes) -> bytes:
 
 def _walk_everything(buf, *, salvage: bool = True) -> list[Batch]:
     """Shallow walk (with and without CRCs), deep walk, columnar chunks, salvage walk."""
-    items = list(iter_batches(buf, limit=LIMIT))
-    list(iter_batches(buf, verify_crc=False, limit=LIMIT))
-    batches = [i for i in items if isinstance(i, Batch)]
-    for i in items:
-        assert isinstance(i, Batch | Finding), i
-    for b in batches:
-        assert b.position >= 0 and b.end <= len(buf), b
-    for br in iter_batch_records(buf, batches, limit=LIMIT):
+    source = BufferSource(buf)
+    chunks = list(walk_table(source, limit=LIMIT))
+    list(walk_table(source, verify_crc=False, limit=LIMIT))
+    table = BatchTable.concat([c.table for c in chunks])
+    for f in (f for c in chunks for f in c.findings):
+        assert isinstance(f, Finding), f
+    assert np.all(table.position >= 0) and np.all(table.end <= len(buf))
+    for br in batch_records(decode(source, table, limit=LIMIT)):
         assert br.finding is None or isinstance(br.finding, Finding)
-    for chunk in decode_chunks(buf, batches, limit=LIMIT):
-        cols = getattr(chunk, "columns", None)
-        if cols is not None:
-            _check_spans(cols)
+    for chunk in decode(source, table, limit=LIMIT):
+        _check_spans(chunk.columns)
     if salvage:
         previous = -1
-        for item in iter_batches_salvaging(buf, limit=LIMIT):
-            if isinstance(item, Batch):
-                assert item.position > previous, "salvage walked backwards"
-                previous = item.position
-    return batches
+        for part in salvage_walk(source, limit=LIMIT):
+            for position in part.table.position.tolist():
+                assert position > previous, "salvage walked backwards"
+                previous = position
+    return table.batches()
 
 
-def _check_spans(cols: kernel.RecordColumns) -> None:
+def _check_spans(cols: RecordColumns) -> None:
     """Every key/value span the kernel hands out lies inside the buffer it points into."""
     size = cols.data.shape[0]
     for pos, length in ((cols.key_pos, cols.key_len), (cols.value_pos, cols.value_len)):
@@ -216,7 +213,8 @@ def v2_records(data: bytes) -> None:
                          attributes=attributes, base_timestamp=base_ts, max_timestamp=base_ts)
     batches = _walk_everything(buf, salvage=False)
     assert len(batches) == 1 and batches[0].crc_valid
-    (br,) = list(iter_batch_records(buf, batches, limit=LIMIT))
+    (br,) = list(batch_records(decode(BufferSource(buf), BatchTable.from_batches(batches),
+                                      limit=LIMIT)))
     got = [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in br.records]
     if len(payload) > LIMIT:
         return
@@ -262,15 +260,17 @@ def legacy(data: bytes) -> None:
 
 
 def _shallow_agrees_with_deep(buf: bytes) -> None:
-    """The shallow walk's base offset of a wrapper (``legacy_base_offset``, which never
-    materialises the records) is the first record's offset of the deep decode."""
+    """The shallow walk's base offset of a wrapper (which never materialises the records) is
+    the first record's offset of the deep decode."""
+    data = np.frombuffer(buf, np.uint8)
     for b in _walk_everything(buf):
-        if b.magic < 2:
+        if b.magic < 2 and b.compression != "none":
             try:
-                records = legacy_inner_records(buf, b.position, b.size, limit=LIMIT)
+                first = int(legacy_format.wrapper_messages(data, b.position, b.size,
+                                                    limit=LIMIT).offset[0])
             except SegtoolsError:
                 continue
-            assert records[0].offset == b.base_offset, (records[0], b)
+            assert first == b.base_offset, (first, b)
 
 
 def _legacy_writer(codec: str, data: bytes) -> bytes:

@@ -13,8 +13,10 @@ Which library does what:
   header checksum (KAFKA-3160, ``Lz4BlockInputStream.ignoreFlagDescriptorChecksum``) can be
   tolerated the way Kafka does.
 - zstd: ``zstandard`` streaming reader (Kafka's zstd-jni frames carry no content size).
-- CRC-32C: the ``crc32c`` package (SSE4.2 / ARMv8 instructions), with ``crcmod``'s table
-  implementation as the reference and fallback; CRC-32 (IEEE) for v0/v1 from ``zlib``.
+- CRC-32C and CRC-32: compiled with the batch walk (:mod:`segtools._checksum`: the CPU's
+  CRC instruction where there is one, slicing-by-8 tables otherwise), so the walk checks every
+  batch without a Python call; ``crcmod``'s table implementation is the reference the tests
+  hold them to.
 """
 
 from __future__ import annotations
@@ -30,12 +32,8 @@ import crcmod.predefined
 import lz4.block
 import zstandard
 
+from segtools import _checksum
 from segtools.errors import CorruptDataError, DecompressionLimitError, UnsupportedFormatError
-
-try:  # the hardware-accelerated implementation; crcmod stays the reference
-    from crc32c import crc32c as _fast_crc32c
-except ImportError:  # pragma: no cover - the wheel exists for every platform we support
-    _fast_crc32c = None
 
 #: Default cap on the bytes one batch may decompress to. Kafka's own default
 #: ``max.message.bytes`` is 1 MiB; brokers raise it, rarely past tens of MiB.
@@ -84,9 +82,7 @@ def crc32c(data, value: int = 0) -> int:
     Accepts any buffer (an mmap slice's memoryview included) without copying. ``value`` is
     the CRC of the bytes before ``data``, so a long range can be checksummed in pieces.
     """
-    if _fast_crc32c is not None:
-        return _fast_crc32c(data, value)
-    return crc32c_reference(data, value)
+    return _checksum.crc32c(data, value)
 
 
 def crc32(data, value: int = 0) -> int:

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch
-from segtools.records import iter_batch_records, iter_batches
 from tests.builders import make_batch
+from tests.decoding import batches_of, records_of, walk_items
 
 RECS = [dict(timestamp_delta=i, offset_delta=i, key=b"k%d" % i, value=os.urandom(20),
              headers=[(b"h", b"v")]) for i in range(5)]
@@ -25,11 +25,11 @@ SEGMENT = (make_batch(RECS, base_offset=0, codec="none")
 
 def read_all(buf: bytes, limit: int = 1 << 20):
     """Shallow + deep; returns (batches, findings, records)."""
-    items = list(iter_batches(buf, limit=limit))
+    items = walk_items(buf, limit=limit)
     batches = [i for i in items if isinstance(i, Batch)]
     findings = [i for i in items if isinstance(i, Finding)]
     records = []
-    for br in iter_batch_records(buf, batches, limit=limit):
+    for br in records_of(buf, batches, limit=limit):
         records += br.records
         if br.finding:
             findings.append(br.finding)
@@ -51,7 +51,7 @@ def test_truncation_at_every_byte():
 
 
 def test_every_byte_flip_under_the_crc_is_caught():
-    starts = [b.position for b in iter_batches(SEGMENT) if isinstance(b, Batch)]
+    starts = [b.position for b in batches_of(SEGMENT)]
     for pos in range(len(SEGMENT)):
         buf = bytearray(SEGMENT)
         buf[pos] ^= 0x5A

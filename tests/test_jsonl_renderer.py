@@ -12,15 +12,13 @@ from hypothesis import strategies as st
 
 from segtools.cli.main import main
 from segtools.cli.render import dumps, record_json
-from segtools.model import Batch
-from segtools.records import iter_batch_records, iter_batches
 from tests.builders import make_batch
+from tests.decoding import records_of
 from tests.fixtures_manifest import LOGS, log_path
 
 
 def python_lines(buf: bytes, mode: str) -> list[str]:
-    batches = [b for b in iter_batches(buf) if isinstance(b, Batch)]
-    return [dumps(record_json(r, mode)) for br in iter_batch_records(buf, batches)
+    return [dumps(record_json(r, mode)) for br in records_of(buf)
             for r in br.records]
 
 

@@ -1,4 +1,4 @@
-"""The bulk kernel against the construct reference, on generated batches (DESIGN.md §5).
+"""The record kernel against the construct reference, on generated batches.
 
 Batches are built two independent ways: with the construct spec, and with kafka-python's own
 builder. Each is decoded by the reference (construct) and by the kernel; they must agree on
@@ -12,11 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from segtools import kernel
+from segtools.decode import _records, chunks
+from segtools.decode.table import BatchTable
 from segtools.formats import batch as v2
 from segtools.formats.varint import Varint
-from segtools.records import iter_batch_records, iter_batches
 from tests.builders import make_batch
+from tests.decoding import batches_of, records_of
 
 maybe_bytes = st.one_of(st.none(), st.binary(max_size=40))
 header = st.tuples(st.binary(max_size=8), maybe_bytes)
@@ -45,9 +46,8 @@ def reference(batch_bytes: bytes):
 
 
 def via_kernel(buf: bytes):
-    batches = [b for b in iter_batches(buf) if not hasattr(b, "code")]
     out = []
-    for br in iter_batch_records(buf, batches):
+    for br in records_of(buf):
         assert br.finding is None, br.finding
         out += [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in br.records]
     return out
@@ -82,12 +82,12 @@ def test_kernel_agrees_with_kafka_python_builder(records, codec_id):
 def test_varint_bounds_match_java():
     # a 5-byte varint whose top bits overflow an int is truncated as Java does
     buf = np.frombuffer(bytes([0xFF, 0xFF, 0xFF, 0xFF, 0x7F]), np.uint8)
-    value, pos = kernel._varint(buf, 0, 5, 5)
+    value, pos = _records.varint(buf, 0, 5, 5)
     assert pos == 5
     assert value == Varint.parse(bytes(buf))
     # six continuation bytes: too long for an int
     buf = np.frombuffer(bytes([0x80] * 5 + [0x01]), np.uint8)
-    assert kernel._varint(buf, 0, 6, 5)[1] == -2
+    assert _records.varint(buf, 0, 6, 5)[1] == -2
 
 
 def test_lying_record_count_does_not_allocate():
@@ -95,7 +95,8 @@ def test_lying_record_count_does_not_allocate():
                                      headers=[])]))
     buf[57:61] = (2**31 - 1).to_bytes(4, "big")
     starts, ends = np.array([61]), np.array([len(buf)])
-    assert kernel.record_capacity(starts, ends, np.array([2**31 - 1])) <= len(buf)
-    cols = kernel.decode(np.frombuffer(bytes(buf), np.uint8), starts, ends, [2**31 - 1], [0],
-                         [0], [False], [0])
-    assert len(cols) == 1 and cols.err_code[0] == kernel.ERR_TRUNCATED
+    assert chunks.record_capacity(starts, ends, np.array([2**31 - 1])) <= len(buf)
+    table = BatchTable.from_batches(batches_of(bytes(buf)))
+    cols, err_code, _ = chunks.decode_v2(np.frombuffer(bytes(buf), np.uint8), table, starts,
+                                         ends)
+    assert len(cols) == 1 and err_code[0] == _records.ERR_TRUNCATED

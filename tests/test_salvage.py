@@ -10,17 +10,17 @@ from hypothesis import strategies as st
 
 from segtools.findings import Finding
 from segtools.model import Batch
-from segtools.records import iter_batches, iter_batches_salvaging
+from tests.decoding import batches_of, salvage_items
 from tests.fixtures_manifest import LOGS, log_path
 
 CASES = ("v2-transactions", "v1-create-time", "v2-record-edge-cases")
 SEGMENTS = {c: log_path(next(e for e in LOGS if e["case"] == c)).read_bytes() for c in CASES}
 SEGMENT = SEGMENTS["v2-transactions"]
-GOOD = [b for b in iter_batches(SEGMENT) if isinstance(b, Batch)]
+GOOD = batches_of(SEGMENT)
 
 
 def salvage(buf):
-    items = list(iter_batches_salvaging(buf))
+    items = salvage_items(buf)
     return ([i for i in items if isinstance(i, Batch)],
             [i for i in items if isinstance(i, Finding)])
 
@@ -45,7 +45,7 @@ def test_smashed_length_field_resyncs_on_the_next_batch():
 @given(st.sampled_from(CASES), st.integers(0, 2**32), st.integers(1, 64))
 def test_random_damage_recovers_every_untouched_batch(case, seed, length):
     original = SEGMENTS[case]
-    good = [b for b in iter_batches(original) if isinstance(b, Batch)]
+    good = batches_of(original)
     rnd = random.Random(seed)
     start = rnd.randrange(len(original) - length)
     buf = bytearray(original)

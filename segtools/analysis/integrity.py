@@ -1,21 +1,22 @@
-"""Consistency rules across a partition's files, as pure functions over what was read.
+"""Consistency rules across a partition's files, as pure functions over batch-table chunks.
 
 Each rule mirrors a check Kafka makes somewhere (cited per function) or a fact of how Kafka
 writes (offsets only grow; the leader epoch of batches only grows; every index entry points at
-the start of an append). The verify command gathers the inputs; nothing here does I/O.
+the start of an append). The rules take the walk's table one chunk at a time and carry what
+they need from chunk to chunk, so a segment of millions of small batches is checked in flat
+memory; the verify assembly (:mod:`segtools.analysis.verify`) feeds them, nothing here does I/O.
 """
 
 from __future__ import annotations
 
-from array import array
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from segtools.decode.table import BatchTable
 from segtools.findings import Finding, Severity
 from segtools.formats.checkpoints import EpochEntry
-from segtools.model import Batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,13 +33,12 @@ class CompactionEvidence:
         return self.cleaner_checkpoint or self.cleaner_leftovers or self.cleaned_batches
 
 
-def batch_looks_cleaned(b: Batch) -> bool:
-    """``MemoryRecords.filterTo`` keeps a batch's base/last offsets while dropping records,
-    stamps delete horizons, and leaves empty headers (``DefaultRecordBatch.writeEmptyHeader``)."""
-    if b.magic < 2:
-        return False
-    return b.has_delete_horizon or b.count == 0 or (
-        b.count is not None and b.count < b.last_offset - b.base_offset + 1)
+def cleaned(table: BatchTable) -> np.ndarray:
+    """Batches only the cleaner writes: ``MemoryRecords.filterTo`` keeps a batch's base/last
+    offsets while dropping records, stamps delete horizons, and leaves empty headers
+    (``DefaultRecordBatch.writeEmptyHeader``)."""
+    span = table.last_offset - table.base_offset + 1
+    return table.is_v2 & (table.has_delete_horizon | (table.count == 0) | (table.count < span))
 
 
 def classify_gap(path: str, prev_last: int, next_base: int, position: int | None,
@@ -64,148 +64,255 @@ def classify_gap(path: str, prev_last: int, next_base: int, position: int | None
                    "with no sign of compaction", position=position, offset=prev_last + 1)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchTable:
-    """The batches of one segment as parallel arrays (positions ascending): what the index
-    checks need, at 32 bytes a batch instead of a Python object each."""
+@dataclass
+class OffsetSteps:
+    """Where one segment's offsets do not run on (gaps and overlaps, classified once the
+    whole partition's compaction evidence is known), and batches below the segment's base."""
 
-    position: np.ndarray
-    base_offset: np.ndarray
-    last_offset: np.ndarray
-    max_timestamp: np.ndarray
-    leader_epoch: np.ndarray
+    path: str
+    segment_base: int
+    previous_last: int | None  # the previous segment's last offset (running max)
+    below_base: list[Finding] = field(default_factory=list)
+    segment_last: int | None = None  # the largest last offset of this segment's batches
+    _steps: list[np.ndarray] = field(default_factory=list)  # rows: prev_last, next, pos, first
+    _first: bool = True
 
-    @classmethod
-    def of(cls, batches: Iterable[Batch]) -> BatchTable:
-        cols: list[array] = [array("q") for _ in range(5)]
-        for b in batches:
-            cols[0].append(b.position)
-            cols[1].append(b.base_offset)
-            cols[2].append(b.last_offset)
-            cols[3].append(b.max_timestamp)
-            cols[4].append(b.partition_leader_epoch)
-        return cls(*(np.frombuffer(c, dtype=np.int64) if len(c) else np.zeros(0, np.int64)
-                     for c in cols))
+    def add(self, table: BatchTable) -> None:
+        n = len(table)
+        if not n:
+            return
+        for i in np.flatnonzero(table.base_offset < self.segment_base):
+            base = int(table.base_offset[i])
+            self.below_base.append(Finding(
+                "batch_below_segment_base", Severity.ERROR, self.path,
+                f"batch base offset {base} is below the segment's base offset "
+                f"{self.segment_base} (its file name)", position=int(table.position[i]),
+                offset=base))
+        running = np.maximum.accumulate(table.last_offset)
+        prev = np.empty(n, np.int64)
+        prev[1:] = running[:-1]
+        known = np.ones(n, bool)
+        if self.previous_last is None:
+            known[0] = False
+            prev[0] = 0
+        else:
+            prev[0] = self.previous_last
+            prev[1:] = np.maximum(prev[1:], self.previous_last)
+        odd = known & (table.base_offset != prev + 1)
+        if odd.any():
+            rows = np.flatnonzero(odd)
+            first = np.zeros(len(rows), np.int64)
+            if self._first:
+                first[rows == 0] = 1
+            self._steps.append(np.stack([prev[rows], table.base_offset[rows],
+                                         table.position[rows], first]))
+        last = int(running[-1])
+        self.segment_last = last if self.segment_last is None else max(self.segment_last, last)
+        self.previous_last = last if self.previous_last is None else max(self.previous_last,
+                                                                         last)
+        self._first = False
 
-    def index_at(self, position: int) -> int | None:
-        i = int(np.searchsorted(self.position, position))
-        return i if i < len(self.position) and self.position[i] == position else None
-
-
-def offset_continuity(path: str, table: BatchTable, evidence: CompactionEvidence,
-                      *, segment_base: int, previous_last: int | None) -> list[Finding]:
-    """Gaps and overlaps inside one segment, and against the previous segment's end."""
-    findings = []
-    last = previous_last
-    for i in range(len(table.position)):
-        base, position = int(table.base_offset[i]), int(table.position[i])
-        if base < segment_base:
-            findings.append(Finding(
-                "batch_below_segment_base", Severity.ERROR, path,
-                f"batch base offset {base} is below the segment's base offset {segment_base} "
-                "(its file name)", position=position, offset=base))
-        if last is not None:
-            f = classify_gap(path, last, base, position, evidence, between_segments=i == 0)
-            if f is not None:
-                findings.append(f)
-        last = int(table.last_offset[i]) if last is None else max(last,
-                                                                   int(table.last_offset[i]))
-    return findings
+    def findings(self, evidence: CompactionEvidence) -> list[Finding]:
+        out = list(self.below_base)
+        for steps in self._steps:
+            for prev, nxt, position, first in steps.T.tolist():
+                f = classify_gap(self.path, prev, nxt, position, evidence,
+                                 between_segments=bool(first))
+                if f is not None:
+                    out.append(f)
+        out.sort(key=lambda f: (f.position or 0, f.code != "batch_below_segment_base"))
+        return out
 
 
 #: How many batches after an entry's position a follower's single append may have spanned.
 MAX_APPEND_BATCHES = 64
 
 
-def offset_index_vs_log(path: str, entries: Iterable[tuple[int, int]],
-                        table: BatchTable) -> list[Finding]:
+class OffsetIndexCheck:
     """Every ``.index`` entry must point at the start of a batch, and name that append's last
     offset (``LogSegment.append`` writes ``(largestOffset, physicalPosition)``; pre-2.0
     brokers wrote the first offset). ``DumpLogSegments`` compares with the first batch's last
     offset at the position (KAFKA-7487); a follower's multi-batch append can index a later
-    batch's last offset, so an offset ending one of the next batches is accepted too."""
-    findings = []
-    for offset, position in entries:
-        i = table.index_at(position)
-        if i is None:
-            findings.append(Finding(
-                "index_entry_not_at_batch", Severity.ERROR, path,
-                f"index entry for offset {offset} points at byte {position}, which is not the "
-                "start of a batch", position=position, offset=offset))
-            continue
-        if offset in (table.last_offset[i], table.base_offset[i]) or \
-                offset in table.last_offset[i:i + MAX_APPEND_BATCHES]:
-            continue
-        findings.append(Finding(
-            "index_entry_mismatch", Severity.ERROR, path,
-            f"index says offset {offset} starts at byte {position}, but the batch there holds "
-            f"{table.base_offset[i]}..{table.last_offset[i]}", position=position,
-            offset=offset))
-    return findings
+    batch's last offset, so an offset ending one of the next batches is accepted too.
+
+    Entries are in position order (an index whose positions do not increase is not trusted,
+    and not checked); each chunk's entries are checked when the next chunk arrives, so the
+    look-ahead of ``MAX_APPEND_BATCHES`` rows can cross a chunk boundary."""
+
+    def __init__(self, path: str, offsets: np.ndarray, positions: np.ndarray):
+        self.path = path
+        self.offsets = offsets
+        self.positions = positions
+        self.done = 0
+        self.pending: BatchTable | None = None
+        self.found: list[Finding] = []
+
+    def add(self, table: BatchTable) -> None:
+        if not len(table):
+            return
+        if self.pending is not None:
+            ahead = table.take(slice(0, MAX_APPEND_BATCHES))
+            self._check(BatchTable.concat([self.pending, ahead]), int(table.position[0]))
+        self.pending = table
+
+    def finish(self) -> list[Finding]:
+        if self.pending is not None:
+            self._check(self.pending, None)
+        elif self.done < len(self.offsets):
+            self._check(BatchTable.empty(), None)
+        return self.found
+
+    def _check(self, t: BatchTable, before: int | None) -> None:
+        stop = len(self.positions) if before is None else int(
+            np.searchsorted(self.positions, before, side="left", sorter=None))
+        stop = max(stop, self.done)
+        offsets, positions = self.offsets[self.done:stop], self.positions[self.done:stop]
+        self.done = stop
+        if not len(offsets):
+            return
+        i = np.searchsorted(t.position, positions)
+        inside = i < len(t)
+        at = np.zeros(len(i), bool)
+        at[inside] = t.position[i[inside]] == positions[inside]
+        j = np.where(at, i, 0)
+        ok = at & ((offsets == t.last_offset[j] if len(t) else False) |
+                   (offsets == t.base_offset[j] if len(t) else False))
+        for k in np.flatnonzero(~ok).tolist():
+            offset, position = int(offsets[k]), int(positions[k])
+            if not at[k]:
+                self.found.append(Finding(
+                    "index_entry_not_at_batch", Severity.ERROR, self.path,
+                    f"index entry for offset {offset} points at byte {position}, which is "
+                    "not the start of a batch", position=position, offset=offset))
+                continue
+            row = int(i[k])
+            if offset in t.last_offset[row:row + MAX_APPEND_BATCHES]:
+                continue
+            self.found.append(Finding(
+                "index_entry_mismatch", Severity.ERROR, self.path,
+                f"index says offset {offset} starts at byte {position}, but the batch there "
+                f"holds {t.base_offset[row]}..{t.last_offset[row]}", position=position,
+                offset=offset))
 
 
-def time_index_vs_log(path: str, entries: Iterable[tuple[int, int]],
-                      table: BatchTable) -> list[Finding]:
+class TimeIndexCheck:
     """A ``.timeindex`` entry ``(T, O)`` says: the largest timestamp up to offset O is T, and
     O is the last offset of the batch holding it (``LogSegment.maxTimestampAndOffsetSoFar``).
     Checked as ``DumpLogSegments`` does (the batch ending at O has max timestamp T), plus the
-    running-max meaning."""
-    findings = []
-    running = np.maximum.accumulate(table.max_timestamp) if len(table.max_timestamp) else None
-    for ts, offset in entries:
-        hits = np.flatnonzero(table.last_offset == offset)
-        if not len(hits):
-            findings.append(Finding(
-                "timeindex_offset_not_in_log", Severity.ERROR, path,
+    running-max meaning. Entries are matched to the first batch ending at their offset, chunk
+    by chunk; what never matches is reported at the end."""
+
+    def __init__(self, path: str, timestamps: np.ndarray, offsets: np.ndarray):
+        self.path = path
+        self.timestamps = timestamps
+        self.offsets = offsets
+        self.open = np.arange(len(offsets))
+        self.running = -(2**63)
+        self.found: list[tuple[int, Finding]] = []
+
+    def add(self, t: BatchTable) -> None:
+        if not len(t):
+            return
+        running = np.maximum(np.maximum.accumulate(t.max_timestamp), self.running)
+        self.running = int(running[-1])
+        if not len(self.open):
+            return
+        order = np.argsort(t.last_offset, kind="stable")
+        ends = t.last_offset[order]
+        want = self.offsets[self.open]
+        j = np.searchsorted(ends, want)
+        hit = j < len(ends)
+        hit[hit] = ends[j[hit]] == want[hit]
+        for k in np.flatnonzero(hit).tolist():
+            entry = int(self.open[k])
+            row = int(order[j[k]])
+            ts, offset = int(self.timestamps[entry]), int(self.offsets[entry])
+            if t.max_timestamp[row] != ts:
+                self.found.append((entry, Finding(
+                    "timeindex_entry_mismatch", Severity.ERROR, self.path,
+                    f"time index says {ts} at offset {offset}; that batch's max timestamp is "
+                    f"{t.max_timestamp[row]}", position=int(t.position[row]), offset=offset)))
+            elif running[row] != ts:
+                self.found.append((entry, Finding(
+                    "timeindex_not_running_max", Severity.WARNING, self.path,
+                    f"time index says the largest timestamp up to offset {offset} is {ts}, the "
+                    f"log has {running[row]} there", offset=offset)))
+        self.open = self.open[~hit]
+
+    def finish(self) -> list[Finding]:
+        for entry in self.open.tolist():
+            ts, offset = int(self.timestamps[entry]), int(self.offsets[entry])
+            self.found.append((entry, Finding(
+                "timeindex_offset_not_in_log", Severity.ERROR, self.path,
                 f"time index entry ({ts}, {offset}): no batch ends at offset {offset}",
-                offset=offset))
-            continue
-        i = int(hits[0])
-        if table.max_timestamp[i] != ts:
-            findings.append(Finding(
-                "timeindex_entry_mismatch", Severity.ERROR, path,
-                f"time index says {ts} at offset {offset}; that batch's max timestamp is "
-                f"{table.max_timestamp[i]}", position=int(table.position[i]), offset=offset))
-        elif running is not None and running[i] != ts:
-            findings.append(Finding(
-                "timeindex_not_running_max", Severity.WARNING, path,
-                f"time index says the largest timestamp up to offset {offset} is {ts}, the log "
-                f"has {running[i]} there", offset=offset))
-    return findings
+                offset=offset)))
+        self.found.sort(key=lambda item: item[0])
+        return [f for _, f in self.found]
 
 
-def leader_epochs(path: str, tables: Sequence[BatchTable],
-                  checkpoint: Sequence[EpochEntry] | None) -> list[Finding]:
+class LeaderEpochs:
     """Batch leader epochs only grow along the log, and each epoch's first batch starts where
     ``leader-epoch-checkpoint`` says the epoch started (``LeaderEpochFileCache.assign`` records
     the first offset appended in each new epoch). Legacy batches carry no epoch (-1); epochs
     whose start was deleted by retention only need to start at or before the log's first
     batch of that epoch."""
-    findings = []
-    first_offset: dict[int, int] = {}
-    last_epoch = -1
-    for table in tables:
-        for i in np.flatnonzero(table.leader_epoch >= 0):
-            epoch, base = int(table.leader_epoch[i]), int(table.base_offset[i])
-            if epoch < last_epoch:
+
+    def __init__(self, path: str):
+        self.path = path
+        self.last_epoch = -1
+        self.first_offset: dict[int, int] = {}
+        self.found: list[Finding] = []
+
+    def add(self, t: BatchTable) -> None:
+        rows = np.flatnonzero(t.leader_epoch >= 0)
+        if not len(rows):
+            return
+        epochs = t.leader_epoch[rows].astype(np.int64)
+        before = np.empty(len(rows), np.int64)
+        before[0] = self.last_epoch
+        before[1:] = np.maximum(np.maximum.accumulate(epochs)[:-1], self.last_epoch)
+        for k in np.flatnonzero(epochs < before).tolist():
+            i = int(rows[k])
+            base = int(t.base_offset[i])
+            self.found.append(Finding(
+                "leader_epoch_decreasing", Severity.ERROR, self.path,
+                f"batch at offset {base} has leader epoch {int(epochs[k])} after epoch "
+                f"{int(before[k])}", position=int(t.position[i]), offset=base))
+        self.last_epoch = max(self.last_epoch, int(epochs.max()))
+        unique, first = np.unique(epochs, return_index=True)
+        for epoch, k in zip(unique.tolist(), first.tolist(), strict=True):
+            self.first_offset.setdefault(epoch, int(t.base_offset[rows[k]]))
+
+    def finish(self, checkpoint: Sequence[EpochEntry] | None) -> list[Finding]:
+        findings = list(self.found)
+        if checkpoint is None:
+            return findings
+        start_of = {e.epoch: e.start_offset for e in checkpoint}
+        for epoch, offset in sorted(self.first_offset.items()):
+            if epoch not in start_of:
                 findings.append(Finding(
-                    "leader_epoch_decreasing", Severity.ERROR, path,
-                    f"batch at offset {base} has leader epoch {epoch} after epoch "
-                    f"{last_epoch}", position=int(table.position[i]), offset=base))
-            last_epoch = max(last_epoch, epoch)
-            first_offset.setdefault(epoch, base)
-    if checkpoint is None:
+                    "leader_epoch_not_in_checkpoint", Severity.WARNING, self.path,
+                    f"epoch {epoch} (first at offset {offset}) is missing from "
+                    "leader-epoch-checkpoint", offset=offset))
+            elif start_of[epoch] > offset:
+                findings.append(Finding(
+                    "leader_epoch_start_mismatch", Severity.WARNING, self.path,
+                    f"leader-epoch-checkpoint says epoch {epoch} starts at {start_of[epoch]}, "
+                    f"but a batch of that epoch is at offset {offset}", offset=offset))
         return findings
-    start_of = {e.epoch: e.start_offset for e in checkpoint}
-    for epoch, offset in sorted(first_offset.items()):
-        if epoch not in start_of:
-            findings.append(Finding(
-                "leader_epoch_not_in_checkpoint", Severity.WARNING, path,
-                f"epoch {epoch} (first at offset {offset}) is missing from "
-                "leader-epoch-checkpoint", offset=offset))
-        elif start_of[epoch] > offset:
-            findings.append(Finding(
-                "leader_epoch_start_mismatch", Severity.WARNING, path,
-                f"leader-epoch-checkpoint says epoch {epoch} starts at {start_of[epoch]}, "
-                f"but a batch of that epoch is at offset {offset}", offset=offset))
-    return findings
+
+
+def offset_index_vs_log(path: str, offsets: np.ndarray, positions: np.ndarray,
+                        table: BatchTable) -> list[Finding]:
+    """:class:`OffsetIndexCheck` over one whole table (``dump --verify-index``)."""
+    check = OffsetIndexCheck(path, offsets, positions)
+    check.add(table)
+    return check.finish()
+
+
+def time_index_vs_log(path: str, timestamps: np.ndarray, offsets: np.ndarray,
+                      table: BatchTable) -> list[Finding]:
+    """:class:`TimeIndexCheck` over one whole table (``dump --verify-index``)."""
+    check = TimeIndexCheck(path, timestamps, offsets)
+    check.add(table)
+    return check.finish()

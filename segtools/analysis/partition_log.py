@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.model import Batch, Record
@@ -55,51 +58,57 @@ def partitions_of(paths, topic: str) -> list[PartitionDir]:
             if p.name is not None and p.name.topic == topic and p.name.state is PartitionState.LIVE]
 
 
-def iter_batches(partition: PartitionDir, findings: list[Finding], *,
-                 verify_crc: bool = True) -> Iterator[tuple[Segment, SegmentFiles, Batch]]:
-    """Shallow: every batch header of every live segment, oldest first. The segment stays
-    open while its batches are being consumed (callers may decode a batch's records)."""
+def iter_tables(partition: PartitionDir, findings: list[Finding], *,
+                verify_crc: bool = True) -> Iterator[tuple[Segment, SegmentFiles, BatchTable]]:
+    """Shallow: the batch table of every live segment, oldest first, a chunk at a time. The
+    segment stays open while its chunk is being consumed (callers may decode its records)."""
     for files in partition.segments:
         try:
-            segment = Segment(files.log)
+            segment = Segment.open(files)
         except SegtoolsError as e:
             findings.append(Finding("segment_unreadable", Severity.ERROR, str(files.log), str(e)))
             continue
         with segment:
-            for item in segment.batches(verify_crc=verify_crc):
-                if isinstance(item, Finding):
-                    findings.append(item)
-                else:
-                    yield segment, files, item
+            for chunk in segment.walk(verify_crc=verify_crc):
+                findings.extend(chunk.findings)
+                yield segment, files, chunk.table
+
+
+def iter_batches(partition: PartitionDir, findings: list[Finding], *,
+                 verify_crc: bool = True) -> Iterator[tuple[Segment, SegmentFiles, Batch]]:
+    """Shallow, one :class:`Batch` at a time (for analyses that look at few batches)."""
+    for segment, files, table in iter_tables(partition, findings, verify_crc=verify_crc):
+        for i in range(len(table)):
+            yield segment, files, table.batch(i)
 
 
 def iter_records(partition: PartitionDir, findings: list[Finding], *,
-                 want: Callable[[Batch], bool] | None = None,
+                 want: Callable[[BatchTable], np.ndarray] | None = None,
                  verify_crc: bool = True) -> Iterator[LogRecord]:
-    """Deep: every record of every batch ``want`` accepts (all by default), oldest first."""
+    """Deep: every record of every batch ``want`` selects (a mask over a table; all by
+    default), oldest first."""
     for files in partition.segments:
-        yield from file_records(files.log, findings, want=want, verify_crc=verify_crc)
+        yield from file_records(files.log, findings, want=want, verify_crc=verify_crc,
+                                files=files)
 
 
 def file_records(path: Path, findings: list[Finding], *,
-                 want: Callable[[Batch], bool] | None = None,
-                 verify_crc: bool = True) -> Iterator[LogRecord]:
+                 want: Callable[[BatchTable], np.ndarray] | None = None,
+                 verify_crc: bool = True, files: SegmentFiles | None = None
+                 ) -> Iterator[LogRecord]:
     """Every record of one file of batches: a segment, or a KRaft ``.checkpoint`` snapshot
     (the same batch format)."""
     try:
-        segment = Segment(path)
+        segment = Segment.open(files) if files is not None else Segment(path)
     except SegtoolsError as e:
         findings.append(Finding("segment_unreadable", Severity.ERROR, str(path), str(e)))
         return
     with segment:
-        batches = []
-        for item in segment.batches(verify_crc=verify_crc):
-            if isinstance(item, Finding):
-                findings.append(item)
-            elif want is None or want(item):
-                batches.append(item)
-        for br in segment.batch_records(batches):
-            if br.finding is not None:
-                findings.append(br.finding)
-            for record in br.records:
-                yield LogRecord(path, br.batch, record)
+        for chunk in segment.walk(verify_crc=verify_crc):
+            findings.extend(chunk.findings)
+            table = chunk.table if want is None else chunk.table.take(want(chunk.table))
+            for br in segment.batch_records(table):
+                if br.finding is not None:
+                    findings.append(br.finding)
+                for record in br.records:
+                    yield LogRecord(path, br.batch, record)

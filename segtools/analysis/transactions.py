@@ -29,7 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+import numpy as np
+
 from segtools.analysis.partition_log import as_partition, iter_batches, iter_records
+from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.formats.internal.transaction_state import OPEN_STATUSES, decode_record
@@ -83,6 +86,22 @@ class ReadCommitted:
         firsts, lasts = ranges
         i = bisect.bisect_right(firsts, offset) - 1
         return i >= 0 and offset <= lasts[i]
+
+    def keep_mask(self, table: BatchTable, *, stop_at_lso: bool = True) -> np.ndarray:
+        """:meth:`keep` for every row of a batch table at once."""
+        keep = ~table.is_control
+        if stop_at_lso:
+            keep &= table.base_offset < self.last_stable_offset
+        txn = table.is_transactional
+        for pid, (firsts, lasts) in self._by_producer.items():
+            rows = np.flatnonzero(txn & (table.producer_id == pid))
+            if not len(rows):
+                continue
+            base = table.base_offset[rows]
+            i = np.searchsorted(np.asarray(firsts, np.int64), base, side="right") - 1
+            aborted = (i >= 0) & (base <= np.asarray(lasts, np.int64)[np.maximum(i, 0)])
+            keep[rows[aborted]] = False
+        return keep
 
     def keep(self, batch: Batch, *, stop_at_lso: bool = True) -> bool:
         if batch.is_control:
@@ -278,7 +297,7 @@ def _marker(segment: Segment, segment_base: int, b: Batch, p: ProducerState,
             ongoing: dict[int, _Open], closed: list[Transaction],
             findings: list[Finding]) -> None:
     """A control batch of a producer: COMMIT/ABORT closes its open transaction."""
-    for br in segment.batch_records([b]):
+    for br in segment.batch_records(BatchTable.from_batches([b])):
         if br.finding is not None:
             findings.append(br.finding)
         for record in br.records:

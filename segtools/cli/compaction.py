@@ -25,7 +25,6 @@ import numpy as np
 from rich.table import Table
 from rich.text import Text
 
-from segtools import kernel
 from segtools.analysis import compaction as comp
 from segtools.analysis import config as cfg
 from segtools.analysis.retention import format_bytes, format_duration, format_time
@@ -42,10 +41,10 @@ from segtools.cli.retention import (
     now_ms,
     safe,
 )
+from segtools.decode.chunks import Chunk, gather
+from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.formats import batch as v2
-from segtools.model import Batch
-from segtools.records import Chunk
 from segtools.storage.segment import Segment
 
 EXAMPLES = """examples:
@@ -97,14 +96,14 @@ def _control_flags(key: bytes | None) -> int:
     return {"COMMIT": comp.FLAG_COMMIT, "ABORT": comp.FLAG_ABORT}.get(kind, 0)
 
 
-def _batch_flags(b: Batch) -> int:
-    return ((comp.FLAG_CONTROL if b.is_control else 0) |
-            (comp.FLAG_TRANSACTIONAL if b.is_transactional else 0) |
-            (comp.FLAG_LEGACY if b.magic < 2 else 0))
+def _batch_flags(t: BatchTable) -> np.ndarray:
+    return ((np.where(t.is_control, comp.FLAG_CONTROL, 0)) |
+            (np.where(t.is_transactional, comp.FLAG_TRANSACTIONAL, 0)) |
+            (np.where(t.magic < 2, comp.FLAG_LEGACY, 0))).astype(np.int32)
 
 
-def _horizon(b: Batch) -> int:
-    return b.delete_horizon_ms if b.delete_horizon_ms is not None else -1
+def _horizon(t: BatchTable) -> np.ndarray:
+    return np.where(t.has_delete_horizon, t.base_timestamp, -1)
 
 
 def read_records(pi: PartitionInput) -> tuple[comp.CompactionColumns, dict[int, int]]:
@@ -112,70 +111,48 @@ def read_records(pi: PartitionInput) -> tuple[comp.CompactionColumns, dict[int, 
     batch max timestamp (``LogSegment.getFirstBatchTimestamp``)."""
     builder = comp.ColumnsBuilder()
     first_batch: dict[int, int] = {}
-    for s in pi.summaries:
+    for files, s in zip(pi.dir.segments, pi.summaries, strict=True):
         base = s.base_offset
-        with Segment(s.path) as seg:
-            batches = [b for b in seg.batches(verify_crc=False) if isinstance(b, Batch)]
-            if batches:
-                first_batch[base] = batches[0].max_timestamp
-            for b in batches:
-                if b.count == 0:
-                    builder.add_record(comp.CompactionRecord(
-                        b.last_offset, b.max_timestamp, None, False, base,
-                        _batch_flags(b) | comp.FLAG_EMPTY_BATCH, b.producer_id, _horizon(b),
-                        float(b.size), b.base_offset))
-            for item in seg.chunks([b for b in batches if b.count != 0]):
-                if isinstance(item, Chunk):
-                    _add_chunk(builder, item, base)
-                else:
-                    _add_batch_records(builder, item, base)
+        with Segment.open(files) as seg:
+            for chunk in seg.walk(verify_crc=False):
+                t = chunk.table
+                if len(t) and base not in first_batch:
+                    first_batch[base] = int(t.max_timestamp[0])
+                empty = t.count == 0
+                if empty.any():  # the cleaner's empty batches: one row each, no key
+                    e = t.take(empty)
+                    n = len(e)
+                    builder.add_columns(e.last_offset, e.max_timestamp, [None] * n,
+                                        np.zeros(n, bool), base,
+                                        _batch_flags(e) | comp.FLAG_EMPTY_BATCH, e.producer_id,
+                                        _horizon(e), e.size.astype(float), e.base_offset)
+                for records in seg.records(t.take(~empty)):
+                    _add_chunk(builder, records, base)
     return builder.build(), first_batch
 
 
 def _add_chunk(builder: comp.ColumnsBuilder, chunk: Chunk, base: int) -> None:
-    cols, batches = chunk.columns, chunk.batches
-    n = len(cols)
-    if n == 0:
+    cols, t = chunk.columns, chunk.table
+    if not len(cols):
         return
-    per_batch = {
-        "flags": np.array([_batch_flags(b) for b in batches], np.int32),
-        "pid": np.array([b.producer_id for b in batches], np.int64),
-        "horizon": np.array([_horizon(b) for b in batches], np.int64),
-        "share": np.array([b.size / max(b.count or 0, 1) for b in batches]),
-        "base": np.array([b.base_offset for b in batches], np.int64),
-    }
+    per_record = np.bincount(cols.batch, minlength=len(t))
+    share = t.size / np.maximum(np.where(t.count > 0, t.count, per_record), 1)
     bi = cols.batch
-    flags = per_batch["flags"][bi].copy()
+    flags = _batch_flags(t)[bi]
     for i in np.flatnonzero(flags & comp.FLAG_CONTROL):
         flags[i] |= _control_flags(cols.key(int(i)))
     keys = _keys(cols, flags)
     builder.add_columns(cols.offset, cols.timestamp, keys, cols.value_len < 0, base, flags,
-                        per_batch["pid"][bi], per_batch["horizon"][bi], per_batch["share"][bi],
-                        per_batch["base"][bi])
+                        t.producer_id[bi], _horizon(t)[bi], share[bi], t.base_offset[bi])
 
 
 def _keys(cols, flags: np.ndarray) -> list[bytes | None]:
     """Every record's key as bytes (None: null key, or a control record), copied out in one
-    kernel call and sliced from one bytes object: no numpy work per record."""
+    compiled call and sliced from one bytes object: no numpy work per record."""
     lengths = np.where((flags & comp.FLAG_CONTROL) != 0, -1, cols.key_len)
-    out = np.empty(int(np.maximum(lengths, 0).sum()), np.uint8)
-    offsets = kernel.gather(cols.data, cols.key_pos, lengths, out).tolist()
-    blob = out.tobytes()
-    return [None if ln < 0 else blob[offsets[i]:offsets[i + 1]]
-            for i, ln in enumerate(lengths.tolist())]
-
-
-def _add_batch_records(builder: comp.ColumnsBuilder, item, base: int) -> None:
-    b = item.batch
-    share = b.size / max(len(item.records), 1)
-    for r in item.records:
-        flags = _batch_flags(b)
-        if r.control is not None:
-            flags |= {"COMMIT": comp.FLAG_COMMIT, "ABORT": comp.FLAG_ABORT}.get(
-                r.control.type, 0)
-        builder.add_record(comp.CompactionRecord(
-            r.offset, r.timestamp, None if b.is_control else r.key, r.value is None, base,
-            flags, b.producer_id, _horizon(b), share, b.base_offset))
+    out, offsets = gather(cols.data, cols.key_pos, lengths)
+    blob, at = out.tobytes(), offsets.tolist()
+    return [None if ln < 0 else blob[at[i]:at[i + 1]] for i, ln in enumerate(lengths.tolist())]
 
 
 # --------------------------------------------------------------------------- run

@@ -11,22 +11,20 @@ line. Indexes, producer snapshots and checkpoint files print their entries.
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from segtools import jsonl
 from segtools.analysis import transactions
-from segtools.cli import common, decoders, render
+from segtools.cli import _jsonl, common, decoders, jsonl, render
 from segtools.cli.dump_files import dumper_for
+from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, record
+from segtools.decode.table import BatchTable
 from segtools.errors import NotAKafkaFileError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
-from segtools.records import Chunk, record_at, records_finding
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.seek import start_position_for_offset
 from segtools.storage.segment import Segment
@@ -207,66 +205,177 @@ def _start_position(path: Path, segment: Segment, window: Window) -> int:
         return start_position_for_offset(oi, target)[0]
 
 
-#: Batches decoded per kernel call while streaming: bounds memory, amortises the call.
-WINDOW = 1024
+def _findings_by_position(findings) -> tuple[np.ndarray, list[Finding]]:
+    """The walk's findings in file order, with their positions (None sorts first)."""
+    ordered = sorted(findings, key=lambda f: -1 if f.position is None else f.position)
+    return np.array([-1 if f.position is None else f.position for f in ordered],
+                    np.int64), ordered
 
 
-def _windows(items: Iterator[Batch | Finding], window: Window, size: int = WINDOW):
-    """Split the shallow walk into groups of batches inside the window, each with the findings
-    met on the way; stops at the first batch past the end offset."""
-    batches: list[Batch] = []
-    findings: list[Finding] = []
-    for item in items:
-        if isinstance(item, Finding):
-            findings.append(item)
-            continue
-        if window.batch_after(item):
-            break
-        if window.batch_before(item):
-            continue
-        batches.append(item)
-        if len(batches) >= size:
-            yield batches, findings
-            batches, findings = [], []
-    if batches or findings:
-        yield batches, findings
+class _Findings:
+    """The walk's findings of one table chunk, printed where they belong: right after the
+    batch at their position, or before the next batch shown (a finding about a skipped batch,
+    a byte range with no batch, the tail)."""
+
+    def __init__(self, findings, out: Output, skip_tail: bool):
+        self.positions, self.items = _findings_by_position(
+            f for f in findings if not (skip_tail and f.code == "truncated_tail"))
+        self.done = 0
+        self.out = out
+
+    def upto(self, position: int, *, inclusive: bool) -> None:
+        stop = int(np.searchsorted(self.positions, position,
+                                   side="right" if inclusive else "left"))
+        for f in self.items[self.done:stop]:
+            self.out.finding(f)
+        self.done = max(self.done, stop)
+
+    def pending_before(self, positions: np.ndarray) -> np.ndarray:
+        """For each batch position: whether a finding waits in ``[position, next)``."""
+        nxt = np.empty_like(positions)
+        nxt[:-1] = positions[1:]
+        if len(nxt):
+            nxt[-1] = 2**62
+        lo = np.searchsorted(self.positions, positions, side="left")
+        hi = np.searchsorted(self.positions, nxt, side="left")
+        return hi > np.maximum(lo, self.done)
+
+    def rest(self) -> None:
+        for f in self.items[self.done:]:
+            self.out.finding(f)
+        self.done = len(self.items)
+
+
+def _shown(t: BatchTable, window: Window, committed) -> tuple[np.ndarray, bool]:
+    """Rows of a table chunk to print, and whether the window's end was reached."""
+    keep = np.ones(len(t), bool)
+    if window.start_offset is not None:
+        keep &= t.last_offset >= window.start_offset
+    if window.start_time is not None:
+        keep &= t.max_timestamp >= window.start_time
+    ended = False
+    if window.end_offset is not None:
+        after = np.flatnonzero(t.base_offset > window.end_offset)
+        if len(after):
+            keep[int(after[0]):] = False
+            ended = True
+    if committed is not None:
+        keep &= committed.keep_mask(t)
+    return keep, ended
+
+
+def _record_mask(cols, window: Window) -> np.ndarray:
+    keep = np.ones(len(cols), bool)
+    if window.start_offset is not None:
+        keep &= cols.offset >= window.start_offset
+    if window.end_offset is not None:
+        keep &= cols.offset <= window.end_offset
+    if window.start_time is not None:
+        keep &= cols.timestamp >= window.start_time
+    if window.end_time is not None:
+        keep &= cols.timestamp <= window.end_time
+    return keep
 
 
 def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mode: str,
               out: Output, advance) -> None:
     start = _start_position(path, segment, window) if window.bounded else 0
     end = args.max_bytes if args.max_bytes is not None else None
-    walk = segment.batches(start, end, verify_crc=not args.no_crc)
-    if args.read_committed:
-        walk = _committed_only(walk, path)
-    released = progressed = start
-    text = args.format == "text"
-    for batches, findings in _windows(walk, window):
-        if batches:
-            segment.release(released, batches[0].position)
-            released = batches[0].position
-            advance(batches[-1].end - progressed)
-            progressed = batches[-1].end
-        findings_at: dict[int | None, list[Finding]] = {}
-        for f in findings:
-            findings_at.setdefault(f.position, []).append(f)
-        decoded = segment.batch_records(batches) if deep else (
-            _Shallow(b) for b in batches)
-        if deep and not text and args.decoder is None:
-            _jsonl_window(segment, batches, findings_at, window, mode, out)
-            decoded = ()
-        for br in decoded:
-            out.emit(br.batch.to_json(), render.batch_text(br.batch))
-            for r in br.records:
-                if window.keeps(r):
-                    _emit_record(r, br.batch, args, mode, out)
-            for f in findings_at.pop(br.batch.position, []):
-                out.finding(f)
-            if br.finding is not None:
-                out.finding(br.finding)
-        for f in (f for fs in findings_at.values() for f in fs):
-            if not (args.max_bytes is not None and f.code == "truncated_tail"):
-                out.finding(f)
+    committed = transactions.read_committed(path.parent) if args.read_committed else None
+    compiled = out.raw is not None and args.decoder is None
+    progressed = start
+    for chunk in segment.walk(start, end, verify_crc=not args.no_crc):
+        t = chunk.table
+        keep, ended = _shown(t, window, committed)
+        shown = t.take(keep)
+        findings = _Findings(chunk.findings if not ended else
+                             [f for f in chunk.findings if f.position is None or
+                              not len(shown) or f.position <= shown.position[-1]],
+                             out, skip_tail=args.max_bytes is not None)
+        if compiled:
+            _jsonl_batches(segment, shown, findings, window, deep, mode, out)
+        else:
+            _python_batches(segment, shown, findings, window, deep, args, mode, out)
+        findings.rest()
+        if len(t):
+            segment.release(int(t.position[-1]))
+            advance(int(t.end[-1]) - progressed)
+            progressed = int(t.end[-1])
+        if ended:
+            break
+
+
+def _python_batches(segment: Segment, shown: BatchTable, findings: _Findings, window: Window,
+                    deep: bool, args, mode: str, out: Output) -> None:
+    """Text output (and the internal-topic decoders): one batch at a time, Kafka's lines."""
+    items = segment.batch_records(shown) if deep else (
+        BatchRecords(shown.batch(j), []) for j in range(len(shown)))
+    for br in items:
+        findings.upto(br.batch.position, inclusive=False)
+        out.emit(br.batch.to_json(), render.batch_text(br.batch))
+        for r in br.records:
+            if window.keeps(r):
+                _emit_record(r, br.batch, args, mode, out)
+        findings.upto(br.batch.position, inclusive=True)
+        if br.finding is not None:
+            out.finding(br.finding)
+
+
+#: Output bytes rendered per compiled call.
+_JSONL_BUFFER = 16 << 20
+
+
+def _jsonl_batches(segment: Segment, shown: BatchTable, findings: _Findings, window: Window,
+                   deep: bool, mode: str, out: Output) -> None:
+    """``--format jsonl``: batch and record lines from the compiled renderer
+    (:mod:`segtools.cli._jsonl`), findings and the rare record it hands back written by
+    Python in their places."""
+    if not len(shown):
+        return
+    if deep:
+        for chunk in segment.records(shown):
+            _jsonl_chunk(chunk.table, chunk.columns, chunk, findings, window, mode, out)
+            if chunk.truncated is not None:
+                out.finding(chunk.truncated[1])
+    else:
+        _jsonl_chunk(shown, _NO_RECORDS, None, findings, window, mode, out)
+
+
+_NO_RECORDS = _empty_columns(np.zeros(0, np.uint8))
+
+
+def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
+                 window: Window, mode: str, out: Output) -> None:
+    keep = _record_mask(cols, window).astype(np.uint8)
+    errors = chunk.errors if chunk is not None else {}
+    stop_after = findings.pending_before(t.position)
+    for j in errors:
+        stop_after[j] = True
+    stop_after = stop_after.astype(np.uint8)
+    batches, records = _jsonl.Batches(t), _jsonl.Records(cols)
+    state = np.zeros(3, np.int64)
+    buf = np.empty(_JSONL_BUFFER, np.uint8)
+    findings.upto(int(t.position[0]), inclusive=False)
+    while True:
+        n, why = _jsonl.render(batches, records, keep, stop_after, jsonl.MODES[mode], buf, state)
+        out.write_bytes(buf[:n])
+        if why == _jsonl.DONE:
+            return
+        if why == _jsonl.PYTHON_RECORD:
+            i = int(state[1])
+            out.emit(render.record_json(record(chunk, i), mode), "")
+            state[1] = i + 1
+        elif why == _jsonl.BATCH_END:
+            j = int(state[0]) - 1
+            findings.upto(int(t.position[j]), inclusive=True)
+            if j in errors:
+                out.finding(errors[j])
+            if j + 1 < len(t):
+                findings.upto(int(t.position[j + 1]), inclusive=False)
+        elif n == 0:  # FULL with nothing written: one record larger than the buffer
+            i = int(state[1])
+            need = _jsonl.need_bytes(records, i, jsonl.MODES[mode])
+            buf = np.empty(max(need + (1 << 10), len(buf)), np.uint8)
 
 
 def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
@@ -279,96 +388,3 @@ def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
     obj["decoded"] = found
     line = render.record_text(r, batch, print_data=False, mode=mode) if out.raw is None else ""
     out.emit(obj, line + render.terminal_safe(decoders.text(found)))
-
-
-def _committed_only(walk: Iterator[Batch | Finding], path: Path) -> Iterator[Batch | Finding]:
-    """Keep what a read_committed consumer is given (``CompletedFetch``): the aborted ranges
-    and last stable offset come from the whole partition the segment belongs to."""
-    view = transactions.read_committed(path.parent)
-    for item in walk:
-        if isinstance(item, Finding) or view.keep(item):
-            yield item
-
-
-def _jsonl_window(segment: Segment, batches: list[Batch],
-                  findings_at: dict[int | None, list[Finding]], window: Window, mode: str,
-                  out: Output) -> None:
-    """The fast path of ``--deep --format jsonl``: record lines come from the compiled
-    renderer (:mod:`segtools.jsonl`) a chunk at a time; batch lines, control records, the rare
-    record it hands back, and findings are written by Python in their places."""
-    for item in segment.chunks(batches):
-        if isinstance(item, Chunk):
-            _jsonl_chunk(item, findings_at, window, mode, out)
-            continue
-        out.emit(item.batch.to_json(), "")  # a legacy entry: few records, Python path
-        for r in item.records:
-            if window.keeps(r):
-                out.emit(render.record_json(r, mode), "")
-        for f in findings_at.pop(item.batch.position, []):
-            out.finding(f)
-        if item.finding is not None:
-            out.finding(item.finding)
-
-
-def _jsonl_chunk(chunk: Chunk, findings_at, window: Window, mode: str, out: Output) -> None:
-    cols, batches = chunk.columns, chunk.batches
-    keep = np.ones(len(cols), dtype=bool)
-    if window.start_offset is not None:
-        keep &= cols.offset >= window.start_offset
-    if window.end_offset is not None:
-        keep &= cols.offset <= window.end_offset
-    if window.start_time is not None:
-        keep &= cols.timestamp >= window.start_time
-    if window.end_time is not None:
-        keep &= cols.timestamp <= window.end_time
-    is_control = np.array([b.is_control for b in batches], dtype=bool)
-    rows = np.flatnonzero(keep & ~is_control[cols.batch])
-    seq = jsonl.sequences(cols, np.array([b.base_sequence for b in batches], dtype=np.int64))
-    data_end = batches[-1].end if chunk.in_file else len(cols.data)
-    current = -1
-
-    def close(b: int) -> None:
-        for f in findings_at.pop(batches[b].position, []):
-            out.finding(f)
-        if cols.err_code[b]:
-            out.finding(records_finding(chunk, b))
-
-    def goto(b: int) -> None:
-        nonlocal current
-        while current < b:
-            if current >= 0:
-                close(current)
-            current += 1
-            batch = batches[current]
-            out.emit(batch.to_json(), "")
-            if batch.is_control:
-                for i in np.flatnonzero((cols.batch == current) & keep):
-                    out.emit(render.record_json(record_at(chunk, int(i)), mode), "")
-
-    for part, data, line_end, python_rows in jsonl.render_rows(
-            cols, rows, seq, jsonl.MODES[mode], data_end):
-        python = set(python_rows.tolist())
-        part_batch = cols.batch[part]
-        cuts = [0, *(np.flatnonzero(np.diff(part_batch)) + 1).tolist(), len(part)]
-        written = 0
-        for s, e in itertools.pairwise(cuts):
-            goto(int(part_batch[s]))
-            if not python.intersection(range(s, e)):
-                out.write_bytes(data[written:line_end[e - 1]])
-                written = int(line_end[e - 1])
-                continue
-            for j in range(s, e):
-                if j in python:
-                    out.emit(render.record_json(record_at(chunk, int(part[j])), mode), "")
-                else:
-                    out.write_bytes(data[written:line_end[j]])
-                    written = int(line_end[j])
-    goto(len(batches) - 1)
-    close(len(batches) - 1)
-
-
-@dataclass(frozen=True, slots=True)
-class _Shallow:
-    batch: Batch
-    records: tuple = ()
-    finding: None = None

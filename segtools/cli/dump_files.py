@@ -16,6 +16,7 @@ from pathlib import Path
 
 from segtools.analysis import integrity
 from segtools.cli import render
+from segtools.decode.table import BatchTable
 from segtools.findings import Finding
 from segtools.formats.checkpoints import (
     parse_leader_epoch_checkpoint,
@@ -23,7 +24,6 @@ from segtools.formats.checkpoints import (
     parse_offset_checkpoint,
     parse_partition_metadata,
 )
-from segtools.model import Batch
 from segtools.storage.files import read_producer_snapshot, read_text_capped
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.segment import Segment
@@ -35,13 +35,12 @@ def _sibling_log(path: Path) -> Path:
     return path.with_name(path.name.split(".", 1)[0] + ".log")
 
 
-def _log_table(path: Path) -> integrity.BatchTable:
+def _log_table(path: Path) -> BatchTable:
     log = _sibling_log(path)
     if not log.exists():
-        return integrity.BatchTable.of([])
+        return BatchTable.empty()
     with Segment(log) as segment:
-        return integrity.BatchTable.of(b for b in segment.batches(verify_crc=False)
-                                       if isinstance(b, Batch))
+        return segment.table(verify_crc=False)[0]
 
 
 def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[Finding]:
@@ -50,7 +49,7 @@ def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[
     with index:
         findings = list(index.sanity_check()) if args.index_sanity_check else []
         if args.verify_index:
-            return findings + check(str(path), index.entries(), _log_table(path))
+            return findings + check(str(path), *index.entry_arrays(), _log_table(path))
         if index.valid_entries == 0:
             emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
         for e in index.entries():

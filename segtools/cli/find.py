@@ -51,7 +51,7 @@ def _segment_for_offset(pdir: PartitionDir, offset: int) -> SegmentFiles | None:
 
 def _largest_timestamp(pdir: PartitionDir, files: SegmentFiles) -> int:
     if files.timeindex is not None and files is not pdir.active_segment:
-        with TimeIndex(files.timeindex, files.base_offset) as ti:
+        with TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed) as ti:
             if ti.trusted and ti.valid_entries:
                 return ti.last_entry.timestamp
     return summarize(files, is_active=files is pdir.active_segment).largest_timestamp
@@ -68,9 +68,11 @@ def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | N
     for files in candidates:
         if files is None:
             continue
-        oi = OffsetIndex(files.index, files.base_offset) if files.index else None
-        ti = TimeIndex(files.timeindex, files.base_offset) if files.timeindex else None
-        with Segment(files.log) as segment:
+        oi = (OffsetIndex(files.index, files.base_offset, sealed=files.sealed)
+              if files.index else None)
+        ti = (TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed)
+              if files.timeindex else None)
+        with Segment.open(files) as segment:
             result = (seek_offset(segment, oi, args.offset) if args.offset is not None
                       else seek_timestamp(segment, oi, ti, args.timestamp))
         if result.record is not None:

@@ -38,10 +38,13 @@ from segtools.cli import render
 from segtools.cli.common import add_quiet, exit_code, open_tree, parse_time, progress
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
-from segtools.model import Batch
-from segtools.records import Chunk
-from segtools.storage.logdirs import LogDir
-from segtools.storage.partition import PartitionDir, PartitionState, load_partition_dir
+from segtools.storage.logdirs import LogDir, settled
+from segtools.storage.partition import (
+    PartitionDir,
+    PartitionState,
+    SegmentFiles,
+    load_partition_dir,
+)
 from segtools.storage.segment import Segment
 from segtools.storage.summary import SegmentSummary, summarize
 
@@ -197,7 +200,7 @@ def load(args: argparse.Namespace) -> Loaded:
             else:
                 # retention and cleaning see the whole partition, even when one segment file
                 # was named on the command line
-                whole = load_partition_dir(p.path) if p.segments else p
+                whole = settled(load_partition_dir(p.path), d.checkpoints) if p.segments else p
                 if whole.segments:
                     todo.append((d, whole))
                 else:
@@ -228,24 +231,22 @@ def now_ms(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- deep pass
 
 
-def record_times(path: str) -> tuple[np.ndarray, np.ndarray]:
+def record_times(files: SegmentFiles) -> tuple[np.ndarray, np.ndarray]:
     """Every data record's timestamp in one segment and its share of its batch's bytes,
-    from the kernel's columns (control batches left out)."""
+    from the record kernel's columns (control batches left out)."""
     ts_parts: list[np.ndarray] = []
     size_parts: list[np.ndarray] = []
-    with Segment(path) as seg:
-        batches = [b for b in seg.batches(verify_crc=False)
-                   if isinstance(b, Batch) and not b.is_control]
-        for item in seg.chunks(batches):
-            if isinstance(item, Chunk):
-                cols = item.columns
-                share = np.array([b.size / max(b.count or 0, 1) for b in item.batches])
+    with Segment.open(files) as seg:
+        for walked in seg.walk(verify_crc=False):
+            t = walked.table
+            for chunk in seg.records(t.take(~t.is_control)):
+                cols, ct = chunk.columns, chunk.table
+                if not len(cols):
+                    continue
+                per_record = np.bincount(cols.batch, minlength=len(ct))
+                share = ct.size / np.maximum(np.where(ct.count > 0, ct.count, per_record), 1)
                 ts_parts.append(np.asarray(cols.timestamp, np.int64))
-                size_parts.append(share[cols.batch] if len(cols) else np.zeros(0))
-            elif item.records:
-                ts_parts.append(np.array([r.timestamp for r in item.records], np.int64))
-                size_parts.append(np.full(len(item.records), item.batch.size /
-                                          len(item.records)))
+                size_parts.append(share[cols.batch])
     if not ts_parts:
         return np.zeros(0, np.int64), np.zeros(0)
     return np.concatenate(ts_parts), np.concatenate(size_parts)
@@ -264,9 +265,9 @@ def stale_in_kept(pi: PartitionInput, pr: PartitionRetention,
     newest record is within retention."""
     retention_ms = pr.config.local_retention_ms_effective
     out: dict[int, StaleRecords] = {}
-    paths = {s.base_offset: s.path for s in pi.summaries}
+    files = {s.base_offset: s for s in pi.dir.segments}
     for v in deep_segments(pr):
-        ts, sizes = record_times(paths[v.base_offset])
+        ts, sizes = record_times(files[v.base_offset])
         advance(v.size)
         bases = np.full(ts.shape[0], v.base_offset, np.int64)
         out |= stale_records(bases, ts, sizes, cutoff_ms=pr.now_ms - retention_ms)

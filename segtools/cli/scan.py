@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from rich import box
 from rich.table import Table
 
+from segtools.analysis.verify import unreadable
 from segtools.cli import common, render
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir
 from segtools.storage.summary import SegmentSummary, summarize
@@ -72,13 +73,6 @@ class PartitionScan:
     partition: PartitionDir
     segments: tuple[SegmentSummary, ...]
     unreadable: tuple[Finding, ...] = ()
-
-
-def unreadable(path: str, error: SegtoolsError) -> Finding:
-    """A segment that could not be opened (typically: retention deleted it after the directory
-    was listed) is reported, and the rest of the tree is still read."""
-    return Finding("segment_unreadable", Severity.WARNING, path,
-                   f"could not be read: {error} (deleted or truncated while segtools ran?)")
 
 
 def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,

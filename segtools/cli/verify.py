@@ -15,20 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from dataclasses import dataclass
 
-from segtools.analysis import integrity
+from segtools.analysis.verify import verify_partition
 from segtools.cli import common, render
-from segtools.cli.scan import add_selection, selected, unreadable
-from segtools.errors import SegtoolsError
+from segtools.cli.scan import add_selection, selected
 from segtools.findings import Finding, Severity
-from segtools.model import Batch
-from segtools.records import iter_batches_salvaging
-from segtools.storage.files import read_producer_snapshot
-from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
-from segtools.storage.logdirs import LogDir
-from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
-from segtools.storage.segment import Segment
 
 EXAMPLES = """examples:
   segtools verify /var/kafka-logs
@@ -52,90 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     common.add_decompress_limit(p)
     common.add_quiet(p)
     p.set_defaults(run=run)
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentCheck:
-    files: SegmentFiles
-    table: integrity.BatchTable
-    findings: tuple[Finding, ...]
-    cleaned_batches: int
-    batches: int
-
-
-def _walk_segment(files: SegmentFiles, *, deep: bool, salvage: bool,
-                  limit: int) -> SegmentCheck:
-    findings: list[Finding] = []
-    batches: list[Batch] = []
-    cleaned = 0
-    with Segment(files.log, decompress_limit=limit) as segment:
-        walk = (iter_batches_salvaging(segment.buffer, path=segment.path,
-                                       limit=segment.decompress_limit, guard=segment.holds)
-                if salvage else segment.batches(verify_crc=True))
-        for item in walk:
-            if isinstance(item, Finding):
-                findings.append(item)
-                continue
-            batches.append(item)
-            cleaned += integrity.batch_looks_cleaned(item)
-        if deep:
-            for br in segment.batch_records(batches):
-                if br.finding is not None:
-                    findings.append(br.finding)
-    return SegmentCheck(files, integrity.BatchTable.of(batches), tuple(findings), cleaned,
-                        len(batches))
-
-
-def _index_findings(check: SegmentCheck) -> list[Finding]:
-    files = check.files
-    findings: list[Finding] = []
-    if files.index is not None:
-        with OffsetIndex(files.index, files.base_offset, log_size=files.log_size) as index:
-            findings.extend(index.sanity_check())
-            if index.trusted:
-                findings.extend(integrity.offset_index_vs_log(
-                    str(files.index), index.entries(), check.table))
-    if files.timeindex is not None:
-        with TimeIndex(files.timeindex, files.base_offset) as tindex:
-            findings.extend(tindex.sanity_check())
-            if tindex.trusted:
-                findings.extend(integrity.time_index_vs_log(
-                    str(files.timeindex), tindex.entries(), check.table))
-    if files.txnindex is not None:
-        findings.extend(TransactionIndex(files.txnindex, files.base_offset).sanity_check())
-    return findings
-
-
-def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool, salvage: bool,
-                     advance, limit: int) -> list[Finding]:
-    findings = list(pdir.findings)
-    checks = []
-    for files in pdir.segments:
-        try:
-            checks.append(_walk_segment(files, deep=deep, salvage=salvage, limit=limit))
-            findings.extend(_index_findings(checks[-1]))
-        except SegtoolsError as e:
-            findings.append(unreadable(str(files.log), e))
-        advance(files.log_size)
-    tp = (pdir.name.topic, pdir.name.partition) if pdir.name else None
-    evidence = integrity.CompactionEvidence(
-        cleaner_checkpoint=tp in log_dir.cleaner_offsets,
-        cleaner_leftovers=any(lf.leftover in (Leftover.CLEANED, Leftover.SWAP)
-                              for lf in pdir.leftovers),
-        cleaned_batches=any(c.cleaned_batches for c in checks))
-    previous_last = None
-    for check in checks:
-        findings.extend(check.findings)
-        findings.extend(integrity.offset_continuity(
-            str(check.files.log), check.table, evidence, segment_base=check.files.base_offset,
-            previous_last=previous_last))
-        if len(check.table.last_offset):
-            previous_last = int(check.table.last_offset.max())
-    findings.extend(integrity.leader_epochs(str(pdir.path), [c.table for c in checks],
-                                            pdir.leader_epochs or None))
-    for snap in pdir.snapshots:
-        findings.extend(read_producer_snapshot(snap.path)[1])
-    return findings
 
 
 def run(args: argparse.Namespace) -> int:

@@ -64,6 +64,10 @@ def _open_read_only(path: Path) -> BinaryIO:
         raise SegtoolsError(f"cannot open: {e.strerror or e}", path=str(path)) from None
 
 
+def _reopen(cls, path: str, base_offset: int | None, log_size: int | None, sealed: bool):
+    return cls(path, base_offset, log_size, sealed=sealed)
+
+
 class OffsetPosition(NamedTuple):
     """``OffsetPosition``: an absolute offset and the ``.log`` byte position of its append."""
 
@@ -107,16 +111,19 @@ class _MappedIndex:
     _STRUCT: ClassVar[object]
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int | None = None,
-                 log_size: int | None = None) -> None:
+                 log_size: int | None = None, *, sealed: bool = False) -> None:
         self.path = Path(path)
         self.base_offset = (offset_from_file_name(self.path.name) if base_offset is None
                             else base_offset)
         self.log_size = log_size
+        self.sealed = sealed
         self._mmap: mmap.mmap | None = None
+        self._private: bytes | None = None
+        self._closed = False
         self._file = _open_read_only(self.path)
         try:
             self.file_size = os.fstat(self._file.fileno()).st_size
-            if self.file_size > 0:  # a zero-length file cannot be mmapped
+            if self.file_size > 0 and sealed:  # a zero-length file cannot be mmapped
                 self._mmap = mmap.mmap(self._file.fileno(), self.file_size,
                                        access=mmap.ACCESS_READ)
         except BaseException:
@@ -132,6 +139,8 @@ class _MappedIndex:
         if self._mmap is not None:
             self._mmap.close()
             self._mmap = None
+        self._private = None
+        self._closed = True
         self._file.close()
 
     def __enter__(self) -> Self:
@@ -142,7 +151,8 @@ class _MappedIndex:
 
     def __reduce__(self) -> tuple:
         """Pickle as the path, never the mmap: a Spark executor reopens the file itself."""
-        return (type(self), (str(self.path), self.base_offset, self.log_size))
+        return (_reopen, (type(self), str(self.path), self.base_offset, self.log_size,
+                          self.sealed))
 
     def __repr__(self) -> str:
         return (f"{type(self).__name__}({str(self.path)!r}, base_offset={self.base_offset}, "
@@ -288,17 +298,35 @@ class _MappedIndex:
 
     # -- reading entries -------------------------------------------------------------------
 
+    def _entries_buffer(self):
+        """Where entries are read from: the mapping of a sealed index; for an index Kafka may
+        still change (the active segment's: appended, trimmed at a roll, truncated by a
+        follower), a private copy of its valid entries, read once with ``pread``, so no
+        truncation can reach a page this reader touches."""
+        if self._closed:
+            raise ValueError(f"{self.path}: index is closed")
+        if self._mmap is not None:
+            return self._mmap
+        if self._private is None:
+            size = self.valid_entries * self.ENTRY_SIZE
+            data = pread_exact_or_short(self._file.fileno(), size, 0)
+            if len(data) < size:
+                raise SegtoolsError("index file shrank while it was being read (a follower "
+                                    "truncating its log?)", path=str(self.path),
+                                    position=len(data))
+            self._private = data
+        return self._private
+
     def _unpack(self, slot: int) -> tuple:
         if not 0 <= slot < self.valid_entries:
             raise IndexError(f"slot {slot} outside the {self.valid_entries} valid entries")
-        if self._mmap is None:
-            raise ValueError(f"{self.path}: index is closed")
+        buf = self._entries_buffer()
         end = (slot + 1) * self.ENTRY_SIZE
-        if end > self._held and not self._still_holds(end):
+        if buf is self._mmap and end > self._held and not self._still_holds(end):
             raise SegtoolsError("index file shrank while it was being read (a follower "
                                 "truncating its log?)", path=str(self.path),
                                 position=slot * self.ENTRY_SIZE)
-        return self._STRUCT.unpack_from(self._mmap, slot * self.ENTRY_SIZE)  # type: ignore[attr-defined]
+        return self._STRUCT.unpack_from(buf, slot * self.ENTRY_SIZE)  # type: ignore[attr-defined]
 
     def _still_holds(self, end: int) -> bool:
         """A broker truncates indexes with its log (``LogSegment.truncateTo``); reading a
@@ -327,9 +355,7 @@ class _MappedIndex:
         entries = self.valid_entries
         if entries == 0:
             return -1
-        mm = self._mmap
-        if mm is None:
-            raise ValueError(f"{self.path}: index is closed")
+        mm = self._entries_buffer()
         unpack = self._STRUCT.unpack_from  # type: ignore[attr-defined]
         size = self.ENTRY_SIZE
 
@@ -441,6 +467,13 @@ class OffsetIndex(_MappedIndex):
         for slot in range(self.valid_entries):
             yield self.entry(slot)
 
+    def entry_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every valid entry as arrays ``(absolute offsets, positions)``, read with ``pread``
+        (bulk checks; never through the mapping, so a truncation cannot SIGBUS them)."""
+        slots = self._read_slots(0, self.valid_entries)
+        return (slots["relative_offset"].astype(np.int64) + self.base_offset,
+                slots["position"].astype(np.int64))
+
     @property
     def last_entry(self) -> OffsetPosition:
         """``OffsetIndex.lastEntry``: ``(baseOffset, 0)`` when empty."""
@@ -545,6 +578,12 @@ class TimeIndex(_MappedIndex):
     def entries(self) -> Iterator[TimestampOffset]:
         for slot in range(self.valid_entries):
             yield self.entry(slot)
+
+    def entry_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every valid entry as arrays ``(timestamps, absolute offsets)``, read with ``pread``."""
+        slots = self._read_slots(0, self.valid_entries)
+        return (slots["timestamp"].astype(np.int64),
+                slots["relative_offset"].astype(np.int64) + self.base_offset)
 
     @property
     def last_entry(self) -> TimestampOffset:

@@ -30,6 +30,7 @@ from segtools.storage.partition import (
     classify_partition_file,
     load_partition_dir,
     parse_partition_dir_name,
+    settle,
 )
 
 META_PROPERTIES = "meta.properties"
@@ -294,10 +295,22 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
             continue
         if inode is not None:
             seen.add(inode)
-        partitions.append(load_partition_dir(ppath, bases))
+        partitions.append(settled(load_partition_dir(ppath, bases), checkpoints))
     partitions.sort(key=_partition_order)
     return LogDir(root, meta, checkpoints, clean, has_lock, bootstrap, tuple(partitions),
                   tuple(other), tuple(findings))
+
+
+def settled(pdir: PartitionDir, checkpoints: dict[str, dict[TopicPartition, int]]
+             ) -> PartitionDir:
+    """Mark the segments a broker could still shrink (:func:`settle`) from the checkpoints."""
+    if pdir.name is None:
+        return pdir
+    tp = (pdir.name.topic, pdir.name.partition)
+    return settle(pdir, checkpoints.get(REPLICATION_CHECKPOINT, {}).get(tp),
+                  checkpoints.get(RECOVERY_POINT_CHECKPOINT, {}).get(tp),
+                  checkpointed=any(name in checkpoints for name in (
+                      REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)))
 
 
 def _partition_order(p: PartitionDir) -> tuple:

@@ -8,6 +8,7 @@ directories whose names Kafka truncated.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable
@@ -168,7 +169,11 @@ def classify_partition_file(name: str) -> PartitionFile:
 
 @dataclass(frozen=True, slots=True)
 class SegmentFiles:
-    """The live files of one segment. Only ``.log`` is required; indexes appear lazily."""
+    """The live files of one segment. Only ``.log`` is required; indexes appear lazily.
+
+    ``sealed`` says whether Kafka can still shrink these files (see :func:`settle`); the
+    listing's size and mtime let an open notice a file that changed since (then it is read as
+    live whatever ``sealed`` says)."""
 
     base_offset: int
     log: Path
@@ -177,6 +182,8 @@ class SegmentFiles:
     timeindex: Path | None = None
     txnindex: Path | None = None
     leftovers: tuple[Path, ...] = ()  # .deleted / .cleaned / .swap files with this base offset
+    log_mtime_ns: int | None = None
+    sealed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,9 +243,9 @@ _LEFTOVER_CODES = {
 }
 
 
-def _stat_size(entry: os.DirEntry[str]) -> int | None:
+def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
     try:
-        return entry.stat().st_size
+        return entry.stat()
     except OSError:  # deleted by the broker between listing and stat
         return None
 
@@ -270,7 +277,7 @@ def load_partition_dir(path: str | os.PathLike[str],
         return PartitionDir(pdir, name, (), (), (), (), (), (), (), None, (), tuple(findings))
 
     wanted = set(only_base_offsets) if only_base_offsets is not None else None
-    groups: dict[int, dict[FileKind, tuple[Path, int]]] = {}
+    groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]] = {}
     snapshots: list[SnapshotFile] = []
     leftovers: list[LeftoverFile] = []
     strays: list[Path] = []
@@ -293,11 +300,12 @@ def load_partition_dir(path: str | os.PathLike[str],
         pf = classify_partition_file(entry.name)
         if wanted is not None and pf.base_offset is not None and pf.base_offset not in wanted:
             continue
-        size = _stat_size(entry)
-        if size is None:
+        st = _stat(entry)
+        if st is None:
             findings.append(Finding("file_vanished", Severity.INFO, str(fpath),
                                     "listed but gone before stat (a live broker removed it)"))
             continue
+        size = st.st_size
         if pf.leftover is not None and pf.base_offset is not None:
             code, why = _LEFTOVER_CODES[pf.leftover]
             leftovers.append(LeftoverFile(fpath, pf.kind, pf.base_offset, pf.leftover, size))
@@ -310,7 +318,7 @@ def load_partition_dir(path: str | os.PathLike[str],
             if len(entry.name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
                 findings.append(Finding("segment_name_not_canonical", Severity.WARNING,
                                         str(fpath), "base offset is not 20 zero-padded digits"))
-            groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, size)
+            groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, st)
         elif pf.kind is FileKind.PARTITION_METADATA:
             text, more = read_text_capped(fpath)
             findings.extend(more)
@@ -341,11 +349,8 @@ def load_partition_dir(path: str | os.PathLike[str],
     leftover_by_base: dict[int, list[Path]] = {}
     for lf in leftovers:
         leftover_by_base.setdefault(lf.base_offset, []).append(lf.path)
-    segments = [
-        SegmentFiles(s.base_offset, s.log, s.log_size, s.index, s.timeindex, s.txnindex,
-                     tuple(leftover_by_base.get(s.base_offset, ())))
-        for s in segments
-    ]
+    segments = [dataclasses.replace(s, leftovers=tuple(leftover_by_base.get(s.base_offset, ())))
+                for s in segments]
     orphans = tuple(p for _, kinds in sorted(groups.items()) if FileKind.LOG not in kinds
                     for p, _ in kinds.values())
     return PartitionDir(pdir, name, tuple(segments), tuple(snapshots), tuple(leftovers),
@@ -353,7 +358,7 @@ def load_partition_dir(path: str | os.PathLike[str],
                         tuple(findings))
 
 
-def _segments(groups: dict[int, dict[FileKind, tuple[Path, int]]],
+def _segments(groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]],
               findings: list[Finding]) -> list[SegmentFiles]:
     """Pair each ``.log`` with its companions; report missing and orphaned ones.
 
@@ -372,7 +377,7 @@ def _segments(groups: dict[int, dict[FileKind, tuple[Path, int]]],
                                         f".{kind.value} without a .log (Kafka deletes it on "
                                         f"startup)", offset=base))
             continue
-        log, log_size = kinds[FileKind.LOG]
+        log, log_stat = kinds[FileKind.LOG]
         for kind, code in ((FileKind.INDEX, "segment_missing_index"),
                            (FileKind.TIMEINDEX, "segment_missing_timeindex")):
             if kind not in kinds:
@@ -382,9 +387,36 @@ def _segments(groups: dict[int, dict[FileKind, tuple[Path, int]]],
                                         + (" (active segment: created lazily)"
                                            if base == active else ""), offset=base))
         segments.append(SegmentFiles(
-            base, log, log_size,
+            base, log, log_stat.st_size,
             kinds.get(FileKind.INDEX, (None, 0))[0],
             kinds.get(FileKind.TIMEINDEX, (None, 0))[0],
             kinds.get(FileKind.TXNINDEX, (None, 0))[0],
+            log_mtime_ns=log_stat.st_mtime_ns, sealed=base != active,
         ))
     return segments
+
+
+def settle(pdir: PartitionDir, high_watermark: int | None, recovery_point: int | None, *,
+           checkpointed: bool) -> PartitionDir:
+    """Which segments Kafka can no longer shrink, given the log dir's checkpoints.
+
+    A broker shrinks a segment file only when a follower truncates (``LocalLog.truncateTo``:
+    to an offset at or above the high watermark, except after an unclean leader election; the
+    segments after the target are deleted, the one holding it is truncated), when recovery
+    after an unclean shutdown truncates a segment above the recovery point
+    (``LogSegment.recover``), or when the active segment is trimmed at a roll
+    (``FileRecords.trim``). So a segment is *sealed* when it is not the last one and every
+    offset it can hold (up to the next segment's base offset) lies below both checkpoints.
+    ``checkpointed`` says whether the log dir has checkpoint files at all: without any (a
+    copy of a log dir, a test tree), only the last segment is treated as live.
+    """
+    settled = min((o for o in (high_watermark, recovery_point) if o is not None), default=None)
+    if settled is None and not checkpointed:
+        return pdir
+    segments = list(pdir.segments)
+    for i, seg in enumerate(segments):
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        sealed = next_base is not None and settled is not None and next_base <= settled
+        if sealed != seg.sealed:
+            segments[i] = dataclasses.replace(seg, sealed=sealed)
+    return dataclasses.replace(pdir, segments=tuple(segments))

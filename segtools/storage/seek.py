@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from segtools.model import Batch, Record
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.segment import Segment
@@ -39,22 +41,29 @@ def start_position_for_offset(index: OffsetIndex | None, target: int) -> tuple[i
     return index.lookup(target).position, True
 
 
+def _first_record(segment: Segment, start: int, candidate, keep) -> tuple:
+    """Walk from ``start``; decode the batches ``candidate(table)`` selects, in order, until
+    one holds a record ``keep`` accepts. Returns (batch, record, batches walked)."""
+    walked = 0
+    for chunk in segment.walk(start, verify_crc=False):
+        t = chunk.table
+        for row in np.flatnonzero(candidate(t)):
+            one = t.take(slice(int(row), int(row) + 1))
+            for br in segment.batch_records(one):
+                for record in br.records:
+                    if keep(record):
+                        return br.batch, record, walked + int(row) + 1
+        walked += len(t)
+    return None, None, walked
+
+
 def seek_offset(segment: Segment, index: OffsetIndex | None, target: int) -> SeekResult:
     """The first record with offset >= ``target`` (the target itself unless compaction or a
     control batch removed it), found via the index and a forward scan."""
     start, used = start_position_for_offset(index, target)
-    scanned = 0
-    for item in segment.batches(start, verify_crc=False):
-        if not isinstance(item, Batch):
-            continue
-        scanned += 1
-        if item.last_offset < target:
-            continue
-        for br in segment.batch_records([item]):
-            for record in br.records:
-                if record.offset >= target:
-                    return SeekResult(item, record, start, used, scanned)
-    return SeekResult(None, None, start, used, scanned)
+    batch, record, scanned = _first_record(segment, start, lambda t: t.last_offset >= target,
+                                           lambda r: r.offset >= target)
+    return SeekResult(batch, record, start, used, scanned)
 
 
 def seek_timestamp(segment: Segment, offset_index: OffsetIndex | None,
@@ -64,15 +73,7 @@ def seek_timestamp(segment: Segment, offset_index: OffsetIndex | None,
     if _usable(time_index):
         indexed = time_index.lookup(target)
         start, used = start_position_for_offset(offset_index, indexed.offset)
-    scanned = 0
-    for item in segment.batches(start, verify_crc=False):
-        if not isinstance(item, Batch):
-            continue
-        scanned += 1
-        if item.max_timestamp < target:
-            continue
-        for br in segment.batch_records([item]):
-            for record in br.records:
-                if record.timestamp >= target:
-                    return SeekResult(item, record, start, used, scanned)
-    return SeekResult(None, None, start, used, scanned)
+    batch, record, scanned = _first_record(segment, start,
+                                           lambda t: t.max_timestamp >= target,
+                                           lambda r: r.timestamp >= target)
+    return SeekResult(batch, record, start, used, scanned)

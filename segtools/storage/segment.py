@@ -1,38 +1,34 @@
-"""A segment's ``.log`` on disk: opened read-only, mapped, walked up to the size seen at open.
+"""A segment's ``.log`` on disk: opened read-only, walked up to the size seen at open.
 
-A broker may append to the active segment while we read it (DESIGN.md §4): the size is fixed
-when the file is opened, so a batch being written past it is simply not seen, and a half-written
-one inside it is the torn tail that ``FileLogInputStream`` also treats as the end of data.
-Memory stays flat: the file is mapped, never read into a Python bytes object.
+A broker may append to the active segment while we read it: the size is fixed when the file is
+opened, so a batch being written past it is simply not seen, and a half-written one inside it is
+the torn tail that ``FileLogInputStream`` also treats as the end of data. A sealed segment is
+read through a read-only mapping, a file Kafka may still shrink through ``pread`` windows
+(:mod:`segtools.storage.source` has the rule). Memory stays flat either way: nothing is read into
+one Python object per batch or per file.
 """
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
-
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode import chunks, salvage, walk
+from segtools.decode.chunks import BatchRecords, Chunk
+from segtools.decode.source import BufferSource
+from segtools.decode.table import BatchTable
+from segtools.decode.walk import TABLE_ROWS, Walked
 from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding
-from segtools.model import Batch
-from segtools.records import (
-    BatchRecords,
-    Chunk,
-    decode_chunks,
-    iter_batch_records,
-    iter_batches,
-    release_pages,
-)
+from segtools.storage.partition import SegmentFiles
+from segtools.storage.source import MappedSource, WindowSource
 
 SEGMENT_NAME_DIGITS = 20
-#: How far a read may run past the last size check (see :meth:`Segment.holds`).
-GUARD_STRIDE = 64 * 1024
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
@@ -43,37 +39,69 @@ def base_offset_from_name(path: str | os.PathLike) -> int | None:
     return int(stem) if stem.isascii() and stem.isdigit() else None
 
 
+def open_regular(path: str) -> tuple[int, os.stat_result]:
+    """Open a regular file read-only, refusing anything else *before* opening it.
+
+    Opening a FIFO blocks until a writer appears, and opening some devices has side effects,
+    so the type is checked with ``stat`` first; the open itself is non-blocking and the
+    descriptor is checked again (the name could have been replaced in between)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise SegtoolsError(e.strerror or str(e), path=path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise NotAKafkaFileError("is a directory, not a segment file", path=path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotAKafkaFileError("not a regular file", path=path)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as e:
+        raise SegtoolsError(e.strerror or str(e), path=path) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotAKafkaFileError("not a regular file", path=path)
+    return fd, st
+
+
 class Segment:
-    """One ``.log`` file, read-only. Use as a context manager so the map is released."""
+    """One ``.log`` file, read-only. Use as a context manager so the file is released.
+
+    ``sealed``: the caller knows Kafka can no longer shrink this file (its listing said so,
+    :attr:`SegmentFiles.sealed`); ``listed``: the ``(size, mtime_ns)`` the listing saw. A
+    sealed file whose size or mtime changed since is read as live anyway."""
 
     def __init__(self, path: str | os.PathLike, *,
-                 decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT):
+                 decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT, sealed: bool = False,
+                 listed: tuple[int, int | None] | None = None):
         self.path = str(path)
         self.base_offset = base_offset_from_name(path)
         self.decompress_limit = decompress_limit
+        self._fd: int | None
+        self._fd, st = open_regular(self.path)
         try:
-            fd = os.open(self.path, os.O_RDONLY)
-        except IsADirectoryError:
-            raise NotAKafkaFileError("is a directory, not a segment file",
-                                     path=self.path) from None
-        except OSError as e:
-            raise SegtoolsError(e.strerror or str(e), path=self.path) from None
-        self._fd = fd
-        self._checked_upto = 0
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise NotAKafkaFileError("not a regular file", path=self.path)
             self.size = st.st_size  # the size seen at open: a growing segment is read to here
             # from the open descriptor: a path stat could race retention deleting the file
             self.mtime_ms = st.st_mtime_ns // 1_000_000
-            self._map = (mmap.mmap(fd, self.size, access=mmap.ACCESS_READ)
-                         if self.size else b"")
-            if self.size:  # batches are read front to back: let the kernel read ahead
-                self._map.madvise(mmap.MADV_SEQUENTIAL)
+            unchanged = listed is None or (listed[0] == st.st_size and
+                                           listed[1] in (None, st.st_mtime_ns))
+            self.is_mapped = bool(sealed and unchanged and self.size)
+            if not self.size:
+                self.source = BufferSource(b"")
+            elif self.is_mapped:
+                self.source = MappedSource(self._fd, self.size)
+            else:
+                self.source = WindowSource(self._fd, self.size)
         except BaseException:
-            os.close(fd)
+            self.close()
             raise
+
+    @classmethod
+    def open(cls, files: SegmentFiles, *,
+             decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Segment:
+        """The segment of a listing, read the way its listing says it may be."""
+        return cls(files.log, decompress_limit=decompress_limit, sealed=files.sealed,
+                   listed=(files.log_size, files.log_mtime_ns))
 
     def __enter__(self) -> Segment:
         return self
@@ -82,73 +110,42 @@ class Segment:
         self.close()
 
     def close(self) -> None:
+        source = getattr(self, "source", None)
+        if source is not None and hasattr(source, "close"):
+            source.close()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        if isinstance(self._map, mmap.mmap):
-            # a numpy view may still refer to the map; the GC releases it with the view
-            with contextlib.suppress(BufferError):
-                self._map.close()
 
-    def release(self, start: int, upto: int) -> None:
-        """Hand back the mapped pages of ``[start, upto)`` once a reader is done with them:
-        they stay in the page cache, but leave this process's RSS, which then stays flat
-        however large the segment (DESIGN.md §4)."""
-        if isinstance(self._map, mmap.mmap) and upto - start >= mmap.PAGESIZE:
-            release_pages(self._map, start - start % mmap.PAGESIZE, upto)
+    def release(self, upto: int) -> None:
+        """The reader is done with every byte before ``upto``: hand mapped pages back."""
+        self.source.release(upto)
 
-    def holds(self, upto: int) -> bool:
-        """Whether the file still has every byte before ``upto``: asked before the walk touches
-        mapped bytes. A broker follower truncates its log (``LogSegment.truncateTo``); touching
-        a mapped page past the new end kills the process with SIGBUS, which Python cannot
-        catch, so the size is re-read (``fstat``, ~1 µs) at least every GUARD_STRIDE bytes.
-        This narrows the race (to one stride of the walk, or one kernel call and its consumer
-        in deep decoding); it cannot close it while segments are mapped."""
-        if upto <= self._checked_upto:
-            return True
-        if self._fd is None:
-            return upto <= self.size
-        now = os.fstat(self._fd).st_size
-        if now < upto:
-            return False
-        self._checked_upto = min(now, upto + GUARD_STRIDE)
-        return True
+    # -- shallow ---------------------------------------------------------------------------
 
-    def private_copy(self, lo: int, hi: int) -> np.ndarray | None:
-        """For the deep decoder: when the file's size has changed since it was opened (a live
-        active segment), its bytes ``[lo, hi)`` read with ``pread`` into private memory at their
-        own positions, so later truncation cannot reach them; otherwise None (decode straight
-        from the mapping, no copy). The array is ``hi`` bytes of lazily zeroed memory of which
-        only ``[lo, hi)`` is filled; a short read (the file shrank) leaves zeros, which decode
-        as a corrupt-records finding, not a crash."""
-        if self._fd is None or os.fstat(self._fd).st_size == self.size:
-            return None
-        data = np.zeros(hi, dtype=np.uint8)
-        view = memoryview(data)[lo:hi]
-        done = 0
-        while done < hi - lo:
-            n = os.preadv(self._fd, [view[done:]], lo + done)
-            if n <= 0:
-                break
-            done += n
-        return data
+    def walk(self, start: int = 0, end: int | None = None, *, until: int | None = None,
+             verify_crc: bool = True, rows: int = TABLE_ROWS) -> Iterator[Walked]:
+        """Batch headers as table chunks, and the findings met on the way, from byte
+        ``start``; ``until`` stops before the first batch starting at or after it."""
+        return walk.walk(self.source, start, end, until=until, path=self.path,
+                         verify_crc=verify_crc, limit=self.decompress_limit, rows=rows)
 
-    @property
-    def buffer(self):
-        return self._map
+    def table(self, start: int = 0, end: int | None = None, *, until: int | None = None,
+              verify_crc: bool = True) -> tuple[BatchTable, tuple[Finding, ...]]:
+        """The whole walk as one table (small files, or callers that need every row)."""
+        return walk.table(self.source, start, end, until=until, path=self.path,
+                          verify_crc=verify_crc, limit=self.decompress_limit)
 
-    def batches(self, start: int = 0, end: int | None = None, *,
-                verify_crc: bool = True) -> Iterator[Batch | Finding]:
-        """Shallow walk: batch headers and framing findings, from byte ``start``."""
-        return iter_batches(self._map, start, end, path=self.path, verify_crc=verify_crc,
-                            limit=self.decompress_limit, guard=self.holds)
+    def salvage(self) -> Iterator[Walked]:
+        """The walk, resynchronising past corrupt batches (``verify --salvage``)."""
+        return salvage.salvage(self.source, path=self.path, limit=self.decompress_limit)
 
-    def batch_records(self, batches) -> Iterator[BatchRecords]:
-        """Deep: each of ``batches`` with its records decoded (for printing)."""
-        return iter_batch_records(self._map, batches, limit=self.decompress_limit,
-                                  path=self.path, guard=self.holds, copy=self.private_copy)
+    # -- deep ------------------------------------------------------------------------------
 
-    def chunks(self, batches) -> Iterator[Chunk | BatchRecords]:
-        """Deep, columnar: kernel chunks of many batches (for bulk consumers)."""
-        return decode_chunks(self._map, batches, limit=self.decompress_limit, path=self.path,
-                             guard=self.holds, copy=self.private_copy)
+    def records(self, table: BatchTable) -> Iterator[Chunk]:
+        """The records of ``table``'s batches, as columns (bulk consumers)."""
+        return chunks.decode(self.source, table, path=self.path, limit=self.decompress_limit)
+
+    def batch_records(self, table: BatchTable) -> Iterator[BatchRecords]:
+        """Each batch of ``table`` with its records (printing one batch at a time)."""
+        return chunks.batch_records(self.records(table))

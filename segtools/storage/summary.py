@@ -17,8 +17,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode.table import BatchTable, codec_label
 from segtools.findings import Finding, Severity
-from segtools.model import Batch
 from segtools.storage.index import TimeIndex
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.segment import Segment
@@ -85,22 +88,21 @@ class SegmentSummary:
 
 
 def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
-              time_index: TimeIndex | None = None) -> SegmentSummary:
-    """Walk ``files.log`` shallowly and fold its batch headers into a :class:`SegmentSummary`."""
-    with Segment(files.log) as segment:
+              time_index: TimeIndex | None = None,
+              decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT) -> SegmentSummary:
+    """Walk ``files.log`` shallowly and fold its batch table into a :class:`SegmentSummary`."""
+    fold = _Fold()
+    findings: list[Finding] = []
+    with Segment.open(files, decompress_limit=decompress_limit) as segment:
         mtime_ms = segment.mtime_ms
-        fold = _Fold()
-        findings: list[Finding] = []
-        for item in segment.batches(verify_crc=verify_crc):
-            if isinstance(item, Batch):
-                fold.add(item)
-            else:
-                findings.append(item)
+        for chunk in segment.walk(verify_crc=verify_crc):
+            fold.add(chunk.table)
+            findings.extend(chunk.findings)
         size = segment.size
     ti_last = None
     own_index = time_index is None and files.timeindex is not None
     if own_index:
-        time_index = TimeIndex(files.timeindex, files.base_offset)
+        time_index = TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed)
     try:
         if time_index is not None and time_index.trusted and time_index.valid_entries:
             ti_last = tuple(time_index.last_entry)
@@ -125,14 +127,15 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
         last_offset=fold.last_offset, first_timestamp=fold.first_ts,
         log_max_timestamp=fold.max_ts, log_offset_of_max_timestamp=fold.max_ts_offset,
         max_timestamp=max_ts, max_timestamp_source=source, timeindex_last=ti_last,
-        codecs=tuple(sorted(fold.codecs)), magics=tuple(sorted(fold.magics)),
+        codecs=tuple(sorted(codec_label(c) for c in fold.codecs)),
+        magics=tuple(sorted(fold.magics)),
         producer_ids=tuple(sorted(fold.producers)[:MAX_PRODUCER_IDS]),
         producer_id_count=len(fold.producers), transactional_batches=fold.txn,
         control_batches=fold.control, crc_errors=fold.crc_errors, findings=tuple(findings))
 
 
 class _Fold:
-    """Running totals over batch headers (mutable only while one summary is built)."""
+    """Running totals over table chunks (mutable only while one summary is built)."""
 
     def __init__(self) -> None:
         self.batches = self.records = self.valid_bytes = 0
@@ -142,27 +145,30 @@ class _Fold:
         self.first_ts: int | None = None
         self.max_ts = -1
         self.max_ts_offset: int | None = None
-        self.codecs: set[str] = set()
+        self.codecs: set[int] = set()
         self.magics: set[int] = set()
         self.producers: set[int] = set()
 
-    def add(self, b: Batch) -> None:
-        self.batches += 1
-        self.valid_bytes += b.size
-        self.records += b.count if b.count is not None else b.last_offset - b.base_offset + 1
+    def add(self, t: BatchTable) -> None:
+        if not len(t):
+            return
+        self.batches += len(t)
+        self.valid_bytes += int(t.size.sum())
+        self.records += int(t.record_count.sum())
         if self.first_offset is None:
-            self.first_offset = b.base_offset
-        self.last_offset = b.last_offset if self.last_offset is None else max(
-            self.last_offset, b.last_offset)
-        first_ts = b.max_timestamp if b.magic < 2 or b.has_delete_horizon else b.base_timestamp
-        if first_ts >= 0 and self.first_ts is None:
-            self.first_ts = first_ts
-        if b.max_timestamp > self.max_ts:  # strictly greater: the first batch holding the max
-            self.max_ts, self.max_ts_offset = b.max_timestamp, b.last_offset
-        self.codecs.add(b.compression)
-        self.magics.add(b.magic)
-        if b.producer_id >= 0:
-            self.producers.add(b.producer_id)
-        self.txn += b.is_transactional
-        self.control += b.is_control
-        self.crc_errors += b.crc_valid is False
+            self.first_offset = int(t.base_offset[0])
+        last = int(t.last_offset.max())
+        self.last_offset = last if self.last_offset is None else max(self.last_offset, last)
+        if self.first_ts is None:
+            stamped = np.flatnonzero(t.first_timestamp >= 0)
+            if len(stamped):
+                self.first_ts = int(t.first_timestamp[stamped[0]])
+        i = int(np.argmax(t.max_timestamp))  # the first batch holding the max
+        if t.max_timestamp[i] > self.max_ts:
+            self.max_ts, self.max_ts_offset = int(t.max_timestamp[i]), int(t.last_offset[i])
+        self.codecs.update(np.unique(t.codec).tolist())
+        self.magics.update(np.unique(t.magic).tolist())
+        self.producers.update(np.unique(t.producer_id[t.producer_id >= 0]).tolist())
+        self.txn += int(t.is_transactional.sum())
+        self.control += int(t.is_control.sum())
+        self.crc_errors += int((t.crc_valid == 0).sum())

@@ -14,32 +14,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
-#: ``-2`` / ``-1`` in the JSON offset maps, as in Spark's Kafka source (``KafkaOffsetRangeLimit``).
-EARLIEST = -2
-LATEST = -1
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.fetch.columns import Level
+from segtools.fetch.plan import EARLIEST, LATEST, PARTITION_STATES, PartitionMap, Selection
+
+__all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024  # spark.sql.files.maxPartitionBytes' default
-
-#: Partition directory states a reader may include (``PartitionState`` values).
-PARTITION_STATES = ("live", "delete", "future", "stray")
-
-
-class Level(StrEnum):
-    """What one row is: a record (deep decode), a batch header, or a segment summary."""
-
-    RECORDS = "records"
-    BATCHES = "batches"
-    SEGMENTS = "segments"
 
 
 class OptionError(ValueError):
     """An option value the source cannot use; the message names the option."""
-
-
-#: Per topic, per partition: an offset or a timestamp (the JSON maps of Spark's Kafka source).
-PartitionMap = Mapping[str, Mapping[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +50,18 @@ class ReadOptions:
     min_partitions: int | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     pushdown: bool = False
+    max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
+
+    def selection(self) -> Selection:
+        """What to read, in the library's terms (the Python API takes the same)."""
+        return Selection(
+            paths=self.paths, level=self.level, topics=self.topics,
+            partition_states=self.partition_states, starting_offsets=self.starting_offsets,
+            ending_offsets=self.ending_offsets, starting_timestamps=self.starting_timestamps,
+            ending_timestamps=self.ending_timestamps,
+            starting_timestamp=self.starting_timestamp, ending_timestamp=self.ending_timestamp,
+            include_control=self.include_control, read_committed=self.read_committed,
+            verify_crc=self.verify_crc, max_decompressed_bytes=self.max_decompressed_bytes)
 
 
 def parse_options(options: Mapping[str, str]) -> ReadOptions:
@@ -97,6 +95,8 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         max_partition_bytes=_int(opts, "maxPartitionBytes", minimum=1)
         or DEFAULT_MAX_PARTITION_BYTES,
         pushdown=_bool(opts, "pushdown", False),
+        max_decompressed_bytes=_int(opts, "maxDecompressedBytes", minimum=1)
+        or DEFAULT_DECOMPRESS_LIMIT,
     )
 
 
@@ -105,7 +105,7 @@ OPTION_NAMES = (
     "path", "paths", "level", "topics", "partitionStates", "startingOffsets", "endingOffsets",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
-    "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown",
+    "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
 )
 
 

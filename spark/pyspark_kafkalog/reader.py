@@ -22,7 +22,7 @@ from pyspark.sql.types import StructType
 from pyspark_kafkalog.options import ReadOptions
 from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
-from pyspark_kafkalog.scan import Scan, read_task
+from pyspark_kafkalog.scan import make_scan, read_task
 from pyspark_kafkalog.schema import requested_columns
 
 
@@ -39,8 +39,8 @@ class KafkaLogReader(DataSourceReader):
         return list(plan(self.opts, self.constraints))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        scan = Scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
-        return read_task(partition, scan)
+        scan = make_scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
+        return read_task(partition, scan, self.opts.fail_on_corruption)
 
 
 class PushdownKafkaLogReader(KafkaLogReader):

@@ -4,7 +4,7 @@ Each builder writes a partition directory (``<tmp>/<case>/topic-0/``) holding on
 segment (and indexes where the class needs them). :func:`measure` runs a segtools command over
 it in a fresh interpreter and reports wall time and *peak RSS growth*: the peak during the
 operation (``VmHWM``, reset before it; ``ru_maxrss`` where that cannot be reset) minus the RSS
-before it, after the imports and a warm-up run on a tiny valid segment (numba's kernels
+before it, after the imports and a warm-up run on a tiny valid segment (the kernels'
 loaded), so the number is what the hostile input itself cost.
 """
 
@@ -198,8 +198,6 @@ def write_huge_sparse_index(tmp: Path, entries: int = 10**9) -> Path:
 _CHILD = r"""
 import contextlib, io, json, os, resource, sys, time
 from segtools.cli.main import main
-from segtools.records import iter_batches, iter_batch_records
-from segtools.model import Batch
 from segtools.storage.segment import Segment
 
 import tempfile
@@ -220,12 +218,10 @@ def run(argv):
 def library(path, limit):
     findings = []
     with Segment(path, decompress_limit=limit) as seg:
-        batches = []
-        for item in seg.batches():
-            (batches if isinstance(item, Batch) else findings).append(item)
-        for br in seg.batch_records(batches):
-            if br.finding is not None:
-                findings.append(br.finding)
+        for chunk in seg.walk():
+            findings.extend(chunk.findings)
+            for records in seg.records(chunk.table):
+                findings.extend(records.findings)
     return 1 if findings else 0, "\n".join(f"{f.code}: {f.message}" for f in findings)
 
 def status_kib(field):

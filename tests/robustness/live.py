@@ -24,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from segtools.model import Batch
-from segtools.records import iter_batches
+from tests.decoding import batches_of
 from tests.fixtures_manifest import SAMPLE
 
 INDEX_INTERVAL = 4096  # index.interval.bytes
@@ -38,8 +37,8 @@ def kafka_batches() -> list[bytes]:
     out = []
     for log in sorted(SAMPLE.glob("*/*.log")):
         data = log.read_bytes()
-        out += [data[b.position:b.end] for b in iter_batches(data)
-                if isinstance(b, Batch) and b.magic == 2 and b.crc_valid and b.size < 64 << 10]
+        out += [data[b.position:b.end] for b in batches_of(data)
+                if b.magic == 2 and b.crc_valid and b.size < 64 << 10]
     return out
 
 

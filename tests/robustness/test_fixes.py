@@ -3,7 +3,6 @@ names the input class that found it; the README's Robustness section lists them)
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import zlib
@@ -12,57 +11,72 @@ import cramjam
 import numpy as np
 import pytest
 
-from segtools import codecs, records
+from segtools import codecs
+from segtools.decode import legacy, walk
+from segtools.decode.source import BufferSource
 from segtools.errors import DecompressionLimitError, SegtoolsError
-from segtools.model import Batch
-from segtools.records import iter_batches, legacy_base_offset, legacy_inner_records
 from segtools.storage import summary
 from segtools.storage.index import OffsetIndex
 from segtools.storage.partition import load_partition_dir
 from segtools.storage.segment import Segment, base_offset_from_name
+from segtools.storage.source import MappedSource, WindowSource, zero_from
+from tests.builders import make_batch
+from tests.decoding import batches_of
 from tests.fixtures_manifest import LEGACY, SAMPLE
 from tests.robustness.hostile import legacy_message
 
 
 @pytest.fixture
-def small_windows(monkeypatch):
-    """Long-range reads switch to windows past RELEASE_BYTES; make that 4 KiB."""
-    monkeypatch.setattr(records, "RELEASE_BYTES", 4096)
+def small_big_batch(monkeypatch):
+    """Batches past BIG_BATCH are checksummed in windows; make that 4 KiB."""
+    monkeypatch.setattr(walk, "BIG_BATCH", 4096)
 
 
-@pytest.mark.parametrize("crc", [codecs.crc32c, codecs.crc32])
-def test_windowed_checksum_equals_one_shot(tmp_path, small_windows, crc):
-    """Found by a 2 GiB sparse batch: the CRC mapped all 2 GiB resident (RSS +2048 MiB).
-    Now summed in windows, released behind: the value must not change."""
-    data = np.random.default_rng(7).integers(0, 256, 100_003, dtype=np.uint8).tobytes()
-    path = tmp_path / "x"
+def _crc_valid(data: bytes, tmp_path) -> list[list[int]]:
+    """``crc_valid`` of every batch through each source: bytes, mapping, pread windows."""
+    path = tmp_path / "x.log"
     path.write_bytes(data)
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-        for start, end in ((0, len(data)), (21, 90_001), (4095, 4097), (5, 5)):
-            assert records._checksum(crc, mm, start, end) == crc(data[start:end])
-            assert records._checksum(crc, data, start, end) == crc(data[start:end])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        sources = [BufferSource(data), MappedSource(fd, len(data)), WindowSource(fd, len(data))]
+        return [[int(v) for c in walk.walk(src) for v in c.table.crc_valid] for src in sources]
+    finally:
+        os.close(fd)
 
 
-def test_windowed_zero_scan(small_windows):
-    """Same class (a preallocated 1 GiB segment is a 1 GiB run of zeros)."""
-    buf = bytearray(50_000)
-    assert records._is_zero(bytes(buf), 10, 50_000)
-    buf[49_999] = 1
-    assert not records._is_zero(bytes(buf), 10, 50_000)
-    assert records._is_zero(bytes(buf), 10, 49_999)
-
-
-def test_whole_batch_crc_still_checked_across_windows(small_windows):
+def test_big_batch_crc_is_summed_in_windows(tmp_path, small_big_batch):
+    """Found by a 2 GiB sparse batch: the CRC mapped all 2 GiB resident (RSS +2048 MiB). A
+    batch past BIG_BATCH is now summed over windows, pages released behind: the verdict must
+    not change, on every source."""
     recs = [dict(timestamp_delta=0, offset_delta=i, key=None, value=bytes(3000), headers=[])
             for i in range(8)]
-    from tests.builders import make_batch
-
     good = make_batch(recs)
     assert len(good) > 4 * 4096
     bad = bytearray(good)
     bad[-1] ^= 1
-    assert [b.crc_valid for b in iter_batches(good) if isinstance(b, Batch)] == [True]
-    assert [b.crc_valid for b in iter_batches(bytes(bad)) if isinstance(b, Batch)] == [False]
+    small = make_batch(recs[:1])
+    assert _crc_valid(good + small, tmp_path) == [[1, 1]] * 3
+    assert _crc_valid(bytes(bad) + small, tmp_path) == [[0, 1]] * 3
+
+
+def test_zero_scan_skips_holes_and_finds_data(tmp_path):
+    """Same class (a preallocated 1 GiB segment is a 1 GiB run of zeros)."""
+    buf = bytearray(50_000)
+    assert BufferSource(bytes(buf)).zero_from(10, 50_000) is None
+    buf[49_999] = 1
+    assert BufferSource(bytes(buf)).zero_from(10, 50_000) == 49_999
+    assert BufferSource(bytes(buf)).zero_from(10, 49_999) is None
+    path = tmp_path / "sparse"
+    with open(path, "wb") as f:
+        f.truncate(64 << 20)
+        f.seek(40 << 20)
+        f.write(b"\x07")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert zero_from(fd, 0, 40 << 20) is None
+        assert zero_from(fd, 0, 64 << 20) == 40 << 20
+    finally:
+        os.close(fd)
 
 
 def test_sparse_index_garbage_after_a_hole_is_still_found(tmp_path):
@@ -82,31 +96,31 @@ def test_sparse_index_garbage_after_a_hole_is_still_found(tmp_path):
         assert oi.first_garbage_position is None and oi.is_preallocated
 
 
-def test_legacy_flood_shallow_walk_keeps_no_records(monkeypatch):
+def test_legacy_flood_shallow_walk_keeps_no_records():
     """Found by one gzip wrapper of a million empty messages: the shallow walk built every
-    Record to learn the first offset (8.6 s, +277 MiB). ``legacy_base_offset`` walks the
-    inner headers only and agrees with the deep decode."""
+    Record to learn the first offset (8.6 s, +277 MiB). The walk now lays out the inner
+    headers only (compiled) and agrees with the deep decode."""
     inner = b"".join(legacy_message(1, 0, None, i) for i in range(50))
-    entry = legacy_message(1, 1, zlib.compress(inner, wbits=31), 1049)
-    assert legacy_base_offset(entry, 0, len(entry)) == 1000
-    assert legacy_inner_records(entry, 0, len(entry))[0].offset == 1000
-    monkeypatch.setattr(records, "Record", None)  # the shallow walk must not need it
-    (batch,) = [b for b in iter_batches(entry) if isinstance(b, Batch)]
+    entry = np.frombuffer(legacy_message(1, 1, zlib.compress(inner, wbits=31), 1049), np.uint8)
+    assert legacy.wrapper_base_offset(entry, 0, len(entry)) == 1000
+    assert int(legacy.wrapper_messages(entry, 0, len(entry)).offset[0]) == 1000
+    (batch,) = batches_of(entry.tobytes())
     assert batch.base_offset == 1000 and batch.last_offset == 1049
 
 
 def test_legacy_base_offset_matches_deep_decode_on_every_fixture():
     for log in sorted(LEGACY.glob("*/*.log")):
-        data = log.read_bytes()
-        for b in iter_batches(data):
-            if isinstance(b, Batch) and b.compression != "none":
+        data = np.frombuffer(log.read_bytes(), np.uint8)
+        for b in batches_of(data.tobytes()):
+            if b.compression != "none":
                 try:
-                    first = legacy_inner_records(data, b.position, b.size)[0].offset
+                    first = int(legacy.wrapper_messages(data, b.position, b.size).offset[0])
                 except SegtoolsError:  # the corrupt fixture: both refuse it
                     with pytest.raises(SegtoolsError):
-                        legacy_base_offset(data, b.position, b.size)
+                        legacy.wrapper_base_offset(data, b.position, b.size)
                     continue
-                assert legacy_base_offset(data, b.position, b.size) == first == b.base_offset
+                assert legacy.wrapper_base_offset(data, b.position, b.size) == first \
+                    == b.base_offset
 
 
 def test_unicode_digit_segment_name_is_not_a_base_offset():

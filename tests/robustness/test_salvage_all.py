@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 
 from segtools.findings import Finding
 from segtools.model import Batch
-from segtools.records import iter_batches, iter_batches_salvaging
+from tests.decoding import batches_of, salvage_items
 from tests.fixtures_manifest import FIXTURES
 from tests.robustness.commands import run_cli
 
 LOGS = sorted(p for p in (FIXTURES / "logdirs").rglob("*.log") if p.stat().st_size)
 ORIGINALS = {p: p.read_bytes() for p in LOGS}
-GOOD = {p: [b for b in iter_batches(data) if isinstance(b, Batch) and b.crc_valid]
+GOOD = {p: [b for b in batches_of(data) if b.crc_valid]
         for p, data in ORIGINALS.items()}
 
 
@@ -43,7 +43,7 @@ def untouched(path, start: int, stop: int) -> list[Batch]:
 
 
 def recovered(buf: bytes) -> list[Batch]:
-    return [b for b in iter_batches_salvaging(buf) if isinstance(b, Batch)]
+    return [b for b in salvage_items(buf) if isinstance(b, Batch)]
 
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -60,7 +60,7 @@ def test_every_fixture_recovers_every_untouched_batch(path):
 @given(st.sampled_from(LOGS), st.integers(0, 2**32), st.integers(1, 200))
 def test_random_damage_anywhere(path, seed, length):
     buf, start, stop = damage(ORIGINALS[path], seed, length)
-    items = list(iter_batches_salvaging(buf))
+    items = salvage_items(buf)
     got = {b.position: b for b in items if isinstance(b, Batch)}
     assert all(got.get(b.position) == b for b in untouched(path, start, stop))
     assert all(isinstance(i, Batch | Finding) for i in items)

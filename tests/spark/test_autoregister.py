@@ -33,11 +33,12 @@ def pip_install(target: Path, scratch: Path) -> None:
     leaves nothing in the working tree)."""
     src = scratch / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(REPO / name, src / name)
-    for pkg in ("segtools", "spark"):
+    for pkg in ("segtools", "spark"):  # sources only: the build compiles its own extensions
         shutil.copytree(REPO / pkg, src / pkg,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "examples"))
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "examples",
+                                                      "*.so", "*.c"))
     done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                            "--target", str(target), str(src)],
                           capture_output=True, text=True, check=False)

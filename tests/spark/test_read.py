@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pyspark_kafkalog import arrow, scan
+from pyspark_kafkalog import scan
 from pyspark_kafkalog.options import Level, OptionError
 
+from segtools.decode import chunks
 from segtools.errors import CorruptDataError, SegtoolsError
-from segtools.records import decode_chunks
+from segtools.fetch import arrow
 from tests.spark.conftest import committed, expected_rows
 from tests.spark.inprocess import read, schema_of
 
@@ -148,12 +149,13 @@ def test_user_schema_builds_only_the_asked_columns(trees, monkeypatch):
 def test_batch_level_columns_skip_the_deep_decode(trees, monkeypatch):
     decoded = []
 
-    def counting(buf, batches, **kw):
-        batches = list(batches)
-        decoded.extend(batches)
-        return decode_chunks(buf, batches, **kw)
+    real = chunks.decode
 
-    monkeypatch.setattr("segtools.storage.segment.decode_chunks", counting)
+    def counting(source, table, **kw):
+        decoded.extend(table.position.tolist())
+        return real(source, table, **kw)
+
+    monkeypatch.setattr(chunks, "decode", counting)
     shallow = read({"path": str(trees / "sample" / "orders.v2-eu-3")},
                    schema_of(Level.RECORDS, "topic", "partition", "compression"))
     assert shallow.num_rows == 252 and decoded == []

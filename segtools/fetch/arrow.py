@@ -1,11 +1,11 @@
-"""Arrow columns built from the kernel's spans, without a Python loop per record.
+"""Arrow columns built from the record kernel's spans, without a Python loop per record.
 
-The bulk kernel (:mod:`segtools.kernel`) leaves keys, values and headers where they are, as
-``(position, length)`` spans into the segment's mapped bytes (or an inflated buffer);
-:func:`segtools.kernel.gather` copies them back to back and returns Arrow's int32 offsets, so a
-binary column is three buffers handed to ``pa.Array.from_buffers``. Spark checks a returned
-batch against ``to_arrow_schema(schema, timezone="UTC")`` exactly (notes §3), so every builder
-takes the target Arrow type and the result is cast only when the user chose another type.
+The record kernel leaves keys, values and headers where they are, as ``(position, length)``
+spans into the segment's bytes (or an inflated buffer); :func:`segtools.decode.chunks.gather`
+copies them back to back with Arrow's int32 offsets, so a binary column is three buffers handed
+to ``pa.Array.from_buffers``. Spark checks a returned batch against its schema's Arrow form
+exactly (names, order, types, nullability: ``docs/spark.md``), so every builder takes the
+target Arrow type and the result is cast only when the caller chose another type.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from segtools import kernel
+from segtools.decode.chunks import gather, header_spans
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")
 BINARY = pa.binary()
@@ -42,9 +42,7 @@ def binary_from_spans(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
     """A binary (or utf8) column from spans into ``data``; a length of -1 is null."""
     n = int(pos.shape[0])
     valid = lengths >= 0
-    total = int(lengths.sum(where=valid))
-    out = np.empty(total, dtype=np.uint8)
-    offsets = kernel.gather(data, np.ascontiguousarray(pos), np.ascontiguousarray(lengths), out)
+    out, offsets = gather(data, pos, lengths)
     validity, nulls = _validity(valid)
     return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(out)],
                                  null_count=nulls)
@@ -84,13 +82,9 @@ def _header_keys(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> pa.A
 def headers_from_spans(data: np.ndarray, headers_pos: np.ndarray, headers_count: np.ndarray,
                        target: pa.DataType) -> pa.Array:
     """``array<struct<key string, value binary>>`` from each record's header section, decoded
-    by :func:`segtools.kernel.decode_headers` (sections the kernel has already validated)."""
+    by :func:`segtools.decode.chunks.header_spans` (sections the kernel already validated)."""
     counts = np.ascontiguousarray(headers_count, dtype=np.int32)
-    total = int(counts.sum())
-    kp, kl, vp, vl = (np.empty(total, np.int64) for _ in range(4))
-    owner = np.empty(total, np.int32)
-    kernel.decode_headers(data, np.ascontiguousarray(headers_pos, dtype=np.int64), counts,
-                          kp, kl, vp, vl, owner)
+    kp, kl, vp, vl, _ = header_spans(data, headers_pos, counts)
     items = pa.StructArray.from_arrays(
         [_header_keys(data, kp, kl), binary_from_spans(data, vp, vl)], names=["key", "value"])
     offsets = np.zeros(counts.shape[0] + 1, dtype=np.int32)
@@ -135,20 +129,20 @@ def repeated(value: object, n: int, target: pa.DataType) -> pa.Array:
     return have.slice(0, n)
 
 
-def per_batch(values: list, take: np.ndarray, counts: np.ndarray | None,
-              target: pa.DataType) -> pa.Array:
-    """A batch-level field for every record: ``values[b]`` for each record's batch ``take``.
+def per_batch(values: np.ndarray, take: np.ndarray, target: pa.DataType,
+              valid: np.ndarray | None = None) -> pa.Array:
+    """A batch-level field for every record: ``values[take[i]]`` for record ``i``.
 
-    Most fields are equal across a chunk (compression, producer, flags) and become a
-    constant; numbers that differ are repeated by run length (records come in batch order,
-    ``counts`` records per batch) and anything else is an Arrow ``take``.
-    """
-    first = values[0] if values else None
-    if all(v == first for v in values):
-        return repeated(first, int(take.size), target)
-    if counts is not None and all(isinstance(v, int | bool) for v in values):
-        return pa.array(np.repeat(np.array(values), counts), type=target)
-    return pa.array(values, type=target).take(pa.array(take, type=pa.int32()))
+    Most fields are equal across a chunk (compression, producer, flags) and become a sliced
+    constant; anything else is one numpy gather. ``valid`` marks the batches whose value is
+    not null."""
+    n = int(take.size)
+    if valid is None and len(values) and bool(np.all(values == values[0])):
+        first = values[0]
+        return repeated(first.item() if hasattr(first, "item") else first, n, target)
+    out = pa.array(values[take] if len(values) else values[:0],
+                   mask=None if valid is None else ~valid[take], type=target)
+    return out
 
 
 def row_slices(sizes: np.ndarray, limit: int = MAX_COLUMN_BYTES) -> list[slice]:

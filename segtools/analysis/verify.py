@@ -1,0 +1,126 @@
+"""``verify``'s assembly: read every file of a partition once and run the integrity rules.
+
+Each segment is walked once (compiled, CRCs checked), its table chunks fed to the index,
+offset and leader-epoch rules of :mod:`segtools.analysis.integrity` as they come, so memory
+stays flat whatever the segment holds; ``deep`` also decodes every record; ``salvage``
+resynchronises past corrupt batches. Findings come out in a stable order: index findings of
+every segment, then each segment's walk findings and offset steps, then leader epochs, then
+producer snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from segtools.analysis import integrity
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, Severity
+from segtools.storage.files import read_producer_snapshot
+from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
+from segtools.storage.logdirs import LogDir
+from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
+from segtools.storage.segment import Segment
+
+
+def unreadable(path: str, error: SegtoolsError) -> Finding:
+    """A segment that could not be opened (typically: retention deleted it after the directory
+    was listed) is reported, and the rest of the tree is still read."""
+    return Finding("segment_unreadable", Severity.WARNING, path,
+                   f"could not be read: {error} (deleted or truncated while segtools ran?)")
+
+
+@dataclass
+class _SegmentResult:
+    files: SegmentFiles
+    index_findings: list[Finding]
+    walk_findings: list[Finding]
+    steps: integrity.OffsetSteps
+    cleaned: bool
+
+
+def _open_indexes(files: SegmentFiles, log_size: int, findings: list[Finding]):
+    """The index checks for one segment (None where an index is absent or not trusted), and
+    Kafka's own sanity checks on each index as findings."""
+    offset_check = time_check = None
+    if files.index is not None:
+        with OffsetIndex(files.index, files.base_offset, log_size=log_size,
+                         sealed=files.sealed) as index:
+            findings.extend(index.sanity_check())
+            if index.trusted:
+                offset_check = integrity.OffsetIndexCheck(str(files.index),
+                                                          *index.entry_arrays())
+    if files.timeindex is not None:
+        with TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed) as tindex:
+            findings.extend(tindex.sanity_check())
+            if tindex.trusted:
+                time_check = integrity.TimeIndexCheck(str(files.timeindex),
+                                                      *tindex.entry_arrays())
+    if files.txnindex is not None:
+        findings.extend(TransactionIndex(files.txnindex, files.base_offset).sanity_check())
+    return offset_check, time_check
+
+
+def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
+                   previous_last: int | None, *, deep: bool, salvage: bool,
+                   limit: int) -> _SegmentResult:
+    index_findings: list[Finding] = []
+    walk_findings: list[Finding] = []
+    deep_findings: list[Finding] = []
+    steps = integrity.OffsetSteps(str(files.log), files.base_offset, previous_last)
+    cleaned = False
+    with Segment.open(files, decompress_limit=limit) as segment:
+        offset_check, time_check = _open_indexes(files, segment.size, index_findings)
+        chunks = segment.salvage() if salvage else segment.walk(verify_crc=True)
+        for chunk in chunks:
+            t = chunk.table
+            walk_findings.extend(chunk.findings)
+            steps.add(t)
+            epochs.add(t)
+            cleaned = cleaned or bool(integrity.cleaned(t).any())
+            for check in (offset_check, time_check):
+                if check is not None:
+                    check.add(t)
+            if deep:
+                for records in segment.records(t):
+                    deep_findings.extend(records.findings)
+    for check in (offset_check, time_check):
+        if check is not None:
+            index_findings.extend(check.finish())
+    return _SegmentResult(files, index_findings, walk_findings + deep_findings, steps, cleaned)
+
+
+def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
+                     salvage: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                     advance: Callable[[int], None] = lambda n: None) -> list[Finding]:
+    """Every finding for one partition directory."""
+    findings = list(pdir.findings)
+    epochs = integrity.LeaderEpochs(str(pdir.path))
+    results: list[_SegmentResult] = []
+    previous_last = None
+    for files in pdir.segments:
+        try:
+            result = _check_segment(files, epochs, previous_last, deep=deep, salvage=salvage,
+                                    limit=limit)
+        except SegtoolsError as e:
+            findings.append(unreadable(str(files.log), e))
+        else:
+            results.append(result)
+            findings.extend(result.index_findings)
+            if result.steps.segment_last is not None:
+                previous_last = result.steps.segment_last
+        advance(files.log_size)
+    tp = (pdir.name.topic, pdir.name.partition) if pdir.name else None
+    evidence = integrity.CompactionEvidence(
+        cleaner_checkpoint=tp in log_dir.cleaner_offsets,
+        cleaner_leftovers=any(lf.leftover in (Leftover.CLEANED, Leftover.SWAP)
+                              for lf in pdir.leftovers),
+        cleaned_batches=any(r.cleaned for r in results))
+    for r in results:
+        findings.extend(r.walk_findings)
+        findings.extend(r.steps.findings(evidence))
+    findings.extend(epochs.finish(pdir.leader_epochs or None))
+    for snap in pdir.snapshots:
+        findings.extend(read_producer_snapshot(snap.path)[1])
+    return findings

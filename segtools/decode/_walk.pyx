@@ -1,0 +1,460 @@
+"""The compiled batch walk: a window of a log's bytes -> one row per batch in a columnar table.
+
+This is ``FileLogInputStream.nextBatch`` + the header accessors of ``DefaultRecordBatch`` and
+``AbstractLegacyRecordBatch`` + ``isValid()``, run in C over a whole window per call, so a segment
+of a million one-record batches costs no Python object and no Python call per batch. Where Kafka
+throws, the walk records an *event* (a finding to be) and carries on wherever the length field
+still says where the next batch starts; where the framing is lost it stops and says why.
+
+Field positions come from :mod:`segtools.decode.layout`, which derives them from the construct
+declarations (:mod:`segtools.formats.batch`, :mod:`segtools.formats.legacy`) and checks the
+constants compiled here against them at import.
+"""
+
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t
+
+from segtools.decode.bytes cimport be_i16, be_i32, be_i64, be_u32
+
+
+cdef extern from "checksum.h":
+    uint32_t segtools_crc32c_raw(uint32_t crc, const uint8_t *p, size_t n) nogil
+    uint32_t segtools_crc32_raw(uint32_t crc, const uint8_t *p, size_t n) nogil
+    void segtools_crc_init(int allow_hw)
+
+segtools_crc_init(1)
+
+# ---- layout: Records / DefaultRecordBatch / LegacyRecord (checked by decode/layout.py)
+cdef enum:
+    LOG_OVERHEAD = 12            # baseOffset int64 + length int32
+    HEADER_SIZE_UP_TO_MAGIC = 17
+    MIN_LENGTH = 14              # LegacyRecord.RECORD_OVERHEAD_V0
+    V2_OVERHEAD = 61             # DefaultRecordBatch.RECORD_BATCH_OVERHEAD
+    LENGTH_AT = 8
+    LEADER_EPOCH_AT = 12
+    MAGIC_AT = 16
+    CRC_AT = 17
+    ATTRIBUTES_AT = 21           # also where the v2 CRC coverage starts
+    LAST_OFFSET_DELTA_AT = 23
+    BASE_TIMESTAMP_AT = 27
+    MAX_TIMESTAMP_AT = 35
+    PRODUCER_ID_AT = 43
+    PRODUCER_EPOCH_AT = 51
+    BASE_SEQUENCE_AT = 53
+    RECORDS_COUNT_AT = 57
+    LEGACY_CRC_AT = 12           # message crc uint32 (CRC-32 over [magic, end))
+    LEGACY_ATTRIBUTES_AT = 17
+    LEGACY_TIMESTAMP_AT = 18     # v1 only
+    LEGACY_V0_KEY_AT = 18
+    LEGACY_V1_KEY_AT = 26
+    MAX_V2_CODEC = 4             # zstd
+    MAX_LEGACY_CODEC = 3         # lz4
+
+LAYOUT = {
+    "log_overhead": LOG_OVERHEAD, "header_size_up_to_magic": HEADER_SIZE_UP_TO_MAGIC,
+    "min_length": MIN_LENGTH, "v2_overhead": V2_OVERHEAD, "length": LENGTH_AT,
+    "partition_leader_epoch": LEADER_EPOCH_AT, "magic": MAGIC_AT, "crc": CRC_AT,
+    "attributes": ATTRIBUTES_AT, "last_offset_delta": LAST_OFFSET_DELTA_AT,
+    "base_timestamp": BASE_TIMESTAMP_AT, "max_timestamp": MAX_TIMESTAMP_AT,
+    "producer_id": PRODUCER_ID_AT, "producer_epoch": PRODUCER_EPOCH_AT,
+    "base_sequence": BASE_SEQUENCE_AT, "records_count": RECORDS_COUNT_AT,
+    "legacy_crc": LEGACY_CRC_AT, "legacy_attributes": LEGACY_ATTRIBUTES_AT,
+    "legacy_timestamp": LEGACY_TIMESTAMP_AT, "legacy_v0_key": LEGACY_V0_KEY_AT,
+    "legacy_v1_key": LEGACY_V1_KEY_AT,
+}
+
+# ---- why a walk stopped (stable; decode/walk.py turns them into findings)
+cpdef enum:
+    STOP_END = 0         # reached the end asked for
+    STOP_SHORT_TAIL = 1  # 17 or fewer bytes left: a torn or zero tail
+    STOP_BAD_LENGTH = 2  # length below 14: zeros (preallocated) or lost framing
+    STOP_TORN = 3        # the batch runs past the end: a torn write or a partial copy
+    STOP_WINDOW = 4      # the next batch runs past the bytes in hand: read more, walk on from here
+    STOP_FULL = 5        # the output table is full
+    STOP_EVENTS_FULL = 6 # the event list is full
+
+# ---- per-batch events (stable; decode/walk.py turns them into findings)
+cpdef enum:
+    EV_INVALID_MAGIC = 1        # arg: magic byte; arg2: base offset
+    EV_BATCH_TOO_SMALL = 2      # v2 batch shorter than its 61-byte header
+    EV_INVALID_COMPRESSION = 3  # arg: codec id; arg2: (base) offset; arg3: magic
+    EV_CORRUPT_MESSAGE = 4      # arg: reason (below); arg2: offset; arg3: declared length
+    EV_LEGACY_NEEDS_BASE = 5    # arg: table row of a compressed wrapper (base offset needs inflating)
+    EV_CRC_LATER = 6            # arg: table row of a v2 batch too big to checksum in one call
+
+# ---- why a legacy message is corrupt (LegacyRecord.key()/value() would throw)
+cpdef enum:
+    MSG_SHORT_TIMESTAMP = 1
+    MSG_SHORT_KEY_LENGTH = 2
+    MSG_KEY_PAST_END = 3
+    MSG_SHORT_VALUE_LENGTH = 4
+    MSG_VALUE_PAST_END = 5
+
+
+cdef class Columns:
+    """Typed views of a table's columns, for the kernel to write into (one row per batch)."""
+
+    cdef int64_t[::1] position
+    cdef int64_t[::1] size
+    cdef int8_t[::1] magic
+    cdef int16_t[::1] attributes
+    cdef int64_t[::1] base_offset
+    cdef int64_t[::1] last_offset
+    cdef int32_t[::1] count
+    cdef int64_t[::1] base_timestamp
+    cdef int64_t[::1] max_timestamp
+    cdef int64_t[::1] producer_id
+    cdef int16_t[::1] producer_epoch
+    cdef int32_t[::1] base_sequence
+    cdef int32_t[::1] leader_epoch
+    cdef uint32_t[::1] crc
+    cdef int8_t[::1] crc_valid
+    cdef int64_t capacity
+
+    def __init__(self, dict arrays):
+        self.position = arrays["position"]
+        self.size = arrays["size"]
+        self.magic = arrays["magic"]
+        self.attributes = arrays["attributes"]
+        self.base_offset = arrays["base_offset"]
+        self.last_offset = arrays["last_offset"]
+        self.count = arrays["count"]
+        self.base_timestamp = arrays["base_timestamp"]
+        self.max_timestamp = arrays["max_timestamp"]
+        self.producer_id = arrays["producer_id"]
+        self.producer_epoch = arrays["producer_epoch"]
+        self.base_sequence = arrays["base_sequence"]
+        self.leader_epoch = arrays["leader_epoch"]
+        self.crc = arrays["crc"]
+        self.crc_valid = arrays["crc_valid"]
+        self.capacity = self.position.shape[0]
+
+
+cdef class Events:
+    """Per-batch problems met on the way, in file order: position, code and three arguments."""
+
+    cdef int64_t[::1] position
+    cdef int8_t[::1] code
+    cdef int64_t[::1] arg
+    cdef int64_t[::1] arg2
+    cdef int64_t[::1] arg3
+    cdef int64_t capacity
+
+    def __init__(self, dict arrays):
+        self.position = arrays["position"]
+        self.code = arrays["code"]
+        self.arg = arrays["arg"]
+        self.arg2 = arrays["arg2"]
+        self.arg3 = arrays["arg3"]
+        self.capacity = self.position.shape[0]
+
+
+cdef inline void _event(Events ev, int64_t *n, int64_t position, int8_t code, int64_t arg,
+                        int64_t arg2, int64_t arg3) noexcept nogil:
+    cdef int64_t i = n[0]
+    ev.position[i] = position
+    ev.code[i] = code
+    ev.arg[i] = arg
+    ev.arg2[i] = arg2
+    ev.arg3[i] = arg3
+    n[0] = i + 1
+
+
+cdef inline int _legacy_layout(const uint8_t *p, int64_t size, int8_t magic, int64_t *key_at,
+                               int64_t *key_len, int64_t *value_at, int64_t *value_len,
+                               int64_t *bad_length) noexcept nogil:
+    """Locate the key and value of one v0/v1 entry of ``size`` bytes at ``p`` (offsets from the
+    entry start); 0, or a ``MSG_*`` reason where ``LegacyRecord.key()/value()`` would throw."""
+    cdef int64_t q = LEGACY_V0_KEY_AT
+    cdef int64_t n
+    if magic == 1:
+        if LEGACY_TIMESTAMP_AT + 8 > size:
+            return MSG_SHORT_TIMESTAMP
+        q = LEGACY_V1_KEY_AT
+    if q + 4 > size:
+        return MSG_SHORT_KEY_LENGTH
+    n = be_i32(p + q)
+    q += 4
+    key_at[0] = q
+    key_len[0] = -1
+    if n >= 0:
+        if q + n > size:
+            bad_length[0] = n
+            return MSG_KEY_PAST_END
+        key_len[0] = n
+        q += n
+    if q + 4 > size:
+        return MSG_SHORT_VALUE_LENGTH
+    n = be_i32(p + q)
+    q += 4
+    value_at[0] = q
+    value_len[0] = -1
+    if n >= 0:
+        if q + n > size:
+            bad_length[0] = n
+            return MSG_VALUE_PAST_END
+        value_len[0] = n
+    return 0
+
+
+def walk(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t until, int64_t end,
+         int64_t avail, bint verify_crc, int64_t big, Columns out, int64_t row0, Events ev,
+         int64_t ev0):
+    """Walk the batches from file position ``start``: every batch that starts before ``until``,
+    in data that ends at ``end`` (a batch running past ``end`` is a torn tail).
+
+    ``buf[0]`` is the byte at file position ``base``; the bytes in hand end at file position
+    ``avail`` (<= ``end``). Rows go to ``out`` from ``row0``, events to ``ev`` from ``ev0``.
+    A v2 batch longer than ``big`` bytes needs only its header in hand: its CRC is left to
+    the caller (``EV_CRC_LATER``), who sums it in windows, so no call ever holds all of a
+    batch that claims gigabytes.
+    Returns ``(rows, events, stop position, stop code)``: the counts written so far, where the
+    walk stopped (the start of the batch it did not take), and why (``STOP_*``).
+    """
+    cdef const uint8_t *data = &buf[0] if buf.shape[0] else NULL
+    cdef int64_t pos = start
+    cdef int64_t row = row0
+    cdef int64_t nev = ev0
+    cdef int64_t length, size, offset, codec
+    cdef int64_t key_at = 0, key_len = 0, value_at = 0, value_len = 0, bad = 0
+    cdef int8_t magic
+    cdef int16_t attrs
+    cdef int reason
+    cdef uint32_t stored
+    cdef const uint8_t *p
+    cdef int stop = STOP_END
+    with nogil:
+        while True:
+            if pos >= end or pos >= until:
+                stop = STOP_END
+                break
+            if end - pos <= HEADER_SIZE_UP_TO_MAGIC:
+                stop = STOP_SHORT_TAIL
+                break
+            if pos + HEADER_SIZE_UP_TO_MAGIC > avail:
+                stop = STOP_WINDOW
+                break
+            if row >= out.capacity:
+                stop = STOP_FULL
+                break
+            if nev + 3 > ev.capacity:
+                stop = STOP_EVENTS_FULL
+                break
+            p = data + (pos - base)
+            length = be_i32(p + LENGTH_AT)
+            if length < MIN_LENGTH:
+                stop = STOP_BAD_LENGTH
+                break
+            size = LOG_OVERHEAD + length
+            if size > end - pos:
+                stop = STOP_TORN
+                break
+            magic = <int8_t>p[MAGIC_AT]
+            if pos + size > avail and not (magic == 2 and size > big and
+                                           pos + V2_OVERHEAD <= avail):
+                stop = STOP_WINDOW
+                break
+            offset = be_i64(p)
+            if magic == 2:
+                if size < V2_OVERHEAD:
+                    _event(ev, &nev, pos, EV_BATCH_TOO_SMALL, size, offset, 0)
+                    pos += size
+                    continue
+                attrs = be_i16(p + ATTRIBUTES_AT) & 0xFF  # (byte) getShort(21)
+                stored = be_u32(p + CRC_AT)
+                out.position[row] = pos
+                out.size[row] = size
+                out.magic[row] = 2
+                out.attributes[row] = attrs
+                out.base_offset[row] = offset
+                out.last_offset[row] = offset + be_i32(p + LAST_OFFSET_DELTA_AT)
+                out.count[row] = be_i32(p + RECORDS_COUNT_AT)
+                out.base_timestamp[row] = be_i64(p + BASE_TIMESTAMP_AT)
+                out.max_timestamp[row] = be_i64(p + MAX_TIMESTAMP_AT)
+                out.producer_id[row] = be_i64(p + PRODUCER_ID_AT)
+                out.producer_epoch[row] = be_i16(p + PRODUCER_EPOCH_AT)
+                out.base_sequence[row] = be_i32(p + BASE_SEQUENCE_AT)
+                out.leader_epoch[row] = be_i32(p + LEADER_EPOCH_AT)
+                out.crc[row] = stored
+                if not verify_crc:
+                    out.crc_valid[row] = -1
+                elif size > big:
+                    out.crc_valid[row] = -1
+                    _event(ev, &nev, pos, EV_CRC_LATER, row, offset, 0)
+                else:
+                    out.crc_valid[row] = (segtools_crc32c_raw(
+                        0xFFFFFFFFu, p + ATTRIBUTES_AT, size - ATTRIBUTES_AT) ^ 0xFFFFFFFFu
+                        ) == stored
+                row += 1
+                codec = attrs & 0x07
+                if codec > MAX_V2_CODEC:
+                    _event(ev, &nev, pos, EV_INVALID_COMPRESSION, codec, offset, 2)
+            elif magic == 0 or magic == 1:
+                attrs = <int8_t>p[LEGACY_ATTRIBUTES_AT]  # LegacyRecord: a signed byte
+                codec = attrs & 0x07
+                if codec > MAX_LEGACY_CODEC:
+                    _event(ev, &nev, pos, EV_INVALID_COMPRESSION, codec, offset, magic)
+                    pos += size
+                    continue
+                reason = _legacy_layout(p, size, magic, &key_at, &key_len, &value_at,
+                                        &value_len, &bad)
+                if reason:
+                    _event(ev, &nev, pos, EV_CORRUPT_MESSAGE, reason, offset, bad)
+                    pos += size
+                    continue
+                stored = be_u32(p + LEGACY_CRC_AT)
+                out.position[row] = pos
+                out.size[row] = size
+                out.magic[row] = magic
+                out.attributes[row] = attrs
+                out.base_offset[row] = offset
+                out.last_offset[row] = offset
+                out.count[row] = -1
+                out.base_timestamp[row] = -1
+                out.max_timestamp[row] = be_i64(p + LEGACY_TIMESTAMP_AT) if magic == 1 else -1
+                out.producer_id[row] = -1
+                out.producer_epoch[row] = -1
+                out.base_sequence[row] = -1
+                out.leader_epoch[row] = -1
+                out.crc[row] = stored
+                if verify_crc:
+                    out.crc_valid[row] = (segtools_crc32_raw(
+                        0xFFFFFFFFu, p + MAGIC_AT, size - MAGIC_AT) ^ 0xFFFFFFFFu) == stored
+                else:
+                    out.crc_valid[row] = -1
+                if codec:
+                    _event(ev, &nev, pos, EV_LEGACY_NEEDS_BASE, row, offset, 0)
+                row += 1
+            else:
+                _event(ev, &nev, pos, EV_INVALID_MAGIC, magic, offset, size)
+            pos += size
+    return row, nev, pos, stop
+
+
+def legacy_layout(const uint8_t[::1] buf, int64_t pos, int64_t size):
+    """``(key_at, key_len, value_at, value_len, 0)`` of the v0/v1 entry of ``size`` bytes at
+    ``buf[pos]`` (positions from the entry start; length -1 = null), or ``(.., reason, bad)``
+    with a ``MSG_*`` reason when the message is corrupt."""
+    cdef int64_t key_at = 0, key_len = -1, value_at = 0, value_len = -1, bad = 0
+    cdef int reason
+    if pos < 0 or size < MIN_LENGTH or pos + size > buf.shape[0]:
+        return 0, -1, 0, -1, MSG_SHORT_KEY_LENGTH, 0
+    reason = _legacy_layout(&buf[pos], size, <int8_t>buf[pos + MAGIC_AT], &key_at, &key_len,
+                            &value_at, &value_len, &bad)
+    return key_at, key_len, value_at, value_len, reason, bad
+
+
+def legacy_messages(const uint8_t[::1] buf, int64_t start, int64_t end, int64_t[::1] entry,
+                    int64_t[::1] offset, int8_t[::1] magic, int8_t[::1] attributes,
+                    int64_t[::1] timestamp, int64_t[::1] key_pos, int64_t[::1] key_len,
+                    int64_t[::1] value_pos, int64_t[::1] value_len):
+    """Lay out the messages of a v0/v1 message set in ``buf[start:end]`` (a compressed
+    wrapper's inflated value), one row each, as ``AbstractLegacyRecordBatch``'s inner iterator
+    reads them: a short tail ends the set. Returns ``(rows, error, error position)``; error 0 =
+    fine, -1 = a length out of range, -2 = a nested compressed message, or a ``MSG_*`` reason.
+    """
+    cdef const uint8_t *data = &buf[0] if buf.shape[0] else NULL
+    cdef int64_t pos = start
+    cdef int64_t n = 0
+    cdef int64_t length, size, ka = 0, kl = 0, va = 0, vl = 0, bad = 0
+    cdef int reason
+    cdef int8_t m
+    cdef int64_t error = 0
+    with nogil:
+        while pos < end:
+            if pos + LOG_OVERHEAD > end:
+                break
+            if n >= entry.shape[0]:
+                break
+            length = be_i32(data + pos + LENGTH_AT)
+            if length < MIN_LENGTH or pos + LOG_OVERHEAD + length > end:
+                error = -1
+                break
+            size = LOG_OVERHEAD + length
+            m = <int8_t>data[pos + MAGIC_AT]
+            reason = _legacy_layout(data + pos, size, m, &ka, &kl, &va, &vl, &bad)
+            if reason:
+                error = reason
+                break
+            if data[pos + LEGACY_ATTRIBUTES_AT] & 0x07:
+                error = -2
+                break
+            entry[n] = pos
+            offset[n] = be_i64(data + pos)
+            magic[n] = m
+            attributes[n] = <int8_t>data[pos + LEGACY_ATTRIBUTES_AT]
+            timestamp[n] = be_i64(data + pos + LEGACY_TIMESTAMP_AT) if m == 1 else -1
+            key_pos[n] = pos + ka
+            key_len[n] = kl
+            value_pos[n] = pos + va
+            value_len[n] = vl
+            n += 1
+            pos += size
+    return n, error, pos, bad
+
+
+cdef bint _batch_at(const uint8_t[::1] buf, int64_t base, int64_t pos,
+                    int64_t end) noexcept nogil:
+    cdef const uint8_t *p
+    cdef int64_t length, size, count
+    cdef int attrs
+    cdef int8_t magic
+    if pos < base or pos + HEADER_SIZE_UP_TO_MAGIC >= end:
+        return False
+    p = &buf[pos - base]
+    length = be_i32(p + LENGTH_AT)
+    size = LOG_OVERHEAD + length
+    if length < MIN_LENGTH or pos + size > end:
+        return False
+    magic = <int8_t>p[MAGIC_AT]
+    if magic == 2:
+        if size < V2_OVERHEAD:
+            return False
+        attrs = be_i16(p + ATTRIBUTES_AT)
+        count = be_i32(p + RECORDS_COUNT_AT)
+        if attrs & ~0x7F or (attrs & 0x07) > MAX_V2_CODEC or count < 0 or \
+                count > length // 7 + 1:
+            return False
+        return (segtools_crc32c_raw(0xFFFFFFFFu, p + ATTRIBUTES_AT, size - ATTRIBUTES_AT)
+                ^ 0xFFFFFFFFu) == be_u32(p + CRC_AT)
+    if magic == 0 or magic == 1:
+        attrs = p[LEGACY_ATTRIBUTES_AT]
+        if attrs & 0xF0 or (attrs & 0x07) > MAX_LEGACY_CODEC:
+            return False
+        return (segtools_crc32_raw(0xFFFFFFFFu, p + MAGIC_AT, size - MAGIC_AT)
+                ^ 0xFFFFFFFFu) == be_u32(p + LEGACY_CRC_AT)
+    return False
+
+
+def batch_at(const uint8_t[::1] buf, int64_t base, int64_t pos, int64_t end):
+    """Whether a whole batch with a matching CRC starts at file position ``pos`` (``buf[0]`` is
+    at ``base``; the bytes end at ``end``): the test salvage resynchronises on. Cheap header
+    sanity comes first (magic, length within the data, compression id, a record count the bytes
+    could hold), so random bytes rarely cost a CRC over a long claimed length."""
+    return _batch_at(buf, base, pos, end)
+
+def next_batch(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t stop,
+               int64_t end):
+    """The first file position in ``[start, stop)`` where :func:`batch_at` holds (the bytes
+    in hand end at ``end``), or -1. Candidates are positions whose magic byte is 0, 1 or 2."""
+    cdef int64_t pos
+    cdef int64_t found = -1
+    with nogil:
+        for pos in range(start, stop):
+            if pos + MAGIC_AT >= end:
+                break
+            if buf[pos - base + MAGIC_AT] <= 2 and _batch_at(buf, base, pos, end):
+                found = pos
+                break
+    return found
+
+
+def first_nonzero(const uint8_t[::1] buf, int64_t lo, int64_t hi):
+    """Index of the first non-zero byte in ``buf[lo:hi]``, or -1 (zero-filled tails)."""
+    cdef int64_t i
+    cdef int64_t found = -1
+    with nogil:
+        for i in range(lo, hi):
+            if buf[i]:
+                found = i
+                break
+    return found

@@ -1,0 +1,458 @@
+"""The deep decode: the records of a table's batches as columns, many batches per kernel call.
+
+Runs of uncompressed v2 batches are decoded straight from the source's bytes (no copy from a
+mapping); compressed ones are inflated into a shared buffer of about ``CHUNK_BYTES`` and
+decoded together; v0/v1 entries are laid out by the compiled legacy walk. Every kind comes out
+the same way, as a :class:`Chunk` whose :class:`RecordColumns` hold offsets, timestamps and
+*spans* (key, value, headers) into the chunk's data, so renderers and Arrow builders slice
+without a Python object per record. :class:`Record` objects are built only to show one record
+to a person (:func:`record`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, Compression, decompress
+from segtools.decode import _records, legacy
+from segtools.decode.source import Source
+from segtools.decode.table import BatchTable
+from segtools.decode.walk import truncated_while_reading
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, Severity
+from segtools.formats import batch as v2
+from segtools.model import Batch, Control, Record
+
+ERROR_MESSAGES = {
+    _records.ERR_TRUNCATED: "record runs past the end of its batch",
+    _records.ERR_VARINT_TOO_LONG: "varint longer than Kafka allows",
+    _records.ERR_RECORD_LENGTH: "record body does not match its declared length",
+    _records.ERR_NEGATIVE_HEADER_COUNT: "negative header count",
+    _records.ERR_NEGATIVE_HEADER_KEY: "negative header key size",
+    _records.ERR_TRAILING_BYTES:
+        "bytes left after the declared record count (incorrect batch size)",
+    _records.ERR_NEGATIVE_COUNT: "negative record count",
+}
+
+#: Bytes of uncompressed batches decoded in one kernel call (bounds its column arrays).
+PLAIN_CHUNK_BYTES = 32 * 1024 * 1024
+#: Inflated bytes gathered before a run of compressed batches is decoded in one call.
+CHUNK_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class RecordColumns:
+    """Records as columns. Spans (``*_pos``/``*_len``, length -1 = null) point into ``data``;
+    ``batch`` is the row of the chunk's table each record belongs to."""
+
+    data: np.ndarray
+    offset: np.ndarray
+    timestamp: np.ndarray
+    key_pos: np.ndarray
+    key_len: np.ndarray
+    value_pos: np.ndarray
+    value_len: np.ndarray
+    headers_pos: np.ndarray
+    headers_count: np.ndarray
+    batch: np.ndarray
+    offset_delta: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.offset.shape[0])
+
+    def key(self, i: int) -> bytes | None:
+        return self._span(self.key_pos[i], self.key_len[i])
+
+    def value(self, i: int) -> bytes | None:
+        return self._span(self.value_pos[i], self.value_len[i])
+
+    def _span(self, pos, length) -> bytes | None:
+        if length < 0:
+            return None
+        return self.data[pos:pos + length].tobytes()
+
+    def headers(self, i: int) -> tuple[tuple[str, bytes | None], ...]:
+        count = int(self.headers_count[i])
+        if count == 0:
+            return ()
+        kp, kl, vp, vl = (np.empty(count, np.int64) for _ in range(4))
+        rec = np.empty(count, np.int32)
+        _records.decode_headers(self.data, self.headers_pos[i:i + 1],
+                                self.headers_count[i:i + 1], kp, kl, vp, vl, rec)
+        return tuple(
+            (self.data[kp[j]:kp[j] + kl[j]].tobytes().decode("utf-8", "replace"),
+             self._span(vp[j], vl[j]))
+            for j in range(count))
+
+    def sequences(self, base_sequence: np.ndarray) -> np.ndarray:
+        """``DefaultRecordBatch``: base sequence + offset delta, wrapping at
+        Integer.MAX_VALUE; -1 for batches without a producer sequence."""
+        base = base_sequence[self.batch].astype(np.int64)
+        return np.where(base < 0, -1, (base + self.offset_delta) % (1 << 31))
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """The records of ``table``'s batches. ``base`` is the file position of ``data[0]`` when
+    the spans point into the file's own bytes (None: an inflated buffer); ``errors`` maps a
+    table row to the finding for a batch whose records broke a rule; ``truncated`` is the
+    batch the file no longer held when it was read (it shrank under the reader), with the
+    finding that says so: nothing after it is read."""
+
+    columns: RecordColumns
+    table: BatchTable
+    base: int | None
+    path: str = ""
+    errors: dict[int, Finding] = field(default_factory=dict)
+    truncated: tuple[Batch, Finding] | None = None
+
+    @property
+    def findings(self) -> list[Finding]:
+        out = [self.errors[j] for j in sorted(self.errors)]
+        return [*out, self.truncated[1]] if self.truncated else out
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecords:
+    """One batch with its records, for printing (materialised from a chunk)."""
+
+    batch: Batch
+    records: list[Record]
+    finding: Finding | None = None
+
+
+def _empty_columns(data: np.ndarray) -> RecordColumns:
+    z64, z32 = np.zeros(0, np.int64), np.zeros(0, np.int32)
+    return RecordColumns(data, z64, z64, z64, z64, z64, z64, z64, z32, z32, z32)
+
+
+def record_capacity(starts: np.ndarray, ends: np.ndarray, counts: np.ndarray) -> int:
+    """Rows to allocate: the declared counts, but never more than the bytes can hold, so a
+    lying ``recordsCount`` of 2^31 cannot make us allocate for it."""
+    by_size = (ends - starts) // _records.MIN_RECORD_SIZE
+    return int(np.minimum(np.maximum(counts, 0), by_size).sum())
+
+
+def decode_v2(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: np.ndarray
+              ) -> tuple[RecordColumns, np.ndarray, np.ndarray]:
+    """Run the record kernel over ``data`` for the batches of ``table`` (their records lie in
+    ``data[starts[b]:ends[b]]``); returns the columns and the per-batch error code/position."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    counts = table.count.astype(np.int64)
+    cap = record_capacity(starts, ends, counts)
+    offset, timestamp, key_pos, key_len, value_pos, value_len, headers_pos = (
+        np.empty(cap, np.int64) for _ in range(7))
+    headers_count, batch, delta = (np.empty(cap, np.int32) for _ in range(3))
+    err_code = np.zeros(len(table), np.int8)
+    err_pos = np.zeros(len(table), np.int64)
+    log_append = (table.timestamp_type_id == 1).astype(np.int8)
+    n = _records.decode_v2(data, starts, ends, counts, table.base_offset, table.base_timestamp,
+                           log_append, table.max_timestamp, offset, timestamp, key_pos,
+                           key_len, value_pos, value_len, headers_pos, headers_count, batch,
+                           delta, err_code, err_pos)
+    cols = RecordColumns(data, offset[:n], timestamp[:n], key_pos[:n], key_len[:n],
+                         value_pos[:n], value_len[:n], headers_pos[:n], headers_count[:n],
+                         batch[:n], delta[:n])
+    return cols, err_code, err_pos
+
+
+def _corrupt_records(path: str, table: BatchTable, err_code: np.ndarray, err_pos: np.ndarray,
+                     base: int | None) -> dict[int, Finding]:
+    """Kernel errors as findings: the byte at fault when the spans are the file's own bytes,
+    else the batch's position (records before the fault are kept, as Kafka's iterator
+    returns them before it throws)."""
+    out = {}
+    for j in np.flatnonzero(err_code):
+        j = int(j)
+        position = int(err_pos[j]) + base if base is not None else int(table.position[j])
+        out[j] = Finding("corrupt_records", Severity.ERROR, path,
+                         ERROR_MESSAGES[int(err_code[j])], position=position,
+                         offset=int(table.base_offset[j]))
+    return out
+
+
+def _plain_chunk(source: Source, table: BatchTable, path: str) -> tuple[Chunk, int]:
+    """Uncompressed v2 batches, decoded from the source's bytes. Returns the chunk and how
+    many of the rows the file still held (fewer when it shrank while being read)."""
+    lo = int(table.position[0])
+    hi = int(table.end[-1])
+    contiguous = bool(np.all(table.position[1:] == table.end[:-1]))
+    if contiguous:
+        data, base, avail = source.window(lo, hi, keep=True)
+    else:  # scattered rows (a filtered table): read each batch, packed back to back
+        parts, base, avail = [], lo, hi
+        for position, end in zip(table.position.tolist(), table.end.tolist(), strict=True):
+            part, pbase, pavail = source.window(position, end, keep=True)
+            if pavail < end:
+                avail = position
+                break
+            parts.append(part[position - pbase:end - pbase])
+        data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
+        base = None
+    held = int(np.searchsorted(table.end, avail, side="right")) if contiguous else len(parts)
+    table = table.take(slice(0, held)) if held < len(table) else table
+    if contiguous:
+        starts = table.position - base + v2.RECORD_BATCH_OVERHEAD
+        ends = table.end - base
+    else:
+        sizes = table.size
+        ends = np.cumsum(sizes)
+        starts = ends - sizes + v2.RECORD_BATCH_OVERHEAD
+    cols, err_code, err_pos = decode_v2(data, table, starts, ends)
+    file_base = base if contiguous else None
+    if not contiguous:  # report the batch position rather than a packed-buffer position
+        err_pos = np.zeros_like(err_pos)
+    return Chunk(cols, table, file_base, path,
+                 _corrupt_records(path, table, err_code, err_pos, file_base)), held
+
+
+def _packed_chunk(table: BatchTable, payloads: list[bytes], path: str) -> Chunk:
+    sizes = np.array([len(p) for p in payloads], dtype=np.int64)
+    ends = np.cumsum(sizes)
+    data = np.frombuffer(b"".join(payloads), dtype=np.uint8)
+    cols, err_code, err_pos = decode_v2(data, table, ends - sizes, ends)
+    return Chunk(cols, table, None, path, _corrupt_records(path, table, err_code, err_pos, None))
+
+
+def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
+                  ) -> tuple[Chunk, int]:
+    """v0/v1 entries: each uncompressed message is its own record; a wrapper's records come
+    from its inflated value. All of them end up in one data buffer."""
+    parts: list[legacy.Messages] = []
+    owners: list[int] = []
+    errors: dict[int, Finding] = {}
+    held = len(table)
+    for j in range(len(table)):
+        position, size = int(table.position[j]), int(table.size[j])
+        data, base, avail = source.window(position, position + size, keep=True)
+        if avail < position + size:
+            held = j
+            break
+        try:
+            if table.codec[j] == 0:
+                parts.append(legacy.plain_message(data, base, position, size))
+            else:
+                parts.append(legacy.wrapper_messages(data, position - base, size, limit=limit))
+            owners.append(j)
+        except SegtoolsError as e:
+            errors[j] = Finding("corrupt_message", Severity.ERROR, path, e.message,
+                                position=position, offset=int(table.last_offset[j]))
+    table = table.take(slice(0, held)) if held < len(table) else table
+    if not parts:
+        return Chunk(_empty_columns(np.zeros(0, np.uint8)), table, None, path, errors), held
+    shift = np.cumsum([0] + [len(m.data) for m in parts[:-1]])
+    data = np.concatenate([m.data for m in parts])
+    counts = np.array([len(m) for m in parts])
+    batch = np.repeat(np.array(owners, np.int32), counts)
+    offsets = np.concatenate([m.offset for m in parts])
+    at = np.repeat(shift, counts)
+    key_pos = np.concatenate([m.key_pos for m in parts]) + at
+    value_pos = np.concatenate([m.value_pos for m in parts]) + at
+    n = int(counts.sum())
+    cols = RecordColumns(
+        data, offsets, np.concatenate([m.timestamp for m in parts]), key_pos,
+        np.concatenate([m.key_len for m in parts]), value_pos,
+        np.concatenate([m.value_len for m in parts]), np.zeros(n, np.int64),
+        np.zeros(n, np.int32), batch, (offsets - table.base_offset[batch]).astype(np.int32))
+    return Chunk(cols, table, None, path, errors), held
+
+
+def _kind(table: BatchTable, limit: int) -> np.ndarray:
+    """0 uncompressed v2, 1 compressed v2 (known codec), 2 legacy, 3 unknown codec, 4 an
+    uncompressed v2 batch whose records alone exceed the cap on one batch's bytes."""
+    codec = table.codec
+    kind = np.where(table.magic < 2, 2,
+                    np.where(codec == 0, 0, np.where(codec <= Compression.ZSTD, 1, 3)))
+    kind[(kind == 0) & (table.size - v2.RECORD_BATCH_OVERHEAD > limit)] = 4
+    return kind
+
+
+def _over_cap(run: BatchTable, path: str, limit: int) -> Chunk:
+    """Batches too big to decode within the cap: a finding each, no records (the same cap as
+    a compressed payload's, ``--max-decompressed-bytes``; Kafka's own limit is the topic's
+    ``max.message.bytes``, 1 MiB by default)."""
+    errors = {j: Finding("batch_exceeds_cap", Severity.ERROR, path,
+                         f"batch holds {int(run.size[j]) - v2.RECORD_BATCH_OVERHEAD} bytes of "
+                         f"records, more than the {limit}-byte cap on one batch; not decoded",
+                         position=int(run.position[j]), offset=int(run.base_offset[j]))
+              for j in range(len(run))}
+    return Chunk(_empty_columns(np.zeros(0, np.uint8)), run, None, path, errors)
+
+
+def decode(source: Source, table: BatchTable, *, path: str = "",
+           limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Iterator[Chunk]:
+    """The records of every batch of ``table``, as chunks in table order.
+
+    A batch whose payload cannot be inflated, or whose codec is unknown, appears in its chunk
+    with no records (and, for a bad payload, a ``corrupt_compressed_payload`` finding). When
+    the file shrinks under the reader, the batches it still holds are decoded and the last
+    chunk carries ``segment_truncated_while_reading`` at the first batch it lost.
+    """
+    if not len(table):
+        return
+    kinds = _kind(table, limit)
+    cuts = np.flatnonzero(np.diff(kinds)) + 1
+    for lo, hi in zip([0, *cuts.tolist()], [*cuts.tolist(), len(table)], strict=True):
+        run = table.take(slice(lo, hi))
+        kind = int(kinds[lo])
+        if kind == 0:
+            chunks = _plain_runs(source, run, path)
+        elif kind == 1:
+            chunks = _packed_runs(source, run, path, limit)
+        elif kind == 2:
+            chunks = _held(_legacy_chunk(source, run, path, limit), run, path)
+        elif kind == 4:
+            chunks = iter([_over_cap(run, path, limit)])
+        else:
+            chunks = iter([Chunk(_empty_columns(np.zeros(0, np.uint8)), run, None, path)])
+        for chunk in chunks:
+            yield chunk
+            if chunk.truncated is not None:  # the file shrank: nothing more to read
+                return
+
+
+def _lost(chunk: Chunk, run: BatchTable, row: int, path: str) -> Chunk:
+    """``chunk``, marked as the last one: the file no longer holds ``run``'s batch ``row``."""
+    finding = truncated_while_reading(path, int(run.position[row]))
+    return Chunk(chunk.columns, chunk.table, chunk.base, path, chunk.errors,
+                 (run.batch(row), finding))
+
+
+def _held(result: tuple[Chunk, int], run: BatchTable, path: str) -> Iterator[Chunk]:
+    chunk, held = result
+    yield _lost(chunk, run, held, path) if held < len(run) else chunk
+
+
+def _plain_runs(source: Source, run: BatchTable, path: str) -> Iterator[Chunk]:
+    sizes = np.cumsum(run.size)
+    lo = 0
+    while lo < len(run):
+        limit = (sizes[lo - 1] if lo else 0) + PLAIN_CHUNK_BYTES
+        hi = max(lo + 1, int(np.searchsorted(sizes, limit, side="right")))
+        part = run.take(slice(lo, hi))
+        yield from _held(_plain_chunk(source, part, path), part, path)
+        lo = hi
+
+
+def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iterator[Chunk]:
+    payloads: list[bytes] = []
+    rows: list[int] = []
+    errors: dict[int, Finding] = {}
+    gathered = 0
+    start = 0
+
+    def flush(stop: int) -> Chunk:
+        part = run.take(slice(start, stop))
+        chunk = _packed_chunk(part.take(np.array([r - start for r in rows], np.int64)),
+                              payloads, path) if rows else None
+        return _remap(chunk, part, rows, start, errors, path)
+
+    for j in range(len(run)):
+        position, end = int(run.position[j]), int(run.end[j])
+        data, base, avail = source.window(position, end, keep=True)
+        if avail < end:
+            yield _lost(flush(j), run, j, path)
+            return
+        codec = Compression(int(run.codec[j]))
+        try:
+            payload = decompress(codec, memoryview(data)[position - base + v2.RECORD_BATCH_OVERHEAD:
+                                                         end - base], limit=limit)
+        except SegtoolsError as e:
+            errors[j] = Finding("corrupt_compressed_payload", Severity.ERROR, path, e.message,
+                                position=position, offset=int(run.base_offset[j]))
+            continue
+        payloads.append(payload)
+        rows.append(j)
+        gathered += len(payload)
+        if gathered >= CHUNK_BYTES:
+            yield flush(j + 1)
+            payloads, rows, errors, gathered, start = [], [], {}, 0, j + 1
+    if start < len(run):
+        yield flush(len(run))
+
+
+def _remap(chunk: Chunk | None, part: BatchTable, rows: list[int], start: int,
+           errors: dict[int, Finding], path: str) -> Chunk:
+    """A chunk decoded from some rows of ``part`` (those whose payload inflated), re-indexed so
+    that its ``batch`` column and errors refer to rows of ``part``."""
+    own = {j - start: f for j, f in errors.items()}
+    if chunk is None:
+        return Chunk(_empty_columns(np.zeros(0, np.uint8)), part, None, path, own)
+    index = np.array([r - start for r in rows], np.int32)
+    cols = chunk.columns
+    cols = RecordColumns(cols.data, cols.offset, cols.timestamp, cols.key_pos, cols.key_len,
+                         cols.value_pos, cols.value_len, cols.headers_pos, cols.headers_count,
+                         index[cols.batch], cols.offset_delta)
+    for j, f in chunk.errors.items():
+        own[int(index[j])] = f
+    return Chunk(cols, part, None, path, own)
+
+
+def gather(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray,
+                                                                            np.ndarray]:
+    """The spans ``data[pos[i]:pos[i]+lengths[i]]`` copied back to back (nulls, length -1,
+    are empty), and Arrow-style int32 offsets into the result: binary columns in one call."""
+    pos = np.ascontiguousarray(pos, dtype=np.int64)
+    lengths = np.ascontiguousarray(lengths, dtype=np.int64)
+    out = np.empty(int(np.maximum(lengths, 0).sum()), np.uint8)
+    offsets = np.empty(len(pos) + 1, np.int32)
+    _records.gather(data, pos, lengths, out, offsets)
+    return out, offsets
+
+
+def header_spans(data: np.ndarray, headers_pos: np.ndarray, headers_count: np.ndarray
+                 ) -> tuple[np.ndarray, ...]:
+    """One row per header of the given (already validated) header sections:
+    ``(key_pos, key_len, value_pos, value_len, record)``; value length -1 = null."""
+    counts = np.ascontiguousarray(headers_count, dtype=np.int32)
+    total = int(counts.sum())
+    kp, kl, vp, vl = (np.empty(total, np.int64) for _ in range(4))
+    rec = np.empty(total, np.int32)
+    _records.decode_headers(data, np.ascontiguousarray(headers_pos, dtype=np.int64), counts,
+                            kp, kl, vp, vl, rec)
+    return kp, kl, vp, vl, rec
+
+
+# ------------------------------------------------------------------ one record, for a person
+
+
+def control(batch_is_control: bool, key: bytes | None, value: bytes | None) -> Control | None:
+    """``ControlRecordType`` and ``EndTransactionMarker`` of a control record."""
+    if not batch_is_control:
+        return None
+    try:
+        ctype = v2.control_type_name(key)
+    except Exception:
+        return Control("INVALID")
+    if ctype in ("COMMIT", "ABORT"):
+        if value is None or len(value) < 6:
+            return Control(ctype)
+        return Control(ctype, v2.EndTransactionMarker.parse(value).coordinator_epoch)
+    return Control(ctype)
+
+
+def record(chunk: Chunk, i: int) -> Record:
+    """Row ``i`` of a chunk as a :class:`Record` (for printing one record at a time)."""
+    cols, table = chunk.columns, chunk.table
+    j = int(cols.batch[i])
+    key, value = cols.key(i), cols.value(i)
+    base_sequence = int(table.base_sequence[j])
+    sequence = -1 if base_sequence < 0 else (base_sequence + int(cols.offset_delta[i])) % (1 << 31)
+    return Record(int(cols.offset[i]), int(cols.timestamp[i]), key, value, cols.headers(i),
+                  sequence, control(bool(table.is_control[j]), key, value))
+
+
+def batch_records(chunks: Iterator[Chunk]) -> Iterator[BatchRecords]:
+    """Each batch with its records and its deep finding, in order (the printing path)."""
+    for chunk in chunks:
+        by_batch: list[list[Record]] = [[] for _ in range(len(chunk.table))]
+        for i in range(len(chunk.columns)):
+            by_batch[int(chunk.columns.batch[i])].append(record(chunk, i))
+        for j in range(len(chunk.table)):
+            yield BatchRecords(chunk.table.batch(j), by_batch[j], chunk.errors.get(j))
+        if chunk.truncated is not None:
+            yield BatchRecords(chunk.truncated[0], [], chunk.truncated[1])

@@ -1,0 +1,62 @@
+"""Where the walk gets its bytes: the protocol, and the in-memory source for bytes in hand.
+
+The walk and the record decoder never open files. They ask a *source* for the bytes of a
+file-position range and are told where those bytes end: a sealed segment answers from its
+read-only mapping (no copy), a file that may still change (a live broker's active segment)
+answers from ``pread`` windows in private memory, so a follower truncating it under the reader
+ends the read with a finding instead of a SIGBUS (:mod:`segtools.storage.source`). Tests, the
+fuzzers and anything holding bytes already use :class:`BufferSource`.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from segtools.decode import _walk
+
+
+class Source(Protocol):
+    """The bytes of one file, by file position."""
+
+    #: Bytes the file had when it was opened: nothing past this is ever read.
+    size: int
+    #: Bytes the walk asks for per kernel call.
+    stride: int
+
+    def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
+        """The bytes of ``[lo, hi)``: ``(array, base, avail)`` where ``array[0]`` is the byte
+        at file position ``base`` (<= ``lo``) and the bytes in hand end at ``avail`` (<= ``hi``;
+        short when the file shrank). ``keep``: the caller holds on to the array (spans into it
+        outlive the call), so it must not be a buffer the source reuses."""
+        ...
+
+    def release(self, upto: int) -> None:
+        """The reader is done with every byte before ``upto`` (hand mapped pages back)."""
+        ...
+
+    def zero_from(self, lo: int, hi: int) -> int | None:
+        """The first non-zero byte in ``[lo, hi)``, or None when the range is all zeros;
+        holes in a sparse file count as zeros and are skipped without reading them."""
+        ...
+
+
+class BufferSource:
+    """Bytes already in memory (a test's bytes, a fuzzer's input, a decompressed buffer)."""
+
+    def __init__(self, data) -> None:
+        self.array = (np.frombuffer(data, dtype=np.uint8) if len(data)
+                      else np.zeros(0, np.uint8))
+        self.size = int(self.array.shape[0])
+        self.stride = max(self.size, 1)
+
+    def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
+        return self.array, 0, min(hi, self.size)
+
+    def release(self, upto: int) -> None:
+        return None
+
+    def zero_from(self, lo: int, hi: int) -> int | None:
+        found = _walk.first_nonzero(self.array, lo, min(hi, self.size))
+        return None if found < 0 else int(found)

@@ -1,0 +1,271 @@
+"""The shallow walk: a log's batches as :class:`~segtools.decode.table.BatchTable` chunks.
+
+The compiled kernel (:func:`segtools.decode._walk.walk`) reads the headers of a whole window
+of batches per call and computes every CRC on the way. This module feeds it windows from a
+:class:`~segtools.decode.source.Source`, cuts the result into tables of bounded size, inflates
+the few legacy wrappers whose base offset needs it, and turns the kernel's events and stop
+codes into findings.
+
+The end of data follows ``FileLogInputStream.nextBatch``: 17 or fewer bytes left, or a batch
+whose declared length runs past the end, is a torn tail (a crash, or a copy taken while the
+broker wrote); a zero-filled remainder is a preallocated file. Both end the walk quietly in
+Kafka; here each is reported once, as a finding at its position. Where Kafka would throw and
+give up on the whole file, the walk reports the batch and carries on wherever the length field
+still says where the next batch starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from segtools._checksum import crc32c
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode import _walk, legacy
+from segtools.decode.source import Source
+from segtools.decode.table import BatchTable, allocate
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, Severity
+from segtools.formats import batch as v2
+
+#: Rows per table chunk: bounds the memory of a walk over a segment of small batches
+#: (about 80 bytes a row: 5 MiB per chunk).
+TABLE_ROWS = 65536
+#: Bytes asked of the source per kernel call. A mapped source hands pages back behind this
+#: stride, so a long walk's resident memory stays flat.
+WINDOW_BYTES = 64 * 1024 * 1024
+#: A v2 batch longer than this is checksummed in windows (pages handed back behind), not in
+#: one call: a header may claim 2 GiB, and a sparse file can hold it.
+BIG_BATCH = 16 * 1024 * 1024
+_EVENT_ROWS = 4096
+_EVENT_COLUMNS = {"position": np.int64, "code": np.int8, "arg": np.int64, "arg2": np.int64,
+                  "arg3": np.int64}
+
+
+@dataclass(frozen=True, slots=True)
+class Walked:
+    """One chunk of a walk: the batches found and the findings met, both in file order.
+    ``stop`` is where the walk will go on (the end of data after the last chunk)."""
+
+    table: BatchTable
+    findings: tuple[Finding, ...]
+    stop: int
+
+
+def _finding(code: str, severity: Severity, path: str, message: str, position: int | None,
+             offset: int | None = None) -> Finding:
+    return Finding(code, severity, path, message, position=position, offset=offset)
+
+
+def truncated_while_reading(path: str, position: int) -> Finding:
+    return _finding("segment_truncated_while_reading", Severity.WARNING, path,
+                    "the file shrank while it was being read (a follower truncating its log, "
+                    "or a copy in progress); the walk stops here", position)
+
+
+def crc_mismatch(path: str, position: int, magic: int, base_offset: int, last_offset: int,
+                 crc: int) -> Finding:
+    return _finding("crc_mismatch", Severity.ERROR, path,
+                    f"stored CRC {crc} does not match the batch bytes (magic {magic}, offsets "
+                    f"{base_offset}..{last_offset})", position, base_offset)
+
+
+def _event_finding(path: str, position: int, code: int, arg: int, arg2: int,
+                   arg3: int) -> Finding:
+    if code == _walk.EV_INVALID_MAGIC:
+        return _finding("invalid_magic", Severity.ERROR, path,
+                        f"magic byte {arg} is not 0, 1 or 2; skipped {arg3} bytes by its "
+                        "length field", position, arg2)
+    if code == _walk.EV_BATCH_TOO_SMALL:
+        return _finding("batch_too_small", Severity.ERROR, path,
+                        f"v2 batch of {arg} bytes is smaller than its 61-byte header", position)
+    if code == _walk.EV_INVALID_COMPRESSION:
+        text = (f"compression id {arg} is not one Kafka defines" if arg3 == 2 else
+                f"compression id {arg} is not valid for magic {arg3}")
+        return _finding("invalid_compression", Severity.ERROR, path, text, position, arg2)
+    return _finding("corrupt_message", Severity.ERROR, path,
+                    legacy.corrupt_message_text(arg, arg3), position, arg2)
+
+
+class _Buffers:
+    """Kernel output for one chunk: table columns and events, reused until handed out."""
+
+    def __init__(self, rows: int):
+        self.arrays = allocate(rows)
+        self.columns = _walk.Columns(self.arrays)
+        self.events = {k: np.empty(_EVENT_ROWS, t) for k, t in _EVENT_COLUMNS.items()}
+        self.event_view = _walk.Events(self.events)
+        self.rows = 0
+        self.nev = 0
+        self.late: list[tuple[int, int, Finding]] = []  # (position, rank, finding)
+
+
+def _fix_legacy_wrappers(buffers: _Buffers, first_event: int, data: np.ndarray, base: int,
+                         path: str, limit: int) -> None:
+    """Inflate each compressed legacy wrapper met in this window to learn its base offset
+    (needs the window's bytes, so it runs before the window is replaced)."""
+    ev = buffers.events
+    for i in np.flatnonzero(ev["code"][first_event:buffers.nev] == _walk.EV_LEGACY_NEEDS_BASE):
+        row = int(ev["arg"][first_event + i])
+        position = int(buffers.arrays["position"][row])
+        size = int(buffers.arrays["size"][row])
+        try:
+            buffers.arrays["base_offset"][row] = legacy.wrapper_base_offset(
+                data, position - base, size, limit=limit)
+        except SegtoolsError as e:
+            buffers.late.append((position, 2, _finding(
+                "corrupt_message", Severity.ERROR, path, e.message, position,
+                int(buffers.arrays["last_offset"][row]))))
+
+
+def _checksum_big_batches(buffers: _Buffers, first_event: int, source: Source) -> int | None:
+    """The CRC-32C of each batch the kernel left to us (longer than :data:`BIG_BATCH`), summed
+    over source windows with their pages handed back behind. Returns the position of a batch
+    the file no longer holds in full (it shrank under the reader), else None."""
+    ev = buffers.events
+    for i in np.flatnonzero(ev["code"][first_event:buffers.nev] == _walk.EV_CRC_LATER):
+        row = int(ev["arg"][first_event + i])
+        position = int(buffers.arrays["position"][row])
+        end = position + int(buffers.arrays["size"][row])
+        crc, pos = 0, position + v2.CRC_COVERAGE_START
+        while pos < end:
+            data, base, avail = source.window(pos, min(end, pos + WINDOW_BYTES))
+            if avail <= pos:
+                buffers.rows = row  # the batch is gone: so is everything after it
+                return position
+            crc = crc32c(data[pos - base:avail - base], crc)
+            source.release(avail)
+            pos = avail
+        buffers.arrays["crc_valid"][row] = crc == int(buffers.arrays["crc"][row])
+    return None
+
+
+def _chunk(buffers: _Buffers, path: str, stop: int) -> Walked:
+    """Hand out the rows and findings gathered so far (findings merged in file order: a
+    batch's CRC finding, then its other findings, as Kafka's reader would meet them)."""
+    n = buffers.rows
+    table = BatchTable.from_columns(buffers.arrays, n)
+    items = list(buffers.late)
+    ev = buffers.events
+    for i in range(buffers.nev):
+        code = int(ev["code"][i])
+        if code in (_walk.EV_LEGACY_NEEDS_BASE, _walk.EV_CRC_LATER):
+            continue
+        position = int(ev["position"][i])
+        items.append((position, 1, _event_finding(path, position, code, int(ev["arg"][i]),
+                                                  int(ev["arg2"][i]), int(ev["arg3"][i]))))
+    for i in np.flatnonzero(table.crc_valid == 0):
+        items.append((int(table.position[i]), 0, crc_mismatch(
+            path, int(table.position[i]), int(table.magic[i]), int(table.base_offset[i]),
+            int(table.last_offset[i]), int(table.crc[i]))))
+    items.sort(key=lambda item: (item[0], item[1]))
+    return Walked(table, tuple(f for _, _, f in items), stop)
+
+
+def _tail(source: Source, path: str, pos: int, end: int, stop: int,
+          data: np.ndarray, base: int, avail: int) -> Finding | None:
+    """The finding for why the walk ended before ``end`` (None: it reached it)."""
+    remaining = end - pos
+    if stop == _walk.STOP_END:
+        return None
+    if stop == _walk.STOP_SHORT_TAIL:
+        if source.zero_from(pos, end) is None:
+            return _finding("zero_filled_tail", Severity.INFO, path,
+                            f"{remaining} zero bytes after the last batch", pos)
+        return _finding("truncated_tail", Severity.WARNING, path,
+                        f"{remaining} bytes after the last batch are too few for a batch "
+                        "header", pos)
+    prefix = data[pos - base:pos - base + v2.LOG_OVERHEAD]
+    base_offset = int(prefix[:8].view(">i8")[0])
+    length = int(prefix[8:12].view(">i4")[0])
+    if stop == _walk.STOP_BAD_LENGTH:
+        if source.zero_from(pos, end) is None:
+            return _finding("zero_filled_tail", Severity.INFO, path,
+                            f"{remaining} zero bytes after the last batch (preallocated "
+                            "segment or crash before the data was written)", pos)
+        return _finding("corrupt_batch_length", Severity.ERROR, path,
+                        f"batch length {length} is below the minimum {v2.MIN_LENGTH}; the "
+                        "framing is lost from here", pos, base_offset)
+    if stop == _walk.STOP_TORN:
+        return _finding("truncated_tail", Severity.WARNING, path,
+                        f"last batch declares {v2.LOG_OVERHEAD + length} bytes but only "
+                        f"{remaining} remain (torn write or partial copy)", pos, base_offset)
+    return None
+
+
+def walk(source: Source, start: int = 0, end: int | None = None, *, until: int | None = None,
+         path: str = "", verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+         rows: int = TABLE_ROWS) -> Iterator[Walked]:
+    """The batches of ``source`` from byte ``start``, as table chunks of at most ``rows`` rows.
+
+    Data ends at ``end`` (default: the size seen at open); ``until`` stops the walk before the
+    first batch that starts at or after it (a Spark task's byte range). The last chunk carries
+    the finding for how the data ended, if it ended early.
+    """
+    end = source.size if end is None else min(end, source.size)
+    until = end if until is None else min(until, end)
+    capacity = max(1, min(rows, (end - start) // 26 + 1))
+    buffers = _Buffers(capacity)
+    pos = start
+    stride = max(source.stride, v2.RECORD_BATCH_OVERHEAD)  # a window holds a header at least
+    want = stride
+    released = start
+    while True:
+        hi = min(end, pos + want)
+        data, base, avail = source.window(pos, hi)
+        first_event = buffers.nev
+        n, nev, stop_pos, stop = _walk.walk(data, base, pos, until, end, avail, verify_crc,
+                                            BIG_BATCH, buffers.columns, buffers.rows,
+                                            buffers.event_view, buffers.nev)
+        buffers.rows, buffers.nev = n, nev
+        _fix_legacy_wrappers(buffers, first_event, data, base, path, limit)
+        shrank = _checksum_big_batches(buffers, first_event, source)
+        pos = stop_pos
+        if shrank is not None:
+            buffers.late.append((shrank, 3, truncated_while_reading(path, shrank)))
+            yield _chunk(buffers, path, shrank)
+            return
+        if stop in (_walk.STOP_FULL, _walk.STOP_EVENTS_FULL):
+            yield _chunk(buffers, path, pos)
+            buffers = _Buffers(capacity)
+            continue
+        if stop == _walk.STOP_WINDOW:
+            if avail < hi:  # the file shrank under us: what it held is all there is
+                buffers.late.append((pos, 3, truncated_while_reading(path, pos)))
+                yield _chunk(buffers, path, pos)
+                return
+            want = _next_window(data, base, pos, avail, end, stride)
+            if pos - released >= WINDOW_BYTES:
+                source.release(pos)
+                released = pos
+            continue
+        tail = _tail(source, path, pos, end, stop, data, base, avail)
+        if tail is not None:
+            buffers.late.append((pos, 3, tail))
+        yield _chunk(buffers, path, pos)
+        return
+
+
+def _next_window(data: np.ndarray, base: int, pos: int, avail: int, end: int,
+                 stride: int) -> int:
+    """Bytes to ask for next: the source's stride, or the whole next batch when it is longer
+    (a v2 batch past :data:`BIG_BATCH` only needs its header: its CRC is summed in windows)."""
+    if pos + v2.HEADER_SIZE_UP_TO_MAGIC <= avail:
+        length = int(data[pos - base + 8:pos - base + 12].view(">i4")[0])
+        size = v2.LOG_OVERHEAD + length
+        if data[pos - base + 16] == 2 and size > BIG_BATCH:
+            return max(stride, v2.RECORD_BATCH_OVERHEAD)
+        return max(stride, min(size, end - pos))
+    return stride
+
+
+def table(source: Source, start: int = 0, end: int | None = None, **kw
+          ) -> tuple[BatchTable, tuple[Finding, ...]]:
+    """The whole walk as one table (for callers that want every row at once)."""
+    tables, findings = [], []
+    for chunk in walk(source, start, end, **kw):
+        tables.append(chunk.table)
+        findings.extend(chunk.findings)
+    return BatchTable.concat(tables), tuple(findings)

@@ -1,0 +1,408 @@
+"""Which bytes of which segments a read needs: selection, offset and time bounds, cut points.
+
+Planning looks only at names, sizes and indexes, never at the records: the walk lists
+partition directories, the offset index maps offsets to batch-start positions (an entry
+``(offset, position)`` is the last offset of the append that starts at ``position``,
+``LogSegment.append``), and the time index maps timestamps to offsets
+(``Log.fetchOffsetByTimestamp`` -> ``LogSegment.findOffsetByTimestamp``: the index, then a short
+forward scan of the batches after the indexed position, as a broker answers ``ListOffsets``).
+
+A read owns the batches whose *start* lies in its ``[start, end)`` byte range, which keeps
+ownership exact when a range is cut in two, even if an index lied about a boundary
+(:mod:`segtools.fetch.rows`). Everything here is plain data: Spark pickles it to executors.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from bisect import bisect_left
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from segtools.analysis.transactions import AbortedRange, aborted_ranges
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import SegtoolsError
+from segtools.fetch.columns import Level
+from segtools.storage.index import OffsetIndex, TimeIndex
+from segtools.storage.logdirs import LogDir, walk
+from segtools.storage.partition import PartitionDir, SegmentFiles
+from segtools.storage.seek import seek_timestamp
+from segtools.storage.segment import Segment
+
+#: ``-2`` / ``-1`` in the offset maps, as in Spark's Kafka source (``KafkaOffsetRangeLimit``).
+EARLIEST = -2
+LATEST = -1
+
+#: Partition directory states a read may include (``PartitionState`` values).
+PARTITION_STATES = ("live", "delete", "future", "stray")
+
+#: Per topic, per partition: an offset or a timestamp.
+PartitionMap = Mapping[str, Mapping[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """What to read: the same selectors for the Python API and the Spark source's options.
+
+    Offsets: ``starting_offsets`` inclusive, ``ending_offsets`` exclusive (per topic and
+    partition; :data:`EARLIEST`/:data:`LATEST` as in Spark's Kafka source). Timestamps: the
+    offset of the first record at or after the time, found the way a broker answers
+    ``ListOffsets``; a global timestamp wins over the per-partition maps."""
+
+    paths: tuple[str, ...]
+    level: Level = Level.RECORDS
+    topics: tuple[str, ...] = ("*",)
+    partitions: tuple[int, ...] | None = None
+    partition_states: tuple[str, ...] = ("live",)
+    starting_offsets: PartitionMap = field(default_factory=dict)
+    ending_offsets: PartitionMap = field(default_factory=dict)
+    starting_timestamps: PartitionMap = field(default_factory=dict)
+    ending_timestamps: PartitionMap = field(default_factory=dict)
+    starting_timestamp: int | None = None
+    ending_timestamp: int | None = None
+    include_control: bool = False
+    read_committed: bool = False
+    verify_crc: bool = True
+    max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
+
+
+class SelectionError(SegtoolsError, ValueError):
+    """A selection naming something the tree does not have."""
+
+
+class Narrowing(Protocol):
+    """Hints that can only narrow a read (Spark's pushed filters): never skip a row that
+    could pass them."""
+
+    offset_min: int | None  # inclusive
+    offset_max: int | None  # exclusive
+    timestamp_min_ms: int | None  # rows with an earlier timestamp cannot pass
+
+    def accepts(self, topic: str, partition: int) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """A partition directory and what its log dir's checkpoints say about it."""
+
+    log_dir: str
+    path: str
+    topic: str
+    partition: int
+    high_watermark: int | None = None
+    log_start_offset: int | None = None
+    recovery_point: int | None = None
+    cleaner_offset: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ByteRange:
+    """The batches of one segment whose start position lies in ``[start, end)``.
+
+    ``start_offset_hint`` is the offset-index entry found at ``start`` (the batch there must not
+    begin after it); ``min_offset``/``max_offset`` (inclusive/exclusive) bound the rows;
+    ``min_timestamp`` is a hint: batches whose max timestamp is below it are skipped.
+    ``aborted`` holds the aborted transactions overlapping this segment."""
+
+    partition: PartitionInfo
+    files: SegmentFiles
+    is_active: bool
+    start: int
+    end: int
+    start_offset_hint: int | None = None
+    min_offset: int | None = None
+    max_offset: int | None = None
+    min_timestamp: int | None = None
+    aborted: tuple[AbortedRange, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+# ------------------------------------------------------------------------------ the tree
+
+
+def walk_tree(paths: tuple[str, ...]) -> list[LogDir]:
+    """The log dirs under the given paths; a missing path or a tree without any partition is
+    an error that names the path."""
+    log_dirs, loose = walk(paths)
+    for f in loose:
+        if f.code == "path_not_found":
+            raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
+    if not any(d.partitions for d in log_dirs):
+        raise SegtoolsError(f"{', '.join(paths)}: no Kafka partitions found here (expected "
+                            "log dirs, partition dirs or .log segment files)")
+    return log_dirs
+
+
+def partition_info(log_dir: LogDir, pdir: PartitionDir) -> PartitionInfo:
+    """Name and checkpoints of a partition directory. The log dir's checkpoints describe the
+    live replica only, so a ``-delete``/``-future``/``-stray`` directory gets none."""
+    if pdir.name is not None:
+        topic, partition = pdir.name.topic, pdir.name.partition
+    else:  # Kafka refuses such a directory; keep its data visible under its raw name
+        topic, partition = pdir.path.name, -1
+    if pdir.name is None or pdir.name.state.value != "live":
+        return PartitionInfo(str(log_dir.path), str(pdir.path), topic, partition)
+    tp = (topic, partition)
+    return PartitionInfo(str(log_dir.path), str(pdir.path), topic, partition,
+                         log_dir.high_watermarks.get(tp), log_dir.log_start_offsets.get(tp),
+                         log_dir.recovery_points.get(tp), log_dir.cleaner_offsets.get(tp))
+
+
+def selected(sel: Selection, pdir: PartitionDir, info: PartitionInfo,
+             narrowing: Narrowing | None = None) -> bool:
+    state = pdir.name.state.value if pdir.name is not None else "live"
+    if state not in sel.partition_states:
+        return False
+    if not any(fnmatch.fnmatchcase(info.topic, pattern) for pattern in sel.topics):
+        return False
+    if sel.partitions is not None and info.partition not in sel.partitions:
+        return False
+    return narrowing is None or narrowing.accepts(info.topic, info.partition)
+
+
+# ------------------------------------------------------------------------ offset bounds
+
+
+def _usable(index: OffsetIndex | TimeIndex | None) -> bool:
+    return index is not None and index.trusted and index.valid_entries > 0
+
+
+def _open_offset_index(files: SegmentFiles) -> OffsetIndex | None:
+    return (OffsetIndex(files.index, files.base_offset, files.log_size, sealed=files.sealed)
+            if files.index is not None else None)
+
+
+def _open_time_index(files: SegmentFiles) -> TimeIndex | None:
+    return (TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed)
+            if files.timeindex is not None else None)
+
+
+def offset_for_timestamp(segments: tuple[SegmentFiles, ...], target_ms: int) -> int | None:
+    """``Log.fetchOffsetByTimestamp``: the offset of the first record whose timestamp is at or
+    after ``target_ms``, or None when no record is.
+
+    Segments whose largest timestamp (the closed segment's final time-index entry) is below the
+    target are skipped without being opened, as Kafka skips them; the last segment is always
+    searched, since an active segment's index lags its data. Inside a segment,
+    :func:`segtools.storage.seek.seek_timestamp` does the broker's index lookup and short scan.
+    """
+    for i, files in enumerate(segments):
+        if files.log_size == 0:
+            continue
+        time_index = _open_time_index(files)
+        offset_index = _open_offset_index(files)
+        try:
+            if (i < len(segments) - 1 and _usable(time_index)
+                    and time_index.last_entry.timestamp < target_ms):
+                continue
+            with Segment.open(files) as segment:
+                found = seek_timestamp(segment, offset_index if _usable(offset_index) else None,
+                                       time_index if _usable(time_index) else None, target_ms)
+            if found.record is not None:
+                return found.record.offset
+        finally:
+            for index in (time_index, offset_index):
+                if index is not None:
+                    index.close()
+    return None
+
+
+def _lookup(mapping: PartitionMap, topic: str, partition: int) -> int | None:
+    return mapping.get(topic, {}).get(partition)
+
+
+def offset_bounds(sel: Selection, info: PartitionInfo, segments: tuple[SegmentFiles, ...],
+                  narrowing: Narrowing | None = None) -> tuple[int | None, int | None] | None:
+    """``[start, end)`` offsets to read from one partition (None = unbounded), or None when
+    nothing can be read. Precedence as in Spark's Kafka source: a global timestamp, then the
+    per-partition timestamp map, then the offset map."""
+    t, p = info.topic, info.partition
+    start = _lookup(sel.starting_offsets, t, p)
+    start = None if start in (None, EARLIEST) else start
+    start_ts = sel.starting_timestamp
+    if start_ts is None:
+        start_ts = _lookup(sel.starting_timestamps, t, p)
+    if start_ts is not None:
+        start = offset_for_timestamp(segments, start_ts)
+        if start is None:  # no record at or after it: nothing to read (Spark: "latest")
+            return None
+    end = _lookup(sel.ending_offsets, t, p)
+    end = None if end in (None, LATEST) else end
+    end_ts = sel.ending_timestamp
+    if end_ts is None:
+        end_ts = _lookup(sel.ending_timestamps, t, p)
+    if end_ts is not None:
+        end = offset_for_timestamp(segments, end_ts)
+    if narrowing is not None:
+        if narrowing.offset_min is not None:
+            start = narrowing.offset_min if start is None else max(start, narrowing.offset_min)
+        if narrowing.offset_max is not None:
+            end = narrowing.offset_max if end is None else min(end, narrowing.offset_max)
+    if start is not None and end is not None and start >= end:
+        return None
+    return start, end
+
+
+def check_named_partitions(sel: Selection, found: set[tuple[str, int]]) -> None:
+    """Spark's Kafka source fails on an offset map naming a partition it cannot find."""
+    for name, mapping in (("startingOffsets", sel.starting_offsets),
+                          ("endingOffsets", sel.ending_offsets),
+                          ("startingOffsetsByTimestamp", sel.starting_timestamps),
+                          ("endingOffsetsByTimestamp", sel.ending_timestamps)):
+        for topic, parts in mapping.items():
+            for part in parts:
+                if (topic, part) not in found:
+                    raise SelectionError(f"{name} names {topic}-{part}, which is not under "
+                                         f"{', '.join(sel.paths)}")
+
+
+def _overlapping(aborted: tuple[AbortedRange, ...], low: int,
+                 high: int | None) -> tuple[AbortedRange, ...]:
+    """The aborted transactions a segment's batches can belong to. A transaction's entry
+    sits in the ``.txnindex`` of the segment holding its ABORT marker and may start in an
+    earlier segment, so the partition's whole list is read once (34 bytes per abort) and
+    each segment gets the entries overlapping its offsets."""
+    return tuple(a for a in aborted
+                 if a.last_offset >= low and (high is None or a.first_offset < high))
+
+
+# ------------------------------------------------------------------------------- ranges
+
+
+def _first_slot_at_or_above(index: OffsetIndex, offset: int) -> int:
+    """The first valid entry whose offset is >= ``offset`` (``valid_entries`` if none)."""
+    entries = index.valid_entries
+    return bisect_left(range(entries), offset, key=lambda slot: index.entry(slot).offset)
+
+
+def _segment_range(info: PartitionInfo, files: SegmentFiles, is_active: bool,
+                   next_base: int | None, start: int | None, end: int | None,
+                   narrowing: Narrowing | None,
+                   aborted: tuple[AbortedRange, ...]) -> ByteRange | None:
+    """The byte range of one segment that can hold offsets in ``[start, end)``."""
+    if start is not None and next_base is not None and next_base <= start:
+        return None
+    if end is not None and files.base_offset >= end:
+        return None
+    ts_min = narrowing.timestamp_min_ms if narrowing is not None else None
+    time_index = _open_time_index(files) if ts_min is not None else None
+    offset_index = _open_offset_index(files)
+    try:
+        low = start
+        if _usable(time_index):
+            if not is_active and time_index.last_entry.timestamp < ts_min:
+                return None  # every record of this closed segment is older than the filter
+            indexed = time_index.lookup(ts_min - 1)
+            if indexed.timestamp >= 0:  # records up to indexed.offset are all older
+                low = indexed.offset + 1 if low is None else max(low, indexed.offset + 1)
+        position, hint, stop = 0, None, files.log_size
+        if _usable(offset_index):
+            if low is not None and low > files.base_offset:
+                found = offset_index.lookup(low)
+                if found.position > 0:
+                    position, hint = found.position, found.offset
+            if end is not None:
+                slot = _first_slot_at_or_above(offset_index, end)
+                if slot + 1 < offset_index.valid_entries:
+                    stop = offset_index.entry(slot + 1).position
+    finally:
+        for index in (time_index, offset_index):
+            if index is not None:
+                index.close()
+    if position >= stop:
+        return None
+    return ByteRange(info, files, is_active, position, stop, hint, low, end, ts_min,
+                     _overlapping(aborted, files.base_offset, next_base))
+
+
+def partition_ranges(sel: Selection, info: PartitionInfo, pdir: PartitionDir,
+                     narrowing: Narrowing | None = None) -> Iterator[ByteRange]:
+    """The byte ranges of one partition's segments that the selection lets through."""
+    segments = pdir.segments
+    if sel.level is Level.SEGMENTS:  # summaries describe whole segments
+        for i, files in enumerate(segments):
+            yield ByteRange(info, files, i == len(segments) - 1, 0, files.log_size)
+        return
+    bounds = offset_bounds(sel, info, segments, narrowing)
+    if bounds is None:
+        return
+    start, end = bounds
+    # the brokers' fetch path: aborted transactions from the .txnindex files, not the log
+    aborted = tuple(aborted_ranges(pdir, from_txnindex=True)) if sel.read_committed else ()
+    for i, files in enumerate(segments):
+        if files.log_size == 0:
+            continue
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        piece = _segment_range(info, files, i == len(segments) - 1, next_base, start, end,
+                               narrowing, aborted)
+        if piece is not None:
+            yield piece
+
+
+def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange]:
+    """Every byte range a read of ``sel`` needs, in tree order."""
+    pieces: list[ByteRange] = []
+    found: set[tuple[str, int]] = set()
+    for log_dir in walk_tree(sel.paths):
+        for pdir in log_dir.partitions:
+            info = partition_info(log_dir, pdir)
+            found.add((info.topic, info.partition))
+            if selected(sel, pdir, info, narrowing):
+                pieces.extend(partition_ranges(sel, info, pdir, narrowing))
+    check_named_partitions(sel, found)
+    return pieces
+
+
+# ------------------------------------------------------------------------------ cutting
+
+
+def cut_points(piece: ByteRange, wanted: list[int]) -> list[tuple[int, int | None]]:
+    """Batch starts near the byte positions in ``wanted`` (each the first at or after it),
+    with the offset-index entry there when there is one: from the offset index
+    (``OffsetIndex.fetchUpperBoundOffset``: the start of an append, so of a batch), or, for a
+    segment without a usable index (copied without it, or failing its sanity check), from the
+    batch table of a shallow walk."""
+    if not wanted:
+        return []
+    index = _open_offset_index(piece.files)
+    try:
+        if _usable(index):
+            cuts: list[tuple[int, int | None]] = []
+            for want in wanted:
+                entry = index.fetch_upper_bound_offset(want)
+                if entry is None or entry.position >= piece.end:
+                    break
+                if entry.position > (cuts[-1][0] if cuts else piece.start):
+                    cuts.append((entry.position, entry.offset))
+            return cuts
+    finally:
+        if index is not None:
+            index.close()
+    out: list[tuple[int, int | None]] = []
+    todo = sorted(wanted)
+    with Segment.open(piece.files) as segment:
+        for chunk in segment.walk(piece.start, until=piece.end, verify_crc=False):
+            starts = chunk.table.position
+            while todo and len(starts) and todo[0] <= starts[-1]:
+                position = int(starts[int(starts.searchsorted(todo.pop(0)))])
+                if position > (out[-1][0] if out else piece.start):
+                    out.append((position, None))
+            if not todo:
+                break
+    return out
+
+
+def split(piece: ByteRange, wanted: list[int]) -> list[ByteRange]:
+    """Cut a range at the batch starts nearest after the byte positions in ``wanted``."""
+    cuts = cut_points(piece, wanted)
+    out = []
+    start, hint = piece.start, piece.start_offset_hint
+    for position, offset in cuts:
+        out.append(replace(piece, start=start, end=position, start_offset_hint=hint))
+        start, hint = position, offset
+    out.append(replace(piece, start=start, start_offset_hint=hint))
+    return out

@@ -1,0 +1,445 @@
+"""Reading planned byte ranges into Arrow record batches, at any of the three levels.
+
+The walk and the decode are the CLI's (:class:`segtools.storage.segment.Segment`): the
+compiled batch table for headers, the record kernel's columns for records. What this module
+adds is the consumer's view of them: which batches a range owns, which a consumer would see
+(control batches, aborted transactions), which rows fall inside the offset bounds, and how a
+corrupt batch shows up (a row flagged ``crc_valid=false``, and a finding handed to the
+caller's ``report``, which may log it or raise).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from segtools.analysis.transactions import ReadCommitted
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode.chunks import Chunk
+from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
+from segtools.errors import SegtoolsError
+from segtools.fetch import arrow
+from segtools.fetch.columns import PER_RECORD, Level
+from segtools.fetch.plan import ByteRange
+from segtools.findings import Finding, Severity
+from segtools.storage.segment import Segment
+from segtools.storage.summary import SegmentSummary, summarize
+
+#: The read goes up to the end of the files: no last-stable-offset cut (a consumer at the
+#: log end would stop at the LSO; a read of files has no "now" to stop at).
+_NO_LSO = 2**63 - 1
+#: Bytes of batches decoded per kernel call: one Arrow batch of roughly 50-100k small records.
+WINDOW_BYTES = 8 * 1024 * 1024
+
+Report = Callable[[Finding], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What one read builds: the level, the columns (canonical names) and their schema, and
+    the consumer's rules."""
+
+    level: Level
+    columns: tuple[str, ...]
+    schema: pa.Schema
+    include_control: bool = False
+    read_committed: bool = False
+    verify_crc: bool = True
+    check_crc: bool = False  # a corrupt batch fails the read: CRCs must be checked
+    max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
+
+    @property
+    def walk_crc(self) -> bool:
+        """Check CRCs when the answer depends on them: the ``crc_valid`` column, a read that
+        fails on corruption, or a shallow read that trusts ``count`` only of intact batches."""
+        return self.verify_crc and ("crc_valid" in self.columns or self.check_crc
+                                    or not self.deep)
+
+    @property
+    def deep(self) -> bool:
+        """Whether any requested column differs between the records of one batch."""
+        return bool(PER_RECORD.intersection(self.columns))
+
+    def target(self, i: int) -> pa.DataType:
+        return self.schema.field(i).type
+
+    def batch(self, arrays: list[pa.Array]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa.RecordBatch]:
+    """All Arrow batches of the given ranges, in order."""
+    if scan.level is Level.SEGMENTS:
+        yield from _segment_rows(list(pieces), scan, report)
+        return
+    for piece in pieces:
+        segment = _open(piece, scan)
+        if segment is None:
+            report(_vanished(piece))
+            continue
+        with segment:
+            if scan.level is Level.BATCHES:
+                yield from _batch_rows(segment, piece, scan, report)
+            else:
+                yield from _record_rows(segment, piece, scan, report)
+
+
+def _open(piece: ByteRange, scan: Scan) -> Segment | None:
+    """The segment, or None when it is gone since planning: a live broker deletes segments
+    (retention, a cleaner's swap) between planning and reading, and what is gone cannot be
+    read."""
+    try:
+        return Segment.open(piece.files, decompress_limit=scan.max_decompressed_bytes)
+    except SegtoolsError:
+        if not os.path.exists(piece.files.log):
+            return None
+        raise
+
+
+def _vanished(piece: ByteRange) -> Finding:
+    return Finding("segment_vanished", Severity.WARNING, str(piece.files.log),
+                   "segment deleted since the read was planned (retention, or a cleaner's "
+                   "swap); its rows are missing from the result")
+
+
+# -------------------------------------------------------------------------- the walk
+
+
+def _boundary_ok(segment: Segment, piece: ByteRange) -> bool:
+    """The cut came from the offset index (or a batch table): check that a batch starts
+    there and that it does not begin after the indexed offset (the entry names the append's
+    last offset)."""
+    first, _ = segment.table(piece.start, until=piece.start + 1, verify_crc=False)
+    if not len(first) or first.position[0] != piece.start:
+        return False
+    return piece.start_offset_hint is None or int(first.base_offset[0]) <= \
+        piece.start_offset_hint
+
+
+def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
+          ) -> Iterator[BatchTable]:
+    """The batches whose position lies in ``[start, end)``, a table chunk at a time; the
+    findings met there go to ``report``.
+
+    A range starts where the offset index said a batch starts; if the bytes there are not a
+    batch (an index that lies), the walk starts at byte 0 instead and skips what precedes the
+    range, so ownership stays exact: the previous range, walking on from its own start, owns
+    any batch that straddles the cut."""
+    start = piece.start
+    if start > 0 and not _boundary_ok(segment, piece):
+        start = 0
+    for chunk in segment.walk(start, until=piece.end, verify_crc=verify_crc):
+        for f in chunk.findings:
+            position = piece.start if f.position is None else f.position
+            if piece.start <= position < piece.end:
+                report(f)
+        t = chunk.table
+        if start < piece.start and len(t) and t.position[0] < piece.start:
+            t = t.take(t.position >= piece.start)
+        yield t
+
+
+class _Visibility:
+    """Which batches a consumer would see: Kafka's fetch-side rules, for a table at once."""
+
+    def __init__(self, piece: ByteRange, scan: Scan):
+        self.piece = piece
+        self.control = scan.include_control or scan.level is Level.BATCHES
+        self.committed = (ReadCommitted(piece.aborted, last_stable_offset=_NO_LSO)
+                          if scan.read_committed and piece.aborted else None)
+
+    def keep(self, t: BatchTable) -> np.ndarray:
+        p = self.piece
+        keep = np.ones(len(t), bool)
+        if p.min_offset is not None:
+            keep &= t.last_offset >= p.min_offset
+        if p.max_offset is not None:
+            keep &= t.base_offset < p.max_offset
+        if p.min_timestamp is not None:
+            keep &= t.max_timestamp >= p.min_timestamp
+        if not self.control:
+            keep &= ~t.is_control
+        if self.committed is not None:  # CompletedFetch: aborted transactional data skipped
+            aborted = ~self.committed.keep_mask(t, stop_at_lso=False) & ~t.is_control
+            keep &= ~aborted
+        return keep
+
+    def whole(self, t: BatchTable) -> np.ndarray:
+        """Every record of the batch lies inside the offset bounds."""
+        p = self.piece
+        whole = np.ones(len(t), bool)
+        if p.min_offset is not None:
+            whole &= t.base_offset >= p.min_offset
+        if p.max_offset is not None:
+            whole &= t.last_offset < p.max_offset
+        return whole
+
+
+def _windows(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibility,
+             report: Report) -> Iterator[BatchTable]:
+    """The visible batches of a range, in tables of about ``WINDOW_BYTES`` of batches."""
+    for t in owned(segment, piece, scan.walk_crc, report):
+        t = t.take(visible.keep(t))
+        if not len(t):
+            continue
+        ends = np.cumsum(t.size)
+        lo = 0
+        while lo < len(t):
+            hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0)
+                                                  + WINDOW_BYTES, side="right")))
+            yield t.take(slice(lo, hi))
+            lo = hi
+
+
+# ----------------------------------------------------------------- batch-level columns
+
+
+def _labels(codecs: np.ndarray) -> np.ndarray:
+    names = np.array(list(CODEC_LABELS) + [codec_label(i) for i in range(5, 8)], dtype=object)
+    return names[codecs]
+
+
+def _batch_values(t: BatchTable, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """One batch-level field for every row of ``t``: values, and validity (None: no nulls)."""
+    if name == "position":
+        return t.position, None
+    if name == "producer_id":
+        return t.producer_id, None
+    if name == "producer_epoch":
+        return t.producer_epoch.astype(np.int32), None
+    if name == "leader_epoch":
+        return t.leader_epoch, None
+    if name == "is_transactional":
+        return t.is_transactional, None
+    if name == "is_control":
+        return t.is_control, None
+    if name == "compression":
+        return _labels(t.codec), None
+    if name == "crc_valid":
+        return t.crc_valid == 1, t.crc_valid >= 0
+    if name == "magic":
+        return t.magic.astype(np.int32), None
+    if name == "timestampType":
+        return t.timestamp_type_id.astype(np.int32), None
+    if name in ("batch_base_offset", "base_offset"):
+        return t.base_offset, None
+    if name in ("batch_last_offset", "last_offset"):
+        return t.last_offset, None
+    if name in ("batch_size", "size"):
+        return t.size.astype(np.int32), None
+    if name in ("batch_count", "count"):
+        return t.count, t.magic == 2
+    if name == "crc":
+        return t.crc.astype(np.int64), None
+    if name == "base_sequence":
+        return t.base_sequence, None
+    if name == "last_sequence":
+        return t.last_sequence.astype(np.int32), None
+    raise KeyError(name)
+
+
+#: Batch fields shown as timestamps (epoch ms in the header; -1 shows as null).
+def _batch_times(t: BatchTable, name: str) -> np.ndarray | None:
+    if name == "base_timestamp":
+        return np.where(t.is_v2 & ~t.has_delete_horizon, t.base_timestamp, -1)
+    if name in ("max_timestamp", "batch_max_timestamp"):
+        return t.max_timestamp
+    if name == "delete_horizon":
+        return np.where(t.has_delete_horizon, t.base_timestamp, -1)
+    return None
+
+
+def _constants(piece: ByteRange) -> dict[str, object]:
+    info = piece.partition
+    return {"topic": info.topic, "partition": info.partition, "log_dir": info.log_dir,
+            "segment_base_offset": piece.files.base_offset}
+
+
+def _per_batch(t: BatchTable, take: np.ndarray, name: str, target: pa.DataType) -> pa.Array:
+    times = _batch_times(t, name)
+    if times is not None:
+        return arrow.timestamps_ms(times[take])
+    values, valid = _batch_values(t, name)
+    return arrow.per_batch(values, take, target, valid)
+
+
+# ------------------------------------------------------------------------- records
+
+
+def _record_rows(segment: Segment, piece: ByteRange, scan: Scan,
+                 report: Report) -> Iterator[pa.RecordBatch]:
+    visible = _Visibility(piece, scan)
+    for t in _windows(segment, piece, scan, visible, report):
+        deep = t
+        if not scan.deep:  # only batch-level columns: a v2 batch with a good CRC has `count`
+            shallow = t.is_v2 & (t.crc_valid == 1) & visible.whole(t)
+            if shallow.any():
+                yield _shallow_records(t.take(shallow), piece, scan)
+                deep = t.take(~shallow)
+        if len(deep):
+            for chunk in segment.records(deep):
+                yield from _chunk_records(chunk, piece, scan, report)
+
+
+def _shallow_records(t: BatchTable, piece: ByteRange, scan: Scan) -> pa.RecordBatch:
+    take = np.repeat(np.arange(len(t), dtype=np.int32), t.count)
+    constants = _constants(piece)
+    arrays = []
+    for i, name in enumerate(scan.columns):
+        if name in constants:
+            arrays.append(arrow.repeated(constants[name], int(take.size), scan.target(i)))
+        else:
+            arrays.append(arrow.conform(_per_batch(t, take, name, scan.target(i)),
+                                        scan.target(i)))
+    return scan.batch(arrays)
+
+
+def _chunk_records(chunk: Chunk, piece: ByteRange, scan: Scan,
+                   report: Report) -> Iterator[pa.RecordBatch]:
+    """Kernel errors are reported; the records before a fault are kept, as Kafka's iterator
+    returns them before it throws (and as ``segtools dump`` prints them)."""
+    for f in chunk.findings:
+        report(f)
+    cols = chunk.columns
+    n = len(cols)
+    if n == 0:
+        return
+    keep = None
+    if piece.min_offset is not None:
+        keep = cols.offset >= piece.min_offset
+    if piece.max_offset is not None:
+        below = cols.offset < piece.max_offset
+        keep = below if keep is None else keep & below
+    rows = None if keep is None or keep.all() else np.flatnonzero(keep)
+    if rows is not None and rows.size == 0:
+        return
+    sizes = np.maximum(cols.key_len, 0) + np.maximum(cols.value_len, 0)
+    if rows is not None:
+        sizes = sizes[rows]
+    for part in arrow.row_slices(sizes):
+        if rows is None and part.start == 0 and part.stop == n:
+            yield _columns_batch(chunk, None, piece, scan)
+        else:
+            selected = rows[part] if rows is not None else np.arange(part.start, part.stop)
+            yield _columns_batch(chunk, selected, piece, scan)
+
+
+def _columns_batch(chunk: Chunk, rows: np.ndarray | None, piece: ByteRange,
+                   scan: Scan) -> pa.RecordBatch:
+    cols, t = chunk.columns, chunk.table
+
+    def pick(a: np.ndarray) -> np.ndarray:
+        return a if rows is None else a[rows]
+
+    n = len(cols) if rows is None else int(rows.size)
+    take = pick(cols.batch)
+    constants = _constants(piece)
+    arrays: list[pa.Array] = []
+    for i, name in enumerate(scan.columns):
+        target = scan.target(i)
+        if name == "key":
+            array = arrow.binary_from_spans(cols.data, pick(cols.key_pos), pick(cols.key_len))
+        elif name == "value":
+            array = arrow.binary_from_spans(cols.data, pick(cols.value_pos),
+                                            pick(cols.value_len))
+        elif name == "offset":
+            array = pa.array(pick(cols.offset))
+        elif name == "timestamp":
+            array = arrow.timestamps_ms(pick(cols.timestamp))
+        elif name == "headers":
+            array = arrow.headers_from_spans(cols.data, pick(cols.headers_pos),
+                                             pick(cols.headers_count), target)
+        elif name in ("key_size", "value_size"):
+            array = arrow.sizes(pick(cols.key_len if name == "key_size" else cols.value_len))
+        elif name in constants:
+            array = arrow.repeated(constants[name], n, target)
+        else:
+            array = _per_batch(t, take, name, target)
+        arrays.append(arrow.conform(array, target))
+    return scan.batch(arrays)
+
+
+# -------------------------------------------------------------------------- batches
+
+
+def _batch_rows(segment: Segment, piece: ByteRange, scan: Scan,
+                report: Report) -> Iterator[pa.RecordBatch]:
+    visible = _Visibility(piece, scan)
+    for t in _windows(segment, piece, scan, visible, report):
+        constants = _constants(piece)
+        every = np.arange(len(t))
+        arrays: list[pa.Array] = []
+        for i, name in enumerate(scan.columns):
+            target = scan.target(i)
+            if name in constants:
+                array = arrow.repeated(constants[name], len(t), target)
+            else:
+                array = _per_batch(t, every, name, target)
+            arrays.append(arrow.conform(array, target))
+        yield scan.batch(arrays)
+
+
+# ------------------------------------------------------------------------- segments
+
+
+def segment_row(summary: SegmentSummary, piece: ByteRange) -> dict[str, object]:
+    info = piece.partition
+    return {
+        "topic": info.topic, "partition": info.partition, "log_dir": info.log_dir,
+        "partition_dir": info.path, "path": summary.path, "base_offset": summary.base_offset,
+        "next_offset": summary.next_offset, "size": summary.size,
+        "valid_bytes": summary.valid_bytes, "is_active": summary.is_active,
+        "mtime": summary.mtime_ms, "batch_count": summary.batch_count,
+        "record_count": summary.record_count, "first_offset": summary.first_offset,
+        "last_offset": summary.last_offset, "first_timestamp": summary.first_timestamp,
+        "max_timestamp": summary.max_timestamp,
+        "max_timestamp_source": summary.max_timestamp_source,
+        "largest_timestamp": summary.largest_timestamp, "codecs": list(summary.codecs),
+        "magics": list(summary.magics), "producer_id_count": summary.producer_id_count,
+        "transactional_batches": summary.transactional_batches,
+        "control_batches": summary.control_batches, "crc_errors": summary.crc_errors,
+        "findings": [{"code": f.code, "severity": str(f.severity), "position": f.position,
+                      "offset": f.offset, "message": f.message} for f in summary.findings],
+        "high_watermark": info.high_watermark, "log_start_offset": info.log_start_offset,
+        "recovery_point": info.recovery_point, "cleaner_offset": info.cleaner_offset,
+        "summary_json": json.dumps(summary.to_json(), separators=(",", ":")),
+    }
+
+
+_SEGMENT_TIMES = ("mtime", "first_timestamp", "max_timestamp", "largest_timestamp")
+
+
+def _segment_rows(pieces: list[ByteRange], scan: Scan,
+                  report: Report) -> Iterator[pa.RecordBatch]:
+    rows = []
+    for piece in pieces:
+        try:
+            summary = summarize(piece.files, is_active=piece.is_active,
+                                verify_crc=scan.verify_crc,
+                                decompress_limit=scan.max_decompressed_bytes)
+        except SegtoolsError:
+            if not os.path.exists(piece.files.log):
+                report(_vanished(piece))
+                continue
+            raise
+        for f in summary.findings:
+            report(f)
+        rows.append(segment_row(summary, piece))
+    if not rows:
+        return
+    arrays = []
+    for i, name in enumerate(scan.columns):
+        target = scan.target(i)
+        values = [row[name] for row in rows]
+        if name in _SEGMENT_TIMES:
+            array = arrow.timestamps_ms(np.array([-1 if v is None else v for v in values],
+                                                 np.int64))
+        else:
+            array = pa.array(values, type=target)
+        arrays.append(arrow.conform(array, target))
+    yield scan.batch(arrays)

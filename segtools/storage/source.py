@@ -1,0 +1,157 @@
+"""A segment's bytes for the walk: a read-only mapping when sealed, ``pread`` windows when live.
+
+Touching a mapped page past the end of a file that shrank kills the process with SIGBUS,
+which Python cannot catch; ``pread`` into private memory just returns fewer bytes. Kafka
+shrinks a segment file only in these cases, so only these files are read through windows
+(the rule is decided per file at open, see :func:`segtools.storage.partition.settle`):
+
+* the active segment (the last one): a follower truncates it (``LogSegment.truncateTo`` on a
+  diverging leader epoch), and a preallocated one is trimmed when it rolls
+  (``FileRecords.trim``);
+* a segment holding offsets at or above the partition's high watermark or recovery point: a
+  follower may truncate back into it (``LocalLog.truncateTo`` deletes the newer segments and
+  truncates the one holding the target; the target is never below the high watermark except
+  after an unclean leader election), and recovery after an unclean shutdown truncates
+  segments above the recovery point (``LogSegment.recover``);
+* any file whose size or modification time changed between the directory listing and the open.
+
+Rolled segments below both checkpoints are immutable until they are deleted (an unlinked file
+keeps its bytes while it is open) or replaced by the cleaner's ``.swap`` rename (which leaves
+the old inode intact), so they are mapped: no copy, and the walk reads them at memory speed.
+The mapping still re-checks the file size before each window, which narrows what is left of
+the race (an unclean leader election truncating below the high watermark) to one window.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+
+import numpy as np
+
+from segtools.decode import _walk
+
+#: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
+MAPPED_STRIDE = 64 * 1024 * 1024
+#: Window size for ``pread``: small enough to stay in the CPU caches while it is walked.
+PREAD_STRIDE = 4 * 1024 * 1024
+#: Below this size a mapping's pages are not worth handing back.
+_RELEASE_MIN = 64 * 1024 * 1024
+_ZERO_CHUNK = 1 << 20
+
+
+def _next_data(fd: int, pos: int) -> int | None:
+    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole; None when only
+    a hole remains; ``pos`` itself where the file system cannot say."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError as e:
+        return None if e.errno == errno.ENXIO else pos
+    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
+        return pos
+
+
+def _pread_into(fd: int, view: memoryview, position: int) -> int:
+    """Fill ``view`` from ``position``; returns the bytes read (fewer: the file ended)."""
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:]], position + done)
+        if n <= 0:
+            break
+        done += n
+    return done
+
+
+def zero_from(fd: int, lo: int, hi: int) -> int | None:
+    """The first non-zero byte of the file in ``[lo, hi)``, or None. Holes are skipped with
+    ``SEEK_DATA`` (a sparse or preallocated file is mostly holes and must not cost a read of
+    them); data is read with ``pread`` in bounded chunks, never through a mapping."""
+    buf = np.empty(min(_ZERO_CHUNK, max(hi - lo, 0)), np.uint8)
+    view = memoryview(buf)
+    pos = lo
+    while pos < hi:
+        nxt = _next_data(fd, pos)
+        if nxt is None or nxt >= hi:
+            return None
+        pos = nxt
+        got = _pread_into(fd, view[:min(len(buf), hi - pos)], pos)
+        if got == 0:
+            return None  # the file ended (or shrank) before hi: nothing non-zero is left
+        found = _walk.first_nonzero(buf, 0, got)
+        if found >= 0:
+            return pos + int(found)
+        pos += got
+    return None
+
+
+class MappedSource:
+    """A sealed file: one read-only mapping, walked in windows whose pages are handed back."""
+
+    stride = MAPPED_STRIDE
+
+    def __init__(self, fd: int, size: int):
+        self.fd = fd
+        self.size = size
+        self._map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        self._map.madvise(mmap.MADV_SEQUENTIAL)  # batches are read front to back
+        self.array = np.frombuffer(self._map, dtype=np.uint8)
+        self._checked = 0
+        self._released = 0
+
+    def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
+        if hi > self._checked:  # the guard: never touch a page the file no longer has
+            self._checked = min(self.size, os.fstat(self.fd).st_size)
+        return self.array, 0, min(hi, self._checked)
+
+    def release(self, upto: int) -> None:
+        """Drop the pages already walked from this process (they stay in the page cache), so
+        a long walk's resident memory stays flat instead of growing to the segment size."""
+        if self.size < _RELEASE_MIN:
+            return
+        upto -= upto % mmap.PAGESIZE
+        if upto > self._released:
+            self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
+            self._released = upto
+
+    def zero_from(self, lo: int, hi: int) -> int | None:
+        return zero_from(self.fd, lo, min(hi, self.size))
+
+    def close(self) -> None:
+        self.array = np.zeros(0, np.uint8)
+        # a numpy view handed out earlier may still refer to the map; the GC closes it then
+        with contextlib.suppress(BufferError):
+            self._map.close()
+
+
+class WindowSource:
+    """A file that may still change: each window is read with ``pread`` into private memory,
+    so a truncation under the reader shortens a read instead of killing the process."""
+
+    stride = PREAD_STRIDE
+
+    def __init__(self, fd: int, size: int):
+        self.fd = fd
+        self.size = size
+        self._buffer = np.empty(0, np.uint8)
+
+    def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
+        n = max(0, min(hi, self.size) - lo)
+        if keep or len(self._buffer) < n:
+            buf = np.empty(n, np.uint8)
+            if not keep:
+                self._buffer = buf
+        else:
+            buf = self._buffer
+        got = _pread_into(self.fd, memoryview(buf)[:n], lo) if n else 0
+        return buf[:got], lo, lo + got
+
+    def release(self, upto: int) -> None:
+        return None
+
+    def zero_from(self, lo: int, hi: int) -> int | None:
+        return zero_from(self.fd, lo, min(hi, self.size))
+
+    def close(self) -> None:
+        self._buffer = np.empty(0, np.uint8)
