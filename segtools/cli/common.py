@@ -12,16 +12,6 @@ import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
-
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
@@ -75,11 +65,22 @@ def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
 
 @contextlib.contextmanager
 def progress(total_bytes: int, description: str, *, quiet: bool) -> Iterator:
-    """A bytes-and-ETA bar on stderr; yields ``advance(n)``. Silent when not a terminal."""
-    console = Console(stderr=True)
-    if quiet or not console.is_terminal:
+    """A bytes-and-ETA bar on stderr; yields ``advance(n)``. Silent when not a terminal (and
+    then rich, which draws it, is not even imported)."""
+    if quiet or not sys.stderr.isatty():
         yield lambda n: None
         return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    console = Console(stderr=True)
     bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                    TransferSpeedColumn(), TimeRemainingColumn(), console=console,
                    transient=True)
@@ -103,7 +104,9 @@ def parse_time(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def console() -> Console:
-    """stdout for tables: the terminal's width, or wide enough not to wrap when piped."""
+def console():
+    """stdout for tables (rich): the terminal's width, or wide enough not to wrap when piped."""
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False,
                    width=None if sys.stdout.isatty() else 240)

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from segtools.analysis import transactions
-from segtools.cli import _jsonl, common, decoders, jsonl, render
+from segtools.cli import _jsonl, common, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, record
 from segtools.decode.table import BatchTable
@@ -281,7 +280,10 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
               out: Output, advance) -> None:
     start = _start_position(path, segment, window) if window.bounded else 0
     end = args.max_bytes if args.max_bytes is not None else None
-    committed = transactions.read_committed(path.parent) if args.read_committed else None
+    committed = None
+    if args.read_committed:  # the partition's transactions: only this option needs them
+        from segtools.analysis.transactions import read_committed
+        committed = read_committed(path.parent)
     compiled = out.raw is not None and args.decoder is None
     progressed = start
     for chunk in segment.walk(start, end, verify_crc=not args.no_crc):
@@ -384,6 +386,8 @@ def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
         out.emit(obj, render.record_text(r, batch, print_data=args.print_data, mode=mode)
                  if out.raw is None else "")
         return
+    from segtools.cli import decoders  # the internal-topic schemas, only when asked for
+
     found = decoders.decode(args.decoder, r)
     obj["decoded"] = found
     line = render.record_text(r, batch, print_data=False, mode=mode) if out.raw is None else ""

@@ -1,35 +1,43 @@
-"""``segtools``: the command line. One module per command; this one wires them together.
+"""Read Apache Kafka log directories without a broker, and explain what is in them.
 
-Contract (DESIGN.md §3): exit 0 when everything was read and nothing was found, 1 when there
-are findings (of warning or error severity), 2 when the command could not run. Every error is
-one line on stderr, ``segtools: error: <path>: <what is wrong>``; ``--debug`` shows the traceback.
+examples:
+  segtools scan /var/kafka-logs                     every segment of a log dir, one table
+  segtools verify /var/kafka-logs                   CRCs, indexes, offsets, leader epochs
+  segtools dump --deep 00000000000000000000.log     batches and records of one segment
+  segtools retention /var/kafka-logs/orders-0       why each segment is (not) deleted
+  segtools <command> --help                         one command's options
+
+Exit status: 0 read fully with nothing to report, 1 findings (warnings or errors), 2 could not
+run (bad arguments, missing path, not a Kafka file); errors are one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 
 from segtools import __version__
-from segtools.cli import (
-    compaction,
-    diverge,
-    dump,
-    find,
-    metadata,
-    offsets,
-    retention,
-    scan,
-    transactions,
-    verify,
-)
 from segtools.cli.common import EXIT_OK, EXIT_USAGE
 from segtools.errors import SegtoolsError
 
-COMMANDS = (dump, scan, verify, find, retention, compaction,
-            metadata, offsets, transactions, diverge)
+#: Every command: its module (imported only when the command runs, so ``--help`` and a command
+#: on a small file start fast) and the one line ``segtools --help`` shows for it.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "dump": ("segtools.cli.dump", "print batches, records, index entries, checkpoints"),
+    "scan": ("segtools.cli.scan", "table of topics, partitions and segments in log dirs"),
+    "verify": ("segtools.cli.verify", "check CRCs, indexes, offsets and epochs; findings"),
+    "find": ("segtools.cli.find", "locate a record by offset or timestamp via the indexes"),
+    "retention": ("segtools.cli.retention", "explain which segments retention deletes, and why"),
+    "compaction": ("segtools.cli.compaction", "explain what the log cleaner did and will do"),
+    "metadata": ("segtools.cli.metadata", "timeline of a KRaft __cluster_metadata log"),
+    "offsets": ("segtools.cli.offsets", "consumer group offsets over time, regressions, deletions"),
+    "transactions": ("segtools.cli.transactions",
+                     "transactions per producer, hanging ones, .txnindex and .snapshot checks"),
+    "diverge": ("segtools.cli.diverge", "compare copies of a partition from several brokers"),
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,20 +47,34 @@ class _Parser(argparse.ArgumentParser):
                               f"(see '{self.prog} --help')\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="segtools", description=__doc__.splitlines()[0],
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command named on the command line (the first word that is not an option)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser, with the full definition of the command ``argv`` names (all of them when
+    ``argv`` is None) and only a name and a line for the others."""
+    doc = __doc__ or ""
+    summary, _, rest = doc.partition("\n")
+    parser = _Parser(prog="segtools", description=summary, epilog=rest.strip(),
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"segtools {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in COMMANDS:
-        command.register(sub)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                metavar="<command>")
+    wanted = None if argv is None else _command_in(argv)
+    for name, (module, help_line) in COMMANDS.items():
+        if argv is None or name == wanted:
+            importlib.import_module(module).register(sub)
+        else:
+            sub.add_parser(name, help=help_line, add_help=False)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv).parse_args(argv)
     try:
         return args.run(args)
     except SegtoolsError as e:

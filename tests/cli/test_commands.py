@@ -236,3 +236,30 @@ def test_max_decompressed_bytes_turns_a_big_batch_into_a_finding():
     assert [f["code"] for f in lines if f["type"] == "finding"] == ["corrupt_compressed_payload"]
     run("verify", "--deep", "--max-decompressed-bytes", "65536", str(log.parent), check_code=1)
     run("dump", "--max-decompressed-bytes", "0", str(log), check_code=2)
+
+
+def test_the_command_table_matches_each_commands_parser():
+    """``segtools --help`` lists commands from a table (their modules load only when run):
+    every line there must be what the command's own parser says."""
+    import argparse
+
+    from segtools.cli.main import COMMANDS, build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    listed = {c.dest: c.help for c in sub._choices_actions}
+    assert list(sub.choices) == list(COMMANDS)
+    assert listed == {name: line for name, (_, line) in COMMANDS.items()}
+
+
+def test_help_loads_no_command_module():
+    """Start-up: ``segtools --help`` imports neither the commands nor numpy."""
+    code = ("import sys, contextlib, io\n"
+            "from segtools.cli.main import main\n"
+            "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+            "    main(['--help'])\n"
+            "print(sorted(m for m in sys.modules if m.startswith('segtools.cli.') or m in "
+            "('numpy', 'rich', 'pyarrow')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "['segtools.cli.common', 'segtools.cli.main']"
