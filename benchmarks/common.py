@@ -58,3 +58,15 @@ def best_of(fn, repeat: int = 3) -> float:
         best = min(best, time.perf_counter() - t)
     return best
 
+
+
+def last_offset(path: Path) -> int:
+    """The last offset of a segment (its final batch's), from the batch table."""
+    from segtools.storage.segment import Segment
+
+    last = -1
+    with Segment(path) as seg:
+        for chunk in seg.walk(verify_crc=False):
+            if len(chunk.table):
+                last = int(chunk.table.last_offset[-1])
+    return last

@@ -16,13 +16,15 @@ ROOT = Path(__file__).resolve().parent.parent
 JARS = ROOT / ".cache" / "jars"
 BUILD = ROOT / ".cache" / "bench-java"
 SOURCE = ROOT / "benchmarks" / "java" / "KafkaReaderBench.java"
+JAVA = ["java", f"-Djava.io.tmpdir={ROOT / '.cache'}", "-Dslf4j.internal.verbosity=ERROR"]
 
 
 def classpath() -> str | None:
     if not shutil.which("javac"):
         return None
     if not (JARS / "kafka-clients.jar").exists():
-        subprocess.run(["bash", str(ROOT / "fixtures" / "fetch-jars.sh")], check=True)
+        subprocess.run(["bash", str(ROOT / "fixtures" / "fetch-jars.sh")], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cp = ":".join(str(p) for p in sorted(JARS.glob("*.jar")))
     klass = BUILD / "KafkaReaderBench.class"
     if not klass.exists() or klass.stat().st_mtime < SOURCE.stat().st_mtime:
@@ -39,8 +41,18 @@ def run(mode: str, path: Path, repeat: int = 1, stdout=subprocess.DEVNULL):
         return None
     t = time.perf_counter()
     proc = subprocess.run(
-        ["java", f"-Djava.io.tmpdir={ROOT / '.cache'}", "-cp", cp, "KafkaReaderBench", mode,
-         str(path), str(repeat)], stdout=stdout, stderr=subprocess.PIPE, text=True, check=True)
+        [*JAVA, "-cp", cp, "KafkaReaderBench", mode, str(path), str(repeat)], stdout=stdout,
+        stderr=subprocess.PIPE, text=True, check=True)
     wall = time.perf_counter() - t
     lines = [ln.split() for ln in proc.stderr.splitlines() if ln.startswith(mode)]
     return wall, [int(ln[3]) / 1e9 for ln in lines], int(lines[-1][1])
+
+
+def generate(path: Path, records: int, value_bytes: int, codec: str, magic: int,
+             size: int) -> None:
+    """Write a segment of batches built by Kafka's ``MemoryRecordsBuilder``."""
+    cp = classpath()
+    if cp is None:
+        raise RuntimeError("the benchmark segments are written by Kafka's classes: needs a JDK")
+    subprocess.run([*JAVA, "-cp", cp, "KafkaReaderBench", "generate", str(path), str(records),
+                    str(value_bytes), codec, str(magic), str(size)], check=True)

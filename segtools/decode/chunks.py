@@ -220,44 +220,62 @@ def _packed_chunk(table: BatchTable, payloads: list[bytes], path: str) -> Chunk:
 
 def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
                   ) -> tuple[Chunk, int]:
-    """v0/v1 entries: each uncompressed message is its own record; a wrapper's records come
-    from its inflated value. All of them end up in one data buffer."""
+    """v0/v1 entries: a run of uncompressed messages is laid out by one compiled call over
+    the file's bytes (each message is its own batch); a wrapper's records come from its
+    inflated value. All of them end up in one data buffer."""
     parts: list[legacy.Messages] = []
-    owners: list[int] = []
+    owners: list[np.ndarray] = []
     errors: dict[int, Finding] = {}
-    held = len(table)
-    for j in range(len(table)):
-        position, size = int(table.position[j]), int(table.size[j])
-        data, base, avail = source.window(position, position + size, keep=True)
-        if avail < position + size:
+    held = n = len(table)
+    codec, position, end = table.codec, table.position, table.end
+    j = 0
+    while j < n:
+        if codec[j] == 0:  # a run of adjacent uncompressed messages
+            k = j + 1
+            while k < n and codec[k] == 0 and position[k] == end[k - 1]:
+                k += 1
+            lo, hi = int(position[j]), int(end[k - 1])
+            data, base, avail = source.window(lo, hi, keep=True)
+            if avail < hi:
+                k = j + int(np.searchsorted(end[j:k], avail, side="right"))
+                held = k
+                hi = int(end[k - 1]) if k > j else lo
+            if k > j:
+                parts.append(legacy.message_set(data[lo - base:hi - base]))
+                owners.append(np.arange(j, k, dtype=np.int32))
+            if held < n:
+                break
+            j = k
+            continue
+        at, size = int(position[j]), int(table.size[j])
+        data, base, avail = source.window(at, at + size, keep=True)
+        if avail < at + size:
             held = j
             break
         try:
-            if table.codec[j] == 0:
-                parts.append(legacy.plain_message(data, base, position, size))
-            else:
-                parts.append(legacy.wrapper_messages(data, position - base, size, limit=limit))
-            owners.append(j)
+            messages = legacy.wrapper_messages(data, at - base, size, limit=limit)
+            parts.append(messages)
+            owners.append(np.full(len(messages), j, np.int32))
         except SegtoolsError as e:
             errors[j] = Finding("corrupt_message", Severity.ERROR, path, e.message,
-                                position=position, offset=int(table.last_offset[j]))
-    table = table.take(slice(0, held)) if held < len(table) else table
+                                position=at, offset=int(table.last_offset[j]))
+        j += 1
+    table = table.take(slice(0, held)) if held < n else table
     if not parts:
         return Chunk(_empty_columns(np.zeros(0, np.uint8)), table, None, path, errors), held
-    shift = np.cumsum([0] + [len(m.data) for m in parts[:-1]])
-    data = np.concatenate([m.data for m in parts])
     counts = np.array([len(m) for m in parts])
-    batch = np.repeat(np.array(owners, np.int32), counts)
+    at = np.repeat(np.cumsum([0] + [len(m.data) for m in parts[:-1]]), counts)
+    data = np.concatenate([m.data for m in parts])
+    batch = np.concatenate(owners)
     offsets = np.concatenate([m.offset for m in parts])
-    at = np.repeat(shift, counts)
-    key_pos = np.concatenate([m.key_pos for m in parts]) + at
-    value_pos = np.concatenate([m.value_pos for m in parts]) + at
-    n = int(counts.sum())
+    total = int(counts.sum())
     cols = RecordColumns(
-        data, offsets, np.concatenate([m.timestamp for m in parts]), key_pos,
-        np.concatenate([m.key_len for m in parts]), value_pos,
-        np.concatenate([m.value_len for m in parts]), np.zeros(n, np.int64),
-        np.zeros(n, np.int32), batch, (offsets - table.base_offset[batch]).astype(np.int32))
+        data, offsets, np.concatenate([m.timestamp for m in parts]),
+        np.concatenate([m.key_pos for m in parts]) + at,
+        np.concatenate([m.key_len for m in parts]),
+        np.concatenate([m.value_pos for m in parts]) + at,
+        np.concatenate([m.value_len for m in parts]), np.zeros(total, np.int64),
+        np.zeros(total, np.int32), batch, (offsets - table.base_offset[batch]).astype(np.int32))
     return Chunk(cols, table, None, path, errors), held
 
 

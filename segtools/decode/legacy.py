@@ -135,13 +135,8 @@ def wrapper_messages(buf: np.ndarray, at: int, size: int, *,
                     messages.value_pos, messages.value_len)
 
 
-def plain_message(buf: np.ndarray, base: int, at: int, size: int) -> Messages:
-    """The one record of an uncompressed v0/v1 entry at file position ``at`` (``buf[0]`` is
-    file position ``base``); spans are positions in ``buf``."""
-    rel = at - base
-    offset, magic, _, _, _ = _outer(buf, rel, size)
-    key_at, key_len, value_at, value_len, _, _ = _walk.legacy_layout(buf, rel, size)
-    timestamp = int(buf[rel + 18:rel + 26].view(">i8")[0]) if magic == 1 else -1
-    one = np.ones(1, np.int64)
-    return Messages(buf, one * offset, one * timestamp, one * (rel + key_at), one * key_len,
-                    one * (rel + value_at), one * value_len)
+def message_set(data: np.ndarray) -> Messages:
+    """The messages of an uncompressed v0/v1 message set in ``data`` (entries the walk has
+    already validated), laid out in one compiled call; spans point into ``data``."""
+    messages, _, _ = _inner(data)
+    return messages
