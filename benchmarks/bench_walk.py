@@ -100,7 +100,8 @@ def report(shape, r: dict) -> None:
     line = (f"{shape.label:>24}: shallow+CRC {mbps:6.2f} M batches/s, {gbps:5.2f} GB/s "
             f"(windows {r['shallow_windows_s'] / r['shallow_mapped_s']:.2f}x the mapping's time)")
     if "kafka_shallow_s" in r:
-        line += f"; {r['kafka_shallow_s'] / r['shallow_mapped_s']:.1f}x Kafka's batches()+ensureValid()"
+        line += (f"; {r['kafka_shallow_s'] / r['shallow_mapped_s']:.1f}x Kafka's "
+                 "batches()+ensureValid()")
     print(line)
     rps = r["records"] / r["deep_mapped_s"] / 1e6
     line = (f"{'':>24}  deep       {rps:6.2f} M records/s "

@@ -302,6 +302,37 @@ def unzstd(data, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> bytes:
     return bytes(buf)
 
 
+def _unzstd_into(data, out: memoryview, limit: int) -> int | None:
+    room = min(len(out), limit + 1)
+    reader = _zstd_context().stream_reader(data, read_across_frames=True)
+    n = 0
+    try:
+        while n < room:
+            got = reader.readinto(out[n:room])
+            if not got:
+                return n
+            n += got
+        if n > limit:
+            raise _limit_error("zstd", limit)
+        return None if reader.read(1) else n
+    except zstandard.ZstdError as e:
+        raise CorruptDataError(f"zstd: {e}") from None
+
+
+def decompress_into(codec: Compression, data, out: memoryview, *, magic: int = 2,
+                    limit: int = DEFAULT_DECOMPRESS_LIMIT) -> int | None:
+    """Decompress into ``out`` (writable): the bytes written, or None when ``out`` is too small
+    (the caller retries with a larger buffer). zstd streams straight into it; the other codecs
+    inflate and are copied. The cap and the errors are :func:`decompress`'s."""
+    if codec is Compression.ZSTD:
+        return _unzstd_into(data, out, limit)
+    payload = decompress(codec, data, magic=magic, limit=limit)
+    if len(payload) > len(out):
+        return None
+    out[:len(payload)] = payload
+    return len(payload)
+
+
 _DECOMPRESSORS: dict[Compression, Callable[..., bytes]] = {
     Compression.GZIP: gunzip,
     Compression.SNAPPY: unsnappy,

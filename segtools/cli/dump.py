@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import numpy as np
 
 from segtools.cli import _jsonl, common, jsonl, render
 from segtools.cli.dump_files import dumper_for
-from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, record
+from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
 from segtools.decode.table import BatchTable
 from segtools.errors import NotAKafkaFileError
 from segtools.findings import Finding
@@ -276,6 +277,56 @@ def _record_mask(cols, window: Window) -> np.ndarray:
     return keep
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the file gave for one table chunk: the batches to show, the walk's findings, and
+    whether the window ended here. Its records follow as separate items (one chunk each, so a
+    reader running ahead holds few buffers), then ``None``."""
+
+    table: BatchTable
+    shown: BatchTable
+    findings: tuple[Finding, ...]
+    ended: bool
+
+
+def _reads(segment: Segment, start: int, end: int | None, window: Window, committed,
+           deep: bool, verify_crc: bool) -> Iterator[_Read | Chunk | None]:
+    """Walk and decode (everything that touches the file, so it can run ahead of printing)."""
+    for walked in segment.walk(start, end, verify_crc=verify_crc):
+        t = walked.table
+        keep, ended = _shown(t, window, committed)
+        shown = t.take(keep)
+        findings = walked.findings
+        if ended:  # nothing after the last batch shown belongs to this dump
+            last = shown.position[-1] if len(shown) else -1
+            findings = tuple(f for f in findings if f.position is None or f.position <= last)
+        yield _Read(t, shown, findings, ended)
+        if deep and len(shown):
+            yield from segment.records(shown)
+        if len(t):
+            segment.release(int(t.position[-1]))
+        yield None
+        if ended:
+            return
+
+
+def _grouped(items: Iterator[_Read | Chunk | None]) -> Iterator[tuple[_Read, Iterator[Chunk]]]:
+    """Each table chunk with an iterator over its records' chunks (consumed in order)."""
+    for head in items:
+        assert isinstance(head, _Read)
+
+        def chunks() -> Iterator[Chunk]:
+            for item in items:
+                if item is None:
+                    return
+                yield item
+
+        body = chunks()
+        yield head, body
+        for _ in body:  # whatever the consumer left unread
+            pass
+
+
 def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mode: str,
               out: Output, advance) -> None:
     start = _start_position(path, segment, window) if window.bounded else 0
@@ -286,31 +337,30 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
         committed = read_committed(path.parent)
     compiled = out.raw is not None and args.decoder is None
     progressed = start
-    for chunk in segment.walk(start, end, verify_crc=not args.no_crc):
-        t = chunk.table
-        keep, ended = _shown(t, window, committed)
-        shown = t.take(keep)
-        findings = _Findings(chunk.findings if not ended else
-                             [f for f in chunk.findings if f.position is None or
-                              not len(shown) or f.position <= shown.position[-1]],
-                             out, skip_tail=args.max_bytes is not None)
+    reads = _reads(segment, start, end, window, committed, deep, not args.no_crc)
+    if segment.size > _AHEAD_BYTES:
+        reads = common.ahead(reads)
+    for read, records in _grouped(reads):
+        findings = _Findings(read.findings, out, skip_tail=args.max_bytes is not None)
         if compiled:
-            _jsonl_batches(segment, shown, findings, window, deep, mode, out)
+            _jsonl_batches(read, records, findings, window, deep, mode, out)
         else:
-            _python_batches(segment, shown, findings, window, deep, args, mode, out)
+            _python_batches(read, records, findings, window, deep, args, mode, out)
         findings.rest()
-        if len(t):
-            segment.release(int(t.position[-1]))
-            advance(int(t.end[-1]) - progressed)
-            progressed = int(t.end[-1])
-        if ended:
-            break
+        if len(read.table):
+            advance(int(read.table.end[-1]) - progressed)
+            progressed = int(read.table.end[-1])
 
 
-def _python_batches(segment: Segment, shown: BatchTable, findings: _Findings, window: Window,
+#: Below this size a dump is read and printed in one thread (a thread costs more than it saves).
+_AHEAD_BYTES = 8 * 1024 * 1024
+
+
+def _python_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, window: Window,
                     deep: bool, args, mode: str, out: Output) -> None:
     """Text output (and the internal-topic decoders): one batch at a time, Kafka's lines."""
-    items = segment.batch_records(shown) if deep else (
+    shown = read.shown
+    items = batch_records(records) if deep else (
         BatchRecords(shown.batch(j), []) for j in range(len(shown)))
     for br in items:
         findings.upto(br.batch.position, inclusive=False)
@@ -327,15 +377,16 @@ def _python_batches(segment: Segment, shown: BatchTable, findings: _Findings, wi
 _JSONL_BUFFER = 16 << 20
 
 
-def _jsonl_batches(segment: Segment, shown: BatchTable, findings: _Findings, window: Window,
+def _jsonl_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, window: Window,
                    deep: bool, mode: str, out: Output) -> None:
     """``--format jsonl``: batch and record lines from the compiled renderer
     (:mod:`segtools.cli._jsonl`), findings and the rare record it hands back written by
     Python in their places."""
+    shown = read.shown
     if not len(shown):
         return
     if deep:
-        for chunk in segment.records(shown):
+        for chunk in records:
             _jsonl_chunk(chunk.table, chunk.columns, chunk, findings, window, mode, out)
             if chunk.truncated is not None:
                 out.finding(chunk.truncated[1])

@@ -95,9 +95,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug in segtools: still one line, and how to see more
         if args.debug:
             raise
-        print(f"segtools: error: internal error ({type(e).__name__}: {e}); "
+        print(f"segtools: error: internal error ({type(e).__name__}: {e}{_where(e)}); "
               "rerun with --debug for the traceback, and please report it", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _where(e: BaseException) -> str:
+    """`` at <module file>:<line>`` of the deepest segtools frame: enough for a bug report
+    from a one-line error."""
+    tb, found = e.__traceback__, ""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if "segtools" in name:
+            found = f" at {name.rsplit('segtools', 1)[-1].lstrip('/')}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return found
 
 
 if __name__ == "__main__":  # pragma: no cover

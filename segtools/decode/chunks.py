@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, Compression, decompress
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, Compression, decompress_into
 from segtools.decode import _records, legacy
+from segtools.decode.buffers import aligned
 from segtools.decode.source import Source
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import truncated_while_reading
@@ -210,11 +211,9 @@ def _plain_chunk(source: Source, table: BatchTable, path: str) -> tuple[Chunk, i
                  _corrupt_records(path, table, err_code, err_pos, file_base)), held
 
 
-def _packed_chunk(table: BatchTable, payloads: list[bytes], path: str) -> Chunk:
-    sizes = np.array([len(p) for p in payloads], dtype=np.int64)
-    ends = np.cumsum(sizes)
-    data = np.frombuffer(b"".join(payloads), dtype=np.uint8)
-    cols, err_code, err_pos = decode_v2(data, table, ends - sizes, ends)
+def _packed_chunk(table: BatchTable, data: np.ndarray, starts: np.ndarray,
+                  ends: np.ndarray, path: str) -> Chunk:
+    cols, err_code, err_pos = decode_v2(data, table, starts, ends)
     return Chunk(cols, table, None, path, _corrupt_records(path, table, err_code, err_pos, None))
 
 
@@ -357,16 +356,22 @@ def _plain_runs(source: Source, run: BatchTable, path: str) -> Iterator[Chunk]:
 
 
 def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iterator[Chunk]:
-    payloads: list[bytes] = []
+    """Compressed v2 batches, inflated back to back into one buffer from the source's pool
+    and decoded together once about ``CHUNK_BYTES`` are gathered."""
     rows: list[int] = []
+    starts: list[int] = []
+    ends: list[int] = []
     errors: dict[int, Finding] = {}
-    gathered = 0
+    buf = source.buffers.get(2 * CHUNK_BYTES)
+    used = 0
     start = 0
 
     def flush(stop: int) -> Chunk:
         part = run.take(slice(start, stop))
-        chunk = _packed_chunk(part.take(np.array([r - start for r in rows], np.int64)),
-                              payloads, path) if rows else None
+        chunk = None
+        if rows:
+            chunk = _packed_chunk(part.take(np.array(rows, np.int64) - start), buf[:used],
+                                  np.array(starts, np.int64), np.array(ends, np.int64), path)
         return _remap(chunk, part, rows, start, errors, path)
 
     for j in range(len(run)):
@@ -375,20 +380,31 @@ def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iter
         if avail < end:
             yield _lost(flush(j), run, j, path)
             return
+        payload = memoryview(data)[position - base + v2.RECORD_BATCH_OVERHEAD:end - base]
         codec = Compression(int(run.codec[j]))
         try:
-            payload = decompress(codec, memoryview(data)[position - base + v2.RECORD_BATCH_OVERHEAD:
-                                                         end - base], limit=limit)
+            n = decompress_into(codec, payload, memoryview(buf)[used:], limit=limit)
+            if n is None:  # the buffer is full: hand out what it holds, then try a fresh one
+                if rows:
+                    yield flush(j)
+                    rows, starts, ends, errors, used, start = [], [], [], {}, 0, j
+                buf = source.buffers.get(2 * CHUNK_BYTES)
+                n = decompress_into(codec, payload, memoryview(buf), limit=limit)
+            if n is None:  # one payload larger than a chunk: room for the cap, in one piece
+                buf = aligned(limit + 1)  # (memory is only committed where it is written)
+                n = decompress_into(codec, payload, memoryview(buf), limit=limit)
         except SegtoolsError as e:
             errors[j] = Finding("corrupt_compressed_payload", Severity.ERROR, path, e.message,
                                 position=position, offset=int(run.base_offset[j]))
             continue
-        payloads.append(payload)
         rows.append(j)
-        gathered += len(payload)
-        if gathered >= CHUNK_BYTES:
+        starts.append(used)
+        used += n
+        ends.append(used)
+        if used >= CHUNK_BYTES:
             yield flush(j + 1)
-            payloads, rows, errors, gathered, start = [], [], {}, 0, j + 1
+            rows, starts, ends, errors, used, start = [], [], [], {}, 0, j + 1
+            buf = source.buffers.get(2 * CHUNK_BYTES)
     if start < len(run):
         yield flush(len(run))
 

@@ -57,10 +57,11 @@ def _stop(chunk: Walked, source: Source, end: int) -> tuple[int, bool] | None:
 
 
 def _valid_at(source: Source, pos: int, end: int) -> bool:
-    data, base, avail = source.window(pos, min(end, pos + v2.RECORD_BATCH_OVERHEAD))
+    data, base, avail = source.window(pos, min(end, pos + v2.RECORD_BATCH_OVERHEAD), keep=True)
     if pos + v2.LOG_OVERHEAD <= avail:
         length = int(data[pos - base + 8:pos - base + 12].view(">i4")[0])
-        data, base, avail = source.window(pos, min(end, pos + v2.LOG_OVERHEAD + max(length, 0)))
+        data, base, avail = source.window(pos, min(end, pos + v2.LOG_OVERHEAD + max(length, 0)),
+                                          keep=True)
     return bool(_walk.batch_at(data, base, pos, avail))
 
 
@@ -68,7 +69,7 @@ def next_batch(source: Source, start: int, end: int) -> int | None:
     """The first position >= ``start`` where a whole batch with a valid CRC starts."""
     lo = start
     while lo < end:
-        data, base, avail = source.window(lo, min(end, lo + 2 * WINDOW_BYTES))
+        data, base, avail = source.window(lo, min(end, lo + 2 * WINDOW_BYTES), keep=True)
         stop = min(avail, lo + WINDOW_BYTES)
         found = _walk.next_batch(data, base, lo, stop, avail)
         if found >= 0:
@@ -110,7 +111,7 @@ def salvage(source: Source, start: int = 0, end: int | None = None, *, path: str
         stop = end if nxt is None else nxt
         lost = ""
         if nxt is not None:
-            data, base, _ = source.window(nxt, nxt + 8)
+            data, base, _ = source.window(nxt, nxt + 8, keep=True)
             next_base = int(data[nxt - base:nxt - base + 8].view(">i8")[0])
             first_lost = 0 if last_good is None else last_good + 1
             if next_base > first_lost:

@@ -15,6 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from segtools.decode import _walk
+from segtools.decode.buffers import BufferPool
 
 
 class Source(Protocol):
@@ -24,12 +25,18 @@ class Source(Protocol):
     size: int
     #: Bytes the walk asks for per kernel call.
     stride: int
+    #: Whether each window is a private copy: the walk then ends a table chunk with each
+    #: window, so a chunk's records can be decoded from the window in hand (optional; False).
+    chunk_per_window: bool
+    #: Where the record decoder gets memory for inflated payloads (recycled across chunks).
+    buffers: BufferPool
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         """The bytes of ``[lo, hi)``: ``(array, base, avail)`` where ``array[0]`` is the byte
         at file position ``base`` (<= ``lo``) and the bytes in hand end at ``avail`` (<= ``hi``;
-        short when the file shrank). ``keep``: the caller holds on to the array (spans into it
-        outlive the call), so it must not be a buffer the source reuses."""
+        short when the file shrank). Without ``keep`` the array may be a buffer the source
+        reuses at its next such call: only the walk asks that way (one walk at a time per
+        source); anyone else, and anyone holding spans into the bytes, asks with ``keep``."""
         ...
 
     def release(self, upto: int) -> None:
@@ -50,6 +57,7 @@ class BufferSource:
                       else np.zeros(0, np.uint8))
         self.size = int(self.array.shape[0])
         self.stride = max(self.size, 1)
+        self.buffers = BufferPool(1 << 20)
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         return self.array, 0, min(hi, self.size)

@@ -33,6 +33,9 @@ from segtools.formats import batch as v2
 #: Rows per table chunk: bounds the memory of a walk over a segment of small batches
 #: (about 80 bytes a row: 5 MiB per chunk).
 TABLE_ROWS = 65536
+#: Bytes of batches per table chunk: a consumer that decodes a chunk's records right after
+#: the walk finds its bytes still in the CPU caches.
+CHUNK_BYTES = 4 * 1024 * 1024
 #: Bytes asked of the source per kernel call. A mapped source hands pages back behind this
 #: stride, so a long walk's resident memory stays flat.
 WINDOW_BYTES = 64 * 1024 * 1024
@@ -130,8 +133,8 @@ def _checksum_big_batches(buffers: _Buffers, first_event: int, source: Source) -
         position = int(buffers.arrays["position"][row])
         end = position + int(buffers.arrays["size"][row])
         crc, pos = 0, position + v2.CRC_COVERAGE_START
-        while pos < end:
-            data, base, avail = source.window(pos, min(end, pos + WINDOW_BYTES))
+        while pos < end:  # fresh windows: the walk's own window must stay intact
+            data, base, avail = source.window(pos, min(end, pos + source.stride), keep=True)
             if avail <= pos:
                 buffers.rows = row  # the batch is gone: so is everything after it
                 return position
@@ -197,8 +200,9 @@ def _tail(source: Source, path: str, pos: int, end: int, stop: int,
 
 def walk(source: Source, start: int = 0, end: int | None = None, *, until: int | None = None,
          path: str = "", verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
-         rows: int = TABLE_ROWS) -> Iterator[Walked]:
-    """The batches of ``source`` from byte ``start``, as table chunks of at most ``rows`` rows.
+         rows: int = TABLE_ROWS, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Walked]:
+    """The batches of ``source`` from byte ``start``, as table chunks of at most ``rows`` rows
+    and about ``chunk_bytes`` bytes of batches.
 
     Data ends at ``end`` (default: the size seen at open); ``until`` stops the walk before the
     first batch that starts at or after it (a Spark task's byte range). The last chunk carries
@@ -206,19 +210,25 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
     """
     end = source.size if end is None else min(end, source.size)
     until = end if until is None else min(until, end)
-    capacity = max(1, min(rows, (end - start) // 26 + 1))
+    capacity = max(1, min(rows, (min(end - start, chunk_bytes)) // 26 + 1))
     buffers = _Buffers(capacity)
-    pos = start
+    pos = chunk_start = start
     stride = max(source.stride, v2.RECORD_BATCH_OVERHEAD)  # a window holds a header at least
+    # a source that copies windows into private memory ends a chunk with each window, so that
+    # decoding the chunk's records right after reuses those bytes instead of reading them again
+    per_window = getattr(source, "chunk_per_window", False)
     want = stride
     released = start
+    data, base, avail, hi = None, 0, 0, 0
     while True:
-        hi = min(end, pos + want)
-        data, base, avail = source.window(pos, hi)
+        if data is None:
+            hi = min(end, pos + want)
+            data, base, avail = source.window(pos, hi)
         first_event = buffers.nev
-        n, nev, stop_pos, stop = _walk.walk(data, base, pos, until, end, avail, verify_crc,
-                                            BIG_BATCH, buffers.columns, buffers.rows,
-                                            buffers.event_view, buffers.nev)
+        chunk_until = min(until, chunk_start + chunk_bytes)
+        n, nev, stop_pos, stop = _walk.walk(data, base, pos, chunk_until, end, avail,
+                                            verify_crc, BIG_BATCH, buffers.columns,
+                                            buffers.rows, buffers.event_view, buffers.nev)
         buffers.rows, buffers.nev = n, nev
         _fix_legacy_wrappers(buffers, first_event, data, base, path, limit)
         shrank = _checksum_big_batches(buffers, first_event, source)
@@ -227,16 +237,23 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
             buffers.late.append((shrank, 3, truncated_while_reading(path, shrank)))
             yield _chunk(buffers, path, shrank)
             return
-        if stop in (_walk.STOP_FULL, _walk.STOP_EVENTS_FULL):
+        if stop in (_walk.STOP_FULL, _walk.STOP_EVENTS_FULL) or (
+                stop == _walk.STOP_END and pos < until):  # a chunk is full: hand it out
             yield _chunk(buffers, path, pos)
             buffers = _Buffers(capacity)
+            chunk_start = pos
             continue
         if stop == _walk.STOP_WINDOW:
             if avail < hi:  # the file shrank under us: what it held is all there is
                 buffers.late.append((pos, 3, truncated_while_reading(path, pos)))
                 yield _chunk(buffers, path, pos)
                 return
+            if per_window and buffers.rows:  # a chunk's batches all lie in the window in hand
+                yield _chunk(buffers, path, pos)
+                buffers = _Buffers(capacity)
+                chunk_start = pos
             want = _next_window(data, base, pos, avail, end, stride)
+            data = None
             if pos - released >= WINDOW_BYTES:
                 source.release(pos)
                 released = pos

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import crc32c
+from segtools.codecs import crc32c
 from construct import Array, Int16sb, Int32sb, Int32ub, Int64sb, Struct, this
 
 from segtools.findings import Finding, Severity
@@ -97,7 +97,7 @@ def build_producer_snapshot(entries: list[dict], *, version: int = PRODUCER_SNAP
     """Bytes of a snapshot file; the CRC is computed unless given (tests pass a wrong one)."""
     body = Int32sb.build(len(entries)) + b"".join(ProducerSnapshotEntry.build(e) for e in entries)
     if crc is None:
-        crc = crc32c.crc32c(body)
+        crc = crc32c(body)
     return Int16sb.build(version) + Int32ub.build(crc) + body
 
 
@@ -117,7 +117,7 @@ def parse_producer_snapshot(buf: bytes | memoryview, path: str
         findings.append(Finding("snapshot_unsupported_version", Severity.ERROR, path,
                                 f"version {version}; only {PRODUCER_SNAPSHOT_VERSION} exists "
                                 f"(ProducerStateManager.readSnapshot rejects it)", position=0))
-    computed = crc32c.crc32c(buf[PRODUCER_ENTRIES_OFFSET:])
+    computed = crc32c(buf[PRODUCER_ENTRIES_OFFSET:])
     if computed != crc:
         findings.append(Finding("snapshot_crc_mismatch", Severity.ERROR, path,
                                 f"stored CRC-32C {crc:#010x} != computed {computed:#010x} "

@@ -32,11 +32,14 @@ import os
 import numpy as np
 
 from segtools.decode import _walk
+from segtools.decode.buffers import BufferPool
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
 MAPPED_STRIDE = 64 * 1024 * 1024
 #: Window size for ``pread``: small enough to stay in the CPU caches while it is walked.
 PREAD_STRIDE = 4 * 1024 * 1024
+#: Inflated bytes per chunk of compressed batches (the record decoder's buffers).
+CHUNK_BUFFER = 16 * 1024 * 1024
 #: Below this size a mapping's pages are not worth handing back.
 _RELEASE_MIN = 64 * 1024 * 1024
 _ZERO_CHUNK = 1 << 20
@@ -94,6 +97,7 @@ class MappedSource:
     def __init__(self, fd: int, size: int):
         self.fd = fd
         self.size = size
+        self.buffers = BufferPool(CHUNK_BUFFER)
         self._map = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
         self._map.madvise(mmap.MADV_SEQUENTIAL)  # batches are read front to back
         self.array = np.frombuffer(self._map, dtype=np.uint8)
@@ -127,24 +131,33 @@ class MappedSource:
 
 class WindowSource:
     """A file that may still change: each window is read with ``pread`` into private memory,
-    so a truncation under the reader shortens a read instead of killing the process."""
+    so a truncation under the reader shortens a read instead of killing the process.
+
+    Buffers are recycled: a buffer is reused once nothing else refers to it (CPython's
+    reference count says so), and a ``keep`` request for bytes the last window already holds
+    (the records of batches just walked) is answered with a view of that window, with no
+    second read; the window's buffer is then simply not reused while the view lives."""
 
     stride = PREAD_STRIDE
+    chunk_per_window = True
 
     def __init__(self, fd: int, size: int):
         self.fd = fd
         self.size = size
-        self._buffer = np.empty(0, np.uint8)
+        self.buffers = BufferPool(self.stride)
+        self._last: tuple[np.ndarray, int, int] | None = None  # buffer, lo, avail
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
-        n = max(0, min(hi, self.size) - lo)
-        if keep or len(self._buffer) < n:
-            buf = np.empty(n, np.uint8)
-            if not keep:
-                self._buffer = buf
-        else:
-            buf = self._buffer
+        hi = min(hi, self.size)
+        if keep and self._last is not None:
+            buf, last_lo, last_avail = self._last
+            if last_lo <= lo and hi <= last_avail:
+                return buf[lo - last_lo:hi - last_lo], lo, hi
+        n = max(0, hi - lo)
+        buf = self.buffers.get(n)
         got = _pread_into(self.fd, memoryview(buf)[:n], lo) if n else 0
+        if not keep:
+            self._last = (buf, lo, lo + got)
         return buf[:got], lo, lo + got
 
     def release(self, upto: int) -> None:
@@ -154,4 +167,5 @@ class WindowSource:
         return zero_from(self.fd, lo, min(hi, self.size))
 
     def close(self) -> None:
-        self._buffer = np.empty(0, np.uint8)
+        self.buffers.clear()
+        self._last = None

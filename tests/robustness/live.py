@@ -194,7 +194,7 @@ class Broker:
         while self.segments[-1] > base:
             self._remove(self.segments.pop(), now)
         os.truncate(self.pdir / _name(base, ".log"), position)
-        for suffix, size in ((".index", 8), (".timeindex", 12)):
+        for suffix in (".index", ".timeindex"):
             os.truncate(self.pdir / _name(base, suffix), 0)  # rebuilt lazily on next append
         self.valid = {".index": 0, ".timeindex": 0}
         self.appends = [a for a in self.appends if a[2] < target]

@@ -1,0 +1,56 @@
+"""Private memory for the bytes the kernels read: page-aligned, and recycled.
+
+The kernel copies file bytes (``pread``) into a page-aligned buffer about four times as fast as
+into a ``malloc``'d one, whose data starts 16 bytes into a page (measured on the benchmark
+machine: 8.8 vs 2.3 GB/s for 4 MiB reads from the page cache); and a fresh buffer costs a page
+fault per 4 KiB on first touch. So buffers come from anonymous mappings and go back to a small
+pool, to be reused as soon as nothing refers to them any more.
+"""
+
+from __future__ import annotations
+
+import mmap
+import sys
+
+import numpy as np
+
+
+def aligned(n: int) -> np.ndarray:
+    """``n`` bytes (at least one) of page-aligned, zero-initialised anonymous memory. The
+    array returned owns its view of the memory: every slice of it refers back to it (numpy
+    points a view's ``base`` at the first array in the chain), which the pool relies on."""
+    return np.frombuffer(mmap.mmap(-1, max(n, 1)), dtype=np.uint8)
+
+
+class BufferPool:
+    """Up to ``size`` buffers of at least ``minimum`` bytes, handed out again once free.
+
+    "Free" is CPython's reference count: a buffer that only the pool refers to. Callers
+    slice what they get; a chunk of records holding a slice keeps the buffer out of reuse for
+    as long as the chunk lives (a slice's ``base`` is the buffer itself, never a slice)."""
+
+    def __init__(self, minimum: int, size: int = 8):
+        self.minimum = minimum
+        self.size = size
+        self._buffers: list[np.ndarray] = []
+
+    def get(self, n: int) -> np.ndarray:
+        """A buffer of at least ``n`` bytes that nothing else refers to (pooled when it is of
+        the usual size; a larger one goes when its last user lets go of it)."""
+        for buf in self._buffers:
+            # referenced by the list, this loop's variable and getrefcount's argument only
+            if len(buf) >= n and sys.getrefcount(buf) <= 3:
+                return buf
+        buf = aligned(max(n, self.minimum))
+        if n > 4 * self.minimum:
+            return buf
+        if len(self._buffers) < self.size:
+            self._buffers.append(buf)
+        elif self._buffers:  # replace the smallest, so the pool follows the sizes asked for
+            smallest = min(range(len(self._buffers)), key=lambda i: len(self._buffers[i]))
+            if len(self._buffers[smallest]) < len(buf):
+                self._buffers[smallest] = buf
+        return buf
+
+    def clear(self) -> None:
+        self._buffers = []
