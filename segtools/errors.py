@@ -43,5 +43,10 @@ class DecompressionLimitError(CorruptDataError):
     """A compressed payload inflates past the configured cap (a bomb, or a lying header)."""
 
 
+class VanishedError(SegtoolsError):
+    """The file was listed but is gone: on a live broker, retention or the cleaner deleted it
+    between the listing and the open."""
+
+
 class NotAKafkaFileError(SegtoolsError):
     """The path is not a file type segtools reads (wrong suffix, directory, ...)."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding
 from segtools.model import Batch, Record
 from segtools.storage.logdirs import walk
 from segtools.storage.partition import (
@@ -28,7 +28,7 @@ from segtools.storage.partition import (
     SegmentFiles,
     load_partition_dir,
 )
-from segtools.storage.segment import Segment
+from segtools.storage.segment import Segment, unreadable
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +66,7 @@ def iter_tables(partition: PartitionDir, findings: list[Finding], *,
         try:
             segment = Segment.open(files)
         except SegtoolsError as e:
-            findings.append(Finding("segment_unreadable", Severity.ERROR, str(files.log), str(e)))
+            findings.append(unreadable(str(files.log), e))
             continue
         with segment:
             for chunk in segment.walk(verify_crc=verify_crc):
@@ -101,7 +101,7 @@ def file_records(path: Path, findings: list[Finding], *,
     try:
         segment = Segment.open(files) if files is not None else Segment(path)
     except SegtoolsError as e:
-        findings.append(Finding("segment_unreadable", Severity.ERROR, str(path), str(e)))
+        findings.append(unreadable(str(path), e))
         return
     with segment:
         for chunk in segment.walk(verify_crc=verify_crc):

@@ -34,7 +34,7 @@ import numpy as np
 from segtools.analysis.partition_log import as_partition, iter_batches, iter_records
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, Severity, finding
 from segtools.formats.internal.transaction_state import OPEN_STATUSES, decode_record
 from segtools.model import Batch
 from segtools.storage.files import read_producer_snapshot
@@ -536,8 +536,8 @@ def open_transactional_ids(changes: Iterable[TransactionStateChange], *,
         timeout = c.value["transactionTimeoutMs"]
         age = reference - start
         late = start >= 0 and age > timeout
-        findings.append(Finding(
-            "transactional_id_open", Severity.WARNING if late else Severity.INFO, c.path,
+        findings.append(finding(
+            "transactional_id_past_timeout" if late else "transactional_id_open", c.path,
             f"transactional id {tid!r} (producer {c.value['producerId']}, epoch "
             f"{c.value['producerEpoch']}) is {c.status} since offset {c.offset}; open for "
             f"{age} ms, timeout {timeout} ms" + ("; the coordinator should have aborted it"

@@ -16,19 +16,12 @@ from dataclasses import dataclass
 from segtools.analysis import integrity
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding
 from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
-from segtools.storage.segment import Segment
-
-
-def unreadable(path: str, error: SegtoolsError) -> Finding:
-    """A segment that could not be opened (typically: retention deleted it after the directory
-    was listed) is reported, and the rest of the tree is still read."""
-    return Finding("segment_unreadable", Severity.WARNING, path,
-                   f"could not be read: {error} (deleted or truncated while segtools ran?)")
+from segtools.storage.segment import Segment, unreadable
 
 
 @dataclass

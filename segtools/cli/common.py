@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fnmatch
 import sys
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -16,6 +17,7 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir, walk
+from segtools.storage.partition import PartitionDir
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -153,3 +155,19 @@ def ahead(items: Iterable, depth: int = 2) -> Iterator:
             yield item
     finally:
         stop.set()
+
+
+def add_selection(p: argparse.ArgumentParser) -> None:
+    """``--topic`` / ``--partition`` filters, shared by the commands that walk trees."""
+    p.add_argument("--topic", action="append", metavar="GLOB",
+                   help="only topics matching this glob (repeatable)")
+    p.add_argument("--partition", action="append", type=int, metavar="N",
+                   help="only this partition number (repeatable)")
+
+
+def selected(pdir: PartitionDir, args: argparse.Namespace) -> bool:
+    if pdir.name is None:
+        return not args.topic and not args.partition
+    if args.topic and not any(fnmatch.fnmatchcase(pdir.name.topic, g) for g in args.topic):
+        return False
+    return not args.partition or pdir.name.partition in args.partition

@@ -22,7 +22,6 @@ from collections import defaultdict
 from segtools.analysis.diverge import Divergence, Replica, compare, load_replica
 from segtools.cli import render
 from segtools.cli.common import EXIT_FINDINGS, exit_code, open_tree
-from segtools.cli.transactions import finding_line, shown_path
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.storage.partition import PartitionState
@@ -127,7 +126,7 @@ def write_text(key: str, d: Divergence, copies, read: list[Finding], out) -> Non
         span = f"offsets {r.start_offset}..{r.end_offset - 1}" if r.batches else "empty"
         out.write(f"  {r.label}{node}: {span}, {len(r.batches)} batches, "
                   f"leader epochs {_epochs(r)}  "
-                  f"[{render.terminal_safe(shown_path(r.partition.path))}]\n")
+                  f"[{render.terminal_safe(render.shown_path(r.partition.path))}]\n")
     if d.common_start > min(r.start_offset or 0 for r in d.replicas):
         out.write(f"offsets below {d.common_start} are not held by every copy (log start "
                   f"offsets differ) and are not compared\n")
@@ -163,4 +162,4 @@ def write_text(key: str, d: Divergence, copies, read: list[Finding], out) -> Non
             out.write(f"  {t.replica} keeps its whole log (epoch {t.epoch} ends at "
                       f"{t.leader_end_offset} on {t.leader})\n")
     for f in read + list(d.findings):
-        out.write(finding_line(f) + "\n")
+        out.write(render.finding_line(f) + "\n")

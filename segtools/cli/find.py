@@ -14,7 +14,6 @@ import argparse
 import sys
 
 from segtools.cli import common, render
-from segtools.cli.scan import add_selection, selected
 from segtools.errors import SegtoolsError
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import PartitionDir, SegmentFiles
@@ -38,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     target.add_argument("--offset", type=int, help="the offset to find")
     target.add_argument("--timestamp", type=common.parse_time,
                         help="epoch ms or ISO-8601: the first record at or after it")
-    add_selection(p)
+    common.add_selection(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--bytes", choices=render.BYTES_MODES, default=None)
     p.set_defaults(run=run)
@@ -82,7 +81,7 @@ def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | N
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, _ = common.open_tree(args.paths)
-    pdirs = [p for d in log_dirs for p in d.partitions if selected(p, args)
+    pdirs = [p for d in log_dirs for p in d.partitions if common.selected(p, args)
              and (p.name is None or str(p.name.state) == "live")]
     if not pdirs:
         raise SegtoolsError("no partition matches", path=args.paths[0])

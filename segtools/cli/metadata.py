@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from segtools.analysis.cluster_metadata import MetadataEvent, MetadataReplay, timeline
 from segtools.cli import render
 from segtools.cli.common import exit_code, parse_time
-from segtools.cli.transactions import finding_line
+from segtools.cli.render import finding_line
 
 EXAMPLES = """examples:
   segtools metadata /var/kafka-metadata/__cluster_metadata-0

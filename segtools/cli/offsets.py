@@ -32,7 +32,7 @@ from segtools.analysis.offsets import (
 from segtools.analysis.partition_log import partitions_of
 from segtools.cli import render
 from segtools.cli.common import EXIT_FINDINGS, add_quiet, exit_code, parse_time, progress
-from segtools.cli.transactions import finding_line
+from segtools.cli.render import finding_line
 from segtools.errors import SegtoolsError
 
 EXAMPLES = """examples:

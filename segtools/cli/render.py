@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 from datetime import UTC, datetime
 
+from segtools.findings import Finding
 from segtools.model import Batch, Record
 
 BYTES_MODES = ("base64", "hex", "utf8")
@@ -126,3 +128,19 @@ def record_text(record: Record, batch: Batch, *, print_data: bool, mode: str) ->
                            for k, v in record.headers)
             line += f" headers: [{hs}]"
     return line
+
+
+def shown_path(path) -> str:
+    """A path as an operator typed it: relative to the working directory when under it."""
+    try:
+        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") \
+            else str(path)
+    except ValueError:
+        return str(path)
+
+
+def finding_line(f: Finding) -> str:
+    """The text form of a finding in the forensic commands."""
+    where = f" at offset {f.offset}" if f.offset is not None else ""
+    return (f"{f.severity.upper()} {f.code}{where} ({terminal_safe(shown_path(f.path))}): "
+            f"{terminal_safe(f.message)}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import fnmatch
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -19,12 +18,12 @@ from dataclasses import dataclass
 from rich import box
 from rich.table import Table
 
-from segtools.analysis.verify import unreadable
 from segtools.cli import common, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir
+from segtools.storage.segment import unreadable
 from segtools.storage.summary import SegmentSummary, summarize
 
 EXAMPLES = """examples:
@@ -44,27 +43,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
-    add_selection(p)
+    common.add_selection(p)
     p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
     p.add_argument("--crc", action="store_true", help="also verify every batch CRC")
     common.add_quiet(p)
     p.set_defaults(run=run)
-
-
-def add_selection(p: argparse.ArgumentParser) -> None:
-    """``--topic`` / ``--partition`` filters, shared by the commands that walk trees."""
-    p.add_argument("--topic", action="append", metavar="GLOB",
-                   help="only topics matching this glob (repeatable)")
-    p.add_argument("--partition", action="append", type=int, metavar="N",
-                   help="only this partition number (repeatable)")
-
-
-def selected(pdir: PartitionDir, args: argparse.Namespace) -> bool:
-    if pdir.name is None:
-        return not args.topic and not args.partition
-    if args.topic and not any(fnmatch.fnmatchcase(pdir.name.topic, g) for g in args.topic):
-        return False
-    return not args.partition or pdir.name.partition in args.partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +61,7 @@ class PartitionScan:
 def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,
               verify_crc: bool) -> Iterator[PartitionScan]:
     """Summaries of every selected partition, in walk order, with a progress bar."""
-    chosen = [(d, p) for d in log_dirs for p in d.partitions if selected(p, args)]
+    chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     total = sum(s.log_size for _, p in chosen for s in p.segments)
     with common.progress(total, "scanning", quiet=args.quiet) as advance:
         for log_dir, pdir in chosen:

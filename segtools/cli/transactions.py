@@ -15,7 +15,6 @@ Exit code 1 when there are findings (a hanging transaction is one).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections import defaultdict
 
@@ -61,22 +60,6 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="json: one JSON object per line")
     add_quiet(p)
     p.set_defaults(run=run)
-
-
-def shown_path(path) -> str:
-    """A path as an operator typed it: relative to the working directory when under it."""
-    try:
-        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") \
-            else str(path)
-    except ValueError:
-        return str(path)
-
-
-def finding_line(f: Finding) -> str:
-    """The text form of a finding in the forensic commands."""
-    where = f" at offset {f.offset}" if f.offset is not None else ""
-    return (f"{f.severity.upper()} {f.code}{where} ({render.terminal_safe(shown_path(f.path))}): "
-            f"{render.terminal_safe(f.message)}")
 
 
 def duration(ms: int) -> str:
@@ -173,7 +156,7 @@ def _partition_text(scan: TransactionScan, hanging: list[HangingTransaction],
     lso, leo = scan.last_stable_offset, scan.log_end_offset
     held = f" ({leo - lso} offsets held back from read_committed)" if lso < leo else ""
     out.write(f"\n{render.terminal_safe(label)}  "
-              f"({render.terminal_safe(shown_path(scan.partition.path))})\n"
+              f"({render.terminal_safe(render.shown_path(scan.partition.path))})\n"
               f"  log offsets {scan.log_start_offset}..{leo - 1}, last stable offset "
               f"{lso}{held}\n")
     by_producer = defaultdict(list)
@@ -251,4 +234,4 @@ def write_text(results, changes, open_ids, findings, args, out) -> None:
     if findings:
         out.write("\n")
     for f in findings:
-        out.write(finding_line(f) + "\n")
+        out.write(render.finding_line(f) + "\n")

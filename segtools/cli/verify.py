@@ -18,7 +18,6 @@ from collections import Counter
 
 from segtools.analysis.verify import verify_partition
 from segtools.cli import common, render
-from segtools.cli.scan import add_selection, selected
 from segtools.findings import Finding, Severity
 
 EXAMPLES = """examples:
@@ -34,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
-    add_selection(p)
+    common.add_selection(p)
     p.add_argument("--deep", action="store_true",
                    help="also decompress and decode every record")
     p.add_argument("--salvage", action="store_true",
@@ -48,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
     findings: list[Finding] = list(loose)
-    chosen = [(d, p) for d in log_dirs for p in d.partitions if selected(p, args)]
+    chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     counts = Counter()
     with common.progress(sum(s.log_size for _, p in chosen for s in p.segments), "verifying",
                          quiet=args.quiet) as advance:

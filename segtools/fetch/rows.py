@@ -22,11 +22,11 @@ from segtools.analysis.transactions import ReadCommitted
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import Chunk
 from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
-from segtools.errors import SegtoolsError
+from segtools.errors import SegtoolsError, VanishedError
 from segtools.fetch import arrow
 from segtools.fetch.columns import PER_RECORD, Level
 from segtools.fetch.plan import ByteRange
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.storage.segment import Segment
 from segtools.storage.summary import SegmentSummary, summarize
 
@@ -95,14 +95,12 @@ def _open(piece: ByteRange, scan: Scan) -> Segment | None:
     read."""
     try:
         return Segment.open(piece.files, decompress_limit=scan.max_decompressed_bytes)
-    except SegtoolsError:
-        if not os.path.exists(piece.files.log):
-            return None
-        raise
+    except VanishedError:
+        return None
 
 
 def _vanished(piece: ByteRange) -> Finding:
-    return Finding("segment_vanished", Severity.WARNING, str(piece.files.log),
+    return finding("segment_vanished", str(piece.files.log),
                    "segment deleted since the read was planned (retention, or a cleaner's "
                    "swap); its rows are missing from the result")
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from segtools.codecs import crc32c
 from construct import Array, Int16sb, Int32sb, Int32ub, Int64sb, Struct, this
 
+from segtools.codecs import crc32c
 from segtools.findings import Finding, Severity
 
 PRODUCER_SNAPSHOT_VERSION = 1

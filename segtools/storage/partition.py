@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, Severity, finding
 from segtools.formats.checkpoints import (
     EpochEntry,
     PartitionMetadata,
@@ -378,11 +378,11 @@ def _segments(groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]],
                                         f"startup)", offset=base))
             continue
         log, log_stat = kinds[FileKind.LOG]
-        for kind, code in ((FileKind.INDEX, "segment_missing_index"),
-                           (FileKind.TIMEINDEX, "segment_missing_timeindex")):
+        for kind in (FileKind.INDEX, FileKind.TIMEINDEX):
             if kind not in kinds:
-                severity = Severity.INFO if base == active else Severity.WARNING
-                findings.append(Finding(code, severity, str(log),
+                code = (f"active_segment_missing_{kind.value}" if base == active
+                        else f"segment_missing_{kind.value}")
+                findings.append(finding(code, str(log),
                                         f"no .{kind.value} beside this .log"
                                         + (" (active segment: created lazily)"
                                            if base == active else ""), offset=base))

@@ -21,8 +21,8 @@ from segtools.decode.chunks import BatchRecords, Chunk
 from segtools.decode.source import BufferSource
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import TABLE_ROWS, Walked
-from segtools.errors import NotAKafkaFileError, SegtoolsError
-from segtools.findings import Finding
+from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
+from segtools.findings import Finding, finding
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.source import MappedSource, WindowSource
 
@@ -47,6 +47,8 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
     descriptor is checked again (the name could have been replaced in between)."""
     try:
         st = os.stat(path)
+    except FileNotFoundError as e:
+        raise VanishedError(e.strerror or str(e), path=path) from None
     except OSError as e:
         raise SegtoolsError(e.strerror or str(e), path=path) from None
     if stat.S_ISDIR(st.st_mode):
@@ -55,6 +57,8 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
         raise NotAKafkaFileError("not a regular file", path=path)
     try:
         fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError as e:
+        raise VanishedError(e.strerror or str(e), path=path) from None
     except OSError as e:
         raise SegtoolsError(e.strerror or str(e), path=path) from None
     st = os.fstat(fd)
@@ -62,6 +66,17 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
         os.close(fd)
         raise NotAKafkaFileError("not a regular file", path=path)
     return fd, st
+
+
+def unreadable(path: str, error: SegtoolsError) -> Finding:
+    """The finding for a segment that could not be opened: gone since it was listed (a live
+    broker's retention or cleaner deleted it), or unreadable for another reason. Either way the
+    rest of the tree is still read."""
+    if isinstance(error, VanishedError):
+        return finding("segment_vanished", path,
+                       "deleted since the directory was listed (retention or the cleaner on a "
+                       "live broker); its batches are missing from the answer")
+    return finding("segment_unreadable", path, f"could not be read: {error}")
 
 
 class Segment:

@@ -142,8 +142,8 @@ def test_transaction_state_timeline():
     assert expired == ["CompleteCommit", None]
     open_ids, findings = open_transactional_ids(changes)
     assert [c.transactional_id for c in open_ids] == ["payments-hanging-tx"]
-    assert [(f.code, str(f.severity)) for f in findings] == [("transactional_id_open",
-                                                              "warning")]
+    assert [(f.code, str(f.severity)) for f in findings] == [("transactional_id_past_timeout",
+                                                                  "warning")]
     assert owners(changes)[5001] == "payments-hanging-tx"
     state = next(c for c in changes if c.transactional_id == "payments-hanging-tx"
                  and c.status == "Ongoing").to_json()

@@ -120,8 +120,8 @@ def test_partition_dir_model(tmp_path):
         by_code.setdefault(f.code, []).append(f)
     assert set(by_code) == {"leftover_deleted_file", "leftover_swap_file",
                             "leftover_cleaned_file", "orphan_index_file", "stray_file",
-                            "segment_missing_index", "segment_missing_timeindex"}
-    assert all(f.severity == "info" for f in by_code["segment_missing_index"])
+                            "active_segment_missing_index", "active_segment_missing_timeindex"}
+    assert all(f.severity == "info" for f in by_code["active_segment_missing_index"])
     assert pd.size_bytes == 5000 + 7000 + 10
 
 

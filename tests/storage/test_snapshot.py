@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from segtools.codecs import crc32c_reference
-
 from segtools.formats.snapshot import (
     ProducerSnapshotFile,
     build_producer_snapshot,
