@@ -17,7 +17,7 @@ NATIVE := $(shell find segtools -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 
 # re-install (and rebuild the compiled parts) whenever the metadata or a compiled source changes
 $(STAMP): pyproject.toml setup.py $(NATIVE) | $(PY)
-	$(PY) -m pip install -q -e '.[test,plot,spark]'
+	$(PY) -m pip install -q -e '.[test,plot,spark,frames]'
 	touch $@
 
 # segtools exits 1 when it reports findings (the sample trees have some on purpose) and 2

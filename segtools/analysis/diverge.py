@@ -16,13 +16,15 @@ what that truncation would throw away, taking as leader the replica with the lat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from segtools.analysis.partition_log import iter_batches
 from segtools.findings import Finding, Severity
 from segtools.formats.checkpoints import EpochEntry
-from segtools.storage.partition import PartitionDir
+from segtools.storage.logdirs import LogDir
+from segtools.storage.partition import PartitionDir, PartitionState
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,3 +244,43 @@ def compare(replicas: Sequence[Replica]) -> Divergence:
     return Divergence(tuple(replicas), common_start, agreed, first_difference, status,
                       tuple(differing), tuple(unique), tuple(truncations),
                       tuple(findings))
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaSet:
+    """Every copy of one partition found under the given paths, compared."""
+
+    key: str  # "<topic>-<partition>"
+    copies: tuple[tuple[LogDir, PartitionDir], ...]
+    replicas: tuple[Replica, ...]
+    divergence: Divergence
+    read_findings: tuple[Finding, ...]  # what reading the copies met
+
+
+def _labels(copies: list[tuple[LogDir, PartitionDir]]) -> list[str]:
+    """The log dir's name (``broker-1``); its full path when names repeat."""
+    names = [d.path.name for d, _ in copies]
+    return [n if names.count(n) == 1 else str(d.path)
+            for n, (d, _) in zip(names, copies, strict=True)]
+
+
+def copies_by_partition(log_dirs: Iterable[LogDir], partition: str | None = None
+                        ) -> dict[str, list[tuple[LogDir, PartitionDir]]]:
+    """Live copies of each partition (``<topic>-<partition>``) held by two log dirs or more."""
+    groups: dict[str, list[tuple[LogDir, PartitionDir]]] = defaultdict(list)
+    for d in log_dirs:
+        for p in d.partitions:
+            if p.name is None or p.name.state is not PartitionState.LIVE:
+                continue
+            key = f"{p.name.topic}-{p.name.partition}"
+            if partition is None or key == partition:
+                groups[key].append((d, p))
+    return {k: v for k, v in sorted(groups.items()) if len(v) >= 2}
+
+
+def compare_copies(key: str, copies: list[tuple[LogDir, PartitionDir]]) -> ReplicaSet:
+    """Load every copy of one partition and compare them."""
+    read: list[Finding] = []
+    replicas = tuple(load_replica(label, p, read)
+                     for label, (_, p) in zip(_labels(copies), copies, strict=True))
+    return ReplicaSet(key, tuple(copies), replicas, compare(replicas), tuple(read))

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -39,7 +39,7 @@ from segtools.formats.internal.transaction_state import OPEN_STATUSES, decode_re
 from segtools.model import Batch
 from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import TransactionIndex
-from segtools.storage.partition import PartitionDir
+from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir, PartitionState
 from segtools.storage.segment import Segment
 
 #: ``transaction.max.timeout.ms`` default: no transaction may stay open longer.
@@ -579,3 +579,51 @@ def partition_label(partition: PartitionDir) -> str:
     return partition.path.name if partition.name is None else \
         f"{partition.name.topic}-{partition.name.partition}"
 
+
+@dataclass(frozen=True, slots=True)
+class PartitionTransactions:
+    """One data partition's transactional picture: its scan, hanging transactions (with the
+    transactional id that owns each producer, when ``__transaction_state`` names it) and the
+    findings of its checks."""
+
+    scan: TransactionScan
+    hanging: tuple[HangingTransaction, ...]
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionsReport:
+    """Transactions across a tree: data partitions with anything transactional, the
+    coordinator's state changes, the transactional ids still open, and every finding."""
+
+    partitions: tuple[PartitionTransactions, ...]
+    changes: tuple[TransactionStateChange, ...]
+    open_ids: tuple[TransactionStateChange, ...]
+    findings: tuple[Finding, ...]
+
+
+def transactions_report(partitions: Iterable[PartitionDir], *,
+                        max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS, now: int | None = None,
+                        advance: Callable[[int], None] = lambda n: None) -> TransactionsReport:
+    """Read ``__transaction_state`` for the coordinator's view, then every other live
+    partition for the data's view (markers, ``.txnindex``, snapshots, hanging transactions)."""
+    live = [p for p in partitions if p.name is not None
+            and p.name.state is PartitionState.LIVE and p.name.topic != CLUSTER_METADATA_TOPIC]
+    state = [p for p in live if p.name.topic == TRANSACTION_STATE_TOPIC]
+    changes, findings = transaction_state_timeline(state)
+    open_ids, more = open_transactional_ids(changes, now=now)
+    findings += more
+    owner = owners(changes)
+    shown = []
+    for pdir in live:
+        if pdir.name.topic == TRANSACTION_STATE_TOPIC:
+            continue
+        scan, hanging, more = analyse_partition(pdir, max_timeout_ms=max_timeout_ms, now=now)
+        findings += more
+        advance(pdir.size_bytes)
+        if any(p.transactional for p in scan.producers.values()) or any(
+                s.txnindex is not None for s in pdir.segments):
+            shown.append(PartitionTransactions(scan, tuple(
+                replace(h, transactional_id=owner.get(h.transaction.producer_id))
+                for h in hanging), tuple(more)))
+    return TransactionsReport(tuple(shown), tuple(changes), tuple(open_ids), tuple(findings))

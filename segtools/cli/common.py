@@ -11,13 +11,13 @@ import contextlib
 import fnmatch
 import sys
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir
+from segtools.timestamps import to_millis
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -93,17 +93,10 @@ def progress(total_bytes: int, description: str, *, quiet: bool) -> Iterator:
 
 def parse_time(text: str) -> int:
     """``--at`` / ``--timestamp`` values: epoch milliseconds, or ISO-8601 (naive = UTC)."""
-    text = text.strip()
-    if text.lstrip("-").isdigit():
-        return int(text)
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"not epoch milliseconds or ISO-8601: {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+        return to_millis(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def console():

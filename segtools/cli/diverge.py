@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
 
-from segtools.analysis.diverge import Divergence, Replica, compare, load_replica
+from segtools.analysis.diverge import Divergence, Replica, compare_copies, copies_by_partition
 from segtools.cli import render
 from segtools.cli.common import EXIT_FINDINGS, exit_code, open_tree
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
-from segtools.storage.partition import PartitionState
 
 EXAMPLES = """examples:
   segtools diverge broker-1/orders-9 broker-2/orders-9 broker-3/orders-9
@@ -46,24 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _labels(copies) -> list[str]:
-    """The log dir's name (``broker-1``); its full path when names repeat."""
-    names = [d.path.name for d, _ in copies]
-    return [n if names.count(n) == 1 else str(d.path) for n, (d, _) in zip(names, copies,
-                                                                             strict=True)]
-
-
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = open_tree(args.paths)
-    groups = defaultdict(list)
-    for d in log_dirs:
-        for p in d.partitions:
-            if p.name is None or p.name.state is not PartitionState.LIVE:
-                continue
-            key = f"{p.name.topic}-{p.name.partition}"
-            if args.partition is None or key == args.partition:
-                groups[key].append((d, p))
-    comparable = {k: v for k, v in sorted(groups.items()) if len(v) >= 2}
+    comparable = copies_by_partition(log_dirs, args.partition)
     if not comparable:
         raise SegtoolsError("need copies of the same partition from at least two log dirs"
                             + (f" (no two copies of {args.partition})" if args.partition
@@ -72,10 +55,9 @@ def run(args: argparse.Namespace) -> int:
     diverged = False
     out = sys.stdout
     for key, copies in comparable.items():
-        read: list[Finding] = []
-        replicas = [load_replica(label, p, read)
-                    for label, (_, p) in zip(_labels(copies), copies, strict=True)]
-        result = compare(replicas)
+        rs = compare_copies(key, copies)
+        read = list(rs.read_findings)
+        result = rs.divergence
         findings += read + list(result.findings)
         diverged |= result.status == "diverged"
         if args.format == "json":

@@ -24,16 +24,12 @@ from segtools.analysis.transactions import (
     HangingTransaction,
     TransactionScan,
     TransactionStateChange,
-    analyse_partition,
-    open_transactional_ids,
-    owners,
     partition_label,
-    transaction_state_timeline,
+    transactions_report,
 )
 from segtools.cli import render
 from segtools.cli.common import add_quiet, exit_code, open_tree, parse_time, progress
 from segtools.findings import Finding
-from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionState
 
 EXAMPLES = """examples:
   segtools transactions /var/kafka-logs
@@ -74,44 +70,20 @@ def duration(ms: int) -> str:
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = open_tree(args.paths)
     partitions = [p for d in log_dirs for p in d.partitions
-                  if p.name is not None and p.name.state is PartitionState.LIVE
-                  and p.name.topic != CLUSTER_METADATA_TOPIC
-                  and (args.topic is None or p.name.topic == args.topic)]
-    findings: list[Finding] = list(loose)
-    state_parts = [p for p in partitions if p.name.topic == TRANSACTION_STATE_TOPIC]
-    changes, more = transaction_state_timeline(state_parts)
-    findings += more
-    open_ids, more = open_transactional_ids(changes, now=args.now)
-    findings += more
-    owner = owners(changes)
-    results = []
-    data = [p for p in partitions if p.name.topic != TRANSACTION_STATE_TOPIC]
-    with progress(sum(p.size_bytes for p in data), "transactions", quiet=args.quiet) as advance:
-        for pdir in data:
-            results += _scan(pdir, owner, args, findings)
-            advance(pdir.size_bytes)
+                  if p.name is not None and (args.topic is None or p.name.topic == args.topic)]
+    with progress(sum(p.size_bytes for p in partitions), "transactions",
+                  quiet=args.quiet) as advance:
+        report = transactions_report(partitions, max_timeout_ms=args.max_timeout_ms,
+                                     now=args.now, advance=advance)
+    findings = list(loose) + list(report.findings)
+    results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
+               if args.producer_id is None or args.producer_id in pt.scan.producers]
     out = sys.stdout
     if args.format == "json":
-        write_json(results, changes, findings, args, out)
+        write_json(results, list(report.changes), findings, args, out)
     else:
-        write_text(results, changes, open_ids, findings, args, out)
+        write_text(results, list(report.changes), list(report.open_ids), findings, args, out)
     return exit_code(findings)
-
-
-def _scan(pdir, owner: dict[int, str], args, findings: list[Finding]) -> list[tuple]:
-    """One partition's scan and checks, if it has anything transactional to show."""
-    scan, hanging, more = analyse_partition(pdir, max_timeout_ms=args.max_timeout_ms,
-                                            now=args.now)
-    hanging = [HangingTransaction(h.partition, h.transaction, h.age_ms, h.pinned_lso,
-                                  h.log_end_offset, owner.get(h.transaction.producer_id))
-               for h in hanging]
-    findings += more
-    if args.producer_id is not None and args.producer_id not in scan.producers:
-        return []
-    if any(p.transactional for p in scan.producers.values()) or any(
-            s.txnindex is not None for s in pdir.segments):
-        return [(scan, hanging, more)]
-    return []
 
 
 def _wanted(pid: int, args) -> bool:

@@ -61,6 +61,8 @@ class Selection:
     ending_timestamps: PartitionMap = field(default_factory=dict)
     starting_timestamp: int | None = None
     ending_timestamp: int | None = None
+    starting_offset: int | None = None  # for every partition the maps do not name
+    ending_offset: int | None = None
     include_control: bool = False
     read_committed: bool = False
     verify_crc: bool = True
@@ -222,6 +224,7 @@ def offset_bounds(sel: Selection, info: PartitionInfo, segments: tuple[SegmentFi
     per-partition timestamp map, then the offset map."""
     t, p = info.topic, info.partition
     start = _lookup(sel.starting_offsets, t, p)
+    start = sel.starting_offset if start is None else start
     start = None if start in (None, EARLIEST) else start
     start_ts = sel.starting_timestamp
     if start_ts is None:
@@ -231,6 +234,7 @@ def offset_bounds(sel: Selection, info: PartitionInfo, segments: tuple[SegmentFi
         if start is None:  # no record at or after it: nothing to read (Spark: "latest")
             return None
     end = _lookup(sel.ending_offsets, t, p)
+    end = sel.ending_offset if end is None else end
     end = None if end in (None, LATEST) else end
     end_ts = sel.ending_timestamp
     if end_ts is None:

@@ -239,3 +239,16 @@ def test_segment_files_as_paths(trees):
                                      str(pdir / "00000000000000000040.log")])})
     assert sorted(set(two.column("segment_base_offset").to_pylist())) == [25, 40]
     assert two.num_rows == 14 + 15
+
+
+def test_python_api_reads_what_the_source_reads(everything, trees):
+    """One implementation, two faces: ``segtools.open(...).to_arrow()`` with the same options
+    gives the Spark source's schema and rows, and both equal Kafka's reader."""
+    import segtools
+    from segtools.fetch.plan import PARTITION_STATES
+
+    api = segtools.open(trees).to_arrow(include_headers=True, include_control=True,
+                                        states=PARTITION_STATES).read_all()
+    assert api.schema == everything.schema
+    assert_same(normalised(api), normalised(everything))
+    assert_same(normalised(api), expected_rows())

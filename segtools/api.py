@@ -1,0 +1,277 @@
+"""The front door: ``segtools.open(path)`` and the analyses as plain functions.
+
+A notebook user thinks in Kafka's terms (log dirs, topics, partitions, offsets, timestamps),
+not in segtools' modules, so this module maps those terms onto the library:
+
+- :func:`open` walks the paths once into a :class:`LogDirs` (log dirs -> partitions ->
+  segments, with what the walk found wrong);
+- ``records()``/``batches()``/``segments()`` iterate rows as dicts and ``to_arrow()`` returns a
+  :class:`pyarrow.RecordBatchReader` with exactly the Spark source's schema: both are
+  :func:`segtools.fetch.rows.read` over :func:`segtools.fetch.plan.ranges`, the code Spark's
+  executors run, so the faces cannot disagree;
+- the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`) return
+  the same typed results the CLI prints.
+
+Selectors are the CLI's and the Spark options' (topics as globs, partitions, offset and time
+bounds, ``read_committed``, ``include_control``). Findings met while reading are collected on
+:attr:`LogDirs.findings` (or passed to ``on_finding``); ``strict=True`` turns an error finding
+into :class:`~segtools.errors.CorruptDataError` instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+
+from segtools.analysis.diverge import ReplicaSet, compare_copies, copies_by_partition
+from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay, replay_offsets
+from segtools.analysis.transactions import (
+    DEFAULT_MAX_TIMEOUT_MS,
+    TransactionsReport,
+    transactions_report,
+)
+from segtools.analysis.verify import verify_partition
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import CorruptDataError, SegtoolsError
+from segtools.fetch import columns as fetch_columns
+from segtools.fetch import plan, rows
+from segtools.fetch.columns import Level
+from segtools.findings import Finding, Severity
+from segtools.storage.logdirs import LogDir, walk
+from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
+from segtools.timestamps import to_millis
+
+Time = int | float | str | datetime
+Offsets = int | Mapping[str, Mapping[int, int]]
+
+__all__ = ["LogDirs", "Partition", "diverge", "offsets_at", "open", "transactions", "verify"]
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    """One partition directory, with what its log dir's checkpoints say about it."""
+
+    topic: str
+    partition: int
+    state: str  # live, delete, future, stray
+    path: str
+    log_dir: str
+    segments: tuple[SegmentFiles, ...]
+    high_watermark: int | None
+    log_start_offset: int | None
+    recovery_point: int | None
+    size_bytes: int
+    directory: PartitionDir  # the storage layer's view (indexes, snapshots, findings)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def _tuple(value: str | int | Iterable | None) -> tuple | None:
+    if value is None:
+        return None
+    if isinstance(value, str | int):
+        return (value,)
+    return tuple(value)
+
+
+class LogDirs:
+    """The log dirs found under some paths (a ``log.dirs`` entry, a directory of copies, a
+    partition directory or segment files), read-only. Build it with :func:`open`."""
+
+    def __init__(self, paths: Iterable[str | os.PathLike[str]], *,
+                 max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT):
+        self.paths = tuple(os.fspath(p) for p in paths)
+        if not self.paths:
+            raise SegtoolsError("segtools.open() needs at least one path")
+        self.max_decompressed_bytes = max_decompressed_bytes
+        log_dirs, loose = walk(self.paths)
+        for f in loose:
+            if f.code == "path_not_found":
+                raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
+        self.log_dirs: list[LogDir] = log_dirs
+        self._tree_findings = tuple(loose) + tuple(f for d in log_dirs for f in d.findings)
+        #: what the walk found wrong, then whatever later reads meet (in order)
+        self.findings: list[Finding] = list(self._tree_findings) + [
+            f for d in log_dirs for p in d.partitions for f in p.findings]
+
+    def __repr__(self) -> str:
+        return (f"<segtools.LogDirs {len(self.log_dirs)} log dir(s), "
+                f"{sum(len(d.partitions) for d in self.log_dirs)} partition(s)>")
+
+    # ------------------------------------------------------------------ the tree
+
+    def partitions(self, topics: str | Iterable[str] = "*",
+                   partitions: int | Iterable[int] | None = None,
+                   states: str | Iterable[str] = "live") -> list[Partition]:
+        """Partition directories whose topic matches a glob in ``topics``."""
+        sel = plan.Selection(self.paths, topics=_tuple(topics), partitions=_tuple(partitions),
+                             partition_states=_tuple(states))
+        out = []
+        for d in self.log_dirs:
+            for pdir in d.partitions:
+                info = plan.partition_info(d, pdir)
+                if plan.selected(sel, pdir, info):
+                    state = pdir.name.state.value if pdir.name else PartitionState.LIVE.value
+                    out.append(Partition(info.topic, info.partition, state, info.path,
+                                         info.log_dir, pdir.segments, info.high_watermark,
+                                         info.log_start_offset, info.recovery_point,
+                                         pdir.size_bytes, pdir))
+        return out
+
+    @property
+    def topics(self) -> list[str]:
+        return sorted({p.topic for p in self.partitions(states=plan.PARTITION_STATES)})
+
+    # ------------------------------------------------------------------ reading
+
+    def selection(self, level: Level | str = Level.RECORDS, *,
+                  topics: str | Iterable[str] = "*",
+                  partitions: int | Iterable[int] | None = None,
+                  states: str | Iterable[str] = "live",
+                  start_offset: Offsets | None = None, end_offset: Offsets | None = None,
+                  start_time: Time | None = None, end_time: Time | None = None,
+                  read_committed: bool = False, include_control: bool = False,
+                  verify_crc: bool = True) -> plan.Selection:
+        """The library's :class:`~segtools.fetch.plan.Selection` for these selectors.
+
+        ``start_offset`` is inclusive and ``end_offset`` exclusive, either one offset for every
+        selected partition or ``{topic: {partition: offset}}``; times are epoch ms, ISO-8601 or
+        ``datetime`` (the first record at or after the time, as a broker's ``ListOffsets``)."""
+        starting, starting_all = _offsets(start_offset)
+        ending, ending_all = _offsets(end_offset)
+        return plan.Selection(
+            self.paths, level=Level(level), topics=_tuple(topics),
+            partitions=_tuple(partitions), partition_states=_tuple(states),
+            starting_offsets=starting, ending_offsets=ending,
+            starting_offset=starting_all, ending_offset=ending_all,
+            starting_timestamp=None if start_time is None else to_millis(start_time),
+            ending_timestamp=None if end_time is None else to_millis(end_time),
+            include_control=include_control, read_committed=read_committed,
+            verify_crc=verify_crc, max_decompressed_bytes=self.max_decompressed_bytes)
+
+    def to_arrow(self, level: Level | str = Level.RECORDS, *,
+                 columns: Iterable[str] | None = None, include_headers: bool = False,
+                 strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
+                 **selectors) -> pa.RecordBatchReader:
+        """The selected rows as Arrow record batches, streamed (memory stays flat).
+
+        ``level``: ``records`` (one row per record), ``batches`` or ``segments``; ``columns``:
+        a subset of that level's columns (default: the Spark source's default columns)."""
+        sel = self.selection(level, **selectors)
+        names = (fetch_columns.canonical(tuple(columns), sel.level) if columns is not None
+                 else fetch_columns.default_columns(sel.level, include_headers))
+        schema = fetch_columns.schema(sel.level, names)
+        scan = rows.Scan(sel.level, names, schema, include_control=sel.include_control,
+                         read_committed=sel.read_committed, verify_crc=sel.verify_crc,
+                         check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
+        pieces = plan.ranges(sel)
+        report = self._reporter(strict, on_finding)
+        return pa.RecordBatchReader.from_batches(schema, rows.read(pieces, scan, report))
+
+    def records(self, **kwargs) -> Iterator[dict]:
+        """One dict per record (``offset``, ``timestamp``, ``key``, ``value``, ...), in log
+        order per partition. For bulk work prefer :meth:`to_arrow`."""
+        return self._dicts(Level.RECORDS, kwargs)
+
+    def batches(self, **kwargs) -> Iterator[dict]:
+        """One dict per record batch (offsets, sizes, codec, producer, CRC check, ...)."""
+        return self._dicts(Level.BATCHES, kwargs)
+
+    def segments(self, **kwargs) -> Iterator[dict]:
+        """One dict per segment file (offsets, sizes, max timestamp, ...)."""
+        return self._dicts(Level.SEGMENTS, kwargs)
+
+    def _dicts(self, level: Level, kwargs: dict) -> Iterator[dict]:
+        for batch in self.to_arrow(level, **kwargs):
+            yield from batch.to_pylist()
+
+    def _reporter(self, strict: bool, on_finding: Callable[[Finding], None] | None
+                  ) -> Callable[[Finding], None]:
+        sink = on_finding if on_finding is not None else self.findings.append
+
+        def report(f: Finding) -> None:
+            if strict and f.severity is Severity.ERROR:
+                raise CorruptDataError(f"{f.code}: {f.message}", path=f.path,
+                                       position=f.position)
+            sink(f)
+
+        return report
+
+    # ------------------------------------------------------------------ analyses
+
+    def verify(self, *, deep: bool = False, topics: str | Iterable[str] = "*",
+               partitions: int | Iterable[int] | None = None) -> list[Finding]:
+        """Every finding ``segtools verify`` reports for the selected partitions."""
+        out = list(self._tree_findings)
+        wanted = {id(p.directory) for p in self.partitions(topics, partitions,
+                                                           plan.PARTITION_STATES)}
+        for d in self.log_dirs:
+            for pdir in d.partitions:
+                if id(pdir) in wanted:
+                    out += verify_partition(d, pdir, deep=deep,
+                                            limit=self.max_decompressed_bytes)
+        return out
+
+    def transactions(self, *, now: Time | None = None,
+                     max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
+                     topics: str | Iterable[str] = "*") -> TransactionsReport:
+        """Transactions per partition, hanging ones, open transactional ids (as
+        ``segtools transactions``)."""
+        pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
+        return transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
+                                   now=None if now is None else to_millis(now))
+
+    def offsets_at(self, at: Time | None = None, *,
+                   groups: str | Iterable[str] | None = None) -> OffsetsReplay:
+        """Consumer groups' committed offsets at ``at`` (default: the end of the log), with
+        regressions and deletions, replayed from ``__consumer_offsets``."""
+        pdirs = [p.directory for p in self.partitions(CONSUMER_OFFSETS_TOPIC)]
+        if not pdirs:
+            raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions under "
+                                f"{', '.join(self.paths)}")
+        return replay_offsets(pdirs, at=None if at is None else to_millis(at),
+                              groups=None if groups is None else list(_tuple(groups)))
+
+    def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
+        """Copies of the same partition in different log dirs, compared batch by batch."""
+        return [compare_copies(key, copies)
+                for key, copies in copies_by_partition(self.log_dirs, partition).items()]
+
+
+def _offsets(value: Offsets | None) -> tuple[dict, int | None]:
+    if value is None:
+        return {}, None
+    if isinstance(value, int):
+        return {}, value
+    return {t: dict(parts) for t, parts in value.items()}, None
+
+
+def open(*paths: str | os.PathLike[str],
+         max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT) -> LogDirs:
+    """Walk log dirs, partition dirs or segment files (read-only) into a :class:`LogDirs`."""
+    return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes)
+
+
+def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:
+    """``segtools verify PATH...`` as a function: every finding."""
+    return open(*paths).verify(deep=deep)
+
+
+def transactions(*paths: str | os.PathLike[str], now: Time | None = None,
+                 max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS) -> TransactionsReport:
+    return open(*paths).transactions(now=now, max_timeout_ms=max_timeout_ms)
+
+
+def offsets_at(*paths: str | os.PathLike[str], at: Time | None = None,
+               groups: str | Iterable[str] | None = None) -> OffsetsReplay:
+    return open(*paths).offsets_at(at, groups=groups)
+
+
+def diverge(*paths: str | os.PathLike[str], partition: str | None = None) -> list[ReplicaSet]:
+    return open(*paths).diverge(partition)
