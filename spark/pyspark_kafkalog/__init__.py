@@ -31,7 +31,7 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 class DefaultSource(DataSource):
-    """The ``kafkalog`` data source (batch reads). Options: see the README's Spark section."""
+    """The ``kafkalog`` data source (batch reads). Options: see docs/spark.md."""
 
     @classmethod
     def name(cls) -> str:

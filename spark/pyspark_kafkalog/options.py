@@ -100,7 +100,7 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
     )
 
 
-#: Every option the source accepts (documented in the README's Spark section).
+#: Every option the source accepts (documented in docs/spark.md).
 OPTION_NAMES = (
     "path", "paths", "level", "topics", "partitionStates", "startingOffsets", "endingOffsets",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",

@@ -101,7 +101,7 @@ def test_hostile_input_is_bounded(measured, name):
 
 
 def test_bounds_table(measured, capsys):
-    """The numbers behind the README's Robustness section, printed with ``-s``."""
+    """The numbers behind docs/robustness.md, printed with ``-s``."""
     with capsys.disabled():
         for name, row in measured.items():
             print(f"\n{name:26} {row['seconds']:7.2f} s  +{row['growth_mib']:6.0f} MiB", end="")

@@ -1,5 +1,5 @@
 """Regression tests for the bugs the robustness work found and fixed in the core (each test
-names the input class that found it; the README's Robustness section lists them)."""
+names the input class that found it; docs/robustness.md lists them)."""
 
 from __future__ import annotations
 
