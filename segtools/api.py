@@ -225,7 +225,8 @@ class LogDirs:
         ``segtools transactions``)."""
         pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
         return transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
-                                   now=None if now is None else to_millis(now))
+                                   now=None if now is None else to_millis(now),
+                                   limit=self.max_decompressed_bytes)
 
     def offsets_at(self, at: Time | None = None, *,
                    groups: str | Iterable[str] | None = None) -> OffsetsReplay:
@@ -240,7 +241,7 @@ class LogDirs:
 
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
-        return [compare_copies(key, copies)
+        return [compare_copies(key, copies, limit=self.max_decompressed_bytes)
                 for key, copies in copies_by_partition(self.log_dirs, partition).items()]
 
 

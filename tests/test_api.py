@@ -148,3 +148,23 @@ def test_arrow_into_duckdb_pandas_polars():
     assert len(frame) == sum(expected.values())
     polars_frame = pl.from_arrow(logs.to_arrow(level="batches").read_all())
     assert polars_frame.height == sum(1 for _ in logs.batches())
+
+
+PENDING_CAP = {"retention", "compaction", "offsets", "metadata"}  # being moved into analysis/
+
+
+def test_every_command_takes_the_decompression_cap():
+    """``--max-decompressed-bytes`` is accepted everywhere and reaches the read: a cap far
+    below the sample's compressed batches turns them into findings, not output."""
+    from segtools.cli.main import COMMANDS, build_parser
+
+    for name in sorted(set(COMMANDS) - PENDING_CAP):
+        args = build_parser([name]).parse_args(
+            [name, "x", *(["--offset", "0"] if name == "find" else []),
+             "--max-decompressed-bytes", "1024"])
+        assert args.max_decompressed_bytes == 1024, name
+    tree = FIXTURES / "logdirs" / "sample" / "orders.v2-eu-4"   # zstd batches
+    capped = cli_jsonl("verify", str(tree), "--deep", "--format", "jsonl", "--quiet",
+                       "--max-decompressed-bytes", "64")
+    assert any(f.get("code") == "corrupt_compressed_payload" for f in capped)
+    assert segtools.open(tree, max_decompressed_bytes=64).verify(deep=True)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from segtools.analysis.partition_log import iter_batches
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.findings import Finding, Severity
 from segtools.formats.checkpoints import EpochEntry
 from segtools.storage.logdirs import LogDir
@@ -148,10 +149,11 @@ class Divergence:
                     for label, b in self.differing]}
 
 
-def load_replica(label: str, partition: PartitionDir, findings: list[Finding]) -> Replica:
+def load_replica(label: str, partition: PartitionDir, findings: list[Finding], *,
+                 limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Replica:
     batches = tuple(BatchId(b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch,
                             b.count if b.count is not None else 1, b.max_timestamp)
-                    for _, _, b in iter_batches(partition, findings))
+                    for _, _, b in iter_batches(partition, findings, limit=limit))
     return Replica(label, partition, batches, partition.leader_epochs)
 
 
@@ -278,9 +280,10 @@ def copies_by_partition(log_dirs: Iterable[LogDir], partition: str | None = None
     return {k: v for k, v in sorted(groups.items()) if len(v) >= 2}
 
 
-def compare_copies(key: str, copies: list[tuple[LogDir, PartitionDir]]) -> ReplicaSet:
+def compare_copies(key: str, copies: list[tuple[LogDir, PartitionDir]], *,
+                   limit: int = DEFAULT_DECOMPRESS_LIMIT) -> ReplicaSet:
     """Load every copy of one partition and compare them."""
     read: list[Finding] = []
-    replicas = tuple(load_replica(label, p, read)
+    replicas = tuple(load_replica(label, p, read, limit=limit)
                      for label, (_, p) in zip(_labels(copies), copies, strict=True))
     return ReplicaSet(key, tuple(copies), replicas, compare(replicas), tuple(read))

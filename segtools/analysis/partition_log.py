@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
@@ -59,12 +60,13 @@ def partitions_of(paths, topic: str) -> list[PartitionDir]:
 
 
 def iter_tables(partition: PartitionDir, findings: list[Finding], *,
-                verify_crc: bool = True) -> Iterator[tuple[Segment, SegmentFiles, BatchTable]]:
+                verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                ) -> Iterator[tuple[Segment, SegmentFiles, BatchTable]]:
     """Shallow: the batch table of every live segment, oldest first, a chunk at a time. The
     segment stays open while its chunk is being consumed (callers may decode its records)."""
     for files in partition.segments:
         try:
-            segment = Segment.open(files)
+            segment = Segment.open(files, decompress_limit=limit)
         except SegtoolsError as e:
             findings.append(unreadable(str(files.log), e))
             continue
@@ -75,31 +77,35 @@ def iter_tables(partition: PartitionDir, findings: list[Finding], *,
 
 
 def iter_batches(partition: PartitionDir, findings: list[Finding], *,
-                 verify_crc: bool = True) -> Iterator[tuple[Segment, SegmentFiles, Batch]]:
+                 verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                 ) -> Iterator[tuple[Segment, SegmentFiles, Batch]]:
     """Shallow, one :class:`Batch` at a time (for analyses that look at few batches)."""
-    for segment, files, table in iter_tables(partition, findings, verify_crc=verify_crc):
+    for segment, files, table in iter_tables(partition, findings, verify_crc=verify_crc,
+                                             limit=limit):
         for i in range(len(table)):
             yield segment, files, table.batch(i)
 
 
 def iter_records(partition: PartitionDir, findings: list[Finding], *,
                  want: Callable[[BatchTable], np.ndarray] | None = None,
-                 verify_crc: bool = True) -> Iterator[LogRecord]:
+                 verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                 ) -> Iterator[LogRecord]:
     """Deep: every record of every batch ``want`` selects (a mask over a table; all by
     default), oldest first."""
     for files in partition.segments:
         yield from file_records(files.log, findings, want=want, verify_crc=verify_crc,
-                                files=files)
+                                files=files, limit=limit)
 
 
 def file_records(path: Path, findings: list[Finding], *,
                  want: Callable[[BatchTable], np.ndarray] | None = None,
-                 verify_crc: bool = True, files: SegmentFiles | None = None
-                 ) -> Iterator[LogRecord]:
+                 verify_crc: bool = True, files: SegmentFiles | None = None,
+                 limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Iterator[LogRecord]:
     """Every record of one file of batches: a segment, or a KRaft ``.checkpoint`` snapshot
     (the same batch format)."""
     try:
-        segment = Segment.open(files) if files is not None else Segment(path)
+        segment = (Segment.open(files, decompress_limit=limit) if files is not None
+                   else Segment(path, decompress_limit=limit))
     except SegtoolsError as e:
         findings.append(unreadable(str(path), e))
         return

@@ -32,6 +32,7 @@ from typing import NamedTuple
 import numpy as np
 
 from segtools.analysis.partition_log import as_partition, iter_batches, iter_records
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity, finding
@@ -243,7 +244,8 @@ def _snapshot_copy(producers: dict[int, ProducerState],
     return out
 
 
-def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False) -> TransactionScan:
+def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False,
+                      limit: int = DEFAULT_DECOMPRESS_LIMIT) -> TransactionScan:
     """Walk a partition's batch headers (and its control records) once."""
     findings: list[Finding] = []
     ongoing: dict[int, _Open] = {}
@@ -254,7 +256,8 @@ def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False) -> T
     log_start = partition.segments[0].base_offset if partition.segments else 0
     end, last_ts = log_start, -1
     first_seen: int | None = None
-    for segment, files, b in iter_batches(partition, findings, verify_crc=verify_crc):
+    for segment, files, b in iter_batches(partition, findings, verify_crc=verify_crc,
+                                          limit=limit):
         while snapshot_at and snapshot_at[0] <= b.base_offset:
             states[snapshot_at.pop(0)] = _snapshot_copy(producers, ongoing)
         if first_seen is None:
@@ -493,14 +496,15 @@ class TransactionStateChange:
                 "log_offset": self.offset, "log_timestamp": self.timestamp}
 
 
-def transaction_state_timeline(partitions: Iterable[PartitionDir]
+def transaction_state_timeline(partitions: Iterable[PartitionDir], *,
+                               limit: int = DEFAULT_DECOMPRESS_LIMIT
                                ) -> tuple[list[TransactionStateChange], list[Finding]]:
     """Decode ``__transaction_state`` partitions into per-record state changes."""
     changes: list[TransactionStateChange] = []
     findings: list[Finding] = []
     for pdir in partitions:
         log_partition = pdir.name.partition if pdir.name else -1
-        for lr in iter_records(pdir, findings):
+        for lr in iter_records(pdir, findings, limit=limit):
             r = lr.record
             try:
                 rec = decode_record(r.key, r.value)
@@ -555,11 +559,11 @@ def owners(changes: Iterable[TransactionStateChange]) -> dict[int, str]:
 
 
 def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                      now: int | None = None) -> tuple[TransactionScan, list[HangingTransaction],
-                                                       list[Finding]]:
+                      now: int | None = None, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                      ) -> tuple[TransactionScan, list[HangingTransaction], list[Finding]]:
     """Scan one partition and run every check: hanging transactions (as warnings),
     ``.txnindex`` and ``.snapshot`` consistency."""
-    scan = scan_transactions(partition)
+    scan = scan_transactions(partition, limit=limit)
     hanging = hanging_transactions(scan, max_timeout_ms=max_timeout_ms, now=now)
     findings = list(scan.findings)
     for h in hanging:
@@ -604,13 +608,14 @@ class TransactionsReport:
 
 def transactions_report(partitions: Iterable[PartitionDir], *,
                         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS, now: int | None = None,
+                        limit: int = DEFAULT_DECOMPRESS_LIMIT,
                         advance: Callable[[int], None] = lambda n: None) -> TransactionsReport:
     """Read ``__transaction_state`` for the coordinator's view, then every other live
     partition for the data's view (markers, ``.txnindex``, snapshots, hanging transactions)."""
     live = [p for p in partitions if p.name is not None
             and p.name.state is PartitionState.LIVE and p.name.topic != CLUSTER_METADATA_TOPIC]
     state = [p for p in live if p.name.topic == TRANSACTION_STATE_TOPIC]
-    changes, findings = transaction_state_timeline(state)
+    changes, findings = transaction_state_timeline(state, limit=limit)
     open_ids, more = open_transactional_ids(changes, now=now)
     findings += more
     owner = owners(changes)
@@ -618,7 +623,8 @@ def transactions_report(partitions: Iterable[PartitionDir], *,
     for pdir in live:
         if pdir.name.topic == TRANSACTION_STATE_TOPIC:
             continue
-        scan, hanging, more = analyse_partition(pdir, max_timeout_ms=max_timeout_ms, now=now)
+        scan, hanging, more = analyse_partition(pdir, max_timeout_ms=max_timeout_ms, now=now,
+                                                limit=limit)
         findings += more
         advance(pdir.size_bytes)
         if any(p.transactional for p in scan.producers.values()) or any(

@@ -20,7 +20,7 @@ import sys
 
 from segtools.analysis.diverge import Divergence, Replica, compare_copies, copies_by_partition
 from segtools.cli import render
-from segtools.cli.common import EXIT_FINDINGS, exit_code, open_tree
+from segtools.cli.common import EXIT_FINDINGS, add_decompress_limit, exit_code, open_tree
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 
@@ -41,6 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="only this partition (e.g. orders-9)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line")
+    add_decompress_limit(p)
     p.set_defaults(run=run)
 
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     diverged = False
     out = sys.stdout
     for key, copies in comparable.items():
-        rs = compare_copies(key, copies)
+        rs = compare_copies(key, copies, limit=args.max_decompressed_bytes)
         read = list(rs.read_findings)
         result = rs.divergence
         findings += read + list(result.findings)

@@ -40,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     common.add_selection(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--bytes", choices=render.BYTES_MODES, default=None)
+    common.add_decompress_limit(p)
     p.set_defaults(run=run)
 
 
@@ -71,7 +72,7 @@ def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | N
               if files.index else None)
         ti = (TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed)
               if files.timeindex else None)
-        with Segment.open(files) as segment:
+        with Segment.open(files, decompress_limit=args.max_decompressed_bytes) as segment:
             result = (seek_offset(segment, oi, args.offset) if args.offset is not None
                       else seek_timestamp(segment, oi, ti, args.timestamp))
         if result.record is not None:

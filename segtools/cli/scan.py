@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
     p.add_argument("--crc", action="store_true", help="also verify every batch CRC")
     common.add_quiet(p)
+    common.add_decompress_limit(p)
     p.set_defaults(run=run)
 
 
@@ -69,7 +70,8 @@ def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,
             for seg in pdir.segments:
                 try:
                     summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
-                                               verify_crc=verify_crc))
+                                               verify_crc=verify_crc,
+                                               decompress_limit=args.max_decompressed_bytes))
                 except SegtoolsError as e:
                     problems.append(unreadable(str(seg.log), e))
                 advance(seg.log_size)

@@ -28,7 +28,14 @@ from segtools.analysis.transactions import (
     transactions_report,
 )
 from segtools.cli import render
-from segtools.cli.common import add_quiet, exit_code, open_tree, parse_time, progress
+from segtools.cli.common import (
+    add_decompress_limit,
+    add_quiet,
+    exit_code,
+    open_tree,
+    parse_time,
+    progress,
+)
 from segtools.findings import Finding
 
 EXAMPLES = """examples:
@@ -54,6 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="measure ages at this time (default: the last timestamp in each log)")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line")
+    add_decompress_limit(p)
     add_quiet(p)
     p.set_defaults(run=run)
 
@@ -74,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     with progress(sum(p.size_bytes for p in partitions), "transactions",
                   quiet=args.quiet) as advance:
         report = transactions_report(partitions, max_timeout_ms=args.max_timeout_ms,
-                                     now=args.now, advance=advance)
+                                     now=args.now, limit=args.max_decompressed_bytes,
+                                     advance=advance)
     findings = list(loose) + list(report.findings)
     results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
                if args.producer_id is None or args.producer_id in pt.scan.producers]
