@@ -1,7 +1,8 @@
 """The small exception hierarchy every segtools parser raises.
 
 Each error carries the file and byte position at fault, because the one-line message an operator
-reads at 3 a.m. must say *where* (DESIGN.md §3: ``segtools: error: <path>: <what is wrong>``).
+reads at 3 a.m. must say *where* (docs/architecture.md §3:
+``segtools: error: <path>: <what is wrong>``).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ class Batch:
         return self.base_timestamp if self.has_delete_horizon else None
 
     def to_json(self) -> dict:
-        """DESIGN.md §3 batch line (plus documented extras)."""
+        """The batch line of docs/json-contract.md (plus documented extras)."""
         return {
             "type": "batch",
             "base_offset": self.base_offset,

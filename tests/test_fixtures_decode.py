@@ -1,7 +1,7 @@
 """Every Kafka-written fixture decodes to exactly what Kafka's own reader returned.
 
 The expectations were dumped by ``FileRecords.batches()`` / ``RecordBatch`` iteration in the
-fixture generator (fixtures/java/Dumper.java): every batch field of DESIGN.md §3 and every
+fixture generator (fixtures/java/Dumper.java): every batch field of docs/json-contract.md and every
 record's offset, timestamp, key, value, headers, sequence and control marker. No fixture gets
 a special case here.
 """

@@ -1,7 +1,7 @@
 """What the log cleaner left and what its next pass would do: ``LogCleanerManager`` and
 ``LogCleaner`` replayed over one partition's records.
 
-The rules (``kafka-storage-facts.md`` §7; ``core/.../log/LogCleanerManager.scala``,
+The rules (``docs/kafka-storage.md`` §7; ``core/.../log/LogCleanerManager.scala``,
 ``LogCleaner.scala``, ``clients/.../record/MemoryRecords.java``):
 
 * ``LogCleanerManager.cleanableOffsets``: the first dirty offset is the

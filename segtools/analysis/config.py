@@ -12,7 +12,7 @@ order:
    the broker synonyms);
 3. ``cluster_metadata``: topic ``ConfigRecord``\\ s replayed from a ``__cluster_metadata-0``
    partition found in the same tree;
-4. ``default``: ``LogConfig``'s defaults (``kafka-storage-facts.md`` §9).
+4. ``default``: ``LogConfig``'s defaults (``docs/kafka-storage.md`` §9).
 
 Every resolved value keeps its source, because "retention.ms is 7 days" means something very
 different when it is a guess than when the cluster said so.

@@ -1,7 +1,7 @@
 """Would Kafka's delete policy remove each segment at time T, and why: ``deleteOldSegments``
 replayed over segment summaries.
 
-The rules (``kafka-storage-facts.md`` §6, ``core/.../log/UnifiedLog.scala``):
+The rules (``docs/kafka-storage.md`` §6, ``core/.../log/UnifiedLog.scala``):
 
 * ``UnifiedLog.deleteOldSegments`` runs up to three passes, each over what the previous one
   left: the log-start-offset breach (``deleteLogStartOffsetBreachedSegments``, every policy),

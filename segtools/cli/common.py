@@ -23,7 +23,8 @@ EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
 
 def exit_code(findings: Iterable[Finding]) -> int:
-    """DESIGN.md §3: 1 when any finding is a warning or an error; info findings are normal."""
+    """docs/architecture.md §3: 1 when any finding is a warning or an error; info findings are
+    normal."""
     return EXIT_FINDINGS if any(f.severity in (Severity.WARNING, Severity.ERROR)
                                 for f in findings) else EXIT_OK
 

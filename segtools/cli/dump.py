@@ -4,8 +4,8 @@ For a ``.log``: batch lines (default) or batches and records (``--deep``), keys,
 headers with ``--print-data``; a range of offsets or timestamps is found through the segment's
 indexes (binary search, then a short scan), never by reading from byte 0. Text output keeps
 Kafka's line shapes (an operator's muscle memory) with UTC times beside epoch milliseconds and
-every control character escaped; ``--format jsonl`` prints the DESIGN.md §3 objects, one per
-line. Indexes, producer snapshots and checkpoint files print their entries.
+every control character escaped; ``--format jsonl`` prints the objects of docs/json-contract.md,
+one per line. Indexes, producer snapshots and checkpoint files print their entries.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Line shapes follow ``DumpLogSegments`` (``offset: O position: P``, ``timestamp: T offset: O``,
 ``version: 0 producerId: ...``); ``--format jsonl`` prints ``index_entry`` / ``timeindex_entry``
-(DESIGN.md §3) and ``txnindex_entry`` / ``snapshot_entry`` / ``checkpoint_entry`` objects.
+(docs/json-contract.md) and ``txnindex_entry`` / ``snapshot_entry`` / ``checkpoint_entry`` objects.
 ``--verify-index`` checks each index entry against the sibling ``.log`` as Kafka's
 ``--verify-index-only`` does (and prints no entries); ``--index-sanity-check`` runs the broker's
 ``sanityCheck`` rules and reports them as findings.

@@ -1,7 +1,7 @@
 """Small read-only file helpers shared by the storage rooms.
 
 Everything here opens files with ``'rb'`` only: segtools runs on production brokers and must
-never write, lock, rename or truncate anything in a log dir (DESIGN.md §4).
+never write, lock, rename or truncate anything in a log dir (docs/architecture.md §4).
 """
 
 from __future__ import annotations

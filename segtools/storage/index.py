@@ -6,7 +6,8 @@ distrust. Kafka counts ``floor(fileLength / entrySize)`` entries for a pre-exist
 assumes they are valid, which is wrong for the zero-filled, preallocated tail of an active
 segment's index; segtools counts the entries that really are there (``valid_entries``) and
 searches only those, and reports every rule an index breaks as a :class:`Finding`. An index
-with an error finding is not ``trusted``: callers scan the ``.log`` instead (DESIGN.md §2).
+with an error finding is not ``trusted``: callers scan the ``.log`` instead (docs/architecture.md
+§2).
 
 Two read paths, on purpose:
 

@@ -4,7 +4,8 @@
 target and scans batches forward from its position; ``LogSegment.findOffsetByTimestamp`` asks
 the time index for the largest entry at or below the timestamp, translates its offset the same
 way, and scans for the first batch whose max timestamp reaches the target. We do exactly that,
-and fall back to a scan from byte 0 when an index is missing or not trusted (DESIGN.md §2).
+and fall back to a scan from byte 0 when an index is missing or not trusted (docs/architecture.md
+§2).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The ``DataSourceReader``s: plan on the driver, read on the executors.
 
 Two classes on purpose. Spark 4.3 refuses *every* query on a reader class that overrides
-``pushFilters`` unless ``spark.sql.python.filterPushdown.enabled`` is true (notes §4), so the
-plain reader has no ``pushFilters`` at all and the pushdown reader is returned only when the
+``pushFilters`` unless ``spark.sql.python.filterPushdown.enabled`` is true
+(docs/spark-datasource-api.md §4), so the plain reader has no ``pushFilters`` at all and the
+pushdown reader is returned only when the
 user asks for it with ``.option("pushdown", "true")`` (and has enabled the configuration,
 e.g. with :func:`pyspark_kafkalog.enable_pushdown`).
 

@@ -20,7 +20,7 @@ def run(*argv: str) -> subprocess.CompletedProcess:
 
 def json_lines(out: str) -> list[dict]:
     objs = [json.loads(line) for line in out.splitlines()]
-    assert all(next(iter(o)) == "type" for o in objs)  # DESIGN.md §3: "type" first
+    assert all(next(iter(o)) == "type" for o in objs)  # docs/architecture.md §3: "type" first
     return objs
 
 

@@ -61,8 +61,8 @@ def test_versions_parse():
 
 
 def test_offset_commit_value_layouts_by_version():
-    """The on-disk order facts §5.1 gives: leaderEpoch after offset from v3, the expire
-    timestamp only in v1, compact strings and a tagged section in v4."""
+    """The on-disk order docs/kafka-storage.md §5.1 gives: leaderEpoch after offset from v3, the
+    expire timestamp only in v1, compact strings and a tagged section in v4."""
     value = {"offset": 5, "leaderEpoch": 3, "metadata": "x", "commitTimestamp": 9,
              "expireTimestamp": 11}
     w = consumer_offsets.OFFSET_COMMIT_VALUE.write

@@ -3,8 +3,9 @@
 * ``trees``: a private copy of the Kafka-written ``sample`` and ``legacy`` trees with their
   manifest mtimes restored (git does not keep them), so a test never races a regeneration of
   ``fixtures/`` and retention sees the times the generator set.
-* ``spark``: ONE ``local[2]`` session for the whole run (start-up costs ~10 s; notes §7), with
-  ``PYSPARK_PYTHON`` pinned to this interpreter (notes §8) and the logs quietened.
+* ``spark``: ONE ``local[2]`` session for the whole run (start-up costs ~10 s;
+  docs/spark-datasource-api.md §7), with ``PYSPARK_PYTHON`` pinned to this interpreter
+  (docs/spark-datasource-api.md §8) and the logs quietened.
 * ``expected_rows``: what Kafka's own reader dumped for every fixture log, as comparable rows.
 
 Tests that start a JVM carry ``pytest.mark.spark`` (``pytest -m spark`` selects them); the

@@ -1,6 +1,7 @@
 """KRaft control records: LeaderChange, SnapshotHeader/Footer, KRaftVersion, Voters.
 
-They live in control batches of ``__cluster_metadata`` and of KRaft snapshots (facts §1.5).
+They live in control batches of ``__cluster_metadata`` and of KRaft snapshots
+(docs/kafka-storage.md §1.5).
 The key is ``ControlRecordType`` (int16 version, int16 type); the value is the generated
 message, whose own first field is its version (``ControlRecordUtils``). Kafka reads each at
 its ``*_CURRENT_VERSION``; here the message's own version field picks the layout, so a value
