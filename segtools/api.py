@@ -237,7 +237,8 @@ class LogDirs:
             raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions under "
                                 f"{', '.join(self.paths)}")
         return replay_offsets(pdirs, at=None if at is None else to_millis(at),
-                              groups=None if groups is None else list(_tuple(groups)))
+                              groups=None if groups is None else list(_tuple(groups)),
+                              limit=self.max_decompressed_bytes)
 
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""

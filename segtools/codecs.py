@@ -32,7 +32,7 @@ import crcmod.predefined
 import lz4.block
 import zstandard
 
-from segtools import _checksum
+from segtools._checksum import crc32c as _crc32c
 from segtools.errors import CorruptDataError, DecompressionLimitError, UnsupportedFormatError
 
 #: Default cap on the bytes one batch may decompress to. Kafka's own default
@@ -82,7 +82,7 @@ def crc32c(data, value: int = 0) -> int:
     Accepts any buffer (an mmap slice's memoryview included) without copying. ``value`` is
     the CRC of the bytes before ``data``, so a long range can be checksummed in pieces.
     """
-    return _checksum.crc32c(data, value)
+    return _crc32c(data, value)
 
 
 def crc32(data, value: int = 0) -> int:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from segtools.analysis.partition_log import LogRecord, as_partition, file_records, iter_records
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.formats.internal.cluster_metadata import (
@@ -511,7 +512,8 @@ def _entries(records: Iterator[LogRecord]) -> Iterator[tuple[_Position, Batch, R
 
 
 def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = None,
-             keep_records: bool = False, include_noop: bool = False) -> MetadataReplay:
+             keep_records: bool = False, include_noop: bool = False,
+             limit: int = DEFAULT_DECOMPRESS_LIMIT) -> MetadataReplay:
     """Replay a ``__cluster_metadata`` partition (or the one inside a log dir) up to ``at``
     (epoch ms, inclusive; the end of the log when None)."""
     partition = metadata_partition(path)
@@ -528,8 +530,8 @@ def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = No
                              "topics and configs created before are missing", log_start)
     sources = []
     if snapshot is not None:
-        sources.append((True, file_records(snapshot, findings)))
-    sources.append((False, iter_records(partition, findings)))
+        sources.append((True, file_records(snapshot, findings, limit=limit)))
+    sources.append((False, iter_records(partition, findings, limit=limit)))
     end_offset, last_ts = snapshot_end, -1
     for from_snapshot, records in sources:
         replayer.silent = from_snapshot

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from segtools.analysis.partition_log import iter_records
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.formats.internal.consumer_offsets import (
@@ -246,8 +247,10 @@ def group_matches(group: str, patterns: Iterable[str] | None) -> bool:
 class _Replayer:
     """The coordinator's load, record by record, with every change kept."""
 
-    def __init__(self, at: int | None, groups: list[str] | None):
+    def __init__(self, at: int | None, groups: list[str] | None,
+                 limit: int = DEFAULT_DECOMPRESS_LIMIT):
         self.at = at
+        self.limit = limit
         self.patterns = groups
         self.groups: dict[str, GroupState] = {}
         self.commits: list[OffsetCommit] = []
@@ -268,7 +271,7 @@ class _Replayer:
         path = str(pdir.path)
         pending: dict[int, list[OffsetCommit]] = {}
         read_findings: list[Finding] = []
-        for lr in iter_records(pdir, read_findings):
+        for lr in iter_records(pdir, read_findings, limit=self.limit):
             batch, record = lr.batch, lr.record
             where = Location(log_partition, record.offset, record.timestamp)
             if self.at is not None and batch.max_timestamp > self.at:
@@ -440,11 +443,12 @@ class _Replayer:
 
 def replay_offsets(partitions: Iterable[PartitionDir], *, at: int | None = None,
                    groups: list[str] | None = None,
-                   advance: Callable[[int], None] | None = None) -> OffsetsReplay:
+                   advance: Callable[[int], None] | None = None,
+                   limit: int = DEFAULT_DECOMPRESS_LIMIT) -> OffsetsReplay:
     """Replay ``__consumer_offsets`` partitions up to ``at`` (epoch ms, inclusive; the end of
     the logs when None), keeping only groups matching the ``groups`` globs (all when None).
     ``advance(bytes)`` is called after each partition (a progress bar)."""
-    replayer = _Replayer(at, groups)
+    replayer = _Replayer(at, groups, limit)
     parts = list(partitions)
     for pdir in parts:
         replayer.partition(pdir)

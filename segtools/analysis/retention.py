@@ -34,12 +34,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import numpy as np
 
 from segtools.analysis.config import TopicConfig
 from segtools.storage.summary import SegmentSummary
+from segtools.units import format_bytes, format_duration, format_retention, format_time
 
 # Reason codes (stable: ``--format json`` contract).
 LOG_START_OFFSET_BREACHED = "log_start_offset_breached"
@@ -59,52 +59,6 @@ KEPT_REASONS = (WITHIN_RETENTION_MS, WITHIN_RETENTION_BYTES, BLOCKED_BY_EARLIER_
 #: 9999-12-31T23:59:59.999Z. An eligibility later than this is reported as never (null): it
 #: comes from a timestamp in micro- or nanoseconds, or a retention near Long.MAX_VALUE.
 MAX_EPOCH_MS = 253_402_300_799_999
-
-
-# --------------------------------------------------------------------------- formatting
-
-
-def format_time(ms: int | None) -> str:
-    """UTC ISO-8601 to the second, or ``never`` / ``out-of-range``."""
-    if ms is None:
-        return "never"
-    try:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (OverflowError, OSError, ValueError):
-        return "out-of-range"
-
-
-def format_duration(ms: int) -> str:
-    """``7d 2h``, ``3h 05m``, ``42s``: two units at most, sign kept."""
-    sign = "-" if ms < 0 else ""
-    s = abs(ms) // 1000
-    days, rest = divmod(s, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if days >= 365 * 3:
-        return f"{sign}{days // 365}y"
-    if days:
-        return f"{sign}{days}d {hours}h" if hours else f"{sign}{days}d"
-    if hours:
-        return f"{sign}{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{sign}{minutes}m {seconds:02d}s"
-    if s == 0 and ms:
-        return f"{sign}{abs(ms)}ms"
-    return f"{sign}{seconds}s"
-
-
-def format_bytes(n: float) -> str:
-    n = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
-def format_retention(ms: int) -> str:
-    return "-1 (infinite)" if ms < 0 else f"{ms} ({format_duration(ms)})"
 
 
 # --------------------------------------------------------------------------- values
@@ -356,6 +310,25 @@ def _time_eligible(largest: int, retention_ms: int) -> int | None:
         return None
     t = largest + retention_ms + 1
     return t if t <= MAX_EPOCH_MS else None
+
+
+def own_expiry(v: SegmentVerdict, retention_ms: int) -> int:
+    """When the time rule alone would delete this segment (``now - largestTimestamp >
+    retention.ms``), ignoring the segments before it."""
+    return v.max_timestamp + retention_ms + 1
+
+
+def waits_for(segments: Sequence[SegmentVerdict], i: int, retention_ms: int) -> int | None:
+    """The base offset of the earlier segment whose expiry segment ``i`` waits for (retention
+    deletes a prefix only), if any."""
+    v = segments[i]
+    if v.deletable or v.eligible_at is None or retention_ms < 0 or \
+            v.eligible_at <= own_expiry(v, retention_ms):
+        return v.blocked_by
+    for w in segments[:i]:
+        if not w.deletable and own_expiry(w, retention_ms) == v.eligible_at:
+            return w.base_offset
+    return v.blocked_by
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,36 +16,19 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
-import dataclasses
-import os
 import sys
 from collections.abc import Sequence
 
-import numpy as np
 from rich.table import Table
 from rich.text import Text
 
 from segtools.analysis import compaction as comp
-from segtools.analysis import config as cfg
-from segtools.analysis.retention import format_bytes, format_duration, format_time
-from segtools.cli import render
+from segtools.analysis.partition_input import Loaded, PartitionInput, Skipped
+from segtools.cli import explain, render
 from segtools.cli.common import exit_code
-from segtools.cli.retention import (
-    Loaded,
-    PartitionInput,
-    Skipped,
-    add_common_arguments,
-    config_line,
-    console,
-    load,
-    now_ms,
-    safe,
-)
-from segtools.decode.chunks import Chunk, gather
-from segtools.decode.table import BatchTable
+from segtools.cli.explain import config_line, console, load, now_ms, safe
 from segtools.errors import SegtoolsError
-from segtools.formats import batch as v2
-from segtools.storage.segment import Segment
+from segtools.units import format_bytes, format_duration, format_time
 
 EXAMPLES = """examples:
   segtools compaction /var/kafka-logs/payments-0
@@ -62,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compaction", help="explain what the log cleaner did and will do",
                        description=__doc__, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(p)
+    explain.add_arguments(p)
     p.add_argument("--key", metavar="K", help="print this key's history and its survivor")
     p.add_argument("--key-format", choices=("utf8", "hex", "base64"), default="utf8",
                    help="how --key is written (default utf8)")
@@ -85,115 +68,17 @@ def parse_key(text: str, fmt: str) -> bytes:
     return text.encode("utf-8")
 
 
-# --------------------------------------------------------------------------- records
-
-
-def _control_flags(key: bytes | None) -> int:
-    try:
-        kind = v2.control_type_name(key)
-    except Exception:
-        return 0
-    return {"COMMIT": comp.FLAG_COMMIT, "ABORT": comp.FLAG_ABORT}.get(kind, 0)
-
-
-def _batch_flags(t: BatchTable) -> np.ndarray:
-    return ((np.where(t.is_control, comp.FLAG_CONTROL, 0)) |
-            (np.where(t.is_transactional, comp.FLAG_TRANSACTIONAL, 0)) |
-            (np.where(t.magic < 2, comp.FLAG_LEGACY, 0))).astype(np.int32)
-
-
-def _horizon(t: BatchTable) -> np.ndarray:
-    return np.where(t.has_delete_horizon, t.base_timestamp, -1)
-
-
-def read_records(pi: PartitionInput) -> tuple[comp.CompactionColumns, dict[int, int]]:
-    """Every record of the partition as cleaner-relevant columns, and each segment's first
-    batch max timestamp (``LogSegment.getFirstBatchTimestamp``)."""
-    builder = comp.ColumnsBuilder()
-    first_batch: dict[int, int] = {}
-    for files, s in zip(pi.dir.segments, pi.summaries, strict=True):
-        base = s.base_offset
-        with Segment.open(files) as seg:
-            for chunk in seg.walk(verify_crc=False):
-                t = chunk.table
-                if len(t) and base not in first_batch:
-                    first_batch[base] = int(t.max_timestamp[0])
-                empty = t.count == 0
-                if empty.any():  # the cleaner's empty batches: one row each, no key
-                    e = t.take(empty)
-                    n = len(e)
-                    builder.add_columns(e.last_offset, e.max_timestamp, [None] * n,
-                                        np.zeros(n, bool), base,
-                                        _batch_flags(e) | comp.FLAG_EMPTY_BATCH, e.producer_id,
-                                        _horizon(e), e.size.astype(float), e.base_offset)
-                for records in seg.records(t.take(~empty)):
-                    _add_chunk(builder, records, base)
-    return builder.build(), first_batch
-
-
-def _add_chunk(builder: comp.ColumnsBuilder, chunk: Chunk, base: int) -> None:
-    cols, t = chunk.columns, chunk.table
-    if not len(cols):
-        return
-    per_record = np.bincount(cols.batch, minlength=len(t))
-    share = t.size / np.maximum(np.where(t.count > 0, t.count, per_record), 1)
-    bi = cols.batch
-    flags = _batch_flags(t)[bi]
-    for i in np.flatnonzero(flags & comp.FLAG_CONTROL):
-        flags[i] |= _control_flags(cols.key(int(i)))
-    keys = _keys(cols, flags)
-    builder.add_columns(cols.offset, cols.timestamp, keys, cols.value_len < 0, base, flags,
-                        t.producer_id[bi], _horizon(t)[bi], share[bi], t.base_offset[bi])
-
-
-def _keys(cols, flags: np.ndarray) -> list[bytes | None]:
-    """Every record's key as bytes (None: null key, or a control record), copied out in one
-    compiled call and sliced from one bytes object: no numpy work per record."""
-    lengths = np.where((flags & comp.FLAG_CONTROL) != 0, -1, cols.key_len)
-    out, offsets = gather(cols.data, cols.key_pos, lengths)
-    blob, at = out.tobytes(), offsets.tolist()
-    return [None if ln < 0 else blob[at[i]:at[i + 1]] for i, ln in enumerate(lengths.tolist())]
-
-
 # --------------------------------------------------------------------------- run
-
-
-def _named(paths: Sequence[str]) -> set[str]:
-    return {os.path.realpath(p) for p in paths}
-
-
-def select(loaded: Loaded, paths: Sequence[str]) -> tuple[list[PartitionInput], list[Skipped]]:
-    """Compacted partitions; a partition dir named on the command line is analysed as
-    compacted even if its policy is unknown (then the assumption is recorded)."""
-    named = _named(paths)
-    chosen, skipped = [], list(loaded.skipped)
-    for pi in loaded.partitions:
-        if pi.config.compact:
-            chosen.append(pi)
-        elif os.path.realpath(pi.dir.path) in named and \
-                pi.config.source("cleanup.policy").source == cfg.SOURCE_DEFAULT:
-            assumed = dataclasses.replace(
-                pi.config, cleanup_policy=("compact",),
-                provenance=(*pi.config.provenance, ("cleanup.policy", cfg.ConfigValue(
-                    cfg.SOURCE_ASSUMED, "no topic config found; analysed as compact because "
-                                        "the partition was named"))))
-            chosen.append(dataclasses.replace(pi, config=assumed))
-        else:
-            src = pi.config.source("cleanup.policy")
-            skipped.append(Skipped(str(pi.dir.path), (
-                f"cleanup.policy={','.join(pi.config.cleanup_policy)} ({src.source}); pass "
-                "--cleanup-policy compact or --config, or name the partition directory")))
-    return chosen, skipped
 
 
 def run(args: argparse.Namespace) -> int:
     key = parse_key(args.key, args.key_format) if args.key is not None else None
     loaded = load(args)
     now = now_ms(args)
-    chosen, skipped = select(loaded, args.paths)
+    chosen, skipped = comp.select_compacted(loaded, args.paths)
     results = []
     for pi in chosen:
-        cols, first_batch = read_records(pi)
+        cols, first_batch = comp.read_records(pi, limit=args.max_decompressed_bytes)
         results.append((pi, comp.explain_compaction(
             cols, pi.summaries, pi.config, now_ms=now, high_watermark=pi.high_watermark,
             log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,

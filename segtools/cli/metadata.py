@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from segtools.analysis.cluster_metadata import MetadataEvent, MetadataReplay, timeline
 from segtools.cli import render
-from segtools.cli.common import exit_code, parse_time
+from segtools.cli.common import add_decompress_limit, exit_code, parse_time
 from segtools.cli.render import finding_line
 
 EXAMPLES = """examples:
@@ -45,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-noop", action="store_true", help="show NoOpRecords too")
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line")
+    add_decompress_limit(p)
     p.set_defaults(run=run)
 
 
@@ -79,7 +80,8 @@ def select(events: Iterable[MetadataEvent], topic: str | None,
 
 
 def run(args: argparse.Namespace) -> int:
-    replay = timeline(args.path, at=args.at, keep_records=args.records,
+    replay = timeline(args.path, at=args.at, limit=args.max_decompressed_bytes,
+                      keep_records=args.records,
                       include_noop=args.include_noop)
     out = sys.stdout
     if args.records:

@@ -31,7 +31,14 @@ from segtools.analysis.offsets import (
 )
 from segtools.analysis.partition_log import partitions_of
 from segtools.cli import render
-from segtools.cli.common import EXIT_FINDINGS, add_quiet, exit_code, parse_time, progress
+from segtools.cli.common import (
+    EXIT_FINDINGS,
+    add_decompress_limit,
+    add_quiet,
+    exit_code,
+    parse_time,
+    progress,
+)
 from segtools.cli.render import finding_line
 from segtools.errors import SegtoolsError
 
@@ -60,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text",
                    help="json: one JSON object per line")
     add_quiet(p)
+    add_decompress_limit(p)
     p.set_defaults(run=run)
 
 
@@ -72,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
                             path=" ".join(args.paths))
     total = sum(p.size_bytes for p in partitions)
     with progress(total, CONSUMER_OFFSETS_TOPIC, quiet=args.quiet) as advance:
-        replay = replay_offsets(partitions, at=args.at, groups=args.group, advance=advance)
+        replay = replay_offsets(partitions, at=args.at, groups=args.group, advance=advance,
+                                limit=args.max_decompressed_bytes)
     if args.format == "json":
         write_json(replay, args, sys.stdout)
     else:

@@ -37,11 +37,11 @@ from segtools.analysis.retention import (
     MAX_EPOCH_MS,
     PartitionRetention,
     SegmentVerdict,
-    format_bytes,
-    format_duration,
-    format_time,
+    own_expiry,
+    waits_for,
 )
 from segtools.errors import SegtoolsError
+from segtools.units import format_bytes, format_duration, format_time
 
 MAX_BARS = 60
 DAY_MS = 86_400_000
@@ -111,23 +111,6 @@ def _date_axis(axis, span_days: float) -> None:
            else "%Y-%m-%d")
     axis.set_major_locator(mdates.AutoDateLocator(tz=UTC, maxticks=9))
     axis.set_major_formatter(mdates.DateFormatter(fmt, tz=UTC))
-
-
-def _own_expiry(v: SegmentVerdict, retention_ms: int) -> int:
-    """When the time rule alone would delete it (``now - largestTimestamp > retention.ms``)."""
-    return v.max_timestamp + retention_ms + 1
-
-
-def _waits_for(segments: Sequence[SegmentVerdict], i: int, retention_ms: int) -> int | None:
-    """The earlier segment whose expiry this one waits for (the prefix rule), if any."""
-    v = segments[i]
-    if v.deletable or v.eligible_at is None or retention_ms < 0 or \
-            v.eligible_at <= _own_expiry(v, retention_ms):
-        return v.blocked_by
-    for w in segments[:i]:
-        if not w.deletable and _own_expiry(w, retention_ms) == v.eligible_at:
-            return w.base_offset
-    return v.blocked_by
 
 
 # Layout, in inches: the figure is laid out by hand so the panels keep their size whatever
@@ -287,7 +270,7 @@ def _bottom_panel(ax, bars, now_ms, until_ms, left, right) -> set[str]:
             continue
         first = v.first_timestamp if v.first_timestamp is not None else v.max_timestamp
         x0 = _num(min(first, v.max_timestamp) + r)
-        x1 = _num(_own_expiry(v, r))
+        x1 = _num(own_expiry(v, r))
         ax.barh(y, max(x1 - x0, (right - left) * 0.004), left=x0, height=0.62, color=color,
                 edgecolor="black" if cat in ("future", "blocked") else color, linewidth=0.7)
         if v.stale and v.stale.count:
@@ -298,7 +281,7 @@ def _bottom_panel(ax, bars, now_ms, until_ms, left, right) -> set[str]:
             ax.text(x1, y, "  age from file mtime (no timestamps)", va="center", fontsize=7.5,
                     color="#555555")
         gone = max(v.eligible_at, now_ms) if v.eligible_at is not None else None
-        waits = _waits_for(e.retention.segments, i, r) if not v.deletable else None
+        waits = waits_for(e.retention.segments, i, r) if not v.deletable else None
         inside = gone is not None and gone <= until_ms
         if waits is not None:
             end = _num(gone) if inside else right

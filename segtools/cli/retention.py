@@ -12,41 +12,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from segtools.analysis import config as cfg
 from segtools.analysis.forecast import Forecast, combine, forecast_partition
-from segtools.analysis.retention import (
-    WITHIN_RETENTION_MS,
-    PartitionRetention,
-    StaleRecords,
-    explain_retention,
-    format_bytes,
-    format_duration,
-    format_retention,
-    format_time,
-    stale_records,
+from segtools.analysis.partition_input import (
+    Loaded,
+    PartitionInput,
+    deep_segments,
+    stale_in_kept,
 )
-from segtools.cli import render
-from segtools.cli.common import add_quiet, exit_code, open_tree, parse_time, progress
+from segtools.analysis.retention import PartitionRetention, explain_retention
+from segtools.cli import explain, render
+from segtools.cli.common import exit_code, progress
+from segtools.cli.explain import config_line, console, load, now_ms, safe
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding
-from segtools.storage.logdirs import LogDir, settled
-from segtools.storage.partition import (
-    PartitionDir,
-    PartitionState,
-    SegmentFiles,
-    load_partition_dir,
-)
-from segtools.storage.segment import Segment
-from segtools.storage.summary import SegmentSummary, summarize
+from segtools.units import format_bytes, format_duration, format_time
+
+DAY_MS = 86_400_000
 
 EXAMPLES = """examples:
   segtools retention /var/kafka-logs
@@ -58,52 +45,11 @@ EXAMPLES = """examples:
 (sections "Dynamic configs for topic X are:" apply to topic X; broker log.* names work too).
 """
 
-#: Config flags: ``--retention-ms`` ... one per config the analyses read.
-FLAG_CONFIGS = tuple(cfg.DEFINITIONS)
-DAY_MS = 86_400_000
-
-
-def _config_type(name: str):
-    def parse(text: str) -> str:
-        try:
-            cfg.parse_value(name, text)
-        except ValueError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-        return text
-    return parse
-
-
-def add_common_arguments(p: argparse.ArgumentParser) -> None:
-    """PATH, --at, the topic-config flags, --format, --quiet (shared with ``compaction``)."""
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs, partition dirs, or directories of log-dir copies")
-    p.add_argument("--at", type=parse_time, default=None, metavar="TIME",
-                   help="the moment to evaluate: epoch ms or ISO-8601 (UTC unless a zone is "
-                        "given); default: now")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    g = p.add_argument_group(
-        "topic config", "priority: these flags > --config FILE > configs recovered from a "
-                        "__cluster_metadata log in the tree > Kafka defaults")
-    g.add_argument("--config", metavar="FILE",
-                   help="properties, or kafka-configs --describe output")
-    for name in FLAG_CONFIGS:
-        g.add_argument(f"--{name.replace('.', '-')}", dest=_dest(name), type=_config_type(name),
-                       metavar="V", help=argparse.SUPPRESS if name in _QUIET_FLAGS else None)
-    add_quiet(p)
-
-
-_QUIET_FLAGS = {"segment.index.bytes", "file.delete.delay.ms", "segment.jitter.ms"}
-
-
-def _dest(name: str) -> str:
-    return "cfg_" + name.replace(".", "_")
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("retention", help="explain which segments retention deletes, and why",
                        description=__doc__, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_common_arguments(p)
+    explain.add_arguments(p)
     p.add_argument("--forecast", type=float, metavar="DAYS",
                    help="project sizes with no new data for DAYS days after --at")
     p.add_argument("--plot", metavar="FILE",
@@ -116,162 +62,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # --------------------------------------------------------------------------- loading
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionInput:
-    """One partition, summarised, with its config and checkpoint entries."""
-
-    log_dir: LogDir
-    dir: PartitionDir
-    topic: str
-    partition: int
-    summaries: tuple[SegmentSummary, ...]
-    config: cfg.TopicConfig
-    high_watermark: int | None
-    log_start_offset: int | None
-    cleaner_offset: int | None
-
-    @property
-    def label(self) -> str:
-        """``topic-partition``; a ``-future`` copy (a log-dir move in progress, whose old
-        segments ``LogManager.cleanupLogs`` also deletes) is marked."""
-        future = self.dir.name is not None and self.dir.name.state is PartitionState.FUTURE
-        return f"{self.topic}-{self.partition}" + (" (-future)" if future else "")
-
-
-@dataclass(frozen=True, slots=True)
-class Skipped:
-    path: str
-    reason: str
-
-    def to_json(self) -> dict:
-        return {"path": self.path, "reason": self.reason}
-
-
-_SKIP_STATE = {
-    PartitionState.DELETE: "pending deletion (-delete): Kafka removes the whole directory, "
-                           "retention does not apply",
-    PartitionState.STRAY: "stray replica (-stray): this broker no longer owns it",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Loaded:
-    partitions: tuple[PartitionInput, ...]
-    skipped: tuple[Skipped, ...]
-    findings: tuple[Finding, ...]
-    config_sources: tuple[str, ...]
-
-
-def flags_from_args(args: argparse.Namespace) -> dict[str, str]:
-    return {name: getattr(args, _dest(name)) for name in FLAG_CONFIGS
-            if getattr(args, _dest(name), None) is not None}
-
-
-def load(args: argparse.Namespace) -> Loaded:
-    """Walk PATH, summarise every live partition's segments, resolve each topic's config."""
-    log_dirs, loose = open_tree(args.paths)
-    findings: list[Finding] = list(loose)
-    config_file = cfg.read_config_file(args.config) if args.config else None
-    meta_paths = [p.path for d in log_dirs for p in d.partitions
-                  if p.name is not None and p.name.is_metadata_log]
-    metadata, meta_where, more = cfg.load_cluster_metadata(meta_paths, at=args.at)
-    findings += more
-    sources = ["flags"] if flags_from_args(args) else []
-    if config_file:
-        sources.append(f"--config {config_file.path}")
-    if metadata:
-        sources.append(f"__cluster_metadata {meta_where}")
-    flags = flags_from_args(args)
-    todo: list[tuple[LogDir, PartitionDir]] = []
-    skipped: list[Skipped] = []
-    for d in log_dirs:
-        findings += d.findings
-        for p in d.partitions:
-            findings += p.findings
-            if p.name is None:
-                skipped.append(Skipped(str(p.path), "not a <topic>-<partition> directory"))
-            elif p.name.is_metadata_log:
-                skipped.append(Skipped(str(p.path), "KRaft metadata log: its retention "
-                                       "follows metadata.max.retention.* and snapshots"))
-            elif p.name.state in _SKIP_STATE:
-                skipped.append(Skipped(str(p.path), _SKIP_STATE[p.name.state]))
-            else:
-                # retention and cleaning see the whole partition, even when one segment file
-                # was named on the command line
-                whole = settled(load_partition_dir(p.path), d.checkpoints) if p.segments else p
-                if whole.segments:
-                    todo.append((d, whole))
-                else:
-                    skipped.append(Skipped(str(p.path), "no segments"))
-    total = sum(s.log_size or 0 for _, p in todo for s in p.segments)
-    out = []
-    with progress(total, "summarising", quiet=args.quiet) as advance:
-        for d, p in todo:
-            summaries = []
-            for s in p.segments:
-                summaries.append(summarize(s, is_active=s is p.active_segment))
-                advance(s.log_size or 0)
-            findings += [f for s in summaries for f in s.findings]
-            tp = (p.name.topic, p.name.partition)
-            out.append(PartitionInput(
-                d, p, p.name.topic, p.name.partition, tuple(summaries),
-                cfg.resolve(p.name.topic, flags=flags, config_file=config_file,
-                            metadata=metadata, metadata_detail=meta_where),
-                d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
-                d.cleaner_offsets.get(tp)))
-    return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
-
-
-def now_ms(args: argparse.Namespace) -> int:
-    return args.at if args.at is not None else int(time.time() * 1000)
-
-
-# --------------------------------------------------------------------------- deep pass
-
-
-def record_times(files: SegmentFiles) -> tuple[np.ndarray, np.ndarray]:
-    """Every data record's timestamp in one segment and its share of its batch's bytes,
-    from the record kernel's columns (control batches left out)."""
-    ts_parts: list[np.ndarray] = []
-    size_parts: list[np.ndarray] = []
-    with Segment.open(files) as seg:
-        for walked in seg.walk(verify_crc=False):
-            t = walked.table
-            for chunk in seg.records(t.take(~t.is_control)):
-                cols, ct = chunk.columns, chunk.table
-                if not len(cols):
-                    continue
-                per_record = np.bincount(cols.batch, minlength=len(ct))
-                share = ct.size / np.maximum(np.where(ct.count > 0, ct.count, per_record), 1)
-                ts_parts.append(np.asarray(cols.timestamp, np.int64))
-                size_parts.append(share[cols.batch])
-    if not ts_parts:
-        return np.zeros(0, np.int64), np.zeros(0)
-    return np.concatenate(ts_parts), np.concatenate(size_parts)
-
-
-def deep_segments(pr: PartitionRetention) -> list:
-    """Segments the deep pass reads: kept because their newest record is within retention."""
-    if pr.config.local_retention_ms_effective < 0:
-        return []
-    return [v for v in pr.segments if v.reason == WITHIN_RETENTION_MS and v.record_count]
-
-
-def stale_in_kept(pi: PartitionInput, pr: PartitionRetention,
-                  advance=lambda n: None) -> dict[int, StaleRecords]:
-    """The deep pass: records older than retention.ms inside segments kept because their
-    newest record is within retention."""
-    retention_ms = pr.config.local_retention_ms_effective
-    out: dict[int, StaleRecords] = {}
-    files = {s.base_offset: s for s in pi.dir.segments}
-    for v in deep_segments(pr):
-        ts, sizes = record_times(files[v.base_offset])
-        advance(v.size)
-        bases = np.full(ts.shape[0], v.base_offset, np.int64)
-        out |= stale_records(bases, ts, sizes, cutoff_ms=pr.now_ms - retention_ms)
-    return out
 
 
 # --------------------------------------------------------------------------- run
@@ -302,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
     with progress(deep, "reading record timestamps", quiet=args.quiet) as advance:
         for pi, pr in verdicts:
             if not args.no_deep:
-                pr = pr.with_stale(stale_in_kept(pi, pr, advance))
+                pr = pr.with_stale(stale_in_kept(pi, pr, limit=args.max_decompressed_bytes,
+                                                  advance=advance))
             fc = forecast_partition(pr, until_ms=until) if until is not None else None
             explained.append(Explained(pi, pr, fc))
     topics = topic_forecasts(explained) if until is not None else {}
@@ -370,40 +161,6 @@ def document(loaded: Loaded, explained: Sequence[Explained], topics: dict[str, F
 
 
 # --------------------------------------------------------------------------- text
-
-
-#: Text width when stdout is not a terminal (a file, a pager, a CI log): wide enough that the
-#: reason column stays readable.
-PIPE_WIDTH = 160
-
-
-def console() -> Console:
-    """Rich on stdout; no colour or wrapping surprises when piped."""
-    terminal = sys.stdout.isatty()
-    width = None if terminal else PIPE_WIDTH
-    return Console(file=sys.stdout, width=width, highlight=False, emoji=False,
-                   color_system="auto" if terminal else None, soft_wrap=False)
-
-
-def safe(text: object) -> Text:
-    return Text(render.terminal_safe(str(text)))
-
-
-def config_line(c: cfg.TopicConfig, names: Iterable[str]) -> str:
-    parts = []
-    for name in names:
-        value = c.value(name)
-        if name == "cleanup.policy":
-            shown = ",".join(value)
-        elif value == cfg.LONG_MAX:
-            shown = "Long.MAX_VALUE (never)"
-        elif name.endswith(".ms"):
-            shown = format_retention(value) if name == "retention.ms" else \
-                f"{value} ({format_duration(value)})"
-        else:
-            shown = str(value)
-        parts.append(f"{name}={shown} [{c.source(name).source}]")
-    return " · ".join(parts)
 
 
 _VERDICT_STYLE = {True: "bold red", False: "green"}

@@ -33,7 +33,6 @@ from segtools.analysis import compaction as comp
 from segtools.analysis.compaction import explain_compaction
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.retention import explain_retention
-from segtools.formats.batch import control_type_name
 from segtools.storage.summary import SegmentSummary
 
 if TYPE_CHECKING:
@@ -285,18 +284,10 @@ def _ms(column: pa.ChunkedArray) -> list[int]:
 
 
 def _flags(is_control: bool, is_transactional: bool, magic: int, key: bytes | None) -> int:
-    """The record's batch flags as ``segtools compaction`` sets them, with the marker type
-    read from a control record's key (``ControlRecordType``)."""
-    flags = ((comp.FLAG_CONTROL if is_control else 0)
-             | (comp.FLAG_TRANSACTIONAL if is_transactional else 0)
-             | (comp.FLAG_LEGACY if magic < 2 else 0))
-    if is_control:
-        try:
-            kind = control_type_name(key)
-        except Exception:  # a control key Kafka could not parse either: no marker
-            kind = None
-        flags |= {"COMMIT": comp.FLAG_COMMIT, "ABORT": comp.FLAG_ABORT}.get(kind, 0)
-    return flags
+    """The record's batch flags as ``segtools compaction`` sets them (the library's
+    :func:`~segtools.analysis.compaction.batch_flags` and ``marker_flags``)."""
+    flags = int(comp.batch_flags(is_control, is_transactional, magic))
+    return flags | comp.marker_flags(key) if is_control else flags
 
 
 def _compaction_input(records: pa.Table, side: list[dict]):

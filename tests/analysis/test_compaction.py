@@ -9,9 +9,9 @@ import pytest
 
 from segtools.analysis import compaction as comp
 from segtools.analysis.config import TopicConfig
-from segtools.cli import compaction as cli
-from segtools.cli.main import build_parser, main
-from segtools.cli.retention import load
+from segtools.analysis.partition_input import load_inputs
+from segtools.cli.main import main
+from segtools.storage.logdirs import walk
 from tests.analysis.scenarios import DAY, HOUR, T0, seg
 from tests.fixtures_manifest import LOGS, SAMPLE, expected_lines
 
@@ -21,10 +21,9 @@ LATER = 1_700_200_000_000  # 2023-11-17T05:46Z: after it (1700111640000)
 
 
 def analyse(partition: str, now: int, key: bytes | None = None, config=COMPACT):
-    args = build_parser().parse_args(["compaction", str(SAMPLE / partition), "--at", str(now),
-                                      "-q"])
-    [pi] = load(args).partitions
-    cols, first_batch = cli.read_records(pi)
+    log_dirs, _ = walk([SAMPLE / partition])
+    [pi] = load_inputs(log_dirs, at=now).partitions
+    cols, first_batch = comp.read_records(pi)
     return comp.explain_compaction(
         cols, pi.summaries, config, now_ms=now, high_watermark=pi.high_watermark,
         log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,

@@ -8,6 +8,7 @@ import pickle
 import numpy as np
 import pytest
 
+from segtools import units
 from segtools.analysis import retention as r
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.forecast import combine, forecast_partition
@@ -241,7 +242,7 @@ def test_empty_partition():
                                       (WEEK + HOUR, "7d 1h"), (-DAY, "-1d"),
                                       (4 * 365 * DAY, "4y")])
 def test_format_duration(ms, text):
-    assert r.format_duration(ms) == text
+    assert units.format_duration(ms) == text
 
 
 def test_forecast_steps_and_topic_sum():

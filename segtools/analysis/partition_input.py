@@ -1,0 +1,190 @@
+"""One partition input for the retention and compaction analyses (and the faces over them).
+
+Retention, compaction, the Spark analyses and the report all start from the same thing: a
+partition's segment summaries, its topic config with where each value came from, and what the
+log dir's checkpoints say (high watermark, log start offset, cleaner offset). Building it once,
+here, keeps the faces from each re-deriving it; reading record timestamps of kept segments (the
+"stale records" retention cannot remove) lives here too, as it needs the partition's files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from segtools.analysis import config as cfg
+from segtools.analysis.retention import (
+    WITHIN_RETENTION_MS,
+    PartitionRetention,
+    StaleRecords,
+    stale_records,
+)
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.findings import Finding
+from segtools.storage.logdirs import LogDir, settled
+from segtools.storage.partition import (
+    PartitionDir,
+    PartitionState,
+    SegmentFiles,
+    load_partition_dir,
+)
+from segtools.storage.segment import Segment
+from segtools.storage.summary import SegmentSummary, summarize
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInput:
+    """One partition, summarised, with its config and checkpoint entries."""
+
+    log_dir: LogDir
+    dir: PartitionDir
+    topic: str
+    partition: int
+    summaries: tuple[SegmentSummary, ...]
+    config: cfg.TopicConfig
+    high_watermark: int | None
+    log_start_offset: int | None
+    cleaner_offset: int | None
+
+    @property
+    def label(self) -> str:
+        """``topic-partition``; a ``-future`` copy (a log-dir move in progress, whose old
+        segments ``LogManager.cleanupLogs`` also deletes) is marked."""
+        future = self.dir.name is not None and self.dir.name.state is PartitionState.FUTURE
+        return f"{self.topic}-{self.partition}" + (" (-future)" if future else "")
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    path: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "reason": self.reason}
+
+
+_SKIP_STATE = {
+    PartitionState.DELETE: "pending deletion (-delete): Kafka removes the whole directory, "
+                           "retention does not apply",
+    PartitionState.STRAY: "stray replica (-stray): this broker no longer owns it",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    partitions: tuple[PartitionInput, ...]
+    skipped: tuple[Skipped, ...]
+    findings: tuple[Finding, ...]
+    config_sources: tuple[str, ...]
+
+
+def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
+                config_file: cfg.ConfigFile | None = None, at: int | None = None,
+                limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                advance: Callable[[int], None] = lambda n: None) -> Loaded:
+    """Summarise every live partition's segments under ``log_dirs`` and resolve each topic's
+    config (flags > config file > ``__cluster_metadata`` in the tree > Kafka's defaults): the
+    one partition input of the retention and compaction analyses, whatever path was given."""
+    flags = dict(flags or {})
+    findings: list[Finding] = []
+    meta_paths = [p.path for d in log_dirs for p in d.partitions
+                  if p.name is not None and p.name.is_metadata_log]
+    metadata, meta_where, more = cfg.load_cluster_metadata(meta_paths, at=at)
+    findings += more
+    sources = ["flags"] if flags else []
+    if config_file:
+        sources.append(f"--config {config_file.path}")
+    if metadata:
+        sources.append(f"__cluster_metadata {meta_where}")
+    todo: list[tuple[LogDir, PartitionDir]] = []
+    skipped: list[Skipped] = []
+    for d in log_dirs:
+        findings += d.findings
+        for p in d.partitions:
+            findings += p.findings
+            if p.name is None:
+                skipped.append(Skipped(str(p.path), "not a <topic>-<partition> directory"))
+            elif p.name.is_metadata_log:
+                skipped.append(Skipped(str(p.path), "KRaft metadata log: its retention "
+                                       "follows metadata.max.retention.* and snapshots"))
+            elif p.name.state in _SKIP_STATE:
+                skipped.append(Skipped(str(p.path), _SKIP_STATE[p.name.state]))
+            else:
+                # retention and cleaning see the whole partition, even when one segment file
+                # was named on the command line
+                whole = settled(load_partition_dir(p.path), d.checkpoints) if p.segments else p
+                if whole.segments:
+                    todo.append((d, whole))
+                else:
+                    skipped.append(Skipped(str(p.path), "no segments"))
+    out = []
+    for d, p in todo:
+        summaries = []
+        for s in p.segments:
+            summaries.append(summarize(s, is_active=s is p.active_segment,
+                                       decompress_limit=limit))
+            advance(s.log_size or 0)
+        findings += [f for s in summaries for f in s.findings]
+        tp = (p.name.topic, p.name.partition)
+        out.append(PartitionInput(
+            d, p, p.name.topic, p.name.partition, tuple(summaries),
+            cfg.resolve(p.name.topic, flags=flags, config_file=config_file,
+                        metadata=metadata, metadata_detail=meta_where),
+            d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
+            d.cleaner_offsets.get(tp)))
+    return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
+
+
+def input_bytes(log_dirs: Sequence[LogDir]) -> int:
+    """Bytes :func:`load_inputs` summarises (a progress bar's total)."""
+    return sum(s.log_size or 0 for d in log_dirs for p in d.partitions for s in p.segments)
+
+
+# --------------------------------------------------------------------------- deep pass
+
+
+def record_times(files: SegmentFiles, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Every data record's timestamp in one segment and its share of its batch's bytes,
+    from the record kernel's columns (control batches left out)."""
+    ts_parts: list[np.ndarray] = []
+    size_parts: list[np.ndarray] = []
+    with Segment.open(files, decompress_limit=limit) as seg:
+        for walked in seg.walk(verify_crc=False):
+            t = walked.table
+            for chunk in seg.records(t.take(~t.is_control)):
+                cols, ct = chunk.columns, chunk.table
+                if not len(cols):
+                    continue
+                per_record = np.bincount(cols.batch, minlength=len(ct))
+                share = ct.size / np.maximum(np.where(ct.count > 0, ct.count, per_record), 1)
+                ts_parts.append(np.asarray(cols.timestamp, np.int64))
+                size_parts.append(share[cols.batch])
+    if not ts_parts:
+        return np.zeros(0, np.int64), np.zeros(0)
+    return np.concatenate(ts_parts), np.concatenate(size_parts)
+
+
+def deep_segments(pr: PartitionRetention) -> list:
+    """Segments the deep pass reads: kept because their newest record is within retention."""
+    if pr.config.local_retention_ms_effective < 0:
+        return []
+    return [v for v in pr.segments if v.reason == WITHIN_RETENTION_MS and v.record_count]
+
+
+def stale_in_kept(pi: PartitionInput, pr: PartitionRetention, *,
+                  limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                  advance: Callable[[int], None] = lambda n: None) -> dict[int, StaleRecords]:
+    """The deep pass: records older than retention.ms inside segments kept because their
+    newest record is within retention."""
+    retention_ms = pr.config.local_retention_ms_effective
+    out: dict[int, StaleRecords] = {}
+    files = {s.base_offset: s for s in pi.dir.segments}
+    for v in deep_segments(pr):
+        ts, sizes = record_times(files[v.base_offset], limit=limit)
+        advance(v.size)
+        bases = np.full(ts.shape[0], v.base_offset, np.int64)
+        out |= stale_records(bases, ts, sizes, cutoff_ms=pr.now_ms - retention_ms)
+    return out
