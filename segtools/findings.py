@@ -110,6 +110,9 @@ RULES: tuple[Rule, ...] = (
          "a batch's partition leader epoch is lower than an earlier batch's"),
     Rule("leader_epoch_not_in_checkpoint", W, A.OFFSETS,
          "a leader epoch seen in batches that leader-epoch-checkpoint does not list"),
+    Rule("leader_epoch_checkpoint_truncated", I, A.OFFSETS,
+         "batches below the log start offset carry epochs leader-epoch-checkpoint dropped when "
+         "the log start advanced (LeaderEpochFileCache.truncateFromStart): normal"),
     Rule("leader_epoch_start_mismatch", W, A.OFFSETS,
          "leader-epoch-checkpoint's start offset for an epoch differs from the first batch of "
          "that epoch"),
@@ -119,7 +122,14 @@ RULES: tuple[Rule, ...] = (
     Rule("index_entry_mismatch", E, A.INDEXES,
          "an offset index entry's offset does not match the batch at its position"),
     Rule("timeindex_offset_not_in_log", E, A.INDEXES,
-         "a time index entry names an offset no batch ends at"),
+         "a time index entry points past the segment's last batch"),
+    Rule("timeindex_offset_missing", W, A.INDEXES,
+         "a time index entry names an offset no batch holds, with no sign of compaction"),
+    Rule("timeindex_offset_cleaned", I, A.INDEXES,
+         "time index entries name offsets the cleaner removed: lookups scan forward, harmless"),
+    Rule("timeindex_record_offset_convention", I, A.INDEXES,
+         "time index entries name the max-timestamp record's offset, as older brokers wrote "
+         "them: healthy"),
     Rule("timeindex_entry_mismatch", E, A.INDEXES,
          "a time index entry's timestamp differs from the max timestamp of its batch"),
     Rule("timeindex_not_running_max", W, A.INDEXES,

@@ -12,7 +12,10 @@ order:
    the broker synonyms);
 3. ``cluster_metadata``: topic ``ConfigRecord``\\ s replayed from a ``__cluster_metadata-0``
    partition found in the same tree;
-4. ``default``: ``LogConfig``'s defaults (``docs/kafka-storage.md`` §9).
+4. ``internal_topic``: what a broker sets when it creates one of its own topics (the group and
+   transaction coordinators create ``__consumer_offsets`` and ``__transaction_state`` with
+   ``cleanup.policy=compact``, whatever the broker defaults say);
+5. ``default``: ``LogConfig``'s defaults (``docs/kafka-storage.md`` §9).
 
 Every resolved value keeps its source, because "retention.ms is 7 days" means something very
 different when it is a guess than when the cluster said so.
@@ -35,9 +38,11 @@ MINUTE_MS = 60_000
 SOURCE_FLAG = "flag"
 SOURCE_CONFIG_FILE = "config_file"
 SOURCE_CLUSTER_METADATA = "cluster_metadata"
+SOURCE_INTERNAL = "internal_topic"
 SOURCE_DEFAULT = "default"
 SOURCE_ASSUMED = "assumed"  # no source said; a command chose a value and says why
-SOURCES = (SOURCE_FLAG, SOURCE_CONFIG_FILE, SOURCE_CLUSTER_METADATA, SOURCE_DEFAULT,
+SOURCES = (SOURCE_FLAG, SOURCE_CONFIG_FILE, SOURCE_CLUSTER_METADATA, SOURCE_INTERNAL,
+           SOURCE_DEFAULT,
            SOURCE_ASSUMED)
 
 
@@ -316,6 +321,22 @@ def read_config_file(path: str) -> ConfigFile:
 
 # --------------------------------------------------------------------- resolution
 
+#: The configs a broker gives the topics it creates itself, where they differ from
+#: ``LogConfig``'s defaults: ``GroupCoordinatorService.groupMetadataTopicConfigs``
+#: (``offsets.topic.segment.bytes``, 100 MiB), ``TransactionStateManager``'s topic configs
+#: (``transaction.state.log.segment.bytes``, 100 MiB), and the tiered-storage metadata topic
+#: (``remote.log.metadata.topic.retention.ms`` -1: kept forever).
+INTERNAL_TOPIC_CONFIGS: Mapping[str, Mapping[str, str]] = {
+    "__consumer_offsets": {"cleanup.policy": "compact", "segment.bytes": "104857600"},
+    "__transaction_state": {"cleanup.policy": "compact", "segment.bytes": "104857600"},
+    "__remote_log_metadata": {"cleanup.policy": "delete", "retention.ms": "-1"},
+}
+
+#: Topics the broker always compacts: their offsets have gaps and their time indexes name
+#: removed offsets as a matter of course.
+ALWAYS_COMPACTED = frozenset(t for t, c in INTERNAL_TOPIC_CONFIGS.items()
+                             if "compact" in c["cleanup.policy"])
+
 
 def resolve(topic: str, *, flags: Mapping[str, str] | None = None,
             config_file: ConfigFile | None = None,
@@ -347,6 +368,12 @@ def resolve(topic: str, *, flags: Mapping[str, str] | None = None,
                     from None
             prov.append((name, ConfigValue(SOURCE_CLUSTER_METADATA,
                                            f"ConfigRecord in {metadata_detail}".strip())))
+            continue
+        internal = INTERNAL_TOPIC_CONFIGS.get(topic, {})
+        if name in internal and internal[name] is not None:
+            values[d.attr] = parse_value(name, internal[name])
+            prov.append((name, ConfigValue(SOURCE_INTERNAL,
+                                           f"as the broker creates {topic}")))
     return TopicConfig(**values, provenance=tuple(prov))
 
 

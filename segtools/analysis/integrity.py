@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from segtools.decode.table import BatchTable
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, Severity, finding
 from segtools.formats.checkpoints import EpochEntry
 
 
@@ -200,7 +200,15 @@ class TimeIndexCheck:
     O is the last offset of the batch holding it (``LogSegment.maxTimestampAndOffsetSoFar``).
     Checked as ``DumpLogSegments`` does (the batch ending at O has max timestamp T), plus the
     running-max meaning. Entries are matched to the first batch ending at their offset, chunk
-    by chunk; what never matches is reported at the end."""
+    by chunk; what never matches is reported at the end.
+
+    Two kinds of entries are healthy although no batch ends at their offset. Older brokers
+    recorded the offset of the *record* holding the largest timestamp (the history of
+    ``LogValidator``'s offset-of-max-timestamp), which lies inside its batch. And the cleaner
+    removes records but not time index entries: a broker looking the timestamp up scans forward
+    from the indexed position (``LogSegment.findOffsetByTimestamp``) and finds the next batch,
+    so an entry naming a removed offset is harmless. Only an entry past the last batch points
+    at data that is not there."""
 
     def __init__(self, path: str, timestamps: np.ndarray, offsets: np.ndarray):
         self.path = path
@@ -208,6 +216,8 @@ class TimeIndexCheck:
         self.offsets = offsets
         self.open = np.arange(len(offsets))
         self.running = -(2**63)
+        self.last_offset = -1
+        self.inside = 0  # entries in the older, record-offset convention
         self.found: list[tuple[int, Finding]] = []
 
     def add(self, t: BatchTable) -> None:
@@ -215,6 +225,10 @@ class TimeIndexCheck:
             return
         running = np.maximum(np.maximum.accumulate(t.max_timestamp), self.running)
         self.running = int(running[-1])
+        self.last_offset = max(self.last_offset, int(t.last_offset.max()))
+        if not len(self.open):
+            return
+        self._inside(t)
         if not len(self.open):
             return
         order = np.argsort(t.last_offset, kind="stable")
@@ -239,15 +253,55 @@ class TimeIndexCheck:
                     f"log has {running[row]} there", offset=offset)))
         self.open = self.open[~hit]
 
-    def finish(self) -> list[Finding]:
+    def _inside(self, t: BatchTable) -> None:
+        """Entries naming an offset inside a batch (not its last) whose max timestamp is the
+        entry's: the older convention."""
+        order = np.argsort(t.base_offset, kind="stable")
+        bases = t.base_offset[order]
+        want = self.offsets[self.open]
+        j = np.searchsorted(bases, want, side="right") - 1
+        ok = j >= 0
+        rows = order[np.where(ok, j, 0)]
+        ok &= (want < t.last_offset[rows]) & (t.max_timestamp[rows] == self.timestamps[self.open])
+        self.inside += int(ok.sum())
+        self.open = self.open[~ok]
+
+    def finish(self, compacted: bool = False) -> list[Finding]:
+        """``compacted``: the partition shows the cleaner's work, which explains entries that
+        name removed offsets."""
+        removed = []
         for entry in self.open.tolist():
             ts, offset = int(self.timestamps[entry]), int(self.offsets[entry])
-            self.found.append((entry, Finding(
-                "timeindex_offset_not_in_log", Severity.ERROR, self.path,
-                f"time index entry ({ts}, {offset}): no batch ends at offset {offset}",
-                offset=offset)))
+            if offset > self.last_offset:
+                self.found.append((entry, finding(
+                    "timeindex_offset_not_in_log", self.path,
+                    f"time index entry ({ts}, {offset}) points past the last batch (offset "
+                    f"{self.last_offset}): a lookup of that time finds no data", offset=offset)))
+            elif compacted:
+                removed.append(offset)
+            else:
+                self.found.append((entry, finding(
+                    "timeindex_offset_missing", self.path,
+                    f"time index entry ({ts}, {offset}): no batch holds offset {offset} and "
+                    "nothing shows the cleaner removed it; a lookup still scans forward to the "
+                    "next batch", offset=offset)))
         self.found.sort(key=lambda item: item[0])
-        return [f for _, f in self.found]
+        out = [f for _, f in self.found]
+        if removed:
+            out.append(finding(
+                "timeindex_offset_cleaned", self.path,
+                f"{len(removed)} time index entr{'y names' if len(removed) == 1 else 'ies name'}"
+                f" offsets the cleaner removed ({', '.join(map(str, removed[:5]))}"
+                f"{', ...' if len(removed) > 5 else ''}); a lookup scans forward from the "
+                "indexed position to the next batch, as the broker does: harmless",
+                offset=removed[0]))
+        if self.inside:
+            out.append(finding(
+                "timeindex_record_offset_convention", self.path,
+                f"{self.inside} time index entr{'y names' if self.inside == 1 else 'ies name'} "
+                "the offset of the record holding its batch's largest timestamp rather than "
+                "the batch's last offset, as older brokers wrote them: healthy"))
+        return out
 
 
 class LeaderEpochs:
@@ -288,7 +342,18 @@ class LeaderEpochs:
         if checkpoint is None:
             return findings
         start_of = {e.epoch: e.start_offset for e in checkpoint}
+        # When the log start offset moves (DeleteRecords, retention, a KRaft snapshot), Kafka
+        # truncates the checkpoint from the start (LeaderEpochFileCache.truncateFromStart):
+        # epochs that ended below the new start are dropped and the first kept entry is moved
+        # up to it, while the batches below stay until their segment is deleted.
+        first = min(checkpoint, key=lambda e: e.start_offset, default=None)
+        below: list[tuple[int, int]] = []
         for epoch, offset in sorted(self.first_offset.items()):
+            if first is not None and offset < first.start_offset and (
+                    (epoch < first.epoch and epoch not in start_of)
+                    or (epoch == first.epoch and start_of[epoch] > offset)):
+                below.append((epoch, offset))
+                continue
             if epoch not in start_of:
                 findings.append(Finding(
                     "leader_epoch_not_in_checkpoint", Severity.WARNING, self.path,
@@ -299,6 +364,14 @@ class LeaderEpochs:
                     "leader_epoch_start_mismatch", Severity.WARNING, self.path,
                     f"leader-epoch-checkpoint says epoch {epoch} starts at {start_of[epoch]}, "
                     f"but a batch of that epoch is at offset {offset}", offset=offset))
+        if below:
+            epochs = ", ".join(str(e) for e, _ in below)
+            findings.append(finding(
+                "leader_epoch_checkpoint_truncated", self.path,
+                f"batches from offset {below[0][1]} up to {first.start_offset} carry epoch(s) "
+                f"{epochs}, which leader-epoch-checkpoint dropped or moved when the log start "
+                f"offset advanced to {first.start_offset} (truncateFromStart); normal until "
+                "those batches' segment is deleted", offset=below[0][1]))
         return findings
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from segtools.analysis import integrity
+from segtools.analysis.config import ALWAYS_COMPACTED
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
@@ -57,12 +58,13 @@ def _open_indexes(files: SegmentFiles, log_size: int, findings: list[Finding]):
 
 def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
                    previous_last: int | None, *, deep: bool, salvage: bool,
-                   limit: int) -> _SegmentResult:
+                   limit: int, compacted: bool = False) -> _SegmentResult:
     index_findings: list[Finding] = []
     walk_findings: list[Finding] = []
     deep_findings: list[Finding] = []
     steps = integrity.OffsetSteps(str(files.log), files.base_offset, previous_last)
     cleaned = False
+    first_base = None
     with Segment.open(files, decompress_limit=limit) as segment:
         offset_check, time_check = _open_indexes(files, segment.size, index_findings)
         chunks = segment.salvage() if salvage else segment.walk(verify_crc=True)
@@ -72,15 +74,21 @@ def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
             steps.add(t)
             epochs.add(t)
             cleaned = cleaned or bool(integrity.cleaned(t).any())
+            if first_base is None and len(t):
+                first_base = int(t.base_offset[0])
             for check in (offset_check, time_check):
                 if check is not None:
                     check.add(t)
             if deep:
                 for records in segment.records(t):
                     deep_findings.extend(records.findings)
-    for check in (offset_check, time_check):
-        if check is not None:
-            index_findings.extend(check.finish())
+    if offset_check is not None:
+        index_findings.extend(offset_check.finish())
+    if time_check is not None:
+        # the cleaner names its output after the first input segment even when it removed
+        # that segment's first records: a first batch above the base offset is its mark
+        above_base = first_base is not None and first_base > files.base_offset
+        index_findings.extend(time_check.finish(compacted=compacted or cleaned or above_base))
     return _SegmentResult(files, index_findings, walk_findings + deep_findings, steps, cleaned)
 
 
@@ -90,12 +98,16 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
     """Every finding for one partition directory."""
     findings = list(pdir.findings)
     epochs = integrity.LeaderEpochs(str(pdir.path))
+    tp = (pdir.name.topic, pdir.name.partition) if pdir.name else None
+    compacted = (tp in log_dir.cleaner_offsets or (tp is not None and tp[0] in ALWAYS_COMPACTED)
+                 or any(lf.leftover in (Leftover.CLEANED, Leftover.SWAP)
+                        for lf in pdir.leftovers))
     results: list[_SegmentResult] = []
     previous_last = None
     for files in pdir.segments:
         try:
             result = _check_segment(files, epochs, previous_last, deep=deep, salvage=salvage,
-                                    limit=limit)
+                                    limit=limit, compacted=compacted)
         except SegtoolsError as e:
             findings.append(unreadable(str(files.log), e))
         else:
@@ -104,7 +116,6 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
             if result.steps.segment_last is not None:
                 previous_last = result.steps.segment_last
         advance(files.log_size)
-    tp = (pdir.name.topic, pdir.name.partition) if pdir.name else None
     evidence = integrity.CompactionEvidence(
         cleaner_checkpoint=tp in log_dir.cleaner_offsets,
         cleaner_leftovers=any(lf.leftover in (Leftover.CLEANED, Leftover.SWAP)

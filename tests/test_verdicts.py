@@ -1,0 +1,105 @@
+"""No false alarms on healthy data: states a healthy broker leaves behind verify with no error
+and no warning (issue: real broker data dirs). Inputs are Kafka-written fixture segments with
+the small text files changed exactly as Kafka changes them."""
+
+from __future__ import annotations
+
+import shutil
+
+import segtools
+from tests.fixtures_manifest import FIXTURES
+
+REPLICA = FIXTURES / "logdirs" / "replicas" / "broker2"
+
+
+def _codes(findings, *severities):
+    return sorted({f.code for f in findings if str(f.severity) in severities})
+
+
+def test_epochs_below_a_moved_log_start_offset_are_normal(tmp_path):
+    """DeleteRecords moved the log start to 35: LeaderEpochFileCache.truncateFromStart drops
+    epoch 0 and moves epoch 1's start to 35, while batches 0..34 stay in the segment."""
+    tree = tmp_path / "broker2"
+    shutil.copytree(REPLICA, tree)
+    pdir = tree / "orders.v2-eu-9"
+    (pdir / "leader-epoch-checkpoint").write_text("0\n2\n1 35\n2 40\n")
+    (tree / "log-start-offset-checkpoint").write_text("0\n1\norders.v2-eu 9 35\n")
+    found = segtools.verify(tree)
+    assert _codes(found, "warning", "error") == []
+    info = [f for f in found if f.code == "leader_epoch_checkpoint_truncated"]
+    assert len(info) == 1 and "0, 1" in info[0].message
+
+
+def test_an_epoch_missing_above_the_checkpoint_start_is_still_reported(tmp_path):
+    tree = tmp_path / "broker2"
+    shutil.copytree(REPLICA, tree)
+    (tree / "orders.v2-eu-9" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n2 40\n")
+    assert "leader_epoch_not_in_checkpoint" in _codes(segtools.verify(tree), "warning")
+
+
+PAYMENTS = FIXTURES / "logdirs" / "sample" / "payments-compact-0"
+
+
+def _timeindex(path, entries, base):
+    import struct
+    path.write_bytes(b"".join(struct.pack(">qi", ts, off - base) for ts, off in entries))
+
+
+def test_time_index_entries_naming_cleaned_offsets_are_harmless(tmp_path):
+    """The cleaner removed offsets 5..9 of this Kafka-compacted segment but not the time index
+    entry written before: a lookup scans forward from it, as LogSegment.findOffsetByTimestamp
+    does, so the entry is explained, not an error."""
+    pdir = tmp_path / "payments-compact-0"
+    shutil.copytree(PAYMENTS, pdir)
+    _timeindex(pdir / "00000000000000000000.timeindex",
+               [(1_700_021_607_000, 7), (1_700_021_620_000, 19), (1_700_021_623_000, 24)], 0)
+    found = [f for f in segtools.verify(pdir) if f.path.endswith("0000.timeindex")]
+    assert [f.code for f in found] == ["timeindex_offset_cleaned"]
+
+
+def test_time_index_entries_in_the_older_record_offset_convention_are_healthy(tmp_path):
+    """Older brokers indexed the offset of the record holding the largest timestamp (28 here,
+    inside batch 25..29), not the batch's last offset."""
+    pdir = tmp_path / "payments-compact-0"
+    shutil.copytree(PAYMENTS, pdir)
+    _timeindex(pdir / "00000000000000000025.timeindex",
+               [(1_700_021_629_000, 28), (1_700_021_640_000, 39)], 25)
+    found = [f for f in segtools.verify(pdir) if f.path.endswith("0025.timeindex")]
+    assert [f.code for f in found] == ["timeindex_record_offset_convention"]
+
+
+def test_a_time_index_entry_past_the_last_batch_is_an_error(tmp_path):
+    pdir = tmp_path / "payments-compact-0"
+    shutil.copytree(PAYMENTS, pdir)
+    _timeindex(pdir / "00000000000000000025.timeindex",
+               [(1_700_021_640_000, 39), (1_700_021_650_000, 44)], 25)
+    codes = [f.code for f in segtools.verify(pdir) if f.path.endswith("0025.timeindex")]
+    assert codes == ["timeindex_offset_not_in_log"]
+
+
+def test_internal_topics_are_compacted_without_a_config():
+    """No topic config in a ZooKeeper-era dir: the coordinators create __consumer_offsets and
+    __transaction_state with cleanup.policy=compact, so retention never deletes them by time."""
+    from segtools.analysis import config as cfg
+
+    for topic in ("__consumer_offsets", "__transaction_state"):
+        c = cfg.resolve(topic)
+        assert c.compact and not c.delete
+        assert c.source("cleanup.policy").source == cfg.SOURCE_INTERNAL
+    assert cfg.resolve("orders").source("cleanup.policy").source == cfg.SOURCE_DEFAULT
+
+
+def test_retention_keeps_consumer_offsets_of_a_zookeeper_era_dir(tmp_path, capsys):
+    """A log dir with no __cluster_metadata and no config file: __consumer_offsets is
+    compacted, as its coordinator creates it; no time-based delete is predicted."""
+    import json
+
+    from segtools.cli.main import main
+
+    shutil.copytree(FIXTURES / "logdirs" / "forensics" / "__consumer_offsets-5",
+                    tmp_path / "__consumer_offsets-5")
+    main(["retention", str(tmp_path), "--format", "json", "-q", "--at", "4102444800000"])
+    doc = json.loads(capsys.readouterr().out)
+    [p] = doc["partitions"]
+    assert p["config"]["cleanup.policy"]["source"] == "internal_topic"
+    assert not any(s["deletable"] for s in p["segments"])
