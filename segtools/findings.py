@@ -149,6 +149,9 @@ RULES: tuple[Rule, ...] = (
     Rule("index_position_negative", E, A.OFFSET_INDEX, "an .index entry with a negative position"),
     Rule("index_position_past_log_end", E, A.OFFSET_INDEX,
          "an .index entry points past the end of the .log"),
+    Rule("index_zero_entries_inside", I, A.OFFSET_INDEX,
+         "a run of zero entries inside the .index, then valid entries: Kafka counts them "
+         "all and its lookups stay correct"),
     Rule("index_garbage_after_entries", E, A.OFFSET_INDEX,
          "non-zero bytes after the .index's valid entries"),
     # ---------------------------------------------------------------- time index files
@@ -163,6 +166,9 @@ RULES: tuple[Rule, ...] = (
     Rule("timeindex_offset_decreasing", E, A.TIME_INDEX, ".timeindex offsets decrease"),
     Rule("timeindex_timestamp_not_increasing", E, A.TIME_INDEX,
          ".timeindex timestamps do not increase"),
+    Rule("timeindex_zero_entries_inside", I, A.TIME_INDEX,
+         "a run of zero entries inside the .timeindex, then valid entries: Kafka counts them "
+         "all and its lookups stay correct"),
     Rule("timeindex_garbage_after_entries", E, A.TIME_INDEX,
          "non-zero bytes after the .timeindex's valid entries"),
     Rule("timeindex_padded_active", I, A.TIME_INDEX,

@@ -103,3 +103,24 @@ def test_retention_keeps_consumer_offsets_of_a_zookeeper_era_dir(tmp_path, capsy
     [p] = doc["partitions"]
     assert p["config"]["cleanup.policy"]["source"] == "internal_topic"
     assert not any(s["deletable"] for s in p["segments"])
+
+
+def test_a_zero_run_inside_an_index_is_reported_as_kafka_sees_it(tmp_path):
+    """A real __consumer_offsets-21 .index: valid entries, a run of all-zero entries, then
+    more valid entries. Kafka counts every slot and its sanity check passes; lookups stay
+    correct. Built here from a Kafka-written segment's own index entries."""
+    import struct
+
+    pdir = tmp_path / "orders.v2-eu-0"
+    shutil.copytree(FIXTURES / "logdirs" / "sample" / "orders.v2-eu-0", pdir)
+    logs = segtools.open(pdir)
+    batches = [b for b in logs.batches() if b["segment_base_offset"] == 205]
+    entries = [(b["last_offset"] - 205, b["position"]) for b in batches[1:]]
+    assert len(entries) >= 2
+    raw = [struct.pack(">ii", *e) for e in entries]
+    (pdir / "00000000000000000205.index").write_bytes(raw[0] + b"\0" * 8 * 3 + b"".join(raw[1:]))
+    found = [f for f in segtools.verify(pdir) if f.path.endswith("0205.index")]
+    assert [(f.code, str(f.severity)) for f in found] == [("index_zero_entries_inside", "info")]
+    (pdir / "00000000000000000205.index").write_bytes(raw[0] + b"\0" * 8 + b"\x07" * 8)
+    found = [f for f in segtools.verify(pdir) if f.path.endswith("0205.index")]
+    assert "index_garbage_after_entries" in [f.code for f in found]

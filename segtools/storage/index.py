@@ -417,11 +417,37 @@ class _MappedIndex:
 
     def _garbage_check(self, stop_slot_is_zero: bool) -> Iterator[Finding]:
         garbage = self.first_garbage_position
-        if garbage is not None and stop_slot_is_zero:
+        if garbage is None or not stop_slot_is_zero:
+            return
+        resumed = self._resumed_entries(garbage)
+        if resumed:
+            valid = self.valid_entries
+            zeros = garbage // self.ENTRY_SIZE - valid
             yield self._finding(
-                "garbage_after_entries", Severity.ERROR,
-                f"non-zero bytes after the {self.valid_entries} valid entries (not padding)",
-                position=garbage)
+                "zero_entries_inside", Severity.INFO,
+                f"{zeros} all-zero entries after entry {valid - 1}, then {resumed} more valid "
+                f"entries that continue the sequence. Kafka counts all {self.kafka_entries} "
+                "entries (file length / entry size), its sanity check passes, and a lookup "
+                "that lands on a zero entry starts the scan at the segment's first byte: "
+                "correct answers, slower lookups", position=valid * self.ENTRY_SIZE)
+            return
+        yield self._finding(
+            "garbage_after_entries", Severity.ERROR,
+            f"non-zero bytes after the {self.valid_entries} valid entries (not padding)",
+            position=garbage)
+
+    def _resumed_entries(self, garbage: int) -> int:
+        """Entries after a zero run that continue the valid prefix (rising keys, nothing bad
+        and nothing zero after them): a hole left by a crash or a copy, not garbage. 0 when
+        the tail is anything else (bounded: at most one chunk of slots is examined)."""
+        if not self.valid_entries:
+            return 0
+        first = garbage // self.ENTRY_SIZE  # the slot holding the first non-zero byte
+        slots = self._read_slots(first, min(_SCAN_CHUNK_ENTRIES, self.kafka_entries - first))
+        if first + len(slots) != self.kafka_entries or not len(slots):
+            return 0
+        prev = int(self._keys(self._read_slots(self.valid_entries - 1, 1))[0])
+        return len(slots) if self._first_invalid(slots, prev) < 0 else 0
 
     def _stop_slot(self) -> tuple | None:
         """The slot that ended the valid prefix, or None when the prefix reached the end."""
