@@ -34,7 +34,7 @@ from segtools.analysis.transactions import (
     TransactionsReport,
     transactions_report,
 )
-from segtools.analysis.verify import verify_partition
+from segtools.analysis.verify import verify_log_dir_files, verify_partition
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import CorruptDataError, SegtoolsError
 from segtools.fetch import columns as fetch_columns
@@ -209,6 +209,8 @@ class LogDirs:
                partitions: int | Iterable[int] | None = None) -> list[Finding]:
         """Every finding ``segtools verify`` reports for the selected partitions."""
         out = list(self._tree_findings)
+        for d in self.log_dirs:
+            out += verify_log_dir_files(d, limit=self.max_decompressed_bytes)
         wanted = {id(p.directory) for p in self.partitions(topics, partitions,
                                                            plan.PARTITION_STATES)}
         for d in self.log_dirs:

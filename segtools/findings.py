@@ -323,6 +323,12 @@ RULES: tuple[Rule, ...] = (
          "an End or Abort without a BeginTransaction"),
     Rule("metadata_history_incomplete", W, A.CLUSTER_METADATA,
          "the log starts after offset 0 and no snapshot covers the gap"),
+    Rule("kraft_snapshot_header_missing", E, A.CLUSTER_METADATA,
+         "a KRaft snapshot that does not start with a SnapshotHeader: Kafka cannot load it"),
+    Rule("kraft_snapshot_footer_missing", E, A.CLUSTER_METADATA,
+         "a KRaft snapshot that does not end with a SnapshotFooter: it was never completed"),
+    Rule("kraft_snapshot_partial", I, A.CLUSTER_METADATA,
+         "a KRaft snapshot still being written (.checkpoint.part), deleted by Kafka on startup"),
     # ---------------------------------------------------------------- replicas
     Rule("leader_epoch_checkpoint_mismatch", W, A.REPLICAS,
          "a replica's batch leader epochs disagree with its leader-epoch-checkpoint"),

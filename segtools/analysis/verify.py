@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from segtools.analysis import integrity
 from segtools.analysis.config import ALWAYS_COMPACTED
+from segtools.analysis.partition_log import file_records
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding
+from segtools.findings import Finding, Severity, finding
 from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.logdirs import LogDir
@@ -127,4 +129,44 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
     findings.extend(epochs.finish(pdir.leader_epochs or None))
     for snap in pdir.snapshots:
         findings.extend(read_producer_snapshot(snap.path)[1])
+    for snap in pdir.kraft_snapshots:
+        findings.extend(verify_snapshot_file(snap, limit=limit))
     return findings
+
+
+def verify_snapshot_file(path: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[Finding]:
+    """A KRaft snapshot (``<offset>-<epoch>.checkpoint``) or ``bootstrap.checkpoint``: record
+    batches whose CRCs and records must read, opened by a SnapshotHeader control record and
+    closed by a SnapshotFooter (``RecordsSnapshotWriter``; ``RecordsSnapshotReader`` refuses a
+    snapshot without them). A ``.checkpoint.part`` is one still being written."""
+    spath = str(path)
+    if spath.endswith(".part"):
+        return [finding("kraft_snapshot_partial", spath,
+                        "a snapshot still being written (.part): Kafka deletes it on startup")]
+    findings: list[Finding] = []
+    controls: list[str] = []
+    first_batch_is_control = last_batch_is_control = None
+    for lr in file_records(path, findings, limit=limit):
+        if first_batch_is_control is None:
+            first_batch_is_control = lr.batch.is_control
+        last_batch_is_control = lr.batch.is_control
+        if lr.record.control is not None:
+            controls.append(lr.record.control.type)
+    if not any(f.severity is Severity.ERROR for f in findings):
+        if not controls or controls[0] != "SNAPSHOT_HEADER" or not first_batch_is_control:
+            findings.append(finding("kraft_snapshot_header_missing", spath,
+                                    "the first record is not a SnapshotHeader control record"))
+        if not controls or controls[-1] != "SNAPSHOT_FOOTER" or not last_batch_is_control:
+            findings.append(finding("kraft_snapshot_footer_missing", spath,
+                                    "the last record is not a SnapshotFooter control record: "
+                                    "the snapshot was not completed"))
+    return findings
+
+
+def verify_log_dir_files(log_dir: LogDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                         ) -> list[Finding]:
+    """Checks of files that belong to the log dir rather than a partition
+    (``bootstrap.checkpoint``)."""
+    if log_dir.bootstrap_checkpoint is None:
+        return []
+    return verify_snapshot_file(log_dir.bootstrap_checkpoint, limit=limit)

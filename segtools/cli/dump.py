@@ -26,6 +26,7 @@ from segtools.errors import NotAKafkaFileError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
 from segtools.storage.index import OffsetIndex, TimeIndex
+from segtools.storage.partition import is_record_batch_file
 from segtools.storage.seek import start_position_for_offset
 from segtools.storage.segment import Segment
 
@@ -39,7 +40,6 @@ EXAMPLES = """examples:
   segtools dump leader-epoch-checkpoint 00000000000000000020.snapshot
 """
 
-LOG_SUFFIXES = (".log", ".log.deleted", ".log.cleaned", ".log.swap")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -84,8 +84,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def is_log_file(path: str) -> bool:
-    """Record data: a ``.log``, or one the broker renamed on its way out (evidence too)."""
-    return path.endswith(LOG_SUFFIXES)
+    """Record batches: a ``.log`` (or one the broker renamed on its way out: evidence too), a
+    KRaft snapshot or ``bootstrap.checkpoint``."""
+    return is_record_batch_file(path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,9 +172,14 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
         raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
     if is_log_file(name):
         with Segment(path, decompress_limit=args.max_decompressed_bytes) as segment:
-            out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
-                     f"Dumping {render.terminal_safe(name)}\n"
-                     f"Log starting offset: {segment.base_offset}")
+            if segment.base_offset is not None:
+                out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
+                         f"Dumping {render.terminal_safe(name)}\n"
+                         f"Log starting offset: {segment.base_offset}")
+            else:  # a KRaft snapshot or bootstrap.checkpoint: offsets count from 0 inside it
+                out.emit({"type": "file", "path": name, "kind": "kraft_snapshot"},
+                         f"Dumping {render.terminal_safe(name)}\n"
+                         "KRaft snapshot (record batches, offsets from 0 inside the file)")
             _dump_log(segment, path, window, deep, args, mode, out, advance)
         return
     dumper = dumper_for(name)

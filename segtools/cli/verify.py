@@ -16,7 +16,7 @@ import argparse
 import sys
 from collections import Counter
 
-from segtools.analysis.verify import verify_partition
+from segtools.analysis.verify import verify_log_dir_files, verify_partition
 from segtools.cli import common, render
 from segtools.findings import Finding, Severity
 
@@ -46,13 +46,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
-    findings: list[Finding] = list(loose)
     chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     counts = Counter()
     with common.progress(sum(s.log_size for _, p in chosen for s in p.segments), "verifying",
                          quiet=args.quiet) as advance:
+        tree_level = list(loose)
         for d in log_dirs:
-            findings.extend(d.findings)
+            tree_level += d.findings
+            tree_level += verify_log_dir_files(d, limit=args.max_decompressed_bytes)
+        findings: list[Finding] = list(tree_level)
         for log_dir, pdir in chosen:
             found = verify_partition(log_dir, pdir, deep=args.deep, salvage=args.salvage,
                                      advance=advance, limit=args.max_decompressed_bytes)
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
                     sys.stdout.write(render.dumps(f.to_json()) + "\n")
     by_severity = Counter(str(f.severity) for f in findings)
     if args.format == "jsonl":
-        for f in loose + [f for d in log_dirs for f in d.findings]:
+        for f in tree_level:
             sys.stdout.write(render.dumps(f.to_json()) + "\n")
         sys.stdout.write(render.dumps({
             "type": "summary", "partitions": counts["partitions"],

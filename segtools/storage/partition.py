@@ -30,6 +30,7 @@ CLUSTER_METADATA_TOPIC = "__cluster_metadata"
 PARTITION_METADATA_FILE = "partition.metadata"
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 QUORUM_STATE_FILE = "quorum-state"
+BOOTSTRAP_CHECKPOINT_FILE = "bootstrap.checkpoint"
 
 _INT32_MAX = 2**31 - 1
 # LocalLog.DeleteDirPattern and friends: ^(\S+)-(\S+)\.(\S+)-delete
@@ -42,6 +43,16 @@ class PartitionState(StrEnum):
     DELETE = "delete"  # pending async deletion (LocalLog.DeleteDirSuffix)
     FUTURE = "future"  # JBOD move in progress (AlterReplicaLogDirs)
     STRAY = "stray"  # KRaft replica this broker no longer owns (3.6+)
+
+
+def is_record_batch_file(name: str) -> bool:
+    """Files in the record-batch format: segments (also renamed ``.deleted``/``.cleaned``/
+    ``.swap`` on their way out), KRaft snapshots (``<offset>-<epoch>.checkpoint``, also
+    ``.part`` and ``.deleted``) and a log dir's ``bootstrap.checkpoint``
+    (``BootstrapDirectory``), which ``kafka-dump-log.sh`` dumps alike."""
+    base = os.path.basename(name)
+    return (base.endswith((".log", ".log.deleted", ".log.cleaned", ".log.swap"))
+            or base == BOOTSTRAP_CHECKPOINT_FILE or _KRAFT_SNAPSHOT.fullmatch(base) is not None)
 
 
 class FileKind(StrEnum):
