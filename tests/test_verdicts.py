@@ -154,3 +154,26 @@ def test_an_unfinished_snapshot_is_reported(tmp_path):
     data = snap.read_bytes()
     snap.write_bytes(data[:-75])  # drop the footer batch
     assert "kraft_snapshot_footer_missing" in _codes(segtools.verify(tree), "error")
+
+
+def test_dump_shows_every_index_entry_and_what_is_wrong(tmp_path, capsys):
+    """As kafka-dump-log does, dump prints every entry in the file, and reports damage as
+    findings with exit 1: an entry past the end of the .log, trailing partial bytes."""
+    import json
+    import struct
+
+    from segtools.cli.main import main
+
+    pdir = tmp_path / "orders.v2-eu-0"
+    shutil.copytree(FIXTURES / "logdirs" / "sample" / "orders.v2-eu-0", pdir)
+    index = pdir / "00000000000000000205.index"
+    index.write_bytes(struct.pack(">ii", 30, 5447) + struct.pack(">ii", 46, 10**7) + b"\x01" * 5)
+    for argv in (["dump", str(index), "--format", "jsonl"],
+                 ["dump", "--verify-index", str(index), "--format", "jsonl"]):
+        assert main(argv) == 1
+        lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        codes = {x["code"] for x in lines if x["type"] == "finding"}
+        assert "index_position_past_log_end" in codes or "index_entry_not_at_batch" in codes
+        if "--verify-index" not in argv:
+            assert [x["offset"] for x in lines if x["type"] == "index_entry"] == [235, 251]
+            assert "index_length_not_multiple" in codes

@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verify-index", "--verify-index-only", action="store_true",
                    help="check index entries against the .log instead of printing them")
     p.add_argument("--index-sanity-check", action="store_true",
-                   help="run the broker's index sanity checks")
+                   help="run the broker's index sanity checks (dump now always reports them)")
     common.add_decompress_limit(p)
     common.add_quiet(p)
     p.set_defaults(run=run)

@@ -44,16 +44,19 @@ def _log_table(path: Path) -> BatchTable:
 
 
 def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[Finding]:
-    """Shared by both index kinds: entries (or, with ``--verify-index``, only the check against
-    the sibling ``.log``), plus the broker's sanity checks when asked."""
+    """Shared by both index kinds: every entry in the file as ``kafka-dump-log`` prints them
+    (damaged ones included), what is wrong with the file (Kafka's sanity checks and
+    segtools' stricter ones, always: dump never hides damage), and with ``--verify-index``
+    only the check of the entries against the sibling ``.log``."""
     with index:
-        findings = list(index.sanity_check()) if args.index_sanity_check else []
+        findings = list(index.sanity_check())
         if args.verify_index:
             return findings + check(str(path), *index.entry_arrays(), _log_table(path))
-        if index.valid_entries == 0:
+        slots = index.dumped_slots()
+        if not len(slots):
             emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
-        for e in index.entries():
-            emit(*entry_line(e))
+        for slot in slots:
+            emit(*entry_line(slot))
         _padding_note(index, path, emit)
     return findings
 
@@ -64,17 +67,26 @@ def dump_offset_index(path: Path, args, emit: Emit) -> list[Finding]:
     except OSError:  # no .log beside it, or retention removed it meanwhile
         log_size = None
     index = OffsetIndex(path, log_size=log_size)
-    return _dump_index(path, args, emit, index, integrity.offset_index_vs_log, lambda e: (
-        {"type": "index_entry", "offset": e.offset, "position": e.position},
-        f"offset: {e.offset} position: {e.position}"))
+    base = index.base_offset
+
+    def line(slot) -> tuple[dict, str]:
+        offset, position = base + int(slot["relative_offset"]), int(slot["position"])
+        return ({"type": "index_entry", "offset": offset, "position": position},
+                f"offset: {offset} position: {position}")
+
+    return _dump_index(path, args, emit, index, integrity.offset_index_vs_log, line)
 
 
 def dump_time_index(path: Path, args, emit: Emit) -> list[Finding]:
-    return _dump_index(path, args, emit, TimeIndex(path), integrity.time_index_vs_log,
-                       lambda e: ({"type": "timeindex_entry", "timestamp": e.timestamp,
-                                   "offset": e.offset},
-                                  f"timestamp: {e.timestamp} ({render.human_time(e.timestamp)})"
-                                  f" offset: {e.offset}"))
+    index = TimeIndex(path)
+    base = index.base_offset
+
+    def line(slot) -> tuple[dict, str]:
+        ts, offset = int(slot["timestamp"]), base + int(slot["relative_offset"])
+        return ({"type": "timeindex_entry", "timestamp": ts, "offset": offset},
+                f"timestamp: {ts} ({render.human_time(ts)}) offset: {offset}")
+
+    return _dump_index(path, args, emit, index, integrity.time_index_vs_log, line)
 
 
 def _padding_note(index, path: Path, emit: Emit) -> None:

@@ -299,6 +299,25 @@ class _MappedIndex:
 
     # -- reading entries -------------------------------------------------------------------
 
+    def dumped_slots(self) -> np.ndarray:
+        """Every slot ``kafka-dump-log`` prints: all of them up to the first one after slot 0
+        whose offset is the base offset (``DumpLogSegments``: the zero padding starts there),
+        valid or not, so damage is shown rather than hidden. Read with ``pread`` in chunks."""
+        parts, start, total = [], 0, self.kafka_entries
+        while start < total:
+            slots = self._read_slots(start, min(_SCAN_CHUNK_ENTRIES, total - start))
+            if not len(slots):
+                break
+            rel = slots["relative_offset"]
+            stop = np.flatnonzero(rel == 0)
+            stop = stop[stop + start > 0]
+            if len(stop):
+                parts.append(slots[:int(stop[0])])
+                break
+            parts.append(slots)
+            start += len(slots)
+        return np.concatenate(parts) if parts else np.zeros(0, self._DTYPE)
+
     def _entries_buffer(self):
         """Where entries are read from: the mapping of a sealed index; for an index Kafka may
         still change (the active segment's: appended, trimmed at a roll, truncated by a
