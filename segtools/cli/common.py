@@ -165,3 +165,26 @@ def selected(pdir: PartitionDir, args: argparse.Namespace) -> bool:
     if args.topic and not any(fnmatch.fnmatchcase(pdir.name.topic, g) for g in args.topic):
         return False
     return not args.partition or pdir.name.partition in args.partition
+
+
+#: One vocabulary for every command: ``text`` for people; ``jsonl``, a stream of typed JSON
+#: lines; ``json`` where a command prints one document. Each command accepts the other JSON
+#: name too and treats it as its own kind.
+_FORMAT_ALIASES = {"stream": {"json": "jsonl", "table": "text"},
+                   "document": {"jsonl": "json", "table": "text"}}
+
+
+def add_format(p: argparse.ArgumentParser, *, document: bool = False,
+               extra: tuple[str, ...] = ()) -> None:
+    """``--format``: ``text`` and ``jsonl`` (streams) or ``json`` (one document), plus any
+    ``extra`` formats (``csv``)."""
+    kind = "document" if document else "stream"
+    machine = "json" if document else "jsonl"
+    aliases = _FORMAT_ALIASES[kind]
+    p.add_argument("--format", type=lambda v: aliases.get(v, v), default="text",
+                   choices=("text", machine, *extra), metavar="FORMAT",
+                   help=f"text (default), {machine}"
+                        + "".join(f", {e}" for e in extra)
+                        + (" (one JSON document; jsonl is accepted too)" if document else
+                           " (one JSON object per line, \"type\" first; json is accepted "
+                           "too)"))

@@ -20,7 +20,13 @@ import sys
 
 from segtools.analysis.diverge import Divergence, Replica, compare_copies, copies_by_partition
 from segtools.cli import render
-from segtools.cli.common import EXIT_FINDINGS, add_decompress_limit, exit_code, open_tree
+from segtools.cli.common import (
+    EXIT_FINDINGS,
+    add_decompress_limit,
+    add_format,
+    exit_code,
+    open_tree,
+)
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 
@@ -39,8 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="partition dirs, log dirs, or a directory of log-dir copies")
     p.add_argument("--partition", metavar="TOPIC-P",
                    help="only this partition (e.g. orders-9)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="json: one JSON object per line")
+    add_format(p)
     add_decompress_limit(p)
     p.set_defaults(run=run)
 
@@ -61,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
         result = rs.divergence
         findings += read + list(result.findings)
         diverged |= result.status == "diverged"
-        if args.format == "json":
+        if args.format == "jsonl":
             write_json(key, result, read, out)
         else:
             write_text(key, result, copies, read, out)

@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="decode the records inside each batch")
     p.add_argument("--print-data", "--print-data-log", action="store_true",
                    help="print keys, values and headers (implies --deep)")
-    p.add_argument("--format", choices=("text", "jsonl"), default="text")
+    common.add_format(p)
     p.add_argument("--bytes", choices=render.BYTES_MODES, default=None,
                    help="how keys/values are rendered (default: utf8 for text, base64 for jsonl)")
     p.add_argument("--no-crc", action="store_true", help="skip CRC verification")

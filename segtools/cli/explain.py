@@ -15,7 +15,14 @@ from rich.text import Text
 from segtools.analysis import config as cfg
 from segtools.analysis.partition_input import Loaded, input_bytes, load_inputs
 from segtools.cli import render
-from segtools.cli.common import add_decompress_limit, add_quiet, open_tree, parse_time, progress
+from segtools.cli.common import (
+    add_decompress_limit,
+    add_format,
+    add_quiet,
+    open_tree,
+    parse_time,
+    progress,
+)
 from segtools.units import format_duration, format_retention
 
 #: Config flags: ``--retention-ms`` ... one per config the analyses read.
@@ -39,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--at", type=parse_time, default=None, metavar="TIME",
                    help="the moment to evaluate: epoch ms or ISO-8601 (UTC unless a zone is "
                         "given); default: now")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p, document=True)
     g = p.add_argument_group(
         "topic config", "priority: these flags > --config FILE > configs recovered from a "
                         "__cluster_metadata log in the tree > Kafka defaults")

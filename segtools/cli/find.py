@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     target.add_argument("--timestamp", type=common.parse_time,
                         help="epoch ms or ISO-8601: the first record at or after it")
     common.add_selection(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    common.add_format(p)
     p.add_argument("--bytes", choices=render.BYTES_MODES, default=None)
     common.add_decompress_limit(p)
     p.set_defaults(run=run)
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
              and (p.name is None or str(p.name.state) == "live")]
     if not pdirs:
         raise SegtoolsError("no partition matches", path=args.paths[0])
-    mode = args.bytes or ("base64" if args.format == "json" else "utf8")
+    mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
     found_any = False
     for pdir in pdirs:
         files, result = _seek(pdir, args)
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
             "index_used": result.index_used, "scan_start_position": result.start_position,
             "batches_scanned": result.batches_scanned, "batch": result.batch.to_json(),
             "record": render.record_json(result.record, mode)}
-        if args.format == "json":
+        if args.format == "jsonl":
             sys.stdout.write(render.dumps(out) + "\n")
         else:
             how = (f"offset index -> byte {result.start_position}" if result.index_used

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 from segtools.analysis.cluster_metadata import MetadataEvent, MetadataReplay, timeline
 from segtools.cli import render
-from segtools.cli.common import add_decompress_limit, exit_code, parse_time
+from segtools.cli.common import add_decompress_limit, add_format, exit_code, parse_time
 from segtools.cli.render import finding_line
 
 EXAMPLES = """examples:
@@ -43,8 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--records", action="store_true",
                    help="print every record decoded instead of the timeline")
     p.add_argument("--include-noop", action="store_true", help="show NoOpRecords too")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="json: one JSON object per line")
+    add_format(p)
     add_decompress_limit(p)
     p.set_defaults(run=run)
 
@@ -86,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     out = sys.stdout
     if args.records:
         for entry in replay.records:
-            if args.format == "json":
+            if args.format == "jsonl":
                 out.write(render.dumps(entry.to_json()) + "\n")
             else:
                 out.write(f"offset {entry.offset} {render.human_time(entry.timestamp)} "
@@ -94,14 +93,14 @@ def run(args: argparse.Namespace) -> int:
                           f"{render.terminal_safe(render.dumps(entry.to_json()['data']))}\n")
     else:
         events = select(replay.events, args.topic, args.broker)
-        if args.format == "json":
+        if args.format == "jsonl":
             for e in events:
                 out.write(render.dumps(e.to_json()) + "\n")
             out.write(render.dumps(state_json(replay, args.topic)) + "\n")
         else:
             write_text(replay, events, args, out)
     for f in replay.findings:
-        if args.format == "json":
+        if args.format == "jsonl":
             out.write(render.dumps(f.to_json()) + "\n")
         else:
             out.write(finding_line(f) + "\n")

@@ -34,6 +34,7 @@ from segtools.cli import render
 from segtools.cli.common import (
     EXIT_FINDINGS,
     add_decompress_limit,
+    add_format,
     add_quiet,
     exit_code,
     parse_time,
@@ -64,8 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partition", type=int, help="only this partition of --topic")
     p.add_argument("--history", action="store_true",
                    help="print every commit (and tombstone) instead of the latest offsets")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="json: one JSON object per line")
+    add_format(p)
     add_quiet(p)
     add_decompress_limit(p)
     p.set_defaults(run=run)
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     with progress(total, CONSUMER_OFFSETS_TOPIC, quiet=args.quiet) as advance:
         replay = replay_offsets(partitions, at=args.at, groups=args.group, advance=advance,
                                 limit=args.max_decompressed_bytes)
-    if args.format == "json":
+    if args.format == "jsonl":
         write_json(replay, args, sys.stdout)
     else:
         write_text(replay, args, sys.stdout)

@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
     common.add_selection(p)
-    p.add_argument("--format", choices=("table", "jsonl", "csv"), default="table")
+    common.add_format(p, extra=("csv",))
     p.add_argument("--crc", action="store_true", help="also verify every batch CRC")
     common.add_quiet(p)
     common.add_decompress_limit(p)
@@ -128,27 +128,41 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _log_dir_label(log_dir, scans: list[PartitionScan]) -> str:
+    """The log dir's name, with its broker or node id from meta.properties when known; the full
+    path when two scanned log dirs share a name."""
+    names = {ps.log_dir.path.name for ps in scans if ps.log_dir.path != log_dir.path}
+    label = log_dir.path.name if log_dir.path.name not in names else str(log_dir.path)
+    node = log_dir.meta.node_id if log_dir.meta is not None else None
+    return f"{label} (node {node})" if node is not None else label
+
+
 def _print_tables(scans: list[PartitionScan], findings: list[Finding]) -> None:
     console = common.console()
     table = Table(title="segments", box=box.SIMPLE_HEAD)
+    # copies of the same partition from several brokers would print identical-looking rows
+    several = len({ps.log_dir.path for ps in scans}) > 1
+    if several:
+        table.add_column("log dir")
     for col in ("partition", "base offset", "last offset", "size", "batches", "records",
                 "max timestamp (UTC)", "from", "codecs", ""):
         table.add_column(col, justify="right" if col in (
             "base offset", "last offset", "size", "batches", "records") else "left")
     for ps in scans:
         label = render.terminal_safe(ps.partition.path.name)
+        where = render.terminal_safe(_log_dir_label(ps.log_dir, scans))
         for s in ps.segments:
             marks = []
             if s.is_active:
                 marks.append("active")
             if s.crc_errors:
                 marks.append(f"{s.crc_errors} bad CRC")
-            table.add_row(label, str(s.base_offset),
+            table.add_row(*((where,) if several else ()), label, str(s.base_offset),
                           "-" if s.last_offset is None else str(s.last_offset), _size(s.size),
                           str(s.batch_count), str(s.record_count),
                           render.human_time(s.max_timestamp), s.max_timestamp_source,
                           ",".join(s.codecs), " ".join(marks))
-            label = ""
+            label = where = ""
     console.print(table)
     leftovers = [f for f in findings if f.code.startswith(("leftover_", "partition_"))]
     if leftovers:

@@ -30,6 +30,7 @@ from segtools.analysis.transactions import (
 from segtools.cli import render
 from segtools.cli.common import (
     add_decompress_limit,
+    add_format,
     add_quiet,
     exit_code,
     open_tree,
@@ -59,8 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "hangs (default %(default)s)")
     p.add_argument("--now", type=parse_time, metavar="TIME",
                    help="measure ages at this time (default: the last timestamp in each log)")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="json: one JSON object per line")
+    add_format(p)
     add_decompress_limit(p)
     add_quiet(p)
     p.set_defaults(run=run)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
                if args.producer_id is None or args.producer_id in pt.scan.producers]
     out = sys.stdout
-    if args.format == "json":
+    if args.format == "jsonl":
         write_json(results, list(report.changes), findings, args, out)
     else:
         write_text(results, list(report.changes), list(report.open_ids), findings, args, out)

@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also decompress and decode every record")
     p.add_argument("--salvage", action="store_true",
                    help="resynchronise past corrupt batches and report what was lost")
-    p.add_argument("--format", choices=("text", "jsonl"), default="text")
+    common.add_format(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)
     p.set_defaults(run=run)
