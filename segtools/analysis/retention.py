@@ -47,13 +47,15 @@ RETENTION_BYTES_BREACHED = "retention_bytes_breached"
 RETENTION_MS_BREACHED = "retention_ms_breached"
 WITHIN_RETENTION_MS = "within_retention_ms"
 WITHIN_RETENTION_BYTES = "within_retention_bytes"
+RETENTION_UNLIMITED = "retention_unlimited"  # retention.ms and retention.bytes both -1
 BLOCKED_BY_EARLIER_SEGMENT = "blocked_by_earlier_segment"
 ABOVE_HIGH_WATERMARK = "above_high_watermark"
 EMPTY_ACTIVE_SEGMENT = "empty_active_segment"
 DELETE_POLICY_DISABLED = "delete_policy_disabled"
 
 DELETABLE_REASONS = (LOG_START_OFFSET_BREACHED, RETENTION_BYTES_BREACHED, RETENTION_MS_BREACHED)
-KEPT_REASONS = (WITHIN_RETENTION_MS, WITHIN_RETENTION_BYTES, BLOCKED_BY_EARLIER_SEGMENT,
+KEPT_REASONS = (WITHIN_RETENTION_MS, WITHIN_RETENTION_BYTES, RETENTION_UNLIMITED,
+                BLOCKED_BY_EARLIER_SEGMENT,
                 ABOVE_HIGH_WATERMARK, EMPTY_ACTIVE_SEGMENT, DELETE_POLICY_DISABLED)
 
 #: 9999-12-31T23:59:59.999Z. An eligibility later than this is reported as never (null): it
@@ -359,7 +361,9 @@ def _kept_reason(ctx: _Context, i: int, first_kept: int, expired: bool) -> str:
         return DELETE_POLICY_DISABLED
     if i > first_kept and expired:
         return BLOCKED_BY_EARLIER_SEGMENT
-    return WITHIN_RETENTION_MS if ctx.retention_ms >= 0 else WITHIN_RETENTION_BYTES
+    if ctx.retention_ms >= 0:
+        return WITHIN_RETENTION_MS
+    return WITHIN_RETENTION_BYTES if ctx.retention_bytes >= 0 else RETENTION_UNLIMITED
 
 
 def _newest(s: SegmentSummary) -> str:
@@ -396,11 +400,10 @@ def _reason_text(ctx: _Context, i: int, reason: str, blocked_by: int | None) -> 
             text += (f"; deleting it as well would leave less than retention.bytes "
                      f"{format_bytes(ctx.retention_bytes)}")
     elif reason == WITHIN_RETENTION_BYTES:
-        if ctx.retention_bytes >= 0:
-            text = (f"retention.ms is -1 (infinite); deleting it would take the partition "
-                    f"below retention.bytes {format_bytes(ctx.retention_bytes)}")
-        else:
-            text = "retention.ms and retention.bytes are both -1: time and size never delete"
+        text = (f"retention.ms is -1 (infinite); deleting it would take the partition "
+                f"below retention.bytes {format_bytes(ctx.retention_bytes)}")
+    elif reason == RETENTION_UNLIMITED:
+        text = "retention.ms and retention.bytes are both -1: time and size never delete"
     elif reason == BLOCKED_BY_EARLIER_SEGMENT:
         text = (f"past retention itself ({_newest(s)}, {format_duration(age)} old) but "
                 f"segment @{blocked_by} before it is kept, and Kafka deletes only from the "

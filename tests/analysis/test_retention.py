@@ -175,7 +175,8 @@ def test_mtime_fallback_when_no_timestamps():
 
 def test_infinite_retention_never_deletes_by_time():
     pr = explain(daily(3), TopicConfig(retention_ms=-1), now=T0 + 365 * DAY)
-    assert reasons(pr) == [r.WITHIN_RETENTION_BYTES] * 3
+    assert reasons(pr) == [r.RETENTION_UNLIMITED] * 3
+    assert all("both -1" in v.reason_text for v in pr.segments)
     assert not any(v.deletable for v in pr.segments)
     assert all(v.eligible_at is None for v in pr.segments)
 
@@ -263,3 +264,24 @@ def test_forecast_steps_and_topic_sum():
     assert topic.end_size == 0
     assert [s.label for s in topic.steps] == ["t-0", "t-1", "t-0"]
     assert topic.size_at(now) == 5 << 20
+
+
+def test_every_reason_code_matches_its_message():
+    """Each kept/deleted reason code is explained by a sentence about that rule (no code
+    whose text describes another rule)."""
+    words = {r.WITHIN_RETENTION_MS: "retention", r.WITHIN_RETENTION_BYTES: "retention.bytes",
+             r.RETENTION_UNLIMITED: "both -1", r.RETENTION_MS_BREACHED: "retention",
+             r.RETENTION_BYTES_BREACHED: "retention.bytes",
+             r.BLOCKED_BY_EARLIER_SEGMENT: "start of the log",
+             r.DELETE_POLICY_DISABLED: "cleanup.policy"}
+    cases = [TopicConfig(), TopicConfig(retention_ms=-1), TopicConfig(retention_ms=-1,
+             retention_bytes=1), TopicConfig(retention_bytes=1),
+             TopicConfig(cleanup_policy=("compact",))]
+    seen = set()
+    for config in cases:
+        for now in (T0, T0 + 3 * DAY, T0 + 365 * DAY):
+            for v in explain(daily(3), config, now=now).segments:
+                if v.reason in words:
+                    seen.add(v.reason)
+                    assert words[v.reason] in v.reason_text, (v.reason, v.reason_text)
+    assert {r.RETENTION_UNLIMITED, r.WITHIN_RETENTION_BYTES} <= seen
