@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
+from segtools.storage.files import open_regular_file
 
 LONG_MAX = 2**63 - 1
 HOUR_MS = 3_600_000
@@ -312,8 +313,8 @@ def parse_config_text(text: str, path: str) -> ConfigFile:
 
 def read_config_file(path: str) -> ConfigFile:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            text = fh.read(4 * 1024 * 1024)
+        with open_regular_file(path) as fh:  # a FIFO given as --config must not hang
+            text = fh.read(4 * 1024 * 1024).decode("utf-8", errors="replace")
     except OSError as e:
         raise SegtoolsError(e.strerror or str(e), path=path) from None
     return parse_config_text(text, path)

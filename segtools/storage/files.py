@@ -8,10 +8,52 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
+from typing import BinaryIO
 
-from segtools.errors import NotAKafkaFileError
+from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
 from segtools.findings import Finding, Severity
 from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
+
+#: Read-only, and never blocking: a FIFO or a terminal under a Kafka file name must not hang the
+#: reader (``stat`` refuses them first; ``O_NONBLOCK`` covers a name swapped in between).
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+    | getattr(os, "O_CLOEXEC", 0)
+
+
+def open_regular(path: str) -> tuple[int, os.stat_result]:
+    """Open a regular file read-only, refusing anything else *before* opening it.
+
+    Opening a FIFO blocks until a writer appears, and opening some devices has side effects,
+    so the type is checked with ``stat`` first; the open itself is non-blocking and the
+    descriptor is checked again (the name could have been replaced in between)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError as e:
+        raise VanishedError(e.strerror or str(e), path=path) from None
+    except OSError as e:
+        raise SegtoolsError(e.strerror or str(e), path=path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise NotAKafkaFileError("is a directory, not a segment file", path=path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotAKafkaFileError("not a regular file", path=path)
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except FileNotFoundError as e:
+        raise VanishedError(e.strerror or str(e), path=path) from None
+    except OSError as e:
+        raise SegtoolsError(e.strerror or str(e), path=path) from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise NotAKafkaFileError("not a regular file", path=path)
+    return fd, st
+
+
+def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
+    """:func:`open_regular` as a binary file object (reads never block: the file is regular)."""
+    fd, _ = open_regular(os.fspath(path))
+    return os.fdopen(fd, "rb")
 
 # A checkpoint of 100k partitions is ~4 MiB; 64 MiB is far above any real one and stops a bogus
 # multi-GiB file from ballooning memory.
@@ -44,8 +86,11 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
     """
     spath = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular_file(path) as f:
             data = f.read(cap + 1)
+    except SegtoolsError as e:
+        return None, [Finding("file_unreadable", Severity.ERROR, spath,
+                              f"cannot read: {e.message}")]
     except OSError as e:
         return None, [Finding("file_unreadable", Severity.ERROR, spath,
                               f"cannot read: {e.strerror or e}")]
@@ -78,21 +123,34 @@ def pread_exact_or_short(fd: int, length: int, position: int) -> bytes:
     return b"".join(chunks)
 
 
+#: A producer snapshot holds 46 bytes per live producer id; 256 MiB is millions of producers,
+#: far past any real broker, and bounds what a hostile (or sparse) file can make us read.
+SNAPSHOT_CAP = 256 * 1024 * 1024
+
+
 def read_producer_snapshot(path: str | os.PathLike[str]
                            ) -> tuple[ProducerSnapshot | None, list[Finding]]:
     """Read a ``.snapshot`` through a read-only mmap (the CRC needs every byte, the heap none)."""
     spath = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular_file(path) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return parse_producer_snapshot(b"", spath)
+            if size > SNAPSHOT_CAP:
+                return None, [Finding(
+                    "file_too_large", Severity.ERROR, spath,
+                    f"{size} bytes: more than the {SNAPSHOT_CAP}-byte cap for producer "
+                    "snapshots (46 bytes per producer); not read")]
             with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
                 view = memoryview(mm)
                 try:
                     return parse_producer_snapshot(view, spath)
                 finally:
                     view.release()
+    except SegtoolsError as e:
+        return None, [Finding("file_unreadable", Severity.ERROR, spath,
+                              f"cannot read: {e.message}")]
     except OSError as e:
         return None, [Finding("file_unreadable", Severity.ERROR, spath,
                               f"cannot read: {e.strerror or e}")]

@@ -32,7 +32,7 @@ from typing import BinaryIO, ClassVar, NamedTuple, Self
 import numpy as np
 
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import REGISTRY, Finding, Severity
 from segtools.formats.indexes import (
     ABORTED_TXN_CURRENT_VERSION,
     ABORTED_TXN_ENTRY_SIZE,
@@ -45,7 +45,11 @@ from segtools.formats.indexes import (
     TIME_INDEX_STRUCT,
     WARM_SECTION_BYTES,
 )
-from segtools.storage.files import offset_from_file_name, pread_exact_or_short
+from segtools.storage.files import (
+    offset_from_file_name,
+    open_regular_file,
+    pread_exact_or_short,
+)
 
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 
@@ -59,10 +63,7 @@ _ZERO_SCAN_CHUNK = 1 << 20
 def _open_read_only(path: Path) -> BinaryIO:
     """Open for reading; an OS error (a live broker's retention deleted the file after the
     directory was listed) is a typed error that names the file, not a traceback."""
-    try:
-        return open(path, "rb")  # the caller keeps it open as long as the index object
-    except OSError as e:
-        raise SegtoolsError(f"cannot open: {e.strerror or e}", path=str(path)) from None
+    return open_regular_file(path)  # the caller keeps it open as long as the index object
 
 
 def _reopen(cls, path: str, base_offset: int | None, log_size: int | None, sealed: bool):
@@ -732,6 +733,11 @@ class TransactionIndex:
 
     ENTRY_SIZE = ABORTED_TXN_ENTRY_SIZE
     _CHUNK_ENTRIES = 4096
+    #: Only aborted transactions are listed, one 34-byte entry each: 8 MiB is ~250 000
+    #: aborts in one segment. Past it (a hostile or sparse file) entries are not read.
+    CAP = 8 * 1024 * 1024
+    #: Findings of one code per file; the rest are counted in one last finding.
+    FINDINGS_PER_CODE = 20
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int | None = None) -> None:
         self.path = Path(path)
@@ -755,8 +761,9 @@ class TransactionIndex:
 
     @property
     def entry_count(self) -> int:
-        """Whole entries; ``TransactionIndex.iterable`` stops when fewer than 34 bytes remain."""
-        return self.file_size // self.ENTRY_SIZE
+        """Whole entries; ``TransactionIndex.iterable`` stops when fewer than 34 bytes remain.
+        At most :attr:`CAP` bytes of them are read."""
+        return min(self.file_size, self.CAP) // self.ENTRY_SIZE
 
     def entries(self) -> Iterator[AbortedTxn]:
         fd = self._file.fileno()
@@ -795,8 +802,22 @@ class TransactionIndex:
         check, a partial trailing entry, and the append rules (strictly increasing lastOffset,
         firstOffset <= lastOffset)."""
         if self._findings is None:
-            self._findings = tuple(self._checks())
+            self._findings = tuple(self._bounded(self._checks()))
         return self._findings
+
+    def _bounded(self, findings: Iterator[Finding]) -> Iterator[Finding]:
+        """A damaged file can break a rule on every entry: report each rule's first few."""
+        counts: dict[str, int] = {}
+        for f in findings:
+            counts[f.code] = counts.get(f.code, 0) + 1
+            if counts[f.code] <= self.FINDINGS_PER_CODE:
+                yield f
+        for code, n in counts.items():
+            if n > self.FINDINGS_PER_CODE:
+                rule = REGISTRY[code]
+                yield Finding(code, rule.severity, str(self.path),
+                              f"... and {n - self.FINDINGS_PER_CODE} more entries like the "
+                              f"above ({rule.meaning})")
 
     @property
     def trusted(self) -> bool:
@@ -808,6 +829,11 @@ class TransactionIndex:
                        position=position, offset=offset)
 
     def _checks(self) -> Iterator[Finding]:
+        if self.file_size > self.CAP:
+            yield self._finding(
+                "too_large", Severity.ERROR,
+                f"{self.file_size} bytes: far more than a segment's aborted transactions "
+                f"need; only the first {self.CAP} bytes are read", position=self.CAP)
         prev_last: int | None = None
         for txn in self.entries():
             if txn.version != ABORTED_TXN_CURRENT_VERSION:

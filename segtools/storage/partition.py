@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -254,6 +255,14 @@ _LEFTOVER_CODES = {
 }
 
 
+def _file_type(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device")):
+        if test(mode):
+            return name
+    return "non-regular file"
+
+
 def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
     try:
         return entry.stat()
@@ -312,9 +321,18 @@ def load_partition_dir(path: str | os.PathLike[str],
         if wanted is not None and pf.base_offset is not None and pf.base_offset not in wanted:
             continue
         st = _stat(entry)
+        if st is None and entry.is_symlink():
+            findings.append(finding("not_a_regular_file", str(fpath),
+                                    "a symbolic link to nothing: not read"))
+            continue
         if st is None:
             findings.append(Finding("file_vanished", Severity.INFO, str(fpath),
                                     "listed but gone before stat (a live broker removed it)"))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            findings.append(finding("not_a_regular_file", str(fpath),
+                                    f"a {_file_type(st.st_mode)} under a Kafka file name: not "
+                                    "read (opening it could block or have side effects)"))
             continue
         size = st.st_size
         if pf.leftover is not None and pf.base_offset is not None:

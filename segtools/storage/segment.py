@@ -11,7 +11,6 @@ one Python object per batch or per file.
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,14 +20,13 @@ from segtools.decode.chunks import BatchRecords, Chunk
 from segtools.decode.source import BufferSource
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import TABLE_ROWS, Walked
-from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
+from segtools.errors import SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
+from segtools.storage.files import open_regular
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.source import MappedSource, WindowSource
 
 SEGMENT_NAME_DIGITS = 20
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
-    | getattr(os, "O_CLOEXEC", 0)
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
@@ -37,35 +35,6 @@ def base_offset_from_name(path: str | os.PathLike) -> int | None:
     ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` then refuses."""
     stem = Path(path).name.split(".", 1)[0]
     return int(stem) if stem.isascii() and stem.isdigit() else None
-
-
-def open_regular(path: str) -> tuple[int, os.stat_result]:
-    """Open a regular file read-only, refusing anything else *before* opening it.
-
-    Opening a FIFO blocks until a writer appears, and opening some devices has side effects,
-    so the type is checked with ``stat`` first; the open itself is non-blocking and the
-    descriptor is checked again (the name could have been replaced in between)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError as e:
-        raise VanishedError(e.strerror or str(e), path=path) from None
-    except OSError as e:
-        raise SegtoolsError(e.strerror or str(e), path=path) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise NotAKafkaFileError("is a directory, not a segment file", path=path)
-    if not stat.S_ISREG(st.st_mode):
-        raise NotAKafkaFileError("not a regular file", path=path)
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except FileNotFoundError as e:
-        raise VanishedError(e.strerror or str(e), path=path) from None
-    except OSError as e:
-        raise SegtoolsError(e.strerror or str(e), path=path) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise NotAKafkaFileError("not a regular file", path=path)
-    return fd, st
 
 
 def unreadable(path: str, error: SegtoolsError) -> Finding:

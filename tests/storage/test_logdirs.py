@@ -98,20 +98,20 @@ def test_unknown_directory_and_unreadable(tmp_path, monkeypatch):
     ld = load_log_dir(root)
     assert "unknown_directory" in {f.code for f in ld.findings}
     locked = root / "orders-2"
-    real_scandir, real_open = os.scandir, builtins.open
+    real_scandir, real_open = os.scandir, os.open
 
     def scandir(path):  # permission bits do not stop root, so deny by hand
         if Path(path) == locked:
             raise PermissionError(13, "Permission denied", str(path))
         return real_scandir(path)
 
-    def deny_meta(file, mode="r", *args, **kwargs):
+    def deny_meta(file, flags, *args, **kwargs):
         if str(file).endswith("meta.properties"):
             raise PermissionError(13, "Permission denied", str(file))
-        return real_open(file, mode, *args, **kwargs)
+        return real_open(file, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "scandir", scandir)
-    monkeypatch.setattr(builtins, "open", deny_meta)
+    monkeypatch.setattr(os, "open", deny_meta)
     ld = load_log_dir(root)
     pd = next(p for p in ld.partitions if p.path == locked)
     assert [f.code for f in pd.findings] == ["partition_dir_unreadable"]
