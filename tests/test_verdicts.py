@@ -177,3 +177,19 @@ def test_dump_shows_every_index_entry_and_what_is_wrong(tmp_path, capsys):
         if "--verify-index" not in argv:
             assert [x["offset"] for x in lines if x["type"] == "index_entry"] == [235, 251]
             assert "index_length_not_multiple" in codes
+
+
+def test_a_kraft_partition_path_reads_the_same_configs_as_its_log_dir(capsys):
+    """compaction/retention PARTITION_DIR in a KRaft log dir: the topic config comes from the
+    __cluster_metadata-0 beside it, not an assumption."""
+    import json
+
+    from segtools.cli.main import main
+
+    main(["compaction", str(KRAFT / "__consumer_offsets-5"), "--format", "json", "-q"])
+    doc = json.loads(capsys.readouterr().out)
+    assert any(s.startswith("__cluster_metadata") for s in doc["config_sources"])
+    main(["retention", str(KRAFT / "__consumer_offsets-5"), "--format", "json", "-q",
+          "--no-deep"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["partitions"][0]["config"]["cleanup.policy"]["source"] == "cluster_metadata"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir, settled
 from segtools.storage.partition import (
+    CLUSTER_METADATA_TOPIC,
     PartitionDir,
     PartitionState,
     SegmentFiles,
@@ -80,6 +82,24 @@ class Loaded:
     config_sources: tuple[str, ...]
 
 
+CLUSTER_METADATA_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
+
+
+def metadata_logs(log_dirs: Sequence[LogDir]) -> list[Path]:
+    """The ``__cluster_metadata-0`` partitions that hold these log dirs' topic configs: the
+    ones walked, and the one beside a partition directory given on its own (a KRaft broker's
+    log dir holds it), so a partition path resolves the same config as its log dir."""
+    found: dict[Path, None] = {}
+    for d in log_dirs:
+        for p in d.partitions:
+            if p.name is not None and p.name.is_metadata_log:
+                found[Path(p.path)] = None
+        beside = Path(d.path) / CLUSTER_METADATA_DIR
+        if beside.is_dir() and not beside.is_symlink():
+            found.setdefault(beside, None)
+    return list(found)
+
+
 def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
                 config_file: cfg.ConfigFile | None = None, at: int | None = None,
                 limit: int = DEFAULT_DECOMPRESS_LIMIT,
@@ -89,8 +109,7 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
     one partition input of the retention and compaction analyses, whatever path was given."""
     flags = dict(flags or {})
     findings: list[Finding] = []
-    meta_paths = [p.path for d in log_dirs for p in d.partitions
-                  if p.name is not None and p.name.is_metadata_log]
+    meta_paths = metadata_logs(log_dirs)
     metadata, meta_where, more = cfg.load_cluster_metadata(meta_paths, at=at)
     findings += more
     sources = ["flags"] if flags else []
