@@ -306,6 +306,9 @@ RULES: tuple[Rule, ...] = (
          "key or value bytes that break the schema"),
     Rule("consumer_protocol_undecodable", W, A.CONSUMER_OFFSETS,
          "a classic member's subscription or assignment that is not the consumer protocol"),
+    Rule("consumer_protocol_older_layout", I, A.CONSUMER_OFFSETS,
+         "a member's subscription laid out as an older version than it declares (a client "
+         "quirk, e.g. kafka-go): read leniently"),
     Rule("transactional_offset_commit_pending", I, A.CONSUMER_OFFSETS,
          "transactional offset commits with no marker yet (not applied)"),
     # ---------------------------------------------------------------- __cluster_metadata

@@ -193,3 +193,25 @@ def test_a_kraft_partition_path_reads_the_same_configs_as_its_log_dir(capsys):
           "--no-deep"])
     doc = json.loads(capsys.readouterr().out)
     assert doc["partitions"][0]["config"]["cleanup.policy"]["source"] == "cluster_metadata"
+
+
+def test_a_kafka_go_subscription_is_a_quirk_not_damage():
+    """kafka-go writes a version-1 ConsumerProtocolSubscription without the owned-partitions
+    field version 1 added: Topics (int32 count, int16-length strings) and UserData (int32
+    length, -1 null) only. The coordinator never parses it; segtools reads it as the
+    version-0 layout it is and reports the quirk as info."""
+    import struct
+
+    from segtools.analysis.offsets import describe_protocol
+
+    def string(text: bytes) -> bytes:
+        return struct.pack(">h", len(text)) + text
+
+    subscription = struct.pack(">h", 1) + struct.pack(">i", 1) + string(b"payments.v2-eu") \
+        + struct.pack(">i", -1)
+    assert len(subscription) == 28
+    assignment = struct.pack(">h", 1) + struct.pack(">i", 0) + struct.pack(">i", -1)
+    out, problems = describe_protocol("consumer", subscription, assignment)
+    assert problems == []
+    assert out["subscription"]["topics"] == ["payments.v2-eu"]
+    assert out["subscription"]["read_as_version"] == 0

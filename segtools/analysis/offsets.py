@@ -30,7 +30,7 @@ from pathlib import Path
 from segtools.analysis.partition_log import iter_records
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, Severity, finding
 from segtools.formats.internal.consumer_offsets import (
     CONSUMER_GROUP_TYPES,
     CONSUMER_PROTOCOL_TYPE,
@@ -42,7 +42,7 @@ from segtools.formats.internal.consumer_offsets import (
     UnknownRecordTypeError,
     decode_assignment,
     decode_record,
-    decode_subscription,
+    decode_subscription_lenient,
 )
 from segtools.formats.internal.generated import UnsupportedVersionError
 from segtools.model import Batch, Record
@@ -217,12 +217,14 @@ def describe_protocol(protocol_type: str, subscription: bytes, assignment: bytes
     out: dict = {}
     problems = []
     try:
-        version, sub = decode_subscription(subscription)
+        version, sub, layout = decode_subscription_lenient(subscription)
         out["subscription"] = {
             "version": version, "topics": sub["topics"],
             "owned_partitions": {tp["topic"]: tp["partitions"] for tp in sub["ownedPartitions"]},
             "generation_id": sub["generationId"], "rack_id": sub["rackId"],
             "user_data_bytes": None if sub["userData"] is None else len(sub["userData"])}
+        if layout != min(version, 3):
+            out["subscription"]["read_as_version"] = layout
     except SegtoolsError as e:
         problems.append(f"subscription: {e}")
     try:
@@ -384,6 +386,14 @@ class _Replayer:
                 self.findings.append(Finding(
                     "consumer_protocol_undecodable", Severity.WARNING, path,
                     f"group {g.group} member {m['memberId']}: {p}", offset=where.offset))
+            quirk = expanded.get("subscription", {}).get("read_as_version")
+            if quirk is not None:
+                self.findings.append(finding(
+                    "consumer_protocol_older_layout", path,
+                    f"group {g.group} member {m['memberId']}: a version "
+                    f"{expanded['subscription']['version']} subscription laid out as version "
+                    f"{quirk} (as some non-Java clients, e.g. kafka-go, write it); read as "
+                    "such, the coordinator never parses it", offset=where.offset))
             g.members.append({"member_id": m["memberId"],
                               "group_instance_id": m["groupInstanceId"],
                               "client_id": m["clientId"], "client_host": m["clientHost"],

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from segtools.errors import SegtoolsError
 from segtools.formats.internal.generated import (
     BYTES,
     INT8,
@@ -282,6 +283,26 @@ def _consumer_protocol(schema: Message, data: bytes) -> tuple[int, dict]:
 
 def decode_subscription(data: bytes) -> tuple[int, dict]:
     return _consumer_protocol(CONSUMER_PROTOCOL_SUBSCRIPTION, data)
+
+
+def decode_subscription_lenient(data: bytes) -> tuple[int, dict, int]:
+    """Some clients write a subscription whose version promises fields it does not carry
+    (kafka-go's version 1 has no owned partitions). The coordinator stores the bytes without
+    parsing them, and each version only appends fields, so the bytes are read with the
+    newest layout they fit exactly. Returns ``(declared version, value, layout version)``."""
+    schema = CONSUMER_PROTOCOL_SUBSCRIPTION
+    version = version_prefix(data, schema.name)
+    if version < 0:
+        raise UnsupportedVersionError(f"{schema.name} version {version} is negative")
+    body = memoryview(data)[2:]
+    for layout in range(min(version, schema.valid.high), -1, -1):
+        try:
+            value, end = schema.read(body, layout)
+        except SegtoolsError:
+            continue
+        if end == len(body):
+            return version, value, layout
+    raise SchemaError(f"{schema.name} version {version}: the bytes fit no known layout")
 
 
 def decode_assignment(data: bytes) -> tuple[int, dict]:
