@@ -209,7 +209,7 @@ def test_a_kafka_go_subscription_is_a_quirk_not_damage():
 
     subscription = struct.pack(">h", 1) + struct.pack(">i", 1) + string(b"payments.v2-eu") \
         + struct.pack(">i", -1)
-    assert len(subscription) == 28
+    assert len(subscription) == 26
     assignment = struct.pack(">h", 1) + struct.pack(">i", 0) + struct.pack(">i", -1)
     out, problems = describe_protocol("consumer", subscription, assignment)
     assert problems == []
