@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from rich import box
 from rich.table import Table
 
+from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.cli import common, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
@@ -103,7 +104,12 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "jsonl":  # stream: a huge tree prints as it goes
             for s in ps.segments:
                 sys.stdout.write(render.dumps(_row(ps, s)) + "\n")
+    versions = {str(d.path): log_dir_versions(
+        d, (s for ps in scans if ps.log_dir is d for s in ps.segments)) for d in log_dirs}
     if args.format == "jsonl":
+        for path, vr in versions.items():
+            sys.stdout.write(render.dumps({"type": "log_dir", "path": path, **vr.to_json()})
+                             + "\n")
         for f in findings:
             sys.stdout.write(render.dumps(f.to_json()) + "\n")
     elif args.format == "csv":
@@ -117,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
                 writer.writerow(row)
     else:
         _print_tables(scans, findings)
+        _print_versions(versions)
     return common.exit_code(findings)
 
 
@@ -135,6 +142,18 @@ def _log_dir_label(log_dir, scans: list[PartitionScan]) -> str:
     label = log_dir.path.name if log_dir.path.name not in names else str(log_dir.path)
     node = log_dir.meta.node_id if log_dir.meta is not None else None
     return f"{label} (node {node})" if node is not None else label
+
+
+def _print_versions(versions: dict) -> None:
+    """Which Kafka releases could have written each log dir, and why (docs/kafka-versions.md)."""
+    console = common.console()
+    for path, vr in versions.items():
+        console.print(f"log dir {render.terminal_safe(path)}: written by Kafka {vr.label}"
+                      + ("" if vr.consistent else " (the evidence disagrees: files from "
+                         "different brokers?)"), markup=False)
+        for e in vr.evidence:
+            console.print(f"  {e.rule.name}: {allows(e.rule)} ({e.rule.source})",
+                          markup=False)
 
 
 def _print_tables(scans: list[PartitionScan], findings: list[Finding]) -> None:
