@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-_API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge")
+_API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge",
+        "producers")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
         diverge,
         offsets_at,
         open,
+        producers,
         transactions,
         verify,
     )

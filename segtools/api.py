@@ -29,6 +29,8 @@ import pyarrow as pa
 
 from segtools.analysis.diverge import ReplicaSet, compare_copies, copies_by_partition
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay, replay_offsets
+from segtools.analysis.producers import PartitionProducers, likely_duplicates
+from segtools.analysis.producers import analyse as analyse_producers
 from segtools.analysis.transactions import (
     DEFAULT_MAX_TIMEOUT_MS,
     TransactionsReport,
@@ -48,7 +50,8 @@ from segtools.timestamps import to_millis
 Time = int | float | str | datetime
 Offsets = int | Mapping[str, Mapping[int, int]]
 
-__all__ = ["LogDirs", "Partition", "diverge", "offsets_at", "open", "transactions", "verify"]
+__all__ = ["LogDirs", "Partition", "diverge", "offsets_at", "open", "producers", "transactions",
+           "verify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,6 +245,21 @@ class LogDirs:
                               groups=None if groups is None else list(_tuple(groups)),
                               limit=self.max_decompressed_bytes)
 
+    def producers(self, *, topics: str | Iterable[str] = "*",
+                  partitions: int | Iterable[int] | None = None,
+                  duplicates_window: int | None = None) -> list[PartitionProducers]:
+        """How each producer batched into each partition, what its sequences say (as
+        ``segtools producers``); ``duplicates_window`` (ms) also looks for retried sends of
+        non-idempotent producers, stored on each result as ``duplicates``."""
+        pdirs = [p.directory for p in self.partitions(topics, partitions)]
+        results = analyse_producers(pdirs, limit=self.max_decompressed_bytes)
+        if duplicates_window is not None:
+            for pdir, r in zip([p for p in pdirs if p.name and not p.name.is_metadata_log],
+                               results, strict=True):
+                r.duplicates = likely_duplicates(pdir, window_ms=duplicates_window,
+                                                 limit=self.max_decompressed_bytes)
+        return results
+
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
         return [compare_copies(key, copies, limit=self.max_decompressed_bytes)
@@ -275,6 +293,11 @@ def transactions(*paths: str | os.PathLike[str], now: Time | None = None,
 def offsets_at(*paths: str | os.PathLike[str], at: Time | None = None,
                groups: str | Iterable[str] | None = None) -> OffsetsReplay:
     return open(*paths).offsets_at(at, groups=groups)
+
+
+def producers(*paths: str | os.PathLike[str], duplicates_window: int | None = None
+              ) -> list[PartitionProducers]:
+    return open(*paths).producers(duplicates_window=duplicates_window)
 
 
 def diverge(*paths: str | os.PathLike[str], partition: str | None = None) -> list[ReplicaSet]:

@@ -47,6 +47,7 @@ class Area(StrEnum):
     DIRECTORIES = "files and directories"
     READING = "reading a live tree"
     TRANSACTIONS = "transactions"
+    PRODUCERS = "producers"
     CONSUMER_OFFSETS = "__consumer_offsets"
     CLUSTER_METADATA = "__cluster_metadata"
     REPLICAS = "replicas"
@@ -336,6 +337,24 @@ RULES: tuple[Rule, ...] = (
          "a KRaft snapshot that does not end with a SnapshotFooter: it was never completed"),
     Rule("kraft_snapshot_partial", I, A.CLUSTER_METADATA,
          "a KRaft snapshot still being written (.checkpoint.part), deleted by Kafka on startup"),
+    # ---------------------------------------------------------------- producers
+    Rule("producer_unbatched", I, A.PRODUCERS,
+         "nearly every batch of a producer holds one record (linger.ms=0): batching would "
+         "save batches and bytes"),
+    Rule("producer_batch_size_bound", I, A.PRODUCERS,
+         "a producer's batches close at a common size: batch.size is reached before linger.ms"),
+    Rule("compression_ineffective", I, A.PRODUCERS,
+         "a codec on batches of about one record: it has almost nothing to compress together"),
+    Rule("producer_sequence_gap", W, A.PRODUCERS,
+         "an idempotent producer's sequences skip numbers while no offsets are missing"),
+    Rule("producer_sequence_gap_explained", I, A.PRODUCERS,
+         "a sequence gap where offsets are missing too: compaction or retention removed batches"),
+    Rule("producer_sequence_duplicate", W, A.PRODUCERS,
+         "an idempotent producer's sequence range written twice: the records are duplicated"),
+    Rule("producer_sequence_out_of_order", W, A.PRODUCERS,
+         "a batch whose sequence or epoch goes backwards"),
+    Rule("producer_epoch_bump", I, A.PRODUCERS,
+         "a producer's epoch bumped (restart, timeout or fencing); sequences restart at 0"),
     # ---------------------------------------------------------------- replicas
     Rule("leader_epoch_checkpoint_mismatch", W, A.REPLICAS,
          "a replica's batch leader epochs disagree with its leader-epoch-checkpoint"),

@@ -37,6 +37,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "transactions": ("segtools.cli.transactions",
                      "transactions per producer, hanging ones, .txnindex and .snapshot checks"),
     "diverge": ("segtools.cli.diverge", "compare copies of a partition from several brokers"),
+    "producers": ("segtools.cli.producers",
+                  "how producers batch, their sequences, retried duplicates"),
 }
 
 

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from segtools.analysis import compaction as comp
+from segtools.analysis import producers
 from segtools.analysis.compaction import explain_compaction
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.retention import explain_retention
@@ -414,3 +415,68 @@ def compaction_report(spark: SparkSession, paths: str | Sequence[str],
             .applyInArrow(lambda key, left, right: _compaction_rows(
                 key, left, right, config_for, now, top, tombstone_limit), COMPACTION_SCHEMA)
             .orderBy("topic", "partition", "log_dir"))
+
+
+# ------------------------------------------------------------------------------ producers
+
+_PRODUCER_FIELDS = (
+    ("log_dir", pa.string(), "string"), ("topic", pa.string(), "string"),
+    ("partition", pa.int32(), "int"), ("producer_id", pa.int64(), "long"),
+    ("producer_epoch", pa.int32(), "int"), ("batches", pa.int64(), "long"),
+    ("records", pa.int64(), "long"), ("bytes", pa.int64(), "long"),
+    ("records_per_batch_p50", pa.int64(), "long"), ("records_per_batch_p90", pa.int64(), "long"),
+    ("records_per_batch_max", pa.int64(), "long"), ("bytes_per_batch_p50", pa.int64(), "long"),
+    ("window_ms_p50", pa.int64(), "long"), ("codecs", pa.string(), "string"),
+    ("verdict", pa.string(), "string"), ("ceiling_bytes", pa.int64(), "long"),
+    ("linger_ms", pa.int64(), "long"), ("sequence_gaps", pa.int64(), "long"),
+    ("sequence_duplicates", pa.int64(), "long"), ("epoch_bumps", pa.int64(), "long"),
+)
+#: The producer report's columns (Spark DDL).
+PRODUCER_SCHEMA = ", ".join(f"{name} {ddl}" for name, _, ddl in _PRODUCER_FIELDS)
+_PRODUCER_ARROW = pa.schema([(name, t) for name, t, _ in _PRODUCER_FIELDS])
+_PRODUCER_INPUT = ("log_dir", "topic", "partition", "segment_base_offset", "position", "size",
+                   "magic", "compression", "base_offset", "last_offset", "count",
+                   "timestampType", "base_timestamp", "max_timestamp", "producer_id",
+                   "producer_epoch", "base_sequence", "leader_epoch", "is_transactional",
+                   "is_control", "delete_horizon")
+
+
+def _producer_rows(key: tuple, table: pa.Table) -> pa.Table:
+    """One partition's producers, folded by the library (``segtools producers``) from its
+    batches in log order."""
+    log_dir, topic, partition = (k.as_py() for k in key)
+    ordered = table.sort_by([("segment_base_offset", "ascending"), ("position", "ascending")])
+    result = producers.PartitionProducers(topic, partition, log_dir)
+    for batch in ordered.to_batches(max_chunksize=65536):
+        result.add(producers.table_from_arrow(batch))
+    result.finish()
+    rows = []
+    for g in result.producers.values():
+        j = g.to_json()
+        mine = [e for e in result.events
+                if (e.producer_id, e.producer_epoch) == (g.producer_id, g.producer_epoch)]
+        rows.append({
+            "log_dir": log_dir, "topic": topic, "partition": partition,
+            "producer_id": g.producer_id, "producer_epoch": g.producer_epoch,
+            "batches": g.batches, "records": g.records, "bytes": g.bytes,
+            "records_per_batch_p50": j["records_per_batch"]["p50"],
+            "records_per_batch_p90": j["records_per_batch"]["p90"],
+            "records_per_batch_max": j["records_per_batch"]["max"],
+            "bytes_per_batch_p50": j["bytes_per_batch"]["p50"],
+            "window_ms_p50": j["window_ms"]["p50"] if j["window_ms"] else None,
+            "codecs": ",".join(sorted(g.codecs)), "verdict": g.verdict,
+            "ceiling_bytes": g.ceiling, "linger_ms": g.linger_ms,
+            "sequence_gaps": sum(e.kind == "gap" for e in mine),
+            "sequence_duplicates": sum(e.kind == "duplicate" for e in mine),
+            "epoch_bumps": sum(e.kind == "epoch_bump" for e in mine)})
+    return pa.Table.from_pylist(rows, schema=_PRODUCER_ARROW)
+
+
+def producer_batching(batches: DataFrame) -> DataFrame:
+    """Per topic, partition and producer: how it batched and what its sequences say, from a
+    ``level=batches`` DataFrame. The figures and verdicts are ``segtools producers``': the same
+    library code folds the same batch columns on the executors."""
+    return (batches.select(*_PRODUCER_INPUT)
+            .groupBy("log_dir", "topic", "partition")
+            .applyInArrow(_producer_rows, PRODUCER_SCHEMA)
+            .orderBy("topic", "partition", "producer_id", "producer_epoch"))

@@ -122,6 +122,10 @@ ARGUMENT_SETS: dict[str, ArgSets] = {
         ["diverge", "--format", "json", *(str(p) for p in sorted(
             (t.root / "replicas").glob("*/orders.v2-eu-9")))],
     ],
+    "producers": lambda t: [
+        ["producers", "-q", str(t.root)],
+        ["producers", "-q", "--format", "jsonl", "--duplicates", str(t.sample)],
+    ],
 }
 
 

@@ -142,3 +142,23 @@ def test_compaction_report_is_the_cli_report(spark, trees):
         assert {k: cli[k] for k in got} == got
         assert row["distinct_keys"] == got["key_reuse"]["distinct_keys"]
         assert row["removed_records"] == got["next_clean"]["removed_records"]
+
+
+def test_producer_batching_is_the_cli_analysis(spark):
+    import segtools
+    from tests.fixtures_manifest import FIXTURES
+
+    tree = FIXTURES / "logdirs" / "producers"
+    report = analyses.producer_batching(analyses.load(spark, str(tree), level="batches"))
+    got = {(r["topic"], r["producer_id"], r["producer_epoch"]):
+           (r["batches"], r["verdict"], r["sequence_gaps"], r["sequence_duplicates"])
+           for r in report.collect()}
+    want = {}
+    for r in segtools.producers(tree):
+        for g in r.producers.values():
+            mine = [e for e in r.events if (e.producer_id, e.producer_epoch) ==
+                    (g.producer_id, g.producer_epoch)]
+            want[(r.topic, g.producer_id, g.producer_epoch)] = (
+                g.batches, g.verdict, sum(e.kind == "gap" for e in mine),
+                sum(e.kind == "duplicate" for e in mine))
+    assert got == want

@@ -1,0 +1,498 @@
+"""Producers, seen from the disk: how they batch, and what their sequences say.
+
+A producer's ``RecordAccumulator`` keeps one open batch per partition and closes it when
+``batch.size`` is full or ``linger.ms`` has passed; the batch is then compressed and sent. On
+disk every batch keeps what is needed to see how that went: its record count and size, its
+codec, the first and the largest timestamp (with CreateTime, ``max - first`` is how long the
+batch stayed open), and for idempotent producers the producer id, epoch and base sequence
+(``ProducerStateManager`` accepts a batch only when its base sequence follows the last one of
+the same id and epoch, wrapping past ``Integer.MAX_VALUE`` to 0; a new epoch starts at 0).
+
+Everything here works on batch-table columns, a chunk at a time, with state bounded by the
+number of producers: the analysis of a partition runs at the speed of the shallow walk and
+never decodes records, except to measure what a codec would gain on bigger batches
+(:func:`recompression_gain`, a bounded sample) and to look for retried duplicates
+(:func:`likely_duplicates`, asked for explicitly).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from segtools.analysis.partition_log import iter_records, iter_tables
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode.table import BatchTable, codec_label
+from segtools.findings import Finding, finding
+from segtools.storage.partition import PartitionDir
+from segtools.units import format_bytes
+
+SEQUENCE_MODULUS = 2**31  # DefaultRecordBatch.incrementSequence wraps to 0 past MAX_VALUE
+RECORD_BATCH_OVERHEAD = 61
+DEFAULT_BATCH_SIZE = 16_384  # ProducerConfig batch.size
+NON_IDEMPOTENT = -1
+
+
+@dataclass
+class ProducerBatching:
+    """How one producer (id and epoch; ``producer_id`` -1 groups every non-idempotent
+    producer) batched into one partition."""
+
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    batches: int = 0
+    records: int = 0
+    bytes: int = 0
+    records_per_batch: dict[int, int] = field(default_factory=dict)  # count -> batches
+    sizes: dict[int, int] = field(default_factory=dict)  # bytes (16-byte steps) -> batches
+    windows: dict[int, int] = field(default_factory=dict)  # ms open (CreateTime) -> batches
+    codecs: dict[str, int] = field(default_factory=dict)
+    per_minute: dict[int, int] = field(default_factory=dict)  # minute (epoch) -> batches
+    first_timestamp: int | None = None
+    last_timestamp: int | None = None
+    verdict: str = ""  # unbatched | full | lingered | mixed
+    ceiling: int | None = None  # batch size the data shows closes batches (full)
+    linger_ms: int | None = None  # the window most batches close at (lingered)
+    recompressed: float | None = None  # measured: batched / one-by-one compressed size
+
+    def quantile(self, counts: Mapping[int, int], q: float) -> int:
+        if not counts:
+            return 0
+        keys = np.array(sorted(counts))
+        cum = np.cumsum([counts[k] for k in keys])
+        return int(keys[np.searchsorted(cum, q * cum[-1])])
+
+    @property
+    def label(self) -> str:
+        who = ("non-idempotent producers" if self.producer_id == NON_IDEMPOTENT
+               else f"producer {self.producer_id} epoch {self.producer_epoch}")
+        return f"{self.topic}-{self.partition} {who}"
+
+    def to_json(self) -> dict:
+        rpb = self.records_per_batch
+        return {
+            "type": "producer_batching", "topic": self.topic, "partition": self.partition,
+            "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
+            "batches": self.batches, "records": self.records, "bytes": self.bytes,
+            "records_per_batch": {"p50": self.quantile(rpb, 0.5),
+                                  "p90": self.quantile(rpb, 0.9),
+                                  "p99": self.quantile(rpb, 0.99),
+                                  "max": max(rpb) if rpb else 0,
+                                  "mean": round(self.records / self.batches, 2)
+                                  if self.batches else 0},
+            "bytes_per_batch": {"p50": self.quantile(self.sizes, 0.5),
+                                "p90": self.quantile(self.sizes, 0.9),
+                                "max": max(self.sizes) if self.sizes else 0},
+            "window_ms": {"p50": self.quantile(self.windows, 0.5),
+                          "p90": self.quantile(self.windows, 0.9)} if self.windows else None,
+            "codecs": dict(sorted(self.codecs.items())),
+            "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
+            "peak_batches_per_minute": max(self.per_minute.values()) if self.per_minute
+            else 0,
+            "verdict": self.verdict, "ceiling_bytes": self.ceiling, "linger_ms": self.linger_ms,
+            "recompressed_ratio": self.recompressed}
+
+
+@dataclass(frozen=True, slots=True)
+class SequenceEvent:
+    """Where a producer's sequences do not follow: ``kind`` gap | duplicate | out_of_order |
+    epoch_bump | wrap."""
+
+    kind: str
+    topic: str
+    partition: int
+    producer_id: int
+    producer_epoch: int
+    offset: int
+    expected: int | None
+    base_sequence: int
+    previous_offset: int | None
+    explained: str | None = None
+
+    def to_json(self) -> dict:
+        return {"type": "producer_sequence", "kind": self.kind, "topic": self.topic,
+                "partition": self.partition, "producer_id": self.producer_id,
+                "producer_epoch": self.producer_epoch, "offset": self.offset,
+                "expected_sequence": self.expected, "base_sequence": self.base_sequence,
+                "previous_offset": self.previous_offset, "explained_by": self.explained}
+
+
+@dataclass
+class _Tracker:
+    epoch: int
+    last_sequence: int
+    last_offset: int
+
+
+@dataclass
+class PartitionProducers:
+    topic: str
+    partition: int
+    path: str
+    producers: dict[tuple[int, int], ProducerBatching] = field(default_factory=dict)
+    events: list[SequenceEvent] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    duplicates: list = field(default_factory=list)  # LikelyDuplicate, when asked for
+    _trackers: dict[int, _Tracker] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ batching
+
+    def add(self, t: BatchTable) -> None:
+        """Fold one chunk of batches (control batches are the broker's, not a producer's)."""
+        data = ~t.is_control
+        if not data.any():
+            return
+        t = t.take(data)
+        pid = t.producer_id.astype(np.int64)
+        epoch = np.where(pid >= 0, t.producer_epoch.astype(np.int64), -1)
+        pid = np.where(pid >= 0, pid, NON_IDEMPOTENT)
+        keys = np.stack([pid, epoch], axis=1)
+        uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        counts = t.record_count
+        create = (t.timestamp_type_id == 0) & ~t.has_delete_horizon & (counts > 1)
+        windows = t.max_timestamp - t.base_timestamp
+        for k, (p, e) in enumerate(uniq.tolist()):
+            rows = inverse == k
+            g = self.producers.get((p, e))
+            if g is None:
+                g = self.producers[(p, e)] = ProducerBatching(self.topic, self.partition, p, e)
+            g.batches += int(rows.sum())
+            g.records += int(counts[rows].sum())
+            g.bytes += int(t.size[rows].sum())
+            _merge(g.records_per_batch, counts[rows])
+            _merge(g.sizes, (t.size[rows] // 16) * 16)
+            w = rows & create
+            if w.any():
+                _merge(g.windows, windows[w])
+            _merge_labels(g.codecs, t.codec[rows])
+            _merge(g.per_minute, t.max_timestamp[rows] // 60_000)
+            ts = t.max_timestamp[rows]
+            first = int(t.first_timestamp[rows].min())
+            g.first_timestamp = first if g.first_timestamp is None else min(g.first_timestamp,
+                                                                            first)
+            g.last_timestamp = int(ts.max()) if g.last_timestamp is None else max(
+                g.last_timestamp, int(ts.max()))
+        self._sequences(t, pid, epoch)
+
+    # ------------------------------------------------------------------ sequences
+
+    def _sequences(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
+        """Base sequences must follow the previous batch of the same id and epoch; checked
+        vectorised per producer, Python only where they do not."""
+        idem = (pid >= 0) & (t.base_sequence >= 0)
+        if not idem.any():
+            return
+        last_seq = t.last_sequence
+        for p in np.unique(pid[idem]).tolist():
+            rows = np.flatnonzero(idem & (pid == p))
+            base = t.base_sequence[rows].astype(np.int64)
+            last = last_seq[rows].astype(np.int64)
+            ep = epoch[rows]
+            prev_last = np.empty_like(base)
+            prev_ep = np.empty_like(ep)
+            prev_off = np.empty_like(base)
+            tr = self._trackers.get(p)
+            prev_last[0] = tr.last_sequence if tr else -2
+            prev_ep[0] = tr.epoch if tr else -2
+            prev_off[0] = tr.last_offset if tr else -1
+            prev_last[1:], prev_ep[1:] = last[:-1], ep[:-1]
+            prev_off[1:] = t.last_offset[rows[:-1]]
+            expected = (prev_last + 1) % SEQUENCE_MODULUS
+            ok = (ep == prev_ep) & (base == expected)
+            for i in np.flatnonzero(~ok).tolist():
+                self._event(t, int(rows[i]), p, int(ep[i]), int(base[i]), int(prev_last[i]),
+                            int(prev_ep[i]), int(prev_off[i]))
+            wraps = ok & ((last < base) | ((base < prev_last) & (prev_ep != -2)))
+            for i in np.flatnonzero(wraps).tolist():
+                self.events.append(SequenceEvent(
+                    "wrap", self.topic, self.partition, p, int(ep[i]),
+                    int(t.base_offset[rows[i]]), None, int(base[i]), None,
+                    "sequences wrap past 2147483647 to 0 (DefaultRecordBatch)"))
+            self._trackers[p] = _Tracker(int(ep[-1]), int(last[-1]),
+                                         int(t.last_offset[rows[-1]]))
+
+    def _event(self, t: BatchTable, row: int, p: int, ep: int, base: int, prev_last: int,
+               prev_ep: int, prev_off: int) -> None:
+        offset = int(t.base_offset[row])
+        if prev_ep == -2:  # first batch of this producer in the log: nothing to follow
+            return
+        if ep != prev_ep:
+            kind = "epoch_bump" if ep > prev_ep and base == 0 else "out_of_order"
+            expected = 0 if ep > prev_ep else None
+            self.events.append(SequenceEvent(kind, self.topic, self.partition, p, ep, offset,
+                                             expected, base, prev_off))
+            return
+        expected = (prev_last + 1) % SEQUENCE_MODULUS
+        kind = "duplicate" if _seq_before(base, expected) else "gap"
+        explained = None
+        if kind == "gap" and offset > prev_off + 1:
+            explained = ("offsets are missing too: compaction or retention removed the "
+                         "batches in between")
+        self.events.append(SequenceEvent(kind, self.topic, self.partition, p, ep, offset,
+                                         expected, base, prev_off, explained))
+
+    # ------------------------------------------------------------------ verdicts
+
+    def finish(self) -> None:
+        for g in self.producers.values():
+            _classify(g)
+            self.findings.extend(_batching_findings(g, self.path))
+        for e in self.events:
+            self.findings.extend(_sequence_findings(e, self.path))
+
+
+def _seq_before(a: int, b: int) -> bool:
+    """``a`` comes before ``b`` on the sequence circle (within half of it)."""
+    return 0 < (b - a) % SEQUENCE_MODULUS < SEQUENCE_MODULUS // 2
+
+
+def _merge(into: dict[int, int], values: np.ndarray) -> None:
+    keys, counts = np.unique(values, return_counts=True)
+    for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
+        into[k] = into.get(k, 0) + c
+
+
+def _merge_labels(into: dict[str, int], codecs: np.ndarray) -> None:
+    keys, counts = np.unique(codecs, return_counts=True)
+    for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
+        label = codec_label(int(k))
+        into[label] = into.get(label, 0) + c
+
+
+def _classify(g: ProducerBatching) -> None:
+    """unbatched: nearly every batch holds one record; full: batches end near a common size
+    ceiling (``batch.size`` reached); lingered: their open windows cluster at one value (the
+    likely ``linger.ms``); mixed otherwise."""
+    if not g.batches:
+        return
+    single = g.records_per_batch.get(1, 0) / g.batches
+    if single >= 0.9:
+        g.verdict = "unbatched"
+        return
+    top = g.quantile(g.sizes, 0.95)
+    near = sum(v for k, v in g.sizes.items() if k >= 0.85 * top)
+    if top >= 1024 and near / g.batches >= 0.6:
+        g.verdict, g.ceiling = "full", top
+        return
+    if g.windows:
+        mode, n = max(g.windows.items(), key=lambda kv: kv[1])
+        if n / sum(g.windows.values()) >= 0.5:
+            g.verdict, g.linger_ms = "lingered", int(mode)
+            return
+    g.verdict = "mixed"
+
+
+def _batching_findings(g: ProducerBatching, path: str) -> Iterator[Finding]:
+    if g.verdict == "unbatched" and g.batches >= 10:
+        per_record = max((g.bytes - RECORD_BATCH_OVERHEAD * g.batches) / max(g.records, 1), 1)
+        per_batch = max(int(DEFAULT_BATCH_SIZE // (per_record + 8)), 1)
+        fewer = g.batches / max(g.records / per_batch, 1)
+        saved = (RECORD_BATCH_OVERHEAD * (g.batches - g.records / per_batch)) / max(g.bytes, 1)
+        single = g.records_per_batch.get(1, 0) / g.batches
+        yield finding(
+            "producer_unbatched", path,
+            f"{g.label}: {single:.0%} of {g.batches} batches hold one record; the same records "
+            f"in batches of {DEFAULT_BATCH_SIZE // 1024} KiB would be {fewer:.0f}x fewer "
+            f"batches and about {saved:.0%} fewer bytes on disk from batch headers alone "
+            "(linger.ms > 0 lets the producer batch)" + (
+                f"; compressed in 16 KiB batches, a sample of its values shrinks to "
+                f"{g.recompressed:.0%} of its size compressed one by one"
+                if g.recompressed is not None else ""))
+    elif g.verdict == "full":
+        yield finding(
+            "producer_batch_size_bound", path,
+            f"{g.label}: {g.batches} batches close at about {format_bytes(g.ceiling or 0)} "
+            "(batch.size reached before linger.ms): a larger batch.size would make fewer, "
+            "bigger batches")
+    if g.codecs and set(g.codecs) != {"none"} and g.records:
+        mean_records = g.records / g.batches
+        if mean_records < 2:
+            yield finding(
+                "compression_ineffective", path,
+                f"{g.label}: {'/'.join(sorted(g.codecs))} on batches of {mean_records:.1f} "
+                "record(s): the codec works per batch and has almost nothing to share")
+
+
+def _sequence_findings(e: SequenceEvent, path: str) -> Iterator[Finding]:
+    who = f"producer {e.producer_id} epoch {e.producer_epoch} in {e.topic}-{e.partition}"
+    if e.kind == "gap" and e.explained is None:
+        yield finding("producer_sequence_gap", path,
+                      f"{who}: base sequence {e.base_sequence} at offset {e.offset} after "
+                      f"sequence {(e.expected or 0) - 1} at offset {e.previous_offset}; "
+                      f"{(e.base_sequence - (e.expected or 0)) % SEQUENCE_MODULUS} sequence(s) "
+                      "missing with no offsets missing", offset=e.offset)
+    elif e.kind == "gap":
+        yield finding("producer_sequence_gap_explained", path,
+                      f"{who}: base sequence {e.base_sequence} at offset {e.offset}, expected "
+                      f"{e.expected}; {e.explained}", offset=e.offset)
+    elif e.kind == "duplicate":
+        yield finding("producer_sequence_duplicate", path,
+                      f"{who}: base sequence {e.base_sequence} at offset {e.offset} was already "
+                      f"written (expected {e.expected}): the same records are in the log twice",
+                      offset=e.offset)
+    elif e.kind == "out_of_order":
+        yield finding("producer_sequence_out_of_order", path,
+                      f"{who}: base sequence {e.base_sequence} at offset {e.offset} after a "
+                      "later epoch or out of order", offset=e.offset)
+    elif e.kind == "epoch_bump":
+        yield finding("producer_epoch_bump", path,
+                      f"{who}: the producer's epoch was bumped at offset {e.offset} (a "
+                      "restart, a timeout or a fenced transaction); sequences restart at 0",
+                      offset=e.offset)
+
+
+def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                      measure_codec: bool = True,
+                      advance: Callable[[int], None] = lambda n: None) -> PartitionProducers:
+    """Batching and sequences of every producer in one partition, from the batch headers;
+    ``measure_codec`` recompresses a bounded sample of an unbatched producer's values."""
+    name = partition.name
+    out = PartitionProducers(name.topic if name else partition.path.name,
+                             name.partition if name else -1, str(partition.path))
+    for _, _, t in iter_tables(partition, out.findings, verify_crc=False, limit=limit):
+        out.add(t)
+    for s in partition.segments:
+        advance(s.log_size)
+    for g in out.producers.values():
+        _classify(g)
+        if measure_codec and g.verdict == "unbatched" and g.batches >= 10:
+            g.recompressed = recompression_gain(partition, g.producer_id)
+    out.finish()
+    return out
+
+
+def analyse(partitions: Iterable[PartitionDir], *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+            measure_codec: bool = True,
+            advance: Callable[[int], None] = lambda n: None) -> list[PartitionProducers]:
+    """:func:`analyse_partition` for every data partition."""
+    return [analyse_partition(p, limit=limit, measure_codec=measure_codec, advance=advance)
+            for p in partitions if p.name is not None and not p.name.is_metadata_log]
+
+
+# ---------------------------------------------------------------------- record-level
+
+
+@dataclass(frozen=True, slots=True)
+class LikelyDuplicate:
+    """The same key, value and headers written again within the window by a producer without
+    idempotence: a retried send that reached the log twice."""
+
+    topic: str
+    partition: int
+    first_offset: int
+    offset: int
+    delay_ms: int
+
+    def to_json(self) -> dict:
+        return {"type": "likely_duplicate", "topic": self.topic, "partition": self.partition,
+                "first_offset": self.first_offset, "offset": self.offset,
+                "delay_ms": self.delay_ms}
+
+
+def likely_duplicates(partition: PartitionDir, *, window_ms: int = 120_000,
+                      limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[LikelyDuplicate]:
+    """Records of non-idempotent batches whose key, value and headers repeat within
+    ``window_ms``. Memory holds one 16-byte hash per record of the last window only."""
+    name = partition.name
+    topic, part = (name.topic, name.partition) if name else (partition.path.name, -1)
+    recent: OrderedDict[bytes, tuple[int, int]] = OrderedDict()
+    found: list[LikelyDuplicate] = []
+    findings: list[Finding] = []
+    for lr in iter_records(partition, findings, limit=limit,
+                           want=lambda t: ~t.is_control & (t.producer_id < 0)):
+        r = lr.record
+        while recent:
+            _, (_, ts) = next(iter(recent.items()))
+            if ts >= r.timestamp - window_ms:
+                break
+            recent.popitem(last=False)
+        h = hashlib.blake2b(digest_size=16)
+        for part_bytes in (r.key, r.value):
+            h.update(b"\x00" if part_bytes is None else b"\x01" + len(part_bytes).to_bytes(
+                4, "big") + part_bytes)
+        for hk, hv in r.headers:
+            h.update(hk.encode("utf-8", "surrogateescape"))
+            h.update(b"\x00" if hv is None else b"\x01" + hv)
+        digest = h.digest()
+        if digest in recent:
+            first, ts = recent[digest]
+            found.append(LikelyDuplicate(topic, part, first, r.offset, r.timestamp - ts))
+        else:
+            recent[digest] = (r.offset, r.timestamp)
+    return found
+
+
+def recompression_gain(partition: PartitionDir, producer_id: int, *, sample: int = 2000,
+                       batch_bytes: int = DEFAULT_BATCH_SIZE) -> float | None:
+    """How much smaller a sample of this producer's values gets when compressed in batches of
+    ``batch_bytes`` rather than one record at a time (zstd, measured): the codec's gain on
+    larger inputs. None when there is nothing to sample."""
+    import zstandard
+
+    values: list[bytes] = []
+    findings: list[Finding] = []
+    for lr in iter_records(partition, findings,
+                           want=lambda t: ~t.is_control & (t.producer_id == producer_id)):
+        if lr.record.value:
+            values.append(lr.record.value)
+        if len(values) >= sample:
+            break
+    if not values:
+        return None
+    c = zstandard.ZstdCompressor(level=3)
+    alone = sum(len(c.compress(v)) for v in values)
+    together, chunk = 0, bytearray()
+    for v in values:
+        chunk += v
+        if len(chunk) >= batch_bytes:
+            together += len(c.compress(bytes(chunk)))
+            chunk.clear()
+    if chunk:
+        together += len(c.compress(bytes(chunk)))
+    return together / alone
+
+
+def table_from_arrow(batch) -> BatchTable:
+    """A batch table from ``level=batches`` rows (the Spark source's and ``to_arrow()``'s
+    columns), so every face folds the same columns with :meth:`PartitionProducers.add`."""
+    from segtools.decode.table import CODEC_LABELS
+    from segtools.formats import batch as v2
+
+    def col(name: str, dtype, fill=-1) -> np.ndarray:
+        arr = batch.column(name)
+        return np.asarray(arr.fill_null(fill).to_numpy(zero_copy_only=False), dtype)
+
+    def ms(name: str) -> np.ndarray:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        micros = pc.cast(batch.column(name), pa.int64())
+        return np.asarray(pc.fill_null(pc.divide(micros, 1000), -1).to_numpy(), np.int64)
+
+    codes = {label: i for i, label in enumerate(CODEC_LABELS)}
+    codec = np.array([codes.get(c, 0) for c in batch.column("compression").to_pylist()],
+                     np.int16)
+    attributes = (codec
+                  | np.where(col("timestampType", np.int64, 0) == 1,
+                             v2.TIMESTAMP_TYPE_MASK, 0)
+                  | np.where(col("is_transactional", bool, False), v2.TRANSACTIONAL_FLAG, 0)
+                  | np.where(col("is_control", bool, False), v2.CONTROL_FLAG, 0)
+                  | np.where(np.asarray(batch.column("delete_horizon").is_valid()),
+                             v2.DELETE_HORIZON_FLAG, 0)).astype(np.int16)
+    n = batch.num_rows
+    return BatchTable(
+        position=col("position", np.int64), size=col("size", np.int64),
+        magic=col("magic", np.int8), attributes=attributes,
+        base_offset=col("base_offset", np.int64), last_offset=col("last_offset", np.int64),
+        count=col("count", np.int32), base_timestamp=ms("base_timestamp"),
+        max_timestamp=ms("max_timestamp"), producer_id=col("producer_id", np.int64),
+        producer_epoch=col("producer_epoch", np.int16),
+        base_sequence=col("base_sequence", np.int32),
+        leader_epoch=col("leader_epoch", np.int32), crc=np.zeros(n, np.uint32),
+        crc_valid=np.full(n, -1, np.int8))

@@ -1,0 +1,85 @@
+"""Producers seen from the disk, on the Kafka-written "producers" tree (MemoryRecordsBuilder):
+batching verdicts, sequence events and retried duplicates; the CLI and the Python API give
+the same figures."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+import segtools
+from segtools.analysis import producers as prod
+from segtools.cli.main import main
+from tests.fixtures_manifest import FIXTURES
+
+TREE = FIXTURES / "logdirs" / "producers"
+
+
+@pytest.fixture(scope="module")
+def results():
+    return {(r.topic, r.partition): r for r in segtools.producers(TREE, duplicates_window=120_000)}
+
+
+def _group(results, topic, pid, epoch):
+    return results[(topic, 0)].producers[(pid, epoch)]
+
+
+def test_batching_verdicts(results):
+    lingered = _group(results, "clicks", 4001, 0)
+    assert lingered.verdict == "lingered" and lingered.linger_ms == 5
+    full = _group(results, "orders", 4002, 0)
+    assert full.verdict == "full" and 15_000 < full.ceiling < 16_384
+    unbatched = _group(results, "metrics", prod.NON_IDEMPOTENT, -1)
+    assert unbatched.verdict == "unbatched" and unbatched.records == unbatched.batches
+    assert unbatched.recompressed is not None and unbatched.recompressed < 1
+    codes = {f.code for r in results.values() for f in r.findings}
+    assert {"producer_unbatched", "producer_batch_size_bound", "compression_ineffective"} <= codes
+
+
+def test_sequences(results):
+    events = [(e.kind, e.producer_id, e.producer_epoch, e.offset, e.base_sequence)
+              for e in results[("payments", 0)].events]
+    assert ("gap", 5001, 0, 20, 25) in events
+    assert ("duplicate", 5001, 0, 30, 30) in events
+    assert ("epoch_bump", 5001, 1, 40, 0) in events
+    assert any(k == "wrap" and p == 5002 for k, p, *_ in events)
+    assert not any(k in ("gap", "duplicate") and p == 5002 for k, p, *_ in events)
+
+
+def test_retried_duplicates(results):
+    dups = results[("metrics", 0)].duplicates
+    assert [(d.first_offset, d.offset) for d in dups] == [(50, 52), (201, 204), (335, 339)]
+    assert all(100 <= d.delay_ms <= 300 for d in dups)
+
+
+def test_cli_and_api_agree(results):
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    with contextlib.redirect_stdout(out):
+        assert main(["producers", str(TREE), "--format", "jsonl", "-q", "--duplicates"]) == 1
+    lines = [json.loads(x) for x in raw.getvalue().decode().splitlines()]
+    cli = sorted((x["topic"], x["producer_id"], x["producer_epoch"], x["batches"], x["verdict"])
+                 for x in lines if x["type"] == "producer_batching")
+    api = sorted((r.topic, g.producer_id, g.producer_epoch, g.batches, g.verdict)
+                 for r in results.values() for g in r.producers.values())
+    assert cli == api
+    assert sum(x["type"] == "likely_duplicate" for x in lines) == 3
+
+
+def test_arrow_rows_fold_like_the_batch_table():
+    """The Spark face folds level=batches rows; built from to_arrow() here, the verdicts equal
+    the library's on the batch table."""
+    logs = segtools.open(TREE / "payments-0")
+    table = logs.to_arrow(level="batches").read_all()
+    folded = prod.PartitionProducers("payments", 0, "x")
+    for batch in table.to_batches():
+        folded.add(prod.table_from_arrow(batch))
+    folded.finish()
+    direct = logs.producers()[0]
+    assert [(e.kind, e.offset) for e in folded.events] == [(e.kind, e.offset)
+                                                           for e in direct.events]
+    assert {k: g.batches for k, g in folded.producers.items()} == \
+        {k: g.batches for k, g in direct.producers.items()}
