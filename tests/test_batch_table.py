@@ -115,3 +115,15 @@ def test_chunks_held_together_keep_their_bytes(tmp_path, monkeypatch, sealed):
             got = [(br.batch, br.records, br.finding is not None)
                    for br in batch_records(iter(held))]
         assert got == reference_walk.records(data, table.batches()), entry["case"]
+
+
+def test_the_walk_reads_the_offsets_the_spec_declares(monkeypatch):
+    """decode/walk.py checks the compiled walk's named offsets against the construct
+    declarations at import; a wrong one must fail that check."""
+    from segtools.decode import _walk, walk
+
+    walk._check_layout()
+    broken = dict(_walk.LAYOUT, base_timestamp=28)
+    monkeypatch.setattr(_walk, "LAYOUT", broken)
+    with pytest.raises(AssertionError, match="base_timestamp"):
+        walk._check_layout()

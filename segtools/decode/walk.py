@@ -29,10 +29,35 @@ from segtools.decode.table import BatchTable, allocate
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.formats import batch as v2
+from segtools.formats import legacy as legacy_spec
 
 #: Rows per table chunk: bounds the memory of a walk over a segment of small batches
 #: (about 80 bytes a row: 5 MiB per chunk).
 TABLE_ROWS = 65536
+def _check_layout() -> None:
+    """The compiled walk reads headers at named offsets; they must be the spec's (the construct
+    declarations in :mod:`segtools.formats`), checked once at import."""
+    header = v2.field_offsets(v2.RecordBatchHeader)
+    for name in ("length", "partition_leader_epoch", "magic", "crc", "attributes",
+                 "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "records_count"):
+        if _walk.LAYOUT[name] != header[name]:
+            raise AssertionError(f"compiled walk reads {name} at {_walk.LAYOUT[name]}, the "
+                                 f"spec says {header[name]}")
+    entry = v2.field_offsets(legacy_spec.LegacyLogEntry)
+    message = v2.field_offsets(legacy_spec.MessageBody)
+    base = entry["message"]
+    expected = {"legacy_crc": entry["crc"], "legacy_attributes": base + message["attributes"],
+                "legacy_timestamp": base + message["timestamp"],
+                "v2_overhead": v2.RECORD_BATCH_OVERHEAD}
+    for name, at in expected.items():
+        if _walk.LAYOUT[name] != at:
+            raise AssertionError(f"compiled walk reads {name} at {_walk.LAYOUT[name]}, the "
+                                 f"spec says {at}")
+
+
+_check_layout()
+
 #: Bytes of batches per table chunk: a consumer that decodes a chunk's records right after
 #: the walk finds its bytes still in the CPU caches.
 CHUNK_BYTES = 4 * 1024 * 1024

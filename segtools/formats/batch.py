@@ -173,3 +173,17 @@ def build_batch(*, base_offset: int, records_payload: bytes, records_count: int,
     raw = bytearray(RecordBatchHeader.build(header) + records_payload)
     raw[17:21] = crc32c(bytes(raw[CRC_COVERAGE_START:])).to_bytes(4, "big")
     return bytes(raw)
+
+
+def field_offsets(spec: Struct) -> dict[str, int]:
+    """Byte offset of each fixed-size field of a construct ``Struct``, in declaration order:
+    what the compiled walk's named offsets are checked against."""
+    out, at = {}, 0
+    for sub in spec.subcons:
+        if sub.name is not None:
+            out[sub.name] = at
+        try:
+            at += sub.sizeof()
+        except Exception:  # a variable-size field: nothing after it has a fixed offset
+            break
+    return out
