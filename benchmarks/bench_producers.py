@@ -15,22 +15,12 @@ import sys
 import time
 
 from benchmarks import shapes
-from benchmarks.common import OUT
+from benchmarks.common import OUT, best_of
 from segtools.analysis import producers
 from segtools.storage.partition import load_partition_dir
 from segtools.storage.segment import Segment
 
 SIZE = 1024 * shapes.MB
-PASSES = 3
-
-
-def best(fn) -> float:
-    out = float("inf")
-    for _ in range(PASSES):
-        t = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - t)
-    return out
 
 
 def walk_only(pdir) -> int:
@@ -47,8 +37,8 @@ def main() -> None:
     path = shapes.rolled(shape, SIZE)
     pdir = load_partition_dir(path)
     walk_only(pdir)  # warm the page cache
-    walk_s = best(lambda: walk_only(pdir))
-    analyse_s = best(lambda: producers.analyse_partition(pdir, measure_codec=False))
+    walk_s = best_of(lambda: walk_only(pdir))
+    analyse_s = best_of(lambda: producers.analyse_partition(pdir, measure_codec=False))
     batches = walk_only(pdir)
     cmd = [sys.executable, "-c",
            "import sys, resource; from segtools.cli.main import main; "
