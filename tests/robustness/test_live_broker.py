@@ -34,28 +34,18 @@ ROOT = Path(__file__).resolve().parents[2]
 LIVE = [sys.executable, "-m", "tests.robustness.live"]
 
 
-#: Reported, not yet fixed (segtools/cli/dump.py, dump_files.py): ``dump`` stats a file it
-#: checked a moment before (``is_file()``/``exists()`` then ``stat()``), so retention deleting
-#: it in between is an "internal error" rather than the one-line "no such file".
-KNOWN_DUMP_STAT_RACE = "internal error (FileNotFoundError"
-
-
 def check_runs(lines: list[str]) -> list[dict]:
-    """Every run kept the contract; returns the runs that hit a reported, known bug."""
+    """Every run kept the contract (a death, a traceback or an internal error fails)."""
     runs = [json.loads(line) for line in lines if line.startswith("{")]
-    known = []
     for run in runs:
         assert run["code"] in (0, 1, 2), run
         assert "Traceback" not in run["stderr"], run
-        if run["argv"][0] == "dump" and KNOWN_DUMP_STAT_RACE in run["stderr"]:
-            known.append(run)
-            continue
         assert "internal error" not in run["stderr"], run
         if run["code"] == 2:
             lines = run["stderr"].strip().splitlines()
             assert len(lines) == 1 and lines[0].startswith("segtools: error: "), run
     assert runs
-    return known
+    return runs
 
 
 def live_run(tree: Tree, mode: str, seconds: float = 6) -> tuple[subprocess.CompletedProcess,
@@ -78,12 +68,9 @@ def live_run(tree: Tree, mode: str, seconds: float = 6) -> tuple[subprocess.Comp
 def test_every_command_survives_appends_rolls_and_retention(tree):
     reader, lines = live_run(tree, "append")
     assert reader.returncode == 0, (reader.returncode, reader.stderr[-3000:])
-    known = check_runs(lines)
-    runs = [json.loads(line) for line in lines if line.startswith("{")]
+    runs = check_runs(lines)
     assert {r["argv"][0] for r in runs} == {a[0] for a in argument_sets(tree)}
     assert sum(r["code"] in (0, 1) for r in runs) > len(runs) // 2, runs[:5]
-    if known:
-        pytest.xfail(f"reported: dump's stat-after-check race ({len(known)} run(s))")
 
 
 def test_every_command_survives_follower_truncation(tree):
@@ -92,11 +79,9 @@ def test_every_command_survives_follower_truncation(tree):
     shrink are read through ``pread`` windows, so no run dies (a SIGBUS fails this test), and
     every run keeps the contract. ``benchmarks/bench_live.py`` runs this 200 times in a row."""
     reader, lines = live_run(tree, "truncate")
-    known = check_runs(lines)
     assert reader.returncode == 0, (f"reader died: exit {reader.returncode} (SIGBUS is "
                                     f"-{int(signal.SIGBUS)})", reader.stderr[-3000:])
-    if known:
-        pytest.xfail(f"reported: dump's stat-after-check race ({len(known)} run(s))")
+    check_runs(lines)
 
 
 # ------------------------------------------------------------------ one event at a time
