@@ -406,6 +406,14 @@ class Finding:
         return out
 
 
+def leaves_data_unread(f: Finding) -> bool:
+    """Whether a listing finding means some of a partition's bytes could not be read at all (a
+    FIFO or device under a segment's name, a directory that cannot be listed): an analysis over
+    that partition is incomplete, so every command that reads it reports the finding too,
+    not only ``scan`` and ``verify``."""
+    return f.severity is Severity.ERROR and rule(f.code).area is Area.DIRECTORIES
+
+
 def finding(code: str, path: str, message: str, *, position: int | None = None,
             offset: int | None = None) -> Finding:
     """A finding with the severity its code is declared with."""

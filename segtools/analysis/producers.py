@@ -367,6 +367,7 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
     name = partition.name
     out = PartitionProducers(name.topic if name else partition.path.name,
                              name.partition if name else -1, str(partition.path))
+    out.findings.extend(partition.unread)
     for _, _, t in iter_tables(partition, out.findings, verify_crc=False, limit=limit):
         out.add(t)
     for s in partition.segments:

@@ -565,7 +565,7 @@ def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_
     ``.txnindex`` and ``.snapshot`` consistency."""
     scan = scan_transactions(partition, limit=limit)
     hanging = hanging_transactions(scan, max_timeout_ms=max_timeout_ms, now=now)
-    findings = list(scan.findings)
+    findings = [*partition.unread, *scan.findings]
     for h in hanging:
         t = h.transaction
         findings.append(Finding(

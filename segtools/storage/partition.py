@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from segtools.findings import Finding, Severity, finding
+from segtools.findings import Finding, Severity, finding, leaves_data_unread
 from segtools.formats.checkpoints import (
     EpochEntry,
     PartitionMetadata,
@@ -243,6 +243,11 @@ class PartitionDir:
     @property
     def size_bytes(self) -> int:
         return sum(s.log_size for s in self.segments)
+
+    @property
+    def unread(self) -> tuple[Finding, ...]:
+        """The listing's findings about files no analysis of this partition could read."""
+        return tuple(f for f in self.findings if leaves_data_unread(f))
 
 
 _LEFTOVER_CODES = {
