@@ -354,7 +354,11 @@ RULES: tuple[Rule, ...] = (
     Rule("producer_sequence_out_of_order", W, A.PRODUCERS,
          "a batch whose sequence or epoch goes backwards"),
     Rule("producer_epoch_bump", I, A.PRODUCERS,
-         "a producer's epoch bumped (restart, timeout or fencing); sequences restart at 0"),
+         "a producer's epoch bumped (restart, timeout or fencing); sequences restart at 0; "
+         "says what became of the transaction it had open"),
+    Rule("producer_only_in_snapshot", I, A.PRODUCERS,
+         "a producer the broker still tracks (its latest .snapshot) has no batch left in the "
+         "log: retention or the cleaner removed them"),
     # ---------------------------------------------------------------- replicas
     Rule("leader_epoch_checkpoint_mismatch", W, A.REPLICAS,
          "a replica's batch leader epochs disagree with its leader-epoch-checkpoint"),

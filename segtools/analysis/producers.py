@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -28,13 +28,55 @@ from segtools.analysis.partition_log import iter_records, iter_tables
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable, codec_label
 from segtools.findings import Finding, finding
+from segtools.storage.files import read_producer_snapshot
 from segtools.storage.partition import PartitionDir
-from segtools.units import format_bytes
+from segtools.units import format_bytes, format_time
 
 SEQUENCE_MODULUS = 2**31  # DefaultRecordBatch.incrementSequence wraps to 0 past MAX_VALUE
 RECORD_BATCH_OVERHEAD = 61
 DEFAULT_BATCH_SIZE = 16_384  # ProducerConfig batch.size
 NON_IDEMPOTENT = -1
+
+
+#: Bucket widths for the rate over time, finest first (1 s to 1 day).
+RATE_WIDTHS_MS = (1_000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000)
+#: Buckets kept before the rate moves to the next width: bounded memory for any time span.
+RATE_MAX_BUCKETS = 2_000
+
+
+@dataclass
+class Rate:
+    """Batches and records per time bucket (by each batch's largest timestamp). The bucket
+    starts at one second and widens as the span grows, so a burst of a few seconds and a month
+    of traffic both draw as a readable series, in memory bounded by ``RATE_MAX_BUCKETS``."""
+
+    width_ms: int = RATE_WIDTHS_MS[0]
+    batches: dict[int, int] = field(default_factory=dict)  # bucket start (ms) -> batches
+    records: dict[int, int] = field(default_factory=dict)  # bucket start (ms) -> records
+
+    def add(self, timestamps: np.ndarray, records: np.ndarray) -> None:
+        ok = timestamps >= 0
+        if not ok.any():
+            return
+        buckets = timestamps[ok] // self.width_ms * self.width_ms
+        keys, inverse = np.unique(buckets, return_inverse=True)
+        counts = np.bincount(inverse)
+        sums = np.bincount(inverse, weights=records[ok])
+        for k, c, r in zip(keys.tolist(), counts.tolist(), sums.tolist(), strict=True):
+            self.batches[k] = self.batches.get(k, 0) + c
+            self.records[k] = self.records.get(k, 0) + int(r)
+        while len(self.batches) > RATE_MAX_BUCKETS and self.width_ms < RATE_WIDTHS_MS[-1]:
+            self.width_ms = next(w for w in RATE_WIDTHS_MS if w > self.width_ms)
+            self.batches = _rebucket(self.batches, self.width_ms)
+            self.records = _rebucket(self.records, self.width_ms)
+
+
+def _rebucket(counts: dict[int, int], width_ms: int) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for k, v in counts.items():
+        b = k // width_ms * width_ms
+        out[b] = out.get(b, 0) + v
+    return out
 
 
 @dataclass
@@ -54,6 +96,7 @@ class ProducerBatching:
     windows: dict[int, int] = field(default_factory=dict)  # ms open (CreateTime) -> batches
     codecs: dict[str, int] = field(default_factory=dict)
     per_minute: dict[int, int] = field(default_factory=dict)  # minute (epoch) -> batches
+    rate: Rate = field(default_factory=Rate)  # batches and records over time
     first_timestamp: int | None = None
     last_timestamp: int | None = None
     verdict: str = ""  # unbatched | full | lingered | mixed
@@ -95,6 +138,9 @@ class ProducerBatching:
             "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
             "peak_batches_per_minute": max(self.per_minute.values()) if self.per_minute
             else 0,
+            "rate": {"bucket_ms": self.rate.width_ms,
+                     "batches": {str(k): v for k, v in sorted(self.rate.batches.items())},
+                     "records": {str(k): v for k, v in sorted(self.rate.records.items())}},
             "verdict": self.verdict, "ceiling_bytes": self.ceiling, "linger_ms": self.linger_ms,
             "recompressed_ratio": self.recompressed}
 
@@ -114,13 +160,25 @@ class SequenceEvent:
     base_sequence: int
     previous_offset: int | None
     explained: str | None = None
+    timestamp: int | None = None  # the batch's largest timestamp: when it happened
+    #: epoch bumps: the first offset of the transaction the producer had open (None: none)
+    open_transaction: int | None = None
+    #: ... and the offset of the next transaction marker of this producer id after the bump
+    #: (None: none in the log), with the epoch it was written with
+    closed_by: int | None = None
+    closed_epoch: int | None = None
 
     def to_json(self) -> dict:
-        return {"type": "producer_sequence", "kind": self.kind, "topic": self.topic,
-                "partition": self.partition, "producer_id": self.producer_id,
-                "producer_epoch": self.producer_epoch, "offset": self.offset,
-                "expected_sequence": self.expected, "base_sequence": self.base_sequence,
-                "previous_offset": self.previous_offset, "explained_by": self.explained}
+        out = {"type": "producer_sequence", "kind": self.kind, "topic": self.topic,
+               "partition": self.partition, "producer_id": self.producer_id,
+               "producer_epoch": self.producer_epoch, "offset": self.offset,
+               "timestamp": self.timestamp, "expected_sequence": self.expected,
+               "base_sequence": self.base_sequence, "previous_offset": self.previous_offset,
+               "explained_by": self.explained}
+        if self.kind == "epoch_bump":
+            out.update(open_transaction=self.open_transaction, closed_by=self.closed_by,
+                       closed_epoch=self.closed_epoch)
+        return out
 
 
 @dataclass
@@ -128,6 +186,16 @@ class _Tracker:
     epoch: int
     last_sequence: int
     last_offset: int
+
+
+@dataclass
+class _Txn:
+    """One producer's transactions as the fold has seen them so far."""
+
+    open: int | None = None  # first offset of the transaction open now
+    last_data: int = -1  # offset of the producer's last transactional data batch
+    open_at_data: int | None = None  # the transaction open as of that batch
+    closed_after_data: tuple[int, int] | None = None  # first marker after it: offset, epoch
 
 
 @dataclass
@@ -140,15 +208,23 @@ class PartitionProducers:
     findings: list[Finding] = field(default_factory=list)
     duplicates: list = field(default_factory=list)  # LikelyDuplicate, when asked for
     _trackers: dict[int, _Tracker] = field(default_factory=dict)
+    #: producer id -> its transactions' state (bounded by the number of producers)
+    _txn: dict[int, _Txn] = field(default_factory=dict)
+    #: producer id -> epoch-bump events still waiting for the producer's next marker
+    _waiting: dict[int, list[int]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ batching
 
     def add(self, t: BatchTable) -> None:
-        """Fold one chunk of batches (control batches are the broker's, not a producer's)."""
+        """Fold one chunk of batches (control batches are the broker's, not a producer's:
+        they count only for the transactions they close)."""
+        first_new_event = len(self.events)
         data = ~t.is_control
-        if not data.any():
-            return
-        t = t.take(data)
+        if data.any():
+            self._batching(t.take(data))
+        self._transactions(t, first_new_event)
+
+    def _batching(self, t: BatchTable) -> None:
         pid = t.producer_id.astype(np.int64)
         epoch = np.where(pid >= 0, t.producer_epoch.astype(np.int64), -1)
         pid = np.where(pid >= 0, pid, NON_IDEMPOTENT)
@@ -171,6 +247,7 @@ class PartitionProducers:
                 _merge(g.windows, windows[w])
             _merge_labels(g.codecs, t.codec[rows])
             _merge(g.per_minute, t.max_timestamp[rows] // 60_000)
+            g.rate.add(t.max_timestamp[rows], counts[rows])
             ts = t.max_timestamp[rows]
             first = int(t.first_timestamp[rows].min())
             g.first_timestamp = first if g.first_timestamp is None else min(g.first_timestamp,
@@ -212,20 +289,22 @@ class PartitionProducers:
                 self.events.append(SequenceEvent(
                     "wrap", self.topic, self.partition, p, int(ep[i]),
                     int(t.base_offset[rows[i]]), None, int(base[i]), None,
-                    "sequences wrap past 2147483647 to 0 (DefaultRecordBatch)"))
+                    "sequences wrap past 2147483647 to 0 (DefaultRecordBatch)",
+                    int(t.max_timestamp[rows[i]])))
             self._trackers[p] = _Tracker(int(ep[-1]), int(last[-1]),
                                          int(t.last_offset[rows[-1]]))
 
     def _event(self, t: BatchTable, row: int, p: int, ep: int, base: int, prev_last: int,
                prev_ep: int, prev_off: int) -> None:
         offset = int(t.base_offset[row])
+        when = int(t.max_timestamp[row])
         if prev_ep == -2:  # first batch of this producer in the log: nothing to follow
             return
         if ep != prev_ep:
             kind = "epoch_bump" if ep > prev_ep and base == 0 else "out_of_order"
             expected = 0 if ep > prev_ep else None
             self.events.append(SequenceEvent(kind, self.topic, self.partition, p, ep, offset,
-                                             expected, base, prev_off))
+                                             expected, base, prev_off, timestamp=when))
             return
         expected = (prev_last + 1) % SEQUENCE_MODULUS
         kind = "duplicate" if _seq_before(base, expected) else "gap"
@@ -234,7 +313,83 @@ class PartitionProducers:
             explained = ("offsets are missing too: compaction or retention removed the "
                          "batches in between")
         self.events.append(SequenceEvent(kind, self.topic, self.partition, p, ep, offset,
-                                         expected, base, prev_off, explained))
+                                         expected, base, prev_off, explained, when))
+
+    # ------------------------------------------------------------------ transactions
+
+    def _transactions(self, t: BatchTable, first_new_event: int) -> None:
+        """Which transaction each producer has open, so an epoch bump can say what became of
+        it. A transactional data batch opens one (the first after the producer's last
+        marker) and the producer id's next control batch closes it, as
+        ``ProducerStateManager`` tracks ``currentTxnFirstOffset``. A producer fenced with a
+        transaction open gets a bumped epoch; the coordinator ends that transaction with an
+        abort marker (``TransactionCoordinator.handleInitProducerId``) before the new
+        instance writes. State is one small record per producer; only the rows of
+        transactional producers are looked at, and only their markers and the batches that
+        open a transaction are visited one by one."""
+        pid = t.producer_id
+        rows = np.flatnonzero((pid >= 0) & (t.is_control | t.is_transactional))
+        bumps: dict[int, list[int]] = {}
+        for k in range(first_new_event, len(self.events)):
+            if self.events[k].kind == "epoch_bump":
+                bumps.setdefault(self.events[k].producer_id, []).append(k)
+        for p in np.unique(pid[rows]).tolist():
+            sel = rows[pid[rows] == p]
+            self._fold_transactions(p, t.is_control[sel], t.base_offset[sel],
+                                    t.last_offset[sel], t.producer_epoch[sel],
+                                    bumps.get(p, []))
+
+    def _fold_transactions(self, p: int, ctl: np.ndarray, off: np.ndarray, last: np.ndarray,
+                           ep: np.ndarray, bumps: list[int]) -> None:
+        st = self._txn.setdefault(p, _Txn())
+        closed_before = np.empty(len(ctl), bool)
+        closed_before[0] = st.open is None
+        closed_before[1:] = ctl[:-1]
+        marks = np.flatnonzero(ctl | (~ctl & closed_before))  # markers, and batches opening
+
+        def open_as_of(i: int) -> int | None:
+            before = marks[marks <= i]
+            if not len(before):
+                return st.open
+            return None if ctl[before[-1]] else int(off[before[-1]])
+
+        def marker_after(i: int) -> tuple[int, int] | None:
+            later = np.flatnonzero(ctl[i + 1:])
+            return (int(off[i + 1 + later[0]]), int(ep[i + 1 + later[0]])) if len(later) \
+                else None
+
+        for k in self._waiting.pop(p, []):  # bumps of earlier chunks: their next marker
+            self._close(p, k, marker_after(-1))
+        for k in bumps:
+            e = self.events[k]
+            here = np.flatnonzero(~ctl & (last == e.previous_offset))
+            if len(here):
+                opened, closed = open_as_of(int(here[0])), marker_after(int(here[0]))
+            elif st.last_data == e.previous_offset:  # the batch before was in an earlier chunk
+                opened = st.open_at_data
+                closed = st.closed_after_data or marker_after(-1)
+            else:
+                continue
+            if opened is not None:
+                self.events[k] = replace(e, open_transaction=opened)
+                self._close(p, k, closed)
+        data = np.flatnonzero(~ctl)
+        if len(data):
+            d = int(data[-1])
+            st.last_data = int(last[d])
+            st.open_at_data = open_as_of(d)
+            st.closed_after_data = marker_after(d)
+        elif st.closed_after_data is None:
+            st.closed_after_data = (int(off[0]), int(ep[0]))
+        if len(marks):
+            st.open = open_as_of(len(ctl) - 1)
+
+    def _close(self, p: int, k: int, marker: tuple[int, int] | None) -> None:
+        if marker is None:
+            self._waiting.setdefault(p, []).append(k)
+        else:
+            self.events[k] = replace(self.events[k], closed_by=marker[0],
+                                     closed_epoch=marker[1])
 
     # ------------------------------------------------------------------ verdicts
 
@@ -353,10 +508,62 @@ def _sequence_findings(e: SequenceEvent, path: str) -> Iterator[Finding]:
                       f"{who}: base sequence {e.base_sequence} at offset {e.offset} after a "
                       "later epoch or out of order", offset=e.offset)
     elif e.kind == "epoch_bump":
+        if e.open_transaction is None:
+            txn = ""
+        elif e.closed_by is None:
+            txn = (f"; the transaction it had open since offset {e.open_transaction} has no "
+                   "marker in the log (still open: see segtools transactions)")
+        else:
+            txn = (f"; the transaction it had open since offset {e.open_transaction} was ended "
+                   f"by the marker at offset {e.closed_by} (epoch {e.closed_epoch}: the "
+                   "coordinator aborts a fenced producer's transaction)")
         yield finding("producer_epoch_bump", path,
-                      f"{who}: the producer's epoch was bumped at offset {e.offset} (a "
-                      "restart, a timeout or a fenced transaction); sequences restart at 0",
-                      offset=e.offset)
+                      f"{who}: the producer's epoch was bumped at offset {e.offset}"
+                      f"{_at(e.timestamp)} (a restart, a timeout or a fenced transaction); "
+                      f"sequences restart at 0{txn}", offset=e.offset)
+
+
+def _at(ms: int | None) -> str:
+    return "" if ms is None or ms < 0 else f" at {format_time(ms)}"
+
+
+def snapshot_findings(partition: PartitionDir, out: PartitionProducers) -> list[Finding]:
+    """The producers of the latest ``.snapshot`` against those the log shows.
+
+    The broker keeps a producer's state (for de-duplicating retries, and for fencing) in its
+    snapshots after the producer's batches are gone from the log, until
+    ``producer.id.expiration.ms`` passes with no write from it
+    (``ProducerStateManager.removeExpiredProducers``); a producer that expired has no entry
+    even though its batches are still in the log, so a late retry from it would no longer be
+    recognised as a duplicate. Only the latest snapshot is compared: it is the state a broker
+    restarting now would load."""
+    if not partition.snapshots:
+        return []
+    snap = max(partition.snapshots, key=lambda s: s.offset)
+    snapshot, findings = read_producer_snapshot(snap.path)
+    if snapshot is None:
+        return findings
+    where = str(snap.path)
+    in_snapshot = {e.producer_id: e for e in snapshot.entries}
+    seen = out._trackers
+    for pid in sorted(set(in_snapshot) - set(seen)):
+        e = in_snapshot[pid]
+        findings.append(finding(
+            "producer_only_in_snapshot", where,
+            f"producer {pid} (epoch {e.epoch}, last sequence {e.last_sequence} at offset "
+            f"{e.last_offset}) is in the snapshot at offset {snap.offset} but none of its "
+            "batches is in the log (retention or the cleaner removed them); the broker keeps "
+            "its state until producer.id.expiration.ms passes without a write from it",
+            offset=snap.offset))
+    expired = sorted(pid for pid, tr in seen.items()
+                     if pid not in in_snapshot and tr.last_offset < snap.offset)
+    if expired:
+        findings.append(finding(
+            "snapshot_producer_missing", where,
+            f"producers {expired} wrote below offset {snap.offset} but are not in the "
+            "snapshot: expired by producer.id.expiration.ms, so a retry from them would be "
+            "written again", offset=snap.offset))
+    return findings
 
 
 def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
@@ -377,6 +584,7 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
         if measure_codec and g.verdict == "unbatched" and g.batches >= 10:
             g.recompressed = recompression_gain(partition, g.producer_id)
     out.finish()
+    out.findings.extend(snapshot_findings(partition, out))
     return out
 
 

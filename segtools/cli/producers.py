@@ -101,6 +101,14 @@ def _write_jsonl(results, dups, findings) -> None:
         out.write(render.dumps(f.to_json()) + "\n")
 
 
+def _transaction(e) -> str:
+    if e.open_transaction is None:
+        return ""
+    end = (f"ended by the marker at offset {e.closed_by} (epoch {e.closed_epoch})"
+           if e.closed_by is not None else "no marker yet")
+    return f"; its transaction open since offset {e.open_transaction}: {end}"
+
+
 def _write_text(results, dups, findings, args) -> None:
     out = sys.stdout
     for r in results:
@@ -127,7 +135,7 @@ def _write_text(results, dups, findings, args) -> None:
                 continue
             out.write(f"  sequence {e.kind}: producer {e.producer_id} epoch {e.producer_epoch} "
                       f"at offset {e.offset}: base {e.base_sequence}, expected {e.expected}"
-                      + (f" ({e.explained})" if e.explained else "") + "\n")
+                      + (f" ({e.explained})" if e.explained else "") + _transaction(e) + "\n")
         for d in dups.get(r.path, ()):
             out.write(f"  likely duplicate: offset {d.offset} repeats offset {d.first_offset}"
                       f" {d.delay_ms} ms later (same key, value and headers)\n")

@@ -5,9 +5,11 @@ the same figures."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import io
 import json
 
+import numpy as np
 import pytest
 
 import segtools
@@ -83,3 +85,43 @@ def test_arrow_rows_fold_like_the_batch_table():
                                                            for e in direct.events]
     assert {k: g.batches for k, g in folded.producers.items()} == \
         {k: g.batches for k, g in direct.producers.items()}
+
+
+def test_an_epoch_bump_says_what_became_of_the_open_transaction(results):
+    """Producer 7001 was fenced with a transaction open since offset 31: the coordinator's
+    marker at 41 (written with the bumped epoch 1) ended it before the new instance wrote."""
+    [bump] = [e for e in results[("transfers", 0)].events if e.kind == "epoch_bump"]
+    assert (bump.producer_id, bump.producer_epoch, bump.offset) == (7001, 1, 42)
+    assert (bump.open_transaction, bump.closed_by, bump.closed_epoch) == (31, 41, 1)
+    assert bump.timestamp is not None and bump.timestamp > 0
+    quiet = [e for e in results[("payments", 0)].events if e.kind == "epoch_bump"]
+    assert [e.open_transaction for e in quiet] == [None]  # idempotent, not transactional
+
+
+def test_the_latest_snapshot_against_the_log(results):
+    """7002's segment was deleted by retention but the broker still tracks it; 7003 expired
+    from the producer state while its batches remain."""
+    found = {f.code: f for f in results[("transfers", 0)].findings}
+    assert "producer 7002 " in found["producer_only_in_snapshot"].message
+    assert "[7003]" in found["snapshot_producer_missing"].message
+    assert {f.severity for f in found.values()} == {segtools.Severity.INFO}
+
+
+def test_folding_in_any_chunks_gives_the_same_events():
+    """The fold carries per-producer state across chunks: cutting the batch table anywhere
+    gives the same sequence events, epoch-bump context included."""
+    for name in ("transfers-0", "payments-0"):
+        table = segtools.open(TREE / name).to_arrow(level="batches").read_all()
+        whole = prod.table_from_arrow(table.combine_chunks().to_batches()[0])
+
+        def events(cuts, whole=whole):
+            folded = prod.PartitionProducers("t", 0, "x")
+            bounds = [0, *cuts, len(whole)]
+            for lo, hi in itertools.pairwise(bounds):
+                folded.add(whole.take(np.arange(lo, hi)))
+            return folded.events
+
+        expected = events([])
+        for cut in range(1, len(whole)):
+            assert events([cut]) == expected, (name, cut)
+        assert events(list(range(1, len(whole)))) == expected

@@ -151,7 +151,8 @@ def test_producer_batching_is_the_cli_analysis(spark):
     tree = FIXTURES / "logdirs" / "producers"
     report = analyses.producer_batching(analyses.load(spark, str(tree), level="batches"))
     got = {(r["topic"], r["producer_id"], r["producer_epoch"]):
-           (r["batches"], r["verdict"], r["sequence_gaps"], r["sequence_duplicates"])
+           (r["batches"], r["verdict"], r["sequence_gaps"], r["sequence_duplicates"],
+            r["epoch_bumps"])
            for r in report.collect()}
     want = {}
     for r in segtools.producers(tree):
@@ -160,5 +161,5 @@ def test_producer_batching_is_the_cli_analysis(spark):
                     (g.producer_id, g.producer_epoch)]
             want[(r.topic, g.producer_id, g.producer_epoch)] = (
                 g.batches, g.verdict, sum(e.kind == "gap" for e in mine),
-                sum(e.kind == "duplicate" for e in mine))
+                sum(e.kind == "duplicate" for e in mine), sum(e.kind == "epoch_bump" for e in mine))
     assert got == want
