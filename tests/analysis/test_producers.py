@@ -5,8 +5,8 @@ the same figures."""
 from __future__ import annotations
 
 import contextlib
-import itertools
 import io
+import itertools
 import json
 
 import numpy as np
