@@ -20,8 +20,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from segtools.analysis.partition_log import iter_batches
+import numpy as np
+
+from segtools.analysis.partition_log import iter_tables
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode.table import BatchTable
 from segtools.findings import Finding, Severity
 from segtools.formats.checkpoints import EpochEntry
 from segtools.storage.logdirs import LogDir
@@ -40,27 +43,76 @@ class BatchId:
     max_timestamp: int
 
 
+#: :class:`BatchId` as a row of a numpy structured array: a replica's batches are compared as
+#: columns (millions of one-record batches cost no Python object each).
+BATCH_ID = np.dtype([("base_offset", np.int64), ("last_offset", np.int64), ("crc", np.uint32),
+                     ("leader_epoch", np.int32), ("records", np.int64),
+                     ("max_timestamp", np.int64)])
+
+
+class BatchIds(Sequence[BatchId]):
+    """A replica's batches in log order, as columns; indexing gives a :class:`BatchId` (for
+    showing one batch) or, for a slice, another :class:`BatchIds`."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self.rows = rows
+
+    @classmethod
+    def from_table(cls, t: BatchTable) -> BatchIds:
+        rows = np.empty(len(t), BATCH_ID)
+        rows["base_offset"], rows["last_offset"] = t.base_offset, t.last_offset
+        rows["crc"], rows["leader_epoch"] = t.crc, t.leader_epoch
+        rows["records"] = np.where(t.count >= 0, t.count, 1)  # a legacy entry counts as one
+        rows["max_timestamp"] = t.max_timestamp
+        return cls(rows)
+
+    @classmethod
+    def concat(cls, parts: Sequence[BatchIds]) -> BatchIds:
+        return cls(np.concatenate([p.rows for p in parts]) if parts else np.empty(0, BATCH_ID))
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return BatchIds(self.rows[i])
+        r = self.rows[i]
+        return BatchId(int(r["base_offset"]), int(r["last_offset"]), int(r["crc"]),
+                       int(r["leader_epoch"]), int(r["records"]), int(r["max_timestamp"]))
+
+    def column(self, name: str) -> np.ndarray:
+        return self.rows[name]
+
+
+def _identity(rows: np.ndarray) -> np.ndarray:
+    """Each row as one opaque value, so whole batches compare and match with numpy."""
+    packed = np.ascontiguousarray(rows)
+    return packed.view(np.dtype((np.void, BATCH_ID.itemsize)))
+
+
 @dataclass(frozen=True, slots=True)
 class Replica:
     label: str
     partition: PartitionDir
-    batches: tuple[BatchId, ...]
+    batches: BatchIds
     epochs: tuple[EpochEntry, ...]  # leader-epoch-checkpoint
 
     @property
     def start_offset(self) -> int | None:
-        return self.batches[0].base_offset if self.batches else None
+        return int(self.batches.rows["base_offset"][0]) if len(self.batches) else None
 
     @property
     def end_offset(self) -> int:
         """The log end offset (next offset after the last batch)."""
-        return self.batches[-1].last_offset + 1 if self.batches else 0
+        return int(self.batches.rows["last_offset"][-1]) + 1 if len(self.batches) else 0
 
     @property
     def latest_epoch(self) -> int:
         if self.epochs:
             return self.epochs[-1].epoch
-        return max((b.leader_epoch for b in self.batches), default=-1)
+        return int(self.batches.rows["leader_epoch"].max()) if len(self.batches) else -1
 
     def checkpoint_epoch_at(self, offset: int) -> int | None:
         """The epoch ``leader-epoch-checkpoint`` assigns to ``offset``."""
@@ -69,6 +121,14 @@ class Replica:
             if e.start_offset <= offset:
                 found = e.epoch
         return found
+
+    def checkpoint_epochs(self, offsets: np.ndarray) -> np.ndarray:
+        """:meth:`checkpoint_epoch_at` for many offsets at once (-2 where none applies): the
+        last entry, in file order, starting at or below each offset."""
+        out = np.full(len(offsets), -2, np.int64)
+        for e in self.epochs:  # a handful of entries; later ones win, as in the file
+            out[offsets >= e.start_offset] = e.epoch
+        return out
 
     def end_offset_for(self, epoch: int) -> tuple[int, int]:
         """``LeaderEpochFileCache.endOffsetFor``: (the largest epoch <= ``epoch`` this replica
@@ -151,72 +211,91 @@ class Divergence:
 
 def load_replica(label: str, partition: PartitionDir, findings: list[Finding], *,
                  limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Replica:
-    batches = tuple(BatchId(b.base_offset, b.last_offset, b.crc, b.partition_leader_epoch,
-                            b.count if b.count is not None else 1, b.max_timestamp)
-                    for _, _, b in iter_batches(partition, findings, limit=limit))
-    return Replica(label, partition, batches, partition.leader_epochs)
+    """A replica's batch identities, from the batch table of a shallow walk."""
+    parts = [BatchIds.from_table(t) for _, _, t in iter_tables(partition, findings,
+                                                                  limit=limit)]
+    return Replica(label, partition, BatchIds.concat(parts), partition.leader_epochs)
 
 
-def _ranges(replica: Replica, batches: Sequence[BatchId]) -> list[EpochRange]:
-    out: list[EpochRange] = []
-    for b in batches:
-        cp = replica.checkpoint_epoch_at(b.base_offset)
-        last = out[-1] if out else None
-        if last is not None and last.leader_epoch == b.leader_epoch \
-                and last.checkpoint_epoch == cp and last.end_offset + 1 == b.base_offset:
-            out[-1] = EpochRange(replica.label, last.start_offset, b.last_offset,
-                                 b.leader_epoch, cp, last.batches + 1,
-                                 last.records + b.records, last.first_timestamp,
-                                 max(last.last_timestamp, b.max_timestamp))
-        else:
-            out.append(EpochRange(replica.label, b.base_offset, b.last_offset, b.leader_epoch,
-                                  cp, 1, b.records, b.max_timestamp, b.max_timestamp))
-    return out
+def _ranges(replica: Replica, rows: np.ndarray) -> list[EpochRange]:
+    """Consecutive batches with the same stamped and checkpoint epochs, grouped."""
+    if not len(rows):
+        return []
+    base, last = rows["base_offset"], rows["last_offset"]
+    epoch, cp = rows["leader_epoch"], replica.checkpoint_epochs(base)
+    breaks = np.ones(len(rows), bool)
+    breaks[1:] = (epoch[1:] != epoch[:-1]) | (cp[1:] != cp[:-1]) | (base[1:] != last[:-1] + 1)
+    starts = np.flatnonzero(breaks)
+    ends = np.append(starts[1:], len(rows)) - 1
+    records = np.add.reduceat(rows["records"], starts)
+    ts = rows["max_timestamp"]
+    latest = np.maximum.reduceat(ts, starts)
+    return [EpochRange(replica.label, int(base[a]), int(last[b]), int(epoch[a]),
+                       None if cp[a] == -2 else int(cp[a]), int(b - a + 1), int(n), int(ts[a]),
+                       int(t))
+            for a, b, n, t in zip(starts.tolist(), ends.tolist(), records.tolist(),
+                                  latest.tolist(), strict=True)]
 
 
 def _epoch_findings(replica: Replica) -> list[Finding]:
-    """Batches whose stamped epoch disagrees with ``leader-epoch-checkpoint``."""
-    out = []
-    for b in replica.batches:
-        cp = replica.checkpoint_epoch_at(b.base_offset)
-        if b.leader_epoch >= 0 and cp is not None and cp != b.leader_epoch:
-            out.append(Finding(
-                "leader_epoch_checkpoint_mismatch", Severity.WARNING,
-                str(replica.partition.path),
-                f"{replica.label}: batch {b.base_offset}..{b.last_offset} carries leader epoch "
-                f"{b.leader_epoch} but leader-epoch-checkpoint assigns epoch {cp}",
-                offset=b.base_offset))
-            break
-    return out
+    """Batches whose stamped epoch disagrees with ``leader-epoch-checkpoint`` (the first)."""
+    rows = replica.batches.rows
+    cp = replica.checkpoint_epochs(rows["base_offset"])
+    bad = np.flatnonzero((rows["leader_epoch"] >= 0) & (cp != -2) & (cp != rows["leader_epoch"]))
+    if not len(bad):
+        return []
+    b = replica.batches[int(bad[0])]
+    return [Finding(
+        "leader_epoch_checkpoint_mismatch", Severity.WARNING, str(replica.partition.path),
+        f"{replica.label}: batch {b.base_offset}..{b.last_offset} carries leader epoch "
+        f"{b.leader_epoch} but leader-epoch-checkpoint assigns epoch {int(cp[bad[0]])}",
+        offset=b.base_offset)]
+
+
+def _first_mismatch(ids: list[np.ndarray], active: list[int], lo: int, hi: int) -> int | None:
+    """The first index in ``[lo, hi)`` where the active replicas' batches are not all equal."""
+    first = ids[active[0]][lo:hi]
+    differs = np.zeros(hi - lo, bool)
+    for k in active[1:]:
+        differs |= ids[k][lo:hi] != first
+    found = np.flatnonzero(differs)
+    return lo + int(found[0]) if len(found) else None
 
 
 def compare(replicas: Sequence[Replica]) -> Divergence:
-    """Compare replicas of one partition (at least two)."""
+    """Compare replicas of one partition (at least two), batch by batch from the highest log
+    start: they agree while every replica's batch at the same index is identical; the first
+    index where they are not is where their histories split. When a replica's log ends, the
+    others go on being compared among themselves."""
     if len(replicas) < 2:
         raise ValueError("need at least two replicas")
     findings: list[Finding] = []
     for r in replicas:
         findings += _epoch_findings(r)
     common_start = max((r.start_offset or 0) for r in replicas)
-    cursors = [[b for b in r.batches if b.last_offset >= common_start] for r in replicas]
+    cursors = [r.batches.rows[r.batches.rows["last_offset"] >= common_start] for r in replicas]
+    ids = [_identity(c) for c in cursors]
     i = 0
     agreed, all_agree_index = common_start, None
     first_difference = None
     differing: list[tuple[str, BatchId | None]] = []
     while True:
-        current = [c[i] if i < len(c) else None for c in cursors]
-        present = [b for b in current if b is not None]
-        if not present:
+        active = [k for k, c in enumerate(cursors) if len(c) > i]
+        if not active:
             break
-        if len(set(present)) > 1:
-            first_difference = min(b.base_offset for b in present)
-            differing = [(r.label, b) for r, b in zip(replicas, current, strict=True)]
-            break
-        if len(present) < len(current) and all_agree_index is None:
+        if len(active) < len(cursors) and all_agree_index is None:
             all_agree_index = i  # a replica's log ended here; the others go on together
-        if all_agree_index is None:
-            agreed = present[0].last_offset + 1
-        i += 1
+        upto = min(len(cursors[k]) for k in active)
+        j = _first_mismatch(ids, active, i, upto) if len(active) > 1 else None
+        stop = upto if j is None else j
+        if all_agree_index is None and stop > i:
+            agreed = int(cursors[active[0]]["last_offset"][stop - 1]) + 1
+        if j is not None:
+            shown = [BatchIds(c)[j] if len(c) > j else None for c in cursors]
+            first_difference = min(b.base_offset for b in shown if b is not None)
+            differing = [(r.label, b) for r, b in zip(replicas, shown, strict=True)]
+            break
+        i = upto
     if all_agree_index is None:
         all_agree_index = i
     if first_difference is not None:
@@ -226,11 +305,12 @@ def compare(replicas: Sequence[Replica]) -> Divergence:
     else:
         status = "prefix"
     unique = []
-    identities = [set(c[all_agree_index:]) for c in cursors]
+    tails = [k[all_agree_index:] for k in ids]
     for k, r in enumerate(replicas):
-        tail = cursors[k][all_agree_index:]
-        others = set().union(*(identities[j] for j in range(len(replicas)) if j != k))
-        unique += _ranges(r, [b for b in tail if b not in others])
+        others = [tails[j] for j in range(len(replicas)) if j != k]
+        seen = np.isin(tails[k], np.concatenate(others)) if others else \
+            np.zeros(len(tails[k]), bool)
+        unique += _ranges(r, cursors[k][all_agree_index:][~seen])
     leader = max(replicas, key=lambda r: (r.latest_epoch, r.end_offset))
     truncations = []
     for r in replicas:
