@@ -76,16 +76,6 @@ def iter_tables(partition: PartitionDir, findings: list[Finding], *,
                 yield segment, files, chunk.table
 
 
-def iter_batches(partition: PartitionDir, findings: list[Finding], *,
-                 verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT
-                 ) -> Iterator[tuple[Segment, SegmentFiles, Batch]]:
-    """Shallow, one :class:`Batch` at a time (for analyses that look at few batches)."""
-    for segment, files, table in iter_tables(partition, findings, verify_crc=verify_crc,
-                                             limit=limit):
-        for i in range(len(table)):
-            yield segment, files, table.batch(i)
-
-
 def iter_records(partition: PartitionDir, findings: list[Finding], *,
                  want: Callable[[BatchTable], np.ndarray] | None = None,
                  verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT

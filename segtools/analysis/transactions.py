@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from segtools.analysis.partition_log import as_partition, iter_batches, iter_records
+from segtools.analysis.partition_log import as_partition, iter_records, iter_tables
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
@@ -246,54 +246,105 @@ def _snapshot_copy(producers: dict[int, ProducerState],
 
 def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False,
                       limit: int = DEFAULT_DECOMPRESS_LIMIT) -> TransactionScan:
-    """Walk a partition's batch headers (and its control records) once."""
+    """Walk a partition's batch table (and its control records) once.
+
+    Batches without a producer id cost nothing but a column maximum; a chunk whose producer
+    batches are all idempotent data (no transaction, no marker, no snapshot offset inside)
+    updates each producer's state from its last row, vectorised; only chunks holding
+    transactional batches, markers or snapshot offsets go row by row, over plain integers."""
     findings: list[Finding] = []
-    ongoing: dict[int, _Open] = {}
-    producers: dict[int, ProducerState] = {}
-    closed: list[Transaction] = []
-    snapshot_at = sorted(s.offset for s in partition.snapshots)
-    states: dict[int, dict[int, ProducerState]] = {}
+    fold = _Fold([s.offset for s in sorted(partition.snapshots, key=lambda s: s.offset)])
     log_start = partition.segments[0].base_offset if partition.segments else 0
     end, last_ts = log_start, -1
     first_seen: int | None = None
-    for segment, files, b in iter_batches(partition, findings, verify_crc=verify_crc,
-                                          limit=limit):
-        while snapshot_at and snapshot_at[0] <= b.base_offset:
-            states[snapshot_at.pop(0)] = _snapshot_copy(producers, ongoing)
+    for segment, files, t in iter_tables(partition, findings, verify_crc=verify_crc,
+                                         limit=limit):
+        if not len(t):
+            continue
         if first_seen is None:
-            first_seen = b.base_offset
-        end, last_ts = b.last_offset + 1, max(last_ts, b.max_timestamp)
-        if b.producer_id < 0 or b.magic < 2:
-            continue
-        p = producers.setdefault(b.producer_id, ProducerState(b.producer_id))
-        p.epoch = b.producer_epoch
-        if b.is_control:
-            _marker(segment, files.base_offset, b, p, ongoing, closed, findings)
-            continue
-        p.last_sequence, p.last_offset = b.last_sequence, b.last_offset
-        if not b.is_transactional:
-            continue
-        p.transactional = True
-        count = b.count if b.count is not None else b.last_offset - b.base_offset + 1
-        txn = ongoing.get(b.producer_id)
-        if txn is None:
-            ongoing[b.producer_id] = _Open(b.producer_epoch, b.base_offset, b.last_offset, 1,
-                                           count, b.max_timestamp, b.max_timestamp)
-        else:
-            txn.last_offset, txn.batches, txn.records = b.last_offset, txn.batches + 1, \
-                txn.records + count
-            txn.last_ts = max(txn.last_ts, b.max_timestamp)
-    for offset in snapshot_at:  # snapshots at or past the log end
-        states[offset] = _snapshot_copy(producers, ongoing)
+            first_seen = int(t.base_offset[0])
+        end, last_ts = int(t.last_offset[-1]) + 1, max(last_ts, int(t.max_timestamp.max()))
+        fold.chunk(t, lambda i, seg=segment, base=files.base_offset, tab=t: _marker(
+            seg, base, tab.batch(i), fold.producers[int(tab.producer_id[i])], fold.ongoing,
+            fold.closed, findings))
+    producers, ongoing = fold.producers, fold.ongoing
+    for offset in fold.snapshot_at:  # snapshots at or past the log end
+        fold.states[offset] = _snapshot_copy(producers, ongoing)
     for pid, p in producers.items():
         p.current_txn_first_offset = ongoing[pid].first_offset if pid in ongoing else -1
     still_open = [Transaction(pid, t.epoch, t.first_offset, t.last_offset, t.batches,
                               t.records, t.first_ts, t.last_ts, None, None, None, None, None,
                               None)
                   for pid, t in sorted(ongoing.items(), key=lambda kv: kv[1].first_offset)]
-    return TransactionScan(partition, tuple(closed + still_open), producers, states,
+    return TransactionScan(partition, tuple(fold.closed + still_open), producers, fold.states,
                            first_seen if first_seen is not None else log_start, end, last_ts,
                            tuple(findings))
+
+
+class _Fold:
+    """The producer and transaction state a scan carries from chunk to chunk."""
+
+    def __init__(self, snapshot_at: list[int]) -> None:
+        self.snapshot_at = snapshot_at
+        self.states: dict[int, dict[int, ProducerState]] = {}
+        self.producers: dict[int, ProducerState] = {}
+        self.ongoing: dict[int, _Open] = {}
+        self.closed: list[Transaction] = []
+
+    def chunk(self, t: BatchTable, marker: Callable[[int], None]) -> None:
+        rows = np.flatnonzero((t.producer_id >= 0) & (t.magic >= 2))
+        special = t.is_control[rows] | t.is_transactional[rows]
+        crosses = bool(self.snapshot_at) and self.snapshot_at[0] <= int(t.base_offset.max())
+        if not special.any() and not crosses:
+            self._plain(t, rows)
+        else:
+            self._rows(t, marker)
+
+    def _plain(self, t: BatchTable, rows: np.ndarray) -> None:
+        """Idempotent data only: each producer's state is its last row's."""
+        if not len(rows):
+            return
+        pid = t.producer_id[rows]
+        last_rows = rows[len(pid) - 1 - np.unique(pid[::-1], return_index=True)[1]]
+        for p_id, epoch, seq, off in zip(
+                t.producer_id[last_rows].tolist(), t.producer_epoch[last_rows].tolist(),
+                t.last_sequence[last_rows].tolist(), t.last_offset[last_rows].tolist(),
+                strict=True):
+            p = self.producers.setdefault(p_id, ProducerState(p_id))
+            p.epoch, p.last_sequence, p.last_offset = epoch, seq, off
+
+    def _rows(self, t: BatchTable, marker: Callable[[int], None]) -> None:
+        """Row by row over plain integers: transactions open and close in log order, and a
+        snapshot's state is taken just before the first batch at or past its offset."""
+        producers, ongoing = self.producers, self.ongoing
+        columns = zip(t.base_offset.tolist(), t.last_offset.tolist(), t.producer_id.tolist(),
+                      t.producer_epoch.tolist(), t.magic.tolist(), t.is_control.tolist(),
+                      t.is_transactional.tolist(), t.last_sequence.tolist(),
+                      t.record_count.tolist(), t.max_timestamp.tolist(), strict=True)
+        for i, (base, last, pid, epoch, magic, control, txn_flag, seq, count, ts) in \
+                enumerate(columns):
+            while self.snapshot_at and self.snapshot_at[0] <= base:
+                self.states[self.snapshot_at.pop(0)] = _snapshot_copy(producers, ongoing)
+            if pid < 0 or magic < 2:
+                continue
+            p = producers.get(pid)
+            if p is None:
+                p = producers[pid] = ProducerState(pid)
+            p.epoch = epoch
+            if control:
+                marker(i)
+                continue
+            p.last_sequence, p.last_offset = seq, last
+            if not txn_flag:
+                continue
+            p.transactional = True
+            txn = ongoing.get(pid)
+            if txn is None:
+                ongoing[pid] = _Open(epoch, base, last, 1, count, ts, ts)
+            else:
+                txn.last_offset, txn.batches, txn.records = last, txn.batches + 1, \
+                    txn.records + count
+                txn.last_ts = max(txn.last_ts, ts)
 
 
 def _marker(segment: Segment, segment_base: int, b: Batch, p: ProducerState,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 
 from segtools.analysis.diverge import compare, load_replica
-from segtools.analysis.partition_log import as_partition, iter_batches
+from segtools.analysis.partition_log import as_partition, iter_tables
 
 from .helpers import REPLICAS
 
@@ -63,7 +63,7 @@ def test_identical_and_prefix_copies(tmp_path):
 
 
 def _batches(path):
-    return [b for _, _, b in iter_batches(as_partition(path), [])]
+    return [b for _, _, t in iter_tables(as_partition(path), []) for b in t.batches()]
 
 
 def test_checkpoint_that_disagrees_with_the_batches(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 import struct
 
-from segtools.analysis.partition_log import as_partition, iter_batches, partitions_of
+from segtools.analysis.partition_log import as_partition, iter_tables, partitions_of
 from segtools.analysis.transactions import (
     AbortedRange,
     ReadCommitted,
@@ -111,8 +111,9 @@ def test_read_committed_filter():
     view = read_committed(SAMPLE / "payments.txn-0")
     assert view.last_stable_offset == 28
     findings = []
-    kept = [(b.base_offset, b.producer_id) for _, _, b in
-            iter_batches(as_partition(SAMPLE / "payments.txn-0"), findings) if view.keep(b)]
+    kept = [(b.base_offset, b.producer_id)
+            for _, _, t in iter_tables(as_partition(SAMPLE / "payments.txn-0"), findings)
+            for b in t.batches() if view.keep(b)]
     assert all(pid != 1002 for _, pid in kept)  # both of producer 1002's were aborted
     assert (0, 1001) in kept and (5, 2001) in kept
     assert not any(b in (11, 17, 23, 24, 27) for b, _ in kept)  # markers are control batches
