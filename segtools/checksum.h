@@ -86,18 +86,38 @@ static inline uint32_t segtools_crc32c_shift_lane(int level, uint32_t x) {
 }
 
 #if SEGTOOLS_CRC_X86
+#define SEGTOOLS_CRC_TARGET __attribute__((target("sse4.2")))
+SEGTOOLS_CRC_TARGET static inline uint64_t segtools_crc_step64(uint64_t c, uint64_t v) {
+    return _mm_crc32_u64(c, v);
+}
+SEGTOOLS_CRC_TARGET static inline uint32_t segtools_crc_step8(uint32_t c, uint8_t v) {
+    return _mm_crc32_u8(c, v);
+}
+static int segtools_crc32c_detect(void) { return __builtin_cpu_supports("sse4.2"); }
+#elif SEGTOOLS_CRC_ARM
+#define SEGTOOLS_CRC_TARGET __attribute__((target("+crc")))
+SEGTOOLS_CRC_TARGET static inline uint64_t segtools_crc_step64(uint64_t c, uint64_t v) {
+    return __builtin_aarch64_crc32cx((uint32_t)c, v);
+}
+SEGTOOLS_CRC_TARGET static inline uint32_t segtools_crc_step8(uint32_t c, uint8_t v) {
+    return __builtin_aarch64_crc32cb(c, v);
+}
+static int segtools_crc32c_detect(void) { return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0; }
+#endif
+
+#if SEGTOOLS_CRC_X86 || SEGTOOLS_CRC_ARM
 /* Three independent streams over three lanes of `lane` bytes, joined by shifting (the
  * instruction's latency is three times its throughput: one stream alone runs at a third). */
-__attribute__((target("sse4.2"), always_inline)) static inline uint64_t segtools_crc32c_x86_lanes(
+SEGTOOLS_CRC_TARGET __attribute__((always_inline)) static inline uint64_t segtools_crc32c_lanes(
     uint64_t a, const uint8_t **pp, size_t *np, size_t lane, int level) {
     const uint8_t *p = *pp;
     size_t n = *np;
     while (n >= 3 * lane) {
         uint64_t b = 0, c = 0;
         for (size_t i = 0; i < lane; i += 8) {
-            a = _mm_crc32_u64(a, segtools_load64(p + i));
-            b = _mm_crc32_u64(b, segtools_load64(p + lane + i));
-            c = _mm_crc32_u64(c, segtools_load64(p + 2 * lane + i));
+            a = segtools_crc_step64(a, segtools_load64(p + i));
+            b = segtools_crc_step64(b, segtools_load64(p + lane + i));
+            c = segtools_crc_step64(c, segtools_load64(p + 2 * lane + i));
         }
         uint32_t x = segtools_crc32c_shift_lane(level, (uint32_t)a) ^ (uint32_t)b;
         a = segtools_crc32c_shift_lane(level, x) ^ (uint32_t)c;
@@ -109,57 +129,19 @@ __attribute__((target("sse4.2"), always_inline)) static inline uint64_t segtools
     return a;
 }
 
-__attribute__((target("sse4.2"))) static uint32_t segtools_crc32c_hw_update(
-    uint32_t crc, const uint8_t *p, size_t n) {
-    uint64_t a = segtools_crc32c_x86_lanes(crc, &p, &n, SEGTOOLS_CRC_LANE, 0);
-    a = segtools_crc32c_x86_lanes(a, &p, &n, SEGTOOLS_CRC_SHORT_LANE, 1);
+SEGTOOLS_CRC_TARGET static uint32_t segtools_crc32c_hw_update(uint32_t crc, const uint8_t *p,
+                                                               size_t n) {
+    uint64_t a = segtools_crc32c_lanes(crc, &p, &n, SEGTOOLS_CRC_LANE, 0);
+    a = segtools_crc32c_lanes(a, &p, &n, SEGTOOLS_CRC_SHORT_LANE, 1);
     while (n >= 8) {
-        a = _mm_crc32_u64(a, segtools_load64(p));
+        a = segtools_crc_step64(a, segtools_load64(p));
         p += 8;
         n -= 8;
     }
     uint32_t r = (uint32_t)a;
-    while (n--) r = _mm_crc32_u8(r, *p++);
+    while (n--) r = segtools_crc_step8(r, *p++);
     return r;
 }
-
-static int segtools_crc32c_detect(void) { return __builtin_cpu_supports("sse4.2"); }
-#elif SEGTOOLS_CRC_ARM
-__attribute__((target("+crc"), always_inline)) static inline uint32_t segtools_crc32c_arm_lanes(
-    uint32_t a, const uint8_t **pp, size_t *np, size_t lane, int level) {
-    const uint8_t *p = *pp;
-    size_t n = *np;
-    while (n >= 3 * lane) {
-        uint32_t b = 0, c = 0;
-        for (size_t i = 0; i < lane; i += 8) {
-            a = __builtin_aarch64_crc32cx(a, segtools_load64(p + i));
-            b = __builtin_aarch64_crc32cx(b, segtools_load64(p + lane + i));
-            c = __builtin_aarch64_crc32cx(c, segtools_load64(p + 2 * lane + i));
-        }
-        uint32_t x = segtools_crc32c_shift_lane(level, a) ^ b;
-        a = segtools_crc32c_shift_lane(level, x) ^ c;
-        p += 3 * lane;
-        n -= 3 * lane;
-    }
-    *pp = p;
-    *np = n;
-    return a;
-}
-
-__attribute__((target("+crc"))) static uint32_t segtools_crc32c_hw_update(
-    uint32_t crc, const uint8_t *p, size_t n) {
-    uint32_t a = segtools_crc32c_arm_lanes(crc, &p, &n, SEGTOOLS_CRC_LANE, 0);
-    a = segtools_crc32c_arm_lanes(a, &p, &n, SEGTOOLS_CRC_SHORT_LANE, 1);
-    while (n >= 8) {
-        a = __builtin_aarch64_crc32cx(a, segtools_load64(p));
-        p += 8;
-        n -= 8;
-    }
-    while (n--) a = __builtin_aarch64_crc32cb(a, *p++);
-    return a;
-}
-
-static int segtools_crc32c_detect(void) { return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0; }
 #else
 static uint32_t segtools_crc32c_hw_update(uint32_t crc, const uint8_t *p, size_t n) {
     return segtools_crc_sliced(segtools_crc32c_table, crc, p, n);
