@@ -68,6 +68,59 @@ def test_time_index_entries_in_the_older_record_offset_convention_are_healthy(tm
     assert [f.code for f in found] == ["timeindex_record_offset_convention"]
 
 
+ZOOKEEPER = FIXTURES / "logdirs" / "zookeeper"
+CLEANED = ZOOKEEPER / "__consumer_offsets-49"
+
+
+def _index_entries(path):
+    from segtools.storage.index import OffsetIndex, TimeIndex
+
+    cls = TimeIndex if path.suffix == ".timeindex" else OffsetIndex
+    with cls(path) as index:
+        first, second = index.entry_arrays()
+    return list(zip(first.tolist(), second.tolist(), strict=True))
+
+
+def test_a_cleaned_segment_indexes_what_the_cleaner_kept():
+    """LogCleaner.cleanInto appends each chunk it read with LogSegment.append(result.maxOffset,
+    result.maxTimestamp, result.shallowOffsetOfMaxTimestamp): the time index may name the last
+    offset of a batch the cleaner rebuilt although that offset's record is gone (filterTo keeps
+    the original last offset), and the offset index names the largest offset kept in the chunk,
+    a record inside a later batch. Kafka's lookups are right with both: no finding."""
+    batches = [b for b in segtools.open(CLEANED).batches() if b["segment_base_offset"] == 0]
+    kept = {r["offset"] for r in segtools.open(CLEANED).records() if r["segment_base_offset"] == 0}
+    by_last = {b["last_offset"]: b for b in batches}
+    times = _index_entries(CLEANED / "00000000000000000000.timeindex")
+    # every time index entry ends a kept batch; one of them names an offset with no record
+    assert all(offset in by_last for _, offset in times)
+    removed = [offset for _, offset in times if offset not in kept]
+    assert removed and all(by_last[o]["count"] < o - by_last[o]["base_offset"] + 1 for o in removed)
+    # an offset index entry names a record inside a later batch than the one at its position
+    at = {b["position"]: b for b in batches}
+    later = [(o, p) for o, p in _index_entries(CLEANED / "00000000000000000000.index")
+             if o > at[p]["last_offset"]]
+    holder = {o: next(b for b in batches if b["base_offset"] <= o <= b["last_offset"])
+              for o, _ in later}
+    assert later and all(o in kept and holder[o]["position"] > p for o, p in later)
+    assert any(o < holder[o]["last_offset"] for o, _ in later)
+    found = [f for f in segtools.verify(CLEANED) if f.path.endswith(("0000.index",
+                                                                     "0000.timeindex"))]
+    assert found == []
+
+
+def test_an_offset_index_entry_naming_no_batch_after_it_is_an_error(tmp_path):
+    """Damage, not a cleaner's entry: an offset that falls between two kept batches after the
+    entry's position is in no batch a lookup could find."""
+    import struct
+
+    pdir = tmp_path / CLEANED.name
+    shutil.copytree(CLEANED, pdir)
+    (pdir / "00000000000000000000.index").write_bytes(struct.pack(">ii", 224, 5534))
+    found = [f for f in segtools.verify(pdir) if f.path.endswith("0000.index")]
+    assert [(f.code, str(f.severity), f.offset, f.position) for f in found] == \
+        [("index_entry_mismatch", "error", 224, 5534)]
+
+
 def test_a_time_index_entry_past_the_last_batch_is_an_error(tmp_path):
     pdir = tmp_path / "payments-compact-0"
     shutil.copytree(PAYMENTS, pdir)
