@@ -237,13 +237,20 @@ class TimeIndexCheck:
     running-max meaning. Entries are matched to the first batch ending at their offset, chunk
     by chunk; what never matches is reported at the end.
 
-    Two kinds of entries are healthy although no batch ends at their offset. Older brokers
-    recorded the offset of the *record* holding the largest timestamp (the history of
-    ``LogValidator``'s offset-of-max-timestamp), which lies inside its batch. And the cleaner
-    removes records but not time index entries: a broker looking the timestamp up scans forward
-    from the indexed position (``LogSegment.findOffsetByTimestamp``) and finds the next batch,
-    so an entry naming a removed offset is harmless. Only an entry past the last batch points
-    at data that is not there."""
+    The cleaner writes a new time index for the segment it builds, from the batches it kept
+    (``LogCleaner.cleanInto`` appends with ``FilterResult.shallowOffsetOfMaxTimestamp``, the
+    kept batch's last offset): a batch it rebuilt keeps its original last offset
+    (``overrideLastOffset``) even when that record is gone, so the entry still ends a batch
+    and is matched here like any other.
+
+    Two kinds of entries are healthy although no batch ends at their offset. Leaders up to 3.6
+    recorded the offset of the first *record* holding an uncompressed batch's largest timestamp
+    (``LogValidator.assignOffsetsNonCompressed``; 3.7 names the batch's last offset, apache/kafka
+    e905ef1edfb, kept by KAFKA-16310), which lies inside its batch. And on a compacted partition
+    an entry naming an offset no batch covers is harmless: a broker looking the timestamp up
+    scans forward from the indexed position (``LogSegment.findOffsetByTimestamp``) and finds the
+    next batch (Kafka's own cleaner does not write such entries). Only an entry past the last
+    batch points at data that is not there."""
 
     def __init__(self, path: str, timestamps: np.ndarray, offsets: np.ndarray):
         self.path = path
