@@ -193,9 +193,10 @@ def test_retention_keeps_consumer_offsets_of_a_zookeeper_era_dir(capsys):
 def test_a_zero_run_inside_an_index_is_reported_as_kafka_sees_it(tmp_path):
     """A real __consumer_offsets-21 .index: valid entries, a run of all-zero entries, then
     more valid entries. Kafka counts every slot and its sanity check passes; lookups stay
-    correct. No rule in Kafka's index code writes this (AbstractIndex appends at slot
-    entries * entrySize and only load or recovery reset that count), so the tree cannot hold
-    it: it is built here from a Kafka-written segment's own index entries."""
+    correct. No path in Kafka's index code was found that writes it (AbstractIndex appends at
+    slot entries * entrySize; the count comes from the file length on load, and recovery or
+    truncation lowers it), so the generator cannot produce it: it is built here from a
+    Kafka-written segment's own index entries."""
     import struct
 
     pdir = tmp_path / "orders.v2-eu-0"
