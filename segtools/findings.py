@@ -121,13 +121,16 @@ RULES: tuple[Rule, ...] = (
     Rule("index_entry_not_at_batch", E, A.INDEXES,
          "an offset index entry's position is not the start of a batch"),
     Rule("index_entry_mismatch", E, A.INDEXES,
-         "an offset index entry's offset does not match the batch at its position"),
+         "an offset index entry's offset is below the batch at its position, or in no batch "
+         "from there on: a lookup from that position cannot find it"),
     Rule("timeindex_offset_not_in_log", E, A.INDEXES,
          "a time index entry points past the segment's last batch"),
     Rule("timeindex_offset_missing", W, A.INDEXES,
          "a time index entry names an offset no batch holds, with no sign of compaction"),
     Rule("timeindex_offset_cleaned", I, A.INDEXES,
-         "time index entries name offsets the cleaner removed: lookups scan forward, harmless"),
+         "time index entries of a compacted partition name offsets no batch covers (not what "
+         "Kafka's cleaner writes: it names the last offset of a batch it kept): lookups scan "
+         "forward, harmless"),
     Rule("timeindex_record_offset_convention", I, A.INDEXES,
          "time index entries name the max-timestamp record's offset, as older brokers wrote "
          "them: healthy"),

@@ -36,6 +36,7 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.formats.internal.cluster_metadata import (
     CONFIG_RESOURCE_TYPES,
+    FRAME_VERSION,
     LEADER_RECOVERY_STATES,
     NO_LEADER_CHANGE,
     TOPIC_RESOURCE,
@@ -48,6 +49,7 @@ from segtools.model import Batch, Record
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir
 
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
+METADATA_VERSION_FEATURE = "metadata.version"
 
 
 # ---------------------------------------------------------------------------- the image
@@ -553,6 +555,45 @@ def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = No
     return MetadataReplay(partition.path, replayer.image, tuple(replayer.events),
                           tuple(replayer.records), tuple(findings + replayer.findings),
                           replayer.applied, replayer.noops, snapshot, end_offset, last_ts)
+
+
+#: The start of a FeatureLevelRecord's frame: frame version 1, apiKey 12 (one uvarint byte each).
+_FEATURE_LEVEL_FRAME = bytes((FRAME_VERSION, 12))
+
+
+def _metadata_version_in(records: Iterator[LogRecord]) -> int | None:
+    level = None
+    for lr in records:
+        value = lr.record.value
+        if lr.batch.is_control or value is None or bytes(value[:2]) != _FEATURE_LEVEL_FRAME:
+            continue
+        data = decode_frame(value).data
+        if data["name"] == METADATA_VERSION_FEATURE:
+            level = data["featureLevel"]
+    return level
+
+
+def metadata_version(path: PartitionDir | Path, *,
+                     limit: int = DEFAULT_DECOMPRESS_LIMIT) -> int | None:
+    """The ``metadata.version`` feature level a KRaft cluster last finalized
+    (``FeatureLevelRecord``), read cheaply: only records framed as that record are decoded,
+    from the latest snapshot and the log after it (the whole log when there is no snapshot), or
+    from one file of batches (a ``bootstrap.checkpoint``). None when no such record is there;
+    unreadable parts raise :class:`SegtoolsError` or are skipped as the walk's findings."""
+    findings: list[Finding] = []
+    if isinstance(path, Path) and path.is_file():
+        return _metadata_version_in(file_records(path, findings, limit=limit))
+    partition = metadata_partition(path)
+    latest = max(((int(m.group(1)), p) for p in partition.kraft_snapshots
+                  if (m := _SNAPSHOT_NAME.fullmatch(p.name))), default=None)
+    level, end = None, 0
+    if latest is not None:
+        end = latest[0]
+        level = _metadata_version_in(file_records(latest[1], findings, limit=limit))
+    newer = _metadata_version_in(iter_records(
+        partition, findings, want=lambda t: (t.last_offset >= end) & ~t.is_control,
+        limit=limit))
+    return newer if newer is not None else level
 
 
 def topic_configs(partition_dir_or_path: PartitionDir | str | os.PathLike[str], *,

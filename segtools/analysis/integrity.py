@@ -124,20 +124,24 @@ class OffsetSteps:
         return out
 
 
-#: How many batches after an entry's position a follower's single append may have spanned.
-MAX_APPEND_BATCHES = 64
-
-
 class OffsetIndexCheck:
-    """Every ``.index`` entry must point at the start of a batch, and name that append's last
-    offset (``LogSegment.append`` writes ``(largestOffset, physicalPosition)``; pre-2.0
-    brokers wrote the first offset). ``DumpLogSegments`` compares with the first batch's last
-    offset at the position (KAFKA-7487); a follower's multi-batch append can index a later
-    batch's last offset, so an offset ending one of the next batches is accepted too.
+    """Every ``.index`` entry ``(O, P)`` must point at the start of a batch, and a lookup of O
+    that starts reading at P must find it. ``LogSegment.append(largestOffset, ..., records)``
+    writes ``(largestOffset, position of the append)``: for a leader's one-batch append that is
+    the batch's last offset (before 2.0 its first offset). An append of several batches names
+    a later batch: a follower's fetch, and the log cleaner, whose ``cleanInto`` appends each
+    chunk it read with ``MemoryRecords.FilterResult.maxOffset()``, the largest offset it kept.
+    For a batch the cleaner rebuilt that is the last record it kept, which can lie inside the
+    batch, below its last offset (``filterTo`` keeps the batch's last offset in the header).
+    So an entry may name the batch at P (its first or last offset, or an offset inside it) or
+    an offset inside any later batch; lookups stay correct (``OffsetIndex.lookup`` returns the
+    greatest entry at or below the target and the read scans forward from its position).
+    ``DumpLogSegments --verify-index`` compares only with the first batch at P (KAFKA-7487), so
+    it reports the cleaner's and followers' entries as mismatches; segtools does not.
 
     Entries are in position order (an index whose positions do not increase is not trusted,
-    and not checked); each chunk's entries are checked when the next chunk arrives, so the
-    look-ahead of ``MAX_APPEND_BATCHES`` rows can cross a chunk boundary."""
+    and not checked); each chunk's entries are checked when the next chunk arrives, and an
+    entry naming an offset past its batch waits, in flat memory, for the batch that holds it."""
 
     def __init__(self, path: str, offsets: np.ndarray, positions: np.ndarray):
         self.path = path
@@ -145,14 +149,15 @@ class OffsetIndexCheck:
         self.positions = positions
         self.done = 0
         self.pending: BatchTable | None = None
+        self.ahead: list[tuple[int, int, int, int]] = []  # offset, position, base, last at P
         self.found: list[Finding] = []
 
     def add(self, table: BatchTable) -> None:
         if not len(table):
             return
         if self.pending is not None:
-            ahead = table.take(slice(0, MAX_APPEND_BATCHES))
-            self._check(BatchTable.concat([self.pending, ahead]), int(table.position[0]))
+            self._check(self.pending, int(table.position[0]))
+        self.ahead = self._resolve(self.ahead, table)
         self.pending = table
 
     def finish(self) -> list[Finding]:
@@ -160,7 +165,35 @@ class OffsetIndexCheck:
             self._check(self.pending, None)
         elif self.done < len(self.offsets):
             self._check(BatchTable.empty(), None)
+        for offset, position, base, last in self.ahead:
+            self._mismatch(offset, position, base, last, "; no batch after it reaches that offset")
+        self.ahead = []
         return self.found
+
+    def _mismatch(self, offset: int, position: int, base: int, last: int, why: str = "") -> None:
+        self.found.append(Finding(
+            "index_entry_mismatch", Severity.ERROR, self.path,
+            f"index says offset {offset} starts at byte {position}, but the batch there holds "
+            f"{base}..{last}{why}", position=position, offset=offset))
+
+    def _resolve(self, entries: list[tuple[int, int, int, int]], t: BatchTable,
+                 after: np.ndarray | None = None) -> list[tuple[int, int, int, int]]:
+        """Match entries naming an offset past their own batch with the first batch of ``t``
+        (after row ``after[e]`` for entry ``e``, when given) that reaches the offset: it must
+        hold it (an offset in no batch at all is not one Kafka writes). Returns the entries
+        still waiting for a later batch."""
+        if not entries or not len(t):
+            return entries
+        want = np.fromiter((e[0] for e in entries), np.int64, len(entries))
+        k = np.searchsorted(np.maximum.accumulate(t.last_offset), want, side="left")
+        found = k < len(t)
+        rows = np.where(found, k, 0)
+        bad = found & (t.base_offset[rows] > want)
+        if after is not None:
+            bad |= found & (rows <= after)
+        for e in np.flatnonzero(bad).tolist():
+            self._mismatch(*entries[e], f"; offset {entries[e][0]} is in no batch after it")
+        return [entries[e] for e in np.flatnonzero(~found).tolist()]
 
     def _check(self, t: BatchTable, before: int | None) -> None:
         stop = len(self.positions) if before is None else int(
@@ -175,8 +208,10 @@ class OffsetIndexCheck:
         at = np.zeros(len(i), bool)
         at[inside] = t.position[i[inside]] == positions[inside]
         j = np.where(at, i, 0)
-        ok = at & ((offsets == t.last_offset[j] if len(t) else False) |
-                   (offsets == t.base_offset[j] if len(t) else False))
+        ok = at & ((offsets >= t.base_offset[j]) & (offsets <= t.last_offset[j])
+                   if len(t) else False)
+        later: list[tuple[int, int, int, int]] = []
+        rows: list[int] = []
         for k in np.flatnonzero(~ok).tolist():
             offset, position = int(offsets[k]), int(positions[k])
             if not at[k]:
@@ -186,13 +221,13 @@ class OffsetIndexCheck:
                     "not the start of a batch", position=position, offset=offset))
                 continue
             row = int(i[k])
-            if offset in t.last_offset[row:row + MAX_APPEND_BATCHES]:
+            base, last = int(t.base_offset[row]), int(t.last_offset[row])
+            if offset < base:
+                self._mismatch(offset, position, base, last)
                 continue
-            self.found.append(Finding(
-                "index_entry_mismatch", Severity.ERROR, self.path,
-                f"index says offset {offset} starts at byte {position}, but the batch there "
-                f"holds {t.base_offset[row]}..{t.last_offset[row]}", position=position,
-                offset=offset))
+            later.append((offset, position, base, last))
+            rows.append(row)
+        self.ahead += self._resolve(later, t, np.asarray(rows, np.int64))
 
 
 class TimeIndexCheck:
@@ -202,13 +237,20 @@ class TimeIndexCheck:
     running-max meaning. Entries are matched to the first batch ending at their offset, chunk
     by chunk; what never matches is reported at the end.
 
-    Two kinds of entries are healthy although no batch ends at their offset. Older brokers
-    recorded the offset of the *record* holding the largest timestamp (the history of
-    ``LogValidator``'s offset-of-max-timestamp), which lies inside its batch. And the cleaner
-    removes records but not time index entries: a broker looking the timestamp up scans forward
-    from the indexed position (``LogSegment.findOffsetByTimestamp``) and finds the next batch,
-    so an entry naming a removed offset is harmless. Only an entry past the last batch points
-    at data that is not there."""
+    The cleaner writes a new time index for the segment it builds, from the batches it kept
+    (``LogCleaner.cleanInto`` appends with ``FilterResult.shallowOffsetOfMaxTimestamp``, the
+    kept batch's last offset): a batch it rebuilt keeps its original last offset
+    (``overrideLastOffset``) even when that record is gone, so the entry still ends a batch
+    and is matched here like any other.
+
+    Two kinds of entries are healthy although no batch ends at their offset. Leaders up to 3.6
+    recorded the offset of the first *record* holding an uncompressed batch's largest timestamp
+    (``LogValidator.assignOffsetsNonCompressed``; 3.7 names the batch's last offset, apache/kafka
+    e905ef1edfb, kept by KAFKA-16310), which lies inside its batch. And on a compacted partition
+    an entry naming an offset no batch covers is harmless: a broker looking the timestamp up
+    scans forward from the indexed position (``LogSegment.findOffsetByTimestamp``) and finds the
+    next batch (Kafka's own cleaner does not write such entries). Only an entry past the last
+    batch points at data that is not there."""
 
     def __init__(self, path: str, timestamps: np.ndarray, offsets: np.ndarray):
         self.path = path

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from segtools.errors import SegtoolsError
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionState
 from segtools.storage.summary import SegmentSummary
@@ -54,13 +56,49 @@ RULES: dict[str, Rule] = {r.name: r for r in (
     Rule("zstd batches", (2, 1), None, "CompressionType.ZSTD, KIP-110"),
     Rule("idempotent or transactional batches", (0, 11), None, "KIP-98"),
     Rule("KRaft metadata log (__cluster_metadata)", (2, 8), None, "KIP-500"),
+    Rule("bootstrap.checkpoint", (3, 3), None,
+         "BootstrapDirectory writes it from 3.3 (KAFKA-13830, KIP-778)"),
+    Rule("KRaft metadata.version (FeatureLevelRecord)", (3, 3), None,
+         "MetadataVersion (server-common) names the release of each level; the record carries "
+         "metadata.version from 3.3 (KIP-778)"),
+    Rule("time index entry naming a record inside its batch (older convention)", (0, 10), (3, 6),
+         "LogValidator.assignOffsetsNonCompressed: the record holding an uncompressed batch's "
+         "largest timestamp up to 3.6; the batch's last offset from 3.7 (apache/kafka "
+         "e905ef1edfb, #14697; KAFKA-16310 in 3.8)"),
 )}
+
+#: ``MetadataVersion``'s feature levels and the release each names (``IBP_3_0_IV1`` is level
+#: 1, ...), read from apache/kafka's server-common at the 3.3.0 to 3.8.0 and 3.9.0-rc3 tags;
+#: a level is declared unchanged in every later release. A broker finalizes a level only if
+#: its release supports it; 3.9's ``LATEST_PRODUCTION`` is level 21, so a higher level needs a
+#: later release. (Releases also declare the next release's first levels as unstable, usable
+#: only with ``unstable.metadata.versions.enable``; those test setups are not what this bounds.)
+METADATA_VERSIONS: dict[int, tuple[Release, str]] = {
+    1: ((3, 0), "3.0-IV1"), 2: ((3, 1), "3.1-IV0"), 3: ((3, 2), "3.2-IV0"),
+    4: ((3, 3), "3.3-IV0"), 5: ((3, 3), "3.3-IV1"), 6: ((3, 3), "3.3-IV2"),
+    7: ((3, 3), "3.3-IV3"), 8: ((3, 4), "3.4-IV0"), 9: ((3, 5), "3.5-IV0"),
+    10: ((3, 5), "3.5-IV1"), 11: ((3, 5), "3.5-IV2"), 12: ((3, 6), "3.6-IV0"),
+    13: ((3, 6), "3.6-IV1"), 14: ((3, 6), "3.6-IV2"), 15: ((3, 7), "3.7-IV0"),
+    16: ((3, 7), "3.7-IV1"), 17: ((3, 7), "3.7-IV2"), 18: ((3, 7), "3.7-IV3"),
+    19: ((3, 7), "3.7-IV4"), 20: ((3, 8), "3.8-IV0"), 21: ((3, 9), "3.9-IV0"),
+}
+AFTER_KNOWN_LEVELS: Release = (4, 0)
 
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
     rule: Rule
     where: str  # the file or directory that showed it
+    detail: str = ""  # what the file said, when the rule's bound depends on it
+    at_least: Release | None = None  # a lower bound finer than the rule's, read from the file
+
+    @property
+    def low(self) -> Release:
+        return self.rule.low if self.at_least is None else max(self.rule.low, self.at_least)
+
+    @property
+    def high(self) -> Release | None:
+        return self.rule.high
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,16 +131,17 @@ class VersionRange:
         return {"kafka_versions": self.label, "low": list(self.low),
                 "high": list(self.high) if self.high else None,
                 "consistent": self.consistent,
-                "evidence": [{"rule": e.rule.name, "allows": allows(e.rule),
-                              "source": e.rule.source, "where": e.where}
+                "evidence": [{"rule": e.rule.name, "allows": allows(e),
+                              "source": e.rule.source, "where": e.where,
+                              **({"detail": e.detail} if e.detail else {})}
                              for e in self.evidence]}
 
 
-def allows(rule: Rule) -> str:
-    low = f"{rule.low[0]}.{rule.low[1]}"
-    return f">= {low}" if rule.high is None else \
-        (f"<= {rule.high[0]}.{rule.high[1]}" if rule.low == OLDEST else
-         f"{low} to {rule.high[0]}.{rule.high[1]}")
+def allows(evidence: Evidence) -> str:
+    low, high = evidence.low, evidence.high
+    text = f"{low[0]}.{low[1]}"
+    return f">= {text}" if high is None else \
+        (f"<= {high[0]}.{high[1]}" if low == OLDEST else f"{text} to {high[0]}.{high[1]}")
 
 
 def combine(evidence: Iterable[Evidence]) -> VersionRange:
@@ -110,14 +149,32 @@ def combine(evidence: Iterable[Evidence]) -> VersionRange:
     items = tuple(evidence)
     low, high = OLDEST, NEWEST
     for e in items:
-        low = max(low, e.rule.low)
-        if e.rule.high is not None:
-            high = e.rule.high if high is None else min(high, e.rule.high)
+        low = max(low, e.low)
+        if e.high is not None:
+            high = e.high if high is None else min(high, e.high)
     return VersionRange(low, high, items)
+
+
+def older_time_index_convention(s: SegmentSummary) -> bool:
+    """The segment's last time index entry has the segment's largest timestamp but names an
+    offset below the last offset of the first batch holding it: the record's offset, as
+    leaders up to 3.6 wrote it. (From 3.7, and for followers, recovery and the cleaner in every
+    release, the entry names that batch's last offset.) Read from the summary alone."""
+    if s.timeindex_last is None or s.log_offset_of_max_timestamp is None or s.first_offset is None:
+        return False
+    ts, offset = s.timeindex_last
+    return (ts == s.log_max_timestamp >= 0
+            and s.first_offset <= offset < s.log_offset_of_max_timestamp)
 
 
 def _segment_evidence(summaries: Sequence[SegmentSummary], where: str) -> list[Evidence]:
     out = []
+    older = next((s for s in summaries if older_time_index_convention(s)), None)
+    if older is not None:
+        out.append(Evidence(RULES["time index entry naming a record inside its batch (older "
+                                  "convention)"], str(Path(older.path).with_suffix(".timeindex")),
+                            f"last entry names offset {older.timeindex_last[1]}, inside the batch "
+                            f"ending at {older.log_offset_of_max_timestamp}"))
     if any(2 in s.magics for s in summaries):
         out.append(Evidence(RULES["record batch v2 (magic 2)"], where))
     if any("zstd" in s.codecs for s in summaries):
@@ -159,8 +216,45 @@ def log_dir_versions(log_dir: LogDir,
             if present and rule not in seen:
                 seen.add(rule)
                 ev.append(Evidence(RULES[rule], str(p.path)))
+    if log_dir.bootstrap_checkpoint is not None:
+        ev.append(Evidence(RULES["bootstrap.checkpoint"], str(log_dir.bootstrap_checkpoint)))
+    ev.extend(_metadata_version_evidence(log_dir))
     for e in _segment_evidence(tuple(summaries), root):
         if e.rule.name not in seen:
             seen.add(e.rule.name)
             ev.append(e)
     return combine(ev)
+
+
+def metadata_version_release(level: int) -> tuple[Release, str]:
+    """The first release that runs ``metadata.version`` level ``level``
+    (:data:`METADATA_VERSIONS`), and the level's name."""
+    if level in METADATA_VERSIONS:
+        return METADATA_VERSIONS[level]
+    if level > max(METADATA_VERSIONS):
+        return AFTER_KNOWN_LEVELS, f"level {level}, above 3.9-IV0"
+    return (3, 0), f"level {level}"
+
+
+def _metadata_version_evidence(log_dir: LogDir) -> list[Evidence]:
+    """The cluster's ``metadata.version`` from the metadata log (its latest value), else from the
+    log dir's ``bootstrap.checkpoint`` (the level it was formatted with). The KRaft decoder is
+    imported only when one of them is there."""
+    sources: list[Path] = [p.path for p in log_dir.partitions
+                           if p.name is not None and p.name.is_metadata_log]
+    if log_dir.bootstrap_checkpoint is not None:
+        sources.append(log_dir.bootstrap_checkpoint)
+    if not sources:
+        return []
+    from segtools.analysis.cluster_metadata import metadata_version
+
+    for path in sources:
+        try:
+            level = metadata_version(path)
+        except SegtoolsError:
+            continue
+        if level is not None:
+            release, name = metadata_version_release(level)
+            return [Evidence(RULES["KRaft metadata.version (FeatureLevelRecord)"], str(path),
+                             f"metadata.version {level} ({name})", release)]
+    return []

@@ -152,7 +152,8 @@ def _print_versions(versions: dict) -> None:
                       + ("" if vr.consistent else " (the evidence disagrees: files from "
                          "different brokers?)"), markup=False)
         for e in vr.evidence:
-            console.print(f"  {e.rule.name}: {allows(e.rule)} ({e.rule.source})",
+            detail = f" [{e.detail}]" if e.detail else ""
+            console.print(f"  {e.rule.name}{detail}: {allows(e)} ({e.rule.source})",
                           markup=False)
 
 
