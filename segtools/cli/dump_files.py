@@ -154,7 +154,9 @@ def dump_checkpoint(path: Path, args, emit: Emit) -> list[Finding]:
                  " ".join(f"{k}={v}" for k, v in meta.properties))
     else:
         entries, findings = _text_entries(path, parse_offset_checkpoint)
-        for (topic, partition), offset in sorted((entries or {}).items()):
+        redactor = getattr(args, "redactor", None)
+        for (name, partition), offset in sorted((entries or {}).items()):
+            topic = redactor.topic(name) if redactor is not None else name
             emit({"type": "checkpoint_entry", "topic": topic, "partition": partition,
                   "offset": offset},
                  f"topic: {render.terminal_safe(topic)} partition: {partition} "
