@@ -296,14 +296,17 @@ class LogDirs:
                           config: str | os.PathLike[str] | None = None,
                           configs: Mapping[str, object] | None = None,
                           forecast_days: float | None = None,
-                          deep: bool = True) -> RetentionReport:
+                          deep: bool = True, inputs: Loaded | None = None) -> RetentionReport:
         """Which segments Kafka's retention deletes at ``at`` (default: now), and why, per
         live partition (as ``segtools retention``); ``forecast_days`` adds the size forecast
         per partition and topic; ``deep`` counts records older than retention.ms that kept
         segments still hold. ``configs`` maps config names to values (``{"retention.ms":
-        86400000}``), ``config`` is a properties or ``kafka-configs --describe`` file."""
+        86400000}``), ``config`` is a properties or ``kafka-configs --describe`` file;
+        ``inputs`` reuses what :meth:`inputs` built (then ``config``/``configs`` are its)."""
         now = _now(at)
-        return retention_report(self.inputs(at=at, config=config, configs=configs),
+        loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
+                                                               configs=configs)
+        return retention_report(loaded,
                                 now_ms=now, forecast_days=forecast_days, deep=deep,
                                 limit=self.max_decompressed_bytes)
 
@@ -311,12 +314,16 @@ class LogDirs:
                            config: str | os.PathLike[str] | None = None,
                            configs: Mapping[str, object] | None = None,
                            key: bytes | str | None = None, top: int = 10,
-                           tombstone_limit: int = 20) -> CompactionReport:
+                           tombstone_limit: int = 20,
+                           inputs: Loaded | None = None) -> CompactionReport:
         """What the log cleaner did and would do next at ``at`` (default: now) in every
-        compacted partition (as ``segtools compaction``); ``key`` adds that key's history."""
+        compacted partition (as ``segtools compaction``); ``key`` adds that key's history;
+        ``inputs`` as for :meth:`explain_retention`."""
         now = _now(at)
         wanted = key.encode("utf-8") if isinstance(key, str) else key
-        return compaction_report(self.inputs(at=at, config=config, configs=configs),
+        loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
+                                                               configs=configs)
+        return compaction_report(loaded,
                                  self.paths, now_ms=now, key=wanted, top=top,
                                  tombstone_limit=tombstone_limit,
                                  limit=self.max_decompressed_bytes)
