@@ -160,6 +160,7 @@ def test_every_command_takes_the_decompression_cap():
     for name in COMMANDS:
         args = build_parser([name]).parse_args(
             [name, "x", *(["--offset", "0"] if name == "find" else []),
+             *(["-o", "x.html"] if name == "report" else []),
              "--max-decompressed-bytes", "1024"])
         assert args.max_decompressed_bytes == 1024, name
     tree = FIXTURES / "logdirs" / "sample" / "orders.v2-eu-4"   # zstd batches

@@ -54,7 +54,8 @@ def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[
             return findings + check(str(path), *index.entry_arrays(), _log_table(path))
         slots = index.dumped_slots()
         if not len(slots):
-            emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
+            emit({"type": "note", "path": str(path), "message": "empty"},
+                 f"{render.terminal_safe(str(path))} is empty.")
         for slot in slots:
             emit(*entry_line(slot))
         _padding_note(index, path, emit)

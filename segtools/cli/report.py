@@ -10,8 +10,8 @@ timelines with regressions marked; replica divergence. Large trees are summarise
 page says what it left out). ``--redact`` replaces keys, values, headers (and topic names)
 by keyed tokens, and the page says so.
 
-Exit status as every command: 0 nothing to report, 1 findings at warning or error (the report
-is written either way), 2 could not run.
+Prints the report's path on stdout. Exit status as every command: 0 nothing to report, 1
+findings at warning or error (the report is written either way), 2 could not run.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         os.unlink(tmp)
         raise
+    print(out)  # the result is the file: its path on stdout, for a script or `make demo`
     if not args.quiet:
-        print(f"report written to {out} ({len(html.encode('utf-8', 'surrogateescape'))} "
-              f"bytes)", file=sys.stderr)
+        print(f"report written: {len(html.encode('utf-8', 'surrogateescape'))} bytes, "
+              f"{len(model.findings)} finding(s)", file=sys.stderr)
     return exit_code(model.findings)

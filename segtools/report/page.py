@@ -27,6 +27,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
+from segtools.cli.render import terminal_safe
 from segtools.report import assets
 from segtools.report.model import SEVERITY_RANK, ReportModel
 from segtools.units import format_bytes, format_time
@@ -74,10 +75,18 @@ def content_security_policy(scripts: list[str], styles: list[str]) -> str:
             "base-uri 'none'; form-action 'none'")
 
 
+def _visible(value):
+    """Every value the template prints: control characters (terminal escapes) shown as
+    ``\\xNN``, as on the command line; the page's own markup (``Markup``) left alone."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return terminal_safe(value)
+    return value
+
+
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
-                             lstrip_blocks=True)
+                             lstrip_blocks=True, finalize=_visible)
     env.filters["size"] = format_bytes
     env.filters["time"] = lambda ms: "unknown" if ms is None else format_time(ms)
     return env

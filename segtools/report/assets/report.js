@@ -14,6 +14,15 @@
 
   // ------------------------------------------------------------------ helpers
 
+  /* Control characters (terminal escapes: ESC, BEL, C1) and the JavaScript line ends are shown
+   * as \xNN / \uNNNN, as the command line shows them: visible, and inert. */
+  function visible(text) {
+    return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, function (c) {
+      var n = c.charCodeAt(0);
+      return n < 0x100 ? "\\x" + ("0" + n.toString(16)).slice(-2) : "\\u" + n.toString(16);
+    });
+  }
+
   function el(tag, cls, children) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -21,7 +30,7 @@
     if (!Array.isArray(children)) children = [children];
     children.forEach(function (c) {
       if (c === null || c === undefined) return;
-      e.appendChild(typeof c === "object" ? c : document.createTextNode(String(c)));
+      e.appendChild(typeof c === "object" ? c : document.createTextNode(visible(c)));
     });
     return e;
   }
@@ -115,7 +124,7 @@
       tip.style.display = "none";
       return;
     }
-    tip.textContent = lines.join("\n");
+    tip.textContent = lines.map(visible).join("\n");
     tip.style.display = "block";
     var left = u.cursor.left + u.over.offsetLeft + 14;
     if (left + tip.offsetWidth > u.over.offsetLeft + u.over.clientWidth) {
@@ -140,7 +149,7 @@
     }
     var series = [{}];
     chart.series.forEach(function (s, i) {
-      series.push({label: s.label, stroke: COLORS[i % COLORS.length], width: 2,
+      series.push({label: visible(s.label), stroke: COLORS[i % COLORS.length], width: 2,
                    paths: uPlot.paths.stepped({align: 1}), value: function (u, v) { return fmtBytes(v); }});
     });
     var tip = tooltip(container);
@@ -185,7 +194,7 @@
       });
       var last = null;
       for (var i = 0; i < y.length; i++) { if (y[i] === null) y[i] = last; else last = y[i]; }
-      var label = l.topic + "-" + l.partition, color = COLORS[n % COLORS.length];
+      var label = visible(l.topic + "-" + l.partition), color = COLORS[n % COLORS.length];
       data.push(y);
       series.push({label: label, stroke: color, width: 2, paths: uPlot.paths.stepped({align: 1}),
                    points: {show: false}});
