@@ -225,13 +225,14 @@ def _summary(logs: LogDirs, inputs, rows: list[dict]) -> dict:
             p.name is not None and p.name.is_metadata_log for p in d.partitions)
         mode = "KRaft" if kraft else ("ZooKeeper" if d.meta is not None else "unknown")
         log_dirs.append({
-            "path": str(d.path), "node_id": d.meta.node_id if d.meta else None,
+            "path": shown_path(d.path), "node_id": d.meta.node_id if d.meta else None,
             "cluster_id": d.meta.cluster_id if d.meta else None, "mode": mode,
             "clean_shutdown": d.clean_shutdown is not None,
             "partitions": len(d.partitions), "kafka_versions": vr.label,
             "versions_consistent": vr.consistent,
             "evidence": [{"rule": e.rule.name, "allows": allows(e.rule),
-                          "source": e.rule.source, "where": e.where} for e in vr.evidence]})
+                          "source": e.rule.source, "where": shown_path(e.where)}
+                         for e in vr.evidence]})
     features = []
     if magics:
         features.append("record formats: " + ", ".join(f"v{m}" for m in magics))

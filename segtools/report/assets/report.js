@@ -147,7 +147,7 @@
       container.appendChild(el("p", "dim", "nothing to draw"));
       return null;
     }
-    var series = [{}];
+    var series = [{value: function (u, v) { return v === null ? "-" : fmtTime(v * 1000); }}];
     chart.series.forEach(function (s, i) {
       series.push({label: visible(s.label), stroke: COLORS[i % COLORS.length], width: 2,
                    paths: uPlot.paths.stepped({align: 1}), value: function (u, v) { return fmtBytes(v); }});
@@ -182,7 +182,8 @@
     if (x.length < 1) { container.appendChild(el("p", "dim", "no commits")); return null; }
     var index = {};
     x.forEach(function (v, i) { index[v] = i; });
-    var data = [x], series = [{}], exact = [];
+    var data = [x], series = [{value: function (u, v) { return v === null ? "-" : fmtTime(v * 1000); }}];
+    var exact = [];
     group.lines.forEach(function (l, n) {
       var y = new Array(x.length).fill(null), reg = new Array(x.length).fill(null);
       var at = new Array(x.length).fill(null);
