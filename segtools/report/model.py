@@ -47,6 +47,7 @@ from segtools.storage.segment import Segment
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
+DETAILS_LEFT_OUT = "partitions with a summary row only (the most telling have full detail)"
 DAY_MS = 86_400_000
 
 
@@ -272,7 +273,8 @@ def _segments(pi, retention, budget: Budget, left_out: Counter) -> list[dict]:
         rows.append(row)
     if len(rows) > budget.segments:
         half = budget.segments // 2
-        left_out["segment rows"] += len(rows) - 2 * half
+        left_out["segment rows left out of long segment tables (first and last kept)"] += \
+            len(rows) - 2 * half
         rows = [*rows[:half], {"gap": len(rows) - 2 * half}, *rows[-half:]]
     return rows
 
@@ -331,7 +333,7 @@ def _transactions(pt, budget: Budget, left_out: Counter) -> dict:
     txns = sorted(scan.transactions, key=lambda t: (t.marker is not None,
                                                     t.first_offset or 0))
     if len(txns) > budget.transactions:
-        left_out["transactions"] += len(txns) - budget.transactions
+        left_out["transactions not listed (open ones first)"] += len(txns) - budget.transactions
     return {"log_start_offset": scan.log_start_offset, "log_end_offset": scan.log_end_offset,
             "last_stable_offset": scan.last_stable_offset, "total": len(scan.transactions),
             "committed": sum(t.marker == "COMMIT" for t in scan.transactions),
@@ -345,7 +347,7 @@ def _transactions(pt, budget: Budget, left_out: Counter) -> dict:
 def _producers(pp, budget: Budget, left_out: Counter) -> dict:
     groups = sorted(pp.producers.values(), key=lambda g: -g.batches)
     if len(groups) > budget.producers:
-        left_out["producers"] += len(groups) - budget.producers
+        left_out["producers not listed (busiest first)"] += len(groups) - budget.producers
     return {"producers": [g.to_json() for g in groups[:budget.producers]],
             "events": [e.to_json() for e in pp.events if e.kind != "wrap"][:budget.producers]}
 
@@ -365,13 +367,13 @@ def _groups(replay: OffsetsReplay, budget: Budget, left_out: Counter) -> list[di
                     key=lambda g: (-sum(len(v) for k, v in regressions.items()
                                         if k[0] == g.group), g.group))
     if len(ranked) > budget.groups:
-        left_out["consumer groups"] += len(ranked) - budget.groups
+        left_out["consumer groups without a timeline"] += len(ranked) - budget.groups
     out = []
     for g in ranked[:budget.groups]:
         tps = sorted(commits[g.group], key=lambda tp: (
             -len(regressions.get((g.group, *tp), ())), tp))
         if len(tps) > budget.series:
-            left_out["offset timelines"] += len(tps) - budget.series
+            left_out["topic-partitions left off group timelines"] += len(tps) - budget.series
         lines = []
         for tp in tps[:budget.series]:
             seq = commits[g.group][tp]
@@ -379,7 +381,8 @@ def _groups(replay: OffsetsReplay, budget: Budget, left_out: Counter) -> list[di
                       if r.current is c}
             kept = _thin(list(enumerate(seq)), budget.points, marked)
             if len(kept) < len(seq):
-                left_out["offset commits (thinned on charts)"] += len(seq) - len(kept)
+                left_out["offset commits thinned from timelines (regressions kept)"] += \
+                    len(seq) - len(kept)
             lines.append({"topic": tp[0], "partition": tp[1], "points": [
                 [_seconds(c.effective_timestamp), c.offset, c.where.partition, c.where.offset,
                  i in marked] for i, c in kept]})
@@ -468,7 +471,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
 
     chosen = sorted(rows, key=_interest)[:budget.detailed_partitions]
     if len(rows) > len(chosen):
-        left_out["partition details (summary rows kept)"] += len(rows) - len(chosen)
+        left_out[DETAILS_LEFT_OUT] += len(rows) - len(chosen)
     for row in chosen:
         p, e = pdirs[row["id"]]
         path = str(p.path)
@@ -497,7 +500,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         t["findings"] += r["errors"] + r["warnings"] + r["infos"]
     largest = sorted(retention.topics.items(), key=lambda kv: -kv[1].start_size)
     if len(largest) > budget.series:
-        left_out["topics on the forecast chart (largest shown)"] += \
+        left_out["topics left off the forecast chart (the largest are drawn)"] += \
             len(largest) - budget.series
     overview = forecast_chart(largest[:budget.series]) if largest else None
 
@@ -509,7 +512,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     ordered = sorted(findings, key=lambda f: (-SEVERITY_RANK[str(f.severity)], f.code,
                                              f.path, f.offset or 0))
     if len(ordered) > budget.findings:
-        left_out["finding rows (counts complete)"] += len(ordered) - budget.findings
+        left_out["finding rows not listed (the counts per code are complete)"] += \
+            len(ordered) - budget.findings
 
     data = {
         "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
