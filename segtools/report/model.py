@@ -531,7 +531,11 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         "skipped": [s.to_json() for s in inputs.skipped],
         "groups": _groups(replay, budget, left_out) if replay is not None else [],
         "offset_regressions": len(replay.regressions) if replay is not None else 0,
-        "open_transactional_ids": [c.to_json() for c in txns.open_ids],
+        # topic names as values, not keys: redaction and the page handle them as data
+        "open_transactional_ids": [
+            {**c.to_json(), "partitions": [{"topic": t, "partitions": ids} for t, ids in
+                                           (c.to_json()["partitions"] or {}).items()]}
+            for c in txns.open_ids],
         "hanging": [{**h.to_json(), "partition": shown_path(h.partition)}
                     for pt in txns.partitions for h in pt.hanging],
         "divergence": [{"partition": rs.key, **rs.divergence.to_json(),

@@ -196,3 +196,20 @@ def test_help_stays_fast_and_lists_the_report():
 def test_render_is_deterministic_for_the_same_model():
     model = build([str(FIXTURES / "logdirs" / "legacy")], at=1_700_000_000_000)
     assert render(model) == render(model)
+
+
+def test_redacted_hostile_report_names_no_topic(tmp_path):
+    """Topic names are redacted wherever the report carries them (values, paths, messages,
+    the transactional id's partitions); the group and transactional ids are not redacted."""
+    out = tmp_path / "r.html"
+    write_report(str(FIXTURES / "logdirs" / "hostile"), "-o", str(out),
+                 "--redact", "keys,values,headers,topics")
+    page = out.read_text()
+    data = embedded(page)
+    text = json.dumps(data) + page.split('id="report-data"')[0]
+    for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 14):  # topic names, keys, values, headers
+        assert f"pwn({n})" not in text, n
+    assert "pwn(13)" in text  # the transactional id stays
+    (open_id,) = data["open_transactional_ids"]
+    assert [p["topic"] for p in open_id["partitions"]] == \
+        [r["topic"] for r in data["partitions"] if r["hanging"]]

@@ -556,8 +556,8 @@
       box.appendChild(el("h4", null, "Transactional ids still open in __transaction_state"));
       box.appendChild(table(["transactional id", "state", "producer", "partitions", "started", "where"],
         D.open_transactional_ids.map(function (c) {
-          var parts = c.partitions ? Object.keys(c.partitions).map(function (t) {
-            return t + "[" + c.partitions[t].join(",") + "]"; }).join(" ") : "-";
+          var parts = c.partitions.map(function (p) {
+            return p.topic + "[" + p.partitions.join(",") + "]"; }).join(" ") || "-";
           return [el("td", "mono", c.transactional_id), el("td", null, show(c.status)),
                   num(show(c.producer_id) + " epoch " + show(c.producer_epoch)), el("td", null, parts),
                   timeCell(c.start_timestamp),
