@@ -99,6 +99,16 @@ def _where(path: str) -> tuple[str | None, int | None]:
     return None, None
 
 
+def _partition_dir(path: str) -> str | None:
+    """The partition directory a finding's path is in (copies of one partition in several
+    log dirs are told apart)."""
+    parts = Path(path).parts
+    for i in range(len(parts) - 1, -1, -1):
+        if parse_partition_dir_name(parts[i]) is not None:
+            return str(Path(*parts[:i + 1]))
+    return None
+
+
 def _finding(f: Finding) -> dict:
     topic, partition = _where(f.path)
     return {"severity": str(f.severity), "code": f.code, "topic": topic,
@@ -433,9 +443,9 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     comp_by_path = {str(e.input.dir.path): e.compaction for e in compaction.partitions}
     txn_by_path = {str(pt.scan.partition.path): pt for pt in txns.partitions}
     prod_by_path = {pp.path: pp for pp in producers}
-    finding_count: dict[tuple, Counter] = defaultdict(Counter)
+    finding_count: dict[str | None, Counter] = defaultdict(Counter)
     for f in findings:
-        finding_count[_where(f.path)][str(f.severity)] += 1
+        finding_count[_partition_dir(f.path)][str(f.severity)] += 1
 
     rows, pdirs = [], []
     for d in logs.log_dirs:
@@ -444,7 +454,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
             e = by_path.get(path)
             name = p.name
             topic = name.topic if name else p.path.name
-            counts = finding_count.get((topic, name.partition if name else None), Counter())
+            counts = finding_count.get(path, Counter())
             pt = txn_by_path.get(path)
             summaries = e.input.summaries if e else ()
             rows.append({
