@@ -5,8 +5,12 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 SAMPLE := fixtures/logdirs/sample
 DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
+# Spark's DataFrame.show() prints strings raw: the hostile tree's terminal escapes would reach
+# the terminal, so the Spark tour skips it (segtools' own output escapes them; the report
+# shows that tree as text)
+TOUR_TREES := $(filter-out fixtures/logdirs/hostile,$(wildcard fixtures/logdirs/*))
 
-.PHONY: demo test fixtures bench lint fuzz clean
+.PHONY: demo test fixtures bench lint fuzz clean browser
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -17,8 +21,20 @@ NATIVE := $(shell find segtools -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 
 # re-install (and rebuild the compiled parts) whenever the metadata or a compiled source changes
 $(STAMP): pyproject.toml setup.py $(NATIVE) | $(PY)
-	$(PY) -m pip install -q -e '.[test,plot,spark,frames]'
+	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report]'
 	touch $@
+
+# The report's browser tests drive Debian's chromium (never a browser Playwright downloads):
+# installed with apt-get when it is missing and we are root; otherwise those tests skip and
+# say why.
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ -x $(CHROMIUM) ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		echo "installing Debian's chromium for the report's browser tests"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+			|| echo "could not install chromium: the report's browser tests will skip"; \
+	else echo "no $(CHROMIUM) and cannot apt-get it: the report's browser tests will skip"; fi
 
 # segtools exits 1 when it reports findings (the sample trees have some on purpose) and 2
 # when it cannot run: the demo accepts the first and stops on the second.
@@ -45,9 +61,11 @@ demo: $(STAMP)
 	@echo; echo "== python: segtools.open() and its Arrow output in DuckDB =="
 	$(PY) -c "import segtools, duckdb; records = segtools.open('$(SAMPLE)').to_arrow(columns=['topic', 'offset', 'key', 'value']); duckdb.sql('SELECT topic, count(*) AS records FROM records GROUP BY topic ORDER BY topic').show()"
 	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree =="
-	$(PY) spark/examples/kafkalog_tour.py fixtures/logdirs
+	$(PY) spark/examples/kafkalog_tour.py $(TOUR_TREES)
+	@echo; echo "== report: everything above as one HTML page, to open in a browser or share =="
+	$(VENV)/bin/segtools report fixtures/logdirs -o $(CURDIR)/.cache/demo-report.html --config $(DEMO_CONFIG) --at 2023-11-16T00:00:00Z $(FINDINGS_OK)
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(PY) -m pytest
 
 lint: $(STAMP)

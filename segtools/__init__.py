@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge",
-        "producers")
+        "producers", "explain_retention", "explain_compaction")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 
@@ -32,6 +32,8 @@ if TYPE_CHECKING:  # pragma: no cover
         LogDirs,
         Partition,
         diverge,
+        explain_compaction,
+        explain_retention,
         offsets_at,
         open,
         producers,

@@ -9,8 +9,10 @@ not in segtools' modules, so this module maps those terms onto the library:
   :class:`pyarrow.RecordBatchReader` with exactly the Spark source's schema: both are
   :func:`segtools.fetch.rows.read` over :func:`segtools.fetch.plan.ranges`, the code Spark's
   executors run, so the faces cannot disagree;
-- the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`) return
-  the same typed results the CLI prints.
+- the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`,
+  :func:`producers`, :func:`explain_retention`, :func:`explain_compaction`) return the same
+  typed results the CLI prints (``to_json()`` on the retention and compaction reports is the
+  CLI's ``--format json`` document).
 
 Selectors are the CLI's and the Spark options' (topics as globs, partitions, offset and time
 bounds, ``read_committed``, ``include_control``). Findings met while reading are collected on
@@ -21,14 +23,23 @@ into :class:`~segtools.errors.CorruptDataError` instead.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
 import pyarrow as pa
 
+from segtools.analysis import config as cfg
 from segtools.analysis.diverge import ReplicaSet, compare_copies, copies_by_partition
+from segtools.analysis.explain import (
+    CompactionReport,
+    RetentionReport,
+    compaction_report,
+    retention_report,
+)
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay, replay_offsets
+from segtools.analysis.partition_input import Loaded, load_inputs
 from segtools.analysis.producers import PartitionProducers, likely_duplicates
 from segtools.analysis.producers import analyse as analyse_producers
 from segtools.analysis.transactions import (
@@ -50,8 +61,8 @@ from segtools.timestamps import to_millis
 Time = int | float | str | datetime
 Offsets = int | Mapping[str, Mapping[int, int]]
 
-__all__ = ["LogDirs", "Partition", "diverge", "offsets_at", "open", "producers", "transactions",
-           "verify"]
+__all__ = ["LogDirs", "Partition", "diverge", "explain_compaction", "explain_retention",
+           "offsets_at", "open", "producers", "transactions", "verify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +109,7 @@ class LogDirs:
             if f.code == "path_not_found":
                 raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
         self.log_dirs: list[LogDir] = log_dirs
+        self._loose = tuple(loose)
         self._tree_findings = tuple(loose) + tuple(f for d in log_dirs for f in d.findings)
         #: what the walk found wrong, then whatever later reads meet (in order)
         self.findings: list[Finding] = list(self._tree_findings) + [
@@ -260,10 +272,71 @@ class LogDirs:
                                                  limit=self.max_decompressed_bytes)
         return results
 
+    def inputs(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
+               configs: Mapping[str, object] | None = None) -> Loaded:
+        """Every live partition summarised with its resolved topic config (``configs`` >
+        ``config`` file > ``__cluster_metadata`` in the tree > Kafka's defaults, as the CLI's
+        flags and ``--config``): the input of the retention and compaction analyses."""
+        flags = {}
+        for name, value in (configs or {}).items():
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            try:
+                cfg.parse_value(name, text)
+            except ValueError as e:
+                raise SegtoolsError(str(e)) from None
+            flags[name] = text
+        config_file = cfg.read_config_file(os.fspath(config)) if config is not None else None
+        loaded = load_inputs(self.log_dirs, flags=flags, config_file=config_file,
+                             at=None if at is None else to_millis(at),
+                             limit=self.max_decompressed_bytes)
+        return Loaded(loaded.partitions, loaded.skipped, self._loose + loaded.findings,
+                      loaded.config_sources)
+
+    def explain_retention(self, *, at: Time | None = None,
+                          config: str | os.PathLike[str] | None = None,
+                          configs: Mapping[str, object] | None = None,
+                          forecast_days: float | None = None,
+                          deep: bool = True, inputs: Loaded | None = None) -> RetentionReport:
+        """Which segments Kafka's retention deletes at ``at`` (default: now), and why, per
+        live partition (as ``segtools retention``); ``forecast_days`` adds the size forecast
+        per partition and topic; ``deep`` counts records older than retention.ms that kept
+        segments still hold. ``configs`` maps config names to values (``{"retention.ms":
+        86400000}``), ``config`` is a properties or ``kafka-configs --describe`` file;
+        ``inputs`` reuses what :meth:`inputs` built (then ``config``/``configs`` are its)."""
+        now = _now(at)
+        loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
+                                                               configs=configs)
+        return retention_report(loaded,
+                                now_ms=now, forecast_days=forecast_days, deep=deep,
+                                limit=self.max_decompressed_bytes)
+
+    def explain_compaction(self, *, at: Time | None = None,
+                           config: str | os.PathLike[str] | None = None,
+                           configs: Mapping[str, object] | None = None,
+                           key: bytes | str | None = None, top: int = 10,
+                           tombstone_limit: int = 20,
+                           inputs: Loaded | None = None) -> CompactionReport:
+        """What the log cleaner did and would do next at ``at`` (default: now) in every
+        compacted partition (as ``segtools compaction``); ``key`` adds that key's history;
+        ``inputs`` as for :meth:`explain_retention`."""
+        now = _now(at)
+        wanted = key.encode("utf-8") if isinstance(key, str) else key
+        loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
+                                                               configs=configs)
+        return compaction_report(loaded,
+                                 self.paths, now_ms=now, key=wanted, top=top,
+                                 tombstone_limit=tombstone_limit,
+                                 limit=self.max_decompressed_bytes)
+
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
         return [compare_copies(key, copies, limit=self.max_decompressed_bytes)
                 for key, copies in copies_by_partition(self.log_dirs, partition).items()]
+
+
+def _now(at: Time | None) -> int:
+    """``at`` in epoch ms; the wall clock when not given (as the CLI's ``--at``)."""
+    return to_millis(at) if at is not None else int(time.time() * 1000)
 
 
 def _offsets(value: Offsets | None) -> tuple[dict, int | None]:
@@ -302,3 +375,22 @@ def producers(*paths: str | os.PathLike[str], duplicates_window: int | None = No
 
 def diverge(*paths: str | os.PathLike[str], partition: str | None = None) -> list[ReplicaSet]:
     return open(*paths).diverge(partition)
+
+
+def explain_retention(*paths: str | os.PathLike[str], at: Time | None = None,
+                      config: str | os.PathLike[str] | None = None,
+                      configs: Mapping[str, object] | None = None,
+                      forecast_days: float | None = None, deep: bool = True) -> RetentionReport:
+    """``segtools retention PATH...`` as a function (``to_json()``: its ``--format json``)."""
+    return open(*paths).explain_retention(at=at, config=config, configs=configs,
+                                          forecast_days=forecast_days, deep=deep)
+
+
+def explain_compaction(*paths: str | os.PathLike[str], at: Time | None = None,
+                       config: str | os.PathLike[str] | None = None,
+                       configs: Mapping[str, object] | None = None,
+                       key: bytes | str | None = None, top: int = 10,
+                       tombstone_limit: int = 20) -> CompactionReport:
+    """``segtools compaction PATH...`` as a function (``to_json()``: its ``--format json``)."""
+    return open(*paths).explain_compaction(at=at, config=config, configs=configs, key=key,
+                                           top=top, tombstone_limit=tombstone_limit)

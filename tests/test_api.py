@@ -160,6 +160,7 @@ def test_every_command_takes_the_decompression_cap():
     for name in COMMANDS:
         args = build_parser([name]).parse_args(
             [name, "x", *(["--offset", "0"] if name == "find" else []),
+             *(["-o", "x.html"] if name == "report" else []),
              "--max-decompressed-bytes", "1024"])
         assert args.max_decompressed_bytes == 1024, name
     tree = FIXTURES / "logdirs" / "sample" / "orders.v2-eu-4"   # zstd batches
@@ -167,3 +168,38 @@ def test_every_command_takes_the_decompression_cap():
                        "--max-decompressed-bytes", "64")
     assert any(f.get("code") == "corrupt_compressed_payload" for f in capped)
     assert segtools.open(tree, max_decompressed_bytes=64).verify(deep=True)
+
+
+AT = "2023-11-16T00:00:00Z"
+CONFIG = FIXTURES / "configs" / "sample-topic-configs.txt"
+
+
+def cli_document(*argv: str) -> dict:
+    (doc,) = cli_jsonl(*argv, "--format", "json", "--quiet", "--at", AT)
+    return doc
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_explain_retention_matches_cli(tree):
+    """The API's report is the CLI's ``--format json`` document, value for value (the deep
+    pass and the forecast included)."""
+    cli = cli_document("retention", str(tree), "--config", str(CONFIG), "--forecast", "3")
+    api = segtools.explain_retention(tree, at=AT, config=CONFIG, forecast_days=3)
+    assert api.partitions, tree.name
+    assert json.loads(json.dumps(api.to_json())) == cli
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_explain_compaction_matches_cli(tree):
+    """Every partition analysed as compacted (a flag in the CLI, ``configs`` in the API)."""
+    cli = cli_document("compaction", str(tree), "--cleanup-policy", "compact", "--top", "3")
+    api = segtools.explain_compaction(tree, at=AT, configs={"cleanup.policy": "compact"},
+                                      top=3)
+    assert api.partitions, tree.name
+    assert json.loads(json.dumps(api.to_json())) == cli
+
+
+def test_explain_rejects_a_bad_config_value():
+    with pytest.raises(SegtoolsError, match=r"retention\.ms"):
+        segtools.explain_retention(FIXTURES / "logdirs" / "sample",
+                                   configs={"retention.ms": "soon"})

@@ -11,7 +11,8 @@ from segtools.cli.main import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ("analysis", "storage", "decode", "formats", "fetch")
-FACE_ONLY = ("segtools.cli", "pyspark_kafkalog", "pyspark", "rich", "matplotlib")
+FACE_ONLY = ("segtools.cli", "segtools.report", "pyspark_kafkalog", "pyspark", "rich",
+             "matplotlib", "jinja2", "markupsafe", "playwright")
 
 
 def imports(path: Path) -> set[str]:
@@ -45,3 +46,17 @@ def test_spark_face_does_not_import_the_cli():
     for path in (ROOT / "spark" / "pyspark_kafkalog").rglob("*.py"):
         bad = {m for m in imports(path) if m.startswith("segtools.cli")}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_report_is_a_face_over_the_library():
+    """The report room calls the library (through the API) and shared presentation
+    (``cli/render``), never a command module; the template library stays in it."""
+    commands = {module for module, _ in COMMANDS.values()}
+    for path in (ROOT / "segtools" / "report").rglob("*.py"):
+        bad = imports(path) & commands
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+    for path in (ROOT / "segtools").rglob("*.py"):
+        if "report" in path.relative_to(ROOT / "segtools").parts[:1]:
+            continue
+        found = {m for m in imports(path) if m.startswith(("jinja2", "markupsafe"))}
+        assert not found, f"{path.relative_to(ROOT)} imports {sorted(found)}"

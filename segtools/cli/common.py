@@ -48,6 +48,17 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def add_redact(p: argparse.ArgumentParser) -> None:
+    """``--redact KINDS`` and ``--redact-key KEY`` (``segtools.redact``): the same option on
+    every face that shows data, so a token means the same thing in a dump and a report."""
+    p.add_argument("--redact", metavar="KINDS",
+                   help="replace keys, values, headers (and topic names with 'topics') by "
+                        "keyed tokens: a comma list of keys,values,headers,topics")
+    p.add_argument("--redact-key", metavar="KEY",
+                   help="the key tokens are made with (default: random, forgotten after the "
+                        "run); the same key gives the same tokens in every output")
+
+
 def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
 

@@ -17,13 +17,13 @@ import argparse
 import base64
 import binascii
 import sys
-from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
 
 from segtools.analysis import compaction as comp
-from segtools.analysis.partition_input import Loaded, PartitionInput, Skipped
+from segtools.analysis.explain import CompactionReport, compaction_report
+from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.cli import explain, render
 from segtools.cli.common import exit_code
 from segtools.cli.explain import config_line, console, load, now_ms, safe
@@ -74,30 +74,14 @@ def parse_key(text: str, fmt: str) -> bytes:
 def run(args: argparse.Namespace) -> int:
     key = parse_key(args.key, args.key_format) if args.key is not None else None
     loaded = load(args)
-    now = now_ms(args)
-    chosen, skipped = comp.select_compacted(loaded, args.paths)
-    results = []
-    for pi in chosen:
-        cols, first_batch = comp.read_records(pi, limit=args.max_decompressed_bytes)
-        results.append((pi, comp.explain_compaction(
-            cols, pi.summaries, pi.config, now_ms=now, high_watermark=pi.high_watermark,
-            log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,
-            top=args.top, tombstone_limit=args.limit, first_batch_timestamps=first_batch)))
+    report = compaction_report(loaded, args.paths, now_ms=now_ms(args), key=key, top=args.top,
+                               tombstone_limit=args.limit, limit=args.max_decompressed_bytes)
     if args.format == "json":
         mode = args.bytes or "base64"
-        doc = {"type": "compaction", "version": 1, "at": now, "at_iso": format_time(now),
-               "config_sources": list(loaded.config_sources),
-               "partitions": [{"topic": pi.topic, "partition": pi.partition,
-                               "path": str(pi.dir.path), "log_dir": str(pi.log_dir.path),
-                               **pc.to_json(lambda b: render.render_bytes(b, mode)),
-                               "survivor": comp.describe_survivor(pc.key_history, now)
-                               if pc.key_history is not None else None}
-                              for pi, pc in results],
-               "skipped": [s.to_json() for s in skipped],
-               "findings": [f.to_json() for f in loaded.findings]}
+        doc = report.to_json(lambda b: render.render_bytes(b, mode))
         sys.stdout.write(render.dumps(doc) + "\n")
     else:
-        print_text(loaded, results, skipped, now, args.bytes or "utf8")
+        print_text(loaded, report, args.bytes or "utf8")
     return exit_code(loaded.findings)
 
 
@@ -114,16 +98,16 @@ def _k(key: bytes | None, mode: str) -> str:
     return "null" if key is None else render.terminal_safe(render.render_bytes(key, mode))
 
 
-def print_text(loaded: Loaded, results, skipped: Sequence[Skipped], now: int,
-               mode: str) -> None:
+def print_text(loaded: Loaded, report: CompactionReport, mode: str) -> None:
+    now = report.at_ms
     out = console()
     out.print(safe(f"compaction at {format_time(now)} ({now} ms); config from: "
                    f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}"))
-    if not results:
+    if not report.partitions:
         out.print(safe("no compacted partition here (see the skipped list)"))
-    for pi, pc in results:
-        print_partition(out, pi, pc, now, mode)
-    for s in skipped:
+    for e in report.partitions:
+        print_partition(out, e.input, e.compaction, now, mode)
+    for s in report.skipped:
         out.print(safe(f"skipped {s.path}: {s.reason}"), style="dim")
     for f in loaded.findings:
         if f.severity != "info":

@@ -22,9 +22,10 @@ from segtools.cli import _jsonl, common, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
 from segtools.decode.table import BatchTable
-from segtools.errors import NotAKafkaFileError
+from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
+from segtools.redact import Redactor, redactor
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import is_record_batch_file
 from segtools.storage.seek import start_position_for_offset
@@ -78,6 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="check index entries against the .log instead of printing them")
     p.add_argument("--index-sanity-check", action="store_true",
                    help="run the broker's index sanity checks (dump now always reports them)")
+    common.add_redact(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)
     p.set_defaults(run=run)
@@ -118,12 +120,14 @@ class Window:
 
 
 class Output:
-    """Writes text lines, or JSON lines as UTF-8 bytes, to stdout; remembers the findings."""
+    """Writes text lines, or JSON lines as UTF-8 bytes, to stdout; remembers the findings
+    (as found: the exit code does not depend on redaction)."""
 
-    def __init__(self, fmt: str):
+    def __init__(self, fmt: str, redactor: Redactor | None = None):
         self.fmt = fmt
         self.findings: list[Finding] = []
         self.raw = sys.stdout.buffer if fmt == "jsonl" else None
+        self.redactor = redactor
 
     def emit(self, obj: dict, text: str) -> None:
         if self.raw is not None:
@@ -136,13 +140,23 @@ class Output:
 
     def finding(self, f: Finding) -> None:
         self.findings.append(f)
+        if self.redactor is not None:
+            f = self.redactor.finding(f)
         where = f" at position {f.position}" if f.position is not None else ""
         self.emit(f.to_json(), f"{f.severity.upper()} {f.code}{where}: "
                                f"{render.terminal_safe(f.message)}")
 
 
 def run(args: argparse.Namespace) -> int:
-    out = Output(args.format)
+    redact = redactor(args.redact, args.redact_key)
+    if redact is not None and args.decoder is not None:
+        raise SegtoolsError("--redact cannot be combined with an internal-topic decoder: the "
+                            "decoded keys and values are the data it would hide")
+    args.redactor = redact
+    out = Output(args.format, redact)
+    if redact is not None:
+        out.emit({"type": "redaction", "kinds": sorted(redact.kinds), "stable": redact.stable,
+                  "note": redact.describe()}, f"# {redact.describe()}")
     window = Window(args.start_offset, args.end_offset, args.start_time, args.end_time)
     deep = args.deep or args.print_data or args.decoder is not None or (
         window.bounded and args.format == "jsonl")
@@ -168,17 +182,18 @@ def _size_or_zero(path: Path) -> int:
 def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Output,
                advance) -> None:
     path = Path(name)
+    shown = out.redactor.path(name) if out.redactor is not None else name
     if path.is_dir():
         raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
     if is_log_file(name):
         with Segment(path, decompress_limit=args.max_decompressed_bytes) as segment:
             if segment.base_offset is not None:
-                out.emit({"type": "file", "path": name, "base_offset": segment.base_offset},
-                         f"Dumping {render.terminal_safe(name)}\n"
+                out.emit({"type": "file", "path": shown, "base_offset": segment.base_offset},
+                         f"Dumping {render.terminal_safe(shown)}\n"
                          f"Log starting offset: {segment.base_offset}")
             else:  # a KRaft snapshot or bootstrap.checkpoint: offsets count from 0 inside it
-                out.emit({"type": "file", "path": name, "kind": "kraft_snapshot"},
-                         f"Dumping {render.terminal_safe(name)}\n"
+                out.emit({"type": "file", "path": shown, "kind": "kraft_snapshot"},
+                         f"Dumping {render.terminal_safe(shown)}\n"
                          "KRaft snapshot (record batches, offsets from 0 inside the file)")
             _dump_log(segment, path, window, deep, args, mode, out, advance)
         return
@@ -187,7 +202,7 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
         raise NotAKafkaFileError("not a file segtools knows how to dump", path=name)
     if not path.exists():
         raise NotAKafkaFileError("no such file", path=name)
-    out.emit({"type": "file", "path": name}, f"Dumping {render.terminal_safe(name)}")
+    out.emit({"type": "file", "path": shown}, f"Dumping {render.terminal_safe(shown)}")
     for f in dumper(path, args, out.emit):
         out.finding(f)
 
@@ -341,7 +356,9 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
     if args.read_committed:  # the partition's transactions: only this option needs them
         from segtools.analysis.transactions import read_committed
         committed = read_committed(path.parent)
-    compiled = out.raw is not None and args.decoder is None
+    # the compiled renderer writes keys and values straight from the columns: redaction goes
+    # through the Python path, record by record
+    compiled = out.raw is not None and args.decoder is None and out.redactor is None
     progressed = start
     reads = _reads(segment, start, end, window, committed, deep, not args.no_crc)
     if segment.size > _AHEAD_BYTES:
@@ -438,6 +455,8 @@ def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
 
 
 def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
+    if out.redactor is not None:
+        r = out.redactor.record(r)
     obj = render.record_json(r, mode)
     if args.decoder is None:
         out.emit(obj, render.record_text(r, batch, print_data=args.print_data, mode=mode)

@@ -54,7 +54,8 @@ def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[
             return findings + check(str(path), *index.entry_arrays(), _log_table(path))
         slots = index.dumped_slots()
         if not len(slots):
-            emit({"type": "note", "path": str(path), "message": "empty"}, f"{path} is empty.")
+            emit({"type": "note", "path": str(path), "message": "empty"},
+                 f"{render.terminal_safe(str(path))} is empty.")
         for slot in slots:
             emit(*entry_line(slot))
         _padding_note(index, path, emit)
@@ -154,7 +155,9 @@ def dump_checkpoint(path: Path, args, emit: Emit) -> list[Finding]:
                  " ".join(f"{k}={v}" for k, v in meta.properties))
     else:
         entries, findings = _text_entries(path, parse_offset_checkpoint)
-        for (topic, partition), offset in sorted((entries or {}).items()):
+        redactor = getattr(args, "redactor", None)
+        for (name, partition), offset in sorted((entries or {}).items()):
+            topic = redactor.topic(name) if redactor is not None else name
             emit({"type": "checkpoint_entry", "topic": topic, "partition": partition,
                   "offset": offset},
                  f"topic: {render.terminal_safe(topic)} partition: {partition} "

@@ -5,6 +5,7 @@ examples:
   segtools verify /var/kafka-logs                   CRCs, indexes, offsets, leader epochs
   segtools dump --deep 00000000000000000000.log     batches and records of one segment
   segtools retention /var/kafka-logs/orders-0       why each segment is (not) deleted
+  segtools report /var/kafka-logs -o report.html    everything above, one HTML page
   segtools <command> --help                         one command's options
 
 Exit status: 0 read fully with nothing to report, 1 findings (warnings or errors), 2 could not
@@ -39,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diverge": ("segtools.cli.diverge", "compare copies of a partition from several brokers"),
     "producers": ("segtools.cli.producers",
                   "how producers batch, their sequences, retried duplicates"),
+    "report": ("segtools.cli.report", "one self-contained HTML report of a tree, to share"),
 }
 
 

@@ -31,6 +31,7 @@ def render_bytes(data: bytes | None, mode: str) -> str | None:
 _CONTROL_ESCAPES = {i: f"\\x{i:02x}" for i in range(32)} | {127: "\\x7f"}
 _CONTROL_ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
 _CONTROL_ESCAPES |= {i: f"\\u{i:04x}" for i in range(0x80, 0xA0)}  # C1 controls (CSI ...)
+_CONTROL_ESCAPES |= {0x2028: "\\u2028", 0x2029: "\\u2029"}  # line ends to str.splitlines
 
 
 def _no_surrogates(text: str) -> str:
@@ -73,12 +74,16 @@ def record_json(record: Record, mode: str) -> dict:
 
 def dumps(obj: dict) -> str:
     """Compact JSON, always encodable as UTF-8: text holding lone surrogates (undecodable
-    file-name bytes) is written with ``\\uXXXX`` escapes instead."""
+    file-name bytes) is written with ``\\uXXXX`` escapes instead. U+2028 and U+2029 are
+    always escaped: JSON allows them raw, but Python's ``str.splitlines`` and JavaScript
+    source treat them as line ends, and one JSON line must stay one line for every reader."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
+    if "\u2028" in text or "\u2029" in text:
+        text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
     return text
 
 

@@ -12,28 +12,28 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from segtools.analysis.forecast import Forecast, combine, forecast_partition
-from segtools.analysis.partition_input import (
-    Loaded,
-    PartitionInput,
-    deep_segments,
-    stale_in_kept,
+from segtools.analysis.explain import (
+    DAY_MS,
+    RetentionExplained,
+    RetentionReport,
+    deep_bytes,
+    high_watermark_source,
+    log_start_offset_source,
+    retention_report,
+    verdicts,
 )
-from segtools.analysis.retention import PartitionRetention, explain_retention
+from segtools.analysis.forecast import Forecast
+from segtools.analysis.partition_input import Loaded
 from segtools.cli import explain, render
 from segtools.cli.common import exit_code, progress
 from segtools.cli.explain import config_line, console, load, now_ms, safe
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
-
-DAY_MS = 86_400_000
 
 EXAMPLES = """examples:
   segtools retention /var/kafka-logs
@@ -61,17 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-# --------------------------------------------------------------------------- loading
-
-
 # --------------------------------------------------------------------------- run
-
-
-@dataclass(frozen=True, slots=True)
-class Explained:
-    input: PartitionInput
-    retention: PartitionRetention
-    forecast: Forecast | None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,82 +72,26 @@ def run(args: argparse.Namespace) -> int:
     loaded = load(args)
     now = now_ms(args)
     days = args.forecast if args.forecast is not None else (14.0 if args.plot else None)
-    until = now + int(days * DAY_MS) if days is not None else None
-    verdicts = [(pi, explain_retention(pi.summaries, pi.config, now_ms=now,
-                                       high_watermark=pi.high_watermark,
-                                       log_start_offset=pi.log_start_offset))
-                for pi in loaded.partitions]
-    deep = 0 if args.no_deep else sum(v.size for _, pr in verdicts for v in deep_segments(pr))
-    explained = []
+    found = verdicts(loaded, now)
+    deep = 0 if args.no_deep else deep_bytes(found)
     with progress(deep, "reading record timestamps", quiet=args.quiet) as advance:
-        for pi, pr in verdicts:
-            if not args.no_deep:
-                pr = pr.with_stale(stale_in_kept(pi, pr, limit=args.max_decompressed_bytes,
-                                                  advance=advance))
-            fc = forecast_partition(pr, until_ms=until) if until is not None else None
-            explained.append(Explained(pi, pr, fc))
-    topics = topic_forecasts(explained) if until is not None else {}
+        report = retention_report(loaded, now_ms=now, forecast_days=days,
+                                  deep=not args.no_deep, limit=args.max_decompressed_bytes,
+                                  found=found, advance=advance)
     if args.plot:
         try:  # matplotlib is heavy (and optional): imported only when a picture is wanted
             from segtools.cli import plot
         except ImportError as e:
             raise SegtoolsError(f"--plot needs matplotlib ({e.name} is not installed)") \
                 from None
-        plot.write(args.plot, explained, topics, now_ms=now, until_ms=until)
+        until = now + int(days * DAY_MS)
+        plot.write(args.plot, report.partitions, report.topics, now_ms=now, until_ms=until)
     if args.format == "json":
-        sys.stdout.write(render.dumps(document(loaded, explained, topics, now, args.plot)))
+        sys.stdout.write(render.dumps(report.to_json(args.plot)))
         sys.stdout.write("\n")
     else:
-        print_text(loaded, explained, topics, now, args.plot)
+        print_text(loaded, report, args.plot)
     return exit_code(loaded.findings)
-
-
-def topic_forecasts(explained: Sequence[Explained]) -> dict[str, Forecast]:
-    by_topic: dict[str, list[tuple[str, Forecast]]] = {}
-    for e in explained:
-        if e.forecast is not None:
-            by_topic.setdefault(e.input.topic, []).append((e.input.label, e.forecast))
-    return {t: combine(items) for t, items in by_topic.items()}
-
-
-def hw_source(pi: PartitionInput) -> str:
-    return ("replication-offset-checkpoint" if pi.high_watermark is not None
-            else "assumed: log end offset (no replication-offset-checkpoint entry)")
-
-
-def lso_source(pi: PartitionInput) -> str:
-    return ("log-start-offset-checkpoint" if pi.log_start_offset is not None
-            else "no checkpoint entry, so the first segment's base, as Kafka assumes")
-
-
-def document(loaded: Loaded, explained: Sequence[Explained], topics: dict[str, Forecast],
-             now: int, plot_path: str | None) -> dict:
-    """The ``--format json`` document (one object)."""
-    partitions = []
-    for e in explained:
-        pi = e.input
-        obj = {"topic": pi.topic, "partition": pi.partition, "path": str(pi.dir.path),
-               "log_dir": str(pi.log_dir.path), **e.retention.to_json(),
-               "high_watermark_source": hw_source(pi),
-               "log_start_offset_source": lso_source(pi)}
-        if e.forecast is not None:
-            obj["forecast"] = e.forecast.to_json()
-        partitions.append(obj)
-    topic_rows = {}
-    for e in explained:
-        t = topic_rows.setdefault(e.input.topic, {"topic": e.input.topic, "partitions": 0,
-                                                  "size": 0, "deletable_bytes": 0})
-        t["partitions"] += 1
-        t["size"] += e.retention.size
-        t["deletable_bytes"] += e.retention.deletable_bytes
-    for name, fc in topics.items():
-        topic_rows[name]["forecast"] = fc.to_json()
-    return {"type": "retention", "version": 1, "at": now, "at_iso": format_time(now),
-            "config_sources": list(loaded.config_sources),
-            "partitions": partitions, "topics": list(topic_rows.values()),
-            "skipped": [s.to_json() for s in loaded.skipped],
-            "findings": [f.to_json() for f in loaded.findings],
-            "plot": plot_path}
 
 
 # --------------------------------------------------------------------------- text
@@ -166,16 +100,16 @@ def document(loaded: Loaded, explained: Sequence[Explained], topics: dict[str, F
 _VERDICT_STYLE = {True: "bold red", False: "green"}
 
 
-def print_text(loaded: Loaded, explained: Sequence[Explained], topics: dict[str, Forecast],
-               now: int, plot_path: str | None) -> None:
+def print_text(loaded: Loaded, report: RetentionReport, plot_path: str | None) -> None:
+    now = report.at_ms
     out = console()
     out.print(safe(f"retention at {format_time(now)} ({now} ms); config from: "
                    f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}"))
-    for e in explained:
+    for e in report.partitions:
         print_partition(out, e)
     for s in loaded.skipped:
         out.print(safe(f"skipped {s.path}: {s.reason}"), style="dim")
-    for name, fc in topics.items():
+    for name, fc in report.topics.items():
         print_forecast(out, name, fc)
     for f in loaded.findings:
         if f.severity != "info":
@@ -184,15 +118,16 @@ def print_text(loaded: Loaded, explained: Sequence[Explained], topics: dict[str,
         out.print(safe(f"plot written to {plot_path}"))
 
 
-def print_partition(out: Console, e: Explained) -> None:
+def print_partition(out: Console, e: RetentionExplained) -> None:
     pi, pr = e.input, e.retention
     out.print()
     out.print(Text.assemble((render.terminal_safe(pi.label), "bold"), "  ",
                             (render.terminal_safe(str(pi.dir.path)), "dim")))
     out.print(safe("  " + config_line(pr.config, ("cleanup.policy", "retention.ms",
                                                   "retention.bytes"))))
-    out.print(safe(f"  high watermark {pr.high_watermark} ({hw_source(pi)}) · log start offset "
-                   f"{pr.log_start_offset} ({lso_source(pi)}) · log end offset "
+    out.print(safe(f"  high watermark {pr.high_watermark} ({high_watermark_source(pi)}) · "
+                   f"log start offset {pr.log_start_offset} ({log_start_offset_source(pi)}) · "
+                   "log end offset "
                    f"{pr.log_end_offset} · {format_bytes(pr.size)} in {len(pr.segments)} "
                    f"segment(s), {format_bytes(pr.deletable_bytes)} deletable"))
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 
 from segtools.analysis.config import TopicConfig
+from segtools.analysis.explain import RetentionExplained
 from segtools.analysis.forecast import combine, forecast_partition
 from segtools.analysis.retention import explain_retention
-from segtools.cli.retention import Explained
 from tests.analysis.scenarios import DAY, future_blocker
 
 pytest.importorskip("matplotlib")
@@ -27,7 +27,7 @@ def scenario():
     fc = forecast_partition(pr, until_ms=now + 14 * DAY)
     label = SimpleNamespace(label="orders-0", topic="orders",
                             dir=SimpleNamespace(path="/var/kafka-logs/orders-0"))
-    return [Explained(label, pr, fc)], {"orders": combine([("orders-0", fc)])}, now
+    return [RetentionExplained(label, pr, fc)], {"orders": combine([("orders-0", fc)])}, now
 
 
 def texts(fig) -> str:

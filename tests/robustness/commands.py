@@ -126,6 +126,12 @@ ARGUMENT_SETS: dict[str, ArgSets] = {
         ["producers", "-q", str(t.root)],
         ["producers", "-q", "--format", "jsonl", "--duplicates", str(t.sample)],
     ],
+    # the report is written beside the copied trees, never under a log dir
+    "report": lambda t: [
+        ["report", "-q", "-o", str(t.root.parent / "report.html"), str(t.root)],
+        ["report", "-q", "-o", str(t.root.parent / "redacted.html"), "--redact",
+         "keys,values,headers,topics", str(t.sample), str(t.root / "forensics")],
+    ],
 }
 
 

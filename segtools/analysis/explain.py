@@ -1,0 +1,199 @@
+"""Retention and compaction explained over a whole tree: the one assembly every face calls.
+
+:func:`segtools.analysis.retention.explain_retention` and
+:func:`segtools.analysis.compaction.explain_compaction` answer for one partition. A person asks
+about a tree: every live partition's verdicts, the deep pass over kept segments, a forecast per
+partition and per topic, the compacted partitions and why the others were skipped, with the
+config sources and findings met on the way. Assembling that here, once, means ``segtools
+retention``/``segtools compaction``, ``segtools.explain_retention()``/``explain_compaction()``
+and the HTML report cannot give different answers for the same tree (a test compares the CLI's
+``--format json`` with the API on every fixture tree).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from segtools.analysis import compaction as comp
+from segtools.analysis.forecast import Forecast, combine, forecast_partition
+from segtools.analysis.partition_input import (
+    Loaded,
+    PartitionInput,
+    Skipped,
+    deep_segments,
+    stale_in_kept,
+)
+from segtools.analysis.retention import PartitionRetention, explain_retention
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.findings import Finding
+from segtools.units import format_time
+
+DAY_MS = 86_400_000
+
+
+def _base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+# --------------------------------------------------------------------------- retention
+
+
+def high_watermark_source(pi: PartitionInput) -> str:
+    """Where the high watermark the verdicts use came from (the JSON contract's words)."""
+    return ("replication-offset-checkpoint" if pi.high_watermark is not None
+            else "assumed: log end offset (no replication-offset-checkpoint entry)")
+
+
+def log_start_offset_source(pi: PartitionInput) -> str:
+    return ("log-start-offset-checkpoint" if pi.log_start_offset is not None
+            else "no checkpoint entry, so the first segment's base, as Kafka assumes")
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionExplained:
+    """One partition: its input, the verdicts (with the deep pass's stale records) and, when
+    asked for, its forecast."""
+
+    input: PartitionInput
+    retention: PartitionRetention
+    forecast: Forecast | None
+
+    def to_json(self) -> dict:
+        pi = self.input
+        obj = {"topic": pi.topic, "partition": pi.partition, "path": str(pi.dir.path),
+               "log_dir": str(pi.log_dir.path), **self.retention.to_json(),
+               "high_watermark_source": high_watermark_source(pi),
+               "log_start_offset_source": log_start_offset_source(pi)}
+        if self.forecast is not None:
+            obj["forecast"] = self.forecast.to_json()
+        return obj
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionReport:
+    """``segtools retention`` over a tree, as values."""
+
+    at_ms: int
+    config_sources: tuple[str, ...]
+    partitions: tuple[RetentionExplained, ...]
+    topics: dict[str, Forecast]  # per topic, when a forecast was asked for
+    skipped: tuple[Skipped, ...]
+    findings: tuple[Finding, ...]
+
+    def to_json(self, plot: str | None = None) -> dict:
+        """The ``--format json`` document (``plot``: the picture's path, when one was drawn)."""
+        topic_rows: dict[str, dict] = {}
+        for e in self.partitions:
+            t = topic_rows.setdefault(e.input.topic, {"topic": e.input.topic, "partitions": 0,
+                                                      "size": 0, "deletable_bytes": 0})
+            t["partitions"] += 1
+            t["size"] += e.retention.size
+            t["deletable_bytes"] += e.retention.deletable_bytes
+        for name, fc in self.topics.items():
+            topic_rows[name]["forecast"] = fc.to_json()
+        return {"type": "retention", "version": 1, "at": self.at_ms,
+                "at_iso": format_time(self.at_ms),
+                "config_sources": list(self.config_sources),
+                "partitions": [e.to_json() for e in self.partitions],
+                "topics": list(topic_rows.values()),
+                "skipped": [s.to_json() for s in self.skipped],
+                "findings": [f.to_json() for f in self.findings], "plot": plot}
+
+
+def topic_forecasts(explained: Sequence[RetentionExplained]) -> dict[str, Forecast]:
+    """One forecast per topic: the sum of its partitions' (each step names its partition)."""
+    by_topic: dict[str, list[tuple[str, Forecast]]] = {}
+    for e in explained:
+        if e.forecast is not None:
+            by_topic.setdefault(e.input.topic, []).append((e.input.label, e.forecast))
+    return {t: combine(items) for t, items in by_topic.items()}
+
+
+def verdicts(loaded: Loaded, now_ms: int) -> list[tuple[PartitionInput, PartitionRetention]]:
+    """Every partition's verdicts before the deep pass (what the deep pass then reads)."""
+    return [(pi, explain_retention(pi.summaries, pi.config, now_ms=now_ms,
+                                   high_watermark=pi.high_watermark,
+                                   log_start_offset=pi.log_start_offset))
+            for pi in loaded.partitions]
+
+
+def deep_bytes(found: Sequence[tuple[PartitionInput, PartitionRetention]]) -> int:
+    """Bytes the deep pass reads (a progress bar's total)."""
+    return sum(v.size for _, pr in found for v in deep_segments(pr))
+
+
+def retention_report(loaded: Loaded, *, now_ms: int, forecast_days: float | None = None,
+                     deep: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                     found: Sequence[tuple[PartitionInput, PartitionRetention]] | None = None,
+                     advance: Callable[[int], None] = lambda n: None) -> RetentionReport:
+    """Retention at ``now_ms`` for every partition of ``loaded``: verdicts, the deep pass
+    (records older than retention.ms in kept segments) unless ``deep`` is off, and with
+    ``forecast_days`` the size forecast per partition and per topic. ``found`` reuses the
+    verdicts of :func:`verdicts` (a face that sized a progress bar from them)."""
+    until = now_ms + int(forecast_days * DAY_MS) if forecast_days is not None else None
+    explained = []
+    for pi, pr in (found if found is not None else verdicts(loaded, now_ms)):
+        if deep:
+            pr = pr.with_stale(stale_in_kept(pi, pr, limit=limit, advance=advance))
+        fc = forecast_partition(pr, until_ms=until) if until is not None else None
+        explained.append(RetentionExplained(pi, pr, fc))
+    topics = topic_forecasts(explained) if until is not None else {}
+    return RetentionReport(now_ms, loaded.config_sources, tuple(explained), topics,
+                           loaded.skipped, loaded.findings)
+
+
+# --------------------------------------------------------------------------- compaction
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionExplained:
+    input: PartitionInput
+    compaction: comp.PartitionCompaction
+
+    def to_json(self, render: Callable[[bytes], str] = _base64) -> dict:
+        pi, pc = self.input, self.compaction
+        return {"topic": pi.topic, "partition": pi.partition, "path": str(pi.dir.path),
+                "log_dir": str(pi.log_dir.path), **pc.to_json(render),
+                "survivor": comp.describe_survivor(pc.key_history, pc.now_ms)
+                if pc.key_history is not None else None}
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionReport:
+    """``segtools compaction`` over a tree, as values."""
+
+    at_ms: int
+    config_sources: tuple[str, ...]
+    partitions: tuple[CompactionExplained, ...]
+    skipped: tuple[Skipped, ...]
+    findings: tuple[Finding, ...]
+
+    def to_json(self, render: Callable[[bytes], str] = _base64) -> dict:
+        """The ``--format json`` document; ``render`` writes key bytes (base64 by default,
+        as the CLI's ``--bytes``)."""
+        return {"type": "compaction", "version": 1, "at": self.at_ms,
+                "at_iso": format_time(self.at_ms),
+                "config_sources": list(self.config_sources),
+                "partitions": [e.to_json(render) for e in self.partitions],
+                "skipped": [s.to_json() for s in self.skipped],
+                "findings": [f.to_json() for f in self.findings]}
+
+
+def compaction_report(loaded: Loaded, named: Sequence[str], *, now_ms: int,
+                      key: bytes | None = None, top: int = 10, tombstone_limit: int = 20,
+                      limit: int = DEFAULT_DECOMPRESS_LIMIT) -> CompactionReport:
+    """The cleaner replayed at ``now_ms`` over every compacted partition of ``loaded``
+    (``named``: the paths given, so a partition directory named on its own is analysed as
+    compacted even when its policy is unknown)."""
+    chosen, skipped = comp.select_compacted(loaded, named)
+    results = []
+    for pi in chosen:
+        cols, first_batch = comp.read_records(pi, limit=limit)
+        results.append(CompactionExplained(pi, comp.explain_compaction(
+            cols, pi.summaries, pi.config, now_ms=now_ms, high_watermark=pi.high_watermark,
+            log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,
+            top=top, tombstone_limit=tombstone_limit, first_batch_timestamps=first_batch)))
+    return CompactionReport(now_ms, loaded.config_sources, tuple(results), tuple(skipped),
+                            loaded.findings)

@@ -1,0 +1,113 @@
+"""``segtools report``: one self-contained HTML page about a tree, to look at and to share.
+
+Runs what the other commands run (verify, retention with a forecast, compaction, transactions,
+offsets, diverge, producers, scan's version evidence) over PATH and writes one HTML file:
+styles, scripts (the uPlot charts) and data inlined, so it opens from disk with no network
+and fetches nothing. A summary of the tree and every finding (sortable, filterable), then per
+partition its segments, retention verdicts with the size forecast, compaction state,
+transactions (hanging first), producers and first and last records; consumer groups' offset
+timelines with regressions marked; replica divergence. Large trees are summarised (and the
+page says what it left out). ``--redact`` replaces keys, values, headers (and topic names)
+by keyed tokens, and the page says so.
+
+Prints the report's path on stdout. Exit status as every command: 0 nothing to report, 1
+findings at warning or error (the report is written either way), 2 could not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from segtools.cli.common import (
+    add_decompress_limit,
+    add_quiet,
+    add_redact,
+    exit_code,
+    parse_time,
+)
+from segtools.errors import SegtoolsError
+
+EXAMPLES = """examples:
+  segtools report /var/kafka-logs -o incident.html
+  segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z --config topics.txt
+  segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,headers,topics
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="one self-contained HTML report of a tree, to share",
+                       description=__doc__, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="log dirs, partition dirs, or directories of log-dir copies")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html",
+                   help="where to write the report (never inside a log dir)")
+    p.add_argument("--at", type=parse_time, metavar="TIME",
+                   help="the moment retention and compaction are evaluated at: epoch ms or "
+                        "ISO-8601 (default: now)")
+    p.add_argument("--config", metavar="FILE",
+                   help="topic configs: properties, or kafka-configs --describe output")
+    add_redact(p)
+    add_decompress_limit(p)
+    add_quiet(p)
+    p.set_defaults(run=run)
+
+
+def check_output(output: str, log_dirs) -> Path:
+    """The output path, refused when it would land inside a log dir that was read
+    (docs/architecture.md §4: segtools never writes under a log dir) or is not an .html."""
+    out = Path(output)
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise SegtoolsError("the report is HTML: give a .html file name", path=output)
+    if out.is_dir():
+        raise SegtoolsError("is a directory", path=output)
+    where = Path(os.path.realpath(out.parent if str(out.parent) else "."))
+    for d in log_dirs:
+        root = Path(os.path.realpath(d.path))
+        if where == root or root in where.parents:
+            raise SegtoolsError(f"is inside the log dir {d.path}: segtools never writes "
+                                "under a log dir", path=output)
+    if not where.is_dir():
+        raise SegtoolsError("its directory does not exist", path=output)
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    # jinja2 and the analyses are imported here, when the command runs: `segtools --help`
+    # stays fast, and an install without the `report` extra says what it lacks
+    try:
+        from segtools.report import page
+    except ImportError as e:
+        raise SegtoolsError(f"segtools report needs jinja2 ({e.name} is not installed: "
+                            "pip install 'segtools[report]')") from None
+    from segtools.redact import redactor
+    from segtools.report.model import build
+    from segtools.storage.logdirs import walk
+
+    redact = redactor(args.redact, args.redact_key)
+    log_dirs, _ = walk(args.paths)
+    out = check_output(args.output, log_dirs)
+    if args.config is not None and not Path(args.config).is_file():
+        raise SegtoolsError("no such file", path=args.config)
+    model = build(args.paths, at=args.at, config=args.config, redactor=redact,
+                  limit=args.max_decompressed_bytes)
+    html = page.render(model)
+    fd, tmp = tempfile.mkstemp(prefix=".segtools-report-", suffix=".html",
+                               dir=out.parent if str(out.parent) else ".")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(html)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    print(out)  # the result is the file: its path on stdout, for a script or `make demo`
+    if not args.quiet:
+        print(f"report written: {len(html.encode('utf-8', 'surrogateescape'))} bytes, "
+              f"{len(model.findings)} finding(s)", file=sys.stderr)
+    return exit_code(model.findings)

@@ -1,0 +1,585 @@
+"""The report's document: every analysis over one tree, as plain JSON-able values.
+
+Each section comes from the function the matching command calls (``verify``, ``retention``,
+``compaction``, ``transactions``, ``offsets``, ``diverge``, ``producers``, ``scan``'s version
+evidence), through :mod:`segtools.api` where it has the function. Nothing is re-derived: a
+verdict, a reason, a forecast step, a regression is copied from the analysis' own result.
+
+What this module adds is *choosing*: a report must stay readable and a few MB on a tree of
+thousands of partitions, so it keeps every partition's summary row and every finding count,
+but full detail only for the most telling partitions (findings, hanging transactions,
+deletions, compaction first), a bounded number of segments, findings, chart points and
+records, and it says in ``left_out`` what it dropped and how to get it (the command that
+shows it all).
+
+Every string that came from the tree (topic names, keys, values, header keys, group and
+transactional ids, paths, messages quoting them) stays data: the page treats it as text. With
+a :class:`~segtools.redact.Redactor`, keys, values and headers are replaced by tokens where
+they are read, and topic names everywhere at the end (:func:`_scrub`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from segtools import __version__
+from segtools.analysis.explain import CompactionReport, RetentionReport
+from segtools.analysis.forecast import Forecast
+from segtools.analysis.kafka_versions import allows, log_dir_versions
+from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
+from segtools.analysis.transactions import TransactionsReport
+from segtools.api import LogDirs
+from segtools.api import open as open_tree
+from segtools.cli.render import shown_path
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode.chunks import batch_records
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding
+from segtools.model import Record
+from segtools.redact import Redactor
+from segtools.storage.logdirs import LogDir
+from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
+from segtools.storage.segment import Segment
+from segtools.units import format_time
+
+SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
+DETAILS_LEFT_OUT = "partitions with a summary row only (the most telling have full detail)"
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """How much the report shows before it summarises (each cut is noted in ``left_out``)."""
+
+    detailed_partitions: int = 150  # partitions with full detail; the rest keep a summary row
+    segments: int = 40  # segment rows per partition (first and last halves)
+    findings: int = 3000  # finding rows (counts per code are always complete)
+    transactions: int = 40  # per partition, open ones first
+    producers: int = 20  # per partition
+    groups: int = 40  # consumer groups with a timeline
+    series: int = 8  # lines per chart
+    points: int = 300  # points per line (regressions always kept)
+    samples: int = 3  # first and last records shown per partition
+    preview: int = 120  # characters of a key, value or header shown
+    forecast_days: float = 14.0
+
+
+@dataclass
+class ReportModel:
+    """The document (``data``), the findings as found (for the exit code), and the log dirs
+    read (the output must not land inside one)."""
+
+    data: dict
+    findings: list[Finding]
+    log_dirs: list[LogDir] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- small helpers
+
+
+def preview(data: bytes | None, limit: int) -> str | None:
+    """Bytes as text for a person: UTF-8 where it is, ``\\xNN`` where it is not, cut at
+    ``limit`` characters (the page shows it as text, whatever it holds)."""
+    if data is None:
+        return None
+    text = data[: limit * 4].decode("utf-8", "backslashreplace")
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _where(path: str) -> tuple[str | None, int | None]:
+    """The topic and partition a path belongs to (its deepest partition-directory part)."""
+    for part in reversed(Path(path).parts):
+        name = parse_partition_dir_name(part)
+        if name is not None:
+            return name.topic, name.partition
+    return None, None
+
+
+def _partition_dir(path: str) -> str | None:
+    """The partition directory a finding's path is in (copies of one partition in several
+    log dirs are told apart)."""
+    parts = Path(path).parts
+    for i in range(len(parts) - 1, -1, -1):
+        if parse_partition_dir_name(parts[i]) is not None:
+            return str(Path(*parts[:i + 1]))
+    return None
+
+
+def _finding(f: Finding) -> dict:
+    topic, partition = _where(f.path)
+    return {"severity": str(f.severity), "code": f.code, "topic": topic,
+            "partition": partition, "offset": f.offset, "position": f.position,
+            "message": f.message, "path": shown_path(f.path)}
+
+
+def _key(f: Finding) -> tuple:
+    return (f.code, f.path, f.position, f.offset, f.message)
+
+
+def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
+    seen: dict[tuple, Finding] = {}
+    for f in findings:
+        seen.setdefault(_key(f), f)
+    return list(seen.values())
+
+
+def _thin(points: list, limit: int, keep: set[int] | None = None) -> list:
+    """At most ``limit`` points, evenly spaced, always keeping the first, the last and the
+    indexes in ``keep`` (a chart of a million commits is a line, not a million dots)."""
+    if len(points) <= limit:
+        return points
+    step = len(points) / limit
+    chosen = {int(i * step) for i in range(limit)} | {len(points) - 1} | (keep or set())
+    return [points[i] for i in sorted(chosen)]
+
+
+def _seconds(ms: int) -> float:
+    return ms / 1000.0
+
+
+# --------------------------------------------------------------------------- charts
+
+
+def forecast_chart(series: Sequence[tuple[str, Forecast]]) -> dict:
+    """Aligned step series (uPlot's data shape: one x array, one y array per series) of bytes
+    on disk over the forecast window; each x carries what was deleted there. The first point
+    is the size just before the evaluation time, so what goes at once shows as a drop."""
+    start = min(fc.start_ms for _, fc in series)
+    xs = sorted({start - 1} | {fc.end_ms for _, fc in series}
+                | {s.at_ms for _, fc in series for s in fc.steps})
+    events: dict[int, list[str]] = defaultdict(list)
+    for label, fc in series:
+        for s in fc.steps:
+            names = ", ".join(f"@{b}" for b in s.removed[:6])
+            more = f" +{len(s.removed) - 6}" if len(s.removed) > 6 else ""
+            events[s.at_ms].append(f"{s.label or label}: {names}{more} "
+                                   f"(-{s.removed_bytes} B)")
+    return {"x": [_seconds(x) for x in xs],
+            "series": [{"label": label, "y": [fc.size_at(x) if x >= fc.start_ms
+                                              else fc.start_size for x in xs]}
+                       for label, fc in series],
+            "events": [events.get(x, []) for x in xs]}
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _records(files: SegmentFiles, *, first: bool, n: int, limit: int) -> list[Record]:
+    """The first (or last) ``n`` data records of one segment: for the last ones only the
+    final batches are decoded (the walk over the headers is shallow)."""
+    out: list[Record] = []
+    with Segment.open(files, decompress_limit=limit) as seg:
+        last = None
+        for walked in seg.walk(verify_crc=False):
+            data = walked.table.take(~walked.table.is_control)
+            if not len(data):
+                continue
+            if first:
+                for br in batch_records(seg.records(data.take(slice(0, n)))):
+                    out += br.records
+                return out[:n]
+            last = data
+        if last is not None:
+            for br in batch_records(seg.records(last.take(slice(max(0, len(last) - n),
+                                                                None)))):
+                out += br.records
+    return out[-n:] if n else []
+
+
+def _record(r: Record, redactor: Redactor | None, budget: Budget) -> dict:
+    if redactor is not None:
+        r = redactor.record(r)
+    return {"offset": r.offset, "timestamp": r.timestamp,
+            "key": preview(r.key, budget.preview), "value": preview(r.value, budget.preview),
+            "headers": [[k, preview(v, budget.preview)] for k, v in r.headers[:8]]}
+
+
+def samples(pdir: PartitionDir, redactor: Redactor | None, budget: Budget,
+            limit: int) -> dict:
+    """The first and the last few records of a partition: what it holds, at a glance."""
+    segs = [s for s in pdir.segments if s.log_size]
+    if not segs:
+        return {"first": [], "last": []}
+    try:
+        first = _records(segs[0], first=True, n=budget.samples, limit=limit)
+        last = _records(segs[-1], first=False, n=budget.samples, limit=limit)
+    except SegtoolsError:  # the reads met damage: verify's findings already say where
+        return {"first": [], "last": []}
+    if len(segs) == 1:
+        seen = {r.offset for r in first}
+        last = [r for r in last if r.offset not in seen]
+    return {"first": [_record(r, redactor, budget) for r in first],
+            "last": [_record(r, redactor, budget) for r in last]}
+
+
+# --------------------------------------------------------------------------- sections
+
+
+def _summary(logs: LogDirs, inputs, rows: list[dict]) -> dict:
+    summaries = [s for pi in inputs.partitions for s in pi.summaries]
+    magics = sorted({m for s in summaries for m in s.magics})
+    codecs = sorted({c for s in summaries for c in s.codecs})
+    stamps = [s.first_timestamp for s in summaries if s.first_timestamp is not None
+              and s.first_timestamp >= 0]
+    newest = [s.max_timestamp for s in summaries if s.max_timestamp >= 0]
+    by_dir: dict[str, list] = defaultdict(list)
+    for pi in inputs.partitions:
+        by_dir[str(pi.log_dir.path)] += pi.summaries
+    log_dirs = []
+    for d in logs.log_dirs:
+        vr = log_dir_versions(d, by_dir.get(str(d.path), ()))
+        kraft = (d.meta is not None and d.meta.version == 1) or any(
+            p.name is not None and p.name.is_metadata_log for p in d.partitions)
+        mode = "KRaft" if kraft else ("ZooKeeper" if d.meta is not None else "unknown")
+        log_dirs.append({
+            "path": shown_path(d.path), "node_id": d.meta.node_id if d.meta else None,
+            "cluster_id": d.meta.cluster_id if d.meta else None, "mode": mode,
+            "clean_shutdown": d.clean_shutdown is not None,
+            "partitions": len(d.partitions), "kafka_versions": vr.label,
+            "versions_consistent": vr.consistent,
+            "evidence": [{"rule": e.rule.name, "allows": allows(e.rule),
+                          "source": e.rule.source, "where": shown_path(e.where)}
+                         for e in vr.evidence]})
+    features = []
+    if magics:
+        features.append("record formats: " + ", ".join(f"v{m}" for m in magics))
+    if codecs:
+        features.append("codecs: " + ", ".join(codecs))
+    if any(s.transactional_batches for s in summaries):
+        features.append("transactions")
+    if any(s.producer_id_count for s in summaries):
+        features.append("idempotent producers")
+    modes = sorted({d["mode"] for d in log_dirs} - {"unknown"})
+    features += modes
+    states = Counter(r["state"] for r in rows)
+    return {"log_dirs": log_dirs, "topics": len({r["topic"] for r in rows}),
+            "partitions": len(rows), "partition_states": dict(sorted(states.items())),
+            "segments": sum(r["segments"] for r in rows),
+            "bytes": sum(r["size"] for r in rows),
+            "records": sum(r["records"] or 0 for r in rows),
+            "first_timestamp": min(stamps) if stamps else None,
+            "last_timestamp": max(newest) if newest else None,
+            "features": features, "magics": magics, "codecs": codecs}
+
+
+def _segments(pi, retention, budget: Budget, left_out: Counter) -> list[dict]:
+    verdicts = {v.base_offset: v for v in retention.segments} if retention else {}
+    rows = []
+    for s in pi.summaries:
+        row = {"base_offset": s.base_offset, "last_offset": s.last_offset, "size": s.size,
+               "batches": s.batch_count, "records": s.record_count,
+               "first_timestamp": s.first_timestamp, "max_timestamp": s.max_timestamp,
+               "max_timestamp_source": s.max_timestamp_source, "codecs": list(s.codecs),
+               "magics": list(s.magics), "active": s.is_active, "crc_errors": s.crc_errors}
+        v = verdicts.get(s.base_offset)
+        if v is not None:
+            row.update(deletable=v.deletable, reason=v.reason, reason_text=v.reason_text,
+                       eligible_at=v.eligible_at, age_ms=v.age_ms,
+                       stale=v.stale.to_json() if v.stale else None)
+        rows.append(row)
+    if len(rows) > budget.segments:
+        half = budget.segments // 2
+        left_out["segment rows left out of long segment tables (first and last kept)"] += \
+            len(rows) - 2 * half
+        rows = [*rows[:half], {"gap": len(rows) - 2 * half}, *rows[-half:]]
+    return rows
+
+
+def _retention(e) -> dict:
+    pr = e.retention
+    c = pr.config
+    out = {"config": {name: {"value": c.value(name), "source": c.source(name).source}
+                      for name in ("cleanup.policy", "retention.ms", "retention.bytes",
+                                   "segment.bytes")},
+           "high_watermark": pr.high_watermark, "high_watermark_assumed":
+               pr.high_watermark_assumed, "log_start_offset": pr.log_start_offset,
+           "log_end_offset": pr.log_end_offset, "size": pr.size,
+           "deletable_bytes": pr.deletable_bytes,
+           "deletable_segments": len(pr.deletable_segments),
+           "callouts": [c.to_json() for c in pr.callouts], "chart": None}
+    if e.forecast is not None:
+        out["chart"] = forecast_chart([(e.input.label, e.forecast)])
+        out["forecast_end"] = e.forecast.end_ms
+        out["forecast_end_size"] = e.forecast.end_size
+    return out
+
+
+def _compaction(pc, redactor: Redactor | None, budget: Budget) -> dict:
+    def key(b: bytes | None) -> str | None:
+        return preview(redactor.key(b) if redactor is not None else b, budget.preview)
+
+    return {
+        "policy": list(pc.config.cleanup_policy), "dirty_ratio": round(pc.dirty_ratio, 4),
+        "min_cleanable_dirty_ratio": pc.config.min_cleanable_dirty_ratio,
+        "would_clean": pc.would_clean, "would_clean_text": pc.would_clean_text,
+        "clean_bytes": pc.clean_bytes, "cleanable_bytes": pc.cleanable_bytes,
+        "first_dirty_offset": pc.first_dirty_offset,
+        "first_dirty_source": pc.first_dirty_source,
+        "first_uncleanable_offset": pc.first_uncleanable_offset,
+        "first_uncleanable_reason": pc.first_uncleanable_reason,
+        "records": pc.records, "keyed_records": pc.keyed_records,
+        "null_key_records": pc.null_key_records, "distinct_keys": pc.distinct_keys,
+        "superseded_records": pc.superseded_records,
+        "superseded_bytes": round(pc.superseded_bytes),
+        "top_keys": [{"key": key(k.key), "versions": k.versions, "first_offset":
+                      k.first_offset, "last_offset": k.last_offset, "segments": k.segments,
+                      "latest_is_tombstone": k.latest_is_tombstone} for k in pc.top_keys],
+        "tombstones": pc.tombstone_count,
+        "oldest_tombstone": pc.oldest_tombstone_timestamp,
+        "tombstones_listed": [{"offset": t.offset, "key": key(t.key),
+                               "timestamp": t.timestamp, "fate": t.fate,
+                               "fate_text": t.fate_text} for t in pc.tombstones],
+        "open_transactions": pc.open_transactions,
+        "removed_records": pc.removed_records, "removed_bytes": round(pc.removed_bytes),
+        "horizons_stamped": pc.horizons_stamped, "notes": list(pc.notes)}
+
+
+def _transactions(pt, budget: Budget, left_out: Counter) -> dict:
+    scan = pt.scan
+    txns = sorted(scan.transactions, key=lambda t: (t.marker is not None,
+                                                    t.first_offset or 0))
+    if len(txns) > budget.transactions:
+        left_out["transactions not listed (open ones first)"] += len(txns) - budget.transactions
+    return {"log_start_offset": scan.log_start_offset, "log_end_offset": scan.log_end_offset,
+            "last_stable_offset": scan.last_stable_offset, "total": len(scan.transactions),
+            "committed": sum(t.marker == "COMMIT" for t in scan.transactions),
+            "aborted": sum(t.marker == "ABORT" for t in scan.transactions),
+            "open": sum(t.marker is None for t in scan.transactions),
+            "hanging": [{**h.to_json(), "partition": shown_path(h.partition)}
+                        for h in pt.hanging],
+            "transactions": [t.to_json() for t in txns[:budget.transactions]]}
+
+
+def _producers(pp, budget: Budget, left_out: Counter) -> dict:
+    groups = sorted(pp.producers.values(), key=lambda g: -g.batches)
+    if len(groups) > budget.producers:
+        left_out["producers not listed (busiest first)"] += len(groups) - budget.producers
+    return {"producers": [g.to_json() for g in groups[:budget.producers]],
+            "events": [e.to_json() for e in pp.events if e.kind != "wrap"][:budget.producers]}
+
+
+def _groups(replay: OffsetsReplay, budget: Budget, left_out: Counter) -> list[dict]:
+    """Per group: its state, and a timeline of committed offsets per topic-partition with
+    the regressions the replay found marked on it."""
+    regressions: dict[tuple, list] = defaultdict(list)
+    for r in replay.regressions:
+        c = r.current
+        regressions[(c.group, c.topic, c.partition)].append(r)
+    commits: dict[str, dict[tuple[str, int], list]] = defaultdict(lambda: defaultdict(list))
+    for c in replay.commits:
+        if c.offset is not None and c.status == "applied":
+            commits[c.group][(c.topic, c.partition)].append(c)
+    ranked = sorted(replay.groups.values(),
+                    key=lambda g: (-sum(len(v) for k, v in regressions.items()
+                                        if k[0] == g.group), g.group))
+    if len(ranked) > budget.groups:
+        left_out["consumer groups without a timeline"] += len(ranked) - budget.groups
+    out = []
+    for g in ranked[:budget.groups]:
+        tps = sorted(commits[g.group], key=lambda tp: (
+            -len(regressions.get((g.group, *tp), ())), tp))
+        if len(tps) > budget.series:
+            left_out["topic-partitions left off group timelines"] += len(tps) - budget.series
+        lines = []
+        for tp in tps[:budget.series]:
+            seq = commits[g.group][tp]
+            marked = {i for i, c in enumerate(seq) for r in regressions.get((g.group, *tp), ())
+                      if r.current is c}
+            kept = _thin(list(enumerate(seq)), budget.points, marked)
+            if len(kept) < len(seq):
+                left_out["offset commits thinned from timelines (regressions kept)"] += \
+                    len(seq) - len(kept)
+            lines.append({"topic": tp[0], "partition": tp[1], "points": [
+                [_seconds(c.effective_timestamp), c.offset, c.where.partition, c.where.offset,
+                 i in marked] for i, c in kept]})
+        out.append({"group": g.group, "kind": g.kind, "state": g.state,
+                    "generation": g.generation, "log_partition": g.log_partition,
+                    "members": len(g.members) + len(g.members848), "offsets": len(g.offsets),
+                    "lines": lines,
+                    "regressions": [r.to_json() for r in replay.regressions
+                                    if r.current.group == g.group][:budget.points],
+                    "deletions": sum(d.group == g.group for d in replay.deletions)})
+    return out
+
+
+# --------------------------------------------------------------------------- assembly
+
+
+def _interest(row: dict) -> tuple:
+    return (-row["worst"], -(row["hanging"] or 0), -(1 if row["deletable_bytes"] else 0),
+            -(1 if row["compacted"] else 0), -(1 if row["transactions"] else 0), -row["size"])
+
+
+def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
+          redactor: Redactor | None = None, budget: Budget = Budget(),
+          limit: int = DEFAULT_DECOMPRESS_LIMIT) -> ReportModel:
+    """Run every analysis over ``paths`` and assemble the report's document."""
+    now = at if at is not None else int(time.time() * 1000)
+    logs = open_tree(*paths, max_decompressed_bytes=limit)
+    if not any(d.partitions for d in logs.log_dirs):
+        raise SegtoolsError("no Kafka partitions found here", path=" ".join(paths))
+    if redactor is not None:
+        redactor.learn(p.name.topic for d in logs.log_dirs for p in d.partitions if p.name)
+    left_out: Counter = Counter()
+    inputs = logs.inputs(at=at, config=config)
+    retention: RetentionReport = logs.explain_retention(
+        at=now, inputs=inputs, forecast_days=budget.forecast_days)
+    compaction: CompactionReport = logs.explain_compaction(at=now, inputs=inputs)
+    txns: TransactionsReport = logs.transactions()
+    replay = (logs.offsets_at() if logs.partitions(CONSUMER_OFFSETS_TOPIC) else None)
+    replicas = logs.diverge()
+    producers = logs.producers()
+    findings = _dedupe([*logs.verify(), *inputs.findings, *txns.findings,
+                        *(replay.findings if replay else ()),
+                        *(f for rs in replicas for f in (*rs.read_findings,
+                                                         *rs.divergence.findings)),
+                        *(f for pp in producers for f in pp.findings)])
+
+    by_path = {str(e.input.dir.path): e for e in retention.partitions}
+    comp_by_path = {str(e.input.dir.path): e.compaction for e in compaction.partitions}
+    txn_by_path = {str(pt.scan.partition.path): pt for pt in txns.partitions}
+    prod_by_path = {pp.path: pp for pp in producers}
+    finding_count: dict[str | None, Counter] = defaultdict(Counter)
+    for f in findings:
+        finding_count[_partition_dir(f.path)][str(f.severity)] += 1
+
+    rows, pdirs = [], []
+    for d in logs.log_dirs:
+        for p in d.partitions:
+            path = str(p.path)
+            e = by_path.get(path)
+            name = p.name
+            topic = name.topic if name else p.path.name
+            counts = finding_count.get(path, Counter())
+            pt = txn_by_path.get(path)
+            summaries = e.input.summaries if e else ()
+            rows.append({
+                "id": len(rows), "topic": topic, "partition": name.partition if name else None,
+                "state": str(name.state) if name else "unknown",
+                "log_dir": shown_path(d.path), "path": shown_path(path),
+                "size": p.size_bytes, "segments": len(p.segments),
+                "records": sum(s.record_count for s in summaries) if e else None,
+                "first_timestamp": min((s.first_timestamp for s in summaries
+                                        if s.first_timestamp is not None and
+                                        s.first_timestamp >= 0), default=None),
+                "last_timestamp": max((s.max_timestamp for s in summaries), default=None),
+                "deletable_bytes": e.retention.deletable_bytes if e else 0,
+                "compacted": path in comp_by_path,
+                "dirty_ratio": round(comp_by_path[path].dirty_ratio, 4)
+                if path in comp_by_path else None,
+                "transactions": len(pt.scan.transactions) if pt else 0,
+                "hanging": len(pt.hanging) if pt else 0,
+                "errors": counts["error"], "warnings": counts["warning"],
+                "infos": counts["info"],
+                "worst": max((SEVERITY_RANK[s] for s in counts if counts[s]), default=0),
+                "detail": None})
+            pdirs.append((p, e))
+
+    chosen = sorted(rows, key=_interest)[:budget.detailed_partitions]
+    if len(rows) > len(chosen):
+        left_out[DETAILS_LEFT_OUT] += len(rows) - len(chosen)
+    for row in chosen:
+        p, e = pdirs[row["id"]]
+        path = str(p.path)
+        detail: dict = {"segments": [], "retention": None, "compaction": None,
+                        "transactions": None, "producers": None, "samples": None}
+        if e is not None:
+            detail["segments"] = _segments(e.input, e.retention, budget, left_out)
+            detail["retention"] = _retention(e)
+        if path in comp_by_path:
+            detail["compaction"] = _compaction(comp_by_path[path], redactor, budget)
+        if path in txn_by_path:
+            detail["transactions"] = _transactions(txn_by_path[path], budget, left_out)
+        if path in prod_by_path and prod_by_path[path].producers:
+            detail["producers"] = _producers(prod_by_path[path], budget, left_out)
+        if p.name is not None and p.name.state == "live":
+            detail["samples"] = samples(p, redactor, budget, limit)
+        row["detail"] = detail
+
+    topic_rows: dict[str, dict] = {}
+    for r in rows:
+        t = topic_rows.setdefault(r["topic"], {"topic": r["topic"], "partitions": 0,
+                                               "size": 0, "segments": 0, "findings": 0})
+        t["partitions"] += 1
+        t["size"] += r["size"]
+        t["segments"] += r["segments"]
+        t["findings"] += r["errors"] + r["warnings"] + r["infos"]
+    largest = sorted(retention.topics.items(), key=lambda kv: -kv[1].start_size)
+    if len(largest) > budget.series:
+        left_out["topics left off the forecast chart (the largest are drawn)"] += \
+            len(largest) - budget.series
+    overview = forecast_chart(largest[:budget.series]) if largest else None
+
+    codes: dict[str, dict] = {}
+    for f in findings:
+        c = codes.setdefault(f.code, {"code": f.code, "severity": str(f.severity),
+                                      "count": 0})
+        c["count"] += 1
+    ordered = sorted(findings, key=lambda f: (-SEVERITY_RANK[str(f.severity)], f.code,
+                                             f.path, f.offset or 0))
+    if len(ordered) > budget.findings:
+        left_out["finding rows not listed (the counts per code are complete)"] += \
+            len(ordered) - budget.findings
+
+    data = {
+        "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
+                 "paths": list(paths), "version": __version__,
+                 "config_sources": list(inputs.config_sources),
+                 "redaction": redactor.describe() if redactor is not None else None,
+                 "forecast_days": budget.forecast_days},
+        "summary": _summary(logs, inputs, rows),
+        "finding_codes": sorted(codes.values(), key=lambda c: (-SEVERITY_RANK[c["severity"]],
+                                                              c["code"])),
+        "findings": [_finding(f) for f in ordered[:budget.findings]],
+        "topics": sorted(topic_rows.values(), key=lambda t: t["topic"]),
+        "overview": overview,
+        "partitions": rows,
+        "skipped": [s.to_json() for s in inputs.skipped],
+        "groups": _groups(replay, budget, left_out) if replay is not None else [],
+        "offset_regressions": len(replay.regressions) if replay is not None else 0,
+        # topic names as values, not keys: redaction and the page handle them as data
+        "open_transactional_ids": [
+            {**c.to_json(), "partitions": [{"topic": t, "partitions": ids} for t, ids in
+                                           (c.to_json()["partitions"] or {}).items()]}
+            for c in txns.open_ids],
+        "hanging": [{**h.to_json(), "partition": shown_path(h.partition)}
+                    for pt in txns.partitions for h in pt.hanging],
+        "divergence": [{"partition": rs.key, **rs.divergence.to_json(),
+                        "copies": [{"replica": r.label, "path": str(r.partition.path),
+                                    "start_offset": r.start_offset,
+                                    "end_offset": r.end_offset, "batches": len(r.batches),
+                                    "latest_leader_epoch": r.latest_epoch}
+                                   for r in rs.replicas],
+                        "only_on": [u.to_json("only_on") for u in rs.divergence.unique],
+                        "truncations": [t.to_json() for t in rs.divergence.truncations]}
+                       for rs in replicas],
+        "left_out": [{"what": what, "count": n} for what, n in sorted(left_out.items())],
+    }
+    if redactor is not None:
+        data = _scrub(data, redactor)
+    return ReportModel(data, findings, list(logs.log_dirs))
+
+
+_PATH_FIELDS = frozenset({"path", "log_dir", "where", "paths"})
+_TOPIC_FIELDS = frozenset({"topic"})
+
+
+def _scrub(value, redactor: Redactor, field_name: str | None = None):
+    """Topic names redacted everywhere in the document: path fields by their partition
+    directories, topic fields by name, free text by whole-word mention."""
+    if isinstance(value, dict):
+        return {k: _scrub(v, redactor, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, redactor, field_name) for v in value]
+    if isinstance(value, str):
+        if field_name in _PATH_FIELDS:
+            return redactor.text(redactor.path(value))
+        if field_name in _TOPIC_FIELDS:
+            return redactor.topic(value)
+        return redactor.text(value)
+    return value
+

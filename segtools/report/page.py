@@ -1,0 +1,110 @@
+"""The report as one HTML page: the auto-escaping template, the inlined assets, the embedded
+data, and a Content-Security-Policy that forbids every fetch.
+
+Three layers keep hostile strings from the tree inert:
+
+1. Jinja2 renders the page with auto-escaping on: a topic named ``"><img onerror=...>`` is
+   written as ``&#34;&gt;&lt;img ...``, text in the page.
+2. The data the script draws from is JSON inside ``<script type="application/json">``, which
+   the browser never runs; ``<``, ``>``, ``&``, U+2028 and U+2029 are written as ``\\uXXXX``
+   escapes, so no string can close the element (``</script>``) or open a comment (``<!--``).
+   The script reads it with ``JSON.parse`` and puts every string into the page with
+   ``textContent`` (never as markup).
+3. The policy allows only the page's own two scripts and one stylesheet (by their sha256) and
+   nothing else: no other script, no inline handler, no image, font, frame or connection, no
+   form target, no base URL. Even a mistake in 1 or 2 could not run or fetch anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from segtools.cli.render import terminal_safe
+from segtools.report import assets
+from segtools.report.model import SEVERITY_RANK, ReportModel
+from segtools.units import format_bytes, format_time
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+#: JSON text that must not appear raw inside a script element (HTML's script data state), or
+#: that JavaScript source treats as a line end.
+_SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
+                   "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _finite(value):
+    """NaN and infinities have no JSON spelling: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def embed_json(data: dict) -> Markup:
+    """``data`` as JSON that is safe as the text of a ``<script type="application/json">``."""
+    text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"),
+                      allow_nan=False)
+    for raw, escaped in _SCRIPT_ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return Markup(text)
+
+
+def _hash(text: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()
+                                         ).decode("ascii") + "'"
+
+
+def content_security_policy(scripts: list[str], styles: list[str]) -> str:
+    """Only these inline scripts and styles run or apply; nothing may be fetched or sent."""
+    return ("default-src 'none'; "
+            f"script-src {' '.join(_hash(s) for s in scripts)}; "
+            f"style-src {' '.join(_hash(s) for s in styles)}; "
+            "img-src 'none'; font-src 'none'; connect-src 'none'; media-src 'none'; "
+            "object-src 'none'; frame-src 'none'; worker-src 'none'; manifest-src 'none'; "
+            "base-uri 'none'; form-action 'none'")
+
+
+def _visible(value):
+    """Every value the template prints: control characters (terminal escapes) shown as
+    ``\\xNN``, as on the command line; the page's own markup (``Markup``) left alone."""
+    if isinstance(value, str) and not isinstance(value, Markup):
+        return terminal_safe(value)
+    return value
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined, trim_blocks=True,
+                             lstrip_blocks=True, finalize=_visible)
+    env.filters["size"] = format_bytes
+    env.filters["time"] = lambda ms: "unknown" if ms is None else format_time(ms)
+    return env
+
+
+def render(model: ReportModel) -> str:
+    a = assets.load()
+    data = model.data
+    css = a.uplot_css + "\n" + a.report_css
+    worst = max((SEVERITY_RANK[c["severity"]] for c in data["finding_codes"]), default=0)
+    meta = data["meta"]
+    title = ", ".join(Path(p).name or p for p in meta["paths"])
+    return environment().get_template("report.html.j2").render(
+        csp=content_security_policy([a.uplot_js, a.report_js], [css]),
+        css=Markup(css), uplot_js=Markup(a.uplot_js), report_js=Markup(a.report_js),
+        uplot_version=a.uplot_version, data_json=embed_json(data), meta=meta, title=title,
+        generated=datetime.fromtimestamp(meta["generated_at"] / 1000, UTC)
+        .strftime("%Y-%m-%d %H:%M:%S UTC"),
+        summary=data["summary"], codes=data["finding_codes"], left_out=data["left_out"],
+        skipped=data["skipped"], finding_total=sum(c["count"] for c in data["finding_codes"]),
+        worst={3: "error", 2: "warning", 1: "info", 0: "none"}[worst])

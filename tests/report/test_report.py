@@ -1,0 +1,215 @@
+"""``segtools report`` without a browser: the file it writes, its safety rules, and that what it
+shows is what the library's analyses (and so the other commands) say."""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import segtools
+from segtools.report import assets
+from segtools.report.model import build, forecast_chart
+from segtools.report.page import content_security_policy, embed_json, render
+from segtools.timestamps import to_millis
+from tests.fixtures_manifest import FIXTURES
+from tests.report.conftest import ROOT, write_report
+
+TREES = sorted(p for p in (FIXTURES / "logdirs").iterdir() if p.is_dir())
+AT = "2023-11-16T00:00:00Z"
+CONFIG = FIXTURES / "configs" / "sample-topic-configs.txt"
+
+
+def embedded(page: str) -> dict:
+    """The JSON document a report carries (as the page's script reads it)."""
+    m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
+    assert m, "no embedded data"
+    return json.loads(m.group(1))
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_every_fixture_tree_gives_a_report(tree, tmp_path):
+    out = tmp_path / "report.html"
+    code, err = write_report(str(tree), "-o", str(out), "--at", AT, "--config", str(CONFIG))
+    assert code in (0, 1), err
+    page = out.read_text()
+    data = embedded(page)
+    assert data["summary"]["partitions"] == sum(len(d.partitions) for d in
+                                                segtools.open(tree).log_dirs)
+    serious = any(c["severity"] in ("warning", "error") for c in data["finding_codes"])
+    assert code == (1 if serious else 0), err
+    shown = {(f["code"], f["offset"]) for f in data["findings"]}
+    assert {(f.code, f.offset) for f in segtools.verify(tree)} <= shown
+    assert err.splitlines()[0] == str(out) and "report written:" in err
+
+
+def test_the_report_shows_the_analyses_own_answers(tmp_path):
+    """Retention verdicts, forecast steps, compaction state, regressions and hanging
+    transactions in the report are the API's (one implementation, several faces)."""
+    tree = FIXTURES / "logdirs"
+    model = build([str(tree)], at=to_millis(AT), config=str(CONFIG))
+    data = model.data
+    retention = segtools.explain_retention(tree, at=AT, config=CONFIG, forecast_days=14)
+    by_path = {str(e.input.dir.path): e for e in retention.partitions}
+    rows = [r for r in data["partitions"] if r["detail"] and r["detail"]["retention"]]
+    assert rows
+    for row in rows:
+        e = by_path[str(Path(row["path"]).resolve())]
+        segs = [s for s in row["detail"]["segments"] if "gap" not in s]
+        assert [(s["base_offset"], s["deletable"], s["reason"]) for s in segs] == \
+            [(v.base_offset, v.deletable, v.reason) for v in e.retention.segments]
+        assert row["detail"]["retention"]["chart"] == forecast_chart([(e.input.label,
+                                                                        e.forecast)])
+        assert row["deletable_bytes"] == e.retention.deletable_bytes
+    compaction = segtools.explain_compaction(tree, at=AT, config=CONFIG)
+    dirty = {str(e.input.dir.path): round(e.compaction.dirty_ratio, 4)
+             for e in compaction.partitions}
+    assert dirty and {str(Path(r["path"]).resolve()): r["dirty_ratio"]
+                      for r in data["partitions"] if r["compacted"]} == dirty
+    replay = segtools.offsets_at(tree)
+    assert data["offset_regressions"] == len(replay.regressions) > 0
+    marked = [p for g in data["groups"] for line in g["lines"] for p in line["points"] if p[4]]
+    assert len(marked) == len(replay.regressions)
+    hanging = segtools.transactions(tree)
+    assert [(h["producer_id"], h["first_offset"]) for h in data["hanging"]] == \
+        [(h.transaction.producer_id, h.transaction.first_offset)
+         for pt in hanging.partitions for h in pt.hanging]
+
+
+def test_embedded_json_cannot_close_its_element_or_open_a_comment():
+    nasty = {"k": "</script><script>alert(1)</script><!-- \u2028\u2029 & é \udcff",
+             "nan": float("nan")}
+    text = str(embed_json(nasty))
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    assert text.isascii()
+    back = json.loads(text)
+    assert back["k"].startswith("</script><script>") and back["nan"] is None
+
+
+def test_the_policy_allows_only_the_pages_own_script_and_style():
+    csp = content_security_policy(["a()"], ["b{}"])
+    digest = "sha256-" + __import__("base64").b64encode(hashlib.sha256(b"a()").digest()).decode()
+    assert f"script-src '{digest}'" in csp
+    for directive in ("default-src 'none'", "connect-src 'none'", "img-src 'none'",
+                      "base-uri 'none'", "form-action 'none'"):
+        assert directive in csp
+    assert "unsafe" not in csp and "http" not in csp
+
+
+def test_the_page_inlines_everything_and_links_nothing(tmp_path):
+    out = tmp_path / "r.html"
+    write_report(str(FIXTURES / "logdirs" / "sample"), "-o", str(out), "--at", AT)
+    page = out.read_text()
+    assert "Content-Security-Policy" in page
+    assert not re.search(r"<(link|img|iframe|a)\b", page)
+    assert not re.search(r"\b(src|href)\s*=", page.split('id="report-data"')[0])
+    a = assets.load()
+    assert a.uplot_js in page and a.report_js in page
+    scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
+    csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
+    for s in scripts:  # the hashes in the policy are those of the scripts on the page
+        digest = __import__("base64").b64encode(hashlib.sha256(s.encode()).digest()).decode()
+        assert f"sha256-{digest}" in html.unescape(csp)
+
+
+def test_vendored_chart_library_is_checked_against_its_pin(tmp_path, monkeypatch):
+    pin = assets.check_pinned()
+    assert pin["version"] and pin["license"] == "MIT"
+    copy = tmp_path / "assets"
+    shutil.copytree(assets.HERE, copy)
+    (copy / "uPlot.iife.min.js").write_text("/* changed */" +
+                                            (copy / "uPlot.iife.min.js").read_text())
+    monkeypatch.setattr(assets, "HERE", copy)
+    with pytest.raises(segtools.SegtoolsError, match="pinned sha256"):
+        assets.check_pinned()
+
+
+def test_output_inside_a_log_dir_is_refused(tmp_path):
+    tree = shutil.copytree(FIXTURES / "logdirs" / "sample", tmp_path / "sample")
+    before = sorted(p.name for p in tree.iterdir())
+    for target in (tree / "report.html", tree / "orders.v2-eu-0" / "report.html"):
+        code, err = write_report(str(tree), "-o", str(target))
+        assert code == 2 and err.startswith("segtools: error:") and "log dir" in err
+        assert err.count("\n") == 1
+    assert sorted(p.name for p in tree.iterdir()) == before
+    code, err = write_report(str(tree), "-o", str(tmp_path / "report.txt"))
+    assert code == 2 and ".html" in err
+
+
+def test_missing_path_is_a_one_line_error(tmp_path):
+    code, err = write_report(str(tmp_path / "nope"), "-o", str(tmp_path / "r.html"))
+    assert code == 2 and err.startswith("segtools: error:") and err.count("\n") == 1
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_redacted_report_holds_no_key_value_header_or_topic(tmp_path):
+    tree = FIXTURES / "logdirs" / "sample"
+    out = tmp_path / "r.html"
+    code, _ = write_report(str(tree), "-o", str(out), "--at", AT, "--config", str(CONFIG),
+                           "--redact", "keys,values,headers,topics", "--redact-key", "k")
+    assert code == 1  # findings are reported whatever is redacted
+    page = out.read_text()
+    data = embedded(page)
+    assert "redacted: keys, values, headers, topics" in page
+    assert data["meta"]["redaction"].startswith("redacted:")
+    for topic in ("orders.v2-eu", "payments-compact", "corrupt-crc", "payments.txn"):
+        assert topic not in page
+    samples = [r for p in data["partitions"] if p["detail"] and p["detail"]["samples"]
+               for r in p["detail"]["samples"]["first"]]
+    assert samples and all(r["key"] is None or r["key"].startswith("key.") for r in samples)
+    assert all(r["value"] is None or r["value"].startswith("value.") for r in samples)
+    logs = segtools.open(tree)
+    real = {r["key"] for r in logs.records(topics="payments-compact") if r["key"]}
+    for key in real:
+        assert key.decode() not in page
+    # stable tokens: the same key gives the same report tokens with the same --redact-key
+    out2 = tmp_path / "r2.html"
+    write_report(str(tree), "-o", str(out2), "--at", AT, "--config", str(CONFIG),
+                 "--redact", "keys,values,headers,topics", "--redact-key", "k")
+    second = embedded(out2.read_text())
+    assert [p["topic"] for p in second["partitions"]] == [p["topic"] for p in data["partitions"]]
+
+
+def test_help_stays_fast_and_lists_the_report():
+    """jinja2 and the analyses are imported only when the report runs."""
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "segtools.cli.main", "--help"],
+                          capture_output=True, text=True, cwd=ROOT, check=True)
+    assert time.perf_counter() - start < 2.0
+    assert "report" in proc.stdout
+    probe = ("import sys; from segtools.cli.main import build_parser; build_parser(['scan']); "
+             "print(sorted(m for m in ('jinja2', 'segtools.report.page') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_render_is_deterministic_for_the_same_model():
+    model = build([str(FIXTURES / "logdirs" / "legacy")], at=1_700_000_000_000)
+    assert render(model) == render(model)
+
+
+def test_redacted_hostile_report_names_no_topic(tmp_path):
+    """Topic names are redacted wherever the report carries them (values, paths, messages,
+    the transactional id's partitions); the group and transactional ids are not redacted."""
+    out = tmp_path / "r.html"
+    write_report(str(FIXTURES / "logdirs" / "hostile"), "-o", str(out),
+                 "--redact", "keys,values,headers,topics")
+    page = out.read_text()
+    data = embedded(page)
+    text = json.dumps(data) + page.split('id="report-data"')[0]
+    for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 14):  # topic names, keys, values, headers
+        assert f"pwn({n})" not in text, n
+    assert "pwn(13)" in text  # the transactional id stays
+    (open_id,) = data["open_transactional_ids"]
+    assert [p["topic"] for p in open_id["partitions"]] == \
+        [r["topic"] for r in data["partitions"] if r["hanging"]]
