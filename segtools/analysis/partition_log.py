@@ -122,23 +122,25 @@ def file_records(path: Path, findings: list[Finding], *,
 
 
 def iter_chunks(partition: PartitionDir, findings: list[Finding], *, at: int | None = None,
-                limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                after: int | None = None, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                 advance: Callable[[int], None] | None = None) -> Iterator[Chunk]:
     """Deep, as columns: the records of every batch, a chunk at a time, oldest first (the
     forensic replays read millions of records; none becomes a Python object here).
 
     With ``at`` (epoch ms) the log is read up to the first batch whose max timestamp is past
-    it, and no further (a replay to a moment stops there). ``advance(n)`` is told the bytes of
+    it, and no further (a replay to a moment stops there); batches that end below ``after``
+    are passed over first (a snapshot already holds them). ``advance(n)`` is told the bytes of
     batches read, chunk by chunk (a progress bar)."""
     for files in partition.segments:
-        stopped = yield from file_chunks(files.log, findings, files=files, at=at, limit=limit,
-                                         advance=advance)
+        stopped = yield from file_chunks(files.log, findings, files=files, at=at, after=after,
+                                         limit=limit, advance=advance)
         if stopped:
             return
 
 
 def file_chunks(path: Path, findings: list[Finding], *, at: int | None = None,
-                files: SegmentFiles | None = None, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                after: int | None = None, files: SegmentFiles | None = None,
+                limit: int = DEFAULT_DECOMPRESS_LIMIT,
                 advance: Callable[[int], None] | None = None
                 ) -> Generator[Chunk, None, bool]:
     """:func:`iter_chunks` for one file of batches (a segment, or a KRaft ``.checkpoint``);
@@ -154,6 +156,8 @@ def file_chunks(path: Path, findings: list[Finding], *, at: int | None = None,
             findings.extend(walked.findings)
             table = walked.table
             stop = False
+            if after is not None:
+                table = table.take(table.last_offset >= after)
             if at is not None:
                 past = np.flatnonzero(table.max_timestamp > at)
                 if len(past):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -76,9 +76,16 @@ def _scalar_default(f: Field) -> int:
     return int(value)
 
 
+#: A field's value from its two slot values (a span: position and length or count; ``b``
+#: -1 null, -2 absent from the record: the declared default), the block's bytes and the
+#: decoder (its interned strings).
+Reader_ = Callable[[int, int, np.ndarray, Any], Any]
+
+
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """Where one field of a struct lands: ``slot`` (and ``slot + 1`` for a span) of the row."""
+    """Where one field of a struct lands: ``slot`` (and ``slot + 1`` for a span) of the row,
+    and how its value is read back from there (``read``, made once per field)."""
 
     field: Field
     kind: str
@@ -86,6 +93,8 @@ class Slot:
     code: int  # the type code (for an array, its element's)
     flags: int
     sub: Program | None  # the element / struct program of an array of structs, a struct
+    read: Reader_
+    second: int  # the slot holding a span's length (a scalar's own slot: read, not used)
 
 
 @dataclass(slots=True, eq=False)
@@ -106,40 +115,53 @@ class Program:
     def materialize(self, buf: np.ndarray, row, ctx: Block | Decoder) -> dict:
         """The struct as the reference reads it: every declared field in order (defaults for
         those the version lacks), then any unknown tagged fields."""
-        out = {key: _value(s, row[s.slot], row[s.slot + 1] if s.kind == SPAN else 0, buf, ctx)
+        out = {key: s.read(row[s.slot], row[s.second], buf, ctx)
                for key, s in self.slots.items()}
         if self.tags_slot is not None and row[self.tags_slot + 1] > 0:
             out[UNKNOWN_TAGGED_FIELDS] = _unknown_tags(buf, int(row[self.tags_slot]), self.sdef)
         return out
 
 
-def _value(s: Slot, a: int, b: int, buf: np.ndarray, ctx) -> Any:
-    """One field's value from its slot(s) (a span ``a``, ``b``: position, length or count;
-    ``b`` -1 null, -2 absent from the record: the declared default)."""
-    if s.kind == SCALAR:
-        if s.code == K.OP_BOOL:
-            return a != 0
-        if s.code == K.OP_FLOAT64:
-            return _FLOAT.unpack(_BITS.pack(a))[0]
-        return a
-    if s.kind == UUID:
-        if a == K.ABSENT:
-            return s.field.default_value()
-        return ctx.uuid_texts[a] if s.flags & K.F_INTERN else K.uuid(buf, a)
-    if b == K.ABSENT:
-        return s.field.default_value()
-    if b < 0:
-        return None
-    if isinstance(s.field.type, ArrayOf):
-        if s.sub is None:
-            return K.values(s.code, s.flags, buf, a, b, len(buf))
-        return [s.sub.materialize(buf, r, ctx) for r in expand(s.sub, buf, a, b, ctx)]
-    if isinstance(s.field.type, StructDef):
-        (r,) = expand(s.sub, buf, a, 1, ctx)
-        return s.sub.materialize(buf, r, ctx)
-    if s.code == K.OP_STRING:
-        return ctx.texts[a] if s.flags & K.F_INTERN else K.text(buf, a, b)
-    return K.blob(buf, a, b)
+def _reader(f: Field, kind: str, code: int, flags: int, sub: Program | None) -> Reader_:
+    """How a field's value is read back from its slots, chosen once per field (the replays
+    read millions of fields)."""
+    default = f.default_value
+    absent = K.ABSENT
+    if kind == SCALAR:
+        if code == K.OP_BOOL:
+            return lambda a, b, buf, ctx: a != 0
+        if code == K.OP_FLOAT64:
+            return lambda a, b, buf, ctx: _FLOAT.unpack(_BITS.pack(a))[0]
+        return lambda a, b, buf, ctx: a
+    if kind == UUID:
+        if flags & K.F_INTERN:
+            return lambda a, b, buf, ctx: default() if a == absent else ctx.uuid_texts[a]
+        return lambda a, b, buf, ctx: default() if a == absent else K.uuid(buf, a)
+    if isinstance(f.type, ArrayOf):
+        if sub is None:
+            def read(a, b, buf, ctx):
+                return default() if b == absent else None if b < 0 else \
+                    K.values(code, flags, buf, a, b, len(buf))
+            return read
+
+        def read_structs(a, b, buf, ctx):
+            if b < 0:
+                return default() if b == absent else None
+            return [sub.materialize(buf, r, ctx) for r in expand(sub, buf, a, b, ctx)]
+        return read_structs
+    if isinstance(f.type, StructDef):
+        def read_struct(a, b, buf, ctx):
+            if b < 0:
+                return default() if b == absent else None
+            (r,) = expand(sub, buf, a, 1, ctx)
+            return sub.materialize(buf, r, ctx)
+        return read_struct
+    if code == K.OP_STRING and flags & K.F_INTERN:
+        return lambda a, b, buf, ctx: default() if b == absent else None if b < 0 else \
+            ctx.texts[a]
+    span = K.text if code == K.OP_STRING else K.blob
+    return lambda a, b, buf, ctx: default() if b == absent else None if b < 0 else \
+        span(buf, a, b)
 
 
 def expand(program: Program, buf: np.ndarray, pos: int, n: int, ctx) -> list[list[int]]:
@@ -185,7 +207,9 @@ class Compiler:
         for f in sdef.fields:
             kind = _kind(f.type)
             code, flags, sub = self._type(f.type, version, flexible, f.key in intern)
-            prog.slots[f.key] = Slot(f, kind, at, code, flags, sub)
+            prog.slots[f.key] = Slot(f, kind, at, code, flags, sub,
+                                     _reader(f, kind, code, flags, sub),
+                                     at + 1 if kind == SPAN else at)
             if kind == SCALAR:
                 defaults.append(_scalar_default(f))
             elif kind == UUID:
@@ -201,8 +225,8 @@ class Compiler:
             for f in tagged:
                 s = prog.slots[f.key]
                 code, flags, sub = self._type(f.type, version, True, f.key in intern)
-                s = Slot(f, s.kind, s.slot, code, flags, sub)
-                row = self._row(s, version, True, f)
+                row = self._row(Slot(f, s.kind, s.slot, code, flags, sub, s.read, s.second),
+                                version, True, f)
                 row[K.COL_TAG] = f.tag
                 if f.tagged_in(version):
                     row[K.COL_FLAGS] |= K.F_TAG_VALID
@@ -512,12 +536,6 @@ class Block:
             return None
         return self.value_program(i)[1].materialize(self.data, self.vals[i].tolist(), self)
 
-    def lazy_value(self, i: int) -> LazyValue | None:
-        """Record ``i``'s value as a mapping that reads each field when asked."""
-        if self.vver[i] < 0 and self.family.mode != K.MODE_METADATA:
-            return None
-        return LazyValue(self, self.value_program(i)[1], self.vals[i].tolist())
-
     def raw_value(self, i: int) -> bytes | None:
         n = int(self.value_len[i])
         return None if n < 0 else K.blob(self.data, int(self.value_pos[i]), n)
@@ -539,40 +557,3 @@ class Block:
         s = program.slots[key]
         n = row[s.slot + 1]
         return [] if n <= 0 else expand(s.sub, self.data, row[s.slot], n, self)
-
-
-class LazyValue(Mapping):
-    """A decoded value whose fields are built from their slots only when read (a replay that
-    looks at three fields of a record builds three values)."""
-
-    __slots__ = ("_block", "_program", "_row")
-
-    def __init__(self, block: Block, program: Program, row: list[int]):
-        self._block = block
-        self._program = program
-        self._row = row
-
-    def __getitem__(self, key: str) -> Any:
-        s = self._program.slots.get(key)
-        if s is None:
-            if key == UNKNOWN_TAGGED_FIELDS and self._unknown():
-                return self.materialize()[key]
-            raise KeyError(key)
-        row = self._row
-        return _value(s, row[s.slot], row[s.slot + 1] if s.kind == SPAN else 0,
-                      self._block.data, self._block)
-
-    def _unknown(self) -> bool:
-        t = self._program.tags_slot
-        return t is not None and self._row[t + 1] > 0
-
-    def __iter__(self) -> Iterator[str]:
-        yield from self._program.slots
-        if self._unknown():
-            yield UNKNOWN_TAGGED_FIELDS
-
-    def __len__(self) -> int:
-        return len(self._program.slots) + self._unknown()
-
-    def materialize(self) -> dict:
-        return self._program.materialize(self._block.data, self._row, self._block)
