@@ -270,3 +270,42 @@ def test_the_compiled_loop_applies_what_python_would(tmp_path, monkeypatch):
     assert _answer(replay.replay_offsets(parts)) == _answer(fast)
     assert _answer(replay.replay_offsets(parts, history=True, at=1_700_471_000_000)) == \
         _answer(replay.replay_offsets(parts, history=True, at=1_700_471_000_000))
+
+
+# ---------------------------------------------------------------------------- streaming
+
+
+def _log_bytes(topic: str) -> int:
+    return sum(p.size_bytes for p in partitions_of([FORENSICS], topic))
+
+
+def test_every_replay_reports_progress_and_reads_the_log_once():
+    """Each replay tells ``advance`` about every byte of batches it reads, once."""
+    from segtools.analysis.cluster_metadata import timeline
+    from segtools.analysis.transactions import replay_transaction_state
+
+    offsets = partitions_of([FORENSICS], "__consumer_offsets")
+    state = partitions_of([FORENSICS], "__transaction_state")
+    for topic, run in (
+            ("__consumer_offsets", lambda a: replay.replay_offsets(offsets, advance=a)),
+            ("__transaction_state", lambda a: replay_transaction_state(state, advance=a)),
+            ("__cluster_metadata",
+             lambda a: timeline(FORENSICS / "__cluster_metadata-0", advance=a))):
+        seen: list[int] = []
+        run(seen.append)
+        assert sum(seen) == _log_bytes(topic), topic
+
+
+def test_a_replay_to_a_moment_stops_reading_there():
+    """``at`` ends the read at the first batch past it: the bytes after are never read."""
+    from segtools.analysis.cluster_metadata import timeline
+
+    at = 1_700_384_400_000  # 2023-11-19T09:00Z: the log's last day, its last segment, unread
+    seen: list[int] = []
+    r = timeline(FORENSICS / "__cluster_metadata-0", at=at, advance=seen.append)
+    last = (FORENSICS / "__cluster_metadata-0" / "00000000000000000174.log").stat().st_size
+    assert r.end_offset == 167 and sum(seen) + last < _log_bytes("__cluster_metadata")
+    seen.clear()
+    o = replay.replay_offsets(partitions_of([FORENSICS], "__consumer_offsets"),
+                              at=1_700_470_800_000, advance=seen.append)
+    assert 0 < o.records < 58 and sum(seen) < _log_bytes("__consumer_offsets")
