@@ -643,7 +643,8 @@ class _StateReplayer:
             owner = self.owners.get(rec.value["producerId"])
             if owner is None or (timestamp, lp, offset) > owner[0]:
                 self.owners[rec.value["producerId"]] = ((timestamp, lp, offset), code)
-        self._add(code, 1, lp, [(offset, timestamp, lp, path, rec.value_version, value)])
+        version = -1 if rec.value_version is None else rec.value_version
+        self._add(code, 1, lp, [(offset, timestamp, lp, path, version, value)])
 
     def finish(self) -> TransactionStateReplay:
         """The kept changes as values: their value bytes decoded together, by the compiled
@@ -652,7 +653,7 @@ class _StateReplayer:
         keys = {code: struct.pack(">h", 0) + TRANSACTION_LOG_KEY.write(
             {"transactionalId": texts[code]}, 0) for code in self.kept}
         pairs = [(keys[code], row[5]) for code, kept in self.kept.items() for row in kept]
-        values = iter(self.decoder.values(pairs))
+        values = iter(self.decoder.values(pairs, lambda k, v: decode_record(k, v).value))
         ids = {}
         for code, kept in self.kept.items():
             tid = texts[code]

@@ -443,9 +443,12 @@ class Decoder:
         """The identity code of a key's bytes after its type (see ``_programs.decode``)."""
         return self.keys.intern(key)
 
-    def values(self, pairs: list[tuple[bytes | None, bytes | None]]) -> list[dict | None]:
+    def values(self, pairs: list[tuple[bytes | None, bytes | None]],
+               reference: Callable[[bytes | None, bytes | None], dict | None]
+               ) -> list[dict | None]:
         """The values of records given as (key, value) bytes, decoded together, a block at a
-        time (records kept as bytes by a replay, decoded once at its end)."""
+        time (records kept as bytes by a replay, decoded once at its end); one the programs
+        refuse is read by ``reference`` (the replay kept it on the reference's word)."""
         out: list[dict | None] = []
         for lo in range(0, len(pairs), BLOCK_ROWS):
             part = pairs[lo:lo + BLOCK_ROWS]
@@ -456,9 +459,8 @@ class Decoder:
             data = np.frombuffer(b"".join(x or b"" for pair in part for x in pair), np.uint8)
             block = self.decode(data, starts[:, 0], lengths[:, 0], starts[:, 1],
                                 lengths[:, 1], np.zeros(len(part), np.int8))
-            if (block.status != K.ST_OK).any():
-                raise ValueError("a record kept as bytes no longer decodes")
-            out += [block.value(i) for i in range(len(block))]
+            out += [block.value(i) if block.status[i] == K.ST_OK else reference(*part[i])
+                    for i in range(len(block))]
         return out
 
     def blocks(self, chunk: Chunk, rows: int = BLOCK_ROWS) -> Iterator[tuple[int, Block]]:

@@ -309,3 +309,30 @@ def test_a_replay_to_a_moment_stops_reading_there():
     o = replay.replay_offsets(partitions_of([FORENSICS], "__consumer_offsets"),
                               at=1_700_470_800_000, advance=seen.append)
     assert 0 < o.records < 58 and sum(seen) < _log_bytes("__consumer_offsets")
+
+
+def test_records_the_programs_refuse_are_read_by_the_reference(monkeypatch):
+    """Should the compiled decoder refuse records the reference reads, the reference's reading
+    stands: with every record refused, each replay gives the same answer."""
+    from segtools.analysis.cluster_metadata import timeline
+    from segtools.analysis.transactions import replay_transaction_state
+
+    def answers():
+        offsets = replay.replay_offsets(partitions_of([FORENSICS], "__consumer_offsets"),
+                                        history=True)
+        state = replay_transaction_state(partitions_of([FORENSICS], "__transaction_state"))
+        meta = timeline(FORENSICS / "__cluster_metadata-0", keep_records=True)
+        return (_answer(offsets), state.changes, state.owners, state.last_timestamp,
+                [e.to_json() for e in meta.events], [r.to_json() for r in meta.records],
+                meta.image.topic_configs(), meta.findings)
+
+    expected = answers()
+    decode = programs.Decoder.decode
+
+    def refusing(self, *args):
+        block = decode(self, *args)
+        block.status[block.status == K.ST_OK] = K.ST_ERROR
+        return block
+
+    monkeypatch.setattr(programs.Decoder, "decode", refusing)
+    assert answers() == expected
