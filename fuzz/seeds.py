@@ -143,6 +143,25 @@ def internal() -> Iterator[bytes]:
         yield bytes([which, 0, 4]) + b"\x00\x01\x00\x02ab\x00\x03\x00\x00\x00\x00"
 
 
+def internal_programs() -> Iterator[bytes]:
+    """Every record of the internal-topic fixtures, framed for its family (0 offsets, 1
+    transaction state, 2 metadata): family byte, key length (bit 15: a null value), key, value."""
+    from segtools.analysis.partition_log import iter_records
+    from segtools.storage.partition import load_partition_dir
+
+    families = {"__consumer_offsets": 0, "__transaction_state": 1, "__cluster_metadata": 2}
+    for pdir in sorted((FIXTURES / "forensics").iterdir()):
+        which = families.get(pdir.name.rsplit("-", 1)[0])
+        if which is None or not pdir.is_dir():
+            continue
+        for lr in iter_records(load_partition_dir(pdir), []):
+            if lr.batch.is_control:
+                continue
+            key, value = lr.record.key or b"", lr.record.value
+            split = len(key) | (0x8000 if value is None else 0)
+            yield bytes([which]) + split.to_bytes(2, "big") + key + (value or b"")
+
+
 def cli_dump() -> Iterator[bytes]:
     for log in _logs():
         data = log.read_bytes()

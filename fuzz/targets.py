@@ -52,6 +52,7 @@ from segtools.storage.seek import seek_offset, seek_timestamp
 from segtools.storage.segment import Segment, base_offset_from_name
 
 try:  # imported here, not in the target, so that atheris instruments them
+    from segtools.decode import _programs, programs
     from segtools.formats.internal import (
         cluster_metadata,
         consumer_offsets,
@@ -60,6 +61,7 @@ try:  # imported here, not in the target, so that atheris instruments them
     )
 except ImportError:  # pragma: no cover - a build without the internal-topic decoders
     cluster_metadata = consumer_offsets = control = transaction_state = None
+    _programs = programs = None
 
 #: The cap every target decodes under: small, so a bomb is found in microseconds.
 LIMIT = 1 << 16
@@ -481,6 +483,52 @@ def internal(data: bytes) -> None:
         json.dumps(repr(calls[which]()))
 
 
+def _compiled(family, key: bytes, value: bytes | None):
+    """One record through the compiled decoder: its key and value as the reference would
+    return them, or None when it refuses the record."""
+    decoder = programs.Decoder(family)
+    buf = np.frombuffer(key + (value or b""), np.uint8)
+    block = decoder.decode(buf, np.array([0]), np.array([len(key)]), np.array([len(key)]),
+                           np.array([-1 if value is None else len(value)]),
+                           np.zeros(1, np.int8))
+    if block.status[0] != _programs.ST_OK:
+        return None
+    return (None if family.mode == _programs.MODE_METADATA else block.key(0)), block.value(0)
+
+
+def internal_programs(data: bytes) -> None:
+    """Hostile keys and values through the compiled field programs of each internal topic:
+    bounds-checked (no fault, no read past the record), and agreeing with the reference
+    decoder: both refuse the record, or both read the same values."""
+    if programs is None:  # pragma: no cover - a build without the decoders
+        return
+    p = Provider(data)
+    which = p.int(1) % 3
+    split = p.int(2)
+    body = p.rest()
+    key, value = body[:split % (len(body) + 1)], body[split % (len(body) + 1):]
+    if split & 0x8000:
+        value = None
+
+    def reference():
+        if which == 0:
+            rec = consumer_offsets.decode_record(key, value)
+            return rec.key, rec.value
+        if which == 1:
+            rec = transaction_state.decode_record(key, value)
+            return {"transactionalId": rec.transactional_id}, rec.value
+        return None, cluster_metadata.decode_frame(value).data
+
+    family = (programs.consumer_offsets_family, programs.transaction_log_family,
+              programs.cluster_metadata_family)[which]()
+    try:
+        want = reference()
+    except SegtoolsError:
+        want = None
+    got = _compiled(family, key, value)
+    assert got == want, (got, want)
+
+
 def cli_dump(data: bytes) -> None:
     """Hostile bytes as a ``.log`` through ``segtools dump`` and ``verify`` in-process: the
     exit code is 0, 1 or 2, stderr never says "internal error", every JSON line parses, and
@@ -527,5 +575,6 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "text_files": text_files,
     "dir_names": dir_names,
     "internal": internal,
+    "internal_programs": internal_programs,
     "cli_dump": cli_dump,
 }

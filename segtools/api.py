@@ -43,6 +43,7 @@ from segtools.analysis.partition_input import Loaded, load_inputs
 from segtools.analysis.producers import PartitionProducers, likely_duplicates
 from segtools.analysis.producers import analyse as analyse_producers
 from segtools.analysis.transactions import (
+    CHANGES_PER_ID,
     DEFAULT_MAX_TIMEOUT_MS,
     TransactionsReport,
     transactions_report,
@@ -237,24 +238,29 @@ class LogDirs:
 
     def transactions(self, *, now: Time | None = None,
                      max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                     topics: str | Iterable[str] = "*") -> TransactionsReport:
+                     topics: str | Iterable[str] = "*",
+                     changes: int = CHANGES_PER_ID) -> TransactionsReport:
         """Transactions per partition, hanging ones, open transactional ids (as
-        ``segtools transactions``)."""
+        ``segtools transactions``); the latest ``changes`` state changes of each
+        transactional id (0: all)."""
         pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
         return transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
-                                   now=None if now is None else to_millis(now),
+                                   now=None if now is None else to_millis(now), keep=changes,
                                    limit=self.max_decompressed_bytes)
 
     def offsets_at(self, at: Time | None = None, *,
-                   groups: str | Iterable[str] | None = None) -> OffsetsReplay:
+                   groups: str | Iterable[str] | None = None, history: bool = False,
+                   topic: str | None = None, partition: int | None = None) -> OffsetsReplay:
         """Consumer groups' committed offsets at ``at`` (default: the end of the log), with
-        regressions and deletions, replayed from ``__consumer_offsets``."""
+        regressions and deletions, replayed from ``__consumer_offsets``; ``history`` also
+        keeps every commit (of ``topic``/``partition`` when given)."""
         pdirs = [p.directory for p in self.partitions(CONSUMER_OFFSETS_TOPIC)]
         if not pdirs:
             raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions under "
                                 f"{', '.join(self.paths)}")
         return replay_offsets(pdirs, at=None if at is None else to_millis(at),
                               groups=None if groups is None else list(_tuple(groups)),
+                              history=history, topic=topic, partition=partition,
                               limit=self.max_decompressed_bytes)
 
     def producers(self, *, topics: str | Iterable[str] = "*",

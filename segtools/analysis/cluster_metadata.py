@@ -19,6 +19,13 @@ Rules mirrored from Kafka:
 - If the log no longer starts at offset 0, the state before it lives in a snapshot
   (``<offset>-<epoch>.checkpoint``); the earliest snapshot that reaches the log start is
   loaded first.
+
+Records are decoded by the compiled field programs (:mod:`segtools.decode.programs`, made
+from the same declarations as the reference, which still decides every record they refuse)
+and read field by field as the handlers ask. The replay keeps the image (topics, partitions,
+brokers, configs: what is live) and streams the log once; the timeline's events and the
+decoded records go to sinks as they happen when sinks are given (the CLI writes them out),
+so memory does not grow with the log.
 """
 
 from __future__ import annotations
@@ -26,15 +33,27 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from segtools.analysis.partition_log import LogRecord, as_partition, file_records, iter_records
+from segtools.analysis.partition_log import (
+    LogRecord,
+    as_partition,
+    file_chunks,
+    file_records,
+    iter_chunks,
+    iter_records,
+)
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode import chunks
+from segtools.decode._programs import ST_ERROR, ST_OK, ST_SKIP
+from segtools.decode.programs import Block, Decoder, cluster_metadata_family
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
+from segtools.formats.batch import CONTROL_TYPES
 from segtools.formats.internal.cluster_metadata import (
+    BY_API_KEY,
     CONFIG_RESOURCE_TYPES,
     FRAME_VERSION,
     LEADER_RECOVERY_STATES,
@@ -45,7 +64,6 @@ from segtools.formats.internal.cluster_metadata import (
     decode_frame,
 )
 from segtools.formats.internal.control import KRaftControlRecord, decode_kraft_control
-from segtools.model import Batch, Record
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir
 
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
@@ -207,14 +225,22 @@ class _Position:
     raft_epoch: int
 
 
+#: Control records that are not the controller's: transaction markers, snapshot frames.
+_NOT_NARRATED = frozenset(("ABORT", "COMMIT", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER"))
+
+
 class _Replayer:
     """Applies records to a :class:`MetadataImage` and notes each change as an event."""
 
-    def __init__(self, path: str, keep_records: bool, include_noop: bool):
+    def __init__(self, path: str, keep_records: bool, include_noop: bool,
+                 on_event: Callable[[MetadataEvent], None] | None,
+                 on_record: Callable[[DecodedEntry], None] | None):
         self.path = path
         self.image = MetadataImage()
         self.events: list[MetadataEvent] = []
         self.records: list[DecodedEntry] = []
+        self.on_event = on_event or self.events.append
+        self.on_record = on_record or self.records.append
         self.findings: list[Finding] = []
         self.keep_records = keep_records
         self.include_noop = include_noop
@@ -223,13 +249,20 @@ class _Replayer:
         self.applied = 0
         self.noops = 0
         self.silent = False  # snapshot records: applied, not narrated
+        self.end_offset = 0
+        self.last_timestamp = -1
+        fam = cluster_metadata_family()
+        self.decoder = Decoder(fam)
+        self.decoder_programs = {tv: (name, prog) for tv, (name, prog)
+                                 in fam.value_programs.items()}
+        self.noop_key = next(k for k, m in BY_API_KEY.items() if m.name == "NoOpRecord")
 
     # -- plumbing
 
     def emit(self, pos: _Position, event: str, **details) -> None:
         if not self.silent:
-            self.events.append(MetadataEvent(event, pos.offset, pos.timestamp,
-                                             pos.raft_epoch, details))
+            self.on_event(MetadataEvent(event, pos.offset, pos.timestamp, pos.raft_epoch,
+                                        details))
 
     def finding(self, code: str, severity: Severity, message: str, offset: int) -> None:
         self.findings.append(Finding(code, severity, self.path, message, offset=offset))
@@ -248,7 +281,7 @@ class _Replayer:
                          f"{control_type} control record: {e}", pos.offset)
             return
         if self.keep_records:
-            self.records.append(DecodedEntry(pos.offset, pos.timestamp, pos.raft_epoch, rec))
+            self.on_record(DecodedEntry(pos.offset, pos.timestamp, pos.raft_epoch, rec))
         data = rec.data
         if control_type == "LEADER_CHANGE":
             self.image.raft_leader = data["leaderId"]
@@ -264,7 +297,46 @@ class _Replayer:
                  "endpoints": [f"{e['name']}://{e['host']}:{e['port']}" for e in v["endpoints"]]}
                 for v in data["voters"]])
 
-    def metadata(self, pos: _Position, value: bytes | None) -> None:
+    def block(self, b: Block, chunk: chunks.Chunk, lo: int, skip_below: int) -> None:
+        """A block of decoded records, in offset order (records below ``skip_below`` are the
+        snapshot's: not read again)."""
+        n = len(b)
+        cols, table = chunk.columns, chunk.table
+        batch = cols.batch[lo:lo + n]
+        epochs = table.leader_epoch[batch].tolist()
+        controls = chunks.control_types(cols, slice(lo, lo + n)).tolist()
+        programs = self.decoder_programs
+        # NoOpRecords (a controller writes one every metadata.max.idle.interval.ms) are only
+        # counted, unless they are shown, kept or inside a metadata transaction
+        counted = None if self.keep_records or self.include_noop else self.noop_key
+        for i, (offset, timestamp, status, api_key, version) in enumerate(zip(
+                cols.offset[lo:lo + n].tolist(), cols.timestamp[lo:lo + n].tolist(),
+                b.status.tolist(), b.rtype.tolist(), b.vver.tolist(), strict=True)):
+            if offset < skip_below:
+                continue
+            if api_key == counted and status == ST_OK and self.pending is None:
+                self.noops += 1
+            elif status == ST_SKIP:  # a control batch's record
+                kind = "INVALID" if controls[i] < 0 else CONTROL_TYPES.get(controls[i],
+                                                                           "UNKNOWN")
+                if kind not in _NOT_NARRATED:
+                    self.control(_Position(offset, timestamp, epochs[i]), kind,
+                                 b.raw_value(i))
+            elif status == ST_ERROR:
+                self.refused(_Position(offset, timestamp, epochs[i]), b.raw_value(i))
+            else:
+                name, program = programs[(api_key, version)]
+                self.metadata(_Position(offset, timestamp, epochs[i]),
+                              MetadataRecord(api_key, name, version,
+                                             program.materialize(b.data, b.vals[i].tolist(),
+                                                                 b)))
+            if not self.silent:
+                self.end_offset = offset + 1
+                self.last_timestamp = max(self.last_timestamp, timestamp)
+
+    def refused(self, pos: _Position, value: bytes | None) -> None:
+        """A record the programs refused: the reference decoder says why (its message is the
+        finding's), or, should it read the record after all, its reading stands."""
         try:
             rec = decode_frame(value)
         except UnknownMetadataRecordError as e:
@@ -274,8 +346,12 @@ class _Replayer:
         except SegtoolsError as e:
             self.finding("metadata_record_undecodable", Severity.ERROR, str(e), pos.offset)
             return
+        self.metadata(pos, rec)
+
+    def metadata(self, pos: _Position, rec: MetadataRecord) -> None:
         if self.keep_records:
-            self.records.append(DecodedEntry(pos.offset, pos.timestamp, pos.raft_epoch, rec))
+            self.on_record(DecodedEntry(pos.offset, pos.timestamp, pos.raft_epoch,
+                                        rec))
         name = rec.name
         if name == "BeginTransactionRecord":
             if self.pending is not None:
@@ -507,20 +583,20 @@ def _snapshot_for(partition: PartitionDir, log_start: int) -> tuple[Path | None,
     return (best[1], best[0]) if best else (None, 0)
 
 
-def _entries(records: Iterator[LogRecord]) -> Iterator[tuple[_Position, Batch, Record]]:
-    for lr in records:
-        pos = _Position(lr.record.offset, lr.record.timestamp, lr.batch.partition_leader_epoch)
-        yield pos, lr.batch, lr.record
-
-
 def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = None,
              keep_records: bool = False, include_noop: bool = False,
-             limit: int = DEFAULT_DECOMPRESS_LIMIT) -> MetadataReplay:
+             limit: int = DEFAULT_DECOMPRESS_LIMIT,
+             on_event: Callable[[MetadataEvent], None] | None = None,
+             on_record: Callable[[DecodedEntry], None] | None = None,
+             advance: Callable[[int], None] | None = None) -> MetadataReplay:
     """Replay a ``__cluster_metadata`` partition (or the one inside a log dir) up to ``at``
-    (epoch ms, inclusive; the end of the log when None)."""
+    (epoch ms, inclusive; the end of the log when None): reading stops at the first batch past
+    it. Events (and with ``keep_records`` the decoded records) go to ``on_event`` /
+    ``on_record`` as they happen when given, and are then not kept in the result;
+    ``advance(bytes)`` is told the progress."""
     partition = metadata_partition(path)
     spath = str(partition.path)
-    replayer = _Replayer(spath, keep_records, include_noop)
+    replayer = _Replayer(spath, keep_records, include_noop, on_event, on_record)
     findings: list[Finding] = []
     log_start = partition.segments[0].base_offset if partition.segments else 0
     snapshot, snapshot_end = (None, 0)
@@ -530,31 +606,23 @@ def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = No
             replayer.finding("metadata_history_incomplete", Severity.WARNING,
                              f"the log starts at offset {log_start} and no snapshot reaches it; "
                              "topics and configs created before are missing", log_start)
-    sources = []
+    replayer.end_offset = snapshot_end
+    sources: list[tuple[bool, Iterator[chunks.Chunk]]] = []
     if snapshot is not None:
-        sources.append((True, file_records(snapshot, findings, limit=limit)))
-    sources.append((False, iter_records(partition, findings, limit=limit)))
-    end_offset, last_ts = snapshot_end, -1
-    for from_snapshot, records in sources:
+        sources.append((True, file_chunks(snapshot, findings, at=at, limit=limit)))
+    sources.append((False, iter_chunks(partition, findings, at=at, after=snapshot_end,
+                                       limit=limit, advance=advance)))
+    for from_snapshot, source in sources:
         replayer.silent = from_snapshot
-        for pos, batch, record in _entries(records):
-            if not from_snapshot and pos.offset < snapshot_end:
-                continue
-            if at is not None and batch.max_timestamp > at:
-                break
-            if batch.is_control:
-                if record.control is not None and record.control.type not in (
-                        "ABORT", "COMMIT", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER"):
-                    replayer.control(pos, record.control.type, record.value)
-            else:
-                replayer.metadata(pos, record.value)
-            if not from_snapshot:
-                end_offset, last_ts = pos.offset + 1, max(last_ts, pos.timestamp)
+        for chunk in source:
+            for lo, block in replayer.decoder.blocks(chunk):
+                replayer.block(block, chunk, lo, -1 if from_snapshot else snapshot_end)
         replayer.silent = False
-    replayer.finish(end_offset)
+    replayer.finish(replayer.end_offset)
     return MetadataReplay(partition.path, replayer.image, tuple(replayer.events),
                           tuple(replayer.records), tuple(findings + replayer.findings),
-                          replayer.applied, replayer.noops, snapshot, end_offset, last_ts)
+                          replayer.applied, replayer.noops, snapshot, replayer.end_offset,
+                          replayer.last_timestamp)
 
 
 #: The start of a FeatureLevelRecord's frame: frame version 1, apiKey 12 (one uvarint byte each).
@@ -605,4 +673,5 @@ def topic_configs(partition_dir_or_path: PartitionDir | str | os.PathLike[str], 
     topics, are not returned. Raises :class:`SegtoolsError` if the path holds no
     ``__cluster_metadata-0`` partition.
     """
-    return timeline(partition_dir_or_path, at=at).image.topic_configs()
+    return timeline(partition_dir_or_path, at=at,
+                    on_event=lambda event: None).image.topic_configs()

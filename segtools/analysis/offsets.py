@@ -2,7 +2,7 @@
 
 The group coordinator rebuilds its state by replaying its partitions record by record
 (``GroupMetadataManager.replay`` / ``OffsetMetadataManager.replay``); so does this module, with
-a clock: any moment's committed offsets can be read back, and every change is kept.
+a clock: any moment's committed offsets can be read back.
 
 - An offset commit (record types 0/1) sets the group's offset for a topic-partition; a
   tombstone deletes it (expiry, ``DeleteOffsets``, group or topic deletion).
@@ -18,34 +18,54 @@ a clock: any moment's committed offsets can be read back, and every change is ke
 Anomalies answered: an **offset regression** is an applied commit below the group's previous
 committed offset for that partition (a reset to earliest, a rewind, or a consumer that lost
 its position); an **offset deletion** is a tombstone (the offsets vanished, and when).
+
+Production partitions hold millions of records, so the records are decoded as columns by the
+compiled field programs (:mod:`segtools.decode.programs`, made from the same declarations as
+the reference decoder, which still decides every record the programs refuse). An offset
+commit costs a few list reads and one tuple; the replay keeps what is live (each group, its
+offsets per partition, the latest metadata of its members, open transactions) and no
+record once it is superseded. A group's member list and KIP-848 member parts are kept as their
+latest value bytes and decoded once, at the end. The history of commits is kept only when
+asked for (and then only for the topic and partition asked about); anomalies go to a sink as
+they are found when one is given (the CLI spools them), else into the result.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
-from segtools.analysis.partition_log import iter_records
+import numpy as np
+
+from segtools.analysis import _offsets
+from segtools.analysis.partition_log import iter_chunks
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode import _programs as K
+from segtools.decode import chunks
+from segtools.decode.programs import SCALAR, SPAN, Block, Decoder, consumer_offsets_family
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity, finding
 from segtools.formats.internal.consumer_offsets import (
     CONSUMER_GROUP_TYPES,
+    CONSUMER_PROTOCOL_ASSIGNMENT,
+    CONSUMER_PROTOCOL_SUBSCRIPTION,
     CONSUMER_PROTOCOL_TYPE,
     GROUP_METADATA_TYPE,
+    GROUP_METADATA_VALUE,
     MEMBER_STATES,
     OFFSET_COMMIT_TYPES,
+    RECORD_TYPES,
     SHARE_GROUP_TYPES,
-    CoordinatorRecord,
     UnknownRecordTypeError,
     decode_assignment,
     decode_record,
     decode_subscription_lenient,
 )
 from segtools.formats.internal.generated import UnsupportedVersionError
-from segtools.model import Batch, Record
 from segtools.storage.partition import PartitionDir
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
@@ -53,9 +73,9 @@ CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 APPLIED, ABORTED, PENDING = "applied", "aborted", "pending"
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
-    """Where a record sits: ``__consumer_offsets-<partition>`` at ``offset``."""
+class Location(NamedTuple):
+    """Where a record sits: ``__consumer_offsets-<partition>`` at ``offset``. (The replay's
+    per-record answers are named tuples: cheap to make by the hundred thousand.)"""
 
     partition: int
     offset: int
@@ -66,8 +86,7 @@ class Location:
                 "log_timestamp": self.timestamp}
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetCommit:
+class OffsetCommit(NamedTuple):
     """One offset commit record (or tombstone: ``offset`` None) and what became of it."""
 
     group: str
@@ -104,8 +123,7 @@ class OffsetCommit:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetRegression:
+class OffsetRegression(NamedTuple):
     """An applied commit that moved a group's offset backwards."""
 
     previous: OffsetCommit
@@ -123,8 +141,7 @@ class OffsetRegression:
                 "generation": self.generation, **c.where.to_json()}
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetDeletion:
+class OffsetDeletion(NamedTuple):
     """A tombstone: the group's committed offset for a partition vanished."""
 
     group: str
@@ -185,14 +202,33 @@ class GroupState:
         return out
 
 
+class GroupDeletion(NamedTuple):
+    """A group's tombstone: the group was removed (expired, or deleted by an admin)."""
+
+    group: str
+    where: Location
+
+    def to_json(self) -> dict:
+        return {"type": "group_deleted", "group": self.group,
+                "timestamp": self.where.timestamp, **self.where.to_json()}
+
+
+#: What a replay hands its sink as it finds it.
+Anomaly = OffsetRegression | OffsetDeletion | GroupDeletion
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetsReplay:
+    """A replay's answer. ``commits`` is the history asked for (empty unless the replay was
+    asked for one), in the order the commits took effect; the anomalies are empty when they
+    went to a sink."""
+
     paths: tuple[Path, ...]
     groups: dict[str, GroupState]
-    commits: tuple[OffsetCommit, ...]  # every commit and tombstone, each partition in log order
+    commits: tuple[OffsetCommit, ...]
     regressions: tuple[OffsetRegression, ...]
     deletions: tuple[OffsetDeletion, ...]
-    group_deletions: tuple[tuple[str, Location], ...]
+    group_deletions: tuple[GroupDeletion, ...]
     findings: tuple[Finding, ...]
     records: int
 
@@ -245,225 +281,724 @@ def group_matches(group: str, patterns: Iterable[str] | None) -> bool:
 
 # ---------------------------------------------------------------------------- the replay
 
+#: An applied commit as the replay holds it (an :class:`OffsetCommit` is built only to be
+#: shown): offset (None: a tombstone), leader epoch, metadata, commit and expire timestamps,
+#: value version, log partition, offset and timestamp, producer id (transactional commits),
+#: and the offset and timestamp of the COMMIT/ABORT marker that decided it.
+_OFF, _EPOCH, _META, _CTS, _ETS, _VV, _LP, _LO, _LTS, _PID, _AO, _ATS = range(12)
+
+#: What each KIP-848 / KIP-932 record type sets on a group, from its name as the coordinator's
+#: replay dispatches on it (``GroupCoordinatorShard.replay``).
+_GROUP_EPOCH, _TOPICS, _ASSIGNMENT_EPOCH = "epoch", "topics", "assignment_epoch"
+_MEMBER_PARTS = {"MemberMetadata": "metadata", "TargetAssignmentMember": "target",
+                 "CurrentMemberAssignment": "current"}
+
+
+#: What the replay does with a row the compiled loop hands it (most common first).
+_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE = range(8)
+
+
+def _role(name: str) -> str | None:
+    if name.endswith("GroupMetadata"):
+        return _GROUP_EPOCH
+    if name.endswith("GroupPartitionMetadata"):
+        return _TOPICS
+    if name.endswith("TargetAssignmentMetadata"):
+        return _ASSIGNMENT_EPOCH
+    return next((p for suffix, p in _MEMBER_PARTS.items() if name.endswith(suffix)), None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Slots:
+    """The columns the replay reads, named against the declarations (a field they no longer
+    declare, or declare with another type, fails here)."""
+
+    topic: int
+    partition: int
+    member: int
+    offset: int
+    leader_epoch: int
+    metadata: int
+    commit_timestamp: int
+    expire_timestamp: int
+    protocol_type: int
+    generation: int
+    protocol: int
+    leader: int
+    state_timestamp: int
+    members: int
+    member_id: int  # in a member's own row (GroupMetadataValue.members)
+    subscription: int
+    assignment: int
+    member_keyed: frozenset[int]  # record types whose key names a member
+    member_list: list[int]
+    roles: dict[int, str | None]  # KIP-848 / KIP-932 record type -> what it sets
+    scalar_slot: np.ndarray  # record type -> the slot of the epoch it sets (0: none)
+
+
+@cache
+def _slots() -> _Slots:
+    fam = consumer_offsets_family()
+    for t, (name, prog) in fam.key_programs.items():
+        group = "group" if "group" in prog.slots else "groupId"
+        if fam.slot(name, group, SPAN, value=False) != 0 or \
+                not prog.slots[group].flags & K.F_INTERN:
+            raise AssertionError(f"record type {t}: the key must start with its group id")
+    member_keyed = frozenset(t for t, (_, p) in fam.key_programs.items() if "memberId" in p.slots)
+    members = {fam.slot(fam.key_programs[t][0], "memberId", SPAN, value=False)
+               for t in member_keyed}
+    if len(members) != 1:
+        raise AssertionError("member ids sit in different key slots")
+    roles = {t: _role(name) for t, (name, _, _) in RECORD_TYPES.items()
+             if t in CONSUMER_GROUP_TYPES or t in SHARE_GROUP_TYPES}
+    epochs = {_GROUP_EPOCH: "epoch", _ASSIGNMENT_EPOCH: "assignmentEpoch"}
+    scalar_slot = np.zeros(max(RECORD_TYPES) + 1, np.int64)
+    for t, r in roles.items():
+        if r in epochs:
+            scalar_slot[t] = fam.slot(RECORD_TYPES[t][0], epochs[r], SCALAR)
+    commit, group = "OffsetCommit", "GroupMetadata"
+    element = next(p for (t, _), (_, p) in fam.value_programs.items()
+                   if t == GROUP_METADATA_TYPE).slots["members"].sub
+    for (t, _), (_, p) in fam.value_programs.items():
+        if t == GROUP_METADATA_TYPE and p.slots["members"].sub.slots.keys() != \
+                element.slots.keys():
+            raise AssertionError("GroupMetadataValue members differ between versions")
+    return _Slots(fam.slot(commit, "topic", SPAN, value=False),
+                  fam.slot(commit, "partition", SCALAR, value=False), members.pop(),
+                  fam.slot(commit, "offset", SCALAR), fam.slot(commit, "leaderEpoch", SCALAR),
+                  fam.slot(commit, "metadata", SPAN), fam.slot(commit, "commitTimestamp", SCALAR),
+                  fam.slot(commit, "expireTimestamp", SCALAR),
+                  fam.slot(group, "protocolType", SPAN), fam.slot(group, "generation", SCALAR),
+                  fam.slot(group, "protocol", SPAN), fam.slot(group, "leader", SPAN),
+                  fam.slot(group, "currentStateTimestamp", SCALAR),
+                  fam.slot(group, "members", SPAN), element.slots["memberId"].slot,
+                  element.slots["subscription"].slot, element.slots["assignment"].slot,
+                  member_keyed, sorted(member_keyed), roles, scalar_slot)
+
+
+class _TopicNames:
+    """A KIP-848 group's topic id -> name map, from its latest partition metadata value,
+    decoded when first needed (member assignments name topics by id)."""
+
+    __slots__ = ("_names", "_raw", "_type", "_version")
+
+    def __init__(self, record_type: int, raw: bytes, version: int):
+        self._type, self._raw, self._version, self._names = record_type, raw, version, None
+
+    def names(self) -> dict[str, str]:
+        if self._names is None:
+            schema = RECORD_TYPES[self._type][2]
+            v = schema.read_exact(memoryview(self._raw)[2:], self._version)
+            self._names = {t["topicId"]: t["topicName"] for t in v["topics"]}
+        return self._names
+
+
+class _Part(NamedTuple):
+    """A KIP-848 member's metadata, target or current assignment: its latest value bytes,
+    and the topic names the group had when it was written."""
+
+    part: str
+    record_type: int
+    raw: bytes
+    version: int
+    topics: _TopicNames | None
+
+    def decode(self) -> dict:
+        schema = RECORD_TYPES[self.record_type][2]
+        v = schema.read_exact(memoryview(self.raw)[2:], self.version)
+        return _member_part(self.topics.names() if self.topics else {}, self.part, v)
+
+
+def _member_part(names: dict[str, str], part: str, v: Mapping) -> dict:
+    def by_name(tps: list[dict]) -> dict[str, list[int]]:
+        return {names.get(tp["topicId"], tp["topicId"]): tp["partitions"] for tp in tps}
+
+    if part == "metadata":
+        out = {k: v[k] for k in ("instanceId", "rackId", "clientId", "clientHost",
+                                 "subscribedTopicNames", "subscribedTopicRegex",
+                                 "rebalanceTimeoutMs", "serverAssignor")}
+        out["classic_protocol"] = v["classicMemberMetadata"] is not None
+        return out
+    if part == "target":
+        return {"partitions": by_name(v["topicPartitions"])}
+    state = v["state"]
+    return {"member_epoch": v["memberEpoch"],
+            "previous_member_epoch": v["previousMemberEpoch"],
+            "state": MEMBER_STATES.get(state, f"UNKNOWN({state})"),
+            "assigned": by_name(v["assignedPartitions"]),
+            "pending_revocation": by_name(v.get("partitionsPendingRevocation", []))}
+
+
+def _classic_members(raw: bytes, version: int) -> list[dict]:
+    """A classic group's members as its latest ``GroupMetadataValue`` lists them, with their
+    consumer-protocol subscription and assignment expanded."""
+    v = GROUP_METADATA_VALUE.read_exact(memoryview(raw)[2:], version)
+    out = []
+    for m in v["members"]:
+        expanded, _ = describe_protocol(v["protocolType"], m["subscription"], m["assignment"])
+        out.append({"member_id": m["memberId"], "group_instance_id": m["groupInstanceId"],
+                    "client_id": m["clientId"], "client_host": m["clientHost"],
+                    "rebalance_timeout_ms": m["rebalanceTimeout"],
+                    "session_timeout_ms": m["sessionTimeout"], **expanded})
+    return out
+
+
+class _State:
+    """The applied commit of every key code (a group, topic and partition): integer columns
+    in one array, metadata strings beside them, filled by the compiled loop
+    (``_offsets.apply_commits``) and by :meth:`set`. ``order`` is the row that made a key
+    present: the insertion order a dict would keep (a key deleted by a tombstone and committed
+    again goes last). ``fast`` marks the keys the compiled loop may apply."""
+
+    _INTS = (_OFF, _EPOCH, _CTS, _ETS, _VV, _LP, _LO, _LTS, _PID, _AO, _ATS)
+
+    def __init__(self) -> None:
+        self.present = np.zeros(0, np.int8)
+        self.order = np.zeros(0, np.int64)
+        self.state = np.zeros((0, _offsets.S_WIDTH), np.int64)
+        self.metadata: list[str | None] = []
+        self.fast = np.zeros(0, np.int8)
+        self.blocked = np.zeros(0, np.int64)
+
+    def ensure(self, keys: int) -> None:
+        if keys <= len(self.present):
+            return
+        cap = max(1024, 2 * keys)
+        grow = cap - len(self.present)
+        self.present = np.concatenate([self.present, np.zeros(grow, np.int8)])
+        self.order = np.concatenate([self.order, np.zeros(grow, np.int64)])
+        self.state = np.concatenate([self.state, np.zeros((grow, _offsets.S_WIDTH),
+                                                          np.int64)])
+        self.fast = np.concatenate([self.fast, np.zeros(grow, np.int8)])
+        self.blocked = np.concatenate([self.blocked, np.full(grow, -1, np.int64)])
+        self.metadata += [None] * grow
+
+    def get(self, k: int) -> tuple | None:
+        return self.unpack(self.state[k].tolist(), self.metadata[k]) if self.present[k] \
+            else None
+
+    @staticmethod
+    def unpack(ints: list[int], metadata: str) -> tuple:
+        """A state row as the replay's commit tuple."""
+        off, epoch, cts, ets, vv, lp, lo, lts, pid, ao, ats = ints
+        none = _offsets.NONE
+        return (off, epoch, metadata, cts, ets, vv, lp, lo, lts, None if pid == none else pid,
+                None if ao == none else ao, None if ao == none else ats)
+
+    def set(self, k: int, c: tuple, row: int) -> None:
+        if not self.present[k]:
+            self.present[k] = 1
+            self.order[k] = row
+        none = _offsets.NONE
+        self.state[k] = [none if c[f] is None else c[f] for f in self._INTS]
+        self.metadata[k] = c[_META]
+
+    def delete(self, k: int) -> None:
+        self.present[k] = 0
+        self.metadata[k] = None
+
+    def items(self) -> list[tuple[int, tuple]]:
+        keys = np.flatnonzero(self.present)
+        return [(k, self.get(k)) for k in keys[np.argsort(self.order[keys])].tolist()]
+
 
 class _Replayer:
-    """The coordinator's load, record by record, with every change kept."""
+    """The coordinator's load, record by record over decoded columns."""
 
-    def __init__(self, at: int | None, groups: list[str] | None,
-                 limit: int = DEFAULT_DECOMPRESS_LIMIT):
+    def __init__(self, at: int | None, groups: list[str] | None, limit: int, history: bool,
+                 topic: str | None, partition: int | None,
+                 sink: Callable[[Anomaly], None] | None):
         self.at = at
         self.limit = limit
         self.patterns = groups
+        self.history = history
+        self.history_topic = topic
+        self.history_partition = partition
+        self.sink = sink
+        self.decoder = Decoder(consumer_offsets_family())
+        self.slots = _slots()
         self.groups: dict[str, GroupState] = {}
+        self._by_code: list[GroupState | None] = []  # by interned group id
+        self._wanted: list[bool] = []  # by interned string: a group the replay is asked about
+        self._wanted_np = np.zeros(0, bool)
+        self.current = _State()
+        self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
+        self._row = 0  # the row being applied, in the whole replay
+        self._keys: dict[int, tuple[int, str, int, bool]] = {}  # -> group, topic, partition, kept
+        self._members: dict[str, tuple[bytes, int] | None] = {}  # classic group -> latest value
+        self._member_count: dict[str, int] = {}
+        self._topic_names: dict[str, _TopicNames] = {}
         self.commits: list[OffsetCommit] = []
         self.regressions: list[OffsetRegression] = []
         self.deletions: list[OffsetDeletion] = []
-        self.group_deletions: list[tuple[str, Location]] = []
+        self.group_deletions: list[GroupDeletion] = []
         self.findings: list[Finding] = []
         self.records = 0
+        fam = self.decoder.family
+        members = {v: p.slots["members"].sub for (t, v), (_, p) in fam.value_programs.items()
+                   if t == GROUP_METADATA_TYPE}
+        self._elements = {v: (p.first, p.count) for v, p in members.items()}
+        self._element_defaults = next(iter(members.values())).defaults
+        self._subscriptions, self._assignments = (
+            np.array([[p.first, p.count] for p in (fam.extra[f"{m.name}-v{v}"]
+                                                   for v in range(m.valid.high + 1))], np.int32)
+            for m in (CONSUMER_PROTOCOL_SUBSCRIPTION, CONSUMER_PROTOCOL_ASSIGNMENT))
 
-    def group(self, name: str, log_partition: int) -> GroupState:
-        g = self.groups.get(name)
+    # -- plumbing
+
+    def _sync(self) -> None:
+        """Interned strings seen for the first time: is each a group asked about?"""
+        texts = self.decoder.texts
+        if len(texts) > len(self._wanted):
+            for s in texts[len(self._wanted):]:
+                self._wanted.append(group_matches(s, self.patterns))
+                self._by_code.append(None)
+            self._wanted_np = np.array(self._wanted, bool)
+
+    def _group(self, code: int, log_partition: int) -> GroupState:
+        g = self._by_code[code]
         if g is None:
-            g = self.groups[name] = GroupState(name, log_partition)
+            name = self.decoder.texts[code]
+            g = self.groups.get(name)
+            if g is None:
+                g = self.groups[name] = GroupState(name, log_partition)
+            self._by_code[code] = g
         return g
 
-    def partition(self, pdir: PartitionDir) -> None:
+    def _key(self, k: int, group: int, topic: str, partition: int) -> None:
+        kept = self.history and (self.history_topic is None or topic == self.history_topic) \
+            and (self.history_partition is None or partition == self.history_partition)
+        self._keys[k] = (group, topic, partition, kept)
+        self.current.ensure(k + 1)
+        self.current.fast[k] = not kept and k not in self._held
+
+    def _commit(self, k: int, c: tuple, status: str = APPLIED) -> OffsetCommit:
+        group, topic, partition, _ = self._keys[k]
+        lp = c[_LP]
+        return OffsetCommit(self.decoder.texts[group], topic, partition, c[_OFF], c[_EPOCH],
+                            c[_META], c[_CTS], c[_ETS], c[_VV], Location(lp, c[_LO], c[_LTS]),
+                            c[_PID], status,
+                            None if c[_AO] is None else Location(lp, c[_AO], c[_ATS]))
+
+    def _emit(self, anomaly: Anomaly) -> None:
+        if self.sink is not None:
+            self.sink(anomaly)
+        elif isinstance(anomaly, OffsetRegression):
+            self.regressions.append(anomaly)
+        elif isinstance(anomaly, OffsetDeletion):
+            self.deletions.append(anomaly)
+        else:
+            self.group_deletions.append(anomaly)
+
+    def _classic_state(self, g: GroupState) -> str:
+        """:attr:`GroupState.state` of a classic group while its members are still bytes."""
+        if g.deleted_at is not None:
+            return "Dead"
+        return "Stable" if self._member_count.get(g.group) else "Empty"
+
+    # -- reading
+
+    def partition(self, pdir: PartitionDir, advance: Callable[[int], None] | None) -> None:
         log_partition = pdir.name.partition if pdir.name else -1
         path = str(pdir.path)
-        pending: dict[int, list[OffsetCommit]] = {}
+        pending: dict[int, list[tuple[int, tuple]]] = {}
         read_findings: list[Finding] = []
-        for lr in iter_records(pdir, read_findings, limit=self.limit):
-            batch, record = lr.batch, lr.record
-            where = Location(log_partition, record.offset, record.timestamp)
-            if self.at is not None and batch.max_timestamp > self.at:
-                break
-            self.records += 1
-            if batch.is_control:
-                self._marker(batch, record, where, pending)
-                continue
-            try:
-                rec = decode_record(record.key, record.value)
-            except UnknownRecordTypeError as e:
-                self.findings.append(Finding(
-                    "consumer_offsets_unknown_record_type", Severity.WARNING, path,
-                    f"record type {e.record_type} is not one this reader knows (a newer "
-                    f"broker's record, e.g. streams groups); skipped, not guessed at",
-                    offset=record.offset))
-                continue
-            except UnsupportedVersionError as e:
-                self.findings.append(Finding("consumer_offsets_unknown_version",
-                                             Severity.WARNING, path, str(e),
-                                             offset=record.offset))
-                continue
-            except SegtoolsError as e:
-                self.findings.append(Finding("consumer_offsets_record_undecodable",
-                                             Severity.ERROR, path, str(e),
-                                             offset=record.offset))
-                continue
-            if not group_matches(rec.group_id, self.patterns):
-                continue
-            self._record(rec, batch, where, pending, path)
+        for chunk in iter_chunks(pdir, read_findings, at=self.at, limit=self.limit,
+                                 advance=advance):
+            for lo, block in self.decoder.blocks(chunk):
+                self._block(block, chunk, lo, log_partition, path, pending)
         self.findings.extend(read_findings)
         for pid, commits in pending.items():
-            for c in commits:
-                self.commits.append(replace(c, status=PENDING))
+            for k, c in commits:
+                self._release(k)
+                if self._keys[k][3]:
+                    self.commits.append(self._commit(k, c, PENDING))
             self.findings.append(Finding(
                 "transactional_offset_commit_pending", Severity.INFO, path,
                 f"producer {pid} has {len(commits)} transactional offset commit(s) with no "
                 f"COMMIT/ABORT marker by the end of the replay (not applied)",
-                offset=commits[0].where.offset))
+                offset=commits[0][1][_LO]))
 
-    def _marker(self, batch: Batch, record: Record, where: Location,
-                pending: dict[int, list[OffsetCommit]]) -> None:
-        control = record.control
-        if control is None or control.type not in ("COMMIT", "ABORT"):
+    def _block(self, b: Block, chunk: chunks.Chunk, lo: int, lp: int, path: str,
+               pending: dict[int, list[tuple[int, tuple]]]) -> None:
+        """One block of records. Plain offset commits (most of a real log) are applied by the
+        compiled loop; it hands every other row to Python, one at a time, in log order."""
+        s = self.slots
+        n = len(b)
+        self.records += n
+        self._sync()
+        table, cols = chunk.table, chunk.columns
+        batch = cols.batch[lo:lo + n]
+        ok = b.status == K.ST_OK
+        vals = b.vals
+        gcode = np.where(ok, vals[:, 0], 0)
+        wanted = ok & self._wanted_np[gcode] if len(self._wanted_np) else np.zeros(n, bool)
+        txn = table.is_transactional[batch]
+        plain = wanted & (b.rtype <= OFFSET_COMMIT_TYPES[-1]) & ~txn
+        kinds = plain.astype(np.int8) + 2 * (~ok | (wanted & ~plain)).astype(np.int8)
+        offsets = np.ascontiguousarray(cols.offset[lo:lo + n])
+        stamps = np.ascontiguousarray(cols.timestamp[lo:lo + n])
+        state = self.current
+        state.ensure(len(self.decoder.keys))
+        first_row = self.records - n
+        rows = np.empty(n, np.int64)
+        events = np.empty(n, np.int8)
+        previous = np.empty((n, _offsets.S_WIDTH), np.int64)
+        was_present = np.empty(n, np.int8)
+        previous_metadata: list[str | None] = []
+        count = _offsets.apply_commits(
+            kinds, b.key_code, b.vver, vals, s.offset, s.leader_epoch, s.metadata,
+            s.commit_timestamp, s.expire_timestamp, offsets, stamps, lp, first_row, b.data,
+            state.fast, state.blocked, state.present, state.order, state.state, state.metadata,
+            rows, events, previous, was_present, previous_metadata)
+        if not count:
             return
-        commits = pending.pop(batch.producer_id, [])
-        for c in commits:
-            if control.type == "COMMIT":
-                self._apply(replace(c, applied_at=where))
-            else:
-                self.commits.append(replace(c, status=ABORTED, applied_at=where))
+        rows = rows[:count]
+        status, rtype, ev = b.status[rows], b.rtype[rows], events[:count]
+        keep = (status == K.ST_OK) & (rtype > OFFSET_COMMIT_TYPES[-1])
+        markers = chunks.control_types(cols, lo + rows)
+        act = np.full(count, _SPECIAL, np.int8)
+        act[keep & (rtype > GROUP_METADATA_TYPE)] = _MODERN
+        act[kinds[rows] == 1] = _PLAIN
+        control = status == K.ST_SKIP
+        act[control] = np.where((markers[control] == 0) | (markers[control] == 1), _MARKER,
+                                _NONE)
+        act[status == K.ST_ERROR] = _ERROR
+        act[ev == _offsets.REGRESSED] = _REGRESSED
+        act[ev == _offsets.DELETED] = _DELETED
+        # what the Python rows read, as lists: values and member ids of the records kept as
+        # bytes (group metadata, KIP-848 parts), the epochs KIP-848 records set
+        raws = K.spans(b.data, b.value_pos[rows], np.where(keep, b.value_len[rows], -1), False)
+        members = K.spans(b.data, vals[rows, s.member],
+                          np.where(np.isin(rtype, s.member_list) & keep,
+                                   vals[rows, s.member + 1], -1), True)
+        scalars = vals[rows, s.scalar_slot[np.clip(rtype, 0, len(s.scalar_slot) - 1)]].tolist()
+        groups, vv = gcode[rows].tolist(), b.vver[rows].tolist()
+        offs, times = offsets[rows].tolist(), stamps[rows].tolist()
+        pids = np.where(txn[rows] | table.is_control[batch[rows]], table.producer_id[batch[rows]],
+                        -1).tolist()
+        metadata = iter(previous_metadata)
+        suspects = self._suspects(b, rows, rtype)
+        by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
+        for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
+            if a == _MODERN:
+                code, version = groups[x], vv[x]
+                modern(by_code[code] or self._group(code, lp), rtypes[x], lp, offs[x], times[x],
+                       version >= 0, scalars[x], raws[x], version, members[x])
+                continue
+            self._row = first_row + i
+            where = Location(lp, offs[x], times[x])
+            if a in (_REGRESSED, _DELETED):  # applied by the compiled loop: report it
+                k = int(b.key_code[i])
+                before = state.unpack(previous[x].tolist(), next(metadata)) \
+                    if was_present[x] else None
+                if a == _DELETED:
+                    self._deleted(k, by_code[groups[x]], before, where)
+                else:
+                    self._regressed(k, by_code[groups[x]], before,
+                                    self._row_commit(b, vals[i].tolist(), vv[x], where, None))
+            elif a == _PLAIN:  # a plain commit left to Python: a new key, ...
+                row = vals[i].tolist()
+                k = int(b.key_code[i])
+                if k not in self._keys:
+                    self._key(k, groups[x], self.decoder.texts[row[s.topic]], row[s.partition])
+                g = by_code[groups[x]] or self._group(groups[x], lp)
+                self._apply(k, g, self._row_commit(b, row, vv[x], where, None))
+            elif a == _MARKER:
+                self._marker(pids[x], markers[x] == 1, where, pending)
+            elif a == _ERROR:
+                self._refused(b.raw_key(i), b.raw_value(i), where,
+                              pids[x] if pids[x] >= 0 else None, pending, path)
+            elif a == _SPECIAL:
+                self._special(b, i, rtypes[x], groups[x], vv[x], pids[x], where, path, pending,
+                              raws[x], suspects.get(i, ()))
 
-    def _record(self, rec: CoordinatorRecord, batch: Batch, where: Location,
-                pending: dict[int, list[OffsetCommit]], path: str) -> None:
-        g = self.group(rec.group_id, where.partition)
-        if rec.record_type in OFFSET_COMMIT_TYPES:
-            v = rec.value or {}
-            commit = OffsetCommit(
-                rec.group_id, rec.key["topic"], rec.key["partition"],
-                v.get("offset") if rec.value is not None else None,
-                v.get("leaderEpoch", -1), v.get("metadata", ""), v.get("commitTimestamp", -1),
-                v.get("expireTimestamp", -1), rec.value_version, where,
-                batch.producer_id if batch.is_transactional else None)
-            if batch.is_transactional:
-                pending.setdefault(batch.producer_id, []).append(commit)
-            else:
-                self._apply(commit)
-        elif rec.record_type == GROUP_METADATA_TYPE:
-            self._classic(g, rec, where, path)
-        elif rec.record_type in CONSUMER_GROUP_TYPES or rec.record_type in SHARE_GROUP_TYPES:
-            self._modern(g, rec, where)
+    def _suspects(self, b: Block, rows: np.ndarray, rtype: np.ndarray) -> dict[int, list[int]]:
+        """Group metadata records among ``rows`` whose members' consumer-protocol bytes do
+        not all read cleanly (the subscription exactly at its own version's layout, the
+        assignment at its own): row -> member indices, for :func:`describe_protocol` to say
+        what is wrong. One compiled call for the block."""
+        s = self.slots
+        meta = rows[(b.status[rows] == K.ST_OK) & (rtype == GROUP_METADATA_TYPE)
+                    & (b.vver[rows] >= 0)]
+        meta = meta[b.vals[meta, s.members + 1] > 0]
+        if not len(meta):
+            return {}
+        elements = np.array([self._elements[v] for v in b.vver[meta].tolist()], np.int32)
+        bad = K.versioned_fields(self.decoder.family.ops, elements, self._element_defaults,
+                                 b.data, np.ascontiguousarray(b.vals[meta, s.members]),
+                                 np.ascontiguousarray(b.vals[meta, s.members + 1]),
+                                 s.subscription, self._subscriptions, True, s.assignment,
+                                 self._assignments, False)
+        out: dict[int, list[int]] = {}
+        for r, k in bad:
+            out.setdefault(int(meta[r]), []).append(k)
+        return out
 
-    def _apply(self, commit: OffsetCommit) -> None:
-        g = self.group(commit.group, commit.where.partition)
-        key = (commit.topic, commit.partition)
-        previous = g.offsets.get(key)
-        self.commits.append(commit)
-        if commit.offset is None:
-            g.offsets.pop(key, None)
-            self.deletions.append(OffsetDeletion(
-                commit.group, commit.topic, commit.partition,
-                previous.offset if previous else None, commit.where))
-            return
-        if previous is not None and previous.offset is not None \
-                and commit.offset < previous.offset:
-            self.regressions.append(OffsetRegression(
-                previous, commit, g.state if g.kind == "classic" else None, g.generation))
-        g.offsets[key] = commit
+    def _row_commit(self, b: Block, row: list[int], version: int, where: Location,
+                    pid: int | None) -> tuple:
+        """An offset commit (or tombstone) from its decoded slots."""
+        s = self.slots
+        if version < 0:
+            return self._tuple(None, None, where, pid)
+        return (row[s.offset], row[s.leader_epoch], b.text(row, s.metadata),
+                row[s.commit_timestamp], row[s.expire_timestamp], version, where.partition,
+                where.offset, where.timestamp, pid, None, None)
 
-    def _classic(self, g: GroupState, rec: CoordinatorRecord, where: Location,
+    def _special(self, b: Block, i: int, t: int, code: int, version: int, pid: int,
+                 where: Location, path: str, pending: dict[int, list[tuple[int, tuple]]],
+                 raw: bytes | None, bad: list[int]) -> None:
+        """A transactional offset commit, or a classic group's metadata (``bad``: its
+        members whose consumer-protocol bytes did not read cleanly), decoded."""
+        s = self.slots
+        g = self._group(code, where.partition)
+        row = b.vals[i].tolist()
+        if t in OFFSET_COMMIT_TYPES:  # inside a transaction: held until its marker
+            k = int(b.key_code[i])
+            if k not in self._keys:
+                self._key(k, code, self.decoder.texts[row[s.topic]], row[s.partition])
+            self._hold(pending, pid, k, self._row_commit(b, row, version, where, pid))
+        elif t == GROUP_METADATA_TYPE:
+            if version < 0:
+                self._classic(g, where, path, None, 0, None, None, [])
+                return
+            ptype = b.text(row, s.protocol_type)
+            count = row[s.members + 1]
+            suspects = []
+            if ptype == CONSUMER_PROTOCOL_TYPE and bad:
+                data = b.data
+                members = b.elements(b.value_program(i)[1], "members", row)
+                suspects = [(b.text(m, s.member_id),
+                             K.blob(data, m[s.subscription], m[s.subscription + 1]),
+                             K.blob(data, m[s.assignment], m[s.assignment + 1]))
+                            for m in (members[j] for j in bad)]
+            fields = (ptype, row[s.generation], b.text(row, s.protocol), b.text(row, s.leader),
+                      row[s.state_timestamp])
+            self._classic(g, where, path, fields, count, raw, version, suspects)
+
+    def _refused(self, key: bytes | None, value: bytes | None, where: Location,
+                 pid: int | None, pending: dict[int, list[tuple[int, tuple]]],
                  path: str) -> None:
-        if rec.value is None:
+        """A record the programs refused: the reference decoder says why (its message is the
+        finding's), or, should it read the record after all, its reading stands."""
+        try:
+            rec = decode_record(key, value)
+        except UnknownRecordTypeError as e:
+            self.findings.append(Finding(
+                "consumer_offsets_unknown_record_type", Severity.WARNING, path,
+                f"record type {e.record_type} is not one this reader knows (a newer "
+                f"broker's record, e.g. streams groups); skipped, not guessed at",
+                offset=where.offset))
+            return
+        except UnsupportedVersionError as e:
+            self.findings.append(Finding("consumer_offsets_unknown_version", Severity.WARNING,
+                                         path, str(e), offset=where.offset))
+            return
+        except SegtoolsError as e:
+            self.findings.append(Finding("consumer_offsets_record_undecodable", Severity.ERROR,
+                                         path, str(e), offset=where.offset))
+            return
+        code = self.decoder.code(rec.group_id)
+        self._sync()
+        if not self._wanted[code]:
+            return
+        g = self._group(code, where.partition)
+        t, v = rec.record_type, rec.value
+        if t in OFFSET_COMMIT_TYPES:
+            k = self.decoder.key_code(key[2:])
+            if k not in self._keys:
+                self._key(k, code, rec.key["topic"], rec.key["partition"])
+            c = self._tuple(v, rec.value_version, where, pid)
+            if pid is not None:
+                self._hold(pending, pid, k, c)
+            else:
+                self._apply(k, g, c)
+        elif t == GROUP_METADATA_TYPE:
+            if v is None:
+                self._classic(g, where, path, None, 0, None, None, [])
+                return
+            suspects = []
+            for m in v["members"] if v["protocolType"] == CONSUMER_PROTOCOL_TYPE else ():
+                sub, asg = m["subscription"], m["assignment"]
+                if not self._protocol_ok(sub, asg):
+                    suspects.append((m["memberId"], sub, asg))
+            fields = (v["protocolType"], v["generation"], v["protocol"], v["leader"],
+                      v["currentStateTimestamp"])
+            self._classic(g, where, path, fields, len(v["members"]), value, rec.value_version,
+                          suspects)
+        else:
+            role = self.slots.roles[t]
+            epoch = {_GROUP_EPOCH: "epoch", _ASSIGNMENT_EPOCH: "assignmentEpoch"}.get(role)
+            self._modern(g, t, where.partition, where.offset, where.timestamp, v is not None,
+                         v[epoch] if v is not None and epoch else None, value,
+                         rec.value_version, rec.key.get("memberId"))
+
+    @staticmethod
+    def _tuple(value: Mapping | None, version: int | None, where: Location,
+               pid: int | None) -> tuple:
+        if value is None:
+            return (None, -1, "", -1, -1, None, where.partition, where.offset, where.timestamp,
+                    pid, None, None)
+        return (value["offset"], value["leaderEpoch"], value["metadata"],
+                value["commitTimestamp"], value["expireTimestamp"], version, where.partition,
+                where.offset, where.timestamp, pid, None, None)
+
+    # -- applying
+
+    def _hold(self, pending: dict[int, list[tuple[int, tuple]]], pid: int, k: int,
+              c: tuple) -> None:
+        """A transactional commit waits for its marker; meanwhile its key's later commits
+        are applied by Python, in order, not by the compiled loop."""
+        pending.setdefault(pid, []).append((k, c))
+        self._held[k] = self._held.get(k, 0) + 1
+        self.current.fast[k] = 0
+
+    def _release(self, k: int) -> None:
+        self._held[k] -= 1
+        if not self._held[k]:
+            del self._held[k]
+            self.current.fast[k] = not self._keys[k][3]
+
+    def _marker(self, pid: int, commit: bool, where: Location,
+                pending: dict[int, list[tuple[int, tuple]]]) -> None:
+        """A COMMIT applies the producer's held commits, an ABORT discards them."""
+        for k, c in pending.pop(pid, []):
+            self._release(k)
+            decided = (*c[:_AO], where.offset, where.timestamp)
+            if commit:
+                self._apply(k, self._by_code[self._keys[k][0]], decided)
+            elif self._keys[k][3]:
+                self.commits.append(self._commit(k, decided, ABORTED))
+
+    def _apply(self, k: int, g: GroupState, c: tuple) -> None:
+        """One commit (or tombstone) applied to its key, in Python (the compiled loop does
+        the same to the keys it may apply)."""
+        previous = self.current.get(k)
+        if self.history and self._keys[k][3]:
+            self.commits.append(self._commit(k, c))
+        if c[_OFF] is None:
+            if previous is not None:
+                self.current.delete(k)
+            self._deleted(k, g, previous, Location(c[_LP], c[_LO], c[_LTS]))
+            return
+        if previous is not None and c[_OFF] < previous[_OFF]:
+            self._regressed(k, g, previous, c)
+        self.current.set(k, c, self._row)
+
+    def _deleted(self, k: int, g: GroupState, previous: tuple | None, where: Location) -> None:
+        _, topic, partition, _ = self._keys[k]
+        self._emit(OffsetDeletion(g.group, topic, partition,
+                                  None if previous is None else previous[_OFF], where))
+
+    def _regressed(self, k: int, g: GroupState, previous: tuple, c: tuple) -> None:
+        self._emit(OffsetRegression(
+            self._commit(k, previous), self._commit(k, c),
+            self._classic_state(g) if g.kind == "classic" else None, g.generation))
+
+    def _classic(self, g: GroupState, where: Location, path: str, fields: tuple | None,
+                 members: int, raw: bytes | None, version: int | None,
+                 suspects: list[tuple[str, bytes, bytes]]) -> None:
+        """A classic group's metadata (None: its tombstone). ``fields`` are its protocol
+        type, generation, protocol, leader and state timestamp; ``suspects`` the members
+        whose consumer-protocol bytes did not read cleanly, for the reference to explain."""
+        if fields is None:
             g.deleted_at = where
             g.members = []
-            self.group_deletions.append((g.group, where))
+            self._members[g.group] = None
+            self._member_count[g.group] = 0
+            self._emit(GroupDeletion(g.group, where))
             return
-        v = rec.value
         g.deleted_at = None
         g.kind = "classic"
-        g.protocol_type = v["protocolType"]
-        g.generation = v["generation"]
-        g.protocol = v["protocol"]
-        g.leader = v["leader"]
-        g.state_timestamp = v["currentStateTimestamp"]
-        g.members = []
-        for m in v["members"]:
-            expanded, problems = describe_protocol(v["protocolType"], m["subscription"],
-                                                   m["assignment"])
+        (g.protocol_type, g.generation, g.protocol, g.leader, g.state_timestamp) = fields
+        self._member_count[g.group] = members
+        self._members[g.group] = (raw, version)
+        for member_id, subscription, assignment in suspects:
+            expanded, problems = describe_protocol(g.protocol_type, subscription, assignment)
             for p in problems:
                 self.findings.append(Finding(
                     "consumer_protocol_undecodable", Severity.WARNING, path,
-                    f"group {g.group} member {m['memberId']}: {p}", offset=where.offset))
+                    f"group {g.group} member {member_id}: {p}", offset=where.offset))
             quirk = expanded.get("subscription", {}).get("read_as_version")
             if quirk is not None:
                 self.findings.append(finding(
                     "consumer_protocol_older_layout", path,
-                    f"group {g.group} member {m['memberId']}: a version "
+                    f"group {g.group} member {member_id}: a version "
                     f"{expanded['subscription']['version']} subscription laid out as version "
                     f"{quirk} (as some non-Java clients, e.g. kafka-go, write it); read as "
                     "such, the coordinator never parses it", offset=where.offset))
-            g.members.append({"member_id": m["memberId"],
-                              "group_instance_id": m["groupInstanceId"],
-                              "client_id": m["clientId"], "client_host": m["clientHost"],
-                              "rebalance_timeout_ms": m["rebalanceTimeout"],
-                              "session_timeout_ms": m["sessionTimeout"], **expanded})
 
-    def _modern(self, g: GroupState, rec: CoordinatorRecord, where: Location) -> None:
-        """KIP-848 / KIP-932 records: each keyed part of the group is set or tombstoned."""
-        g.kind = "consumer" if rec.record_type in CONSUMER_GROUP_TYPES else "share"
+    def _protocol_ok(self, subscription: bytes, assignment: bytes) -> bool:
+        """The compiled check that a member's consumer-protocol bytes read cleanly: the
+        subscription exactly at its own version's layout, the assignment at its own (what
+        ``_programs.versioned_fields`` checks for a record's members at once). Anything else
+        is left to :func:`describe_protocol`, which says what."""
+        ops = self.decoder.family.ops
+        return (K.versioned(ops, self._subscriptions, subscription, 0, len(subscription), True)
+                and K.versioned(ops, self._assignments, assignment, 0, len(assignment), False))
+
+    def _modern(self, g: GroupState, record_type: int, lp: int, offset: int, timestamp: int,
+                present: bool, scalar: int | None, raw: bytes | None, version: int | None,
+                member: str | None) -> None:
+        """KIP-848 / KIP-932 records: each keyed part of the group is set or tombstoned
+        (``present`` False). ``scalar`` is the epoch a group or assignment record sets; the
+        record sits at ``offset`` of log partition ``lp``."""
+        g.kind = "consumer" if record_type in CONSUMER_GROUP_TYPES else "share"
         g.deleted_at = None
-        name, v = rec.name, rec.value
-        member = rec.key.get("memberId")
-        if name.endswith("GroupMetadata"):
-            g.epoch = v["epoch"] if v else None
-            if v is None:
-                g.deleted_at = where
-                self.group_deletions.append((g.group, where))
-        elif name.endswith("PartitionMetadata") and v is not None:
-            g.topic_names = {t["topicId"]: t["topicName"] for t in v["topics"]}
-        elif name.endswith("TargetAssignmentMetadata"):
-            g.assignment_epoch = v["assignmentEpoch"] if v else None
-        elif member is not None:
-            slot = {"MemberMetadata": "metadata", "TargetAssignmentMember": "target",
-                    "CurrentMemberAssignment": "current"}
-            part = next((p for suffix, p in slot.items() if name.endswith(suffix)), None)
-            if part is None:
-                return
+        role = self.slots.roles[record_type]
+        if role == _GROUP_EPOCH:
+            g.epoch = scalar if present else None
+            if not present:
+                g.deleted_at = Location(lp, offset, timestamp)
+                self._emit(GroupDeletion(g.group, g.deleted_at))
+        elif role == _TOPICS:
+            if present:
+                self._topic_names[g.group] = _TopicNames(record_type, raw, version)
+        elif role == _ASSIGNMENT_EPOCH:
+            g.assignment_epoch = scalar if present else None
+        elif role is not None and member is not None:
             entry = g.members848.setdefault(member, {})
-            if v is None:
-                entry.pop(part, None)
+            if not present:
+                entry.pop(role, None)
                 if not entry:
                     g.members848.pop(member)
                 return
-            entry[part] = self._member_part(g, part, v)
+            entry[role] = _Part(role, record_type, raw, version,
+                                self._topic_names.get(g.group))
 
-    @staticmethod
-    def _member_part(g: GroupState, part: str, v: dict) -> dict:
-        def by_name(tps: list[dict]) -> dict[str, list[int]]:
-            return {g.topic_names.get(tp["topicId"], tp["topicId"]): tp["partitions"]
-                    for tp in tps}
-
-        if part == "metadata":
-            out = {k: v[k] for k in ("instanceId", "rackId", "clientId", "clientHost",
-                                     "subscribedTopicNames", "subscribedTopicRegex",
-                                     "rebalanceTimeoutMs", "serverAssignor")}
-            out["classic_protocol"] = v["classicMemberMetadata"] is not None
-            return out
-        if part == "target":
-            return {"partitions": by_name(v["topicPartitions"])}
-        state = v["state"]
-        return {"member_epoch": v["memberEpoch"],
-                "previous_member_epoch": v["previousMemberEpoch"],
-                "state": MEMBER_STATES.get(state, f"UNKNOWN({state})"),
-                "assigned": by_name(v["assignedPartitions"]),
-                "pending_revocation": by_name(v.get("partitionsPendingRevocation", []))}
+    def finish(self) -> None:
+        """The state the replay ends in, as values: offsets, members, topic names."""
+        for k, c in self.current.items():
+            group, topic, partition, _ = self._keys[k]
+            self._by_code[group].offsets[(topic, partition)] = self._commit(k, c)
+        for name, latest in self._members.items():
+            self.groups[name].members = [] if latest is None else _classic_members(*latest)
+        for g in self.groups.values():
+            for parts in g.members848.values():
+                for role, part in parts.items():
+                    parts[role] = part.decode()
+        for name, names in self._topic_names.items():
+            self.groups[name].topic_names = names.names()
 
 
 def replay_offsets(partitions: Iterable[PartitionDir], *, at: int | None = None,
-                   groups: list[str] | None = None,
+                   groups: list[str] | None = None, history: bool = False,
+                   topic: str | None = None, partition: int | None = None,
+                   sink: Callable[[Anomaly], None] | None = None,
                    advance: Callable[[int], None] | None = None,
                    limit: int = DEFAULT_DECOMPRESS_LIMIT) -> OffsetsReplay:
     """Replay ``__consumer_offsets`` partitions up to ``at`` (epoch ms, inclusive; the end of
     the logs when None), keeping only groups matching the ``groups`` globs (all when None).
-    ``advance(bytes)`` is called after each partition (a progress bar)."""
-    replayer = _Replayer(at, groups, limit)
+
+    ``history`` keeps every commit, tombstone, aborted and pending commit (of ``topic`` and
+    ``partition`` when given) in :attr:`OffsetsReplay.commits`; without it memory holds only
+    the live state. ``sink`` receives each regression, deletion and group deletion as it is
+    found (they are then not kept); ``advance(bytes)`` is told the progress."""
+    replayer = _Replayer(at, groups, limit, history, topic, partition, sink)
     parts = list(partitions)
     for pdir in parts:
-        replayer.partition(pdir)
-        if advance is not None:
-            advance(pdir.size_bytes)
+        replayer.partition(pdir, advance)
+    replayer.finish()
     order = sorted(replayer.commits, key=lambda c: (c.effective_timestamp, c.where.partition,
                                                     c.where.offset))
     return OffsetsReplay(tuple(p.path for p in parts), replayer.groups, tuple(order),

@@ -11,13 +11,14 @@ batches) go to the caller's list; reading carries on, as everywhere in segtools.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode.chunks import Chunk
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
@@ -108,3 +109,54 @@ def file_records(path: Path, findings: list[Finding], *,
                     findings.append(br.finding)
                 for record in br.records:
                     yield LogRecord(path, br.batch, record)
+
+
+def iter_chunks(partition: PartitionDir, findings: list[Finding], *, at: int | None = None,
+                after: int | None = None, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                advance: Callable[[int], None] | None = None) -> Iterator[Chunk]:
+    """Deep, as columns: the records of every batch, a chunk at a time, oldest first (the
+    forensic replays read millions of records; none becomes a Python object here).
+
+    With ``at`` (epoch ms) the log is read up to the first batch whose max timestamp is past
+    it, and no further (a replay to a moment stops there); batches that end below ``after``
+    are passed over first (a snapshot already holds them). ``advance(n)`` is told the bytes of
+    batches read, chunk by chunk (a progress bar)."""
+    for files in partition.segments:
+        stopped = yield from file_chunks(files.log, findings, files=files, at=at, after=after,
+                                         limit=limit, advance=advance)
+        if stopped:
+            return
+
+
+def file_chunks(path: Path, findings: list[Finding], *, at: int | None = None,
+                after: int | None = None, files: SegmentFiles | None = None,
+                limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                advance: Callable[[int], None] | None = None
+                ) -> Generator[Chunk, None, bool]:
+    """:func:`iter_chunks` for one file of batches (a segment, or a KRaft ``.checkpoint``);
+    returns whether it stopped at ``at``."""
+    try:
+        segment = (Segment.open(files, decompress_limit=limit) if files is not None
+                   else Segment(path, decompress_limit=limit))
+    except SegtoolsError as e:
+        findings.append(unreadable(str(path), e))
+        return False
+    with segment:
+        for walked in segment.walk():
+            findings.extend(walked.findings)
+            table = walked.table
+            stop = False
+            if after is not None:
+                table = table.take(table.last_offset >= after)
+            if at is not None:
+                past = np.flatnonzero(table.max_timestamp > at)
+                if len(past):
+                    table, stop = table.take(slice(0, int(past[0]))), True
+            if advance is not None and len(table):
+                advance(int(table.size.sum()))
+            for chunk in segment.records(table):
+                findings.extend(chunk.findings)
+                yield chunk
+            if stop:
+                return True
+    return False

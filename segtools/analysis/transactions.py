@@ -25,18 +25,35 @@ from __future__ import annotations
 
 import bisect
 import os
+import struct
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
 
-from segtools.analysis.partition_log import as_partition, iter_records, iter_tables
+from segtools.analysis.partition_log import as_partition, iter_chunks, iter_tables
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode import _programs as K
+from segtools.decode._programs import ST_ERROR, ST_OK
+from segtools.decode.programs import (
+    SCALAR,
+    SPAN,
+    Block,
+    Decoder,
+    SchemaBindingError,
+    transaction_log_family,
+)
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity, finding
-from segtools.formats.internal.transaction_state import OPEN_STATUSES, decode_record
+from segtools.formats.internal.transaction_state import (
+    OPEN_STATUSES,
+    TRANSACTION_LOG_KEY,
+    TRANSACTION_STATUSES,
+    decode_record,
+)
 from segtools.model import Batch
 from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import TransactionIndex
@@ -547,43 +564,185 @@ class TransactionStateChange:
                 "log_offset": self.offset, "log_timestamp": self.timestamp}
 
 
-def transaction_state_timeline(partitions: Iterable[PartitionDir], *,
-                               limit: int = DEFAULT_DECOMPRESS_LIMIT
-                               ) -> tuple[list[TransactionStateChange], list[Finding]]:
-    """Decode ``__transaction_state`` partitions into per-record state changes."""
-    changes: list[TransactionStateChange] = []
-    findings: list[Finding] = []
+#: State changes kept per transactional id, the latest: two transactions' worth (Empty,
+#: Ongoing, Prepare*, Complete*), what an incident asks about; memory then grows with the
+#: transactional ids, not the records. 0 keeps them all.
+CHANGES_PER_ID = 8
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalId:
+    """One transactional id as ``__transaction_state`` tells it: its latest state changes
+    (oldest first) and how many the log holds."""
+
+    transactional_id: str
+    log_partition: int
+    changes: tuple[TransactionStateChange, ...]
+    total: int
+
+    @property
+    def latest(self) -> TransactionStateChange:
+        return self.changes[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionStateReplay:
+    """``__transaction_state`` read once: each transactional id (by id), the transactional
+    id that last used each producer id, the last timestamp seen."""
+
+    ids: dict[str, TransactionalId]
+    owners: dict[int, str]
+    last_timestamp: int
+    records: int
+    findings: tuple[Finding, ...]
+
+    @property
+    def changes(self) -> list[TransactionStateChange]:
+        """The changes kept, in the order they happened."""
+        return sorted((c for t in self.ids.values() for c in t.changes),
+                      key=lambda c: (c.timestamp, c.log_partition, c.offset))
+
+
+class _StateReplayer:
+    """``TransactionLog``'s records over decoded columns: per block, each transactional id's
+    latest rows are kept (as their value bytes, decoded at the end) and producer ids'
+    owners updated; nothing else of a record outlives its block."""
+
+    def __init__(self, keep: int, limit: int):
+        self.keep = keep
+        self.limit = limit
+        self.decoder = Decoder(transaction_log_family())
+        fam = self.decoder.family
+        if fam.slot("TransactionLogKey", "transactionalId", SPAN, value=False) != 0:
+            raise SchemaBindingError("TransactionLogKey must start with the transactional id")
+        self.pid_slot = fam.slot("TransactionLogValue", "producerId", SCALAR)
+        # transactional id code -> its latest (offset, timestamp, log partition, path,
+        # value version, value bytes), how many it has, where it was first seen
+        self.kept: dict[int, deque] = {}
+        self.total: dict[int, int] = {}
+        self.home: dict[int, int] = {}
+        self.owners: dict[int, tuple[tuple[int, int, int], int]] = {}
+        self.last_timestamp = -1
+        self.records = 0
+        self.findings: list[Finding] = []
+
+    def partition(self, pdir: PartitionDir, advance: Callable[[int], None] | None) -> None:
+        lp = pdir.name.partition if pdir.name else -1
+        path = str(pdir.path)
+        read_findings: list[Finding] = []
+        for chunk in iter_chunks(pdir, read_findings, limit=self.limit, advance=advance):
+            for lo, b in self.decoder.blocks(chunk):
+                self._block(b, chunk, lo, lp, path)
+        self.findings += read_findings
+
+    def _block(self, b: Block, chunk, lo: int, lp: int, path: str) -> None:
+        n = len(b)
+        self.records += n
+        offsets = chunk.columns.offset[lo:lo + n]
+        stamps = chunk.columns.timestamp[lo:lo + n]
+        for i in np.flatnonzero(b.status == ST_ERROR).tolist():
+            self._refused(b.raw_key(i), b.raw_value(i), lp, path, int(offsets[i]),
+                          int(stamps[i]))
+        rows = np.flatnonzero(b.status == ST_OK)
+        if not len(rows):
+            return
+        self.last_timestamp = max(self.last_timestamp, int(stamps[rows].max()))
+        live = rows[b.vver[rows] >= 0]
+        for pid, ts, off, code in zip(b.vals[live, self.pid_slot].tolist(),
+                                      stamps[live].tolist(), offsets[live].tolist(),
+                                      b.vals[live, 0].tolist(), strict=True):
+            owner = self.owners.get(pid)
+            if owner is None or (ts, lp, off) > owner[0]:
+                self.owners[pid] = ((ts, lp, off), code)
+        codes = b.vals[rows, 0]
+        order = np.argsort(codes, kind="stable")
+        codes, rows = codes[order], rows[order]
+        starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+        ends = np.r_[starts[1:], len(codes)]
+        tails = [rows[max(lo_, hi - self.keep) if self.keep else lo_:hi]
+                 for lo_, hi in zip(starts.tolist(), ends.tolist(), strict=True)]
+        take = np.concatenate(tails)
+        raws = iter(K.spans(b.data, b.value_pos[take], b.value_len[take], False))
+        versions = iter(b.vver[take].tolist())
+        offs, times = iter(offsets[take].tolist()), iter(stamps[take].tolist())
+        for code, lo_, hi, tail in zip(codes[starts].tolist(), starts.tolist(), ends.tolist(),
+                                       tails, strict=True):
+            self._add(code, hi - lo_, lp, [(next(offs), next(times), lp, path, next(versions),
+                                            next(raws)) for _ in range(len(tail))])
+
+    def _add(self, code: int, count: int, lp: int, rows: list[tuple]) -> None:
+        kept = self.kept.get(code)
+        if kept is None:
+            kept = self.kept[code] = deque(maxlen=self.keep or None)
+            self.home[code] = lp
+        kept.extend(rows)
+        self.total[code] = self.total.get(code, 0) + count
+
+    def _refused(self, key: bytes | None, value: bytes | None, lp: int, path: str,
+                 offset: int, timestamp: int) -> None:
+        """A record the programs refused: the reference says why; should it read the record
+        after all, its reading stands."""
+        try:
+            rec = decode_record(key, value)
+        except SegtoolsError as e:
+            self.findings.append(Finding("transaction_state_undecodable", Severity.ERROR, path,
+                                         str(e), offset=offset))
+            return
+        code = self.decoder.code(rec.transactional_id)
+        self.last_timestamp = max(self.last_timestamp, timestamp)
+        if rec.value is not None:
+            owner = self.owners.get(rec.value["producerId"])
+            if owner is None or (timestamp, lp, offset) > owner[0]:
+                self.owners[rec.value["producerId"]] = ((timestamp, lp, offset), code)
+        version = -1 if rec.value_version is None else rec.value_version
+        self._add(code, 1, lp, [(offset, timestamp, lp, path, version, value)])
+
+    def finish(self) -> TransactionStateReplay:
+        """The kept changes as values: their value bytes decoded together, by the compiled
+        decoder (one block per ``BLOCK_ROWS``)."""
+        texts = self.decoder.texts
+        keys = {code: struct.pack(">h", 0) + TRANSACTION_LOG_KEY.write(
+            {"transactionalId": texts[code]}, 0) for code in self.kept}
+        pairs = [(keys[code], row[5]) for code, kept in self.kept.items() for row in kept]
+        values = iter(self.decoder.values(pairs, lambda k, v: decode_record(k, v).value))
+        ids = {}
+        for code, kept in self.kept.items():
+            tid = texts[code]
+            changes = []
+            for offset, timestamp, lp, path, version, _ in kept:
+                value = next(values)
+                status = None if value is None else TRANSACTION_STATUSES.get(
+                    value["transactionStatus"], f"Unknown({value['transactionStatus']})")
+                changes.append(TransactionStateChange(tid, path, lp, offset, timestamp, status,
+                                                      None if version < 0 else version, value))
+            ids[tid] = TransactionalId(tid, self.home[code], tuple(changes), self.total[code])
+        return TransactionStateReplay(dict(sorted(ids.items())),
+                                      {pid: texts[code] for pid, (_, code) in
+                                       self.owners.items()},
+                                      self.last_timestamp, self.records, tuple(self.findings))
+
+
+def replay_transaction_state(partitions: Iterable[PartitionDir], *,
+                             keep: int = CHANGES_PER_ID, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                             advance: Callable[[int], None] | None = None
+                             ) -> TransactionStateReplay:
+    """Read ``__transaction_state`` partitions once: the latest ``keep`` state changes of each
+    transactional id (0: all), and which transactional id last used each producer id."""
+    replayer = _StateReplayer(keep, limit)
     for pdir in partitions:
-        log_partition = pdir.name.partition if pdir.name else -1
-        for lr in iter_records(pdir, findings, limit=limit):
-            r = lr.record
-            try:
-                rec = decode_record(r.key, r.value)
-            except SegtoolsError as e:
-                findings.append(Finding("transaction_state_undecodable", Severity.ERROR,
-                                        str(pdir.path), str(e), offset=r.offset))
-                continue
-            changes.append(TransactionStateChange(rec.transactional_id, str(pdir.path),
-                                                  log_partition, r.offset, r.timestamp,
-                                                  rec.status, rec.value_version, rec.value))
-    changes.sort(key=lambda c: (c.timestamp, c.log_partition, c.offset))
-    return changes, findings
+        replayer.partition(pdir, advance)
+    return replayer.finish()
 
 
-def open_transactional_ids(changes: Iterable[TransactionStateChange], *,
-                           now: int | None = None) -> tuple[list[TransactionStateChange],
-                                                            list[Finding]]:
+def open_transactional_ids(replay: TransactionStateReplay, *, now: int | None = None
+                           ) -> tuple[list[TransactionStateChange], list[Finding]]:
     """Transactional ids whose last state still owes a marker or an answer (Ongoing,
     Prepare*); a warning when one has been open longer than its own timeout at ``now``
     (by default the last timestamp seen): the coordinator should have aborted it."""
-    last: dict[str, TransactionStateChange] = {}
-    latest = -1
-    for c in changes:
-        last[c.transactional_id] = c
-        latest = max(latest, c.timestamp)
-    reference = now if now is not None else latest
+    reference = now if now is not None else replay.last_timestamp
     open_ids, findings = [], []
-    for tid, c in sorted(last.items()):
+    for tid, t in replay.ids.items():
+        c = t.latest
         if c.status not in OPEN_STATUSES:
             continue
         open_ids.append(c)
@@ -598,15 +757,6 @@ def open_transactional_ids(changes: Iterable[TransactionStateChange], *,
             f"{age} ms, timeout {timeout} ms" + ("; the coordinator should have aborted it"
                                                  if late else ""), offset=c.offset))
     return open_ids, findings
-
-
-def owners(changes: Iterable[TransactionStateChange]) -> dict[int, str]:
-    """Producer id -> the transactional id that last used it (to name hanging producers)."""
-    out: dict[int, str] = {}
-    for c in changes:
-        if c.value is not None:
-            out[c.value["producerId"]] = c.transactional_id
-    return out
 
 
 def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
@@ -649,27 +799,34 @@ class PartitionTransactions:
 @dataclass(frozen=True, slots=True)
 class TransactionsReport:
     """Transactions across a tree: data partitions with anything transactional, the
-    coordinator's state changes, the transactional ids still open, and every finding."""
+    coordinator's view (each transactional id and its latest state changes), the
+    transactional ids still open, and every finding."""
 
     partitions: tuple[PartitionTransactions, ...]
-    changes: tuple[TransactionStateChange, ...]
+    state: TransactionStateReplay
     open_ids: tuple[TransactionStateChange, ...]
     findings: tuple[Finding, ...]
+
+    @property
+    def changes(self) -> list[TransactionStateChange]:
+        return self.state.changes
 
 
 def transactions_report(partitions: Iterable[PartitionDir], *,
                         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS, now: int | None = None,
-                        limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                        keep: int = CHANGES_PER_ID, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                         advance: Callable[[int], None] = lambda n: None) -> TransactionsReport:
-    """Read ``__transaction_state`` for the coordinator's view, then every other live
-    partition for the data's view (markers, ``.txnindex``, snapshots, hanging transactions)."""
+    """Read ``__transaction_state`` for the coordinator's view (the latest ``keep`` changes
+    of each transactional id), then every other live partition for the data's view (markers,
+    ``.txnindex``, snapshots, hanging transactions)."""
     live = [p for p in partitions if p.name is not None
             and p.name.state is PartitionState.LIVE and p.name.topic != CLUSTER_METADATA_TOPIC]
-    state = [p for p in live if p.name.topic == TRANSACTION_STATE_TOPIC]
-    changes, findings = transaction_state_timeline(state, limit=limit)
-    open_ids, more = open_transactional_ids(changes, now=now)
+    state = replay_transaction_state([p for p in live if p.name.topic == TRANSACTION_STATE_TOPIC],
+                                     keep=keep, limit=limit, advance=advance)
+    findings = list(state.findings)
+    open_ids, more = open_transactional_ids(state, now=now)
     findings += more
-    owner = owners(changes)
+    owner = state.owners
     shown = []
     for pdir in live:
         if pdir.name.topic == TRANSACTION_STATE_TOPIC:
@@ -683,4 +840,4 @@ def transactions_report(partitions: Iterable[PartitionDir], *,
             shown.append(PartitionTransactions(scan, tuple(
                 replace(h, transactional_id=owner.get(h.transaction.producer_id))
                 for h in hanging), tuple(more)))
-    return TransactionsReport(tuple(shown), tuple(changes), tuple(open_ids), tuple(findings))
+    return TransactionsReport(tuple(shown), state, tuple(open_ids), tuple(findings))

@@ -7,18 +7,40 @@ metadata transactions (records of an aborted one are shown as discarded, never a
 with the state the log leaves: brokers, topics with their config overrides, features.
 ``--records`` prints every record decoded instead, as ``kafka-dump-log
 --cluster-metadata-decoder`` would. ``--format json`` prints one object per line.
+
+The log is read once and nothing per record is kept: events and records are written as they
+are replayed (the text timeline through a spool, so its summary line can come first).
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterable
 
-from segtools.analysis.cluster_metadata import MetadataEvent, MetadataReplay, timeline
+from segtools.analysis.cluster_metadata import (
+    DecodedEntry,
+    MetadataEvent,
+    MetadataReplay,
+    metadata_partition,
+    timeline,
+)
 from segtools.cli import render
-from segtools.cli.common import add_decompress_limit, add_format, exit_code, parse_time
+from segtools.cli.common import (
+    add_decompress_limit,
+    add_format,
+    add_quiet,
+    exit_code,
+    parse_time,
+    progress,
+)
 from segtools.cli.render import finding_line
+from segtools.storage.partition import CLUSTER_METADATA_TOPIC
+
+#: Bytes of the text timeline held in memory before its spool moves to a temporary file.
+SPOOL_BYTES = 8 * 1024 * 1024
 
 EXAMPLES = """examples:
   segtools metadata /var/kafka-metadata/__cluster_metadata-0
@@ -45,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--include-noop", action="store_true", help="show NoOpRecords too")
     add_format(p)
     add_decompress_limit(p)
+    add_quiet(p)
     p.set_defaults(run=run)
 
 
@@ -66,39 +89,58 @@ def _about_broker(e: MetadataEvent, broker: int) -> bool:
     return any(v == broker or (isinstance(v, list) and broker in v) for v in values)
 
 
+def selected(e: MetadataEvent, topic: str | None, broker: int | None) -> bool:
+    return (topic is None or _about_topic(e, topic)) and \
+        (broker is None or _about_broker(e, broker))
+
+
 def select(events: Iterable[MetadataEvent], topic: str | None,
            broker: int | None) -> list[MetadataEvent]:
-    out = []
-    for e in events:
-        if topic is not None and not _about_topic(e, topic):
-            continue
-        if broker is not None and not _about_broker(e, broker):
-            continue
-        out.append(e)
-    return out
+    return [e for e in events if selected(e, topic, broker)]
+
+
+def record_line(entry: DecodedEntry, args) -> str:
+    if args.format == "jsonl":
+        return render.dumps(entry.to_json())
+    return (f"offset {entry.offset} {render.human_time(entry.timestamp)} epoch "
+            f"{entry.raft_epoch} {entry.record.name} v{entry.record.version} "
+            f"{render.terminal_safe(render.dumps(entry.to_json()['data']))}")
+
+
+def event_line(e: MetadataEvent, args) -> str | None:
+    """The event as printed, or None when the text timeline hides it (partition creations,
+    unless a topic or broker is asked about)."""
+    if args.format == "jsonl":
+        return render.dumps(e.to_json())
+    if e.event == "partition_created" and args.topic is None and args.broker is None:
+        return None
+    return (f"{render.human_time(e.timestamp)}  @{e.offset:<6} epoch {e.raft_epoch}  "
+            f"{render.terminal_safe(describe(e))}")
 
 
 def run(args: argparse.Namespace) -> int:
-    replay = timeline(args.path, at=args.at, limit=args.max_decompressed_bytes,
-                      keep_records=args.records,
-                      include_noop=args.include_noop)
+    partition = metadata_partition(args.path)
     out = sys.stdout
-    if args.records:
-        for entry in replay.records:
+    with tempfile.SpooledTemporaryFile(SPOOL_BYTES, "w+", encoding="utf-8") as spool, \
+            progress(partition.size_bytes, CLUSTER_METADATA_TOPIC, quiet=args.quiet) as advance:
+        timeline_out = spool if args.format != "jsonl" else out
+
+        def on_event(e: MetadataEvent) -> None:
+            if not args.records and selected(e, args.topic, args.broker):
+                line = event_line(e, args)
+                if line is not None:
+                    timeline_out.write(line + "\n")
+
+        replay = timeline(partition, at=args.at, limit=args.max_decompressed_bytes,
+                          keep_records=args.records, include_noop=args.include_noop,
+                          on_event=on_event,
+                          on_record=lambda entry: out.write(record_line(entry, args) + "\n"),
+                          advance=advance)
+        if not args.records:
             if args.format == "jsonl":
-                out.write(render.dumps(entry.to_json()) + "\n")
+                out.write(render.dumps(state_json(replay, args.topic)) + "\n")
             else:
-                out.write(f"offset {entry.offset} {render.human_time(entry.timestamp)} "
-                          f"epoch {entry.raft_epoch} {entry.record.name} v{entry.record.version} "
-                          f"{render.terminal_safe(render.dumps(entry.to_json()['data']))}\n")
-    else:
-        events = select(replay.events, args.topic, args.broker)
-        if args.format == "jsonl":
-            for e in events:
-                out.write(render.dumps(e.to_json()) + "\n")
-            out.write(render.dumps(state_json(replay, args.topic)) + "\n")
-        else:
-            write_text(replay, events, args, out)
+                write_text(replay, spool, args, out)
     for f in replay.findings:
         if args.format == "jsonl":
             out.write(render.dumps(f.to_json()) + "\n")
@@ -205,18 +247,14 @@ def describe(e: MetadataEvent) -> str:
             return f"{d.get('record', e.event)} {render.dumps(d.get('data', d))}"
 
 
-def write_text(replay: MetadataReplay, events: list[MetadataEvent], args, out) -> None:
+def write_text(replay: MetadataReplay, timeline_lines, args, out) -> None:
     out.write(f"{replay.partition}: replayed to offset {replay.end_offset}"
               f"{' (at ' + render.human_time(args.at) + ')' if args.at is not None else ''}, "
               f"{replay.records_applied} records applied, {replay.noop_records} NoOp\n")
     if replay.snapshot is not None:
         out.write(f"state before the log start loaded from snapshot {replay.snapshot}\n")
-    hide_partitions = args.topic is None and args.broker is None
-    for e in events:
-        if e.event == "partition_created" and hide_partitions:
-            continue
-        out.write(f"{render.human_time(e.timestamp)}  @{e.offset:<6} epoch {e.raft_epoch}  "
-                  f"{render.terminal_safe(describe(e))}\n")
+    timeline_lines.seek(0)
+    shutil.copyfileobj(timeline_lines, out)
     image = replay.image
     out.write("\nstate at the end of the replay:\n")
     out.write(f"  raft leader: {image.raft_leader} (epoch {image.raft_epoch}); features: "

@@ -13,19 +13,31 @@ directories of log-dir copies) the way the group coordinator loads them, and ans
   vanished (tombstones) and when.
 
 Exit code 1 when there are findings or offset regressions.
+
+Memory stays flat in the size of the log: the replay keeps the live state, and the anomalies
+are written to spool files (in memory up to a few MiB, then on disk) as they are found, and
+printed after the groups.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import shutil
 import sys
+import tempfile
+from typing import IO
 
 from segtools.analysis.offsets import (
     ABORTED,
     APPLIED,
     CONSUMER_OFFSETS_TOPIC,
+    Anomaly,
+    GroupDeletion,
     GroupState,
     OffsetCommit,
+    OffsetDeletion,
+    OffsetRegression,
     OffsetsReplay,
     replay_offsets,
 )
@@ -71,6 +83,56 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+#: Bytes of rendered anomalies a spool holds in memory before it moves to a temporary file.
+SPOOL_BYTES = 8 * 1024 * 1024
+
+
+def _spool() -> IO[str]:
+    return tempfile.SpooledTemporaryFile(SPOOL_BYTES, "w+", encoding="utf-8")
+
+
+class Anomalies(contextlib.ExitStack):
+    """The replay's sink: each regression, deletion and removed group rendered as it is
+    found (those ``--topic``/``--partition`` select), into one spool per section."""
+
+    def __init__(self, args: argparse.Namespace):
+        super().__init__()
+        self.args = args
+        self.regressions, self.deletions, self.groups = (self.enter_context(_spool())
+                                                         for _ in range(3))
+        self.counts = {"regressions": 0, "deletions": 0, "groups": 0}
+
+    def __call__(self, anomaly: Anomaly) -> None:
+        args = self.args
+        if isinstance(anomaly, GroupDeletion):
+            if args.format == "jsonl":
+                self._add("groups", render.dumps(anomaly.to_json()))
+            elif args.topic is None:
+                self._add("groups", f"  {render.human_time(anomaly.where.timestamp)}  "
+                                    f"{render.terminal_safe(anomaly.group)}  "
+                                    f"{_where(anomaly.where)}")
+            return
+        c = getattr(anomaly, "current", anomaly)
+        if not _tp_matches(c.topic, c.partition, args):
+            return
+        if args.format == "jsonl":
+            line = render.dumps(anomaly.to_json())
+        elif isinstance(anomaly, OffsetRegression):
+            line = _regression_line(anomaly)
+        else:
+            line = _deletion_line(anomaly)
+        self._add("regressions" if isinstance(anomaly, OffsetRegression) else "deletions", line)
+
+    def _add(self, section: str, line: str) -> None:
+        getattr(self, section).write(line + "\n")
+        self.counts[section] += 1
+
+    def copy(self, section: str, out: IO[str]) -> None:
+        spool = getattr(self, section)
+        spool.seek(0)
+        shutil.copyfileobj(spool, out)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.partition is not None and args.topic is None:
         raise SegtoolsError("--partition needs --topic")
@@ -79,15 +141,18 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions found",
                             path=" ".join(args.paths))
     total = sum(p.size_bytes for p in partitions)
-    with progress(total, CONSUMER_OFFSETS_TOPIC, quiet=args.quiet) as advance:
-        replay = replay_offsets(partitions, at=args.at, groups=args.group, advance=advance,
-                                limit=args.max_decompressed_bytes)
-    if args.format == "jsonl":
-        write_json(replay, args, sys.stdout)
-    else:
-        write_text(replay, args, sys.stdout)
+    with Anomalies(args) as anomalies:
+        with progress(total, CONSUMER_OFFSETS_TOPIC, quiet=args.quiet) as advance:
+            replay = replay_offsets(partitions, at=args.at, groups=args.group,
+                                    history=args.history, topic=args.topic,
+                                    partition=args.partition, sink=anomalies, advance=advance,
+                                    limit=args.max_decompressed_bytes)
+        if args.format == "jsonl":
+            write_json(replay, anomalies, args, sys.stdout)
+        else:
+            write_text(replay, anomalies, args, sys.stdout)
     code = exit_code(replay.findings)
-    return EXIT_FINDINGS if _selected(replay.regressions, args) else code
+    return EXIT_FINDINGS if anomalies.counts["regressions"] else code
 
 
 def _tp_matches(topic: str, partition: int, args) -> bool:
@@ -95,16 +160,7 @@ def _tp_matches(topic: str, partition: int, args) -> bool:
         (args.partition is None or partition == args.partition)
 
 
-def _selected(items, args) -> list:
-    out = []
-    for item in items:
-        c = getattr(item, "current", item)
-        if _tp_matches(c.topic, c.partition, args):
-            out.append(item)
-    return out
-
-
-def write_json(replay: OffsetsReplay, args, out) -> None:
+def write_json(replay: OffsetsReplay, anomalies: Anomalies, args, out) -> None:
     def emit(obj: dict) -> None:
         out.write(render.dumps(obj) + "\n")
 
@@ -117,13 +173,8 @@ def write_json(replay: OffsetsReplay, args, out) -> None:
     if args.history:
         for c in replay.history(args.topic, args.partition):
             emit(c.to_json())
-    for r in _selected(replay.regressions, args):
-        emit(r.to_json())
-    for d in _selected(replay.deletions, args):
-        emit(d.to_json())
-    for group, where in replay.group_deletions:
-        emit({"type": "group_deleted", "group": group, "timestamp": where.timestamp,
-              **where.to_json()})
+    for section in ("regressions", "deletions", "groups"):
+        anomalies.copy(section, out)
     for f in replay.findings:
         emit(f.to_json())
 
@@ -181,7 +232,20 @@ def _commit_line(c: OffsetCommit) -> str:
             f"{render.human_time(c.effective_timestamp)}{txn}  {_where(c.where)}")
 
 
-def write_text(replay: OffsetsReplay, args, out) -> None:
+def _regression_line(r: OffsetRegression) -> str:
+    c = r.current
+    state = f"; group {r.group_state}, generation {r.generation}" if r.group_state else ""
+    return (f"  {render.human_time(c.effective_timestamp)}  {render.terminal_safe(c.group)}  "
+            f"{_tp(c.topic, c.partition)}: {r.previous.offset} -> {c.offset} "
+            f"({c.offset - r.previous.offset}){state}  {_where(c.where)}")
+
+
+def _deletion_line(d: OffsetDeletion) -> str:
+    return (f"  {render.human_time(d.where.timestamp)}  {render.terminal_safe(d.group)}  "
+            f"{_tp(d.topic, d.partition)} (was {d.last_offset})  {_where(d.where)}")
+
+
+def write_text(replay: OffsetsReplay, anomalies: Anomalies, args, out) -> None:
     moment = render.human_time(args.at) if args.at is not None else "the end of the log"
     out.write(f"{CONSUMER_OFFSETS_TOPIC}: {len(replay.paths)} partition(s), {replay.records} "
               f"records replayed up to {moment}\n")
@@ -200,29 +264,15 @@ def write_text(replay: OffsetsReplay, args, out) -> None:
                 out.write("  (no committed offsets)\n")
     else:
         write_history(replay, args, out)
-    regressions = _selected(replay.regressions, args)
-    if regressions:
+    if anomalies.counts["regressions"]:
         out.write("\noffset regressions (a commit moved the group's offset backwards):\n")
-        for r in regressions:
-            c = r.current
-            state = (f"; group {r.group_state}, generation {r.generation}"
-                     if r.group_state else "")
-            out.write(f"  {render.human_time(c.effective_timestamp)}  "
-                      f"{render.terminal_safe(c.group)}  {_tp(c.topic, c.partition)}: "
-                      f"{r.previous.offset} -> {c.offset} ({c.offset - r.previous.offset})"
-                      f"{state}  {_where(c.where)}\n")
-    deletions = _selected(replay.deletions, args)
-    if deletions:
+        anomalies.copy("regressions", out)
+    if anomalies.counts["deletions"]:
         out.write("\noffsets deleted (tombstones):\n")
-        for d in deletions:
-            out.write(f"  {render.human_time(d.where.timestamp)}  "
-                      f"{render.terminal_safe(d.group)}  {_tp(d.topic, d.partition)} "
-                      f"(was {d.last_offset})  {_where(d.where)}\n")
-    if replay.group_deletions and args.topic is None:
+        anomalies.copy("deletions", out)
+    if anomalies.counts["groups"]:
         out.write("\ngroups removed (tombstones):\n")
-        for group, where in replay.group_deletions:
-            out.write(f"  {render.human_time(where.timestamp)}  "
-                      f"{render.terminal_safe(group)}  {_where(where)}\n")
+        anomalies.copy("groups", out)
     for f in replay.findings:
         out.write(finding_line(f) + "\n")
 

@@ -11,6 +11,7 @@ import base64
 import json
 import os
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from segtools.findings import Finding
 from segtools.model import Batch, Record
@@ -46,10 +47,20 @@ def terminal_safe(text: str) -> str:
 
 
 def human_time(ms: int) -> str:
+    """Epoch milliseconds as ISO-8601 UTC with milliseconds (``-`` for Kafka's -1)."""
     if ms < 0:
         return "-"
+    seconds, millis = divmod(ms, 1000)
+    text = _second(seconds)
+    return text if text == "out-of-range" else f"{text}.{millis:03d}Z"
+
+
+@lru_cache(maxsize=4096)
+def _second(seconds: int) -> str:
+    """One second's ISO-8601 text, cached: a replay prints thousands of lines per second of
+    log time."""
     try:
-        return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     except (OverflowError, OSError, ValueError):
         return "out-of-range"
 

@@ -7,7 +7,8 @@ of the log, open longer than ``transaction.max.timeout.ms``), with the last stab
 they pin and how many offsets ``read_committed`` consumers cannot see; the aborted
 transactions checked against the ``.txnindex`` files; producer state checked against the
 ``.snapshot`` files. ``__transaction_state`` partitions are decoded into a per
-transactional-id timeline, which also names the owners of hanging producers.
+transactional-id timeline (its latest ``--changes`` state changes), which also names the
+owners of hanging producers.
 
 Exit code 1 when there are findings (a hanging transaction is one).
 """
@@ -19,9 +20,11 @@ import sys
 from collections import defaultdict
 
 from segtools.analysis.transactions import (
+    CHANGES_PER_ID,
     DEFAULT_MAX_TIMEOUT_MS,
     TRANSACTION_STATE_TOPIC,
     HangingTransaction,
+    TransactionalId,
     TransactionScan,
     TransactionStateChange,
     partition_label,
@@ -60,6 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "hangs (default %(default)s)")
     p.add_argument("--now", type=parse_time, metavar="TIME",
                    help="measure ages at this time (default: the last timestamp in each log)")
+    p.add_argument("--changes", type=int, default=CHANGES_PER_ID, metavar="N",
+                   help="__transaction_state changes kept per transactional id, the latest "
+                        "(default %(default)s; 0: all)")
     add_format(p)
     add_decompress_limit(p)
     add_quiet(p)
@@ -82,8 +88,8 @@ def run(args: argparse.Namespace) -> int:
     with progress(sum(p.size_bytes for p in partitions), "transactions",
                   quiet=args.quiet) as advance:
         report = transactions_report(partitions, max_timeout_ms=args.max_timeout_ms,
-                                     now=args.now, limit=args.max_decompressed_bytes,
-                                     advance=advance)
+                                     now=args.now, keep=max(args.changes, 0),
+                                     limit=args.max_decompressed_bytes, advance=advance)
     findings = list(loose) + list(report.findings)
     results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
                if args.producer_id is None or args.producer_id in pt.scan.producers]
@@ -91,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "jsonl":
         write_json(results, list(report.changes), findings, args, out)
     else:
-        write_text(results, list(report.changes), list(report.open_ids), findings, args, out)
+        write_text(results, report.state.ids, list(report.open_ids), findings, args, out)
     return exit_code(findings)
 
 
@@ -179,20 +185,20 @@ def _partition_text(scan: TransactionScan, hanging: list[HangingTransaction],
                   f"{_verdict(mine, 'snapshot_')}\n")
 
 
-def _state_text(changes: list[TransactionStateChange], open_ids, args, out) -> None:
-    by_id = defaultdict(list)
-    for c in changes:
-        by_id[c.transactional_id].append(c)
-    out.write(f"\n{TRANSACTION_STATE_TOPIC}: {len(by_id)} transactional id(s)\n")
+def _state_text(ids: dict[str, TransactionalId], open_ids, args, out) -> None:
+    out.write(f"\n{TRANSACTION_STATE_TOPIC}: {len(ids)} transactional id(s)\n")
     open_set = {c.transactional_id for c in open_ids}
-    for tid, items in sorted(by_id.items()):
-        pids = {c.value["producerId"] for c in items if c.value}
+    for tid, t in ids.items():
+        pids = {c.value["producerId"] for c in t.changes if c.value}
         if args.producer_id is not None and args.producer_id not in pids:
             continue
         mark = "  (OPEN)" if tid in open_set else ""
         out.write(f"  {render.terminal_safe(tid)}  {TRANSACTION_STATE_TOPIC}-"
-                  f"{items[0].log_partition}{mark}\n")
-        for c in items:
+                  f"{t.log_partition}{mark}\n")
+        if t.total > len(t.changes):
+            out.write(f"    ({t.total - len(t.changes)} earlier change(s); --changes shows "
+                      f"more)\n")
+        for c in t.changes:
             if c.value is None:
                 out.write(f"    {render.human_time(c.timestamp)}  REMOVED (tombstone)  "
                           f"@{c.offset}\n")
@@ -205,13 +211,14 @@ def _state_text(changes: list[TransactionStateChange], open_ids, args, out) -> N
                       f"{render.terminal_safe(parts)}  @{c.offset} (v{c.value_version})\n")
 
 
-def write_text(results, changes, open_ids, findings, args, out) -> None:
-    if not results and not changes:
+def write_text(results, ids: dict[str, TransactionalId], open_ids, findings, args,
+               out) -> None:
+    if not results and not ids:
         out.write("no transactional data found\n")
     for scan, hanging, more in results:
         _partition_text(scan, hanging, more, args, out)
-    if changes:
-        _state_text(changes, open_ids, args, out)
+    if ids:
+        _state_text(ids, open_ids, args, out)
     if findings:
         out.write("\n")
     for f in findings:

@@ -469,6 +469,22 @@ def control(batch_is_control: bool, key: bytes | None, value: bytes | None) -> C
     return Control(ctype)
 
 
+def control_types(cols: RecordColumns, rows: slice) -> np.ndarray:
+    """``ControlRecordType.parse`` for many records at once: each key's type id, -1 for a key
+    :func:`control` calls INVALID (shorter than 4 bytes, or a negative version). The replays
+    find transaction markers with it, with no object per record."""
+    key_pos, key_len = cols.key_pos[rows], cols.key_len[rows]
+    out = np.full(len(key_pos), -1, np.int16)
+    ok = np.flatnonzero(key_len >= 4)
+    if len(ok):
+        p, d = key_pos[ok], cols.data
+        version = ((d[p].astype(np.uint16) << 8) | d[p + 1]).view(np.int16)
+        kind = ((d[p + 2].astype(np.uint16) << 8) | d[p + 3]).view(np.int16)
+        good = version >= 0
+        out[ok[good]] = kind[good]
+    return out
+
+
 def record(chunk: Chunk, i: int) -> Record:
     """Row ``i`` of a chunk as a :class:`Record` (for printing one record at a time)."""
     cols, table = chunk.columns, chunk.table

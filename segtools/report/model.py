@@ -387,8 +387,9 @@ def _groups(replay: OffsetsReplay, budget: Budget, left_out: Counter) -> list[di
         lines = []
         for tp in tps[:budget.series]:
             seq = commits[g.group][tp]
-            marked = {i for i, c in enumerate(seq) for r in regressions.get((g.group, *tp), ())
-                      if r.current is c}
+            # a regression names the commit record that went backwards (where it is in the log)
+            at = {r.current.where for r in regressions.get((g.group, *tp), ())}
+            marked = {i for i, c in enumerate(seq) if c.where in at}
             kept = _thin(list(enumerate(seq)), budget.points, marked)
             if len(kept) < len(seq):
                 left_out["offset commits thinned from timelines (regressions kept)"] += \
@@ -430,7 +431,9 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         at=now, inputs=inputs, forecast_days=budget.forecast_days)
     compaction: CompactionReport = logs.explain_compaction(at=now, inputs=inputs)
     txns: TransactionsReport = logs.transactions()
-    replay = (logs.offsets_at() if logs.partitions(CONSUMER_OFFSETS_TOPIC) else None)
+    # the group timelines need every commit: the replay keeps its history only when asked
+    replay = (logs.offsets_at(history=True) if logs.partitions(CONSUMER_OFFSETS_TOPIC)
+              else None)
     replicas = logs.diverge()
     producers = logs.producers()
     findings = _dedupe([*logs.verify(), *inputs.findings, *txns.findings,

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from segtools.analysis.cluster_metadata import timeline
 from segtools.analysis.offsets import replay_offsets
 from segtools.analysis.partition_log import as_partition
-from segtools.analysis.transactions import analyse_partition, transaction_state_timeline
+from segtools.analysis.transactions import analyse_partition, replay_transaction_state
 
 from .helpers import FORENSICS
 
@@ -20,7 +20,7 @@ TARGETS = {
     "__cluster_metadata-0": lambda p: timeline(p, keep_records=True),
     "__consumer_offsets-39": lambda p: replay_offsets([as_partition(p)]),
     "__consumer_offsets-9": lambda p: replay_offsets([as_partition(p)]),
-    "__transaction_state-5": lambda p: transaction_state_timeline([as_partition(p)]),
+    "__transaction_state-5": lambda p: replay_transaction_state([as_partition(p)]),
     "payments.hanging-0": lambda p: analyse_partition(as_partition(p)),
 }
 

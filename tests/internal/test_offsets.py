@@ -56,9 +56,12 @@ def test_offsets_at_a_time():
 
 
 def test_history_of_one_partition():
-    r = replay(groups=["billing"])
+    r = replay(groups=["billing"], history=True)
     assert [c.offset for c in r.history("orders.v2-eu", 0)] == [50, 100, 150, 200, 240, 0,
                                                                 30, 60]
+    only = replay(groups=["billing"], history=True, topic="orders.v2-eu", partition=0)
+    assert list(only.commits) == r.history("orders.v2-eu", 0)
+    assert replay(groups=["billing"]).commits == ()  # the live state only, unless asked
 
 
 def test_tombstones_make_offsets_and_groups_vanish():
@@ -76,14 +79,14 @@ def test_tombstones_make_offsets_and_groups_vanish():
 
 
 def test_transactional_commits_follow_their_markers():
-    r = replay(groups=["payments-processor"])
+    r = replay(groups=["payments-processor"], history=True)
     history = r.history("payments.txn", 0)
     assert [(c.offset, c.status, c.producer_id) for c in history] == [
         (12, APPLIED, 4001), (20, ABORTED, 4001)]
     assert history[0].applied_at.offset == 2 and history[1].applied_at.offset == 4
     (committed,) = r.groups["payments-processor"].offsets.values()
     assert committed.offset == 12  # the aborted 20 never applied
-    between = replay(at=T_F + 2 * MIN + 500, groups=["payments-processor"])
+    between = replay(at=T_F + 2 * MIN + 500, groups=["payments-processor"], history=True)
     assert between.groups["payments-processor"].offsets == {}  # marker not yet written
     assert [c.status for c in between.commits] == [PENDING]
     assert [f.code for f in between.findings] == ["transactional_offset_commit_pending"]
@@ -111,7 +114,7 @@ def test_kip848_group():
 
 
 def test_legacy_record_versions():
-    r = replay(groups=["legacy-app"])
+    r = replay(groups=["legacy-app"], history=True)
     assert [(c.value_version, c.offset, c.expire_timestamp) for c in r.commits] == [
         (0, 11, -1), (1, 17, T_F - 3_600_000 + 60_000 + 7 * 86_400_000)]
     (member,) = r.groups["legacy-app"].members

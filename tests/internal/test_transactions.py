@@ -18,10 +18,9 @@ from segtools.analysis.transactions import (
     hanging_transactions,
     is_aborted,
     open_transactional_ids,
-    owners,
     read_committed,
+    replay_transaction_state,
     scan_transactions,
-    transaction_state_timeline,
 )
 from segtools.formats.snapshot import build_producer_snapshot, parse_producer_snapshot
 from tests.fixtures_manifest import SAMPLE
@@ -133,20 +132,26 @@ def test_read_committed_lookup_is_per_producer():
 
 
 def test_transaction_state_timeline():
-    changes, findings = transaction_state_timeline(
-        partitions_of([FORENSICS], "__transaction_state"))
-    assert findings == []
+    replay = replay_transaction_state(partitions_of([FORENSICS], "__transaction_state"))
+    assert replay.findings == ()
+    changes = replay.changes
     proc = [c.status for c in changes if c.transactional_id == "payments-processor-tx"]
     assert proc == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "Ongoing",
                     "PrepareAbort", "CompleteAbort"]
     expired = [c.status for c in changes if c.transactional_id == "expired-tx"]
     assert expired == ["CompleteCommit", None]
-    open_ids, findings = open_transactional_ids(changes)
+    open_ids, findings = open_transactional_ids(replay)
     assert [c.transactional_id for c in open_ids] == ["payments-hanging-tx"]
     assert [(f.code, str(f.severity)) for f in findings] == [("transactional_id_past_timeout",
                                                                   "warning")]
-    assert owners(changes)[5001] == "payments-hanging-tx"
+    assert replay.owners[5001] == "payments-hanging-tx"
     state = next(c for c in changes if c.transactional_id == "payments-hanging-tx"
                  and c.status == "Ongoing").to_json()
+    # the latest changes of each id are kept, and how many there were
+    short = replay_transaction_state(partitions_of([FORENSICS], "__transaction_state"), keep=2)
+    proc = short.ids["payments-processor-tx"]
+    assert [c.status for c in proc.changes] == ["PrepareAbort", "CompleteAbort"]
+    assert proc.total == 7 and proc.latest.status == "CompleteAbort"
+    assert short.owners == replay.owners
     assert state["type"] == "transaction_state"
     assert state["partitions"] == {"payments.hanging": [0]}

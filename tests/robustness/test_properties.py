@@ -101,3 +101,9 @@ def test_dir_names(data):
 @given(st.integers(0, 5), st.integers(0, 0xFFFF), st.binary(max_size=120))
 def test_internal_topic_decoders(which, split, body):
     targets.internal(bytes([which]) + split.to_bytes(2, "big") + body)
+
+
+@FAST
+@given(st.integers(0, 2), st.integers(0, 0xFFFF), st.binary(max_size=120))
+def test_internal_topic_programs(which, split, body):
+    targets.internal_programs(bytes([which]) + split.to_bytes(2, "big") + body)

@@ -1,0 +1,157 @@
+"""The internal topics at production size: ``offsets``, ``transactions`` and ``metadata``
+against the generated-schema engine (the reference decoder), same run.
+
+Data: the Kafka-written partitions of ``fixtures/logdirs/forensics`` repeated with rising
+offsets and timestamps (:mod:`benchmarks.internal_logs`, CRC-32C recomputed), in two shapes:
+``fixture`` (the batches as Kafka wrote them, 1 to 7 records) and ``one`` (one record per
+batch). Page cache warm, best of ``PASSES``.
+
+* **decode**: the walk, the record kernel and every key and value decoded, by the compiled
+  field programs (into columns) and by the reference (``decode_record`` / ``decode_frame``
+  per record, on the first ``SAMPLE`` records: its rate is flat in the size). Target: >= 1 M
+  records/s and >= 30x the reference on every topic and shape.
+* **replay**: the whole replay (``replay_offsets``, ``replay_transaction_state``,
+  ``timeline``; anomalies and events to a sink that drops them), against the reference's
+  decode alone (a ceiling for a replay built on it: conservative).
+* **1 GiB**: ``segtools offsets`` over 1 GiB of ``__consumer_offsets`` (the five fixture
+  partitions), whole command in a child process, stdout to /dev/null, peak RSS from the
+  child's ``/proc/self/status`` (VmHWM). Two logs: copies whose groups keep consuming (each
+  copy's committed offsets moved on, the fixture's own stories repeating: a reset to earliest,
+  expired offsets) and the worst case, copies that rewind every offset (1.4 M regressions and
+  deletions to print). Target: < 30 s, < 500 MB.
+
+Results also go to ``$SEGTOOLS_BENCH_DIR/segtools-bench/internal.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks import internal_logs
+from benchmarks.common import OUT
+from segtools.analysis.cluster_metadata import timeline
+from segtools.analysis.offsets import replay_offsets
+from segtools.analysis.partition_log import partitions_of
+from segtools.analysis.transactions import replay_transaction_state
+from segtools.decode import programs
+from segtools.formats.internal import cluster_metadata, consumer_offsets, transaction_state
+from segtools.storage.partition import PartitionDir
+from segtools.storage.segment import Segment
+
+MB = 1 << 20
+SIZE = 64 * MB
+BIG = 1024 * MB
+PASSES = 3
+SAMPLE = 30_000
+
+TOPICS: dict[str, tuple[str, list[str], Callable, Callable]] = {
+    # command: (topic, fixture partitions, compiled family, reference decoder)
+    "offsets": ("__consumer_offsets", [f"__consumer_offsets-{p}" for p in (5, 6, 9, 10, 39)],
+                programs.consumer_offsets_family, consumer_offsets.decode_record),
+    "transactions": ("__transaction_state", [f"__transaction_state-{p}" for p in (5, 7, 42)],
+                     programs.transaction_log_family, transaction_state.decode_record),
+    "metadata": ("__cluster_metadata", ["__cluster_metadata-0"],
+                 programs.cluster_metadata_family,
+                 lambda key, value: cluster_metadata.decode_frame(value)),
+}
+
+
+def best(fn: Callable[[], int]) -> tuple[float, int]:
+    out, n = float("inf"), 0
+    for _ in range(PASSES):
+        t = time.perf_counter()
+        n = fn()
+        out = min(out, time.perf_counter() - t)
+    return out, n
+
+
+def chunks(parts: list[PartitionDir]):
+    for pdir in parts:
+        for files in pdir.segments:
+            with Segment.open(files) as seg:
+                for walked in seg.walk():
+                    yield from seg.records(walked.table)
+
+
+def compiled(parts: list[PartitionDir], family) -> int:
+    decoder = programs.Decoder(family())
+    n = 0
+    for chunk in chunks(parts):
+        for _, block in decoder.blocks(chunk):
+            n += int((block.status != programs.K.ST_SKIP).sum())
+    return n
+
+
+def reference(parts: list[PartitionDir], decode) -> int:
+    n = 0
+    for chunk in chunks(parts):
+        cols, control = chunk.columns, chunk.table.is_control[chunk.columns.batch]
+        for i in range(len(cols)):
+            if not control[i]:
+                decode(cols.key(i), cols.value(i))
+                n += 1
+                if n == SAMPLE:
+                    return n
+    return n
+
+
+def replay(command: str, parts: list[PartitionDir], root: Path) -> int:
+    if command == "offsets":
+        return replay_offsets(parts, sink=lambda a: None).records
+    if command == "transactions":
+        return replay_transaction_state(parts).records
+    return timeline(root / "__cluster_metadata-0", on_event=lambda e: None).end_offset
+
+
+def whole_offsets(root: Path) -> dict:
+    code = ("import sys; from segtools.cli.main import main; code = main(sys.argv[1:]); "
+            "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0], "
+            "file=sys.stderr); sys.exit(code)")
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", code, "offsets", "-q", str(root)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    seconds = time.perf_counter() - t
+    assert proc.returncode in (0, 1), proc.stderr
+    rss_mb = int(proc.stderr.split()[-2]) / 1024
+    return {"seconds": seconds, "peak_rss_mb": rss_mb,
+            "gib": sum(p.size_bytes for p in partitions_of([root], "__consumer_offsets")) / BIG}
+
+
+def main() -> None:
+    results: dict = {"decode": {}, "offsets_1gib": {}}
+    for command, (topic, names, family, decode) in TOPICS.items():
+        for shape in internal_logs.SHAPES:
+            root = internal_logs.log_dir(command, names, SIZE, shape)
+            parts = partitions_of([root], topic)
+            compiled(parts, family)  # warm the page cache
+            c_s, n = best(lambda parts=parts, family=family: compiled(parts, family))
+            r_s, m = best(lambda parts=parts, decode=decode: reference(parts, decode))
+            p_s, _ = best(lambda parts=parts, root=root, command=command:
+                          replay(command, parts, root))
+            row = {"records": n, "compiled_per_s": n / c_s, "reference_per_s": m / r_s,
+                   "replay_per_s": n / p_s}
+            row["ratio"] = row["compiled_per_s"] / row["reference_per_s"]
+            row["replay_ratio"] = row["replay_per_s"] / row["reference_per_s"]
+            results["decode"][f"{command}/{shape}"] = row
+            print(f"{command:<12} {shape:<7} {n / 1e6:5.2f} M records: decode "
+                  f"{row['compiled_per_s'] / 1e6:5.2f} M/s = {row['ratio']:5.0f}x the reference "
+                  f"({row['reference_per_s'] / 1e3:4.0f} k/s); whole replay "
+                  f"{row['replay_per_s'] / 1e3:5.0f} k/s = {row['replay_ratio']:4.1f}x",
+                  flush=True)
+    for label, move_on in (("keeps consuming", True), ("rewinds every copy", False)):
+        root = internal_logs.log_dir("offsets", TOPICS["offsets"][1], BIG, "fixture", move_on)
+        r = results["offsets_1gib"][label] = whole_offsets(root)
+        print(f"segtools offsets, {r['gib']:.2f} GiB of __consumer_offsets ({label}): "
+              f"{r['seconds']:.1f} s whole command, peak RSS {r['peak_rss_mb']:.0f} MB",
+              flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "internal.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
