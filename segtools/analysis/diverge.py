@@ -114,17 +114,9 @@ class Replica:
             return self.epochs[-1].epoch
         return int(self.batches.rows["leader_epoch"].max()) if len(self.batches) else -1
 
-    def checkpoint_epoch_at(self, offset: int) -> int | None:
-        """The epoch ``leader-epoch-checkpoint`` assigns to ``offset``."""
-        found = None
-        for e in self.epochs:
-            if e.start_offset <= offset:
-                found = e.epoch
-        return found
-
     def checkpoint_epochs(self, offsets: np.ndarray) -> np.ndarray:
-        """:meth:`checkpoint_epoch_at` for many offsets at once (-2 where none applies): the
-        last entry, in file order, starting at or below each offset."""
+        """The epoch ``leader-epoch-checkpoint`` assigns to each offset (-2 where none
+        applies): the last entry, in file order, starting at or below it."""
         out = np.full(len(offsets), -2, np.int64)
         for e in self.epochs:  # a handful of entries; later ones win, as in the file
             out[offsets >= e.start_offset] = e.epoch
