@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -100,12 +101,13 @@ class LogDirs:
     partition directory or segment files), read-only. Build it with :func:`open`."""
 
     def __init__(self, paths: Iterable[str | os.PathLike[str]], *,
-                 max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT):
+                 max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
+                 storage_options: Mapping[str, Any] | None = None):
         self.paths = tuple(os.fspath(p) for p in paths)
         if not self.paths:
             raise SegtoolsError("segtools.open() needs at least one path")
         self.max_decompressed_bytes = max_decompressed_bytes
-        log_dirs, loose = walk(self.paths)
+        log_dirs, loose = walk(self.paths, storage_options)
         for f in loose:
             if f.code == "path_not_found":
                 raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
@@ -354,9 +356,14 @@ def _offsets(value: Offsets | None) -> tuple[dict, int | None]:
 
 
 def open(*paths: str | os.PathLike[str],
-         max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT) -> LogDirs:
-    """Walk log dirs, partition dirs or segment files (read-only) into a :class:`LogDirs`."""
-    return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes)
+         max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
+         storage_options: Mapping[str, Any] | None = None) -> LogDirs:
+    """Walk log dirs, partition dirs or segment files (read-only) into a :class:`LogDirs`.
+
+    A path may be a URI of an object store (``s3://bucket/logs``) or an archive
+    (``bundle.tar.gz``); ``storage_options`` configure the store (docs/locations.md)."""
+    return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes,
+                   storage_options=storage_options)
 
 
 def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:

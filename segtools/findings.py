@@ -91,6 +91,9 @@ RULES: tuple[Rule, ...] = (
     Rule("segment_truncated_while_reading", W, A.READING,
          "the file shrank while it was read (follower truncation or a copy in progress); the "
          "read stops at that byte"),
+    Rule("object_changed_while_reading", E, A.READING,
+         "an object (or archive member) was replaced after it was listed: its size or "
+         "modification time changed; it is not read further, so no answer mixes two objects"),
     # ---------------------------------------------------------------- records
     Rule("corrupt_records", E, A.RECORDS, "a v2 batch's records do not decode"),
     Rule("corrupt_compressed_payload", E, A.RECORDS,
@@ -243,6 +246,15 @@ RULES: tuple[Rule, ...] = (
     Rule("file_not_utf8", E, A.CHECKPOINTS, "a text metadata file that is not UTF-8"),
     # ---------------------------------------------------------------- files and directories
     Rule("path_not_found", E, A.DIRECTORIES, "a path given on the command line does not exist"),
+    Rule("archive_member_refused", W, A.DIRECTORIES,
+         "an archive member that is a link, a device or a name escaping the archive (an "
+         "absolute path or '..'): listed, never read or followed"),
+    Rule("archive_damaged", E, A.DIRECTORIES,
+         "an archive that ends early or does not parse: the members after the damage are "
+         "missing from the answer"),
+    Rule("archive_member_too_large", E, A.DIRECTORIES,
+         "a compressed archive member that would inflate past the limit on temporary space "
+         "(a zip bomb, or a limit set too low): not read"),
     Rule("not_a_segment_file", E, A.DIRECTORIES, "a file given on the command line is not a "
          "Kafka segment"),
     Rule("log_dir_unreadable", E, A.DIRECTORIES, "a log dir that cannot be listed"),

@@ -71,6 +71,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     for name, (module, help_line) in COMMANDS.items():
         if argv is None or name == wanted:
             importlib.import_module(module).register(sub)
+            importlib.import_module("segtools.cli.locations").add_location_arguments(
+                sub.choices[name])
         else:
             sub.add_parser(name, help=help_line, add_help=False)
     return parser
@@ -80,6 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
     try:
+        importlib.import_module("segtools.cli.locations").configure(args)
         return args.run(args)
     except SegtoolsError as e:
         if args.debug:

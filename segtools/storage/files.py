@@ -14,6 +14,7 @@ from typing import BinaryIO
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
 from segtools.findings import Finding, Severity
 from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
+from segtools.storage.location import is_remote, open_remote
 
 #: Read-only, and never blocking: a FIFO or a terminal under a Kafka file name must not hang the
 #: reader (``stat`` refuses them first; ``O_NONBLOCK`` covers a name swapped in between).
@@ -86,8 +87,11 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
     """
     spath = str(path)
     try:
-        with open_regular_file(path) as f:
-            data = f.read(cap + 1)
+        if is_remote(path):
+            data = open_remote(path).pread(cap + 1, 0)
+        else:
+            with open_regular_file(path) as f:
+                data = f.read(cap + 1)
     except SegtoolsError as e:
         return None, [Finding("file_unreadable", Severity.ERROR, spath,
                               f"cannot read: {e.message}")]
@@ -133,15 +137,17 @@ def read_producer_snapshot(path: str | os.PathLike[str]
     """Read a ``.snapshot`` through a read-only mmap (the CRC needs every byte, the heap none)."""
     spath = str(path)
     try:
+        if is_remote(path):
+            remote = open_remote(path)
+            if remote.size() > SNAPSHOT_CAP:
+                return None, [_snapshot_too_large(spath, remote.size())]
+            return parse_producer_snapshot(remote.read_all(), spath)
         with open_regular_file(path) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return parse_producer_snapshot(b"", spath)
             if size > SNAPSHOT_CAP:
-                return None, [Finding(
-                    "file_too_large", Severity.ERROR, spath,
-                    f"{size} bytes: more than the {SNAPSHOT_CAP}-byte cap for producer "
-                    "snapshots (46 bytes per producer); not read")]
+                return None, [_snapshot_too_large(spath, size)]
             with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
                 view = memoryview(mm)
                 try:
@@ -154,3 +160,9 @@ def read_producer_snapshot(path: str | os.PathLike[str]
     except OSError as e:
         return None, [Finding("file_unreadable", Severity.ERROR, spath,
                               f"cannot read: {e.strerror or e}")]
+
+
+def _snapshot_too_large(spath: str, size: int) -> Finding:
+    return Finding("file_too_large", Severity.ERROR, spath,
+                   f"{size} bytes: more than the {SNAPSHOT_CAP}-byte cap for producer "
+                   "snapshots (46 bytes per producer); not read")

@@ -50,6 +50,7 @@ from segtools.storage.files import (
     open_regular_file,
     pread_exact_or_short,
 )
+from segtools.storage.location import RemoteFile, as_path, is_remote, open_remote
 
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 
@@ -60,10 +61,30 @@ INDEX_GUARD_STRIDE = 8192
 _ZERO_SCAN_CHUNK = 1 << 20
 
 
-def _open_read_only(path: Path) -> BinaryIO:
+#: An index in a location (object store, archive) up to this size is fetched in one range:
+#: a seek then costs one request for the index, not one per probe of the binary search.
+REMOTE_INDEX_WHOLE = 64 * 1024 * 1024
+
+
+def _open_read_only(path: Path) -> BinaryIO | RemoteFile:
     """Open for reading; an OS error (a live broker's retention deleted the file after the
     directory was listed) is a typed error that names the file, not a traceback."""
+    if is_remote(path):
+        remote = open_remote(path)
+        if remote.size() <= REMOTE_INDEX_WHOLE:
+            remote.read_all()
+        return remote
     return open_regular_file(path)  # the caller keeps it open as long as the index object
+
+
+def _size(f: BinaryIO | RemoteFile) -> int:
+    return f.size() if isinstance(f, RemoteFile) else os.fstat(f.fileno()).st_size
+
+
+def _pread(f: BinaryIO | RemoteFile, length: int, position: int) -> bytes:
+    if isinstance(f, RemoteFile):
+        return f.pread(length, position)
+    return pread_exact_or_short(f.fileno(), length, position)
 
 
 def _reopen(cls, path: str, base_offset: int | None, log_size: int | None, sealed: bool):
@@ -114,7 +135,7 @@ class _MappedIndex:
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int | None = None,
                  log_size: int | None = None, *, sealed: bool = False) -> None:
-        self.path = Path(path)
+        self.path = as_path(path)
         self.base_offset = (offset_from_file_name(self.path.name) if base_offset is None
                             else base_offset)
         self.log_size = log_size
@@ -124,8 +145,8 @@ class _MappedIndex:
         self._closed = False
         self._file = _open_read_only(self.path)
         try:
-            self.file_size = os.fstat(self._file.fileno()).st_size
-            if self.file_size > 0 and sealed:  # a zero-length file cannot be mmapped
+            self.file_size = _size(self._file)
+            if self.file_size > 0 and sealed and not isinstance(self._file, RemoteFile):
                 self._mmap = mmap.mmap(self._file.fileno(), self.file_size,
                                        access=mmap.ACCESS_READ)
         except BaseException:
@@ -197,8 +218,7 @@ class _MappedIndex:
         return self._scan
 
     def _read_slots(self, start: int, count: int) -> np.ndarray:
-        data = pread_exact_or_short(self._file.fileno(), count * self.ENTRY_SIZE,
-                                    start * self.ENTRY_SIZE)
+        data = _pread(self._file, count * self.ENTRY_SIZE, start * self.ENTRY_SIZE)
         usable = len(data) // self.ENTRY_SIZE
         return np.frombuffer(data, dtype=self._DTYPE, count=usable)
 
@@ -276,13 +296,13 @@ class _MappedIndex:
         """First non-zero byte at or after ``start``. Holes are skipped with ``SEEK_DATA``
         (they read as zeros): Kafka's preallocated index is a sparse file, and a hostile one
         may claim 10^9 entries of holes, which must not cost a read of gigabytes."""
-        fd = self._file.fileno()
         pos = start
         while pos < self.file_size:
-            pos = _next_data(fd, pos)
+            if not isinstance(self._file, RemoteFile):  # a listed object has no holes
+                pos = _next_data(self._file.fileno(), pos)
             if pos is None or pos >= self.file_size:
                 return None
-            data = pread_exact_or_short(fd, min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
+            data = _pread(self._file, min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
             if not data:
                 return None
             view = np.frombuffer(data, dtype=np.uint8)
@@ -293,7 +313,7 @@ class _MappedIndex:
 
     def _slot_raw(self, slot: int) -> tuple:
         """Any slot (valid or not) via pread, for Kafka's own checks on its entry count."""
-        data = pread_exact_or_short(self._file.fileno(), self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+        data = _pread(self._file, self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
         if len(data) < self.ENTRY_SIZE:
             return tuple([0] * len(self._DTYPE.names))
         return self._STRUCT.unpack(data)  # type: ignore[attr-defined]
@@ -330,7 +350,7 @@ class _MappedIndex:
             return self._mmap
         if self._private is None:
             size = self.valid_entries * self.ENTRY_SIZE
-            data = pread_exact_or_short(self._file.fileno(), size, 0)
+            data = _pread(self._file, size, 0)
             if len(data) < size:
                 raise SegtoolsError("index file shrank while it was being read (a follower "
                                     "truncating its log?)", path=str(self.path),
@@ -353,7 +373,7 @@ class _MappedIndex:
         """A broker truncates indexes with its log (``LogSegment.truncateTo``); reading a
         mapped page past the new end would kill the process with SIGBUS, so the size is
         re-read (``fstat``) before entries beyond the last check are read."""
-        size = os.fstat(self._file.fileno()).st_size
+        size = _size(self._file)
         self._held = min(size, end + INDEX_GUARD_STRIDE)
         return size >= end
 
@@ -740,11 +760,11 @@ class TransactionIndex:
     FINDINGS_PER_CODE = 20
 
     def __init__(self, path: str | os.PathLike[str], base_offset: int | None = None) -> None:
-        self.path = Path(path)
+        self.path = as_path(path)
         self.base_offset = (offset_from_file_name(self.path.name) if base_offset is None
                             else base_offset)
         self._file = _open_read_only(self.path)
-        self.file_size = os.fstat(self._file.fileno()).st_size
+        self.file_size = _size(self._file)
         self._findings: tuple[Finding, ...] | None = None
 
     def close(self) -> None:
@@ -766,12 +786,11 @@ class TransactionIndex:
         return min(self.file_size, self.CAP) // self.ENTRY_SIZE
 
     def entries(self) -> Iterator[AbortedTxn]:
-        fd = self._file.fileno()
         total = self.entry_count
         slot = 0
         while slot < total:
             count = min(self._CHUNK_ENTRIES, total - slot)
-            data = pread_exact_or_short(fd, count * self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+            data = _pread(self._file, count * self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
             for i, fields in enumerate(ABORTED_TXN_STRUCT.iter_unpack(
                     memoryview(data)[: len(data) - len(data) % self.ENTRY_SIZE])):
                 yield AbortedTxn(*fields, position=(slot + i) * self.ENTRY_SIZE)

@@ -9,9 +9,10 @@ would stop a broker from starting). Problems become findings, never tracebacks.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from segtools.findings import Finding, Severity
 from segtools.formats.checkpoints import (
@@ -23,6 +24,13 @@ from segtools.formats.checkpoints import (
     parse_offset_checkpoint,
 )
 from segtools.storage.files import read_text_capped
+from segtools.storage.location import (
+    as_path,
+    dir_entry_path,
+    location_findings,
+    resolve,
+    scandir,
+)
 from segtools.storage.partition import (
     REMOTE_LOG_INDEX_CACHE,
     FileKind,
@@ -93,7 +101,7 @@ def _inode(path: Path) -> tuple[int, int] | None:
 def _looks_like_partition_dir(path: Path) -> bool:
     """Decide by content first: a log dir named ``kafka-logs-1`` also parses as a partition."""
     try:
-        with os.scandir(path) as it:
+        with scandir(path) as it:
             names = [e.name for e in it]
     except OSError:
         return parse_partition_dir_name(path.name) is not None
@@ -113,14 +121,18 @@ class _Pending:
     whole: bool = False  # the log dir itself was named: list every partition
 
 
-def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Finding]]:
+def walk(paths: Iterable[str | os.PathLike[str]],
+         storage_options: Mapping[str, Any] | None = None
+         ) -> tuple[list[LogDir], list[Finding]]:
     """Group the given paths by log dir and load each one.
 
+    A path may be local, a URI of an object store or go through an archive
+    (:mod:`segtools.storage.location`); ``storage_options`` configure the stores.
     Returns the log dirs and the findings that belong to no log dir (missing paths).
     """
     pending: dict[Path, _Pending] = {}
     loose: list[Finding] = []
-    for path in _expand_containers((Path(os.path.abspath(p)) for p in paths), loose):
+    for path in _expand_containers((resolve(p, storage_options) for p in paths), loose):
         if not path.exists():
             loose.append(Finding("path_not_found", Severity.ERROR, str(path),
                                  "no such file or directory"))
@@ -140,7 +152,8 @@ def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Fi
             bases = slot.partitions.setdefault(path.parent, [])
             if bases is not None:
                 bases.append(pf.base_offset)
-    return [load_log_dir(p, pending[p]) for p in sorted(pending)], loose
+    loaded = [load_log_dir(p, pending[p]) for p in sorted(pending)]
+    return loaded, loose + location_findings(pending)
 
 
 #: How deep a directory of log-dir copies may nest (``archive/broker-1/kafka-logs``).
@@ -149,7 +162,7 @@ MAX_CONTAINER_DEPTH = 4
 
 def _has_root_files(path: Path) -> bool:
     try:
-        with os.scandir(path) as it:
+        with scandir(path) as it:
             return any(e.name in ROOT_FILES for e in it)
     except OSError:
         return False
@@ -161,14 +174,14 @@ def _is_container(path: Path) -> bool:
     dir's root files is a log dir whatever its name (``broker-1`` also parses as a partition
     name)."""
     try:
-        with os.scandir(path) as it:
+        with scandir(path) as it:
             entries = list(it)
     except OSError:
         return False
     names = [e.name for e in entries]
     if any(n in ROOT_FILES for n in names):
         return False
-    children = [Path(e.path) for e in entries if e.is_dir(follow_symlinks=False)]
+    children = [dir_entry_path(e) for e in entries if e.is_dir(follow_symlinks=False)]
     if any(_has_root_files(c) for c in children):
         return True
     if any(parse_partition_dir_name(n) for n in names):
@@ -202,7 +215,7 @@ def _expand_containers(paths: Iterable[Path], loose: list[Finding],
 
 def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -> LogDir:
     """Load one log dir: root files, then each partition directory (sorted by name)."""
-    root = Path(path)
+    root = as_path(path)
     scope = _scope or _Pending(whole=True)
     findings: list[Finding] = []
     seen: set[tuple[int, int]] = set()
@@ -216,7 +229,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
 
     listed = True
     try:
-        with os.scandir(root) as it:
+        with scandir(root) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
         entries = []

@@ -25,6 +25,7 @@ from segtools.formats.checkpoints import (
     parse_partition_metadata,
 )
 from segtools.storage.files import SEGMENT_NAME_DIGITS, read_text_capped
+from segtools.storage.location import as_path, scandir
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
@@ -282,7 +283,7 @@ def load_partition_dir(path: str | os.PathLike[str],
     ``only_base_offsets`` restricts the segments (a single segment file given on the command
     line) while keeping companions and partition metadata.
     """
-    pdir = Path(path)
+    pdir = as_path(path)
     spath = str(pdir)
     findings: list[Finding] = []
     name = parse_partition_dir_name(pdir.name)
@@ -294,7 +295,7 @@ def load_partition_dir(path: str | os.PathLike[str],
         findings.append(Finding(f"partition_{name.state.value}", Severity.INFO, spath,
                                 f"directory marked -{name.state.value}"))
     try:
-        with os.scandir(pdir) as it:
+        with scandir(pdir) as it:
             dir_entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
         findings.append(Finding("partition_dir_unreadable", Severity.ERROR, spath,

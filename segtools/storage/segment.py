@@ -23,6 +23,7 @@ from segtools.decode.walk import TABLE_ROWS, Walked
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
 from segtools.storage.files import open_regular
+from segtools.storage.location import ObjectChangedError, as_path, is_remote, open_source
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.source import MappedSource, WindowSource
 
@@ -41,6 +42,8 @@ def unreadable(path: str, error: SegtoolsError) -> Finding:
     """The finding for a segment that could not be opened: gone since it was listed (a live
     broker's retention or cleaner deleted it), or unreadable for another reason. Either way the
     rest of the tree is still read."""
+    if isinstance(error, ObjectChangedError):
+        return finding("object_changed_while_reading", path, str(error))
     if isinstance(error, VanishedError):
         return finding("segment_vanished", path,
                        "deleted since the directory was listed (retention or the cleaner on a "
@@ -61,7 +64,13 @@ class Segment:
         self.path = str(path)
         self.base_offset = base_offset_from_name(path)
         self.decompress_limit = decompress_limit
-        self._fd: int | None
+        self._fd: int | None = None
+        where = as_path(path)
+        if is_remote(where):  # an object or an archive member: byte ranges of a listed file
+            self.source, entry = open_source(where)
+            self.size, self.mtime_ms = entry.size, (entry.mtime_ns or 0) // 1_000_000
+            self.is_mapped = False
+            return
         self._fd, st = open_regular(self.path)
         try:
             self.size = st.st_size  # the size seen at open: a growing segment is read to here
