@@ -168,6 +168,20 @@ def _has_root_files(path: Path) -> bool:
         return False
 
 
+def _has_log_dir_below(path: Path) -> bool:
+    """A directory whose own subdirectories include a log dir (root files), and which holds
+    no Kafka file itself: one level of a bundle's ``<broker>/<log dir>`` layout."""
+    try:
+        with scandir(path) as it:
+            entries = list(it)
+    except OSError:
+        return False
+    if any(classify_partition_file(e.name).kind is not FileKind.STRAY for e in entries):
+        return False
+    return any(_has_root_files(dir_entry_path(e)) for e in entries
+               if e.is_dir(follow_symlinks=False))
+
+
 def _is_container(path: Path) -> bool:
     """A directory that is neither a log dir nor a partition dir but holds such directories:
     a copy of several brokers' ``log.dirs``, or a tree of archived ones. A child with a log
@@ -184,6 +198,8 @@ def _is_container(path: Path) -> bool:
     children = [dir_entry_path(e) for e in entries if e.is_dir(follow_symlinks=False)]
     if any(_has_root_files(c) for c in children):
         return True
+    if any(_has_log_dir_below(c) for c in children):
+        return True  # broker-1/kafka-logs: "broker-1" also parses as a partition name
     if any(parse_partition_dir_name(n) for n in names):
         return False
     return bool(children) and not _looks_like_partition_dir(path)

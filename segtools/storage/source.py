@@ -141,9 +141,10 @@ class WindowSource:
     stride = PREAD_STRIDE
     chunk_per_window = True
 
-    def __init__(self, fd: int, size: int):
+    def __init__(self, fd: int, size: int, origin: int = 0):
         self.fd = fd
         self.size = size
+        self.origin = origin  # where the file starts in ``fd`` (an archive member: its offset)
         self.buffers = BufferPool(self.stride)
         self._last: tuple[np.ndarray, int, int] | None = None  # buffer, lo, avail
 
@@ -155,7 +156,7 @@ class WindowSource:
                 return buf[lo - last_lo:hi - last_lo], lo, hi
         n = max(0, hi - lo)
         buf = self.buffers.get(n)
-        got = _pread_into(self.fd, memoryview(buf)[:n], lo) if n else 0
+        got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
         if not keep:
             self._last = (buf, lo, lo + got)
         return buf[:got], lo, lo + got
@@ -164,7 +165,8 @@ class WindowSource:
         return None
 
     def zero_from(self, lo: int, hi: int) -> int | None:
-        return zero_from(self.fd, lo, min(hi, self.size))
+        found = zero_from(self.fd, self.origin + lo, self.origin + min(hi, self.size))
+        return None if found is None else found - self.origin
 
     def close(self) -> None:
         self.buffers.clear()

@@ -1,0 +1,306 @@
+"""Support bundles read in place: ``.tar``, ``.tar.gz``/``.tgz`` and ``.zip`` archives.
+
+A broker's data dir usually reaches an investigator as an archive made with ``tar`` in a pod
+or on a host that is gone. Extracting it first costs its full size somewhere with room, and
+writes into the user's directories; so members are read where they lie:
+
+* a ``.tar`` member is a byte range of the archive file (its header says where);
+* a ``.zip`` member stored without compression is a byte range too (after its local header);
+  a deflated one is inflated once, when first read, into bounded temporary space;
+* a ``.tar.gz`` has neither an index nor random access: the stream is inflated once into one
+  temporary ``.tar`` (bounded, said on stderr) and read in place from there.
+
+Nothing is extracted under a name the archive chose: a member that is a link, a device, or
+whose name is absolute or climbs out with ``..`` is refused (listed as a finding, never read),
+and a member that would inflate past the limit (a zip bomb) is not inflated. The temporary
+space is removed when the process ends.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import stat as stat_mod
+import struct
+import sys
+import tarfile
+import tempfile
+import threading
+import zipfile
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from segtools.errors import SegtoolsError
+from segtools.findings import finding
+from segtools.storage.location import Entry, Location, close_all
+
+#: Default bound on temporary space for inflated members (``tmp_limit`` storage option).
+TMP_LIMIT = 16 * 1024**3
+_COPY_CHUNK = 1 << 20
+_ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature ... name length, extra length
+_ZIP_LOCAL_MAGIC = b"PK\x03\x04"
+
+
+class ArchiveLimitError(SegtoolsError):
+    """Inflating a member (or a whole ``.tar.gz``) would pass the temporary-space limit."""
+
+
+@dataclass(slots=True)
+class _Member:
+    """Where a member's bytes are: ``offset`` in the archive (or in the inflated copy)."""
+
+    size: int
+    offset: int | None  # None: a compressed zip member, not inflated yet
+    info: zipfile.ZipInfo | None = None
+    inflated: Path | None = None  # the temporary file a compressed zip member inflated into
+
+
+def _safe_key(name: str) -> str | None:
+    """The member's key inside the location, or None for a name that is absolute or climbs
+    out of the archive (``..``): such a name could only be meant to write elsewhere."""
+    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+        return None
+    parts = [p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        return None
+    return "/" + "/".join(parts)
+
+
+class ArchiveLocation(Location):
+    """One archive file on local disk, listed from its own index when opened."""
+
+    kind = "archive"
+
+    def __init__(self, uri: str, options: Mapping[str, Any]):
+        self.archive = Path(os.path.abspath(uri))
+        super().__init__(str(self.archive), options)
+        self.tmp_limit = int(options.get("tmp_limit", TMP_LIMIT))
+        self.tmp_parent = options.get("tmp_dir")
+        self.members: dict[str, _Member] = {}
+        self._tmp: Path | None = None
+        self._tmp_used = 0
+        self._lock = threading.Lock()
+        self._zip: zipfile.ZipFile | None = None
+        self._fds: dict[Path, int] = {}
+        name = self.archive.name.lower()
+        try:
+            if name.endswith(".zip"):
+                self._list_zip()
+            elif name.endswith(".tar"):
+                self._list_tar(self.archive)
+            else:
+                self._list_tar(self._inflate_stream())
+        except OSError as e:
+            self.close()
+            raise SegtoolsError(f"cannot read the archive: {e.strerror or e}",
+                                path=str(self.archive)) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def display(self, key: str) -> str:
+        return str(self.archive) + ("" if key == "/" else key)
+
+    # -- temporary space -------------------------------------------------------------------
+
+    def _tmpdir(self) -> Path:
+        if self._tmp is None:
+            self._tmp = Path(tempfile.mkdtemp(prefix="segtools-archive-", dir=self.tmp_parent))
+            atexit.register(close_all)
+            print(f"segtools: note: {self.archive}: inflating into temporary space in "
+                  f"{self._tmp} (at most {self.tmp_limit} bytes; removed on exit)",
+                  file=sys.stderr)
+        return self._tmp
+
+    def _reserve(self, n: int, what: str) -> None:
+        if self._tmp_used + n > self.tmp_limit:
+            raise ArchiveLimitError(
+                f"inflating {what} would pass the limit of {self.tmp_limit} bytes of temporary "
+                "space (a zip bomb, or set --storage-option tmp_limit=BYTES)",
+                path=str(self.archive))
+        self._tmp_used += n
+
+    def _fd(self, path: Path) -> int:
+        fd = self._fds.get(path)
+        if fd is None:
+            from segtools.storage.files import open_regular
+            fd, _ = open_regular(str(path))
+            self._fds[path] = fd
+        return fd
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def _member(self, name: str, kind: str | None, size: int, mtime: float,
+                member: _Member | None) -> None:
+        """Record one member; refuse links, devices and escaping names."""
+        key = _safe_key(name)
+        shown = f"{self.archive}!{name}"
+        if key is None:
+            self.findings.append(finding("archive_member_refused", shown,
+                                         "its name is absolute or climbs out of the archive "
+                                         "with '..': not read"))
+            return
+        if kind is not None:
+            self.findings.append(finding("archive_member_refused", self.display(key),
+                                         f"a {kind} inside the archive: not followed or read"))
+            return
+        if key == "/":
+            return
+        mtime_ns = int(mtime * 1e9)
+        if member is None:
+            self._add(Entry(key, True, 0, mtime_ns))
+        else:
+            self.members[key] = member
+            self._add(Entry(key, False, size, mtime_ns))
+
+    def _damaged(self, why: str) -> None:
+        self.findings.append(finding("archive_damaged", str(self.archive), why))
+
+    def _list_tar(self, path: Path) -> None:
+        size = path.stat().st_size
+        with open(path, "rb") as f:
+            try:
+                tf = tarfile.open(fileobj=f, mode="r:")  # noqa: SIM115 - f is the one to close
+            except (tarfile.TarError, EOFError, OSError) as e:
+                self._damaged(f"not a readable tar archive: {e}")
+                return
+            while True:
+                try:
+                    ti = tf.next()
+                except (tarfile.TarError, EOFError, OSError) as e:
+                    self._damaged(f"the archive breaks off after {len(self.members)} "
+                                  f"member(s): {e}")
+                    break
+                if ti is None:
+                    break
+                kind = None if ti.isfile() or ti.isdir() else (
+                    "symbolic link" if ti.issym() else "hard link" if ti.islnk()
+                    else "device or FIFO")
+                if ti.isfile() and ti.offset_data + ti.size > size:
+                    self._damaged(f"{ti.name}: the archive ends inside this member "
+                                  f"({size - ti.offset_data} of {ti.size} bytes); the members "
+                                  "before it are read")
+                    break
+                self._member(ti.name, kind, ti.size, ti.mtime,
+                             _Member(ti.size, ti.offset_data) if ti.isfile() else None)
+            tf.members = []
+
+    def _inflate_stream(self) -> Path:
+        """A ``.tar.gz`` inflated once, as a stream, into one temporary ``.tar``."""
+        import gzip
+        out = self._tmpdir() / "archive.tar"
+        try:
+            with gzip.open(self.archive, "rb") as src, open(out, "wb") as dst:
+                while True:
+                    chunk = src.read(_COPY_CHUNK)
+                    if not chunk:
+                        break
+                    self._reserve(len(chunk), "the compressed archive")
+                    dst.write(chunk)
+        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            self._damaged(f"the compressed stream breaks off after {self._tmp_used} bytes: "
+                          f"{e}; the members before it are read")
+        return out
+
+    def _list_zip(self) -> None:
+        try:
+            self._zip = zipfile.ZipFile(self.archive)
+            infos = self._zip.infolist()
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:
+            self._damaged(f"not a readable zip archive: {e}")
+            return
+        total = self.archive.stat().st_size
+        for zi in infos:
+            mode = zi.external_attr >> 16
+            kind = None
+            if stat_mod.S_ISLNK(mode):
+                kind = "symbolic link"
+            elif mode and not (stat_mod.S_ISREG(mode) or stat_mod.S_ISDIR(mode)):
+                kind = "device or FIFO"
+            mtime = datetime(*zi.date_time).timestamp()
+            if zi.is_dir():
+                self._member(zi.filename, kind, 0, mtime, None)
+                continue
+            if zi.header_offset + zi.compress_size > total:
+                self._damaged(f"{zi.filename}: the archive ends inside this member")
+                continue
+            if zi.compress_type != zipfile.ZIP_STORED and zi.file_size > self.tmp_limit:
+                self.findings.append(finding(
+                    "archive_member_too_large", f"{self.archive}!{zi.filename}",
+                    f"declares {zi.file_size} bytes inflated: more than the limit of "
+                    f"{self.tmp_limit} bytes of temporary space; not read"))
+                continue
+            self._member(zi.filename, kind, zi.file_size, mtime,
+                         _Member(zi.file_size, None, zi))
+
+    def _zip_offset(self, m: _Member) -> int:
+        """A zip member's data: after its local header (whose lengths may differ from the
+        central directory's), stored in place or inflated once into temporary space."""
+        zi = m.info
+        assert zi is not None
+        if zi.compress_type == zipfile.ZIP_STORED:
+            raw = os.pread(self._fd(self.archive), _ZIP_LOCAL_HEADER.size, zi.header_offset)
+            if len(raw) < _ZIP_LOCAL_HEADER.size or raw[:4] != _ZIP_LOCAL_MAGIC:
+                raise SegtoolsError("the member's local header is damaged",
+                                    path=self.display(_safe_key(zi.filename) or "/"))
+            fields = _ZIP_LOCAL_HEADER.unpack(raw)
+            return zi.header_offset + _ZIP_LOCAL_HEADER.size + fields[-2] + fields[-1]
+        self._reserve(zi.file_size, zi.filename)
+        out = self._tmpdir() / f"member-{len(os.listdir(self._tmpdir()))}"
+        assert self._zip is not None
+        try:
+            with self._zip.open(zi) as src, open(out, "wb") as dst:
+                shutil.copyfileobj(src, dst, _COPY_CHUNK)
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
+            raise SegtoolsError(f"the member does not inflate: {e}",
+                                path=self.display(_safe_key(zi.filename) or "/")) from None
+        m.inflated = out
+        return 0
+
+    def _place(self, key: str) -> tuple[int, int, int]:
+        """``(fd, offset, size)`` of a member's bytes."""
+        m = self.members.get(key)
+        if m is None:
+            raise SegtoolsError("no such member", path=self.display(key))
+        with self._lock:
+            if m.offset is None:
+                m.offset = self._zip_offset(m)
+            if m.inflated is not None:
+                return self._fd(m.inflated), m.offset, m.size
+            backing = self._tmp / "archive.tar" if self._is_stream() else self.archive
+            return self._fd(backing), m.offset, m.size
+
+    def _is_stream(self) -> bool:
+        return not self.archive.name.lower().endswith((".tar", ".zip"))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read_range(self, key: str, lo: int, hi: int) -> bytes:
+        fd, offset, size = self._place(key)
+        hi = min(hi, size)
+        if lo >= hi:
+            return b""
+        from segtools.storage.files import pread_exact_or_short
+        return pread_exact_or_short(fd, hi - lo, offset + lo)
+
+    def source(self, key: str, entry: Entry):
+        """``pread`` windows over the member's range (the descriptor stays the location's)."""
+        from segtools.storage.source import WindowSource
+        fd, offset, size = self._place(key)
+        return WindowSource(fd, size, offset)
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+        if self._zip is not None:
+            self._zip.close()
+            self._zip = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
