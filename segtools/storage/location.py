@@ -316,6 +316,9 @@ def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) ->
     key = (uri, tuple(sorted((k, repr(v)) for k, v in options.items())))
     with _LOCK:
         found = _OPEN.get(key)
+        if found is None and storage_options is None:
+            # a name an earlier answer printed: the location that printed it, as it was opened
+            found = next((loc for (u, _), loc in reversed(_OPEN.items()) if u == uri), None)
         if found is None:
             if is_uri(uri):
                 from segtools.storage.objectstore import ObjectStoreLocation
