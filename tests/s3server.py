@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -44,10 +45,12 @@ class S3Server:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> S3Server:
-        env = {**os.environ, "MOTO_ENABLE_RECORDING": "true"}
+        self._dir = tempfile.TemporaryDirectory(prefix="segtools-moto-")
+        env = {**os.environ, "MOTO_ENABLE_RECORDING": "true",
+               "MOTO_RECORDER_FILEPATH": os.path.join(self._dir.name, "recording")}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=self._dir.name)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -69,6 +72,7 @@ class S3Server:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+            self._dir.cleanup()
 
     def __enter__(self) -> S3Server:
         return self.start()
