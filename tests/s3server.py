@@ -37,7 +37,10 @@ def _free_port() -> int:
 class S3Server:
     """One moto server process, started on a free port and stopped on exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        """``env``: extra settings for the server (``INITIAL_NO_AUTH_ACTION_COUNT=0``: every
+        request must carry credentials the server knows)."""
+        self.extra_env = dict(env or {})
         self.port = _free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen | None = None
@@ -47,7 +50,8 @@ class S3Server:
     def start(self) -> S3Server:
         self._dir = tempfile.TemporaryDirectory(prefix="segtools-moto-")
         env = {**os.environ, "MOTO_ENABLE_RECORDING": "true",
-               "MOTO_RECORDER_FILEPATH": os.path.join(self._dir.name, "recording")}
+               "MOTO_RECORDER_FILEPATH": os.path.join(self._dir.name, "recording"),
+               **self.extra_env}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=self._dir.name)

@@ -92,7 +92,11 @@ def scrub(message: str, options: Mapping[str, Any]) -> str:
 def _describe(error: BaseException, options: Mapping[str, Any]) -> str:
     text = str(error) or type(error).__name__
     lowered = text.lower()
-    for needle, plain in (("nosuchbucket", "no such bucket"),
+    for needle, plain in (("slowdown", "the store throttles requests (HTTP 503 SlowDown) and "
+                                        "the retries ran out"),
+                          ("http status 503", "the store throttles requests (HTTP 503) and "
+                                              "the retries ran out"),
+                          ("nosuchbucket", "no such bucket"),
                           ("bucket does not exist", "no such bucket"),
                           ("access_denied", "access denied (check the credentials)"),
                           ("accessdenied", "access denied (check the credentials)"),
@@ -307,10 +311,10 @@ class ObjectStoreLocation(Location):
             from segtools.decode.source import BufferSource
             return BufferSource(small)
         f = self.open_file(key)
-        if f.size() != entry.size:
+        if (size := f.size()) != entry.size:
             f.close()
             raise ObjectChangedError(
-                f"replaced since it was listed (size {entry.size} -> {f.size()}): not read, "
+                f"replaced since it was listed (size {entry.size} -> {size}): not read, "
                 "so no answer mixes two objects", path=self.display(key))
         return RangeSource(self, key, entry, f)
 
