@@ -186,7 +186,7 @@ def test_no_write_request_is_ever_made(s3_server, copies):
         for command in ARGUMENT_SETS:
             for argv in ARGUMENT_SETS[command](copies.local)[:1]:
                 location.close_all()
-                run = run_cli(copies.remote_argv(argv) + ["--hashes"])
+                run = run_cli([*copies.remote_argv(argv), "--hashes"])
                 assert run.code in (0, 1), (argv, run.stderr)
     finally:
         requests = s3_server.recorded()
