@@ -63,9 +63,9 @@ class _Member:
 def _safe_key(name: str) -> str | None:
     """The member's key inside the location, or None for a name that is absolute or climbs
     out of the archive (``..``): such a name could only be meant to write elsewhere."""
-    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+    if name.startswith("/"):
         return None
-    parts = [p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", ".")]
+    parts = [p for p in PurePosixPath(name).parts if p not in ("", ".")]
     if any(p == ".." for p in parts):
         return None
     return "/" + "/".join(parts)

@@ -10,6 +10,7 @@ times may differ (docs/locations.md).
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -72,3 +73,23 @@ def test_report_same_from_s3(copies, tmp_path):
         pages[name] = re.sub(r"(<dt>written</dt><dd>|\"generated_at\":)[^<,]*", "", page)
     assert "corrupt-crc" in pages["local"]
     assert pages["remote"] == pages["local"]
+
+
+def test_hashes_from_s3_are_the_local_ones(copies):
+    """--hashes: the chain of custody of an S3 read names the same files with the same sizes,
+    times and SHA-256 as the local read (and says where each was)."""
+    argv = ["verify", "-q", "--format", "jsonl", "--hashes", str(copies.local.sample)]
+    local, remote = copies.run_both(argv)
+
+    def chain(run, remote_run):
+        out = {}
+        for r in map(json.loads, run.stdout.decode().splitlines()):
+            if r["type"] == "custody":
+                out[copies.normalise(r.pop("path"), remote_run)] = r
+        return out
+
+    a, b = chain(local, False), chain(remote, True)
+    assert len(a) > 20 and a.keys() == b.keys()
+    for path in a:
+        assert {a[path].pop("location"), b[path].pop("location")} == {"local", "object"}
+        assert b[path] == a[path], path
