@@ -56,8 +56,7 @@ SMALL_FILES_TOTAL = 64 * 1024 * 1024
 _S3_ALIASES = {"endpoint_url": "endpoint_override", "key": "access_key",
                "aws_access_key_id": "access_key", "secret": "secret_key",
                "aws_secret_access_key": "secret_key", "token": "session_token",
-               "aws_session_token": "session_token", "region_name": "region",
-               "profile": "profile_name"}
+               "aws_session_token": "session_token", "region_name": "region"}
 #: segtools' own options (not passed to the file system).
 _OWN = ("concurrency", "block_size", "max_attempts")
 _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
@@ -121,7 +120,10 @@ def _s3_filesystem(netloc: str, query: str, options: dict[str, Any]):
         k, _, v = item.partition("=")
         kw[_S3_ALIASES.get(k, k)] = unquote(v)
     for k, v in options.items():
-        if k not in _OWN:
+        if k in ("profile", "profile_name"):
+            # the SDK's chain reads the profile named by AWS_PROFILE when it is built
+            os.environ["AWS_PROFILE"] = str(v)
+        elif k not in _OWN:
             kw[_S3_ALIASES.get(k, k)] = v
     endpoint = kw.get("endpoint_override") or os.environ.get("AWS_ENDPOINT_URL_S3") \
         or os.environ.get("AWS_ENDPOINT_URL")

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +196,40 @@ def test_no_write_request_is_ever_made(s3_server, copies):
     assert methods <= {"GET", "HEAD"}, methods
     assert not any("x-amz-copy-source" in {k.lower() for k in r["headers"]} for r in requests)
     assert not any(r["method"] == "GET" and "uploads" in r["url"] for r in requests)
+
+
+def test_credentials_from_a_profile(tmp_path):
+    """The standard chain: a named profile of a shared credentials file opens a store that
+    checks credentials; the same run without it is refused."""
+    import json as _json
+    with S3Server(env={"INITIAL_NO_AUTH_ACTION_COUNT": "3"}) as server:
+        import boto3
+        iam = boto3.client("iam", endpoint_url=server.endpoint, region_name="us-east-1",
+                           aws_access_key_id="x", aws_secret_access_key="x")
+        iam.create_user(UserName="forensics")
+        iam.put_user_policy(UserName="forensics", PolicyName="all", PolicyDocument=_json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}]}))
+        key = iam.create_access_key(UserName="forensics")["AccessKey"]
+        s3 = boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
+                          aws_access_key_id=key["AccessKeyId"],
+                          aws_secret_access_key=key["SecretAccessKey"])
+        s3.create_bucket(Bucket="kafka-copies")
+        src = Path(__file__).parents[2] / "fixtures" / "logdirs" / "replicas" / "broker1"
+        for f in sorted(src.rglob("*")):
+            if f.is_file():
+                s3.upload_file(str(f), "kafka-copies", f"b1/{f.relative_to(src).as_posix()}")
+        creds = tmp_path / "credentials"
+        creds.write_text(f"[forensics]\naws_access_key_id = {key['AccessKeyId']}\n"
+                         f"aws_secret_access_key = {key['SecretAccessKey']}\n")
+        env = {"AWS_SHARED_CREDENTIALS_FILE": str(creds),
+               "AWS_CONFIG_FILE": str(tmp_path / "config"), "AWS_ENDPOINT_URL": server.endpoint}
+        ok, _ = _cli(["scan", "s3://kafka-copies/b1", "--storage-option", "profile=forensics"],
+                     env)
+        assert ok.returncode == 0, ok.stderr
+        assert "orders.v2-eu-9" in ok.stdout and key["SecretAccessKey"] not in ok.stdout
+        by_env, _ = _cli(["scan", "s3://kafka-copies/b1"], {**env, "AWS_PROFILE": "forensics"})
+        assert by_env.returncode == 0, by_env.stderr
+        refused, _ = _cli(["scan", "s3://kafka-copies/b1"], env)
+        assert refused.returncode == 2 and refused.stderr.startswith(
+            "segtools: error: s3://kafka-copies/b1")
