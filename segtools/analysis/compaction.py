@@ -45,6 +45,13 @@ import numpy as np
 from segtools.analysis import config as cfg
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.partition_input import Loaded, PartitionInput, Skipped
+from segtools.analysis.producer_state import (
+    ControlMarker,
+    ProducerStateFold,
+    aborted_ranges_of,
+    by_producer,
+    in_ranges,
+)
 from segtools.analysis.retention import (
     PartitionRetention,
     explain_retention,
@@ -482,25 +489,48 @@ class _Transactions:
     open_first: dict[int, int]  # producer id -> first offset of its still-open transaction
 
 
+@dataclass(frozen=True, slots=True)
+class _RecordBatches:
+    """Records as the producer-state fold reads batches: each record a batch of one."""
+
+    base_offset: np.ndarray
+    last_offset: np.ndarray
+    producer_id: np.ndarray
+    producer_epoch: np.ndarray
+    magic: np.ndarray
+    is_control: np.ndarray
+    is_transactional: np.ndarray
+    last_sequence: np.ndarray
+    record_count: np.ndarray
+    max_timestamp: np.ndarray
+
+
 def _replay_transactions(cols: CompactionColumns) -> _Transactions:
     """Which transactional data was aborted (an ABORT marker of its producer follows it),
-    and which transactions are still open at the end of the log (they bound the LSO)."""
-    aborted = np.zeros(len(cols), np.bool_)
-    pending: dict[int, list[int]] = {}
-    relevant = np.flatnonzero((cols.flags & (FLAG_TRANSACTIONAL | FLAG_CONTROL)) != 0)
-    for i in relevant:
-        flags = int(cols.flags[i])
-        pid = int(cols.producer_id[i])
-        if flags & FLAG_EMPTY_BATCH:
-            continue
-        if flags & FLAG_CONTROL:
-            rows = pending.pop(pid, [])
-            if flags & FLAG_ABORT:
-                aborted[rows] = True
-        elif flags & FLAG_TRANSACTIONAL:
-            pending.setdefault(pid, []).append(int(i))
-    open_first = {pid: int(cols.offset[rows[0]]) for pid, rows in pending.items() if rows}
-    return _Transactions(aborted, open_first)
+    and which transactions are still open at the end of the log (they bound the LSO): the
+    producer-state fold over the transactional records and markers."""
+    flags = cols.flags
+    rows = np.flatnonzero(((flags & (FLAG_TRANSACTIONAL | FLAG_CONTROL)) != 0)
+                          & ((flags & FLAG_EMPTY_BATCH) == 0))
+    n = len(rows)
+    offset = cols.offset[rows].astype(np.int64)
+    ctl = (flags[rows] & FLAG_CONTROL) != 0
+    fold = ProducerStateFold()
+    if n:
+        fold.add(_RecordBatches(
+            offset, offset, cols.producer_id[rows].astype(np.int64), np.zeros(n, np.int16),
+            np.full(n, 2, np.int8), ctl, (flags[rows] & FLAG_TRANSACTIONAL) != 0,
+            np.full(n, -1, np.int32), np.ones(n, np.int32), cols.timestamp[rows]),
+            lambda i: _marker(int(flags[rows[i]]), int(offset[i])))
+    data = rows[~ctl]
+    aborted = in_ranges(by_producer(aborted_ranges_of(fold.closed)), cols.producer_id,
+                        cols.offset, data)
+    return _Transactions(aborted, {pid: t.first_offset for pid, t in fold.ongoing.items()})
+
+
+def _marker(flags: int, offset: int) -> list[ControlMarker]:
+    kind = "COMMIT" if flags & FLAG_COMMIT else "ABORT" if flags & FLAG_ABORT else None
+    return [] if kind is None else [ControlMarker(kind, offset, -1, None)]
 
 
 @dataclass(slots=True)

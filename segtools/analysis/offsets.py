@@ -44,11 +44,24 @@ import numpy as np
 from segtools.analysis import _offsets
 from segtools.analysis.partition_log import iter_chunks
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.decode import _programs as K
 from segtools.decode import chunks
-from segtools.decode.programs import SCALAR, SPAN, Block, Decoder, consumer_offsets_family
+from segtools.decode.programs import (
+    F_INTERN,
+    SCALAR,
+    SPAN,
+    ST_ERROR,
+    ST_OK,
+    ST_SKIP,
+    Block,
+    Decoder,
+    blob,
+    consumer_offsets_family,
+    spans,
+    versioned,
+    versioned_fields,
+)
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity, finding
+from segtools.findings import Finding, finding
 from segtools.formats.internal.consumer_offsets import (
     CONSUMER_GROUP_TYPES,
     CONSUMER_PROTOCOL_ASSIGNMENT,
@@ -342,7 +355,7 @@ def _slots() -> _Slots:
     for t, (name, prog) in fam.key_programs.items():
         group = "group" if "group" in prog.slots else "groupId"
         if fam.slot(name, group, SPAN, value=False) != 0 or \
-                not prog.slots[group].flags & K.F_INTERN:
+                not prog.slots[group].flags & F_INTERN:
             raise AssertionError(f"record type {t}: the key must start with its group id")
     member_keyed = frozenset(t for t, (_, p) in fam.key_programs.items() if "memberId" in p.slots)
     members = {fam.slot(fam.key_programs[t][0], "memberId", SPAN, value=False)
@@ -613,8 +626,8 @@ class _Replayer:
                 self._release(k)
                 if self._keys[k][3]:
                     self.commits.append(self._commit(k, c, PENDING))
-            self.findings.append(Finding(
-                "transactional_offset_commit_pending", Severity.INFO, path,
+            self.findings.append(finding(
+                "transactional_offset_commit_pending", path,
                 f"producer {pid} has {len(commits)} transactional offset commit(s) with no "
                 f"COMMIT/ABORT marker by the end of the replay (not applied)",
                 offset=commits[0][1][_LO]))
@@ -629,7 +642,7 @@ class _Replayer:
         self._sync()
         table, cols = chunk.table, chunk.columns
         batch = cols.batch[lo:lo + n]
-        ok = b.status == K.ST_OK
+        ok = b.status == ST_OK
         vals = b.vals
         gcode = np.where(ok, vals[:, 0], 0)
         wanted = ok & self._wanted_np[gcode] if len(self._wanted_np) else np.zeros(n, bool)
@@ -655,21 +668,21 @@ class _Replayer:
             return
         rows = rows[:count]
         status, rtype, ev = b.status[rows], b.rtype[rows], events[:count]
-        keep = (status == K.ST_OK) & (rtype > OFFSET_COMMIT_TYPES[-1])
+        keep = (status == ST_OK) & (rtype > OFFSET_COMMIT_TYPES[-1])
         markers = chunks.control_types(cols, lo + rows)
         act = np.full(count, _SPECIAL, np.int8)
         act[keep & (rtype > GROUP_METADATA_TYPE)] = _MODERN
         act[kinds[rows] == 1] = _PLAIN
-        control = status == K.ST_SKIP
+        control = status == ST_SKIP
         act[control] = np.where((markers[control] == 0) | (markers[control] == 1), _MARKER,
                                 _NONE)
-        act[status == K.ST_ERROR] = _ERROR
+        act[status == ST_ERROR] = _ERROR
         act[ev == _offsets.REGRESSED] = _REGRESSED
         act[ev == _offsets.DELETED] = _DELETED
         # what the Python rows read, as lists: values and member ids of the records kept as
         # bytes (group metadata, KIP-848 parts), the epochs KIP-848 records set
-        raws = K.spans(b.data, b.value_pos[rows], np.where(keep, b.value_len[rows], -1), False)
-        members = K.spans(b.data, vals[rows, s.member],
+        raws = spans(b.data, b.value_pos[rows], np.where(keep, b.value_len[rows], -1), False)
+        members = spans(b.data, vals[rows, s.member],
                           np.where(np.isin(rtype, s.member_list) & keep,
                                    vals[rows, s.member + 1], -1), True)
         scalars = vals[rows, s.scalar_slot[np.clip(rtype, 0, len(s.scalar_slot) - 1)]].tolist()
@@ -719,13 +732,13 @@ class _Replayer:
         assignment at its own): row -> member indices, for :func:`describe_protocol` to say
         what is wrong. One compiled call for the block."""
         s = self.slots
-        meta = rows[(b.status[rows] == K.ST_OK) & (rtype == GROUP_METADATA_TYPE)
+        meta = rows[(b.status[rows] == ST_OK) & (rtype == GROUP_METADATA_TYPE)
                     & (b.vver[rows] >= 0)]
         meta = meta[b.vals[meta, s.members + 1] > 0]
         if not len(meta):
             return {}
         elements = np.array([self._elements[v] for v in b.vver[meta].tolist()], np.int32)
-        bad = K.versioned_fields(self.decoder.family.ops, elements, self._element_defaults,
+        bad = versioned_fields(self.decoder.family.ops, elements, self._element_defaults,
                                  b.data, np.ascontiguousarray(b.vals[meta, s.members]),
                                  np.ascontiguousarray(b.vals[meta, s.members + 1]),
                                  s.subscription, self._subscriptions, True, s.assignment,
@@ -769,8 +782,8 @@ class _Replayer:
                 data = b.data
                 members = b.elements(b.value_program(i)[1], "members", row)
                 suspects = [(b.text(m, s.member_id),
-                             K.blob(data, m[s.subscription], m[s.subscription + 1]),
-                             K.blob(data, m[s.assignment], m[s.assignment + 1]))
+                             blob(data, m[s.subscription], m[s.subscription + 1]),
+                             blob(data, m[s.assignment], m[s.assignment + 1]))
                             for m in (members[j] for j in bad)]
             fields = (ptype, row[s.generation], b.text(row, s.protocol), b.text(row, s.leader),
                       row[s.state_timestamp])
@@ -784,19 +797,19 @@ class _Replayer:
         try:
             rec = decode_record(key, value)
         except UnknownRecordTypeError as e:
-            self.findings.append(Finding(
-                "consumer_offsets_unknown_record_type", Severity.WARNING, path,
+            self.findings.append(finding(
+                "consumer_offsets_unknown_record_type", path,
                 f"record type {e.record_type} is not one this reader knows (a newer "
                 f"broker's record, e.g. streams groups); skipped, not guessed at",
                 offset=where.offset))
             return
         except UnsupportedVersionError as e:
-            self.findings.append(Finding("consumer_offsets_unknown_version", Severity.WARNING,
-                                         path, str(e), offset=where.offset))
+            self.findings.append(finding("consumer_offsets_unknown_version", path, str(e),
+                                         offset=where.offset))
             return
         except SegtoolsError as e:
-            self.findings.append(Finding("consumer_offsets_record_undecodable", Severity.ERROR,
-                                         path, str(e), offset=where.offset))
+            self.findings.append(finding("consumer_offsets_record_undecodable", path, str(e),
+                                         offset=where.offset))
             return
         code = self.decoder.code(rec.group_id)
         self._sync()
@@ -916,8 +929,8 @@ class _Replayer:
         for member_id, subscription, assignment in suspects:
             expanded, problems = describe_protocol(g.protocol_type, subscription, assignment)
             for p in problems:
-                self.findings.append(Finding(
-                    "consumer_protocol_undecodable", Severity.WARNING, path,
+                self.findings.append(finding(
+                    "consumer_protocol_undecodable", path,
                     f"group {g.group} member {member_id}: {p}", offset=where.offset))
             quirk = expanded.get("subscription", {}).get("read_as_version")
             if quirk is not None:
@@ -931,11 +944,11 @@ class _Replayer:
     def _protocol_ok(self, subscription: bytes, assignment: bytes) -> bool:
         """The compiled check that a member's consumer-protocol bytes read cleanly: the
         subscription exactly at its own version's layout, the assignment at its own (what
-        ``_programs.versioned_fields`` checks for a record's members at once). Anything else
+        ``versioned_fields`` checks for a record's members at once). Anything else
         is left to :func:`describe_protocol`, which says what."""
         ops = self.decoder.family.ops
-        return (K.versioned(ops, self._subscriptions, subscription, 0, len(subscription), True)
-                and K.versioned(ops, self._assignments, assignment, 0, len(assignment), False))
+        return (versioned(ops, self._subscriptions, subscription, 0, len(subscription), True)
+                and versioned(ops, self._assignments, assignment, 0, len(assignment), False))
 
     def _modern(self, g: GroupState, record_type: int, lp: int, offset: int, timestamp: int,
                 present: bool, scalar: int | None, raw: bytes | None, version: int | None,

@@ -19,14 +19,16 @@ import argparse
 import sys
 from collections import defaultdict
 
-from segtools.analysis.transactions import (
+from segtools.analysis.transaction_state import (
     CHANGES_PER_ID,
-    DEFAULT_MAX_TIMEOUT_MS,
     TRANSACTION_STATE_TOPIC,
-    HangingTransaction,
     TransactionalId,
-    TransactionScan,
     TransactionStateChange,
+)
+from segtools.analysis.transactions import (
+    DEFAULT_MAX_TIMEOUT_MS,
+    HangingTransaction,
+    TransactionScan,
     partition_label,
     transactions_report,
 )

@@ -98,15 +98,6 @@ def test_an_epoch_bump_says_what_became_of_the_open_transaction(results):
     assert [e.open_transaction for e in quiet] == [None]  # idempotent, not transactional
 
 
-def test_the_latest_snapshot_against_the_log(results):
-    """7002's segment was deleted by retention but the broker still tracks it; 7003 expired
-    from the producer state while its batches remain."""
-    found = {f.code: f for f in results[("transfers", 0)].findings}
-    assert "producer 7002 " in found["producer_only_in_snapshot"].message
-    assert "[7003]" in found["snapshot_producer_missing"].message
-    assert {f.severity for f in found.values()} == {segtools.Severity.INFO}
-
-
 def test_folding_in_any_chunks_gives_the_same_events():
     """The fold carries per-producer state across chunks: cutting the batch table anywhere
     gives the same sequence events, epoch-bump context included."""

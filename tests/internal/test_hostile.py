@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from segtools.analysis.cluster_metadata import timeline
 from segtools.analysis.offsets import replay_offsets
 from segtools.analysis.partition_log import as_partition
-from segtools.analysis.transactions import analyse_partition, replay_transaction_state
+from segtools.analysis.transaction_state import replay_transaction_state
+from segtools.analysis.transactions import analyse_partition
 
 from .helpers import FORENSICS
 

@@ -282,7 +282,7 @@ def _log_bytes(topic: str) -> int:
 def test_every_replay_reports_progress_and_reads_the_log_once():
     """Each replay tells ``advance`` about every byte of batches it reads, once."""
     from segtools.analysis.cluster_metadata import timeline
-    from segtools.analysis.transactions import replay_transaction_state
+    from segtools.analysis.transaction_state import replay_transaction_state
 
     offsets = partitions_of([FORENSICS], "__consumer_offsets")
     state = partitions_of([FORENSICS], "__transaction_state")
@@ -315,7 +315,7 @@ def test_records_the_programs_refuse_are_read_by_the_reference(monkeypatch):
     """Should the compiled decoder refuse records the reference reads, the reference's reading
     stands: with every record refused, each replay gives the same answer."""
     from segtools.analysis.cluster_metadata import timeline
-    from segtools.analysis.transactions import replay_transaction_state
+    from segtools.analysis.transaction_state import replay_transaction_state
 
     def answers():
         offsets = replay.replay_offsets(partitions_of([FORENSICS], "__consumer_offsets"),

@@ -8,6 +8,7 @@ import shutil
 import struct
 
 from segtools.analysis.partition_log import as_partition, iter_tables, partitions_of
+from segtools.analysis.transaction_state import open_transactional_ids, replay_transaction_state
 from segtools.analysis.transactions import (
     AbortedRange,
     ReadCommitted,
@@ -17,9 +18,7 @@ from segtools.analysis.transactions import (
     check_txnindex,
     hanging_transactions,
     is_aborted,
-    open_transactional_ids,
     read_committed,
-    replay_transaction_state,
     scan_transactions,
 )
 from segtools.formats.snapshot import build_producer_snapshot, parse_producer_snapshot
