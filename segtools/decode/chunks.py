@@ -23,7 +23,7 @@ from segtools.decode.source import Source
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import truncated_while_reading
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
 from segtools.model import Batch, Control, Record
 
@@ -170,7 +170,7 @@ def _corrupt_records(path: str, table: BatchTable, err_code: np.ndarray, err_pos
     for j in np.flatnonzero(err_code):
         j = int(j)
         position = int(err_pos[j]) + base if base is not None else int(table.position[j])
-        out[j] = Finding("corrupt_records", Severity.ERROR, path,
+        out[j] = finding("corrupt_records", path,
                          ERROR_MESSAGES[int(err_code[j])], position=position,
                          offset=int(table.base_offset[j]))
     return out
@@ -256,7 +256,7 @@ def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
             parts.append(messages)
             owners.append(np.full(len(messages), j, np.int32))
         except SegtoolsError as e:
-            errors[j] = Finding("corrupt_message", Severity.ERROR, path, e.message,
+            errors[j] = finding("corrupt_message", path, e.message,
                                 position=at, offset=int(table.last_offset[j]))
         j += 1
     table = table.take(slice(0, held)) if held < n else table
@@ -292,7 +292,7 @@ def _over_cap(run: BatchTable, path: str, limit: int) -> Chunk:
     """Batches too big to decode within the cap: a finding each, no records (the same cap as
     a compressed payload's, ``--max-decompressed-bytes``; Kafka's own limit is the topic's
     ``max.message.bytes``, 1 MiB by default)."""
-    errors = {j: Finding("batch_exceeds_cap", Severity.ERROR, path,
+    errors = {j: finding("batch_exceeds_cap", path,
                          f"batch holds {int(run.size[j]) - v2.RECORD_BATCH_OVERHEAD} bytes of "
                          f"records, more than the {limit}-byte cap on one batch; not decoded",
                          position=int(run.position[j]), offset=int(run.base_offset[j]))
@@ -394,7 +394,7 @@ def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iter
                 buf = aligned(limit + 1)  # (memory is only committed where it is written)
                 n = decompress_into(codec, payload, memoryview(buf), limit=limit)
         except SegtoolsError as e:
-            errors[j] = Finding("corrupt_compressed_payload", Severity.ERROR, path, e.message,
+            errors[j] = finding("corrupt_compressed_payload", path, e.message,
                                 position=position, offset=int(run.base_offset[j]))
             continue
         rows.append(j)

@@ -12,7 +12,7 @@ import stat
 from typing import BinaryIO
 
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
 
 #: Read-only, and never blocking: a FIFO or a terminal under a Kafka file name must not hang the
@@ -89,18 +89,18 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
         with open_regular_file(path) as f:
             data = f.read(cap + 1)
     except SegtoolsError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
+        return None, [finding("file_unreadable", spath,
                               f"cannot read: {e.message}")]
     except OSError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
+        return None, [finding("file_unreadable", spath,
                               f"cannot read: {e.strerror or e}")]
     if len(data) > cap:
-        return None, [Finding("file_too_large", Severity.ERROR, spath,
+        return None, [finding("file_too_large", spath,
                               f"larger than the {cap}-byte cap for text files; not parsed")]
     try:
         return data.decode("utf-8"), []
     except UnicodeDecodeError as e:
-        return None, [Finding("file_not_utf8", Severity.ERROR, spath,
+        return None, [finding("file_not_utf8", spath,
                               f"not UTF-8 text: {e.reason}", position=e.start)]
 
 
@@ -138,8 +138,8 @@ def read_producer_snapshot(path: str | os.PathLike[str]
             if size == 0:
                 return parse_producer_snapshot(b"", spath)
             if size > SNAPSHOT_CAP:
-                return None, [Finding(
-                    "file_too_large", Severity.ERROR, spath,
+                return None, [finding(
+                    "file_too_large", spath,
                     f"{size} bytes: more than the {SNAPSHOT_CAP}-byte cap for producer "
                     "snapshots (46 bytes per producer); not read")]
             with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
@@ -149,8 +149,8 @@ def read_producer_snapshot(path: str | os.PathLike[str]
                 finally:
                     view.release()
     except SegtoolsError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
+        return None, [finding("file_unreadable", spath,
                               f"cannot read: {e.message}")]
     except OSError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
+        return None, [finding("file_unreadable", spath,
                               f"cannot read: {e.strerror or e}")]

@@ -32,7 +32,8 @@ from typing import BinaryIO, ClassVar, NamedTuple, Self
 import numpy as np
 
 from segtools.errors import SegtoolsError
-from segtools.findings import REGISTRY, Finding, Severity
+from segtools.findings import REGISTRY, Finding, Severity, finding
+from segtools.formats.batch import NO_TIMESTAMP
 from segtools.formats.indexes import (
     ABORTED_TXN_CURRENT_VERSION,
     ABORTED_TXN_ENTRY_SIZE,
@@ -50,8 +51,6 @@ from segtools.storage.files import (
     open_regular_file,
     pread_exact_or_short,
 )
-
-NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 
 # Entries per pread chunk while counting: bounded memory (<= 768 KiB) whatever the index size.
 _SCAN_CHUNK_ENTRIES = 65536
@@ -108,7 +107,7 @@ class _MappedIndex:
     """``AbstractIndex``: fixed-size entries, mmapped, searched by key or by value."""
 
     ENTRY_SIZE: ClassVar[int]
-    CODE: ClassVar[str]  # finding-code prefix
+    KIND: ClassVar[str]  # "index" or "timeindex"
     _DTYPE: ClassVar[np.dtype]
     _STRUCT: ClassVar[object]
 
@@ -268,7 +267,7 @@ class _MappedIndex:
         rel0 = relative_offset_of_entry0()
         if rel0 < 0:
             yield self._finding(
-                "offset_below_base", Severity.ERROR,
+                self.code("index_offset_below_base", "timeindex_offset_below_base"),
                 f"entry 0 offset {self.base_offset + rel0} is below the base offset",
                 position=0, offset=self.base_offset + rel0)
 
@@ -421,16 +420,19 @@ class _MappedIndex:
         """False when any error finding exists: scan the ``.log`` instead of seeking with it."""
         return not any(f.severity is Severity.ERROR for f in self.sanity_check())
 
-    def _finding(self, code: str, severity: Severity, message: str, *,
-                 position: int | None = None, offset: int | None = None) -> Finding:
-        return Finding(f"{self.CODE}_{code}", severity, str(self.path), message,
-                       position=position, offset=offset)
+    def code(self, index_code: str, timeindex_code: str) -> str:
+        """Of a rule both index kinds keep, the code of this kind's finding."""
+        return index_code if self.KIND == "index" else timeindex_code
+
+    def _finding(self, code: str, message: str, *, position: int | None = None,
+                 offset: int | None = None) -> Finding:
+        return finding(code, str(self.path), message, position=position, offset=offset)
 
     def _length_check(self) -> Iterator[Finding]:
         rest = self.file_size % self.ENTRY_SIZE
         if rest:
             yield self._finding(
-                "length_not_multiple", Severity.ERROR,
+                self.code("index_length_not_multiple", "timeindex_length_not_multiple"),
                 f"file length {self.file_size} is not a multiple of the {self.ENTRY_SIZE}-byte "
                 f"entry size ({rest} trailing bytes); Kafka's sanityCheck rejects it",
                 position=self.file_size - rest)
@@ -444,7 +446,7 @@ class _MappedIndex:
             valid = self.valid_entries
             zeros = garbage // self.ENTRY_SIZE - valid
             yield self._finding(
-                "zero_entries_inside", Severity.INFO,
+                self.code("index_zero_entries_inside", "timeindex_zero_entries_inside"),
                 f"{zeros} all-zero entries after entry {valid - 1}, then {resumed} more valid "
                 f"entries that continue the sequence. Kafka counts all {self.kafka_entries} "
                 "entries (file length / entry size), its sanity check passes, and a lookup "
@@ -452,7 +454,7 @@ class _MappedIndex:
                 "correct answers, slower lookups", position=valid * self.ENTRY_SIZE)
             return
         yield self._finding(
-            "garbage_after_entries", Severity.ERROR,
+            self.code("index_garbage_after_entries", "timeindex_garbage_after_entries"),
             f"non-zero bytes after the {self.valid_entries} valid entries (not padding)",
             position=garbage)
 
@@ -485,7 +487,7 @@ class OffsetIndex(_MappedIndex):
     """``.index``: relative offset -> ``.log`` position, one entry per ~4 KiB of appends."""
 
     ENTRY_SIZE = OFFSET_INDEX_ENTRY_SIZE
-    CODE = "index"
+    KIND = "index"
     _DTYPE = OFFSET_INDEX_DTYPE
     _STRUCT = OFFSET_INDEX_STRUCT
 
@@ -560,7 +562,7 @@ class OffsetIndex(_MappedIndex):
             rel, _ = self._slot_raw(n - 1)
             if rel < 0:
                 yield self._finding(
-                    "last_offset_below_base", Severity.ERROR,
+                    "index_last_offset_below_base",
                     f"last entry offset {self.base_offset + rel} is below the base offset "
                     f"{self.base_offset}; Kafka's sanityCheck rejects it",
                     position=(n - 1) * self.ENTRY_SIZE, offset=self.base_offset + rel)
@@ -574,7 +576,7 @@ class OffsetIndex(_MappedIndex):
             rel, pos = self._unpack(brk)
             prev_pos = self._unpack(brk - 1)[1]
             yield self._finding(
-                "position_not_increasing", Severity.ERROR,
+                "index_position_not_increasing",
                 f"entry {brk} position {pos} is not after the previous entry's position "
                 f"{prev_pos}", position=brk * size, offset=self.base_offset + rel)
         stop = self._stop_slot()
@@ -584,17 +586,17 @@ class OffsetIndex(_MappedIndex):
             where = {"position": valid * size, "offset": self.base_offset + rel}
             prev_rel = self._unpack(valid - 1)[0] if valid else None
             if pos < 0:
-                yield self._finding("position_negative", Severity.ERROR,
+                yield self._finding("index_position_negative",
                                     f"entry {valid} has negative position {pos}", **where)
             elif prev_rel is not None and rel <= prev_rel:
                 yield self._finding(
-                    "offset_not_increasing", Severity.ERROR,
+                    "index_offset_not_increasing",
                     f"entry {valid} offset {self.base_offset + rel} is not above the previous "
                     f"entry's offset {self.base_offset + prev_rel}; OffsetIndex.append would "
                     f"have refused it", **where)
             elif self.log_size is not None and pos >= self.log_size:
                 yield self._finding(
-                    "position_past_log_end", Severity.ERROR,
+                    "index_position_past_log_end",
                     f"entry {valid} points at position {pos}, past the end of the "
                     f"{self.log_size}-byte .log", **where)
         yield from self._garbage_check(stop_is_zero)
@@ -604,7 +606,7 @@ class TimeIndex(_MappedIndex):
     """``.timeindex``: timestamp -> relative offset; timestamps strictly increase."""
 
     ENTRY_SIZE = TIME_INDEX_ENTRY_SIZE
-    CODE = "timeindex"
+    KIND = "timeindex"
     _DTYPE = TIME_INDEX_DTYPE
     _STRUCT = TIME_INDEX_STRUCT
 
@@ -660,19 +662,19 @@ class TimeIndex(_MappedIndex):
         if last_ts < first_ts:
             if self.valid_entries < n and self.first_garbage_position is None:
                 yield self._finding(
-                    "padded_active", Severity.INFO,
+                    "timeindex_padded_active",
                     f"Kafka's TimeIndex.sanityCheck would fail (last slot timestamp {last_ts} < "
                     f"first timestamp {first_ts}) only because of the zero-filled preallocated "
                     f"tail after {self.valid_entries} entries: normal for an active segment",
                     position=self.valid_entries * self.ENTRY_SIZE)
             else:
                 yield self._finding(
-                    "last_timestamp_below_first", Severity.ERROR,
+                    "timeindex_last_timestamp_below_first",
                     f"last timestamp {last_ts} is below the first timestamp {first_ts}; "
                     f"Kafka's sanityCheck rejects it", position=last_pos)
         if last_rel < 0:
             yield self._finding(
-                "last_offset_below_base", Severity.ERROR,
+                "timeindex_last_offset_below_base",
                 f"last entry offset {self.base_offset + last_rel} is below the base offset "
                 f"{self.base_offset}; Kafka's sanityCheck rejects it",
                 position=last_pos, offset=self.base_offset + last_rel)
@@ -687,7 +689,7 @@ class TimeIndex(_MappedIndex):
             _, rel = self._unpack(brk)
             prev_rel = self._unpack(brk - 1)[1]
             yield self._finding(
-                "offset_decreasing", Severity.ERROR,
+                "timeindex_offset_decreasing",
                 f"entry {brk} offset {self.base_offset + rel} is below the previous entry's "
                 f"offset {self.base_offset + prev_rel}; TimeIndex.maybeAppend would have "
                 f"refused it", position=brk * size, offset=self.base_offset + rel)
@@ -697,7 +699,7 @@ class TimeIndex(_MappedIndex):
             ts, rel = stop
             prev_ts = self._unpack(valid - 1)[0]
             yield self._finding(
-                "timestamp_not_increasing", Severity.ERROR,
+                "timeindex_timestamp_not_increasing",
                 f"entry {valid} timestamp {ts} is not above the previous entry's {prev_ts}; "
                 f"TimeIndex.maybeAppend never writes that", position=valid * size,
                 offset=self.base_offset + rel)
@@ -823,39 +825,38 @@ class TransactionIndex:
     def trusted(self) -> bool:
         return not any(f.severity is Severity.ERROR for f in self.sanity_check())
 
-    def _finding(self, code: str, severity: Severity, message: str, *,
-                 position: int | None = None, offset: int | None = None) -> Finding:
-        return Finding(f"txnindex_{code}", severity, str(self.path), message,
-                       position=position, offset=offset)
+    def _finding(self, code: str, message: str, *, position: int | None = None,
+                 offset: int | None = None) -> Finding:
+        return finding(code, str(self.path), message, position=position, offset=offset)
 
     def _checks(self) -> Iterator[Finding]:
         if self.file_size > self.CAP:
             yield self._finding(
-                "too_large", Severity.ERROR,
+                "txnindex_too_large",
                 f"{self.file_size} bytes: far more than a segment's aborted transactions "
                 f"need; only the first {self.CAP} bytes are read", position=self.CAP)
         prev_last: int | None = None
         for txn in self.entries():
             if txn.version != ABORTED_TXN_CURRENT_VERSION:
                 yield self._finding(
-                    "unsupported_version", Severity.ERROR,
+                    "txnindex_unsupported_version",
                     f"aborted-transaction entry version {txn.version} (only "
                     f"{ABORTED_TXN_CURRENT_VERSION} is known; Kafka's reader throws on a first "
                     f"byte above it)", position=txn.position)
             if txn.last_offset < self.base_offset:
                 yield self._finding(
-                    "last_offset_below_base", Severity.ERROR,
+                    "txnindex_last_offset_below_base",
                     f"last offset {txn.last_offset} is below the segment base offset "
                     f"{self.base_offset}; Kafka's sanityCheck rejects it",
                     position=txn.position, offset=txn.last_offset)
             if txn.first_offset > txn.last_offset:
                 yield self._finding(
-                    "first_offset_after_last", Severity.ERROR,
+                    "txnindex_first_offset_after_last",
                     f"first offset {txn.first_offset} is after the last offset "
                     f"{txn.last_offset}", position=txn.position, offset=txn.first_offset)
             if prev_last is not None and txn.last_offset <= prev_last:
                 yield self._finding(
-                    "last_offset_not_increasing", Severity.ERROR,
+                    "txnindex_last_offset_not_increasing",
                     f"last offset {txn.last_offset} is not above the previous entry's "
                     f"{prev_last}; TransactionIndex.append would have refused it",
                     position=txn.position, offset=txn.last_offset)
@@ -863,6 +864,6 @@ class TransactionIndex:
         rest = self.file_size % self.ENTRY_SIZE
         if rest:
             yield self._finding(
-                "partial_entry", Severity.WARNING,
+                "txnindex_partial_entry",
                 f"{rest} trailing bytes do not make a whole {self.ENTRY_SIZE}-byte entry; "
                 f"Kafka ignores them", position=self.file_size - rest)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import (
     CleanShutdown,
     MetaProperties,
@@ -122,7 +122,7 @@ def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Fi
     loose: list[Finding] = []
     for path in _expand_containers((Path(os.path.abspath(p)) for p in paths), loose):
         if not path.exists():
-            loose.append(Finding("path_not_found", Severity.ERROR, str(path),
+            loose.append(finding("path_not_found", str(path),
                                  "no such file or directory"))
         elif path.is_dir():
             if _looks_like_partition_dir(path):
@@ -133,7 +133,7 @@ def walk(paths: Iterable[str | os.PathLike[str]]) -> tuple[list[LogDir], list[Fi
         else:
             pf = classify_partition_file(path.name)
             if pf.base_offset is None:
-                loose.append(Finding("not_a_segment_file", Severity.ERROR, str(path),
+                loose.append(finding("not_a_segment_file", str(path),
                                      "not a segment file (<20-digit offset>.<suffix>)"))
                 continue
             slot = pending.setdefault(path.parent.parent, _Pending())
@@ -187,13 +187,13 @@ def _expand_containers(paths: Iterable[Path], loose: list[Finding],
             continue
         inode = _inode(path)
         if inode in seen:
-            loose.append(Finding("directory_seen_twice", Severity.WARNING, str(path),
+            loose.append(finding("directory_seen_twice", str(path),
                                  "same directory reached again (symlink alias or loop); "
                                  "skipped"))
             continue
         seen.add(inode)
         if depth >= MAX_CONTAINER_DEPTH:
-            loose.append(Finding("unknown_directory", Severity.WARNING, str(path),
+            loose.append(finding("unknown_directory", str(path),
                                  "holds no log dir within the depth segtools searches"))
             continue
         children = sorted(p for p in path.iterdir() if p.is_dir())
@@ -222,7 +222,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         entries = []
         listed = False
         if scope.whole:
-            findings.append(Finding("log_dir_unreadable", Severity.ERROR, str(root),
+            findings.append(finding("log_dir_unreadable", str(root),
                                     f"cannot list: {e.strerror or e}"))
     root_inode = _inode(root)
     if root_inode:
@@ -237,11 +237,11 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         if is_dir:
             if scope.whole:
                 if entry.name == REMOTE_LOG_INDEX_CACHE:
-                    findings.append(Finding("skipped_directory", Severity.INFO, str(fpath),
+                    findings.append(finding("skipped_directory", str(fpath),
                                             "tiered-storage index cache (LogManager skips it)"))
                 elif parse_partition_dir_name(entry.name) is None:
                     other.append(fpath)
-                    findings.append(Finding("unknown_directory", Severity.WARNING, str(fpath),
+                    findings.append(finding("unknown_directory", str(fpath),
                                             "not a partition directory; Kafka refuses to "
                                             "start with it in a log dir"))
                 else:
@@ -271,14 +271,14 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
             bootstrap = fpath
         elif name.endswith(".tmp"):
             other.append(fpath)
-            findings.append(Finding("leftover_tmp_file", Severity.INFO, str(fpath),
+            findings.append(finding("leftover_tmp_file", str(fpath),
                                     "a checkpoint write that was never renamed into place"))
         else:
             other.append(fpath)
 
     if listed and scope.whole and meta is None and not any(
             f.path.endswith(META_PROPERTIES) for f in findings):
-        findings.append(Finding("meta_properties_missing", Severity.INFO, str(root),
+        findings.append(finding("meta_properties_missing", str(root),
                                 "no meta.properties (not a broker log dir, or never started)"))
     partition_paths.extend(sorted(scope.partitions.items()))
     partitions = []
@@ -289,7 +289,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         done.add(ppath)
         inode = _inode(ppath)
         if inode is not None and inode in seen:
-            findings.append(Finding("directory_seen_twice", Severity.WARNING, str(ppath),
+            findings.append(finding("directory_seen_twice", str(ppath),
                                     "same directory reached again (symlink alias or loop); "
                                     "skipped"))
             continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from segtools.findings import Finding, Severity, finding, leaves_data_unread
+from segtools.findings import Finding, finding, leaves_data_unread
 from segtools.formats.checkpoints import (
     EpochEntry,
     PartitionMetadata,
@@ -287,17 +287,17 @@ def load_partition_dir(path: str | os.PathLike[str],
     findings: list[Finding] = []
     name = parse_partition_dir_name(pdir.name)
     if name is None:
-        findings.append(Finding("partition_dir_name_invalid", Severity.WARNING, spath,
+        findings.append(finding("partition_dir_name_invalid", spath,
                                 f"{pdir.name!r} is not <topic>-<partition>; Kafka refuses to "
                                 f"load such a directory"))
     elif name.state is not PartitionState.LIVE:
-        findings.append(Finding(f"partition_{name.state.value}", Severity.INFO, spath,
+        findings.append(finding(f"partition_{name.state.value}", spath,
                                 f"directory marked -{name.state.value}"))
     try:
         with os.scandir(pdir) as it:
             dir_entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
-        findings.append(Finding("partition_dir_unreadable", Severity.ERROR, spath,
+        findings.append(finding("partition_dir_unreadable", spath,
                                 f"cannot list: {e.strerror or e}"))
         return PartitionDir(pdir, name, (), (), (), (), (), (), (), None, (), tuple(findings))
 
@@ -319,7 +319,7 @@ def load_partition_dir(path: str | os.PathLike[str],
             is_dir = False
         if is_dir:
             strays.append(fpath)
-            findings.append(Finding("stray_directory", Severity.WARNING, str(fpath),
+            findings.append(finding("stray_directory", str(fpath),
                                     "unexpected directory inside a partition directory"))
             continue
         pf = classify_partition_file(entry.name)
@@ -331,7 +331,7 @@ def load_partition_dir(path: str | os.PathLike[str],
                                     "a symbolic link to nothing: not read"))
             continue
         if st is None:
-            findings.append(Finding("file_vanished", Severity.INFO, str(fpath),
+            findings.append(finding("file_vanished", str(fpath),
                                     "listed but gone before stat (a live broker removed it)"))
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -343,14 +343,14 @@ def load_partition_dir(path: str | os.PathLike[str],
         if pf.leftover is not None and pf.base_offset is not None:
             code, why = _LEFTOVER_CODES[pf.leftover]
             leftovers.append(LeftoverFile(fpath, pf.kind, pf.base_offset, pf.leftover, size))
-            findings.append(Finding(code, Severity.INFO, str(fpath), why,
+            findings.append(finding(code, str(fpath), why,
                                     offset=pf.base_offset))
         elif pf.kind is FileKind.SNAPSHOT and pf.base_offset is not None:
             snapshots.append(SnapshotFile(pf.base_offset, fpath, size))
         elif pf.base_offset is not None and pf.kind in (
                 FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
             if len(entry.name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
-                findings.append(Finding("segment_name_not_canonical", Severity.WARNING,
+                findings.append(finding("segment_name_not_canonical",
                                         str(fpath), "base offset is not 20 zero-padded digits"))
             groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, st)
         elif pf.kind is FileKind.PARTITION_METADATA:
@@ -368,7 +368,7 @@ def load_partition_dir(path: str | os.PathLike[str],
                 findings.extend(more)
         elif pf.kind is FileKind.TEMP:
             temps.append(fpath)
-            findings.append(Finding("leftover_tmp_file", Severity.INFO, str(fpath),
+            findings.append(finding("leftover_tmp_file", str(fpath),
                                     "a checkpoint write that was never renamed into place"))
         elif pf.kind is FileKind.KRAFT_SNAPSHOT:
             kraft.append(fpath)
@@ -376,7 +376,7 @@ def load_partition_dir(path: str | os.PathLike[str],
             pass
         else:
             strays.append(fpath)
-            findings.append(Finding("stray_file", Severity.WARNING, str(fpath),
+            findings.append(finding("stray_file", str(fpath),
                                     "not a file Kafka writes in a partition directory"))
 
     segments = _segments(groups, findings)
@@ -407,7 +407,7 @@ def _segments(groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]],
         kinds = groups[base]
         if FileKind.LOG not in kinds:
             for kind, (p, _) in sorted(kinds.items()):
-                findings.append(Finding("orphan_index_file", Severity.WARNING, str(p),
+                findings.append(finding("orphan_index_file", str(p),
                                         f".{kind.value} without a .log (Kafka deletes it on "
                                         f"startup)", offset=base))
             continue
