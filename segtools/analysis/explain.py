@@ -28,9 +28,8 @@ from segtools.analysis.partition_input import (
 from segtools.analysis.retention import PartitionRetention, explain_retention
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.findings import Finding
+from segtools.timestamps import DAY_MS
 from segtools.units import format_time
-
-DAY_MS = 86_400_000
 
 
 def _base64(data: bytes) -> str:

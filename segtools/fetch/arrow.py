@@ -14,11 +14,10 @@ import numpy as np
 import pyarrow as pa
 
 from segtools.decode.chunks import gather, header_spans
+from segtools.formats.batch import NO_TIMESTAMP
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")
 BINARY = pa.binary()
-#: Kafka's ``RecordBatch.NO_TIMESTAMP``: shown as null, not as 1969-12-31T23:59:59.999.
-NO_TIMESTAMP = -1
 #: Largest |ms| whose microseconds still fit an int64.
 _MAX_MS = (2**63 - 1) // 1000
 #: Bytes per binary column per Arrow batch: int32 offsets must not overflow.

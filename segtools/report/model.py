@@ -48,7 +48,6 @@ from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
 DETAILS_LEFT_OUT = "partitions with a summary row only (the most telling have full detail)"
-DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
