@@ -22,7 +22,12 @@ from rich.table import Table
 from rich.text import Text
 
 from segtools.analysis import compaction as comp
-from segtools.analysis.explain import CompactionReport, compaction_report
+from segtools.analysis.explain import (
+    CompactionReport,
+    compaction_report,
+    describe_survivor,
+    merged_survivors,
+)
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.cli import explain, render
 from segtools.cli.common import exit_code
@@ -171,7 +176,7 @@ def print_partition(out, pi: PartitionInput, pc: comp.PartitionCompaction, now: 
             out.print(safe(f"    merges {', '.join(f'@{b}' for b in g.base_offsets)} into one "
                            f"segment ({format_bytes(g.size)})"))
     if pc.retention is not None:
-        for line in comp.merged_survivors(pc):
+        for line in merged_survivors(pc):
             out.print(Text.assemble(("  ! ", "yellow"), render.terminal_safe(line)))
     for note in pc.notes:
         out.print(safe(f"  note: {note}"), style="dim")
@@ -195,4 +200,4 @@ def print_history(out, pc: comp.PartitionCompaction, now: int, mode: str) -> Non
         table.add_row(str(r.offset), f"@{r.segment_base_offset}", _when(r.timestamp, now),
                       value + mark, safe(r.fate_text))
     out.print(table)
-    out.print(safe(f"  survivor: {comp.describe_survivor(pc.key_history, now)}"))
+    out.print(safe(f"  survivor: {describe_survivor(pc.key_history, now)}"))

@@ -11,6 +11,7 @@ import numpy as np
 import segtools
 from segtools.analysis import compaction as comp
 from segtools.analysis import producers as prod
+from segtools.analysis.cleaner_input import read_records
 from segtools.analysis.partition_log import as_partition
 from segtools.analysis.producer_state import ProducerStateFold, aborted_ranges_of
 from segtools.analysis.transactions import analyse_partition, read_committed
@@ -65,7 +66,7 @@ def test_compaction_and_read_committed_abort_the_same_records():
     view = read_committed(path)
     assert view.aborted, "the fixture has an aborted transaction"
     [pi] = [p for p in segtools.open(SAMPLE).inputs().partitions if p.dir.path == path]
-    cols, _ = comp.read_records(pi)
+    cols, _ = read_records(pi)
     aborted = comp._replay_transactions(cols).aborted
     expected = np.array([view.is_aborted(int(p), int(o)) and not int(f) & comp.FLAG_CONTROL
                          for p, o, f in zip(cols.producer_id, cols.offset, cols.flags,
