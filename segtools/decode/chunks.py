@@ -20,6 +20,7 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, Compression, decompress_in
 from segtools.decode import _records, legacy
 from segtools.decode.buffers import aligned
 from segtools.decode.source import Source
+from segtools.decode.spans import KeyValueColumns
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import truncated_while_reading
 from segtools.errors import SegtoolsError
@@ -45,35 +46,14 @@ CHUNK_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class RecordColumns:
+class RecordColumns(KeyValueColumns):
     """Records as columns. Spans (``*_pos``/``*_len``, length -1 = null) point into ``data``;
     ``batch`` is the row of the chunk's table each record belongs to."""
 
-    data: np.ndarray
-    offset: np.ndarray
-    timestamp: np.ndarray
-    key_pos: np.ndarray
-    key_len: np.ndarray
-    value_pos: np.ndarray
-    value_len: np.ndarray
     headers_pos: np.ndarray
     headers_count: np.ndarray
     batch: np.ndarray
     offset_delta: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.offset.shape[0])
-
-    def key(self, i: int) -> bytes | None:
-        return self._span(self.key_pos[i], self.key_len[i])
-
-    def value(self, i: int) -> bytes | None:
-        return self._span(self.value_pos[i], self.value_len[i])
-
-    def _span(self, pos, length) -> bytes | None:
-        if length < 0:
-            return None
-        return self.data[pos:pos + length].tobytes()
 
     def headers(self, i: int) -> tuple[tuple[str, bytes | None], ...]:
         count = int(self.headers_count[i])
@@ -222,7 +202,7 @@ def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
     """v0/v1 entries: a run of uncompressed messages is laid out by one compiled call over
     the file's bytes (each message is its own batch); a wrapper's records come from its
     inflated value. All of them end up in one data buffer."""
-    parts: list[legacy.Messages] = []
+    parts: list[KeyValueColumns] = []
     owners: list[np.ndarray] = []
     errors: dict[int, Finding] = {}
     held = n = len(table)

@@ -91,14 +91,6 @@ def headers_from_spans(data: np.ndarray, headers_pos: np.ndarray, headers_count:
     return conform(pa.ListArray.from_arrays(pa.array(offsets), items), target)
 
 
-def headers_from_lists(headers: list[tuple[tuple[str, bytes | None], ...]],
-                       target: pa.DataType) -> pa.Array:
-    """The same column from decoded records (the legacy path: v0/v1 have no headers)."""
-    return conform(pa.array([[{"key": k, "value": v} for k, v in h] for h in headers],
-                            type=pa.list_(pa.struct([("key", pa.string()),
-                                                     ("value", pa.binary())]))), target)
-
-
 #: Constant columns kept per worker process, sliced to each batch's length (bounded).
 _CONSTANTS: dict[tuple[object, str], pa.Array] = {}
 _CONSTANTS_MAX = 256

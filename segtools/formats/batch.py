@@ -3,7 +3,8 @@
 Sources mirrored: ``DefaultRecordBatch`` (header layout, CRC coverage), ``DefaultRecord``
 (record body), ``ControlRecordType`` and ``EndTransactionMarker`` (control records).
 These definitions are the *reference* decoder: complete and readable, used by tests and to
-build bytes. The bulk path (:mod:`segtools.kernel`) must agree with them.
+build bytes. The bulk path (the compiled walk, :mod:`segtools.decode.walk`) must agree with
+them.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ never write, lock, rename or truncate anything in a log dir (docs/architecture.m
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import stat
@@ -102,6 +103,17 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
     except UnicodeDecodeError as e:
         return None, [finding("file_not_utf8", spath,
                               f"not UTF-8 text: {e.reason}", position=e.start)]
+
+
+def next_data(fd: int, pos: int) -> int | None:
+    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole, None when only
+    a hole remains; ``pos`` itself where the file system cannot say."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError as e:
+        return None if e.errno == errno.ENXIO else pos
+    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
+        return pos
 
 
 def pread_exact_or_short(fd: int, length: int, position: int) -> bytes:

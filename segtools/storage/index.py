@@ -21,7 +21,6 @@ Two read paths, on purpose:
 
 from __future__ import annotations
 
-import errno
 import mmap
 import os
 from collections.abc import Iterator
@@ -47,6 +46,7 @@ from segtools.formats.indexes import (
     WARM_SECTION_BYTES,
 )
 from segtools.storage.files import (
+    next_data,
     offset_from_file_name,
     open_regular_file,
     pread_exact_or_short,
@@ -90,17 +90,6 @@ class _Scan:
     valid_entries: int
     first_nonzero_after: int | None  # first non-zero byte position past the valid entries
     first_order_break: int | None  # first valid slot whose secondary field breaks its order
-
-
-def _next_data(fd: int, pos: int) -> int | None:
-    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole, None when only
-    a hole remains; ``pos`` itself where the file system cannot say."""
-    try:
-        return os.lseek(fd, pos, os.SEEK_DATA)
-    except OSError as e:
-        return None if e.errno == errno.ENXIO else pos
-    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
-        return pos
 
 
 class _MappedIndex:
@@ -278,7 +267,7 @@ class _MappedIndex:
         fd = self._file.fileno()
         pos = start
         while pos < self.file_size:
-            pos = _next_data(fd, pos)
+            pos = next_data(fd, pos)
             if pos is None or pos >= self.file_size:
                 return None
             data = pread_exact_or_short(fd, min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)

@@ -25,7 +25,6 @@ the race (an unclean leader election truncating below the high watermark) to one
 from __future__ import annotations
 
 import contextlib
-import errno
 import mmap
 import os
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from segtools.decode import _walk
 from segtools.decode.buffers import BufferPool
+from segtools.storage.files import next_data
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
 MAPPED_STRIDE = 64 * 1024 * 1024
@@ -43,17 +43,6 @@ CHUNK_BUFFER = 16 * 1024 * 1024
 #: Below this size a mapping's pages are not worth handing back.
 _RELEASE_MIN = 64 * 1024 * 1024
 _ZERO_CHUNK = 1 << 20
-
-
-def _next_data(fd: int, pos: int) -> int | None:
-    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole; None when only
-    a hole remains; ``pos`` itself where the file system cannot say."""
-    try:
-        return os.lseek(fd, pos, os.SEEK_DATA)
-    except OSError as e:
-        return None if e.errno == errno.ENXIO else pos
-    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
-        return pos
 
 
 def _pread_into(fd: int, view: memoryview, position: int) -> int:
@@ -75,7 +64,7 @@ def zero_from(fd: int, lo: int, hi: int) -> int | None:
     view = memoryview(buf)
     pos = lo
     while pos < hi:
-        nxt = _next_data(fd, pos)
+        nxt = next_data(fd, pos)
         if nxt is None or nxt >= hi:
             return None
         pos = nxt

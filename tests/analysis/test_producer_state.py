@@ -15,6 +15,7 @@ from segtools.analysis.cleaner_input import read_records
 from segtools.analysis.partition_log import as_partition
 from segtools.analysis.producer_state import ProducerStateFold, aborted_ranges_of
 from segtools.analysis.transactions import analyse_partition, read_committed
+from segtools.fetch.columns import batch_table
 from tests.fixtures_manifest import FIXTURES, SAMPLE
 
 PRODUCERS = FIXTURES / "logdirs" / "producers"
@@ -24,7 +25,7 @@ SNAPSHOT_CODES = {"snapshot_producer_missing", "producer_only_in_snapshot",
 
 def _table(path):
     table = segtools.open(path).to_arrow(level="batches").read_all()
-    return prod.table_from_arrow(table.combine_chunks().to_batches()[0])
+    return batch_table(table.combine_chunks().to_batches()[0])
 
 
 def test_the_latest_snapshot_against_the_log():
