@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from segtools._checksum import crc32c
-from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, crc32c
 from segtools.decode import _walk, legacy
 from segtools.decode.source import Source
 from segtools.decode.table import BatchTable, allocate
@@ -57,6 +56,13 @@ def _check_layout() -> None:
 
 
 _check_layout()
+
+
+def first_nonzero(buf: np.ndarray, lo: int, hi: int) -> int:
+    """Index of the first non-zero byte in ``buf[lo:hi]``, or -1: where a zero-filled tail
+    (a preallocated file, a hole) ends, found in compiled code."""
+    return _walk.first_nonzero(buf, lo, hi)
+
 
 #: Bytes of batches per table chunk: a consumer that decodes a chunk's records right after
 #: the walk finds its bytes still in the CPU caches.

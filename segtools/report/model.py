@@ -34,7 +34,6 @@ from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
 from segtools.analysis.transactions import TransactionsReport
 from segtools.api import LogDirs
 from segtools.api import open as open_tree
-from segtools.cli.render import shown_path
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import batch_records
 from segtools.errors import SegtoolsError
@@ -44,6 +43,7 @@ from segtools.redact import Redactor
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
 from segtools.storage.segment import Segment
+from segtools.text import shown_path
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}

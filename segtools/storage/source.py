@@ -30,8 +30,8 @@ import os
 
 import numpy as np
 
-from segtools.decode import _walk
 from segtools.decode.buffers import BufferPool
+from segtools.decode.walk import first_nonzero
 from segtools.storage.files import next_data
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
@@ -71,7 +71,7 @@ def zero_from(fd: int, lo: int, hi: int) -> int | None:
         got = _pread_into(fd, view[:min(len(buf), hi - pos)], pos)
         if got == 0:
             return None  # the file ended (or shrank) before hi: nothing non-zero is left
-        found = _walk.first_nonzero(buf, 0, got)
+        found = first_nonzero(buf, 0, got)
         if found >= 0:
             return pos + int(found)
         pos += got
