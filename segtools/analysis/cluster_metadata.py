@@ -366,24 +366,20 @@ class _Replayer:
                              "the open one's records are discarded", pos.offset)
             self.pending, self.pending_name = [], rec.data["name"]
             self.emit(pos, "transaction_begin", name=rec.data["name"])
-        elif name == "EndTransactionRecord":
+        elif name in ("EndTransactionRecord", "AbortTransactionRecord"):
             if self.pending is None:
                 self.finding("metadata_transaction_unmatched",
-                             "EndTransactionRecord without a BeginTransactionRecord", pos.offset)
+                             f"{name} without a BeginTransactionRecord", pos.offset)
                 return
             pending, self.pending = self.pending, None
-            for p, r in pending:
-                self.apply(p, r)
-            self.emit(pos, "transaction_end", name=self.pending_name, records=len(pending))
-        elif name == "AbortTransactionRecord":
-            if self.pending is None:
-                self.finding("metadata_transaction_unmatched",
-                             "AbortTransactionRecord without a BeginTransactionRecord", pos.offset)
-                return
-            pending, self.pending = self.pending, None
-            self.emit(pos, "transaction_aborted", name=self.pending_name,
-                      reason=rec.data["reason"], discarded=len(pending),
-                      discarded_records=[r.name for _, r in pending])
+            if name == "EndTransactionRecord":
+                for p, r in pending:
+                    self.apply(p, r)
+                self.emit(pos, "transaction_end", name=self.pending_name, records=len(pending))
+            else:
+                self.emit(pos, "transaction_aborted", name=self.pending_name,
+                          reason=rec.data["reason"], discarded=len(pending),
+                          discarded_records=[r.name for _, r in pending])
         elif self.pending is not None:
             self.pending.append((pos, rec))
         else:

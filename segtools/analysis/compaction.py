@@ -47,6 +47,7 @@ import numpy as np
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.producer_state import (
     ControlMarker,
+    ProducerBatches,
     ProducerStateFold,
     aborted_ranges_of,
     by_producer,
@@ -485,22 +486,6 @@ class _Transactions:
     open_first: dict[int, int]  # producer id -> first offset of its still-open transaction
 
 
-@dataclass(frozen=True, slots=True)
-class _RecordBatches:
-    """Records as the producer-state fold reads batches: each record a batch of one."""
-
-    base_offset: np.ndarray
-    last_offset: np.ndarray
-    producer_id: np.ndarray
-    producer_epoch: np.ndarray
-    magic: np.ndarray
-    is_control: np.ndarray
-    is_transactional: np.ndarray
-    last_sequence: np.ndarray
-    record_count: np.ndarray
-    max_timestamp: np.ndarray
-
-
 def _replay_transactions(cols: CompactionColumns) -> _Transactions:
     """Which transactional data was aborted (an ABORT marker of its producer follows it),
     and which transactions are still open at the end of the log (they bound the LSO): the
@@ -513,7 +498,7 @@ def _replay_transactions(cols: CompactionColumns) -> _Transactions:
     ctl = (flags[rows] & FLAG_CONTROL) != 0
     fold = ProducerStateFold()
     if n:
-        fold.add(_RecordBatches(
+        fold.add(ProducerBatches(
             offset, offset, cols.producer_id[rows].astype(np.int64), np.zeros(n, np.int16),
             np.full(n, 2, np.int8), ctl, (flags[rows] & FLAG_TRANSACTIONAL) != 0,
             np.full(n, -1, np.int32), np.ones(n, np.int32), cols.timestamp[rows]),

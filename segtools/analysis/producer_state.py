@@ -24,10 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol
+from typing import NamedTuple
 
 import numpy as np
 
+from segtools.decode.table import BatchTable
 from segtools.findings import Finding, finding
 from segtools.formats.snapshot import ProducerSnapshot
 
@@ -35,9 +36,11 @@ from segtools.formats.snapshot import ProducerSnapshot
 UNREAD_MARKER = "CONTROL"
 
 
-class ProducerColumns(Protocol):
-    """The batch-table columns the fold reads (:class:`~segtools.decode.table.BatchTable` has
-    them; one row per record stands in as well, each record a batch of one)."""
+@dataclass(frozen=True, slots=True)
+class ProducerBatches:
+    """The batch-table columns the fold reads, for input that is not a
+    :class:`~segtools.decode.table.BatchTable` (which has them all): records, for one, each a
+    batch of one (the cleaner's replay)."""
 
     base_offset: np.ndarray
     last_offset: np.ndarray
@@ -59,6 +62,9 @@ class ControlMarker(NamedTuple):
     timestamp: int
     coordinator_epoch: int | None
 
+
+#: What the fold reads a chunk from.
+ProducerColumns = BatchTable | ProducerBatches
 
 #: Row of a chunk -> the control records of that control batch.
 MarkerReader = Callable[[int], Iterable[ControlMarker]]

@@ -285,24 +285,9 @@ def check_txnindex(scan: TransactionScan) -> list[Finding]:
                         position=e.position, offset=e.last_offset))
                     continue
                 seen.add(key)
-                if t.marker_segment != seg.base_offset:
-                    findings.append(finding(
-                        "txnindex_wrong_segment", where,
-                        f"the ABORT marker at {t.marker_offset} is in segment "
-                        f"{t.marker_segment}, but its entry is in this segment's index",
-                        position=e.position, offset=e.last_offset))
-                if e.first_offset != t.first_offset:
-                    findings.append(finding(
-                        "txnindex_first_offset_mismatch", where,
-                        f"producer {e.producer_id}: entry says the transaction began at "
-                        f"{e.first_offset}, the log at {t.first_offset}",
-                        position=e.position, offset=e.last_offset))
-                if e.last_stable_offset != t.lso_after:
-                    findings.append(finding(
-                        "txnindex_lso_mismatch", where,
-                        f"producer {e.producer_id}: entry's last stable offset "
-                        f"{e.last_stable_offset}, the log gives {t.lso_after}",
-                        position=e.position, offset=e.last_offset))
+                findings.extend(
+                    finding(code, where, message, position=e.position, offset=e.last_offset)
+                    for code, message in _entry_disagreements(e, t, seg.base_offset))
     for key, t in expected.items():
         if key not in seen:
             findings.append(finding(
@@ -311,6 +296,25 @@ def check_txnindex(scan: TransactionScan) -> list[Finding]:
                 f"was aborted but no .txnindex entry records it (read_committed consumers "
                 f"would be served its data)", offset=t.marker_offset))
     return findings
+
+
+def _entry_disagreements(e, t: Transaction, segment: int) -> list[tuple[str, str]]:
+    """Where a ``.txnindex`` entry and the aborted transaction it records disagree: the
+    segment holding the marker, the first offset, the LSO after the abort."""
+    out = []
+    if t.marker_segment != segment:
+        out.append(("txnindex_wrong_segment",
+                    f"the ABORT marker at {t.marker_offset} is in segment {t.marker_segment}, "
+                    "but its entry is in this segment's index"))
+    if e.first_offset != t.first_offset:
+        out.append(("txnindex_first_offset_mismatch",
+                    f"producer {e.producer_id}: entry says the transaction began at "
+                    f"{e.first_offset}, the log at {t.first_offset}"))
+    if e.last_stable_offset != t.lso_after:
+        out.append(("txnindex_lso_mismatch",
+                    f"producer {e.producer_id}: entry's last stable offset "
+                    f"{e.last_stable_offset}, the log gives {t.lso_after}"))
+    return out
 
 
 def check_snapshots(scan: TransactionScan) -> list[Finding]:

@@ -30,7 +30,7 @@ from segtools.analysis.explain import (
 )
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.cli import explain, render
-from segtools.cli.common import exit_code
+from segtools.cli.common import add_command, exit_code
 from segtools.cli.explain import config_line, console, load, now_ms, safe
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -47,9 +47,7 @@ named on the command line is analysed as compacted even when its policy is unkno
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compaction", help="explain what the log cleaner did and will do",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "compaction", __doc__, EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--key", metavar="K", help="print this key's history and its survivor")
     p.add_argument("--key-format", choices=("utf8", "hex", "base64"), default="utf8",

@@ -34,6 +34,7 @@ from segtools.analysis.transactions import (
 )
 from segtools.cli import render
 from segtools.cli.common import (
+    add_command,
     add_decompress_limit,
     add_format,
     add_quiet,
@@ -52,10 +53,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("transactions", help="transactions per producer, hanging ones, "
-                                            ".txnindex and .snapshot checks",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "transactions", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("--topic", help="only partitions of this topic")

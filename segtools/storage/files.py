@@ -78,6 +78,20 @@ def offset_from_file_name(name: str) -> int:
     return value
 
 
+def entry_is_dir(entry: os.DirEntry) -> bool:
+    """``entry.is_dir()``, False where the file system cannot say (the entry vanished)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def cannot_read(path: str, e: SegtoolsError | OSError) -> Finding:
+    """``file_unreadable``: the one-line reason a file could not be read."""
+    why = e.message if isinstance(e, SegtoolsError) else e.strerror or e
+    return finding("file_unreadable", path, f"cannot read: {why}")
+
+
 def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
                      ) -> tuple[str | None, list[Finding]]:
     """Read a small text file (checkpoint, properties) as UTF-8, refusing files above ``cap``.
@@ -89,12 +103,8 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
     try:
         with open_regular_file(path) as f:
             data = f.read(cap + 1)
-    except SegtoolsError as e:
-        return None, [finding("file_unreadable", spath,
-                              f"cannot read: {e.message}")]
-    except OSError as e:
-        return None, [finding("file_unreadable", spath,
-                              f"cannot read: {e.strerror or e}")]
+    except (SegtoolsError, OSError) as e:
+        return None, [cannot_read(spath, e)]
     if len(data) > cap:
         return None, [finding("file_too_large", spath,
                               f"larger than the {cap}-byte cap for text files; not parsed")]
@@ -160,9 +170,5 @@ def read_producer_snapshot(path: str | os.PathLike[str]
                     return parse_producer_snapshot(view, spath)
                 finally:
                     view.release()
-    except SegtoolsError as e:
-        return None, [finding("file_unreadable", spath,
-                              f"cannot read: {e.message}")]
-    except OSError as e:
-        return None, [finding("file_unreadable", spath,
-                              f"cannot read: {e.strerror or e}")]
+    except (SegtoolsError, OSError) as e:
+        return None, [cannot_read(spath, e)]

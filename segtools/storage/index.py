@@ -97,6 +97,9 @@ class _MappedIndex:
 
     ENTRY_SIZE: ClassVar[int]
     KIND: ClassVar[str]  # "index" or "timeindex"
+    KEY: ClassVar[str]  # the field an entry is searched by
+    VALUE: ClassVar[str]  # the field a lookup answers with
+    STRICT_VALUES: ClassVar[bool]  # values strictly increase (or may repeat)
     _DTYPE: ClassVar[np.dtype]
     _STRUCT: ClassVar[object]
 
@@ -223,11 +226,13 @@ class _MappedIndex:
         return -1 if ok.all() else int(np.argmin(ok))
 
     def _secondary(self, slots: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return slots[self.VALUE]
 
-    @staticmethod
-    def _in_order(before: np.ndarray | int, after: np.ndarray | int) -> np.ndarray | bool:
-        raise NotImplementedError
+    def _in_order(self, before: np.ndarray | int, after: np.ndarray | int
+                  ) -> np.ndarray | bool:
+        """Values must rise from entry to entry: strictly for positions (``OffsetIndex``),
+        or never fall for relative offsets (``TimeIndex``)."""
+        return after > before if self.STRICT_VALUES else after >= before
 
     def _first_invalid(self, slots: np.ndarray, prev_key: int | None) -> int:
         """Index of the first slot that ends the valid prefix, or -1. Subclasses add rules."""
@@ -246,7 +251,7 @@ class _MappedIndex:
         return not any(int(v) for v in slot.tolist())
 
     def _keys(self, slots: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return slots[self.KEY]
 
     def _first_entry_check(self, relative_offset_of_entry0) -> Iterator[Finding]:
         """Both index kinds: an entry's relative offset is never negative (offsets in a
@@ -477,18 +482,9 @@ class OffsetIndex(_MappedIndex):
 
     ENTRY_SIZE = OFFSET_INDEX_ENTRY_SIZE
     KIND = "index"
+    KEY, VALUE, STRICT_VALUES = "relative_offset", "position", True
     _DTYPE = OFFSET_INDEX_DTYPE
     _STRUCT = OFFSET_INDEX_STRUCT
-
-    def _keys(self, slots: np.ndarray) -> np.ndarray:
-        return slots["relative_offset"]
-
-    def _secondary(self, slots: np.ndarray) -> np.ndarray:
-        return slots["position"]
-
-    @staticmethod
-    def _in_order(before: np.ndarray | int, after: np.ndarray | int) -> np.ndarray | bool:
-        return after > before
 
     def _extra_valid(self, slots: np.ndarray) -> np.ndarray | bool:
         pos = slots["position"].astype(np.int64)
@@ -596,18 +592,9 @@ class TimeIndex(_MappedIndex):
 
     ENTRY_SIZE = TIME_INDEX_ENTRY_SIZE
     KIND = "timeindex"
+    KEY, VALUE, STRICT_VALUES = "timestamp", "relative_offset", False
     _DTYPE = TIME_INDEX_DTYPE
     _STRUCT = TIME_INDEX_STRUCT
-
-    def _keys(self, slots: np.ndarray) -> np.ndarray:
-        return slots["timestamp"]
-
-    def _secondary(self, slots: np.ndarray) -> np.ndarray:
-        return slots["relative_offset"]
-
-    @staticmethod
-    def _in_order(before: np.ndarray | int, after: np.ndarray | int) -> np.ndarray | bool:
-        return after >= before
 
     def entry(self, slot: int) -> TimestampOffset:
         ts, rel = self._unpack(slot)

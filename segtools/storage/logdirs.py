@@ -22,7 +22,7 @@ from segtools.formats.checkpoints import (
     parse_meta_properties,
     parse_offset_checkpoint,
 )
-from segtools.storage.files import read_text_capped
+from segtools.storage.files import entry_is_dir, read_text_capped
 from segtools.storage.partition import (
     REMOTE_LOG_INDEX_CACHE,
     FileKind,
@@ -230,10 +230,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
 
     for entry in entries:
         fpath = root / entry.name
-        try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
+        is_dir = entry_is_dir(entry)
         if is_dir:
             if scope.whole:
                 if entry.name == REMOTE_LOG_INDEX_CACHE:

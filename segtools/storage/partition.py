@@ -24,7 +24,7 @@ from segtools.formats.checkpoints import (
     parse_leader_epoch_checkpoint,
     parse_partition_metadata,
 )
-from segtools.storage.files import SEGMENT_NAME_DIGITS, read_text_capped
+from segtools.storage.files import SEGMENT_NAME_DIGITS, entry_is_dir, read_text_capped
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
@@ -313,10 +313,7 @@ def load_partition_dir(path: str | os.PathLike[str],
 
     for entry in dir_entries:
         fpath = pdir / entry.name
-        try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
+        is_dir = entry_is_dir(entry)
         if is_dir:
             strays.append(fpath)
             findings.append(finding("stray_directory", str(fpath),
