@@ -23,8 +23,7 @@ from segtools.analysis.transactions import (
 )
 from segtools.formats.snapshot import build_producer_snapshot, parse_producer_snapshot
 from tests.fixtures_manifest import SAMPLE
-
-from .helpers import FORENSICS
+from tests.forensics import FORENSICS
 
 HANGING = FORENSICS / "payments.hanging-0"
 T_F = 1_700_470_800_000

@@ -16,8 +16,7 @@ from segtools.analysis.partition_log import as_partition, iter_tables
 from segtools.analysis.transaction_state import replay_transaction_state
 from segtools.analysis.transactions import analyse_partition
 from segtools.findings import Finding
-
-from .helpers import FORENSICS
+from tests.forensics import FORENSICS
 
 TARGETS = {
     "__cluster_metadata-0": lambda p: timeline(p, keep_records=True).findings,

@@ -19,8 +19,7 @@ from segtools.decode import programs
 from segtools.errors import SegtoolsError
 from segtools.formats.internal import cluster_metadata, consumer_offsets, transaction_state
 from segtools.formats.internal.generated import INT32, field, message
-
-from .helpers import FORENSICS, message_values
+from tests.forensics import FORENSICS, message_values
 
 
 def _co_case(t: int, v: int):
