@@ -37,7 +37,7 @@ from benchmarks.common import OUT
 from segtools.analysis.cluster_metadata import timeline
 from segtools.analysis.offsets import replay_offsets
 from segtools.analysis.partition_log import partitions_of
-from segtools.analysis.transactions import replay_transaction_state
+from segtools.analysis.transaction_state import replay_transaction_state
 from segtools.decode import programs
 from segtools.formats.internal import cluster_metadata, consumer_offsets, transaction_state
 from segtools.storage.partition import PartitionDir

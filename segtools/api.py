@@ -43,8 +43,8 @@ from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay, rep
 from segtools.analysis.partition_input import Loaded, load_inputs
 from segtools.analysis.producers import PartitionProducers, likely_duplicates
 from segtools.analysis.producers import analyse as analyse_producers
+from segtools.analysis.transaction_state import CHANGES_PER_ID
 from segtools.analysis.transactions import (
-    CHANGES_PER_ID,
     DEFAULT_MAX_TIMEOUT_MS,
     TransactionsReport,
     transactions_report,

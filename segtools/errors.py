@@ -32,10 +32,6 @@ class CorruptDataError(SegtoolsError):
     """Bytes that violate the format: bad length, bad varint, bad attribute, wrong CRC ..."""
 
 
-class TruncatedError(CorruptDataError):
-    """The data ends before a structure it declared (a torn write, a cut copy)."""
-
-
 class UnsupportedFormatError(SegtoolsError):
     """A magic, version or codec segtools does not know (newer Kafka, or not Kafka at all)."""
 

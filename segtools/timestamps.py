@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+#: Milliseconds in a day (``--forecast DAYS``, a picture's day axis).
+DAY_MS = 86_400_000
+
 
 def to_millis(value: int | float | str | datetime) -> int:
     """Epoch milliseconds from ms (int/float or a string of digits), an ISO-8601 string or a

@@ -1,6 +1,7 @@
 """The house's import rules (docs/architecture.md §1), checked on the sources' own imports:
-faces do not import each other, a command module never imports another command module, and
-the library below the faces never imports a face or a terminal library."""
+faces do not import each other, a command module never imports another command module, the
+library below the faces never imports a face or a terminal library, and a compiled module is
+imported only inside its own room (the others use the room's public wrappers)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from segtools.cli.main import COMMANDS
 
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ("analysis", "storage", "decode", "formats", "fetch")
-FACE_ONLY = ("segtools.cli", "segtools.report", "pyspark_kafkalog", "pyspark", "rich",
-             "matplotlib", "jinja2", "markupsafe", "playwright")
+#: The library's rooms that are single modules at the top of the package.
+LIBRARY_MODULES = ("codecs", "errors", "findings", "model", "redact", "text", "timestamps",
+                   "units")
+FACES = ("segtools.api", "segtools.cli", "segtools.report", "pyspark_kafkalog")
+FACE_ONLY = (*FACES, "pyspark", "rich", "matplotlib", "jinja2", "markupsafe", "playwright")
 
 
 def imports(path: Path) -> set[str]:
@@ -35,10 +39,40 @@ def test_no_command_imports_another_command():
         assert not others, f"{module} imports {sorted(others)}"
 
 
+def library_files() -> list[Path]:
+    return [*(p for room in LIBRARY for p in (ROOT / "segtools" / room).rglob("*.py")),
+            *(ROOT / "segtools" / f"{m}.py" for m in LIBRARY_MODULES)]
+
+
 def test_library_imports_no_face_and_no_terminal_library():
-    for room in LIBRARY:
-        for path in (ROOT / "segtools" / room).rglob("*.py"):
-            bad = {m for m in imports(path) if m.startswith(FACE_ONLY)}
+    files = library_files()
+    assert len(files) > 60
+    for path in files:
+        bad = {m for m in imports(path) if m.startswith(FACE_ONLY)}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_report_imports_no_other_face():
+    """The report shares presentation with the CLI through the library (``segtools.text``,
+    ``segtools.units``), never by importing the CLI."""
+    for path in (ROOT / "segtools" / "report").rglob("*.py"):
+        bad = {m for m in imports(path) if m.startswith(("segtools.cli", "pyspark_kafkalog"))}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_compiled_modules_are_imported_only_in_their_room():
+    """``decode/_programs.pyx`` is reached through ``decode.programs``, ``decode/_walk.pyx``
+    through ``decode.walk`` (and the decode room's own modules), and so on."""
+    compiled = {p.relative_to(ROOT).with_suffix("").as_posix().replace("/", ".")
+                for p in (ROOT / "segtools").rglob("_*.pyx")}
+    assert "segtools.decode._programs" in compiled
+    for path in [*(ROOT / "segtools").rglob("*.py"), *(ROOT / "spark").rglob("*.py")]:
+        room = path.relative_to(ROOT).parent.as_posix().replace("/", ".")
+        for module in compiled:
+            home = module.rsplit(".", 1)[0]
+            if room == home:
+                continue
+            bad = {m for m in imports(path) if m == module or m.startswith(module + ".")}
             assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 

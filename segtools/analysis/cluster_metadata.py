@@ -47,10 +47,16 @@ from segtools.analysis.partition_log import (
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks
-from segtools.decode._programs import ST_ERROR, ST_OK, ST_SKIP
-from segtools.decode.programs import Block, Decoder, cluster_metadata_family
+from segtools.decode.programs import (
+    ST_ERROR,
+    ST_OK,
+    ST_SKIP,
+    Block,
+    Decoder,
+    cluster_metadata_family,
+)
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats.batch import CONTROL_TYPES
 from segtools.formats.internal.cluster_metadata import (
     BY_API_KEY,
@@ -265,8 +271,8 @@ class _Replayer:
             self.on_event(MetadataEvent(event, pos.offset, pos.timestamp, pos.raft_epoch,
                                         details))
 
-    def finding(self, code: str, severity: Severity, message: str, offset: int) -> None:
-        self.findings.append(Finding(code, severity, self.path, message, offset=offset))
+    def finding(self, code: str, message: str, offset: int) -> None:
+        self.findings.append(finding(code, self.path, message, offset=offset))
 
     def topic_name(self, topic_id: str) -> str | None:
         topic = self.image.topics.get(topic_id)
@@ -278,7 +284,7 @@ class _Replayer:
         try:
             rec = decode_kraft_control(control_type, value)
         except SegtoolsError as e:
-            self.finding("control_record_undecodable", Severity.ERROR,
+            self.finding("control_record_undecodable",
                          f"{control_type} control record: {e}", pos.offset)
             return
         if self.keep_records:
@@ -341,11 +347,11 @@ class _Replayer:
         try:
             rec = decode_frame(value)
         except UnknownMetadataRecordError as e:
-            self.finding("metadata_record_unknown_type", Severity.WARNING,
+            self.finding("metadata_record_unknown_type",
                          f"{e}; skipped (a newer controller's record type)", pos.offset)
             return
         except SegtoolsError as e:
-            self.finding("metadata_record_undecodable", Severity.ERROR, str(e), pos.offset)
+            self.finding("metadata_record_undecodable", str(e), pos.offset)
             return
         self.metadata(pos, rec)
 
@@ -356,29 +362,25 @@ class _Replayer:
         name = rec.name
         if name == "BeginTransactionRecord":
             if self.pending is not None:
-                self.finding("metadata_transaction_nested", Severity.WARNING,
+                self.finding("metadata_transaction_nested",
                              "BeginTransactionRecord while a metadata transaction is open; "
                              "the open one's records are discarded", pos.offset)
             self.pending, self.pending_name = [], rec.data["name"]
             self.emit(pos, "transaction_begin", name=rec.data["name"])
-        elif name == "EndTransactionRecord":
+        elif name in ("EndTransactionRecord", "AbortTransactionRecord"):
             if self.pending is None:
-                self.finding("metadata_transaction_unmatched", Severity.WARNING,
-                             "EndTransactionRecord without a BeginTransactionRecord", pos.offset)
+                self.finding("metadata_transaction_unmatched",
+                             f"{name} without a BeginTransactionRecord", pos.offset)
                 return
             pending, self.pending = self.pending, None
-            for p, r in pending:
-                self.apply(p, r)
-            self.emit(pos, "transaction_end", name=self.pending_name, records=len(pending))
-        elif name == "AbortTransactionRecord":
-            if self.pending is None:
-                self.finding("metadata_transaction_unmatched", Severity.WARNING,
-                             "AbortTransactionRecord without a BeginTransactionRecord", pos.offset)
-                return
-            pending, self.pending = self.pending, None
-            self.emit(pos, "transaction_aborted", name=self.pending_name,
-                      reason=rec.data["reason"], discarded=len(pending),
-                      discarded_records=[r.name for _, r in pending])
+            if name == "EndTransactionRecord":
+                for p, r in pending:
+                    self.apply(p, r)
+                self.emit(pos, "transaction_end", name=self.pending_name, records=len(pending))
+            else:
+                self.emit(pos, "transaction_aborted", name=self.pending_name,
+                          reason=rec.data["reason"], discarded=len(pending),
+                          discarded_records=[r.name for _, r in pending])
         elif self.pending is not None:
             self.pending.append((pos, rec))
         else:
@@ -386,7 +388,7 @@ class _Replayer:
 
     def finish(self, end_offset: int) -> None:
         if self.pending is not None:
-            self.finding("metadata_transaction_open", Severity.INFO,
+            self.finding("metadata_transaction_open",
                          f"metadata transaction {self.pending_name!r} has no End/Abort record "
                          f"by the end of the log; its {len(self.pending)} record(s) are not "
                          f"applied", end_offset)
@@ -414,7 +416,7 @@ class _Replayer:
     def _RemoveTopicRecord(self, pos: _Position, d: dict) -> None:
         topic = self.image.topics.pop(d["topicId"], None)
         if topic is None:
-            self.finding("metadata_unknown_topic", Severity.WARNING,
+            self.finding("metadata_unknown_topic",
                          f"RemoveTopicRecord for unknown topic id {d['topicId']}", pos.offset)
             return
         configs = self.image.configs.pop((TOPIC_RESOURCE, topic.name), {})
@@ -424,7 +426,7 @@ class _Replayer:
     def _PartitionRecord(self, pos: _Position, d: dict) -> None:
         topic = self.image.topics.get(d["topicId"])
         if topic is None:
-            self.finding("metadata_unknown_topic", Severity.WARNING,
+            self.finding("metadata_unknown_topic",
                          f"PartitionRecord {d['partitionId']} for unknown topic id "
                          f"{d['topicId']}", pos.offset)
             return
@@ -441,7 +443,7 @@ class _Replayer:
         topic = self.image.topics.get(d["topicId"])
         state = topic.partitions.get(d["partitionId"]) if topic else None
         if state is None:
-            self.finding("metadata_unknown_partition", Severity.WARNING,
+            self.finding("metadata_unknown_partition",
                          f"PartitionChangeRecord for unknown partition {d['partitionId']} of "
                          f"topic id {d['topicId']}", pos.offset)
             return
@@ -604,7 +606,7 @@ def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = No
     if log_start > 0:
         snapshot, snapshot_end = _snapshot_for(partition, log_start)
         if snapshot is None:
-            replayer.finding("metadata_history_incomplete", Severity.WARNING,
+            replayer.finding("metadata_history_incomplete",
                              f"the log starts at offset {log_start} and no snapshot reaches it; "
                              "topics and configs created before are missing", log_start)
     replayer.end_offset = snapshot_end

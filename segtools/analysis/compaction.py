@@ -28,35 +28,39 @@ The rules (``docs/kafka-storage.md`` §7; ``core/.../log/LogCleanerManager.scala
   becomes removable once the pass meets no data batch of its transaction, is then stamped with
   a horizon, and is dropped by a later pass once that horizon has passed.
 
-Everything here is pure. The input is one partition's records in offset order, either as
-:class:`CompactionRecord` tuples (what a Spark ``applyInPandas`` function can build from a
-partition's rows) or as :class:`CompactionColumns` (what the CLI builds from kernel chunks).
+Everything here is pure: no file is opened. The input is one partition's records in offset
+order, either as :class:`CompactionRecord` tuples (what a Spark ``applyInPandas`` function can
+build from a partition's rows) or as :class:`CompactionColumns`
+(:func:`segtools.analysis.cleaner_input.read_records` reads them from a partition's segments).
+Which partitions a tree's answer covers, and the sentences that sum a partition up for a
+person, are :mod:`segtools.analysis.explain`'s.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
 
-from segtools.analysis import config as cfg
 from segtools.analysis.config import TopicConfig
-from segtools.analysis.partition_input import Loaded, PartitionInput, Skipped
+from segtools.analysis.producer_state import (
+    ControlMarker,
+    ProducerBatches,
+    ProducerStateFold,
+    aborted_ranges_of,
+    by_producer,
+    in_ranges,
+)
 from segtools.analysis.retention import (
     PartitionRetention,
     explain_retention,
     stale_records,
 )
-from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.decode.chunks import Chunk, gather
-from segtools.decode.table import BatchTable
 from segtools.formats import batch as v2
-from segtools.storage.segment import Segment
 from segtools.storage.summary import SegmentSummary
-from segtools.units import format_bytes, format_duration, format_time
+from segtools.units import format_duration, format_time
 
 # batch_flags bits
 FLAG_CONTROL = 1
@@ -484,23 +488,30 @@ class _Transactions:
 
 def _replay_transactions(cols: CompactionColumns) -> _Transactions:
     """Which transactional data was aborted (an ABORT marker of its producer follows it),
-    and which transactions are still open at the end of the log (they bound the LSO)."""
-    aborted = np.zeros(len(cols), np.bool_)
-    pending: dict[int, list[int]] = {}
-    relevant = np.flatnonzero((cols.flags & (FLAG_TRANSACTIONAL | FLAG_CONTROL)) != 0)
-    for i in relevant:
-        flags = int(cols.flags[i])
-        pid = int(cols.producer_id[i])
-        if flags & FLAG_EMPTY_BATCH:
-            continue
-        if flags & FLAG_CONTROL:
-            rows = pending.pop(pid, [])
-            if flags & FLAG_ABORT:
-                aborted[rows] = True
-        elif flags & FLAG_TRANSACTIONAL:
-            pending.setdefault(pid, []).append(int(i))
-    open_first = {pid: int(cols.offset[rows[0]]) for pid, rows in pending.items() if rows}
-    return _Transactions(aborted, open_first)
+    and which transactions are still open at the end of the log (they bound the LSO): the
+    producer-state fold over the transactional records and markers."""
+    flags = cols.flags
+    rows = np.flatnonzero(((flags & (FLAG_TRANSACTIONAL | FLAG_CONTROL)) != 0)
+                          & ((flags & FLAG_EMPTY_BATCH) == 0))
+    n = len(rows)
+    offset = cols.offset[rows].astype(np.int64)
+    ctl = (flags[rows] & FLAG_CONTROL) != 0
+    fold = ProducerStateFold()
+    if n:
+        fold.add(ProducerBatches(
+            offset, offset, cols.producer_id[rows].astype(np.int64), np.zeros(n, np.int16),
+            np.full(n, 2, np.int8), ctl, (flags[rows] & FLAG_TRANSACTIONAL) != 0,
+            np.full(n, -1, np.int32), np.ones(n, np.int32), cols.timestamp[rows]),
+            lambda i: _marker(int(flags[rows[i]]), int(offset[i])))
+    data = rows[~ctl]
+    aborted = in_ranges(by_producer(aborted_ranges_of(fold.closed)), cols.producer_id,
+                        cols.offset, data)
+    return _Transactions(aborted, {pid: t.first_offset for pid, t in fold.ongoing.items()})
+
+
+def _marker(flags: int, offset: int) -> list[ControlMarker]:
+    kind = "COMMIT" if flags & FLAG_COMMIT else "ABORT" if flags & FLAG_ABORT else None
+    return [] if kind is None else [ControlMarker(kind, offset, -1, None)]
 
 
 @dataclass(slots=True)
@@ -870,46 +881,7 @@ def survivor(history: Sequence[RecordFate]) -> RecordFate | None:
     return live[-1] if live else None
 
 
-def describe_survivor(history: Sequence[RecordFate], now_ms: int) -> str:
-    last = survivor(history)
-    if last is None:
-        return "no committed version: nothing survives"
-    if last.tombstone:
-        return (f"the latest version (offset {last.offset}) is a tombstone: the key is "
-                "deleted; the tombstone itself goes once its delete horizon has passed")
-    return (f"offset {last.offset} ({format_time(last.timestamp)}, "
-            f"{format_duration(now_ms - last.timestamp)} old) survives compaction; "
-            f"{len(history) - 1} older version(s) go")
-
-
-def merged_survivors(pc: PartitionCompaction) -> list[str]:
-    """For ``compact,delete``: old records kept because they share a segment with newer ones
-    (retention compares the segment's largest timestamp), and the merges the next clean would
-    make, which extend that."""
-    out = []
-    if pc.retention is None:
-        return out
-    for v in pc.retention.segments:
-        if v.stale and v.stale.count and not v.deletable:
-            out.append(
-                f"segment @{v.base_offset}: {v.stale.count} records "
-                f"({format_bytes(v.stale.bytes)}) older than retention.ms survive, the oldest "
-                f"from {format_time(v.stale.oldest_timestamp)}, because the segment's newest "
-                f"record ({format_time(v.max_timestamp)}) is within retention")
-    kept = {v.base_offset: v for v in pc.retention.segments if not v.deletable}
-    for g in pc.merge_groups:
-        members = [kept[b] for b in g.base_offsets if b in kept]
-        if len(g.base_offsets) > 1 and any(v.max_timestamp < g.largest_timestamp
-                                           for v in members):
-            names = ", ".join(f"@{b}" for b in g.base_offsets)
-            out.append(
-                f"the next clean merges {names} into one segment ({format_bytes(g.size)} <= "
-                f"segment.bytes); its largest timestamp becomes {format_time(g.largest_timestamp)}"
-                ", so every record kept from them lives until that expires")
-    return out
-
-
-# --------------------------------------------------------------------------- reading a partition
+# --------------------------------------------------------------------------- the cleaner's flags
 
 
 def marker_flags(key: bytes | None) -> int:
@@ -928,90 +900,3 @@ def batch_flags(is_control, is_transactional, magic) -> np.ndarray:
     return ((np.where(is_control, FLAG_CONTROL, 0)) |
             (np.where(is_transactional, FLAG_TRANSACTIONAL, 0)) |
             (np.where(np.asarray(magic) < 2, FLAG_LEGACY, 0))).astype(np.int32)
-
-
-def _batch_flags(t: BatchTable) -> np.ndarray:
-    return batch_flags(t.is_control, t.is_transactional, t.magic)
-
-
-def _horizon(t: BatchTable) -> np.ndarray:
-    return np.where(t.has_delete_horizon, t.base_timestamp, -1)
-
-
-def read_records(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
-                 ) -> tuple[CompactionColumns, dict[int, int]]:
-    """Every record of the partition as cleaner-relevant columns, and each segment's first
-    batch max timestamp (``LogSegment.getFirstBatchTimestamp``)."""
-    builder = ColumnsBuilder()
-    first_batch: dict[int, int] = {}
-    for files, s in zip(pi.dir.segments, pi.summaries, strict=True):
-        base = s.base_offset
-        with Segment.open(files, decompress_limit=limit) as seg:
-            for chunk in seg.walk(verify_crc=False):
-                t = chunk.table
-                if len(t) and base not in first_batch:
-                    first_batch[base] = int(t.max_timestamp[0])
-                empty = t.count == 0
-                if empty.any():  # the cleaner's empty batches: one row each, no key
-                    e = t.take(empty)
-                    n = len(e)
-                    builder.add_columns(e.last_offset, e.max_timestamp, [None] * n,
-                                        np.zeros(n, bool), base,
-                                        _batch_flags(e) | FLAG_EMPTY_BATCH, e.producer_id,
-                                        _horizon(e), e.size.astype(float), e.base_offset)
-                for records in seg.records(t.take(~empty)):
-                    _add_chunk(builder, records, base)
-    return builder.build(), first_batch
-
-
-def _add_chunk(builder: ColumnsBuilder, chunk: Chunk, base: int) -> None:
-    cols, t = chunk.columns, chunk.table
-    if not len(cols):
-        return
-    per_record = np.bincount(cols.batch, minlength=len(t))
-    share = t.size / np.maximum(np.where(t.count > 0, t.count, per_record), 1)
-    bi = cols.batch
-    flags = _batch_flags(t)[bi]
-    for i in np.flatnonzero(flags & FLAG_CONTROL):
-        flags[i] |= marker_flags(cols.key(int(i)))
-    keys = _keys(cols, flags)
-    builder.add_columns(cols.offset, cols.timestamp, keys, cols.value_len < 0, base, flags,
-                        t.producer_id[bi], _horizon(t)[bi], share[bi], t.base_offset[bi])
-
-
-def _keys(cols, flags: np.ndarray) -> list[bytes | None]:
-    """Every record's key as bytes (None: null key, or a control record), copied out in one
-    compiled call and sliced from one bytes object: no numpy work per record."""
-    lengths = np.where((flags & FLAG_CONTROL) != 0, -1, cols.key_len)
-    out, offsets = gather(cols.data, cols.key_pos, lengths)
-    blob, at = out.tobytes(), offsets.tolist()
-    return [None if ln < 0 else blob[at[i]:at[i + 1]] for i, ln in enumerate(lengths.tolist())]
-
-
-def _named(paths: Sequence[str]) -> set[str]:
-    return {os.path.realpath(p) for p in paths}
-
-
-def select_compacted(loaded: Loaded, paths: Sequence[str]
-                     ) -> tuple[list[PartitionInput], list[Skipped]]:
-    """Compacted partitions; a partition dir named on the command line is analysed as
-    compacted even if its policy is unknown (then the assumption is recorded)."""
-    named = _named(paths)
-    chosen, skipped = [], list(loaded.skipped)
-    for pi in loaded.partitions:
-        if pi.config.compact:
-            chosen.append(pi)
-        elif os.path.realpath(pi.dir.path) in named and \
-                pi.config.source("cleanup.policy").source == cfg.SOURCE_DEFAULT:
-            assumed = replace(
-                pi.config, cleanup_policy=("compact",),
-                provenance=(*pi.config.provenance, ("cleanup.policy", cfg.ConfigValue(
-                    cfg.SOURCE_ASSUMED, "no topic config found; analysed as compact because "
-                                        "the partition was named"))))
-            chosen.append(replace(pi, config=assumed))
-        else:
-            src = pi.config.source("cleanup.policy")
-            skipped.append(Skipped(str(pi.dir.path), (
-                f"cleanup.policy={','.join(pi.config.cleanup_policy)} ({src.source}); pass "
-                "--cleanup-policy compact or --config, or name the partition directory")))
-    return chosen, skipped

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.storage.files import open_regular_file
 
 LONG_MAX = 2**63 - 1
@@ -388,8 +388,8 @@ def load_cluster_metadata(partition_paths, *, at: int | None = None,
         try:
             cluster_metadata = importlib.import_module("segtools.analysis.cluster_metadata")
         except ImportError:
-            findings.append(Finding(
-                "cluster_metadata_decoder_missing", Severity.INFO, str(path),
+            findings.append(finding(
+                "cluster_metadata_decoder_missing", str(path),
                 "a __cluster_metadata log is here but this build cannot decode it; topic "
                 "configs fall back to --config and Kafka defaults"))
             return {}, "", findings
@@ -397,7 +397,7 @@ def load_cluster_metadata(partition_paths, *, at: int | None = None,
             configs = (cluster_metadata.topic_configs(path) if at is None
                        else cluster_metadata.topic_configs(path, at=at))
         except SegtoolsError as e:
-            findings.append(Finding("cluster_metadata_unreadable", Severity.WARNING,
+            findings.append(finding("cluster_metadata_unreadable",
                                     e.path or str(path), f"topic configs not recovered: {e}"))
             continue
         return {t: dict(c) for t, c in configs.items()}, str(path), findings

@@ -25,7 +25,7 @@ import numpy as np
 from segtools.analysis.partition_log import iter_tables
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, PartitionState
@@ -237,8 +237,8 @@ def _epoch_findings(replica: Replica) -> list[Finding]:
     if not len(bad):
         return []
     b = replica.batches[int(bad[0])]
-    return [Finding(
-        "leader_epoch_checkpoint_mismatch", Severity.WARNING, str(replica.partition.path),
+    return [finding(
+        "leader_epoch_checkpoint_mismatch", str(replica.partition.path),
         f"{replica.label}: batch {b.base_offset}..{b.last_offset} carries leader epoch "
         f"{b.leader_epoch} but leader-epoch-checkpoint assigns epoch {int(cp[bad[0]])}",
         offset=b.base_offset)]

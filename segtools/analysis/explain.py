@@ -13,10 +13,13 @@ and the HTML report cannot give different answers for the same tree (a test comp
 from __future__ import annotations
 
 import base64
+import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from segtools.analysis import compaction as comp
+from segtools.analysis import config as cfg
+from segtools.analysis.cleaner_input import read_records
 from segtools.analysis.forecast import Forecast, combine, forecast_partition
 from segtools.analysis.partition_input import (
     Loaded,
@@ -28,9 +31,8 @@ from segtools.analysis.partition_input import (
 from segtools.analysis.retention import PartitionRetention, explain_retention
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.findings import Finding
-from segtools.units import format_time
-
-DAY_MS = 86_400_000
+from segtools.timestamps import DAY_MS
+from segtools.units import format_bytes, format_duration, format_time
 
 
 def _base64(data: bytes) -> str:
@@ -156,7 +158,7 @@ class CompactionExplained:
         pi, pc = self.input, self.compaction
         return {"topic": pi.topic, "partition": pi.partition, "path": str(pi.dir.path),
                 "log_dir": str(pi.log_dir.path), **pc.to_json(render),
-                "survivor": comp.describe_survivor(pc.key_history, pc.now_ms)
+                "survivor": describe_survivor(pc.key_history, pc.now_ms)
                 if pc.key_history is not None else None}
 
 
@@ -181,16 +183,87 @@ class CompactionReport:
                 "findings": [f.to_json() for f in self.findings]}
 
 
+def _named(paths: Sequence[str]) -> set[str]:
+    return {os.path.realpath(p) for p in paths}
+
+
+def select_compacted(loaded: Loaded, paths: Sequence[str]
+                     ) -> tuple[list[PartitionInput], list[Skipped]]:
+    """Compacted partitions; a partition dir named on the command line is analysed as
+    compacted even if its policy is unknown (then the assumption is recorded). Which
+    partitions a tree's answer covers is the faces' shared policy, so it lives here, beside
+    the one assembly they call, not in the cleaner's rules."""
+    named = _named(paths)
+    chosen, skipped = [], list(loaded.skipped)
+    for pi in loaded.partitions:
+        if pi.config.compact:
+            chosen.append(pi)
+        elif os.path.realpath(pi.dir.path) in named and \
+                pi.config.source("cleanup.policy").source == cfg.SOURCE_DEFAULT:
+            assumed = replace(
+                pi.config, cleanup_policy=("compact",),
+                provenance=(*pi.config.provenance, ("cleanup.policy", cfg.ConfigValue(
+                    cfg.SOURCE_ASSUMED, "no topic config found; analysed as compact because "
+                                        "the partition was named"))))
+            chosen.append(replace(pi, config=assumed))
+        else:
+            src = pi.config.source("cleanup.policy")
+            skipped.append(Skipped(str(pi.dir.path), (
+                f"cleanup.policy={','.join(pi.config.cleanup_policy)} ({src.source}); pass "
+                "--cleanup-policy compact or --config, or name the partition directory")))
+    return chosen, skipped
+
+
+def describe_survivor(history: Sequence[comp.RecordFate], now_ms: int) -> str:
+    """What a full compaction leaves of a key, in a sentence."""
+    last = comp.survivor(history)
+    if last is None:
+        return "no committed version: nothing survives"
+    if last.tombstone:
+        return (f"the latest version (offset {last.offset}) is a tombstone: the key is "
+                "deleted; the tombstone itself goes once its delete horizon has passed")
+    return (f"offset {last.offset} ({format_time(last.timestamp)}, "
+            f"{format_duration(now_ms - last.timestamp)} old) survives compaction; "
+            f"{len(history) - 1} older version(s) go")
+
+
+def merged_survivors(pc: comp.PartitionCompaction) -> list[str]:
+    """For ``compact,delete``: old records kept because they share a segment with newer ones
+    (retention compares the segment's largest timestamp), and the merges the next clean would
+    make, which extend that."""
+    out = []
+    if pc.retention is None:
+        return out
+    for v in pc.retention.segments:
+        if v.stale and v.stale.count and not v.deletable:
+            out.append(
+                f"segment @{v.base_offset}: {v.stale.count} records "
+                f"({format_bytes(v.stale.bytes)}) older than retention.ms survive, the oldest "
+                f"from {format_time(v.stale.oldest_timestamp)}, because the segment's newest "
+                f"record ({format_time(v.max_timestamp)}) is within retention")
+    kept = {v.base_offset: v for v in pc.retention.segments if not v.deletable}
+    for g in pc.merge_groups:
+        members = [kept[b] for b in g.base_offsets if b in kept]
+        if len(g.base_offsets) > 1 and any(v.max_timestamp < g.largest_timestamp
+                                           for v in members):
+            names = ", ".join(f"@{b}" for b in g.base_offsets)
+            out.append(
+                f"the next clean merges {names} into one segment ({format_bytes(g.size)} <= "
+                f"segment.bytes); its largest timestamp becomes {format_time(g.largest_timestamp)}"
+                ", so every record kept from them lives until that expires")
+    return out
+
+
 def compaction_report(loaded: Loaded, named: Sequence[str], *, now_ms: int,
                       key: bytes | None = None, top: int = 10, tombstone_limit: int = 20,
                       limit: int = DEFAULT_DECOMPRESS_LIMIT) -> CompactionReport:
     """The cleaner replayed at ``now_ms`` over every compacted partition of ``loaded``
     (``named``: the paths given, so a partition directory named on its own is analysed as
     compacted even when its policy is unknown)."""
-    chosen, skipped = comp.select_compacted(loaded, named)
+    chosen, skipped = select_compacted(loaded, named)
     results = []
     for pi in chosen:
-        cols, first_batch = comp.read_records(pi, limit=limit)
+        cols, first_batch = read_records(pi, limit=limit)
         results.append(CompactionExplained(pi, comp.explain_compaction(
             cols, pi.summaries, pi.config, now_ms=now_ms, high_watermark=pi.high_watermark,
             log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,

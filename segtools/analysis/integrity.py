@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from segtools.decode.table import BatchTable
-from segtools.findings import Finding, Severity, finding
+from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 
 
@@ -50,16 +50,16 @@ def classify_gap(path: str, prev_last: int, next_base: int, position: int | None
     if next_base == prev_last + 1:
         return None
     if next_base <= prev_last:
-        return Finding("offset_overlap", Severity.ERROR, path,
+        return finding("offset_overlap", path,
                        f"offsets overlap {where}: {next_base} follows {prev_last}",
                        position=position, offset=next_base)
     missing = next_base - prev_last - 1
     if evidence.any:
-        return Finding("offset_gap_compaction", Severity.INFO, path,
+        return finding("offset_gap_compaction", path,
                        f"{missing} offset(s) {prev_last + 1}..{next_base - 1} absent {where}; "
                        "the partition shows signs of compaction", position=position,
                        offset=prev_last + 1)
-    return Finding("offset_hole", Severity.WARNING, path,
+    return finding("offset_hole", path,
                    f"{missing} offset(s) {prev_last + 1}..{next_base - 1} missing {where} "
                    "with no sign of compaction", position=position, offset=prev_last + 1)
 
@@ -83,8 +83,8 @@ class OffsetSteps:
             return
         for i in np.flatnonzero(table.base_offset < self.segment_base):
             base = int(table.base_offset[i])
-            self.below_base.append(Finding(
-                "batch_below_segment_base", Severity.ERROR, self.path,
+            self.below_base.append(finding(
+                "batch_below_segment_base", self.path,
                 f"batch base offset {base} is below the segment's base offset "
                 f"{self.segment_base} (its file name)", position=int(table.position[i]),
                 offset=base))
@@ -171,8 +171,8 @@ class OffsetIndexCheck:
         return self.found
 
     def _mismatch(self, offset: int, position: int, base: int, last: int, why: str = "") -> None:
-        self.found.append(Finding(
-            "index_entry_mismatch", Severity.ERROR, self.path,
+        self.found.append(finding(
+            "index_entry_mismatch", self.path,
             f"index says offset {offset} starts at byte {position}, but the batch there holds "
             f"{base}..{last}{why}", position=position, offset=offset))
 
@@ -215,8 +215,8 @@ class OffsetIndexCheck:
         for k in np.flatnonzero(~ok).tolist():
             offset, position = int(offsets[k]), int(positions[k])
             if not at[k]:
-                self.found.append(Finding(
-                    "index_entry_not_at_batch", Severity.ERROR, self.path,
+                self.found.append(finding(
+                    "index_entry_not_at_batch", self.path,
                     f"index entry for offset {offset} points at byte {position}, which is "
                     "not the start of a batch", position=position, offset=offset))
                 continue
@@ -284,13 +284,13 @@ class TimeIndexCheck:
             row = int(order[j[k]])
             ts, offset = int(self.timestamps[entry]), int(self.offsets[entry])
             if t.max_timestamp[row] != ts:
-                self.found.append((entry, Finding(
-                    "timeindex_entry_mismatch", Severity.ERROR, self.path,
+                self.found.append((entry, finding(
+                    "timeindex_entry_mismatch", self.path,
                     f"time index says {ts} at offset {offset}; that batch's max timestamp is "
                     f"{t.max_timestamp[row]}", position=int(t.position[row]), offset=offset)))
             elif running[row] != ts:
-                self.found.append((entry, Finding(
-                    "timeindex_not_running_max", Severity.WARNING, self.path,
+                self.found.append((entry, finding(
+                    "timeindex_not_running_max", self.path,
                     f"time index says the largest timestamp up to offset {offset} is {ts}, the "
                     f"log has {running[row]} there", offset=offset)))
         self.open = self.open[~hit]
@@ -370,8 +370,8 @@ class LeaderEpochs:
         for k in np.flatnonzero(epochs < before).tolist():
             i = int(rows[k])
             base = int(t.base_offset[i])
-            self.found.append(Finding(
-                "leader_epoch_decreasing", Severity.ERROR, self.path,
+            self.found.append(finding(
+                "leader_epoch_decreasing", self.path,
                 f"batch at offset {base} has leader epoch {int(epochs[k])} after epoch "
                 f"{int(before[k])}", position=int(t.position[i]), offset=base))
         self.last_epoch = max(self.last_epoch, int(epochs.max()))
@@ -397,13 +397,13 @@ class LeaderEpochs:
                 below.append((epoch, offset))
                 continue
             if epoch not in start_of:
-                findings.append(Finding(
-                    "leader_epoch_not_in_checkpoint", Severity.WARNING, self.path,
+                findings.append(finding(
+                    "leader_epoch_not_in_checkpoint", self.path,
                     f"epoch {epoch} (first at offset {offset}) is missing from "
                     "leader-epoch-checkpoint", offset=offset))
             elif start_of[epoch] > offset:
-                findings.append(Finding(
-                    "leader_epoch_start_mismatch", Severity.WARNING, self.path,
+                findings.append(finding(
+                    "leader_epoch_start_mismatch", self.path,
                     f"leader-epoch-checkpoint says epoch {epoch} starts at {start_of[epoch]}, "
                     f"but a batch of that epoch is at offset {offset}", offset=offset))
         if below:

@@ -44,11 +44,24 @@ import numpy as np
 from segtools.analysis import _offsets
 from segtools.analysis.partition_log import iter_chunks
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.decode import _programs as K
 from segtools.decode import chunks
-from segtools.decode.programs import SCALAR, SPAN, Block, Decoder, consumer_offsets_family
+from segtools.decode.programs import (
+    F_INTERN,
+    SCALAR,
+    SPAN,
+    ST_ERROR,
+    ST_OK,
+    ST_SKIP,
+    Block,
+    Decoder,
+    blob,
+    consumer_offsets_family,
+    spans,
+    versioned,
+    versioned_fields,
+)
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity, finding
+from segtools.findings import Finding, finding
 from segtools.formats.internal.consumer_offsets import (
     CONSUMER_GROUP_TYPES,
     CONSUMER_PROTOCOL_ASSIGNMENT,
@@ -281,11 +294,28 @@ def group_matches(group: str, patterns: Iterable[str] | None) -> bool:
 
 # ---------------------------------------------------------------------------- the replay
 
-#: An applied commit as the replay holds it (an :class:`OffsetCommit` is built only to be
-#: shown): offset (None: a tombstone), leader epoch, metadata, commit and expire timestamps,
-#: value version, log partition, offset and timestamp, producer id (transactional commits),
-#: and the offset and timestamp of the COMMIT/ABORT marker that decided it.
-_OFF, _EPOCH, _META, _CTS, _ETS, _VV, _LP, _LO, _LTS, _PID, _AO, _ATS = range(12)
+class AppliedCommit(NamedTuple):
+    """An applied commit as the replay holds it (an :class:`OffsetCommit` is built only to be
+    shown): where it was written, the producer of a transactional commit, and the COMMIT/ABORT
+    marker that decided it."""
+
+    offset: int | None  # None: a tombstone
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp: int
+    expire_timestamp: int
+    value_version: int | None
+    log_partition: int
+    log_offset: int
+    log_timestamp: int
+    producer_id: int | None
+    marker_offset: int | None
+    marker_timestamp: int | None
+
+
+#: The integer fields of an :class:`AppliedCommit`, in the order of a state row
+#: (``_offsets.S_WIDTH`` columns; metadata is kept beside them).
+_INT_FIELDS = tuple(i for i, f in enumerate(AppliedCommit._fields) if f != "metadata")
 
 #: What each KIP-848 / KIP-932 record type sets on a group, from its name as the coordinator's
 #: replay dispatches on it (``GroupCoordinatorShard.replay``).
@@ -342,7 +372,7 @@ def _slots() -> _Slots:
     for t, (name, prog) in fam.key_programs.items():
         group = "group" if "group" in prog.slots else "groupId"
         if fam.slot(name, group, SPAN, value=False) != 0 or \
-                not prog.slots[group].flags & K.F_INTERN:
+                not prog.slots[group].flags & F_INTERN:
             raise AssertionError(f"record type {t}: the key must start with its group id")
     member_keyed = frozenset(t for t, (_, p) in fam.key_programs.items() if "memberId" in p.slots)
     members = {fam.slot(fam.key_programs[t][0], "memberId", SPAN, value=False)
@@ -443,14 +473,24 @@ def _classic_members(raw: bytes, version: int) -> list[dict]:
     return out
 
 
+class _LeftToPython(NamedTuple):
+    """What the compiled loop hands back of a block: the rows left to Python (block rows, in
+    log order), the event of each (applied and regressed, deleted, or nothing), and, for a
+    key the loop changed, what it held before (state row, whether present, its metadata)."""
+
+    rows: np.ndarray
+    events: np.ndarray
+    previous: np.ndarray
+    was_present: np.ndarray
+    previous_metadata: list[str | None]
+
+
 class _State:
     """The applied commit of every key code (a group, topic and partition): integer columns
     in one array, metadata strings beside them, filled by the compiled loop
     (``_offsets.apply_commits``) and by :meth:`set`. ``order`` is the row that made a key
     present: the insertion order a dict would keep (a key deleted by a tombstone and committed
     again goes last). ``fast`` marks the keys the compiled loop may apply."""
-
-    _INTS = (_OFF, _EPOCH, _CTS, _ETS, _VV, _LP, _LO, _LTS, _PID, _AO, _ATS)
 
     def __init__(self) -> None:
         self.present = np.zeros(0, np.int8)
@@ -473,31 +513,32 @@ class _State:
         self.blocked = np.concatenate([self.blocked, np.full(grow, -1, np.int64)])
         self.metadata += [None] * grow
 
-    def get(self, k: int) -> tuple | None:
+    def get(self, k: int) -> AppliedCommit | None:
         return self.unpack(self.state[k].tolist(), self.metadata[k]) if self.present[k] \
             else None
 
     @staticmethod
-    def unpack(ints: list[int], metadata: str) -> tuple:
-        """A state row as the replay's commit tuple."""
+    def unpack(ints: list[int], metadata: str) -> AppliedCommit:
+        """A state row as the replay's commit."""
         off, epoch, cts, ets, vv, lp, lo, lts, pid, ao, ats = ints
         none = _offsets.NONE
-        return (off, epoch, metadata, cts, ets, vv, lp, lo, lts, None if pid == none else pid,
-                None if ao == none else ao, None if ao == none else ats)
+        return AppliedCommit(off, epoch, metadata, cts, ets, vv, lp, lo, lts,
+                             None if pid == none else pid, None if ao == none else ao,
+                             None if ao == none else ats)
 
-    def set(self, k: int, c: tuple, row: int) -> None:
+    def set(self, k: int, c: AppliedCommit, row: int) -> None:
         if not self.present[k]:
             self.present[k] = 1
             self.order[k] = row
         none = _offsets.NONE
-        self.state[k] = [none if c[f] is None else c[f] for f in self._INTS]
-        self.metadata[k] = c[_META]
+        self.state[k] = [none if c[f] is None else c[f] for f in _INT_FIELDS]
+        self.metadata[k] = c.metadata
 
     def delete(self, k: int) -> None:
         self.present[k] = 0
         self.metadata[k] = None
 
-    def items(self) -> list[tuple[int, tuple]]:
+    def items(self) -> list[tuple[int, AppliedCommit]]:
         keys = np.flatnonzero(self.present)
         return [(k, self.get(k)) for k in keys[np.argsort(self.order[keys])].tolist()]
 
@@ -572,13 +613,15 @@ class _Replayer:
         self.current.ensure(k + 1)
         self.current.fast[k] = not kept and k not in self._held
 
-    def _commit(self, k: int, c: tuple, status: str = APPLIED) -> OffsetCommit:
+    def _commit(self, k: int, c: AppliedCommit, status: str = APPLIED) -> OffsetCommit:
         group, topic, partition, _ = self._keys[k]
-        lp = c[_LP]
-        return OffsetCommit(self.decoder.texts[group], topic, partition, c[_OFF], c[_EPOCH],
-                            c[_META], c[_CTS], c[_ETS], c[_VV], Location(lp, c[_LO], c[_LTS]),
-                            c[_PID], status,
-                            None if c[_AO] is None else Location(lp, c[_AO], c[_ATS]))
+        lp = c.log_partition
+        return OffsetCommit(self.decoder.texts[group], topic, partition, c.offset,
+                            c.leader_epoch, c.metadata, c.commit_timestamp, c.expire_timestamp,
+                            c.value_version, Location(lp, c.log_offset, c.log_timestamp),
+                            c.producer_id, status,
+                            None if c.marker_offset is None
+                            else Location(lp, c.marker_offset, c.marker_timestamp))
 
     def _emit(self, anomaly: Anomaly) -> None:
         if self.sink is not None:
@@ -601,7 +644,7 @@ class _Replayer:
     def partition(self, pdir: PartitionDir, advance: Callable[[int], None] | None) -> None:
         log_partition = pdir.name.partition if pdir.name else -1
         path = str(pdir.path)
-        pending: dict[int, list[tuple[int, tuple]]] = {}
+        pending: dict[int, list[tuple[int, AppliedCommit]]] = {}
         read_findings: list[Finding] = []
         for chunk in iter_chunks(pdir, read_findings, at=self.at, limit=self.limit,
                                  advance=advance):
@@ -613,71 +656,88 @@ class _Replayer:
                 self._release(k)
                 if self._keys[k][3]:
                     self.commits.append(self._commit(k, c, PENDING))
-            self.findings.append(Finding(
-                "transactional_offset_commit_pending", Severity.INFO, path,
+            self.findings.append(finding(
+                "transactional_offset_commit_pending", path,
                 f"producer {pid} has {len(commits)} transactional offset commit(s) with no "
                 f"COMMIT/ABORT marker by the end of the replay (not applied)",
-                offset=commits[0][1][_LO]))
+                offset=commits[0][1].log_offset))
 
     def _block(self, b: Block, chunk: chunks.Chunk, lo: int, lp: int, path: str,
-               pending: dict[int, list[tuple[int, tuple]]]) -> None:
+               pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:
         """One block of records. Plain offset commits (most of a real log) are applied by the
         compiled loop; it hands every other row to Python, one at a time, in log order."""
-        s = self.slots
         n = len(b)
         self.records += n
         self._sync()
         table, cols = chunk.table, chunk.columns
         batch = cols.batch[lo:lo + n]
-        ok = b.status == K.ST_OK
-        vals = b.vals
-        gcode = np.where(ok, vals[:, 0], 0)
+        ok = b.status == ST_OK
+        gcode = np.where(ok, b.vals[:, 0], 0)
         wanted = ok & self._wanted_np[gcode] if len(self._wanted_np) else np.zeros(n, bool)
         txn = table.is_transactional[batch]
         plain = wanted & (b.rtype <= OFFSET_COMMIT_TYPES[-1]) & ~txn
         kinds = plain.astype(np.int8) + 2 * (~ok | (wanted & ~plain)).astype(np.int8)
         offsets = np.ascontiguousarray(cols.offset[lo:lo + n])
         stamps = np.ascontiguousarray(cols.timestamp[lo:lo + n])
-        state = self.current
-        state.ensure(len(self.decoder.keys))
         first_row = self.records - n
+        left = self._compiled(b, kinds, offsets, stamps, lp, first_row)
+        if not len(left.rows):
+            return
+        rows = left.rows
+        status, rtype, ev = b.status[rows], b.rtype[rows], left.events
+        keep = (status == ST_OK) & (rtype > OFFSET_COMMIT_TYPES[-1])
+        markers = chunks.control_types(cols, lo + rows)
+        act = np.full(len(rows), _SPECIAL, np.int8)
+        act[keep & (rtype > GROUP_METADATA_TYPE)] = _MODERN
+        act[kinds[rows] == 1] = _PLAIN
+        control = status == ST_SKIP
+        act[control] = np.where((markers[control] == 0) | (markers[control] == 1), _MARKER,
+                                _NONE)
+        act[status == ST_ERROR] = _ERROR
+        act[ev == _offsets.REGRESSED] = _REGRESSED
+        act[ev == _offsets.DELETED] = _DELETED
+        pids = np.where(txn[rows] | table.is_control[batch[rows]], table.producer_id[batch[rows]],
+                        -1).tolist()
+        self._python_rows(b, left, act, keep, markers, gcode[rows].tolist(),
+                          offsets[rows].tolist(), stamps[rows].tolist(), pids, lp, path,
+                          first_row, pending)
+
+    def _compiled(self, b: Block, kinds: np.ndarray, offsets: np.ndarray, stamps: np.ndarray,
+                  lp: int, first_row: int) -> _LeftToPython:
+        """The compiled loop (``_offsets.apply_commits``) over a block: it applies the plain
+        commits of keys it may apply to the state arrays, and returns the rows it leaves to
+        Python (with what a regressed or deleted key held before)."""
+        s, state, n = self.slots, self.current, len(b)
+        state.ensure(len(self.decoder.keys))
         rows = np.empty(n, np.int64)
         events = np.empty(n, np.int8)
         previous = np.empty((n, _offsets.S_WIDTH), np.int64)
         was_present = np.empty(n, np.int8)
         previous_metadata: list[str | None] = []
         count = _offsets.apply_commits(
-            kinds, b.key_code, b.vver, vals, s.offset, s.leader_epoch, s.metadata,
+            kinds, b.key_code, b.vver, b.vals, s.offset, s.leader_epoch, s.metadata,
             s.commit_timestamp, s.expire_timestamp, offsets, stamps, lp, first_row, b.data,
             state.fast, state.blocked, state.present, state.order, state.state, state.metadata,
             rows, events, previous, was_present, previous_metadata)
-        if not count:
-            return
-        rows = rows[:count]
-        status, rtype, ev = b.status[rows], b.rtype[rows], events[:count]
-        keep = (status == K.ST_OK) & (rtype > OFFSET_COMMIT_TYPES[-1])
-        markers = chunks.control_types(cols, lo + rows)
-        act = np.full(count, _SPECIAL, np.int8)
-        act[keep & (rtype > GROUP_METADATA_TYPE)] = _MODERN
-        act[kinds[rows] == 1] = _PLAIN
-        control = status == K.ST_SKIP
-        act[control] = np.where((markers[control] == 0) | (markers[control] == 1), _MARKER,
-                                _NONE)
-        act[status == K.ST_ERROR] = _ERROR
-        act[ev == _offsets.REGRESSED] = _REGRESSED
-        act[ev == _offsets.DELETED] = _DELETED
+        return _LeftToPython(rows[:count], events[:count], previous, was_present,
+                             previous_metadata)
+
+    def _python_rows(self, b: Block, left: _LeftToPython, act: np.ndarray, keep: np.ndarray,
+                     markers: np.ndarray, groups: list[int], offs: list[int],
+                     times: list[int], pids: list[int], lp: int, path: str, first_row: int,
+                     pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:
+        """The rows the compiled loop left, one at a time, by what each asks for."""
+        s, state, vals, rows = self.slots, self.current, b.vals, left.rows
+        rtype = b.rtype[rows]
         # what the Python rows read, as lists: values and member ids of the records kept as
         # bytes (group metadata, KIP-848 parts), the epochs KIP-848 records set
-        raws = K.spans(b.data, b.value_pos[rows], np.where(keep, b.value_len[rows], -1), False)
-        members = K.spans(b.data, vals[rows, s.member],
-                          np.where(np.isin(rtype, s.member_list) & keep,
-                                   vals[rows, s.member + 1], -1), True)
+        raws = spans(b.data, b.value_pos[rows], np.where(keep, b.value_len[rows], -1), False)
+        members = spans(b.data, vals[rows, s.member],
+                        np.where(np.isin(rtype, s.member_list) & keep,
+                                 vals[rows, s.member + 1], -1), True)
         scalars = vals[rows, s.scalar_slot[np.clip(rtype, 0, len(s.scalar_slot) - 1)]].tolist()
-        groups, vv = gcode[rows].tolist(), b.vver[rows].tolist()
-        offs, times = offsets[rows].tolist(), stamps[rows].tolist()
-        pids = np.where(txn[rows] | table.is_control[batch[rows]], table.producer_id[batch[rows]],
-                        -1).tolist()
-        metadata = iter(previous_metadata)
+        vv = b.vver[rows].tolist()
+        metadata = iter(left.previous_metadata)
         suspects = self._suspects(b, rows, rtype)
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
         for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
@@ -690,8 +750,8 @@ class _Replayer:
             where = Location(lp, offs[x], times[x])
             if a in (_REGRESSED, _DELETED):  # applied by the compiled loop: report it
                 k = int(b.key_code[i])
-                before = state.unpack(previous[x].tolist(), next(metadata)) \
-                    if was_present[x] else None
+                before = state.unpack(left.previous[x].tolist(), next(metadata)) \
+                    if left.was_present[x] else None
                 if a == _DELETED:
                     self._deleted(k, by_code[groups[x]], before, where)
                 else:
@@ -719,13 +779,13 @@ class _Replayer:
         assignment at its own): row -> member indices, for :func:`describe_protocol` to say
         what is wrong. One compiled call for the block."""
         s = self.slots
-        meta = rows[(b.status[rows] == K.ST_OK) & (rtype == GROUP_METADATA_TYPE)
+        meta = rows[(b.status[rows] == ST_OK) & (rtype == GROUP_METADATA_TYPE)
                     & (b.vver[rows] >= 0)]
         meta = meta[b.vals[meta, s.members + 1] > 0]
         if not len(meta):
             return {}
         elements = np.array([self._elements[v] for v in b.vver[meta].tolist()], np.int32)
-        bad = K.versioned_fields(self.decoder.family.ops, elements, self._element_defaults,
+        bad = versioned_fields(self.decoder.family.ops, elements, self._element_defaults,
                                  b.data, np.ascontiguousarray(b.vals[meta, s.members]),
                                  np.ascontiguousarray(b.vals[meta, s.members + 1]),
                                  s.subscription, self._subscriptions, True, s.assignment,
@@ -736,17 +796,17 @@ class _Replayer:
         return out
 
     def _row_commit(self, b: Block, row: list[int], version: int, where: Location,
-                    pid: int | None) -> tuple:
+                    pid: int | None) -> AppliedCommit:
         """An offset commit (or tombstone) from its decoded slots."""
         s = self.slots
         if version < 0:
-            return self._tuple(None, None, where, pid)
-        return (row[s.offset], row[s.leader_epoch], b.text(row, s.metadata),
-                row[s.commit_timestamp], row[s.expire_timestamp], version, where.partition,
-                where.offset, where.timestamp, pid, None, None)
+            return self._applied(None, None, where, pid)
+        return AppliedCommit(row[s.offset], row[s.leader_epoch], b.text(row, s.metadata),
+                             row[s.commit_timestamp], row[s.expire_timestamp], version,
+                             where.partition, where.offset, where.timestamp, pid, None, None)
 
     def _special(self, b: Block, i: int, t: int, code: int, version: int, pid: int,
-                 where: Location, path: str, pending: dict[int, list[tuple[int, tuple]]],
+                 where: Location, path: str, pending: dict[int, list[tuple[int, AppliedCommit]]],
                  raw: bytes | None, bad: list[int]) -> None:
         """A transactional offset commit, or a classic group's metadata (``bad``: its
         members whose consumer-protocol bytes did not read cleanly), decoded."""
@@ -769,34 +829,34 @@ class _Replayer:
                 data = b.data
                 members = b.elements(b.value_program(i)[1], "members", row)
                 suspects = [(b.text(m, s.member_id),
-                             K.blob(data, m[s.subscription], m[s.subscription + 1]),
-                             K.blob(data, m[s.assignment], m[s.assignment + 1]))
+                             blob(data, m[s.subscription], m[s.subscription + 1]),
+                             blob(data, m[s.assignment], m[s.assignment + 1]))
                             for m in (members[j] for j in bad)]
             fields = (ptype, row[s.generation], b.text(row, s.protocol), b.text(row, s.leader),
                       row[s.state_timestamp])
             self._classic(g, where, path, fields, count, raw, version, suspects)
 
     def _refused(self, key: bytes | None, value: bytes | None, where: Location,
-                 pid: int | None, pending: dict[int, list[tuple[int, tuple]]],
+                 pid: int | None, pending: dict[int, list[tuple[int, AppliedCommit]]],
                  path: str) -> None:
         """A record the programs refused: the reference decoder says why (its message is the
         finding's), or, should it read the record after all, its reading stands."""
         try:
             rec = decode_record(key, value)
         except UnknownRecordTypeError as e:
-            self.findings.append(Finding(
-                "consumer_offsets_unknown_record_type", Severity.WARNING, path,
+            self.findings.append(finding(
+                "consumer_offsets_unknown_record_type", path,
                 f"record type {e.record_type} is not one this reader knows (a newer "
                 f"broker's record, e.g. streams groups); skipped, not guessed at",
                 offset=where.offset))
             return
         except UnsupportedVersionError as e:
-            self.findings.append(Finding("consumer_offsets_unknown_version", Severity.WARNING,
-                                         path, str(e), offset=where.offset))
+            self.findings.append(finding("consumer_offsets_unknown_version", path, str(e),
+                                         offset=where.offset))
             return
         except SegtoolsError as e:
-            self.findings.append(Finding("consumer_offsets_record_undecodable", Severity.ERROR,
-                                         path, str(e), offset=where.offset))
+            self.findings.append(finding("consumer_offsets_record_undecodable", path, str(e),
+                                         offset=where.offset))
             return
         code = self.decoder.code(rec.group_id)
         self._sync()
@@ -808,7 +868,7 @@ class _Replayer:
             k = self.decoder.key_code(key[2:])
             if k not in self._keys:
                 self._key(k, code, rec.key["topic"], rec.key["partition"])
-            c = self._tuple(v, rec.value_version, where, pid)
+            c = self._applied(v, rec.value_version, where, pid)
             if pid is not None:
                 self._hold(pending, pid, k, c)
             else:
@@ -834,19 +894,19 @@ class _Replayer:
                          rec.value_version, rec.key.get("memberId"))
 
     @staticmethod
-    def _tuple(value: Mapping | None, version: int | None, where: Location,
-               pid: int | None) -> tuple:
+    def _applied(value: Mapping | None, version: int | None, where: Location,
+               pid: int | None) -> AppliedCommit:
         if value is None:
-            return (None, -1, "", -1, -1, None, where.partition, where.offset, where.timestamp,
-                    pid, None, None)
-        return (value["offset"], value["leaderEpoch"], value["metadata"],
-                value["commitTimestamp"], value["expireTimestamp"], version, where.partition,
-                where.offset, where.timestamp, pid, None, None)
+            return AppliedCommit(None, -1, "", -1, -1, None, where.partition, where.offset,
+                                 where.timestamp, pid, None, None)
+        return AppliedCommit(value["offset"], value["leaderEpoch"], value["metadata"],
+                             value["commitTimestamp"], value["expireTimestamp"], version,
+                             where.partition, where.offset, where.timestamp, pid, None, None)
 
     # -- applying
 
-    def _hold(self, pending: dict[int, list[tuple[int, tuple]]], pid: int, k: int,
-              c: tuple) -> None:
+    def _hold(self, pending: dict[int, list[tuple[int, AppliedCommit]]], pid: int, k: int,
+              c: AppliedCommit) -> None:
         """A transactional commit waits for its marker; meanwhile its key's later commits
         are applied by Python, in order, not by the compiled loop."""
         pending.setdefault(pid, []).append((k, c))
@@ -860,37 +920,39 @@ class _Replayer:
             self.current.fast[k] = not self._keys[k][3]
 
     def _marker(self, pid: int, commit: bool, where: Location,
-                pending: dict[int, list[tuple[int, tuple]]]) -> None:
+                pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:
         """A COMMIT applies the producer's held commits, an ABORT discards them."""
         for k, c in pending.pop(pid, []):
             self._release(k)
-            decided = (*c[:_AO], where.offset, where.timestamp)
+            decided = c._replace(marker_offset=where.offset, marker_timestamp=where.timestamp)
             if commit:
                 self._apply(k, self._by_code[self._keys[k][0]], decided)
             elif self._keys[k][3]:
                 self.commits.append(self._commit(k, decided, ABORTED))
 
-    def _apply(self, k: int, g: GroupState, c: tuple) -> None:
+    def _apply(self, k: int, g: GroupState, c: AppliedCommit) -> None:
         """One commit (or tombstone) applied to its key, in Python (the compiled loop does
         the same to the keys it may apply)."""
         previous = self.current.get(k)
         if self.history and self._keys[k][3]:
             self.commits.append(self._commit(k, c))
-        if c[_OFF] is None:
+        if c.offset is None:
             if previous is not None:
                 self.current.delete(k)
-            self._deleted(k, g, previous, Location(c[_LP], c[_LO], c[_LTS]))
+            self._deleted(k, g, previous, Location(c.log_partition, c.log_offset,
+                                                   c.log_timestamp))
             return
-        if previous is not None and c[_OFF] < previous[_OFF]:
+        if previous is not None and c.offset < previous.offset:
             self._regressed(k, g, previous, c)
         self.current.set(k, c, self._row)
 
-    def _deleted(self, k: int, g: GroupState, previous: tuple | None, where: Location) -> None:
+    def _deleted(self, k: int, g: GroupState, previous: AppliedCommit | None,
+                 where: Location) -> None:
         _, topic, partition, _ = self._keys[k]
         self._emit(OffsetDeletion(g.group, topic, partition,
-                                  None if previous is None else previous[_OFF], where))
+                                  None if previous is None else previous.offset, where))
 
-    def _regressed(self, k: int, g: GroupState, previous: tuple, c: tuple) -> None:
+    def _regressed(self, k: int, g: GroupState, previous: AppliedCommit, c: AppliedCommit) -> None:
         self._emit(OffsetRegression(
             self._commit(k, previous), self._commit(k, c),
             self._classic_state(g) if g.kind == "classic" else None, g.generation))
@@ -916,8 +978,8 @@ class _Replayer:
         for member_id, subscription, assignment in suspects:
             expanded, problems = describe_protocol(g.protocol_type, subscription, assignment)
             for p in problems:
-                self.findings.append(Finding(
-                    "consumer_protocol_undecodable", Severity.WARNING, path,
+                self.findings.append(finding(
+                    "consumer_protocol_undecodable", path,
                     f"group {g.group} member {member_id}: {p}", offset=where.offset))
             quirk = expanded.get("subscription", {}).get("read_as_version")
             if quirk is not None:
@@ -931,11 +993,11 @@ class _Replayer:
     def _protocol_ok(self, subscription: bytes, assignment: bytes) -> bool:
         """The compiled check that a member's consumer-protocol bytes read cleanly: the
         subscription exactly at its own version's layout, the assignment at its own (what
-        ``_programs.versioned_fields`` checks for a record's members at once). Anything else
+        ``versioned_fields`` checks for a record's members at once). Anything else
         is left to :func:`describe_protocol`, which says what."""
         ops = self.decoder.family.ops
-        return (K.versioned(ops, self._subscriptions, subscription, 0, len(subscription), True)
-                and K.versioned(ops, self._assignments, assignment, 0, len(assignment), False))
+        return (versioned(ops, self._subscriptions, subscription, 0, len(subscription), True)
+                and versioned(ops, self._assignments, assignment, 0, len(assignment), False))
 
     def _modern(self, g: GroupState, record_type: int, lp: int, offset: int, timestamp: int,
                 present: bool, scalar: int | None, raw: bytes | None, version: int | None,

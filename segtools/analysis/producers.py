@@ -25,15 +25,15 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from segtools.analysis.partition_log import iter_records, iter_tables
+from segtools.analysis.producer_state import ProducerStateFold, Transaction
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable, codec_label
 from segtools.findings import Finding, finding
-from segtools.storage.files import read_producer_snapshot
+from segtools.formats.batch import RECORD_BATCH_OVERHEAD
 from segtools.storage.partition import PartitionDir
 from segtools.units import format_bytes, format_time
 
 SEQUENCE_MODULUS = 2**31  # DefaultRecordBatch.incrementSequence wraps to 0 past MAX_VALUE
-RECORD_BATCH_OVERHEAD = 61
 DEFAULT_BATCH_SIZE = 16_384  # ProducerConfig batch.size
 NON_IDEMPOTENT = -1
 
@@ -182,23 +182,6 @@ class SequenceEvent:
 
 
 @dataclass
-class _Tracker:
-    epoch: int
-    last_sequence: int
-    last_offset: int
-
-
-@dataclass
-class _Txn:
-    """One producer's transactions as the fold has seen them so far."""
-
-    open: int | None = None  # first offset of the transaction open now
-    last_data: int = -1  # offset of the producer's last transactional data batch
-    open_at_data: int | None = None  # the transaction open as of that batch
-    closed_after_data: tuple[int, int] | None = None  # first marker after it: offset, epoch
-
-
-@dataclass
 class PartitionProducers:
     topic: str
     partition: int
@@ -207,10 +190,12 @@ class PartitionProducers:
     events: list[SequenceEvent] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     duplicates: list = field(default_factory=list)  # LikelyDuplicate, when asked for
-    _trackers: dict[int, _Tracker] = field(default_factory=dict)
-    #: producer id -> its transactions' state (bounded by the number of producers)
-    _txn: dict[int, _Txn] = field(default_factory=dict)
-    #: producer id -> epoch-bump events still waiting for the producer's next marker
+    #: each producer's state (last data batch's epoch, sequence and offset; its open
+    #: transaction), one entry per producer: the producer-state fold every analysis shares
+    _state: ProducerStateFold = field(
+        default_factory=lambda: ProducerStateFold(keep_closed=False), repr=False)
+    #: producer id -> epoch-bump events still waiting for the marker of the transaction the
+    #: producer had open
     _waiting: dict[int, list[int]] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ batching
@@ -222,7 +207,12 @@ class PartitionProducers:
         data = ~t.is_control
         if data.any():
             self._batching(t.take(data))
-        self._transactions(t, first_new_event)
+        bumped = {self.events[k].producer_id for k in range(first_new_event, len(self.events))
+                  if self.events[k].kind == "epoch_bump"}
+        before = {p: self._state.last_closed.get(p) for p in bumped}
+        ended = self._state.add(t)
+        if bumped or self._waiting:
+            self._explain_bumps(first_new_event, before, ended)
 
     def _batching(self, t: BatchTable) -> None:
         pid = t.producer_id.astype(np.int64)
@@ -273,9 +263,11 @@ class PartitionProducers:
             prev_last = np.empty_like(base)
             prev_ep = np.empty_like(ep)
             prev_off = np.empty_like(base)
-            tr = self._trackers.get(p)
+            tr = self._state.producers.get(p)
+            if tr is None or tr.data_epoch < 0:  # no data batch of it yet
+                tr = None
             prev_last[0] = tr.last_sequence if tr else -2
-            prev_ep[0] = tr.epoch if tr else -2
+            prev_ep[0] = tr.data_epoch if tr else -2
             prev_off[0] = tr.last_offset if tr else -1
             prev_last[1:], prev_ep[1:] = last[:-1], ep[:-1]
             prev_off[1:] = t.last_offset[rows[:-1]]
@@ -291,8 +283,6 @@ class PartitionProducers:
                     int(t.base_offset[rows[i]]), None, int(base[i]), None,
                     "sequences wrap past 2147483647 to 0 (DefaultRecordBatch)",
                     int(t.max_timestamp[rows[i]])))
-            self._trackers[p] = _Tracker(int(ep[-1]), int(last[-1]),
-                                         int(t.last_offset[rows[-1]]))
 
     def _event(self, t: BatchTable, row: int, p: int, ep: int, base: int, prev_last: int,
                prev_ep: int, prev_off: int) -> None:
@@ -317,79 +307,46 @@ class PartitionProducers:
 
     # ------------------------------------------------------------------ transactions
 
-    def _transactions(self, t: BatchTable, first_new_event: int) -> None:
-        """Which transaction each producer has open, so an epoch bump can say what became of
-        it. A transactional data batch opens one (the first after the producer's last
-        marker) and the producer id's next control batch closes it, as
-        ``ProducerStateManager`` tracks ``currentTxnFirstOffset``. A producer fenced with a
-        transaction open gets a bumped epoch; the coordinator ends that transaction with an
-        abort marker (``TransactionCoordinator.handleInitProducerId``) before the new
-        instance writes. State is one small record per producer; only the rows of
-        transactional producers are looked at, and only their markers and the batches that
-        open a transaction are visited one by one."""
-        pid = t.producer_id
-        rows = np.flatnonzero((pid >= 0) & (t.is_control | t.is_transactional))
-        bumps: dict[int, list[int]] = {}
+    def _explain_bumps(self, first_new_event: int, before: dict[int, Transaction | None],
+                       ended: list[Transaction]) -> None:
+        """What became of the transaction a producer had open when its epoch was bumped. A
+        producer fenced with a transaction open gets a bumped epoch; the coordinator ends
+        that transaction with an abort marker (``TransactionCoordinator.handleInitProducerId``)
+        before the new instance writes. The transaction is the one of the producer-state
+        fold holding the producer's batch before the bump; its marker may come chunks
+        later (the event waits for it)."""
+        closed: dict[int, list[Transaction]] = {}
+        for x in ended:
+            if x.first_offset is not None:
+                closed.setdefault(x.producer_id, []).append(x)
+        for p, waiting in list(self._waiting.items()):
+            for k in list(waiting):
+                x = next((x for x in closed.get(p, ())
+                          if x.first_offset == self.events[k].open_transaction), None)
+                if x is not None:
+                    self._closed_by(k, x)
+                    waiting.remove(k)
+            if not waiting:
+                del self._waiting[p]
         for k in range(first_new_event, len(self.events)):
-            if self.events[k].kind == "epoch_bump":
-                bumps.setdefault(self.events[k].producer_id, []).append(k)
-        for p in np.unique(pid[rows]).tolist():
-            sel = rows[pid[rows] == p]
-            self._fold_transactions(p, t.is_control[sel], t.base_offset[sel],
-                                    t.last_offset[sel], t.producer_epoch[sel],
-                                    bumps.get(p, []))
-
-    def _fold_transactions(self, p: int, ctl: np.ndarray, off: np.ndarray, last: np.ndarray,
-                           ep: np.ndarray, bumps: list[int]) -> None:
-        st = self._txn.setdefault(p, _Txn())
-        closed_before = np.empty(len(ctl), bool)
-        closed_before[0] = st.open is None
-        closed_before[1:] = ctl[:-1]
-        marks = np.flatnonzero(ctl | (~ctl & closed_before))  # markers, and batches opening
-
-        def open_as_of(i: int) -> int | None:
-            before = marks[marks <= i]
-            if not len(before):
-                return st.open
-            return None if ctl[before[-1]] else int(off[before[-1]])
-
-        def marker_after(i: int) -> tuple[int, int] | None:
-            later = np.flatnonzero(ctl[i + 1:])
-            return (int(off[i + 1 + later[0]]), int(ep[i + 1 + later[0]])) if len(later) \
-                else None
-
-        for k in self._waiting.pop(p, []):  # bumps of earlier chunks: their next marker
-            self._close(p, k, marker_after(-1))
-        for k in bumps:
             e = self.events[k]
-            here = np.flatnonzero(~ctl & (last == e.previous_offset))
-            if len(here):
-                opened, closed = open_as_of(int(here[0])), marker_after(int(here[0]))
-            elif st.last_data == e.previous_offset:  # the batch before was in an earlier chunk
-                opened = st.open_at_data
-                closed = st.closed_after_data or marker_after(-1)
-            else:
+            if e.kind != "epoch_bump":
                 continue
-            if opened is not None:
-                self.events[k] = replace(e, open_transaction=opened)
-                self._close(p, k, closed)
-        data = np.flatnonzero(~ctl)
-        if len(data):
-            d = int(data[-1])
-            st.last_data = int(last[d])
-            st.open_at_data = open_as_of(d)
-            st.closed_after_data = marker_after(d)
-        elif st.closed_after_data is None:
-            st.closed_after_data = (int(off[0]), int(ep[0]))
-        if len(marks):
-            st.open = open_as_of(len(ctl) - 1)
+            p, at = e.producer_id, e.previous_offset
+            earlier = before.get(p)
+            x = next((x for x in [*([earlier] if earlier else []), *closed.get(p, ())]
+                      if x.contains(at)), None)
+            if x is not None:
+                self._closed_by(k, x)
+                continue
+            still = self._state.ongoing.get(p)
+            if still is not None and still.first_offset <= at <= still.last_offset:
+                self.events[k] = replace(e, open_transaction=still.first_offset)
+                self._waiting.setdefault(p, []).append(k)
 
-    def _close(self, p: int, k: int, marker: tuple[int, int] | None) -> None:
-        if marker is None:
-            self._waiting.setdefault(p, []).append(k)
-        else:
-            self.events[k] = replace(self.events[k], closed_by=marker[0],
-                                     closed_epoch=marker[1])
+    def _closed_by(self, k: int, x: Transaction) -> None:
+        self.events[k] = replace(self.events[k], open_transaction=x.first_offset,
+                                 closed_by=x.marker_offset, closed_epoch=x.producer_epoch)
 
     # ------------------------------------------------------------------ verdicts
 
@@ -527,45 +484,6 @@ def _at(ms: int | None) -> str:
     return "" if ms is None or ms < 0 else f" at {format_time(ms)}"
 
 
-def snapshot_findings(partition: PartitionDir, out: PartitionProducers) -> list[Finding]:
-    """The producers of the latest ``.snapshot`` against those the log shows.
-
-    The broker keeps a producer's state (for de-duplicating retries, and for fencing) in its
-    snapshots after the producer's batches are gone from the log, until
-    ``producer.id.expiration.ms`` passes with no write from it
-    (``ProducerStateManager.removeExpiredProducers``); a producer that expired has no entry
-    even though its batches are still in the log, so a late retry from it would no longer be
-    recognised as a duplicate. Only the latest snapshot is compared: it is the state a broker
-    restarting now would load."""
-    if not partition.snapshots:
-        return []
-    snap = max(partition.snapshots, key=lambda s: s.offset)
-    snapshot, findings = read_producer_snapshot(snap.path)
-    if snapshot is None:
-        return findings
-    where = str(snap.path)
-    in_snapshot = {e.producer_id: e for e in snapshot.entries}
-    seen = out._trackers
-    for pid in sorted(set(in_snapshot) - set(seen)):
-        e = in_snapshot[pid]
-        findings.append(finding(
-            "producer_only_in_snapshot", where,
-            f"producer {pid} (epoch {e.epoch}, last sequence {e.last_sequence} at offset "
-            f"{e.last_offset}) is in the snapshot at offset {snap.offset} but none of its "
-            "batches is in the log (retention or the cleaner removed them); the broker keeps "
-            "its state until producer.id.expiration.ms passes without a write from it",
-            offset=snap.offset))
-    expired = sorted(pid for pid, tr in seen.items()
-                     if pid not in in_snapshot and tr.last_offset < snap.offset)
-    if expired:
-        findings.append(finding(
-            "snapshot_producer_missing", where,
-            f"producers {expired} wrote below offset {snap.offset} but are not in the "
-            "snapshot: expired by producer.id.expiration.ms, so a retry from them would be "
-            "written again", offset=snap.offset))
-    return findings
-
-
 def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                       measure_codec: bool = True,
                       advance: Callable[[int], None] = lambda n: None) -> PartitionProducers:
@@ -584,7 +502,6 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
         if measure_codec and g.verdict == "unbatched" and g.batches >= 10:
             g.recompressed = recompression_gain(partition, g.producer_id)
     out.finish()
-    out.findings.extend(snapshot_findings(partition, out))
     return out
 
 
@@ -677,42 +594,3 @@ def recompression_gain(partition: PartitionDir, producer_id: int, *, sample: int
     if chunk:
         together += len(c.compress(bytes(chunk)))
     return together / alone
-
-
-def table_from_arrow(batch) -> BatchTable:
-    """A batch table from ``level=batches`` rows (the Spark source's and ``to_arrow()``'s
-    columns), so every face folds the same columns with :meth:`PartitionProducers.add`."""
-    from segtools.decode.table import CODEC_LABELS
-    from segtools.formats import batch as v2
-
-    def col(name: str, dtype, fill=-1) -> np.ndarray:
-        arr = batch.column(name)
-        return np.asarray(arr.fill_null(fill).to_numpy(zero_copy_only=False), dtype)
-
-    def ms(name: str) -> np.ndarray:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        micros = pc.cast(batch.column(name), pa.int64())
-        return np.asarray(pc.fill_null(pc.divide(micros, 1000), -1).to_numpy(), np.int64)
-
-    codes = {label: i for i, label in enumerate(CODEC_LABELS)}
-    codec = np.array([codes.get(c, 0) for c in batch.column("compression").to_pylist()],
-                     np.int16)
-    attributes = (codec
-                  | np.where(col("timestampType", np.int64, 0) == 1,
-                             v2.TIMESTAMP_TYPE_MASK, 0)
-                  | np.where(col("is_transactional", bool, False), v2.TRANSACTIONAL_FLAG, 0)
-                  | np.where(col("is_control", bool, False), v2.CONTROL_FLAG, 0)
-                  | np.where(np.asarray(batch.column("delete_horizon").is_valid()),
-                             v2.DELETE_HORIZON_FLAG, 0)).astype(np.int16)
-    n = batch.num_rows
-    return BatchTable(
-        position=col("position", np.int64), size=col("size", np.int64),
-        magic=col("magic", np.int8), attributes=attributes,
-        base_offset=col("base_offset", np.int64), last_offset=col("last_offset", np.int64),
-        count=col("count", np.int32), base_timestamp=ms("base_timestamp"),
-        max_timestamp=ms("max_timestamp"), producer_id=col("producer_id", np.int64),
-        producer_epoch=col("producer_epoch", np.int16),
-        base_sequence=col("base_sequence", np.int32),
-        leader_epoch=col("leader_epoch", np.int32), crc=np.zeros(n, np.uint32),
-        crc_valid=np.full(n, -1, np.int8))

@@ -29,6 +29,17 @@ def exit_code(findings: Iterable[Finding]) -> int:
                                 for f in findings) else EXIT_OK
 
 
+def add_command(sub: argparse._SubParsersAction, name: str, doc: str | None,
+                examples: str) -> argparse.ArgumentParser:
+    """A command's parser: its one-line help from ``cli.main.COMMANDS`` (the one list of the
+    commands, which ``segtools --help`` shows), its module docstring as the description and
+    its examples as the epilog."""
+    from segtools.cli.main import COMMANDS  # main imports this module: looked up when called
+
+    return sub.add_parser(name, help=COMMANDS[name][1], description=doc, epilog=examples,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def add_decompress_limit(p: argparse.ArgumentParser) -> None:
     """``--max-decompressed-bytes``: the cap one batch may inflate to (a bomb, or a lying
     header, then becomes a ``corrupt_compressed_payload`` finding instead of a memory spike)."""

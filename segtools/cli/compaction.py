@@ -22,10 +22,15 @@ from rich.table import Table
 from rich.text import Text
 
 from segtools.analysis import compaction as comp
-from segtools.analysis.explain import CompactionReport, compaction_report
+from segtools.analysis.explain import (
+    CompactionReport,
+    compaction_report,
+    describe_survivor,
+    merged_survivors,
+)
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.cli import explain, render
-from segtools.cli.common import exit_code
+from segtools.cli.common import add_command, exit_code
 from segtools.cli.explain import config_line, console, load, now_ms, safe
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -42,9 +47,7 @@ named on the command line is analysed as compacted even when its policy is unkno
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("compaction", help="explain what the log cleaner did and will do",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "compaction", __doc__, EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--key", metavar="K", help="print this key's history and its survivor")
     p.add_argument("--key-format", choices=("utf8", "hex", "base64"), default="utf8",
@@ -171,7 +174,7 @@ def print_partition(out, pi: PartitionInput, pc: comp.PartitionCompaction, now: 
             out.print(safe(f"    merges {', '.join(f'@{b}' for b in g.base_offsets)} into one "
                            f"segment ({format_bytes(g.size)})"))
     if pc.retention is not None:
-        for line in comp.merged_survivors(pc):
+        for line in merged_survivors(pc):
             out.print(Text.assemble(("  ! ", "yellow"), render.terminal_safe(line)))
     for note in pc.notes:
         out.print(safe(f"  note: {note}"), style="dim")
@@ -195,4 +198,4 @@ def print_history(out, pc: comp.PartitionCompaction, now: int, mode: str) -> Non
         table.add_row(str(r.offset), f"@{r.segment_base_offset}", _when(r.timestamp, now),
                       value + mark, safe(r.fate_text))
     out.print(table)
-    out.print(safe(f"  survivor: {comp.describe_survivor(pc.key_history, now)}"))
+    out.print(safe(f"  survivor: {describe_survivor(pc.key_history, now)}"))

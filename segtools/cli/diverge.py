@@ -22,6 +22,7 @@ from segtools.analysis.diverge import Divergence, Replica, compare_copies, copie
 from segtools.cli import render
 from segtools.cli.common import (
     EXIT_FINDINGS,
+    add_command,
     add_decompress_limit,
     add_format,
     exit_code,
@@ -38,9 +39,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diverge", help="compare copies of a partition from several brokers",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "diverge", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="DIR",
                    help="partition dirs, log dirs, or a directory of log-dir copies")
     p.add_argument("--partition", metavar="TOPIC-P",

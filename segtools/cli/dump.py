@@ -45,9 +45,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("dump", help="print batches, records, index entries, checkpoints",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.add_command(sub, "dump", __doc__, EXAMPLES)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help=".log, .index, .timeindex, .txnindex, .snapshot or checkpoint files")
     p.add_argument("--deep", "--deep-iteration", action="store_true",

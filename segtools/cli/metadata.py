@@ -29,6 +29,7 @@ from segtools.analysis.cluster_metadata import (
 )
 from segtools.cli import render
 from segtools.cli.common import (
+    add_command,
     add_decompress_limit,
     add_format,
     add_quiet,
@@ -51,9 +52,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("metadata", help="timeline of a KRaft __cluster_metadata log",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "metadata", __doc__, EXAMPLES)
     p.add_argument("path", metavar="PATH",
                    help="__cluster_metadata-0 directory, or the log dir that holds it")
     p.add_argument("--at", type=parse_time, metavar="TIME",

@@ -45,6 +45,7 @@ from segtools.analysis.partition_log import partitions_of
 from segtools.cli import render
 from segtools.cli.common import (
     EXIT_FINDINGS,
+    add_command,
     add_decompress_limit,
     add_format,
     add_quiet,
@@ -64,9 +65,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("offsets", help="consumer group offsets over time, regressions, deletions",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "offsets", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs or __consumer_offsets partition dirs")
     p.add_argument("--group", action="append", metavar="GLOB",

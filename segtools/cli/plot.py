@@ -41,10 +41,10 @@ from segtools.analysis.retention import (
     waits_for,
 )
 from segtools.errors import SegtoolsError
+from segtools.timestamps import DAY_MS
 from segtools.units import format_bytes, format_duration, format_time
 
 MAX_BARS = 60
-DAY_MS = 86_400_000
 
 #: colour, legend text
 CATEGORIES = {

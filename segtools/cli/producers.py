@@ -30,9 +30,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("producers", help="how producers batch, their sequences, retried duplicates",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.add_command(sub, "producers", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     common.add_selection(p)

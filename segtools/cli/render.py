@@ -1,20 +1,21 @@
-"""Renderers shared by every command: bytes as text, JSON lines, terminal-safe strings.
+"""Renderers shared by every command: bytes as text, JSON lines, finding lines.
 
 Keys and values are arbitrary bytes from producers; printed raw they could carry terminal
-escape sequences. Text output therefore escapes every control character, and JSON output is
-always valid UTF-8 JSON whatever the bytes (base64 by default).
+escape sequences. Text output therefore escapes every control character
+(:func:`segtools.text.terminal_safe`, shared with the report), and JSON output is always valid
+UTF-8 JSON whatever the bytes (base64 by default).
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 from datetime import UTC, datetime
 from functools import lru_cache
 
 from segtools.findings import Finding
 from segtools.model import Batch, Record
+from segtools.text import shown_path, terminal_safe
 
 BYTES_MODES = ("base64", "hex", "utf8")
 
@@ -27,23 +28,6 @@ def render_bytes(data: bytes | None, mode: str) -> str | None:
     if mode == "hex":
         return data.hex()
     return data.decode("utf-8", "backslashreplace")
-
-
-_CONTROL_ESCAPES = {i: f"\\x{i:02x}" for i in range(32)} | {127: "\\x7f"}
-_CONTROL_ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
-_CONTROL_ESCAPES |= {i: f"\\u{i:04x}" for i in range(0x80, 0xA0)}  # C1 controls (CSI ...)
-_CONTROL_ESCAPES |= {0x2028: "\\u2028", 0x2029: "\\u2029"}  # line ends to str.splitlines
-
-
-def _no_surrogates(text: str) -> str:
-    """File names that are not UTF-8 reach us as lone surrogates (``surrogateescape``); show
-    their bytes as ``\\xNN`` so output stays valid UTF-8."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
-def terminal_safe(text: str) -> str:
-    """Escape C0/C1 control characters so no byte sequence can drive the terminal."""
-    return _no_surrogates(text).translate(_CONTROL_ESCAPES)
 
 
 def human_time(ms: int) -> str:
@@ -144,18 +128,6 @@ def record_text(record: Record, batch: Batch, *, print_data: bool, mode: str) ->
                            for k, v in record.headers)
             line += f" headers: [{hs}]"
     return line
-
-
-def shown_path(path) -> str:
-    """A path as an operator typed it: relative to the working directory when under it (a
-    URI of an object store stays as it is)."""
-    if "://" in str(path):
-        return str(path)
-    try:
-        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") \
-            else str(path)
-    except ValueError:
-        return str(path)
 
 
 def finding_line(f: Finding) -> str:

@@ -23,6 +23,7 @@ import tempfile
 from pathlib import Path
 
 from segtools.cli.common import (
+    add_command,
     add_decompress_limit,
     add_quiet,
     add_redact,
@@ -39,9 +40,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("report", help="one self-contained HTML report of a tree, to share",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "report", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html",

@@ -30,7 +30,7 @@ from segtools.analysis.explain import (
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.partition_input import Loaded
 from segtools.cli import explain, render
-from segtools.cli.common import exit_code, progress
+from segtools.cli.common import add_command, exit_code, progress
 from segtools.cli.explain import config_line, console, load, now_ms, safe
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -46,9 +46,7 @@ EXAMPLES = """examples:
 """
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("retention", help="explain which segments retention deletes, and why",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "retention", __doc__, EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--forecast", type=float, metavar="DAYS",
                    help="project sizes with no new data for DAYS days after --at")

@@ -39,9 +39,7 @@ CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_off
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("scan", help="table of topics, partitions and segments in log dirs",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.add_command(sub, "scan", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
     common.add_selection(p)

@@ -19,19 +19,22 @@ import argparse
 import sys
 from collections import defaultdict
 
-from segtools.analysis.transactions import (
+from segtools.analysis.transaction_state import (
     CHANGES_PER_ID,
-    DEFAULT_MAX_TIMEOUT_MS,
     TRANSACTION_STATE_TOPIC,
-    HangingTransaction,
     TransactionalId,
-    TransactionScan,
     TransactionStateChange,
+)
+from segtools.analysis.transactions import (
+    DEFAULT_MAX_TIMEOUT_MS,
+    HangingTransaction,
+    TransactionScan,
     partition_label,
     transactions_report,
 )
 from segtools.cli import render
 from segtools.cli.common import (
+    add_command,
     add_decompress_limit,
     add_format,
     add_quiet,
@@ -50,10 +53,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("transactions", help="transactions per producer, hanging ones, "
-                                            ".txnindex and .snapshot checks",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "transactions", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("--topic", help="only partitions of this topic")

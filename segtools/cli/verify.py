@@ -28,9 +28,7 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify", help="check CRCs, indexes, offsets and epochs; findings",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = common.add_command(sub, "verify", __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
     common.add_selection(p)

@@ -6,9 +6,10 @@ of a million one-record batches costs no Python object and no Python call per ba
 throws, the walk records an *event* (a finding to be) and carries on wherever the length field
 still says where the next batch starts; where the framing is lost it stops and says why.
 
-Field positions come from :mod:`segtools.decode.layout`, which derives them from the construct
-declarations (:mod:`segtools.formats.batch`, :mod:`segtools.formats.legacy`) and checks the
-constants compiled here against them at import.
+Field positions are compiled in as constants; :mod:`segtools.decode.walk` checks them at import
+against the construct declarations (:mod:`segtools.formats.batch`, :mod:`segtools.formats.legacy`)
+they come from. The table's columns are ``segtools.decode.table.COLUMNS``; a test holds the
+typed views below to that declaration.
 """
 
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t
@@ -23,7 +24,7 @@ cdef extern from "checksum.h":
 
 segtools_crc_init(1)
 
-# ---- layout: Records / DefaultRecordBatch / LegacyRecord (checked by decode/layout.py)
+# ---- layout: Records / DefaultRecordBatch / LegacyRecord (checked by decode/walk.py)
 cdef enum:
     LOG_OVERHEAD = 12            # baseOffset int64 + length int32
     HEADER_SIZE_UP_TO_MAGIC = 17

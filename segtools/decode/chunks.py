@@ -20,10 +20,11 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, Compression, decompress_in
 from segtools.decode import _records, legacy
 from segtools.decode.buffers import aligned
 from segtools.decode.source import Source
+from segtools.decode.spans import KeyValueColumns
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import truncated_while_reading
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
 from segtools.model import Batch, Control, Record
 
@@ -45,35 +46,14 @@ CHUNK_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class RecordColumns:
+class RecordColumns(KeyValueColumns):
     """Records as columns. Spans (``*_pos``/``*_len``, length -1 = null) point into ``data``;
     ``batch`` is the row of the chunk's table each record belongs to."""
 
-    data: np.ndarray
-    offset: np.ndarray
-    timestamp: np.ndarray
-    key_pos: np.ndarray
-    key_len: np.ndarray
-    value_pos: np.ndarray
-    value_len: np.ndarray
     headers_pos: np.ndarray
     headers_count: np.ndarray
     batch: np.ndarray
     offset_delta: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.offset.shape[0])
-
-    def key(self, i: int) -> bytes | None:
-        return self._span(self.key_pos[i], self.key_len[i])
-
-    def value(self, i: int) -> bytes | None:
-        return self._span(self.value_pos[i], self.value_len[i])
-
-    def _span(self, pos, length) -> bytes | None:
-        if length < 0:
-            return None
-        return self.data[pos:pos + length].tobytes()
 
     def headers(self, i: int) -> tuple[tuple[str, bytes | None], ...]:
         count = int(self.headers_count[i])
@@ -170,7 +150,7 @@ def _corrupt_records(path: str, table: BatchTable, err_code: np.ndarray, err_pos
     for j in np.flatnonzero(err_code):
         j = int(j)
         position = int(err_pos[j]) + base if base is not None else int(table.position[j])
-        out[j] = Finding("corrupt_records", Severity.ERROR, path,
+        out[j] = finding("corrupt_records", path,
                          ERROR_MESSAGES[int(err_code[j])], position=position,
                          offset=int(table.base_offset[j]))
     return out
@@ -222,7 +202,7 @@ def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
     """v0/v1 entries: a run of uncompressed messages is laid out by one compiled call over
     the file's bytes (each message is its own batch); a wrapper's records come from its
     inflated value. All of them end up in one data buffer."""
-    parts: list[legacy.Messages] = []
+    parts: list[KeyValueColumns] = []
     owners: list[np.ndarray] = []
     errors: dict[int, Finding] = {}
     held = n = len(table)
@@ -256,7 +236,7 @@ def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
             parts.append(messages)
             owners.append(np.full(len(messages), j, np.int32))
         except SegtoolsError as e:
-            errors[j] = Finding("corrupt_message", Severity.ERROR, path, e.message,
+            errors[j] = finding("corrupt_message", path, e.message,
                                 position=at, offset=int(table.last_offset[j]))
         j += 1
     table = table.take(slice(0, held)) if held < n else table
@@ -292,7 +272,7 @@ def _over_cap(run: BatchTable, path: str, limit: int) -> Chunk:
     """Batches too big to decode within the cap: a finding each, no records (the same cap as
     a compressed payload's, ``--max-decompressed-bytes``; Kafka's own limit is the topic's
     ``max.message.bytes``, 1 MiB by default)."""
-    errors = {j: Finding("batch_exceeds_cap", Severity.ERROR, path,
+    errors = {j: finding("batch_exceeds_cap", path,
                          f"batch holds {int(run.size[j]) - v2.RECORD_BATCH_OVERHEAD} bytes of "
                          f"records, more than the {limit}-byte cap on one batch; not decoded",
                          position=int(run.position[j]), offset=int(run.base_offset[j]))
@@ -394,7 +374,7 @@ def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iter
                 buf = aligned(limit + 1)  # (memory is only committed where it is written)
                 n = decompress_into(codec, payload, memoryview(buf), limit=limit)
         except SegtoolsError as e:
-            errors[j] = Finding("corrupt_compressed_payload", Severity.ERROR, path, e.message,
+            errors[j] = finding("corrupt_compressed_payload", path, e.message,
                                 position=position, offset=int(run.base_offset[j]))
             continue
         rows.append(j)

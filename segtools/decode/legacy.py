@@ -15,12 +15,11 @@ wrapper with LogAppendTime stamps its own timestamp on every inner record.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, Compression, decompress
 from segtools.decode import _walk
+from segtools.decode.spans import KeyValueColumns
 from segtools.errors import SegtoolsError
 from segtools.formats import legacy
 
@@ -38,22 +37,6 @@ _MESSAGES = {
 def corrupt_message_text(reason: int, declared: int = 0) -> str:
     """Why ``LegacyRecord`` would refuse a message, from a kernel reason code."""
     return _MESSAGES[reason].format(n=declared)
-
-
-@dataclass(frozen=True, slots=True)
-class Messages:
-    """v0/v1 messages laid out in ``data`` (a file window or an inflated inner set)."""
-
-    data: np.ndarray
-    offset: np.ndarray
-    timestamp: np.ndarray
-    key_pos: np.ndarray
-    key_len: np.ndarray
-    value_pos: np.ndarray
-    value_len: np.ndarray
-
-    def __len__(self) -> int:
-        return int(self.offset.shape[0])
 
 
 def _outer(buf: np.ndarray, at: int, size: int) -> tuple[int, int, int, int, int]:
@@ -78,7 +61,7 @@ def inflate(buf: np.ndarray, at: int, size: int, *, limit: int = DEFAULT_DECOMPR
         np.zeros(0, np.uint8)
 
 
-def _inner(data: np.ndarray) -> tuple[Messages, np.ndarray, np.ndarray]:
+def _inner(data: np.ndarray) -> tuple[KeyValueColumns, np.ndarray, np.ndarray]:
     """Lay out an inflated inner message set; raises where Kafka's inner iterator would."""
     cap = len(data) // (legacy.RECORD_OVERHEAD_V0 + 12) + 1
     entry, offset, timestamp = (np.empty(cap, np.int64) for _ in range(3))
@@ -91,7 +74,7 @@ def _inner(data: np.ndarray) -> tuple[Messages, np.ndarray, np.ndarray]:
         raise SegtoolsError(corrupt_message_text(error, declared))
     if n == 0:
         raise SegtoolsError("compressed wrapper holds no messages")
-    messages = Messages(data, offset[:n], timestamp[:n], key_pos[:n], key_len[:n],
+    messages = KeyValueColumns(data, offset[:n], timestamp[:n], key_pos[:n], key_len[:n],
                         value_pos[:n], value_len[:n])
     return messages, magic[:n], attributes[:n]
 
@@ -120,7 +103,7 @@ def wrapper_base_offset(buf: np.ndarray, at: int, size: int, *,
 
 
 def wrapper_messages(buf: np.ndarray, at: int, size: int, *,
-                     limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Messages:
+                     limit: int = DEFAULT_DECOMPRESS_LIMIT) -> KeyValueColumns:
     """The records of the compressed wrapper at ``buf[at:at+size]``, with Kafka's offset and
     timestamp rules applied (spans point into the inflated inner set)."""
     offset, magic, attributes, inner = inflate(buf, at, size, limit=limit)
@@ -131,11 +114,11 @@ def wrapper_messages(buf: np.ndarray, at: int, size: int, *,
     if magic == 1 and attributes & legacy.TIMESTAMP_TYPE_MASK:  # LogAppendTime
         wrapper_ts = int(buf[at + 18:at + 26].view(">i8")[0])
         timestamps = np.full(len(messages), wrapper_ts, np.int64)
-    return Messages(messages.data, offsets, timestamps, messages.key_pos, messages.key_len,
+    return KeyValueColumns(messages.data, offsets, timestamps, messages.key_pos, messages.key_len,
                     messages.value_pos, messages.value_len)
 
 
-def message_set(data: np.ndarray) -> Messages:
+def message_set(data: np.ndarray) -> KeyValueColumns:
     """The messages of an uncompressed v0/v1 message set in ``data`` (entries the walk has
     already validated), laid out in one compiled call; spans point into ``data``."""
     messages, _, _ = _inner(data)

@@ -52,6 +52,16 @@ BLOCK_ROWS = 65536
 
 SCALAR, UUID, SPAN = "scalar", "uuid", "span"
 
+#: A block's row status (``Block.status``): decoded, passed over (a record of no interest),
+#: refused (the reference decoder says why).
+ST_OK, ST_SKIP, ST_ERROR = K.ST_OK, K.ST_SKIP, K.ST_ERROR
+#: A slot flag: the field's text is interned (its slot holds a code, ``Decoder.texts``).
+F_INTERN = K.F_INTERN
+#: The compiled helpers the replays call on a block's bytes: spans (key or value bytes of
+#: many rows), blob (one field's bytes), versioned and versioned_fields (the members of a
+#: group's versioned arrays).
+spans, blob, versioned, versioned_fields = K.spans, K.blob, K.versioned, K.versioned_fields
+
 
 class SchemaBindingError(AssertionError):
     """An analysis reads a field the declarations do not have (renamed, retyped, removed)."""

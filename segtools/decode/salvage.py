@@ -19,7 +19,7 @@ from segtools.decode import _walk
 from segtools.decode.source import Source
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import WINDOW_BYTES, Walked, walk
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
 
 #: Findings after which the walk no longer knows where the next batch starts.
@@ -119,13 +119,13 @@ def salvage(source: Source, start: int = 0, end: int | None = None, *, path: str
         elif last_good is not None:
             lost = f"; every offset after {last_good} in this segment lost"
         if nxt is None and source.zero_from(resync_at, end) is None:
-            yield Walked(BatchTable.empty(), (Finding(
-                "zero_filled_tail", Severity.INFO, path,
+            yield Walked(BatchTable.empty(), (finding(
+                "zero_filled_tail", path,
                 f"{end - resync_at} zero bytes after the last batch", position=resync_at),),
                 end)
             return
-        yield Walked(BatchTable.empty(), (Finding(
-            "salvage_skipped", Severity.ERROR, path,
+        yield Walked(BatchTable.empty(), (finding(
+            "salvage_skipped", path,
             f"bytes {resync_at}..{stop - 1} ({stop - resync_at} bytes) hold no valid "
             f"batch{lost}", position=resync_at,
             offset=None if last_good is None else last_good + 1),), stop)

@@ -21,13 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from segtools._checksum import crc32c
-from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, crc32c
 from segtools.decode import _walk, legacy
 from segtools.decode.source import Source
 from segtools.decode.table import BatchTable, allocate
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
 from segtools.formats import legacy as legacy_spec
 
@@ -58,6 +57,13 @@ def _check_layout() -> None:
 
 _check_layout()
 
+
+def first_nonzero(buf: np.ndarray, lo: int, hi: int) -> int:
+    """Index of the first non-zero byte in ``buf[lo:hi]``, or -1: where a zero-filled tail
+    (a preallocated file, a hole) ends, found in compiled code."""
+    return _walk.first_nonzero(buf, lo, hi)
+
+
 #: Bytes of batches per table chunk: a consumer that decodes a chunk's records right after
 #: the walk finds its bytes still in the CPU caches.
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -82,20 +88,20 @@ class Walked:
     stop: int
 
 
-def _finding(code: str, severity: Severity, path: str, message: str, position: int | None,
+def _finding(code: str, path: str, message: str, position: int | None,
              offset: int | None = None) -> Finding:
-    return Finding(code, severity, path, message, position=position, offset=offset)
+    return finding(code, path, message, position=position, offset=offset)
 
 
 def truncated_while_reading(path: str, position: int) -> Finding:
-    return _finding("segment_truncated_while_reading", Severity.WARNING, path,
+    return _finding("segment_truncated_while_reading", path,
                     "the file shrank while it was being read (a follower truncating its log, "
                     "or a copy in progress); the walk stops here", position)
 
 
 def crc_mismatch(path: str, position: int, magic: int, base_offset: int, last_offset: int,
                  crc: int) -> Finding:
-    return _finding("crc_mismatch", Severity.ERROR, path,
+    return _finding("crc_mismatch", path,
                     f"stored CRC {crc} does not match the batch bytes (magic {magic}, offsets "
                     f"{base_offset}..{last_offset})", position, base_offset)
 
@@ -103,17 +109,17 @@ def crc_mismatch(path: str, position: int, magic: int, base_offset: int, last_of
 def _event_finding(path: str, position: int, code: int, arg: int, arg2: int,
                    arg3: int) -> Finding:
     if code == _walk.EV_INVALID_MAGIC:
-        return _finding("invalid_magic", Severity.ERROR, path,
+        return _finding("invalid_magic", path,
                         f"magic byte {arg} is not 0, 1 or 2; skipped {arg3} bytes by its "
                         "length field", position, arg2)
     if code == _walk.EV_BATCH_TOO_SMALL:
-        return _finding("batch_too_small", Severity.ERROR, path,
+        return _finding("batch_too_small", path,
                         f"v2 batch of {arg} bytes is smaller than its 61-byte header", position)
     if code == _walk.EV_INVALID_COMPRESSION:
         text = (f"compression id {arg} is not one Kafka defines" if arg3 == 2 else
                 f"compression id {arg} is not valid for magic {arg3}")
-        return _finding("invalid_compression", Severity.ERROR, path, text, position, arg2)
-    return _finding("corrupt_message", Severity.ERROR, path,
+        return _finding("invalid_compression", path, text, position, arg2)
+    return _finding("corrupt_message", path,
                     legacy.corrupt_message_text(arg, arg3), position, arg2)
 
 
@@ -144,7 +150,7 @@ def _fix_legacy_wrappers(buffers: _Buffers, first_event: int, data: np.ndarray, 
                 data, position - base, size, limit=limit)
         except SegtoolsError as e:
             buffers.late.append((position, 2, _finding(
-                "corrupt_message", Severity.ERROR, path, e.message, position,
+                "corrupt_message", path, e.message, position,
                 int(buffers.arrays["last_offset"][row]))))
 
 
@@ -200,9 +206,9 @@ def _tail(source: Source, path: str, pos: int, end: int, stop: int,
         return None
     if stop == _walk.STOP_SHORT_TAIL:
         if source.zero_from(pos, end) is None:
-            return _finding("zero_filled_tail", Severity.INFO, path,
+            return _finding("zero_filled_tail", path,
                             f"{remaining} zero bytes after the last batch", pos)
-        return _finding("truncated_tail", Severity.WARNING, path,
+        return _finding("truncated_tail", path,
                         f"{remaining} bytes after the last batch are too few for a batch "
                         "header", pos)
     prefix = data[pos - base:pos - base + v2.LOG_OVERHEAD]
@@ -210,14 +216,14 @@ def _tail(source: Source, path: str, pos: int, end: int, stop: int,
     length = int(prefix[8:12].view(">i4")[0])
     if stop == _walk.STOP_BAD_LENGTH:
         if source.zero_from(pos, end) is None:
-            return _finding("zero_filled_tail", Severity.INFO, path,
+            return _finding("zero_filled_tail", path,
                             f"{remaining} zero bytes after the last batch (preallocated "
                             "segment or crash before the data was written)", pos)
-        return _finding("corrupt_batch_length", Severity.ERROR, path,
+        return _finding("corrupt_batch_length", path,
                         f"batch length {length} is below the minimum {v2.MIN_LENGTH}; the "
                         "framing is lost from here", pos, base_offset)
     if stop == _walk.STOP_TORN:
-        return _finding("truncated_tail", Severity.WARNING, path,
+        return _finding("truncated_tail", path,
                         f"last batch declares {v2.LOG_OVERHEAD + length} bytes but only "
                         f"{remaining} remain (torn write or partial copy)", pos, base_offset)
     return None

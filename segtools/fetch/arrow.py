@@ -14,11 +14,10 @@ import numpy as np
 import pyarrow as pa
 
 from segtools.decode.chunks import gather, header_spans
+from segtools.formats.batch import NO_TIMESTAMP
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")
 BINARY = pa.binary()
-#: Kafka's ``RecordBatch.NO_TIMESTAMP``: shown as null, not as 1969-12-31T23:59:59.999.
-NO_TIMESTAMP = -1
 #: Largest |ms| whose microseconds still fit an int64.
 _MAX_MS = (2**63 - 1) // 1000
 #: Bytes per binary column per Arrow batch: int32 offsets must not overflow.
@@ -90,14 +89,6 @@ def headers_from_spans(data: np.ndarray, headers_pos: np.ndarray, headers_count:
     offsets = np.zeros(counts.shape[0] + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
     return conform(pa.ListArray.from_arrays(pa.array(offsets), items), target)
-
-
-def headers_from_lists(headers: list[tuple[tuple[str, bytes | None], ...]],
-                       target: pa.DataType) -> pa.Array:
-    """The same column from decoded records (the legacy path: v0/v1 have no headers)."""
-    return conform(pa.array([[{"key": k, "value": v} for k, v in h] for h in headers],
-                            type=pa.list_(pa.struct([("key", pa.string()),
-                                                     ("value", pa.binary())]))), target)
 
 
 #: Constant columns kept per worker process, sliced to each batch's length (bounded).

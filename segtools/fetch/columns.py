@@ -13,7 +13,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+import numpy as np
 import pyarrow as pa
+
+from segtools.decode.table import CODEC_LABELS, BatchTable
+from segtools.decode.table import COLUMNS as TABLE_COLUMNS
+from segtools.formats import batch as v2
 
 
 class Level(StrEnum):
@@ -177,3 +182,39 @@ def schema(level: Level, columns: Sequence[str]) -> pa.Schema:
     """The Arrow schema of ``columns`` (canonical names) at ``level``; all nullable."""
     types = dict(FIELDS[level])
     return pa.schema([pa.field(name, types[name]) for name in columns])
+
+
+def batch_table(batch: pa.RecordBatch) -> BatchTable:
+    """A :class:`~segtools.decode.table.BatchTable` from ``level=batches`` rows (the Spark
+    source's and ``to_arrow()``'s columns), so every face folds the batch table the library
+    folds. Generated from the table's one column declaration (``decode.table.COLUMNS``): a
+    column of the same name is taken as it is, and the attributes, which the rows show as
+    fields, are put back together."""
+    import pyarrow.compute as pc
+
+    n = batch.num_rows
+
+    def col(name: str, dtype: np.dtype, fill: object = -1) -> np.ndarray:
+        return np.asarray(batch.column(name).fill_null(fill).to_numpy(zero_copy_only=False),
+                          dtype)
+
+    def ms(name: str) -> np.ndarray:
+        micros = pc.cast(batch.column(name), pa.int64())
+        return np.asarray(pc.fill_null(pc.divide(micros, 1000), -1).to_numpy(), np.int64)
+
+    codes = {label: i for i, label in enumerate(CODEC_LABELS)}
+    codec = np.array([codes.get(c, 0) for c in batch.column("compression").to_pylist()],
+                     np.int16)
+    attributes = (codec
+                  | np.where(col("timestampType", np.int64, 0) == 1,
+                             v2.TIMESTAMP_TYPE_MASK, 0)
+                  | np.where(col("is_transactional", bool, False), v2.TRANSACTIONAL_FLAG, 0)
+                  | np.where(col("is_control", bool, False), v2.CONTROL_FLAG, 0)
+                  | np.where(np.asarray(batch.column("delete_horizon").is_valid()),
+                             v2.DELETE_HORIZON_FLAG, 0))
+    derived = {"attributes": attributes, "base_timestamp": ms("base_timestamp"),
+               "max_timestamp": ms("max_timestamp"), "crc": np.zeros(n),
+               "crc_valid": np.full(n, -1)}
+    return BatchTable(**{name: (np.asarray(derived[name], dtype) if name in derived
+                                else col(name, dtype))
+                         for name, dtype in TABLE_COLUMNS.items()})

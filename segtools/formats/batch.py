@@ -3,7 +3,8 @@
 Sources mirrored: ``DefaultRecordBatch`` (header layout, CRC coverage), ``DefaultRecord``
 (record body), ``ControlRecordType`` and ``EndTransactionMarker`` (control records).
 These definitions are the *reference* decoder: complete and readable, used by tests and to
-build bytes. The bulk path (:mod:`segtools.kernel`) must agree with them.
+build bytes. The bulk path (the compiled walk, :mod:`segtools.decode.walk`) must agree with
+them.
 """
 
 from __future__ import annotations
@@ -33,10 +34,6 @@ from segtools.formats.varint import NullableVarBytes, VarBytes, Varint, Varlong
 
 #: Bytes before the length field ends: baseOffset (8) + length (4) (``Records.LOG_OVERHEAD``).
 LOG_OVERHEAD = 12
-#: Bytes all formats share up to and including magic (``Records.HEADER_SIZE_UP_TO_MAGIC``).
-HEADER_SIZE_UP_TO_MAGIC = 17
-#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``.
-RECORD_BATCH_OVERHEAD = 61
 #: The CRC covers everything from the attributes field to the end of the batch.
 CRC_COVERAGE_START = 21
 #: ``LegacyRecord.RECORD_OVERHEAD_V0``: smaller lengths are corrupt (``FileLogInputStream``).
@@ -59,6 +56,8 @@ LogEntryPrefix = Struct(
     "_format_specific" / Bytes(4),  # v2: partitionLeaderEpoch; v0/v1: the message CRC
     "magic" / Int8sb,
 )
+#: Bytes all formats share up to and including magic (``Records.HEADER_SIZE_UP_TO_MAGIC``).
+HEADER_SIZE_UP_TO_MAGIC = LogEntryPrefix.sizeof()
 
 #: ``DefaultRecordBatch`` header, 61 bytes.
 RecordBatchHeader = Struct(
@@ -76,7 +75,9 @@ RecordBatchHeader = Struct(
     "base_sequence" / Int32sb,
     "records_count" / Int32sb,
 )
-assert RecordBatchHeader.sizeof() == RECORD_BATCH_OVERHEAD
+#: ``DefaultRecordBatch.RECORD_BATCH_OVERHEAD``, derived from the header's layout as Kafka
+#: derives it (the offset of the records count plus its size): 61.
+RECORD_BATCH_OVERHEAD = RecordBatchHeader.sizeof()
 
 
 RecordHeader = Struct(

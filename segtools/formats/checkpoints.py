@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 
 T = TypeVar("T")
 
@@ -113,7 +113,7 @@ def parse_checkpoint(text: str, path: str, entry: Callable[[list[str]], T | None
     lines = iter(_lines(text))
 
     def bad(code: str, number: int, pos: int, message: str) -> None:
-        findings.append(Finding(code, Severity.ERROR, path, f"line {number}: {message}",
+        findings.append(finding(code, path, f"line {number}: {message}",
                                 position=pos))
 
     first = next(lines, None)
@@ -183,7 +183,7 @@ def parse_offset_checkpoint(text: str, path: str
     result: dict[TopicPartition, int] = {}
     for tp, offset in pairs:
         if tp in result:
-            findings.append(Finding("checkpoint_duplicate_entry", Severity.WARNING, path,
+            findings.append(finding("checkpoint_duplicate_entry", path,
                                     f"{tp[0]}-{tp[1]} appears more than once; the last wins"))
         result[tp] = offset
     return result, findings
@@ -195,8 +195,8 @@ def parse_leader_epoch_checkpoint(text: str, path: str
     entries, findings = parse_checkpoint(text, path, _epoch_entry, "epoch startOffset")
     for before, after in itertools.pairwise(entries):
         if after.epoch <= before.epoch or after.start_offset < before.start_offset:
-            findings.append(Finding(
-                "leader_epoch_not_increasing", Severity.WARNING, path,
+            findings.append(finding(
+                "leader_epoch_not_increasing", path,
                 f"epoch {after.epoch}@{after.start_offset} does not follow "
                 f"{before.epoch}@{before.start_offset} (LeaderEpochFileCache keeps both "
                 f"increasing)", offset=after.start_offset))
@@ -226,7 +226,7 @@ def parse_partition_metadata(text: str, path: str
 
     def bad(number: int, message: str, code: str = "partition_metadata_malformed") -> None:
         pos = lines[number - 1][1] if number <= len(lines) else len(text.encode())
-        findings.append(Finding(code, Severity.ERROR, path, f"line {number}: {message}",
+        findings.append(finding(code, path, f"line {number}: {message}",
                                 position=pos))
 
     def field(number: int, key: str) -> str | None:
@@ -238,7 +238,7 @@ def parse_partition_metadata(text: str, path: str
             bad(number, f"{lines[number - 1][2]!r} is not '{key}: <value>'")
             return None
         if parts[0] != key:
-            findings.append(Finding("partition_metadata_unexpected_key", Severity.WARNING, path,
+            findings.append(finding("partition_metadata_unexpected_key", path,
                                     f"line {number}: key {parts[0]!r}, expected {key!r} "
                                     f"(Kafka ignores the key)", position=lines[number - 1][1]))
         return parts[1]
@@ -338,7 +338,7 @@ def parse_meta_properties(text: str, path: str
     props = parse_java_properties(text)
 
     def bad(message: str, code: str = "meta_properties_invalid") -> None:
-        findings.append(Finding(code, Severity.ERROR, path, message))
+        findings.append(finding(code, path, message))
 
     version = _java_int(props.get("version", "0"), _INT32)
     if version not in (0, 1):
@@ -373,16 +373,16 @@ def parse_clean_shutdown(text: str, path: str) -> tuple[CleanShutdown, list[Find
     try:
         data = json.loads(text)
     except ValueError as e:
-        return CleanShutdown(None, None), [Finding(
-            "clean_shutdown_malformed", Severity.WARNING, path,
+        return CleanShutdown(None, None), [finding(
+            "clean_shutdown_malformed", path,
             f"not the JSON Kafka writes: {e}")]
     if not isinstance(data, dict):
-        return CleanShutdown(None, None), [Finding(
-            "clean_shutdown_malformed", Severity.WARNING, path, "JSON is not an object")]
+        return CleanShutdown(None, None), [finding(
+            "clean_shutdown_malformed", path, "JSON is not an object")]
     version, epoch = data.get("version"), data.get("brokerEpoch")
     findings = []
     if version != 0 or not isinstance(epoch, int):
-        findings.append(Finding("clean_shutdown_malformed", Severity.WARNING, path,
+        findings.append(finding("clean_shutdown_malformed", path,
                                 f"unexpected content {data!r}"))
     return CleanShutdown(version if isinstance(version, int) else None,
                          epoch if isinstance(epoch, int) else None), findings

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from construct import Array, Int16sb, Int32sb, Int32ub, Int64sb, Struct, this
 
 from segtools.codecs import crc32c
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 
 PRODUCER_SNAPSHOT_VERSION = 1
 CRC_OFFSET = 2
@@ -108,24 +108,24 @@ def parse_producer_snapshot(buf: bytes | memoryview, path: str
     findings: list[Finding] = []
     size = len(buf)
     if size < HEADER_SIZE:
-        findings.append(Finding("snapshot_truncated", Severity.ERROR, path,
+        findings.append(finding("snapshot_truncated", path,
                                 f"{size} bytes is shorter than the {HEADER_SIZE}-byte header",
                                 position=size))
         return None, findings
     version, crc, count = _HEADER_STRUCT.unpack_from(buf, 0)
     if version != PRODUCER_SNAPSHOT_VERSION:
-        findings.append(Finding("snapshot_unsupported_version", Severity.ERROR, path,
+        findings.append(finding("snapshot_unsupported_version", path,
                                 f"version {version}; only {PRODUCER_SNAPSHOT_VERSION} exists "
                                 f"(ProducerStateManager.readSnapshot rejects it)", position=0))
     computed = crc32c(buf[PRODUCER_ENTRIES_OFFSET:])
     if computed != crc:
-        findings.append(Finding("snapshot_crc_mismatch", Severity.ERROR, path,
+        findings.append(finding("snapshot_crc_mismatch", path,
                                 f"stored CRC-32C {crc:#010x} != computed {computed:#010x} "
                                 f"over bytes [6, {size})", position=CRC_OFFSET))
     expected = HEADER_SIZE + ENTRY_SIZE * count if count >= 0 else None
     if expected != size:
         whole = (size - HEADER_SIZE) // ENTRY_SIZE
-        findings.append(Finding("snapshot_size_mismatch", Severity.ERROR, path,
+        findings.append(finding("snapshot_size_mismatch", path,
                                 f"count {count} needs {expected} bytes but the file has {size} "
                                 f"({whole} whole entries)",
                                 position=HEADER_SIZE + ENTRY_SIZE * max(0, min(count, whole))))

@@ -30,10 +30,10 @@ from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
+from segtools.analysis.partition_input import Loaded
 from segtools.analysis.transactions import TransactionsReport
 from segtools.api import LogDirs
 from segtools.api import open as open_tree
-from segtools.cli.render import shown_path
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import batch_records
 from segtools.errors import SegtoolsError
@@ -44,11 +44,11 @@ from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
 from segtools.storage.segment import Segment
+from segtools.text import shown_path
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
 DETAILS_LEFT_OUT = "partitions with a summary row only (the most telling have full detail)"
-DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,6 +415,40 @@ def _interest(row: dict) -> tuple:
             -(1 if row["compacted"] else 0), -(1 if row["transactions"] else 0), -row["size"])
 
 
+@dataclass(frozen=True, slots=True)
+class _Analyses:
+    """Every analysis of the tree, run once through the API, and their findings together."""
+
+    inputs: Loaded
+    retention: RetentionReport
+    compaction: CompactionReport
+    txns: TransactionsReport
+    replay: OffsetsReplay | None
+    replicas: list
+    producers: list
+    findings: list[Finding]
+
+    @classmethod
+    def run(cls, logs: LogDirs, *, at: int | None, now: int, config: str | None,
+            budget: Budget) -> _Analyses:
+        inputs = logs.inputs(at=at, config=config)
+        retention = logs.explain_retention(at=now, inputs=inputs,
+                                           forecast_days=budget.forecast_days)
+        compaction = logs.explain_compaction(at=now, inputs=inputs)
+        txns = logs.transactions()
+        # the group timelines need every commit: the replay keeps its history only when asked
+        replay = (logs.offsets_at(history=True) if logs.partitions(CONSUMER_OFFSETS_TOPIC)
+                  else None)
+        replicas = logs.diverge()
+        producers = logs.producers()
+        findings = _dedupe([*logs.verify(), *inputs.findings, *txns.findings,
+                            *(replay.findings if replay else ()),
+                            *(f for rs in replicas for f in (*rs.read_findings,
+                                                             *rs.divergence.findings)),
+                            *(f for pp in producers for f in pp.findings)])
+        return cls(inputs, retention, compaction, txns, replay, replicas, producers, findings)
+
+
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
           redactor: Redactor | None = None, budget: Budget = Budget(),
           limit: int = DEFAULT_DECOMPRESS_LIMIT) -> ReportModel:
@@ -426,30 +460,59 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     if redactor is not None:
         redactor.learn(p.name.topic for d in logs.log_dirs for p in d.partitions if p.name)
     left_out: Counter = Counter()
-    inputs = logs.inputs(at=at, config=config)
-    retention: RetentionReport = logs.explain_retention(
-        at=now, inputs=inputs, forecast_days=budget.forecast_days)
-    compaction: CompactionReport = logs.explain_compaction(at=now, inputs=inputs)
-    txns: TransactionsReport = logs.transactions()
-    # the group timelines need every commit: the replay keeps its history only when asked
-    replay = (logs.offsets_at(history=True) if logs.partitions(CONSUMER_OFFSETS_TOPIC)
-              else None)
-    replicas = logs.diverge()
-    producers = logs.producers()
-    findings = _dedupe([*logs.verify(), *inputs.findings, *txns.findings,
-                        *(replay.findings if replay else ()),
-                        *(f for rs in replicas for f in (*rs.read_findings,
-                                                         *rs.divergence.findings)),
-                        *(f for pp in producers for f in pp.findings)])
+    a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget)
+    rows, pdirs = _partition_rows(logs, a)
+    _add_details(rows, pdirs, a, redactor, budget, limit, left_out)
+    largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
+    if len(largest) > budget.series:
+        left_out["topics left off the forecast chart (the largest are drawn)"] += \
+            len(largest) - budget.series
+    overview = forecast_chart(largest[:budget.series]) if largest else None
+    ordered = sorted(a.findings, key=lambda f: (-SEVERITY_RANK[str(f.severity)], f.code,
+                                               f.path, f.offset or 0))
+    if len(ordered) > budget.findings:
+        left_out["finding rows not listed (the counts per code are complete)"] += \
+            len(ordered) - budget.findings
+    replay = a.replay
+    data = {
+        "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
+                 "paths": list(paths), "version": __version__,
+                 "config_sources": list(a.inputs.config_sources),
+                 "redaction": redactor.describe() if redactor is not None else None,
+                 "forecast_days": budget.forecast_days},
+        "summary": _summary(logs, a.inputs, rows),
+        "finding_codes": _finding_codes(a.findings),
+        "findings": [_finding(f) for f in ordered[:budget.findings]],
+        "topics": _topic_rows(rows),
+        "overview": overview,
+        "partitions": rows,
+        "skipped": [s.to_json() for s in a.inputs.skipped],
+        "groups": _groups(replay, budget, left_out) if replay is not None else [],
+        "offset_regressions": len(replay.regressions) if replay is not None else 0,
+        # topic names as values, not keys: redaction and the page handle them as data
+        "open_transactional_ids": [
+            {**c.to_json(), "partitions": [{"topic": t, "partitions": ids} for t, ids in
+                                           (c.to_json()["partitions"] or {}).items()]}
+            for c in a.txns.open_ids],
+        "hanging": [{**h.to_json(), "partition": shown_path(h.partition)}
+                    for pt in a.txns.partitions for h in pt.hanging],
+        "divergence": [_divergence(rs) for rs in a.replicas],
+        "left_out": [{"what": what, "count": n} for what, n in sorted(left_out.items())],
+    }
+    if redactor is not None:
+        data = _scrub(data, redactor)
+    return ReportModel(data, a.findings, list(logs.log_dirs))
 
-    by_path = {str(e.input.dir.path): e for e in retention.partitions}
-    comp_by_path = {str(e.input.dir.path): e.compaction for e in compaction.partitions}
-    txn_by_path = {str(pt.scan.partition.path): pt for pt in txns.partitions}
-    prod_by_path = {pp.path: pp for pp in producers}
+
+def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple]]:
+    """One summary row per partition directory (its detail filled later, for some), and the
+    partition and its retention answer behind each row."""
+    by_path = {str(e.input.dir.path): e for e in a.retention.partitions}
+    comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions}
+    txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
     finding_count: dict[str | None, Counter] = defaultdict(Counter)
-    for f in findings:
+    for f in a.findings:
         finding_count[_partition_dir(f.path)][str(f.severity)] += 1
-
     rows, pdirs = [], []
     for d in logs.log_dirs:
         for p in d.partitions:
@@ -481,7 +544,16 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
                 "worst": max((SEVERITY_RANK[s] for s in counts if counts[s]), default=0),
                 "detail": None})
             pdirs.append((p, e))
+    return rows, pdirs
 
+
+def _add_details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
+                 redactor: Redactor | None, budget: Budget, limit: int,
+                 left_out: Counter) -> None:
+    """Full detail for the most telling partitions (``_interest``), within the budget."""
+    comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions}
+    txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
+    prod_by_path = {pp.path: pp for pp in a.producers}
     chosen = sorted(rows, key=_interest)[:budget.detailed_partitions]
     if len(rows) > len(chosen):
         left_out[DETAILS_LEFT_OUT] += len(rows) - len(chosen)
@@ -503,6 +575,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
             detail["samples"] = samples(p, redactor, budget, limit)
         row["detail"] = detail
 
+
+def _topic_rows(rows: list[dict]) -> list[dict]:
     topic_rows: dict[str, dict] = {}
     for r in rows:
         t = topic_rows.setdefault(r["topic"], {"topic": r["topic"], "partitions": 0,
@@ -511,60 +585,27 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         t["size"] += r["size"]
         t["segments"] += r["segments"]
         t["findings"] += r["errors"] + r["warnings"] + r["infos"]
-    largest = sorted(retention.topics.items(), key=lambda kv: -kv[1].start_size)
-    if len(largest) > budget.series:
-        left_out["topics left off the forecast chart (the largest are drawn)"] += \
-            len(largest) - budget.series
-    overview = forecast_chart(largest[:budget.series]) if largest else None
+    return sorted(topic_rows.values(), key=lambda t: t["topic"])
 
+
+def _finding_codes(findings: list[Finding]) -> list[dict]:
+    """How many findings of each code, worst first."""
     codes: dict[str, dict] = {}
     for f in findings:
         c = codes.setdefault(f.code, {"code": f.code, "severity": str(f.severity),
                                       "count": 0})
         c["count"] += 1
-    ordered = sorted(findings, key=lambda f: (-SEVERITY_RANK[str(f.severity)], f.code,
-                                             f.path, f.offset or 0))
-    if len(ordered) > budget.findings:
-        left_out["finding rows not listed (the counts per code are complete)"] += \
-            len(ordered) - budget.findings
+    return sorted(codes.values(), key=lambda c: (-SEVERITY_RANK[c["severity"]], c["code"]))
 
-    data = {
-        "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
-                 "paths": list(paths), "version": __version__,
-                 "config_sources": list(inputs.config_sources),
-                 "redaction": redactor.describe() if redactor is not None else None,
-                 "forecast_days": budget.forecast_days},
-        "summary": _summary(logs, inputs, rows),
-        "finding_codes": sorted(codes.values(), key=lambda c: (-SEVERITY_RANK[c["severity"]],
-                                                              c["code"])),
-        "findings": [_finding(f) for f in ordered[:budget.findings]],
-        "topics": sorted(topic_rows.values(), key=lambda t: t["topic"]),
-        "overview": overview,
-        "partitions": rows,
-        "skipped": [s.to_json() for s in inputs.skipped],
-        "groups": _groups(replay, budget, left_out) if replay is not None else [],
-        "offset_regressions": len(replay.regressions) if replay is not None else 0,
-        # topic names as values, not keys: redaction and the page handle them as data
-        "open_transactional_ids": [
-            {**c.to_json(), "partitions": [{"topic": t, "partitions": ids} for t, ids in
-                                           (c.to_json()["partitions"] or {}).items()]}
-            for c in txns.open_ids],
-        "hanging": [{**h.to_json(), "partition": shown_path(h.partition)}
-                    for pt in txns.partitions for h in pt.hanging],
-        "divergence": [{"partition": rs.key, **rs.divergence.to_json(),
-                        "copies": [{"replica": r.label, "path": str(r.partition.path),
-                                    "start_offset": r.start_offset,
-                                    "end_offset": r.end_offset, "batches": len(r.batches),
-                                    "latest_leader_epoch": r.latest_epoch}
-                                   for r in rs.replicas],
-                        "only_on": [u.to_json("only_on") for u in rs.divergence.unique],
-                        "truncations": [t.to_json() for t in rs.divergence.truncations]}
-                       for rs in replicas],
-        "left_out": [{"what": what, "count": n} for what, n in sorted(left_out.items())],
-    }
-    if redactor is not None:
-        data = _scrub(data, redactor)
-    return ReportModel(data, findings, list(logs.log_dirs))
+
+def _divergence(rs) -> dict:
+    return {"partition": rs.key, **rs.divergence.to_json(),
+            "copies": [{"replica": r.label, "path": str(r.partition.path),
+                        "start_offset": r.start_offset, "end_offset": r.end_offset,
+                        "batches": len(r.batches), "latest_leader_epoch": r.latest_epoch}
+                       for r in rs.replicas],
+            "only_on": [u.to_json("only_on") for u in rs.divergence.unique],
+            "truncations": [t.to_json() for t in rs.divergence.truncations]}
 
 
 _PATH_FIELDS = frozenset({"path", "log_dir", "where", "paths"})

@@ -27,9 +27,9 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from segtools.cli.render import terminal_safe
 from segtools.report import assets
 from segtools.report.model import SEVERITY_RANK, ReportModel
+from segtools.text import terminal_safe
 from segtools.units import format_bytes, format_time
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"

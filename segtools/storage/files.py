@@ -6,13 +6,14 @@ never write, lock, rename or truncate anything in a log dir (docs/architecture.m
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import stat
 from typing import BinaryIO
 
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
 from segtools.storage.location import is_remote, note_read, open_remote
 
@@ -79,6 +80,20 @@ def offset_from_file_name(name: str) -> int:
     return value
 
 
+def entry_is_dir(entry: os.DirEntry) -> bool:
+    """``entry.is_dir()``, False where the file system cannot say (the entry vanished)."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def cannot_read(path: str, e: SegtoolsError | OSError) -> Finding:
+    """``file_unreadable``: the one-line reason a file could not be read."""
+    why = e.message if isinstance(e, SegtoolsError) else e.strerror or e
+    return finding("file_unreadable", path, f"cannot read: {why}")
+
+
 def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
                      ) -> tuple[str | None, list[Finding]]:
     """Read a small text file (checkpoint, properties) as UTF-8, refusing files above ``cap``.
@@ -93,20 +108,27 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
         else:
             with open_regular_file(path) as f:
                 data = f.read(cap + 1)
-    except SegtoolsError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
-                              f"cannot read: {e.message}")]
-    except OSError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
-                              f"cannot read: {e.strerror or e}")]
+    except (SegtoolsError, OSError) as e:
+        return None, [cannot_read(spath, e)]
     if len(data) > cap:
-        return None, [Finding("file_too_large", Severity.ERROR, spath,
+        return None, [finding("file_too_large", spath,
                               f"larger than the {cap}-byte cap for text files; not parsed")]
     try:
         return data.decode("utf-8"), []
     except UnicodeDecodeError as e:
-        return None, [Finding("file_not_utf8", Severity.ERROR, spath,
+        return None, [finding("file_not_utf8", spath,
                               f"not UTF-8 text: {e.reason}", position=e.start)]
+
+
+def next_data(fd: int, pos: int) -> int | None:
+    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole, None when only
+    a hole remains; ``pos`` itself where the file system cannot say."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError as e:
+        return None if e.errno == errno.ENXIO else pos
+    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
+        return pos
 
 
 def pread_exact_or_short(fd: int, length: int, position: int) -> bytes:
@@ -155,15 +177,11 @@ def read_producer_snapshot(path: str | os.PathLike[str]
                     return parse_producer_snapshot(view, spath)
                 finally:
                     view.release()
-    except SegtoolsError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
-                              f"cannot read: {e.message}")]
-    except OSError as e:
-        return None, [Finding("file_unreadable", Severity.ERROR, spath,
-                              f"cannot read: {e.strerror or e}")]
+    except (SegtoolsError, OSError) as e:
+        return None, [cannot_read(spath, e)]
 
 
 def _snapshot_too_large(spath: str, size: int) -> Finding:
-    return Finding("file_too_large", Severity.ERROR, spath,
+    return finding("file_too_large", spath,
                    f"{size} bytes: more than the {SNAPSHOT_CAP}-byte cap for producer "
                    "snapshots (46 bytes per producer); not read")

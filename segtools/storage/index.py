@@ -21,7 +21,6 @@ Two read paths, on purpose:
 
 from __future__ import annotations
 
-import errno
 import mmap
 import os
 from collections.abc import Iterator
@@ -32,7 +31,8 @@ from typing import BinaryIO, ClassVar, NamedTuple, Self
 import numpy as np
 
 from segtools.errors import SegtoolsError
-from segtools.findings import REGISTRY, Finding, Severity
+from segtools.findings import REGISTRY, Finding, Severity, finding
+from segtools.formats.batch import NO_TIMESTAMP
 from segtools.formats.indexes import (
     ABORTED_TXN_CURRENT_VERSION,
     ABORTED_TXN_ENTRY_SIZE,
@@ -46,13 +46,12 @@ from segtools.formats.indexes import (
     WARM_SECTION_BYTES,
 )
 from segtools.storage.files import (
+    next_data,
     offset_from_file_name,
     open_regular_file,
     pread_exact_or_short,
 )
 from segtools.storage.location import RemoteFile, as_path, is_remote, open_remote
-
-NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 
 # Entries per pread chunk while counting: bounded memory (<= 768 KiB) whatever the index size.
 _SCAN_CHUNK_ENTRIES = 65536
@@ -114,22 +113,14 @@ class _Scan:
     first_order_break: int | None  # first valid slot whose secondary field breaks its order
 
 
-def _next_data(fd: int, pos: int) -> int | None:
-    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole, None when only
-    a hole remains; ``pos`` itself where the file system cannot say."""
-    try:
-        return os.lseek(fd, pos, os.SEEK_DATA)
-    except OSError as e:
-        return None if e.errno == errno.ENXIO else pos
-    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
-        return pos
-
-
 class _MappedIndex:
     """``AbstractIndex``: fixed-size entries, mmapped, searched by key or by value."""
 
     ENTRY_SIZE: ClassVar[int]
-    CODE: ClassVar[str]  # finding-code prefix
+    KIND: ClassVar[str]  # "index" or "timeindex"
+    KEY: ClassVar[str]  # the field an entry is searched by
+    VALUE: ClassVar[str]  # the field a lookup answers with
+    STRICT_VALUES: ClassVar[bool]  # values strictly increase (or may repeat)
     _DTYPE: ClassVar[np.dtype]
     _STRUCT: ClassVar[object]
 
@@ -255,11 +246,13 @@ class _MappedIndex:
         return -1 if ok.all() else int(np.argmin(ok))
 
     def _secondary(self, slots: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return slots[self.VALUE]
 
-    @staticmethod
-    def _in_order(before: np.ndarray | int, after: np.ndarray | int) -> np.ndarray | bool:
-        raise NotImplementedError
+    def _in_order(self, before: np.ndarray | int, after: np.ndarray | int
+                  ) -> np.ndarray | bool:
+        """Values must rise from entry to entry: strictly for positions (``OffsetIndex``),
+        or never fall for relative offsets (``TimeIndex``)."""
+        return after > before if self.STRICT_VALUES else after >= before
 
     def _first_invalid(self, slots: np.ndarray, prev_key: int | None) -> int:
         """Index of the first slot that ends the valid prefix, or -1. Subclasses add rules."""
@@ -278,7 +271,7 @@ class _MappedIndex:
         return not any(int(v) for v in slot.tolist())
 
     def _keys(self, slots: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return slots[self.KEY]
 
     def _first_entry_check(self, relative_offset_of_entry0) -> Iterator[Finding]:
         """Both index kinds: an entry's relative offset is never negative (offsets in a
@@ -288,7 +281,7 @@ class _MappedIndex:
         rel0 = relative_offset_of_entry0()
         if rel0 < 0:
             yield self._finding(
-                "offset_below_base", Severity.ERROR,
+                self.code("index_offset_below_base", "timeindex_offset_below_base"),
                 f"entry 0 offset {self.base_offset + rel0} is below the base offset",
                 position=0, offset=self.base_offset + rel0)
 
@@ -299,7 +292,7 @@ class _MappedIndex:
         pos = start
         while pos < self.file_size:
             if not isinstance(self._file, RemoteFile):  # a listed object has no holes
-                pos = _next_data(self._file.fileno(), pos)
+                pos = next_data(self._file.fileno(), pos)
             if pos is None or pos >= self.file_size:
                 return None
             data = _pread(self._file, min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
@@ -441,16 +434,19 @@ class _MappedIndex:
         """False when any error finding exists: scan the ``.log`` instead of seeking with it."""
         return not any(f.severity is Severity.ERROR for f in self.sanity_check())
 
-    def _finding(self, code: str, severity: Severity, message: str, *,
-                 position: int | None = None, offset: int | None = None) -> Finding:
-        return Finding(f"{self.CODE}_{code}", severity, str(self.path), message,
-                       position=position, offset=offset)
+    def code(self, index_code: str, timeindex_code: str) -> str:
+        """Of a rule both index kinds keep, the code of this kind's finding."""
+        return index_code if self.KIND == "index" else timeindex_code
+
+    def _finding(self, code: str, message: str, *, position: int | None = None,
+                 offset: int | None = None) -> Finding:
+        return finding(code, str(self.path), message, position=position, offset=offset)
 
     def _length_check(self) -> Iterator[Finding]:
         rest = self.file_size % self.ENTRY_SIZE
         if rest:
             yield self._finding(
-                "length_not_multiple", Severity.ERROR,
+                self.code("index_length_not_multiple", "timeindex_length_not_multiple"),
                 f"file length {self.file_size} is not a multiple of the {self.ENTRY_SIZE}-byte "
                 f"entry size ({rest} trailing bytes); Kafka's sanityCheck rejects it",
                 position=self.file_size - rest)
@@ -464,7 +460,7 @@ class _MappedIndex:
             valid = self.valid_entries
             zeros = garbage // self.ENTRY_SIZE - valid
             yield self._finding(
-                "zero_entries_inside", Severity.INFO,
+                self.code("index_zero_entries_inside", "timeindex_zero_entries_inside"),
                 f"{zeros} all-zero entries after entry {valid - 1}, then {resumed} more valid "
                 f"entries that continue the sequence. Kafka counts all {self.kafka_entries} "
                 "entries (file length / entry size), its sanity check passes, and a lookup "
@@ -472,7 +468,7 @@ class _MappedIndex:
                 "correct answers, slower lookups", position=valid * self.ENTRY_SIZE)
             return
         yield self._finding(
-            "garbage_after_entries", Severity.ERROR,
+            self.code("index_garbage_after_entries", "timeindex_garbage_after_entries"),
             f"non-zero bytes after the {self.valid_entries} valid entries (not padding)",
             position=garbage)
 
@@ -505,19 +501,10 @@ class OffsetIndex(_MappedIndex):
     """``.index``: relative offset -> ``.log`` position, one entry per ~4 KiB of appends."""
 
     ENTRY_SIZE = OFFSET_INDEX_ENTRY_SIZE
-    CODE = "index"
+    KIND = "index"
+    KEY, VALUE, STRICT_VALUES = "relative_offset", "position", True
     _DTYPE = OFFSET_INDEX_DTYPE
     _STRUCT = OFFSET_INDEX_STRUCT
-
-    def _keys(self, slots: np.ndarray) -> np.ndarray:
-        return slots["relative_offset"]
-
-    def _secondary(self, slots: np.ndarray) -> np.ndarray:
-        return slots["position"]
-
-    @staticmethod
-    def _in_order(before: np.ndarray | int, after: np.ndarray | int) -> np.ndarray | bool:
-        return after > before
 
     def _extra_valid(self, slots: np.ndarray) -> np.ndarray | bool:
         pos = slots["position"].astype(np.int64)
@@ -580,7 +567,7 @@ class OffsetIndex(_MappedIndex):
             rel, _ = self._slot_raw(n - 1)
             if rel < 0:
                 yield self._finding(
-                    "last_offset_below_base", Severity.ERROR,
+                    "index_last_offset_below_base",
                     f"last entry offset {self.base_offset + rel} is below the base offset "
                     f"{self.base_offset}; Kafka's sanityCheck rejects it",
                     position=(n - 1) * self.ENTRY_SIZE, offset=self.base_offset + rel)
@@ -594,7 +581,7 @@ class OffsetIndex(_MappedIndex):
             rel, pos = self._unpack(brk)
             prev_pos = self._unpack(brk - 1)[1]
             yield self._finding(
-                "position_not_increasing", Severity.ERROR,
+                "index_position_not_increasing",
                 f"entry {brk} position {pos} is not after the previous entry's position "
                 f"{prev_pos}", position=brk * size, offset=self.base_offset + rel)
         stop = self._stop_slot()
@@ -604,17 +591,17 @@ class OffsetIndex(_MappedIndex):
             where = {"position": valid * size, "offset": self.base_offset + rel}
             prev_rel = self._unpack(valid - 1)[0] if valid else None
             if pos < 0:
-                yield self._finding("position_negative", Severity.ERROR,
+                yield self._finding("index_position_negative",
                                     f"entry {valid} has negative position {pos}", **where)
             elif prev_rel is not None and rel <= prev_rel:
                 yield self._finding(
-                    "offset_not_increasing", Severity.ERROR,
+                    "index_offset_not_increasing",
                     f"entry {valid} offset {self.base_offset + rel} is not above the previous "
                     f"entry's offset {self.base_offset + prev_rel}; OffsetIndex.append would "
                     f"have refused it", **where)
             elif self.log_size is not None and pos >= self.log_size:
                 yield self._finding(
-                    "position_past_log_end", Severity.ERROR,
+                    "index_position_past_log_end",
                     f"entry {valid} points at position {pos}, past the end of the "
                     f"{self.log_size}-byte .log", **where)
         yield from self._garbage_check(stop_is_zero)
@@ -624,19 +611,10 @@ class TimeIndex(_MappedIndex):
     """``.timeindex``: timestamp -> relative offset; timestamps strictly increase."""
 
     ENTRY_SIZE = TIME_INDEX_ENTRY_SIZE
-    CODE = "timeindex"
+    KIND = "timeindex"
+    KEY, VALUE, STRICT_VALUES = "timestamp", "relative_offset", False
     _DTYPE = TIME_INDEX_DTYPE
     _STRUCT = TIME_INDEX_STRUCT
-
-    def _keys(self, slots: np.ndarray) -> np.ndarray:
-        return slots["timestamp"]
-
-    def _secondary(self, slots: np.ndarray) -> np.ndarray:
-        return slots["relative_offset"]
-
-    @staticmethod
-    def _in_order(before: np.ndarray | int, after: np.ndarray | int) -> np.ndarray | bool:
-        return after >= before
 
     def entry(self, slot: int) -> TimestampOffset:
         ts, rel = self._unpack(slot)
@@ -680,19 +658,19 @@ class TimeIndex(_MappedIndex):
         if last_ts < first_ts:
             if self.valid_entries < n and self.first_garbage_position is None:
                 yield self._finding(
-                    "padded_active", Severity.INFO,
+                    "timeindex_padded_active",
                     f"Kafka's TimeIndex.sanityCheck would fail (last slot timestamp {last_ts} < "
                     f"first timestamp {first_ts}) only because of the zero-filled preallocated "
                     f"tail after {self.valid_entries} entries: normal for an active segment",
                     position=self.valid_entries * self.ENTRY_SIZE)
             else:
                 yield self._finding(
-                    "last_timestamp_below_first", Severity.ERROR,
+                    "timeindex_last_timestamp_below_first",
                     f"last timestamp {last_ts} is below the first timestamp {first_ts}; "
                     f"Kafka's sanityCheck rejects it", position=last_pos)
         if last_rel < 0:
             yield self._finding(
-                "last_offset_below_base", Severity.ERROR,
+                "timeindex_last_offset_below_base",
                 f"last entry offset {self.base_offset + last_rel} is below the base offset "
                 f"{self.base_offset}; Kafka's sanityCheck rejects it",
                 position=last_pos, offset=self.base_offset + last_rel)
@@ -707,7 +685,7 @@ class TimeIndex(_MappedIndex):
             _, rel = self._unpack(brk)
             prev_rel = self._unpack(brk - 1)[1]
             yield self._finding(
-                "offset_decreasing", Severity.ERROR,
+                "timeindex_offset_decreasing",
                 f"entry {brk} offset {self.base_offset + rel} is below the previous entry's "
                 f"offset {self.base_offset + prev_rel}; TimeIndex.maybeAppend would have "
                 f"refused it", position=brk * size, offset=self.base_offset + rel)
@@ -717,7 +695,7 @@ class TimeIndex(_MappedIndex):
             ts, rel = stop
             prev_ts = self._unpack(valid - 1)[0]
             yield self._finding(
-                "timestamp_not_increasing", Severity.ERROR,
+                "timeindex_timestamp_not_increasing",
                 f"entry {valid} timestamp {ts} is not above the previous entry's {prev_ts}; "
                 f"TimeIndex.maybeAppend never writes that", position=valid * size,
                 offset=self.base_offset + rel)
@@ -842,39 +820,38 @@ class TransactionIndex:
     def trusted(self) -> bool:
         return not any(f.severity is Severity.ERROR for f in self.sanity_check())
 
-    def _finding(self, code: str, severity: Severity, message: str, *,
-                 position: int | None = None, offset: int | None = None) -> Finding:
-        return Finding(f"txnindex_{code}", severity, str(self.path), message,
-                       position=position, offset=offset)
+    def _finding(self, code: str, message: str, *, position: int | None = None,
+                 offset: int | None = None) -> Finding:
+        return finding(code, str(self.path), message, position=position, offset=offset)
 
     def _checks(self) -> Iterator[Finding]:
         if self.file_size > self.CAP:
             yield self._finding(
-                "too_large", Severity.ERROR,
+                "txnindex_too_large",
                 f"{self.file_size} bytes: far more than a segment's aborted transactions "
                 f"need; only the first {self.CAP} bytes are read", position=self.CAP)
         prev_last: int | None = None
         for txn in self.entries():
             if txn.version != ABORTED_TXN_CURRENT_VERSION:
                 yield self._finding(
-                    "unsupported_version", Severity.ERROR,
+                    "txnindex_unsupported_version",
                     f"aborted-transaction entry version {txn.version} (only "
                     f"{ABORTED_TXN_CURRENT_VERSION} is known; Kafka's reader throws on a first "
                     f"byte above it)", position=txn.position)
             if txn.last_offset < self.base_offset:
                 yield self._finding(
-                    "last_offset_below_base", Severity.ERROR,
+                    "txnindex_last_offset_below_base",
                     f"last offset {txn.last_offset} is below the segment base offset "
                     f"{self.base_offset}; Kafka's sanityCheck rejects it",
                     position=txn.position, offset=txn.last_offset)
             if txn.first_offset > txn.last_offset:
                 yield self._finding(
-                    "first_offset_after_last", Severity.ERROR,
+                    "txnindex_first_offset_after_last",
                     f"first offset {txn.first_offset} is after the last offset "
                     f"{txn.last_offset}", position=txn.position, offset=txn.first_offset)
             if prev_last is not None and txn.last_offset <= prev_last:
                 yield self._finding(
-                    "last_offset_not_increasing", Severity.ERROR,
+                    "txnindex_last_offset_not_increasing",
                     f"last offset {txn.last_offset} is not above the previous entry's "
                     f"{prev_last}; TransactionIndex.append would have refused it",
                     position=txn.position, offset=txn.last_offset)
@@ -882,6 +859,6 @@ class TransactionIndex:
         rest = self.file_size % self.ENTRY_SIZE
         if rest:
             yield self._finding(
-                "partial_entry", Severity.WARNING,
+                "txnindex_partial_entry",
                 f"{rest} trailing bytes do not make a whole {self.ENTRY_SIZE}-byte entry; "
                 f"Kafka ignores them", position=self.file_size - rest)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import (
     CleanShutdown,
     MetaProperties,
@@ -23,7 +23,7 @@ from segtools.formats.checkpoints import (
     parse_meta_properties,
     parse_offset_checkpoint,
 )
-from segtools.storage.files import read_text_capped
+from segtools.storage.files import entry_is_dir, read_text_capped
 from segtools.storage.location import (
     as_path,
     dir_entry_path,
@@ -134,7 +134,7 @@ def walk(paths: Iterable[str | os.PathLike[str]],
     loose: list[Finding] = []
     for path in _expand_containers((resolve(p, storage_options) for p in paths), loose):
         if not path.exists():
-            loose.append(Finding("path_not_found", Severity.ERROR, str(path),
+            loose.append(finding("path_not_found", str(path),
                                  "no such file or directory"))
         elif path.is_dir():
             if _looks_like_partition_dir(path):
@@ -145,7 +145,7 @@ def walk(paths: Iterable[str | os.PathLike[str]],
         else:
             pf = classify_partition_file(path.name)
             if pf.base_offset is None:
-                loose.append(Finding("not_a_segment_file", Severity.ERROR, str(path),
+                loose.append(finding("not_a_segment_file", str(path),
                                      "not a segment file (<20-digit offset>.<suffix>)"))
                 continue
             slot = pending.setdefault(path.parent.parent, _Pending())
@@ -216,13 +216,13 @@ def _expand_containers(paths: Iterable[Path], loose: list[Finding],
             continue
         inode = _inode(path)
         if inode in seen:
-            loose.append(Finding("directory_seen_twice", Severity.WARNING, str(path),
+            loose.append(finding("directory_seen_twice", str(path),
                                  "same directory reached again (symlink alias or loop); "
                                  "skipped"))
             continue
         seen.add(inode)
         if depth >= MAX_CONTAINER_DEPTH:
-            loose.append(Finding("unknown_directory", Severity.WARNING, str(path),
+            loose.append(finding("unknown_directory", str(path),
                                  "holds no log dir within the depth segtools searches"))
             continue
         children = sorted(p for p in path.iterdir() if p.is_dir())
@@ -251,7 +251,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         entries = []
         listed = False
         if scope.whole:
-            findings.append(Finding("log_dir_unreadable", Severity.ERROR, str(root),
+            findings.append(finding("log_dir_unreadable", str(root),
                                     f"cannot list: {e.strerror or e}"))
     root_inode = _inode(root)
     if root_inode:
@@ -259,18 +259,15 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
 
     for entry in entries:
         fpath = root / entry.name
-        try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
+        is_dir = entry_is_dir(entry)
         if is_dir:
             if scope.whole:
                 if entry.name == REMOTE_LOG_INDEX_CACHE:
-                    findings.append(Finding("skipped_directory", Severity.INFO, str(fpath),
+                    findings.append(finding("skipped_directory", str(fpath),
                                             "tiered-storage index cache (LogManager skips it)"))
                 elif parse_partition_dir_name(entry.name) is None:
                     other.append(fpath)
-                    findings.append(Finding("unknown_directory", Severity.WARNING, str(fpath),
+                    findings.append(finding("unknown_directory", str(fpath),
                                             "not a partition directory; Kafka refuses to "
                                             "start with it in a log dir"))
                 else:
@@ -300,14 +297,14 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
             bootstrap = fpath
         elif name.endswith(".tmp"):
             other.append(fpath)
-            findings.append(Finding("leftover_tmp_file", Severity.INFO, str(fpath),
+            findings.append(finding("leftover_tmp_file", str(fpath),
                                     "a checkpoint write that was never renamed into place"))
         else:
             other.append(fpath)
 
     if listed and scope.whole and meta is None and not any(
             f.path.endswith(META_PROPERTIES) for f in findings):
-        findings.append(Finding("meta_properties_missing", Severity.INFO, str(root),
+        findings.append(finding("meta_properties_missing", str(root),
                                 "no meta.properties (not a broker log dir, or never started)"))
     partition_paths.extend(sorted(scope.partitions.items()))
     partitions = []
@@ -318,7 +315,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         done.add(ppath)
         inode = _inode(ppath)
         if inode is not None and inode in seen:
-            findings.append(Finding("directory_seen_twice", Severity.WARNING, str(ppath),
+            findings.append(finding("directory_seen_twice", str(ppath),
                                     "same directory reached again (symlink alias or loop); "
                                     "skipped"))
             continue

@@ -26,8 +26,8 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
-from segtools.decode import _walk
 from segtools.decode.buffers import BufferPool
+from segtools.decode.walk import first_nonzero
 from segtools.errors import SegtoolsError
 from segtools.storage.location import Entry, Location, ObjectChangedError
 
@@ -461,7 +461,7 @@ class RangeSource:
             data, base, avail = self.window(pos, min(hi, pos + self.block), keep=True)
             if avail <= pos:
                 return None
-            found = _walk.first_nonzero(data, pos - base, avail - base)
+            found = first_nonzero(data, pos - base, avail - base)
             if found >= 0:
                 return base + int(found)
             pos = avail

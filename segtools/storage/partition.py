@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from segtools.findings import Finding, Severity, finding, leaves_data_unread
+from segtools.findings import Finding, finding, leaves_data_unread
 from segtools.formats.checkpoints import (
     EpochEntry,
     PartitionMetadata,
     parse_leader_epoch_checkpoint,
     parse_partition_metadata,
 )
-from segtools.storage.files import SEGMENT_NAME_DIGITS, read_text_capped
+from segtools.storage.files import SEGMENT_NAME_DIGITS, entry_is_dir, read_text_capped
 from segtools.storage.location import as_path, scandir
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
@@ -285,112 +285,140 @@ def load_partition_dir(path: str | os.PathLike[str],
     """
     pdir = as_path(path)
     spath = str(pdir)
-    findings: list[Finding] = []
+    listing = _Listing(pdir, set(only_base_offsets) if only_base_offsets is not None else None)
     name = parse_partition_dir_name(pdir.name)
     if name is None:
-        findings.append(Finding("partition_dir_name_invalid", Severity.WARNING, spath,
-                                f"{pdir.name!r} is not <topic>-<partition>; Kafka refuses to "
-                                f"load such a directory"))
+        listing.findings.append(finding(
+            "partition_dir_name_invalid", spath,
+            f"{pdir.name!r} is not <topic>-<partition>; Kafka refuses to load such a directory"))
     elif name.state is not PartitionState.LIVE:
-        findings.append(Finding(f"partition_{name.state.value}", Severity.INFO, spath,
-                                f"directory marked -{name.state.value}"))
+        listing.findings.append(finding(f"partition_{name.state.value}", spath,
+                                        f"directory marked -{name.state.value}"))
     try:
         with scandir(pdir) as it:
             dir_entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
-        findings.append(Finding("partition_dir_unreadable", Severity.ERROR, spath,
-                                f"cannot list: {e.strerror or e}"))
-        return PartitionDir(pdir, name, (), (), (), (), (), (), (), None, (), tuple(findings))
+        listing.findings.append(finding("partition_dir_unreadable", spath,
+                                        f"cannot list: {e.strerror or e}"))
+        return PartitionDir(pdir, name, segments=(), snapshots=(), leftovers=(), orphans=(),
+                            strays=(), temp_files=(), kraft_snapshots=(),
+                            partition_metadata=None, leader_epochs=(),
+                            findings=tuple(listing.findings))
+    for entry in dir_entries:
+        listing.add(entry)
+    return listing.partition_dir(name)
 
-    wanted = set(only_base_offsets) if only_base_offsets is not None else None
-    groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]] = {}
-    snapshots: list[SnapshotFile] = []
-    leftovers: list[LeftoverFile] = []
-    strays: list[Path] = []
-    temps: list[Path] = []
-    kraft: list[Path] = []
+
+@dataclass(slots=True)
+class _Listing:
+    """What the listing of one partition directory has found so far, entry by entry."""
+
+    pdir: Path
+    wanted: set[int] | None  # the segments asked for (None: all)
+    findings: list[Finding] = field(default_factory=list)
+    groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]] = field(default_factory=dict)
+    snapshots: list[SnapshotFile] = field(default_factory=list)
+    leftovers: list[LeftoverFile] = field(default_factory=list)
+    strays: list[Path] = field(default_factory=list)
+    temps: list[Path] = field(default_factory=list)
+    kraft: list[Path] = field(default_factory=list)
     metadata: PartitionMetadata | None = None
     epochs: tuple[EpochEntry, ...] = ()
 
-    for entry in dir_entries:
-        fpath = pdir / entry.name
-        try:
-            is_dir = entry.is_dir()
-        except OSError:
-            is_dir = False
-        if is_dir:
-            strays.append(fpath)
-            findings.append(Finding("stray_directory", Severity.WARNING, str(fpath),
-                                    "unexpected directory inside a partition directory"))
-            continue
+    def add(self, entry: os.DirEntry) -> None:
+        """One directory entry: a stray directory, a file that cannot be read, or a file of
+        a kind Kafka writes, put where it belongs."""
+        fpath = self.pdir / entry.name
+        if entry_is_dir(entry):
+            self.strays.append(fpath)
+            self.findings.append(finding("stray_directory", str(fpath),
+                                         "unexpected directory inside a partition directory"))
+            return
         pf = classify_partition_file(entry.name)
-        if wanted is not None and pf.base_offset is not None and pf.base_offset not in wanted:
-            continue
+        if self.wanted is not None and pf.base_offset is not None and \
+                pf.base_offset not in self.wanted:
+            return
+        st = self._regular(entry, fpath)
+        if st is not None:
+            self._file(entry.name, fpath, pf, st)
+
+    def _regular(self, entry: os.DirEntry, fpath: Path) -> os.stat_result | None:
+        """The entry's stat when it is a regular file still there; a finding otherwise."""
         st = _stat(entry)
         if st is None and entry.is_symlink():
-            findings.append(finding("not_a_regular_file", str(fpath),
-                                    "a symbolic link to nothing: not read"))
-            continue
+            self.findings.append(finding("not_a_regular_file", str(fpath),
+                                         "a symbolic link to nothing: not read"))
+            return None
         if st is None:
-            findings.append(Finding("file_vanished", Severity.INFO, str(fpath),
-                                    "listed but gone before stat (a live broker removed it)"))
-            continue
+            self.findings.append(finding("file_vanished", str(fpath),
+                                         "listed but gone before stat (a live broker removed "
+                                         "it)"))
+            return None
         if not stat.S_ISREG(st.st_mode):
-            findings.append(finding("not_a_regular_file", str(fpath),
-                                    f"a {_file_type(st.st_mode)} under a Kafka file name: not "
-                                    "read (opening it could block or have side effects)"))
-            continue
-        size = st.st_size
+            self.findings.append(finding(
+                "not_a_regular_file", str(fpath),
+                f"a {_file_type(st.st_mode)} under a Kafka file name: not read (opening it "
+                "could block or have side effects)"))
+            return None
+        return st
+
+    def _file(self, file_name: str, fpath: Path, pf: PartitionFile, st: os.stat_result
+              ) -> None:
+        findings = self.findings
         if pf.leftover is not None and pf.base_offset is not None:
             code, why = _LEFTOVER_CODES[pf.leftover]
-            leftovers.append(LeftoverFile(fpath, pf.kind, pf.base_offset, pf.leftover, size))
-            findings.append(Finding(code, Severity.INFO, str(fpath), why,
-                                    offset=pf.base_offset))
+            self.leftovers.append(LeftoverFile(fpath, pf.kind, pf.base_offset, pf.leftover,
+                                               st.st_size))
+            findings.append(finding(code, str(fpath), why, offset=pf.base_offset))
         elif pf.kind is FileKind.SNAPSHOT and pf.base_offset is not None:
-            snapshots.append(SnapshotFile(pf.base_offset, fpath, size))
+            self.snapshots.append(SnapshotFile(pf.base_offset, fpath, st.st_size))
         elif pf.base_offset is not None and pf.kind in (
                 FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
-            if len(entry.name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
-                findings.append(Finding("segment_name_not_canonical", Severity.WARNING,
+            if len(file_name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
+                findings.append(finding("segment_name_not_canonical",
                                         str(fpath), "base offset is not 20 zero-padded digits"))
-            groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, st)
+            self.groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, st)
         elif pf.kind is FileKind.PARTITION_METADATA:
             text, more = read_text_capped(fpath)
             findings.extend(more)
             if text is not None:
-                metadata, more = parse_partition_metadata(text, str(fpath))
+                self.metadata, more = parse_partition_metadata(text, str(fpath))
                 findings.extend(more)
         elif pf.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
             text, more = read_text_capped(fpath)
             findings.extend(more)
             if text is not None:
                 parsed, more = parse_leader_epoch_checkpoint(text, str(fpath))
-                epochs = tuple(parsed)
+                self.epochs = tuple(parsed)
                 findings.extend(more)
         elif pf.kind is FileKind.TEMP:
-            temps.append(fpath)
-            findings.append(Finding("leftover_tmp_file", Severity.INFO, str(fpath),
+            self.temps.append(fpath)
+            findings.append(finding("leftover_tmp_file", str(fpath),
                                     "a checkpoint write that was never renamed into place"))
         elif pf.kind is FileKind.KRAFT_SNAPSHOT:
-            kraft.append(fpath)
-        elif pf.kind is FileKind.QUORUM_STATE:
-            pass
-        else:
-            strays.append(fpath)
-            findings.append(Finding("stray_file", Severity.WARNING, str(fpath),
+            self.kraft.append(fpath)
+        elif pf.kind is not FileKind.QUORUM_STATE:
+            self.strays.append(fpath)
+            findings.append(finding("stray_file", str(fpath),
                                     "not a file Kafka writes in a partition directory"))
 
-    segments = _segments(groups, findings)
-    leftover_by_base: dict[int, list[Path]] = {}
-    for lf in leftovers:
-        leftover_by_base.setdefault(lf.base_offset, []).append(lf.path)
-    segments = [dataclasses.replace(s, leftovers=tuple(leftover_by_base.get(s.base_offset, ())))
-                for s in segments]
-    orphans = tuple(p for _, kinds in sorted(groups.items()) if FileKind.LOG not in kinds
-                    for p, _ in kinds.values())
-    return PartitionDir(pdir, name, tuple(segments), tuple(snapshots), tuple(leftovers),
-                        orphans, tuple(strays), tuple(temps), tuple(kraft), metadata, epochs,
-                        tuple(findings))
+    def partition_dir(self, name: PartitionName | None) -> PartitionDir:
+        """Segments paired with their companions and leftovers, orphans named."""
+        segments = _segments(self.groups, self.findings)
+        leftover_by_base: dict[int, list[Path]] = {}
+        for lf in self.leftovers:
+            leftover_by_base.setdefault(lf.base_offset, []).append(lf.path)
+        segments = [dataclasses.replace(s, leftovers=tuple(leftover_by_base.get(s.base_offset,
+                                                                                  ())))
+                    for s in segments]
+        orphans = tuple(p for _, kinds in sorted(self.groups.items())
+                        if FileKind.LOG not in kinds for p, _ in kinds.values())
+        return PartitionDir(
+            self.pdir, name, segments=tuple(segments), snapshots=tuple(self.snapshots),
+            leftovers=tuple(self.leftovers), orphans=orphans, strays=tuple(self.strays),
+            temp_files=tuple(self.temps), kraft_snapshots=tuple(self.kraft),
+            partition_metadata=self.metadata, leader_epochs=self.epochs,
+            findings=tuple(self.findings))
 
 
 def _segments(groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]],
@@ -408,7 +436,7 @@ def _segments(groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]],
         kinds = groups[base]
         if FileKind.LOG not in kinds:
             for kind, (p, _) in sorted(kinds.items()):
-                findings.append(Finding("orphan_index_file", Severity.WARNING, str(p),
+                findings.append(finding("orphan_index_file", str(p),
                                         f".{kind.value} without a .log (Kafka deletes it on "
                                         f"startup)", offset=base))
             continue

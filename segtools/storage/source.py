@@ -25,14 +25,14 @@ the race (an unclean leader election truncating below the high watermark) to one
 from __future__ import annotations
 
 import contextlib
-import errno
 import mmap
 import os
 
 import numpy as np
 
-from segtools.decode import _walk
 from segtools.decode.buffers import BufferPool
+from segtools.decode.walk import first_nonzero
+from segtools.storage.files import next_data
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
 MAPPED_STRIDE = 64 * 1024 * 1024
@@ -43,17 +43,6 @@ CHUNK_BUFFER = 16 * 1024 * 1024
 #: Below this size a mapping's pages are not worth handing back.
 _RELEASE_MIN = 64 * 1024 * 1024
 _ZERO_CHUNK = 1 << 20
-
-
-def _next_data(fd: int, pos: int) -> int | None:
-    """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole; None when only
-    a hole remains; ``pos`` itself where the file system cannot say."""
-    try:
-        return os.lseek(fd, pos, os.SEEK_DATA)
-    except OSError as e:
-        return None if e.errno == errno.ENXIO else pos
-    except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
-        return pos
 
 
 def _pread_into(fd: int, view: memoryview, position: int) -> int:
@@ -75,14 +64,14 @@ def zero_from(fd: int, lo: int, hi: int) -> int | None:
     view = memoryview(buf)
     pos = lo
     while pos < hi:
-        nxt = _next_data(fd, pos)
+        nxt = next_data(fd, pos)
         if nxt is None or nxt >= hi:
             return None
         pos = nxt
         got = _pread_into(fd, view[:min(len(buf), hi - pos)], pos)
         if got == 0:
             return None  # the file ended (or shrank) before hi: nothing non-zero is left
-        found = _walk.first_nonzero(buf, 0, got)
+        found = first_nonzero(buf, 0, got)
         if found >= 0:
             return pos + int(found)
         pos += got

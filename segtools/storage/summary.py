@@ -21,7 +21,7 @@ import numpy as np
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable, codec_label
-from segtools.findings import Finding, Severity
+from segtools.findings import Finding, Severity, finding
 from segtools.storage.index import TimeIndex
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.segment import Segment
@@ -112,8 +112,8 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
     if ti_last is not None:
         max_ts, source = ti_last[0], "timeindex"
         if not is_active and fold.max_ts != ti_last[0]:
-            findings.append(Finding(
-                "timeindex_max_mismatch", Severity.WARNING, str(files.timeindex),
+            findings.append(finding(
+                "timeindex_max_mismatch", str(files.timeindex),
                 f"last time-index entry says {ti_last[0]} but the largest batch timestamp in "
                 f"the log is {fold.max_ts}; retention uses the index's value", offset=ti_last[1]))
     elif fold.max_ts >= 0:

@@ -34,6 +34,7 @@ from segtools.analysis import producers
 from segtools.analysis.compaction import explain_compaction
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.retention import explain_retention
+from segtools.fetch.columns import batch_table
 from segtools.storage.summary import SegmentSummary
 
 if TYPE_CHECKING:
@@ -448,7 +449,7 @@ def _producer_rows(key: tuple, table: pa.Table) -> pa.Table:
     ordered = table.sort_by([("segment_base_offset", "ascending"), ("position", "ascending")])
     result = producers.PartitionProducers(topic, partition, log_dir)
     for batch in ordered.to_batches(max_chunksize=65536):
-        result.add(producers.table_from_arrow(batch))
+        result.add(batch_table(batch))
     result.finish()
     rows = []
     for g in result.producers.values():

@@ -8,6 +8,8 @@ import json
 import pytest
 
 from segtools.analysis import compaction as comp
+from segtools.analysis import explain
+from segtools.analysis.cleaner_input import read_records
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.partition_input import load_inputs
 from segtools.cli.main import main
@@ -23,7 +25,7 @@ LATER = 1_700_200_000_000  # 2023-11-17T05:46Z: after it (1700111640000)
 def analyse(partition: str, now: int, key: bytes | None = None, config=COMPACT):
     log_dirs, _ = walk([SAMPLE / partition])
     [pi] = load_inputs(log_dirs, at=now).partitions
-    cols, first_batch = comp.read_records(pi)
+    cols, first_batch = read_records(pi)
     return comp.explain_compaction(
         cols, pi.summaries, config, now_ms=now, high_watermark=pi.high_watermark,
         log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,
@@ -157,7 +159,7 @@ def test_key_history_and_survivor():
     assert [r.fate for r in history] == [comp.REMOVED_SUPERSEDED] * 4 + [
         comp.KEPT, comp.KEPT_PAST_MAP]
     assert comp.survivor(history).offset == 36
-    assert "survives compaction; 5 older version(s) go" in comp.describe_survivor(
+    assert "survives compaction; 5 older version(s) go" in explain.describe_survivor(
         history, NOV16)
     assert analyse("payments-compact-1", NOV16, key=b"nope").key_history == ()
 
@@ -246,7 +248,7 @@ def test_compact_delete_old_records_survive_in_kept_segments():
                                  high_watermark=20, log_start_offset=None, cleaner_offset=None)
     [v0, _] = pc.retention.segments
     assert not v0.deletable and v0.stale.count == 1 and v0.stale.oldest_timestamp == T0
-    assert any("older than retention.ms survive" in line for line in comp.merged_survivors(pc))
+    assert any("older than retention.ms survive" in line for line in explain.merged_survivors(pc))
 
 
 def test_records_and_columns_agree():

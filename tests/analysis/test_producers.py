@@ -15,6 +15,7 @@ import pytest
 import segtools
 from segtools.analysis import producers as prod
 from segtools.cli.main import main
+from segtools.fetch.columns import batch_table
 from tests.fixtures_manifest import FIXTURES
 
 TREE = FIXTURES / "logdirs" / "producers"
@@ -78,7 +79,7 @@ def test_arrow_rows_fold_like_the_batch_table():
     table = logs.to_arrow(level="batches").read_all()
     folded = prod.PartitionProducers("payments", 0, "x")
     for batch in table.to_batches():
-        folded.add(prod.table_from_arrow(batch))
+        folded.add(batch_table(batch))
     folded.finish()
     direct = logs.producers()[0]
     assert [(e.kind, e.offset) for e in folded.events] == [(e.kind, e.offset)
@@ -98,21 +99,12 @@ def test_an_epoch_bump_says_what_became_of_the_open_transaction(results):
     assert [e.open_transaction for e in quiet] == [None]  # idempotent, not transactional
 
 
-def test_the_latest_snapshot_against_the_log(results):
-    """7002's segment was deleted by retention but the broker still tracks it; 7003 expired
-    from the producer state while its batches remain."""
-    found = {f.code: f for f in results[("transfers", 0)].findings}
-    assert "producer 7002 " in found["producer_only_in_snapshot"].message
-    assert "[7003]" in found["snapshot_producer_missing"].message
-    assert {f.severity for f in found.values()} == {segtools.Severity.INFO}
-
-
 def test_folding_in_any_chunks_gives_the_same_events():
     """The fold carries per-producer state across chunks: cutting the batch table anywhere
     gives the same sequence events, epoch-bump context included."""
     for name in ("transfers-0", "payments-0"):
         table = segtools.open(TREE / name).to_arrow(level="batches").read_all()
-        whole = prod.table_from_arrow(table.combine_chunks().to_batches()[0])
+        whole = batch_table(table.combine_chunks().to_batches()[0])
 
         def events(cuts, whole=whole):
             folded = prod.PartitionProducers("t", 0, "x")

@@ -102,6 +102,8 @@ def test_hostile_input_is_bounded(measured, name):
 
 def test_bounds_table(measured, capsys):
     """The numbers behind docs/robustness.md, printed with ``-s``."""
+    assert set(measured) == set(BOUNDS)
+    assert all(row["seconds"] > 0 and row["growth_mib"] >= 0 for row in measured.values())
     with capsys.disabled():
         for name, row in measured.items():
             print(f"\n{name:26} {row['seconds']:7.2f} s  +{row['growth_mib']:6.0f} MiB", end="")

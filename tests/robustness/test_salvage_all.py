@@ -2,7 +2,7 @@
 recovers every batch the damage did not touch, exactly as it was in the undamaged original;
 and ``verify --salvage`` says so through the CLI.
 
-tests/test_salvage.py holds the property on three segments; this extends it to every
+tests/decode/test_salvage.py holds the property on three segments; this extends it to every
 Kafka-written segment (every codec, v0/v1 wrappers, control batches, compacted and torn ones).
 """
 

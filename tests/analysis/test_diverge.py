@@ -7,8 +7,7 @@ import shutil
 
 from segtools.analysis.diverge import compare, load_replica
 from segtools.analysis.partition_log import as_partition, iter_tables
-
-from .helpers import REPLICAS
+from tests.forensics import REPLICAS
 
 B1 = REPLICAS / "broker1" / "orders.v2-eu-9"
 B2 = REPLICAS / "broker2" / "orders.v2-eu-9"

@@ -8,6 +8,7 @@ import shutil
 import struct
 
 from segtools.analysis.partition_log import as_partition, iter_tables, partitions_of
+from segtools.analysis.transaction_state import open_transactional_ids, replay_transaction_state
 from segtools.analysis.transactions import (
     AbortedRange,
     ReadCommitted,
@@ -17,15 +18,12 @@ from segtools.analysis.transactions import (
     check_txnindex,
     hanging_transactions,
     is_aborted,
-    open_transactional_ids,
     read_committed,
-    replay_transaction_state,
     scan_transactions,
 )
 from segtools.formats.snapshot import build_producer_snapshot, parse_producer_snapshot
 from tests.fixtures_manifest import SAMPLE
-
-from .helpers import FORENSICS
+from tests.forensics import FORENSICS
 
 HANGING = FORENSICS / "payments.hanging-0"
 T_F = 1_700_470_800_000

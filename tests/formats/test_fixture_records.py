@@ -11,8 +11,7 @@ from segtools.analysis.partition_log import as_partition, iter_records, partitio
 from segtools.formats.internal import consumer_offsets, transaction_state
 from segtools.formats.internal.cluster_metadata import decode_frame
 from segtools.formats.internal.control import decode_kraft_control
-
-from .helpers import FORENSICS
+from tests.forensics import FORENSICS
 
 
 def records_of(topic: str):

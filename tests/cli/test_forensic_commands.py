@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import FORENSICS, REPLICAS
+from tests.forensics import FORENSICS, REPLICAS
 
 SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
 

@@ -27,8 +27,7 @@ from segtools.formats.internal.generated import (
     uuid_from_str,
     uuid_to_str,
 )
-
-from .helpers import message_values
+from tests.forensics import message_values
 
 ALL_SCHEMAS = [
     *{id(m): m for _, k, m in consumer_offsets.RECORD_TYPES.values()}.values(),

@@ -15,8 +15,7 @@ from segtools.formats.internal.consumer_offsets import (
     decode_assignment,
     decode_record,
 )
-
-from .helpers import FORENSICS, marker_batch, records_batch, write_partition
+from tests.forensics import FORENSICS, marker_batch, records_batch, write_partition
 
 T_F = 1_700_470_800_000  # 2023-11-20T09:00:00Z
 MIN = 60_000

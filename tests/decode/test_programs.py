@@ -19,8 +19,7 @@ from segtools.decode import programs
 from segtools.errors import SegtoolsError
 from segtools.formats.internal import cluster_metadata, consumer_offsets, transaction_state
 from segtools.formats.internal.generated import INT32, field, message
-
-from .helpers import FORENSICS, message_values
+from tests.forensics import FORENSICS, message_values
 
 
 def _co_case(t: int, v: int):
@@ -282,7 +281,7 @@ def _log_bytes(topic: str) -> int:
 def test_every_replay_reports_progress_and_reads_the_log_once():
     """Each replay tells ``advance`` about every byte of batches it reads, once."""
     from segtools.analysis.cluster_metadata import timeline
-    from segtools.analysis.transactions import replay_transaction_state
+    from segtools.analysis.transaction_state import replay_transaction_state
 
     offsets = partitions_of([FORENSICS], "__consumer_offsets")
     state = partitions_of([FORENSICS], "__transaction_state")
@@ -315,7 +314,7 @@ def test_records_the_programs_refuse_are_read_by_the_reference(monkeypatch):
     """Should the compiled decoder refuse records the reference reads, the reference's reading
     stands: with every record refused, each replay gives the same answer."""
     from segtools.analysis.cluster_metadata import timeline
-    from segtools.analysis.transactions import replay_transaction_state
+    from segtools.analysis.transaction_state import replay_transaction_state
 
     def answers():
         offsets = replay.replay_offsets(partitions_of([FORENSICS], "__consumer_offsets"),

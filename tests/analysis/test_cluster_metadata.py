@@ -9,8 +9,7 @@ from segtools.analysis.cluster_metadata import timeline, topic_configs
 from segtools.errors import SegtoolsError
 from segtools.formats.internal.cluster_metadata import BY_API_KEY, encode_frame
 from segtools.formats.internal.generated import write_uvarint
-
-from .helpers import FORENSICS, records_batch, write_partition
+from tests.forensics import FORENSICS, records_batch, write_partition
 
 METADATA = FORENSICS / "__cluster_metadata-0"
 T_F = 1_700_470_800_000  # 2023-11-20T09:00:00Z, Forensics.T_F
