@@ -18,6 +18,7 @@ from collections import Counter
 
 from segtools.analysis.verify import verify_log_dir_files, verify_partition
 from segtools.cli import common, render
+from segtools.cli.table import Lines, terminal_width
 from segtools.findings import Finding, Severity
 
 EXAMPLES = """examples:
@@ -78,13 +79,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_text(findings: list[Finding], counts: Counter, by_severity: Counter) -> None:
+    """One line per finding (docs/cli.md): severity, code, file, byte, offset, message; on a
+    narrow terminal the line wraps with its continuation indented, nothing cut."""
     out = sys.stdout
+    say = Lines(out, terminal_width(out))
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     for f in sorted(findings, key=lambda f: (order[f.severity], f.path, f.position or 0)):
         where = f" @ byte {f.position}" if f.position is not None else ""
         off = f" offset {f.offset}" if f.offset is not None else ""
-        out.write(f"{f.severity.upper():7} {f.code:32} {render.terminal_safe(f.path)}{where}"
-                  f"{off}: {render.terminal_safe(f.message)}\n")
+        say(f"{f.severity.upper():7} {f.code:32} {f.path}{where}{off}: {f.message}")
     out.write(f"verified {counts['partitions']} partition(s), {counts['segments']} segment(s): "
               f"{by_severity['error']} error(s), {by_severity['warning']} warning(s), "
               f"{by_severity['info']} note(s)\n")
