@@ -27,6 +27,7 @@ dir), built once and reused.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import os
 import struct
@@ -35,7 +36,6 @@ import sys
 import tempfile
 import time
 import uuid
-import base64
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,7 +155,7 @@ def _template(shape: Shape) -> Template:
     shift = _log_end(shape.source / logs[-1])
     more = []
     for name, data in files:
-        stem, dot, suffix = name.partition(".")
+        stem, _, suffix = name.partition(".")
         if suffix not in ("log", "index", "timeindex"):
             continue
         moved = f"{int(stem) + shift:020d}.{suffix}"

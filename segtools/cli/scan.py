@@ -22,7 +22,7 @@ from segtools.analysis.kafka_versions import (
     older_time_index_convention,
 )
 from segtools.cli import common, render
-from segtools.cli.table import Column, TextTable
+from segtools.cli.table import Column, Lines, TextTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir
@@ -131,8 +131,9 @@ def run(args: argparse.Namespace) -> int:
             out.write(render.dumps(f.to_json()) + "\n")
     elif args.format == "text":
         rows.close()
-        _print_findings(findings, out)
-        _print_versions(versions, out)
+        say = Lines(out, rows.table.width)
+        _print_findings(findings, say)
+        _print_versions(versions, say)
     return common.exit_code(findings)
 
 
@@ -215,29 +216,28 @@ class SegmentRows:
         self.table.out.write(f"{self.table.rows} segment(s)\n")
 
 
-def _print_versions(versions: dict, out) -> None:
+def _print_versions(versions: dict, say: Lines) -> None:
     """Which Kafka releases could have written each log dir, and why (docs/kafka-versions.md)."""
     for path, vr in versions.items():
-        out.write(f"log dir {render.terminal_safe(path)}: written by Kafka {vr.label}"
-                  + ("" if vr.consistent else " (the evidence disagrees: files from "
-                     "different brokers?)") + "\n")
+        say(f"log dir {path}: written by Kafka {vr.label}"
+            + ("" if vr.consistent else " (the evidence disagrees: files from different "
+               "brokers?)"))
         for e in vr.evidence:
-            detail = f" [{render.terminal_safe(e.detail)}]" if e.detail else ""
-            out.write(f"  {e.rule.name}{detail}: {allows(e)} ({e.rule.source})\n")
+            detail = f" [{e.detail}]" if e.detail else ""
+            say(f"{e.rule.name}{detail}: {allows(e)} ({e.rule.source})", "  ")
 
 
-def _print_findings(findings: list[Finding], out) -> None:
+def _print_findings(findings: list[Finding], say: Lines) -> None:
     leftovers = [f for f in findings if f.code.startswith(("leftover_", "partition_"))]
     if leftovers:
-        out.write("leftovers (evidence a broker left behind):\n")
+        say("leftovers (evidence a broker left behind):")
         for f in leftovers:
-            out.write(f"  {f.code}: {render.terminal_safe(f.path)}\n")
+            say(f"{f.code}: {f.path}", "  ")
     problems = [f for f in findings
                 if not f.code.startswith(("leftover_", "partition_"))
                 and str(f.severity) != "info"]
     if problems:
-        out.write(f"{len(problems)} finding(s):\n")
+        say(f"{len(problems)} finding(s):")
         for f in problems:
             where = f" @ {f.position}" if f.position is not None else ""
-            out.write(f"  {f.severity} {f.code} {render.terminal_safe(f.path)}{where}: "
-                      f"{render.terminal_safe(f.message)}\n")
+            say(f"{f.severity} {f.code} {f.path}{where}: {f.message}", "  ")

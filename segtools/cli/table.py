@@ -100,8 +100,7 @@ class Layout:
         head = lead + GAP.join(parts[:-1]) + (GAP if len(parts) > 1 else "")
         start = len(head) if self.width - len(head) >= 20 else len(INDENT)
         room = max(self.width - start, 20)
-        pieces = textwrap.wrap(parts[-1], room, break_long_words=False,
-                               break_on_hyphens=False) or [""]
+        pieces = textwrap.wrap(parts[-1], room, break_on_hyphens=False) or [""]
         if start != len(head):
             return head.rstrip() + "\n" + "\n".join(" " * start + p for p in pieces)
         return head + ("\n" + " " * start).join(pieces)
@@ -193,8 +192,8 @@ class Lines:
     def __call__(self, text: str = "", indent: str = "") -> None:
         text = indent + terminal_safe(text)
         if self.width is not None and len(text) > self.width:
-            text = textwrap.fill(text, self.width, subsequent_indent=indent + "    ",
-                                 break_long_words=False, break_on_hyphens=False)
+            text = textwrap.fill(text, self.width, subsequent_indent=indent + INDENT,
+                                 break_on_hyphens=False)
         self.out.write(text + "\n")
 
     def table(self, columns) -> TextTable:
