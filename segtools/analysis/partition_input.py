@@ -9,6 +9,7 @@ here, keeps the faces from each re-deriving it; reading record timestamps of kep
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,7 +134,8 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
             else:
                 # retention and cleaning see the whole partition, even when one segment file
                 # was named on the command line
-                whole = settled(load_partition_dir(p.path), d.checkpoints) if p.segments else p
+                whole = settled(load_partition_dir(p.path), d.checkpoints) \
+                    if p.segments and not _listed_whole(p) else p
                 if whole.segments:
                     todo.append((d, whole))
                 else:
@@ -154,6 +156,17 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
             d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
             d.cleaner_offsets.get(tp)))
     return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
+
+
+def _listed_whole(p: PartitionDir) -> bool:
+    """Whether the walk listed every segment of ``p`` (it lists only the named ones when
+    segment files were given): counted from the names, so a tree's partitions are not
+    listed and stat'ed twice."""
+    try:
+        logs = sum(1 for name in os.listdir(p.path) if name.endswith(".log"))
+    except OSError:
+        return False
+    return logs == len(p.segments)
 
 
 def input_bytes(log_dirs: Sequence[LogDir]) -> int:
