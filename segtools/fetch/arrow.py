@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from segtools.decode import _records
 from segtools.decode.chunks import gather, header_spans
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")
@@ -51,7 +52,6 @@ def binary_from_spans(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
 #: Arrow's binary views: 16 bytes per value, the bytes inline when they fit in 12, else a
 #: 4-byte prefix and (buffer, offset) into a data buffer that is not copied.
 BINARY_VIEW = pa.binary_view()
-_INLINE = 12
 #: View offsets are int32: a data buffer beyond this is copied instead of viewed.
 _MAX_VIEWED = 2**31 - 1
 
@@ -60,26 +60,15 @@ def binary_views_from_spans(data: np.ndarray, pos: np.ndarray,
                             lengths: np.ndarray) -> pa.Array:
     """A ``binary_view`` column over ``data`` itself: no payload is copied, the array keeps
     ``data`` (a mapped segment, or an inflated buffer) alive as long as it lives. Values of up
-    to 12 bytes are inlined, as the format requires; a length of -1 is null."""
+    to 12 bytes are inlined, as the format requires; a length of -1 is null. The 16-byte views
+    are written by the record kernel (``_records.views``), one pass, no Python per value."""
     n = int(pos.shape[0])
     if data.shape[0] > _MAX_VIEWED:
         return binary_from_spans(data, pos, lengths).cast(BINARY_VIEW)
-    valid = lengths >= 0
-    lens = np.where(valid, lengths, 0).astype(np.int32)
-    views = np.zeros((n, 4), np.int32)
-    views[:, 0] = lens
-    raw = views.view(np.uint8)  # (n, 16): length, then 12 inline bytes or prefix/buffer/offset
-    starts = np.asarray(pos, np.int64)
-    if n and data.shape[0]:
-        j = np.arange(_INLINE)
-        at = np.minimum(starts[:, None] + j, data.shape[0] - 1)
-        inline = np.where(j < np.minimum(lens, _INLINE)[:, None], data[at], 0)
-        raw[:, 4:16] = inline  # short values whole; long ones keep their first 4 bytes...
-        long = lens > _INLINE
-        raw[long, 8:16] = 0
-        views[long, 2] = 0  # ...then buffer 0 and the offset in it
-        views[long, 3] = starts[long].astype(np.int32)
-    validity, nulls = _validity(valid)
+    views = np.empty((n, 16), np.uint8)
+    _records.views(data, np.ascontiguousarray(pos, dtype=np.int64),
+                   np.ascontiguousarray(lengths, dtype=np.int64), views)
+    validity, nulls = _validity(lengths >= 0)
     return pa.Array.from_buffers(BINARY_VIEW, n,
                                  [validity, pa.py_buffer(views), pa.py_buffer(data)],
                                  null_count=nulls)

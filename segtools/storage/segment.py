@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, salvage, walk
@@ -35,7 +34,7 @@ def base_offset_from_name(path: str | os.PathLike) -> int | None:
     """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name.
 
     ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` then refuses."""
-    stem = Path(path).name.split(".", 1)[0]
+    stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
     return int(stem) if stem.isascii() and stem.isdigit() else None
 
 
