@@ -94,10 +94,12 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
     script = textwrap.dedent(f"""
         import segtools
         from segtools.decode import walk
+        from segtools.fetch import rows as fetch_rows
         from segtools.storage import source
 
         # windows of 4 MiB instead of 64, so a 49 MB segment is many windows long
         source.MappedSource.stride = source._RELEASE_MIN = walk.WINDOW_BYTES = 4 << 20
+        fetch_rows.WINDOW_BYTES = 4 << 20
 
         def hwm():
             for line in open("/proc/self/status"):
