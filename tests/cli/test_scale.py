@@ -4,8 +4,9 @@
 Work is counted, not timed: the Python function calls the command makes (``cProfile``'s
 count), which a quadratic step shows at once (comparing every partition with every other was a
 million calls at 1,000 partitions and a hundred million at 10,000), and which a shared or slow
-machine does not change. The trees are cheap: every partition is a hard link farm of one
-Kafka-written single-segment partition of the sample tree, under its own topic name.
+machine does not change. The trees are cheap: every partition directory holds one hard link
+to a Kafka-written segment of the sample tree (its indexes left out: Kafka rebuilds them, and
+the commands note it), under its own topic name.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 from segtools.cli.main import main
 from tests.fixtures_manifest import SAMPLE
 
-SOURCE = SAMPLE / "orders.v2-eu-1"
+SOURCE = SAMPLE / "payments-compact-1" / "00000000000000000000.log"
 SIZES = (1_000, 10_000)
 GROWTH = 11
 
@@ -29,14 +30,12 @@ GROWTH = 11
 def tiny_tree(root, partitions: int):
     root.mkdir()
     (root / "meta.properties").write_bytes((SAMPLE / "meta.properties").read_bytes())
-    files = [f for f in SOURCE.iterdir() if f.is_file()]
     lines = []
     for i in range(partitions):
         pdir = root / f"t{i // 50:04d}-{i % 50}"
         pdir.mkdir()
-        for f in files:
-            os.link(f, pdir / f.name)
-        lines.append(f"t{i // 50:04d} {i % 50} 252\n")
+        os.link(SOURCE, pdir / SOURCE.name)
+        lines.append(f"t{i // 50:04d} {i % 50} 12\n")
     for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
         (root / name).write_text(f"0\n{len(lines)}\n" + "".join(lines))
     return root
