@@ -12,10 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from segtools import fanout
 from segtools.analysis import config as cfg
 from segtools.analysis.retention import (
     WITHIN_RETENTION_MS,
@@ -141,12 +143,10 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                 else:
                     skipped.append(Skipped(str(p.path), "no segments"))
     out = []
-    for d, p in todo:
-        summaries = []
-        for s in p.segments:
-            summaries.append(summarize(s, is_active=s is p.active_segment,
-                                       decompress_limit=limit))
-            advance(s.log_size or 0)
+    summarised = fanout.ordered(partial(_summaries, limit=limit), [p for _, p in todo],
+                                segments=sum(len(p.segments) for _, p in todo))
+    for (d, p), summaries in zip(todo, summarised, strict=True):
+        advance(sum(s.log_size or 0 for s in p.segments))
         findings += [f for s in summaries for f in s.findings]
         tp = (p.name.topic, p.name.partition)
         out.append(PartitionInput(
@@ -156,6 +156,12 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
             d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
             d.cleaner_offsets.get(tp)))
     return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
+
+
+def _summaries(p: PartitionDir, *, limit: int) -> tuple[SegmentSummary, ...]:
+    """Every segment of one partition, summarised (a job for :func:`fanout.ordered`)."""
+    return tuple(summarize(s, is_active=s is p.active_segment, decompress_limit=limit)
+                 for s in p.segments)
 
 
 def _listed_whole(p: PartitionDir) -> bool:

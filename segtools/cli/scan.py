@@ -15,7 +15,9 @@ import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
+from segtools import fanout
 from segtools.analysis.kafka_versions import (
     allows,
     log_dir_versions,
@@ -65,21 +67,31 @@ class PartitionScan:
 
 def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,
               verify_crc: bool) -> Iterator[PartitionScan]:
-    """Summaries of every selected partition, in walk order, with a progress bar."""
+    """Summaries of every selected partition, in walk order, with a progress bar; large
+    trees are summarised on every core (:mod:`segtools.fanout`)."""
     chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     total = sum(s.log_size for _, p in chosen for s in p.segments)
+    segments = sum(len(p.segments) for _, p in chosen)
+    summarised = fanout.ordered(partial(summarize_partition, verify_crc=verify_crc,
+                                        limit=args.max_decompressed_bytes),
+                                [p for _, p in chosen], segments=segments)
     with common.progress(total, "scanning", quiet=args.quiet) as advance:
-        for log_dir, pdir in chosen:
-            summaries, problems = [], []
-            for seg in pdir.segments:
-                try:
-                    summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
-                                               verify_crc=verify_crc,
-                                               decompress_limit=args.max_decompressed_bytes))
-                except SegtoolsError as e:
-                    problems.append(unreadable(str(seg.log), e))
-                advance(seg.log_size)
-            yield PartitionScan(log_dir, pdir, tuple(summaries), tuple(problems))
+        for (log_dir, pdir), (summaries, problems) in zip(chosen, summarised, strict=True):
+            advance(sum(s.log_size for s in pdir.segments))
+            yield PartitionScan(log_dir, pdir, summaries, problems)
+
+
+def summarize_partition(pdir: PartitionDir, *, verify_crc: bool, limit: int
+                        ) -> tuple[tuple[SegmentSummary, ...], tuple[Finding, ...]]:
+    """One partition's segment summaries, and a finding per segment that could not be read."""
+    summaries, problems = [], []
+    for seg in pdir.segments:
+        try:
+            summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
+                                       verify_crc=verify_crc, decompress_limit=limit))
+        except SegtoolsError as e:
+            problems.append(unreadable(str(seg.log), e))
+    return tuple(summaries), tuple(problems)
 
 
 def _row(ps: PartitionScan, s: SegmentSummary) -> dict:

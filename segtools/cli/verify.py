@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from functools import partial
 
+from segtools import fanout
 from segtools.analysis.verify import verify_log_dir_files, verify_partition
 from segtools.cli import common, render
 from segtools.cli.table import Lines, terminal_width
@@ -49,6 +51,10 @@ def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
     chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     counts = Counter()
+    results = fanout.ordered(  # workers forked before the progress bar's thread starts
+        partial(_verify_one, deep=args.deep, salvage=args.salvage,
+                limit=args.max_decompressed_bytes), chosen,
+        segments=sum(len(p.segments) for _, p in chosen))
     with common.progress(sum(s.log_size for _, p in chosen for s in p.segments), "verifying",
                          quiet=args.quiet) as advance:
         tree_level = list(loose)
@@ -56,9 +62,8 @@ def run(args: argparse.Namespace) -> int:
             tree_level += d.findings
             tree_level += verify_log_dir_files(d, limit=args.max_decompressed_bytes)
         findings: list[Finding] = list(tree_level)
-        for log_dir, pdir in chosen:
-            found = verify_partition(log_dir, pdir, deep=args.deep, salvage=args.salvage,
-                                     advance=advance, limit=args.max_decompressed_bytes)
+        for (_, pdir), found in zip(chosen, results, strict=True):
+            advance(sum(s.log_size for s in pdir.segments))
             counts["partitions"] += 1
             counts["segments"] += len(pdir.segments)
             findings.extend(found)
@@ -76,6 +81,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         _print_text(findings, counts, by_severity)
     return common.exit_code(findings)
+
+
+def _verify_one(job: tuple, *, deep: bool, salvage: bool, limit: int) -> list[Finding]:
+    """One partition's findings (a job :func:`segtools.fanout.ordered` may run elsewhere)."""
+    log_dir, pdir = job
+    return verify_partition(log_dir, pdir, deep=deep, salvage=salvage, limit=limit)
 
 
 def _print_text(findings: list[Finding], counts: Counter, by_severity: Counter) -> None:
