@@ -176,15 +176,27 @@ class LogDirs:
     def to_arrow(self, level: Level | str = Level.RECORDS, *,
                  columns: Iterable[str] | None = None, include_headers: bool = False,
                  strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                 **selectors) -> pa.RecordBatchReader:
+                 binary: str = "view", **selectors) -> pa.RecordBatchReader:
         """The selected rows as Arrow record batches, streamed (memory stays flat).
 
         ``level``: ``records`` (one row per record), ``batches`` or ``segments``; ``columns``:
-        a subset of that level's columns (default: the Spark source's default columns)."""
+        a subset of that level's columns (default: the Spark source's default columns).
+        ``binary``: ``"view"`` (default) gives ``key`` and ``value`` as ``binary_view``
+        arrays over the segment's own bytes (the mapping of a sealed segment, or the inflated
+        buffer of a compressed batch): no payload is copied, and the arrays keep those bytes
+        alive after the dataset is gone; ``"binary"`` copies them into plain ``binary``
+        arrays, for consumers that do not read views (Spark's Arrow exchange)."""
+        if binary not in ("view", "binary"):
+            raise ValueError(f"binary must be 'view' or 'binary', not {binary!r}")
         sel = self.selection(level, **selectors)
         names = (fetch_columns.canonical(tuple(columns), sel.level) if columns is not None
                  else fetch_columns.default_columns(sel.level, include_headers))
         schema = fetch_columns.schema(sel.level, names)
+        if binary == "view" and sel.level is Level.RECORDS:
+            for name in ("key", "value"):
+                if name in schema.names:
+                    i = schema.get_field_index(name)
+                    schema = schema.set(i, schema.field(i).with_type(pa.binary_view()))
         scan = rows.Scan(sel.level, names, schema, include_control=sel.include_control,
                          read_committed=sel.read_committed, verify_crc=sel.verify_crc,
                          check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)

@@ -9,12 +9,15 @@ here, keeps the faces from each re-deriving it; reading record timestamps of kep
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from segtools import fanout
 from segtools.analysis import config as cfg
 from segtools.analysis.retention import (
     WITHIN_RETENTION_MS,
@@ -134,18 +137,17 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
             else:
                 # retention and cleaning see the whole partition, even when one segment file
                 # was named on the command line
-                whole = settled(load_partition_dir(p.path), d.checkpoints) if p.segments else p
+                whole = settled(load_partition_dir(p.path), d.checkpoints) \
+                    if p.segments and not _listed_whole(p) else p
                 if whole.segments:
                     todo.append((d, whole))
                 else:
                     skipped.append(Skipped(str(p.path), "no segments"))
     out = []
-    for d, p in todo:
-        summaries = []
-        for s in p.segments:
-            summaries.append(summarize(s, is_active=s is p.active_segment,
-                                       decompress_limit=limit))
-            advance(s.log_size or 0)
+    summarised = fanout.ordered(partial(_summaries, limit=limit), [p for _, p in todo],
+                                segments=sum(len(p.segments) for _, p in todo))
+    for (d, p), summaries in zip(todo, summarised, strict=True):
+        advance(sum(s.log_size or 0 for s in p.segments))
         findings += [f for s in summaries for f in s.findings]
         tp = (p.name.topic, p.name.partition)
         out.append(PartitionInput(
@@ -155,6 +157,23 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
             d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
             d.cleaner_offsets.get(tp)))
     return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
+
+
+def _summaries(p: PartitionDir, *, limit: int) -> tuple[SegmentSummary, ...]:
+    """Every segment of one partition, summarised (a job for :func:`fanout.ordered`)."""
+    return tuple(summarize(s, is_active=s is p.active_segment, decompress_limit=limit)
+                 for s in p.segments)
+
+
+def _listed_whole(p: PartitionDir) -> bool:
+    """Whether the walk listed every segment of ``p`` (it lists only the named ones when
+    segment files were given): counted from the names, so a tree's partitions are not
+    listed and stat'ed twice."""
+    try:
+        logs = sum(1 for name in os.listdir(p.path) if name.endswith(".log"))
+    except OSError:
+        return False
+    return logs == len(p.segments)
 
 
 def input_bytes(log_dirs: Sequence[LogDir]) -> int:

@@ -13,10 +13,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from segtools.analysis.explain import (
     DAY_MS,
     RetentionExplained,
@@ -31,7 +27,8 @@ from segtools.analysis.forecast import Forecast
 from segtools.analysis.partition_input import Loaded
 from segtools.cli import explain, render
 from segtools.cli.common import add_command, exit_code, progress
-from segtools.cli.explain import config_line, console, load, now_ms, safe
+from segtools.cli.explain import config_line, load, now_ms
+from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
 
@@ -88,87 +85,98 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render.dumps(report.to_json(args.plot)))
         sys.stdout.write("\n")
     else:
-        print_text(loaded, report, args.plot)
+        print_text(loaded, report, args.plot, clock_note(args, now))
     return exit_code(loaded.findings)
 
 
 # --------------------------------------------------------------------------- text
 
 
-_VERDICT_STYLE = {True: "bold red", False: "green"}
+#: The segment table's columns (docs/cli.md, "Text tables"): the partition on every row, so
+#: ``grep DELETE`` says which partition loses which segment.
+SEGMENT_COLUMNS = (Column("partition"), Column("segment"), Column("size", right=True),
+                   Column("largest timestamp (source)", width=32),
+                   Column("age", right=True), Column("verdict", width=6),
+                   Column("eligible at", width=20), Column("reason"))
+FORECAST_COLUMNS = (Column("when", width=20), Column("partition"),
+                    Column("segments deleted"), Column("freed", right=True),
+                    Column("topic size after", right=True))
 
 
-def print_text(loaded: Loaded, report: RetentionReport, plot_path: str | None) -> None:
+def clock_note(args: argparse.Namespace, now: int) -> str | None:
+    """Said once, up front, when no ``--at`` was given: every verdict is relative to this
+    machine's clock, which for a copy of a log dir taken long ago makes everything old."""
+    if args.at is not None:
+        return None
+    return (f'"now" is this machine\'s clock ({format_time(now)}); to judge the log at another '
+            "moment (when a copy was taken, or a day ahead) pass --at TIME, epoch ms or "
+            "ISO-8601 UTC, e.g. --at 2024-03-01T12:00Z")
+
+
+def print_text(loaded: Loaded, report: RetentionReport, plot_path: str | None,
+               note: str | None = None) -> None:
     now = report.at_ms
-    out = console()
-    out.print(safe(f"retention at {format_time(now)} ({now} ms); config from: "
-                   f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}"))
+    out = sys.stdout
+    width = terminal_width(out)
+    say = Lines(out, width)
+    say(f"retention at {format_time(now)} ({now} ms); config from: "
+        f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}")
+    if note:
+        say(note)
     for e in report.partitions:
-        print_partition(out, e)
+        print_partition(say, e)
     for s in loaded.skipped:
-        out.print(safe(f"skipped {s.path}: {s.reason}"), style="dim")
+        say(f"skipped {s.path}: {s.reason}")
     for name, fc in report.topics.items():
-        print_forecast(out, name, fc)
+        print_forecast(say, name, fc)
     for f in loaded.findings:
         if f.severity != "info":
-            out.print(safe(f"{f.severity.upper()} {f.code} {f.path}: {f.message}"))
+            say(f"{f.severity.upper()} {f.code} {f.path}: {f.message}")
     if plot_path:
-        out.print(safe(f"plot written to {plot_path}"))
+        say(f"plot written to {plot_path}")
 
 
-def print_partition(out: Console, e: RetentionExplained) -> None:
+def print_partition(say: Lines, e: RetentionExplained) -> None:
     pi, pr = e.input, e.retention
-    out.print()
-    out.print(Text.assemble((render.terminal_safe(pi.label), "bold"), "  ",
-                            (render.terminal_safe(str(pi.dir.path)), "dim")))
-    out.print(safe("  " + config_line(pr.config, ("cleanup.policy", "retention.ms",
-                                                  "retention.bytes"))))
-    out.print(safe(f"  high watermark {pr.high_watermark} ({high_watermark_source(pi)}) · "
-                   f"log start offset {pr.log_start_offset} ({log_start_offset_source(pi)}) · "
-                   "log end offset "
-                   f"{pr.log_end_offset} · {format_bytes(pr.size)} in {len(pr.segments)} "
-                   f"segment(s), {format_bytes(pr.deletable_bytes)} deletable"))
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col, kw in (("segment", {"no_wrap": True}), ("size", {"justify": "right"}),
-                    ("largest timestamp (source)", {"no_wrap": True}),
-                    ("age", {"justify": "right", "no_wrap": True}), ("verdict", {}),
-                    ("eligible at", {"no_wrap": True}), ("reason", {"ratio": 1})):
-        table.add_column(col, **kw)
-    for v in pr.segments:
-        last = "" if v.last_offset is None else v.last_offset
-        reason = Text.assemble((v.reason, "bold"), "\n", (v.reason_text, "dim"))
-        if v.stale and v.stale.count:
-            reason.append(f"\nholds {v.stale.count} records older than retention "
-                          f"({format_bytes(v.stale.bytes)})", style="yellow")
-        table.add_row(
-            safe(f"@{v.base_offset}..{last}" + (" (active)" if v.is_active else "")),
-            format_bytes(v.size), f"{format_time(v.max_timestamp)} ({v.max_timestamp_source})",
-            format_duration(v.age_ms),
-            Text("DELETE" if v.deletable else "keep", style=_VERDICT_STYLE[v.deletable]),
-            format_time(v.eligible_at), reason)
-    out.print(table)
+    label = render.terminal_safe(pi.label)
+    say()
+    say(f"{pi.label}  {pi.dir.path}")
+    say(config_line(pr.config, ("cleanup.policy", "retention.ms", "retention.bytes")), "  ")
+    say(f"high watermark {pr.high_watermark} ({high_watermark_source(pi)}) · "
+        f"log start offset {pr.log_start_offset} ({log_start_offset_source(pi)}) · "
+        f"log end offset {pr.log_end_offset} · {format_bytes(pr.size)} in "
+        f"{len(pr.segments)} segment(s), {format_bytes(pr.deletable_bytes)} deletable", "  ")
+    with say.table(SEGMENT_COLUMNS) as table:
+        for v in pr.segments:
+            last = "" if v.last_offset is None else v.last_offset
+            reason = f"{v.reason}: {v.reason_text}"
+            if v.stale and v.stale.count:
+                reason += (f"; holds {v.stale.count} records older than retention "
+                           f"({format_bytes(v.stale.bytes)})")
+            table.add(label, render.terminal_safe(
+                          f"@{v.base_offset}..{last}" + (" (active)" if v.is_active else "")),
+                      format_bytes(v.size),
+                      f"{format_time(v.max_timestamp)} ({v.max_timestamp_source})",
+                      format_duration(v.age_ms), "DELETE" if v.deletable else "keep",
+                      format_time(v.eligible_at), render.terminal_safe(reason))
     for c in pr.callouts:
-        out.print(Text.assemble(("  ! ", "yellow"), (c.code, "bold"), ": ",
-                                render.terminal_safe(c.message)))
+        say(f"! {c.code}: {c.message}", "  ")
     if e.forecast is not None and e.forecast.steps:
-        out.print(safe(f"  forecast: {format_bytes(e.forecast.start_size)} now -> "
-                       f"{format_bytes(e.forecast.end_size)} at "
-                       f"{format_time(e.forecast.end_ms)} ({len(e.forecast.steps)} step(s))"))
+        say(f"forecast: {format_bytes(e.forecast.start_size)} now -> "
+            f"{format_bytes(e.forecast.end_size)} at {format_time(e.forecast.end_ms)} "
+            f"({len(e.forecast.steps)} step(s))", "  ")
 
 
-def print_forecast(out: Console, topic: str, fc: Forecast) -> None:
-    out.print()
-    out.print(safe(f"forecast for topic {topic}, no new data, {format_time(fc.start_ms)} -> "
-                   f"{format_time(fc.end_ms)}: {format_bytes(fc.start_size)} -> "
-                   f"{format_bytes(fc.end_size)}"), style="bold")
+def print_forecast(say: Lines, topic: str, fc: Forecast) -> None:
+    say()
+    say(f"forecast for topic {topic}, no new data, {format_time(fc.start_ms)} -> "
+        f"{format_time(fc.end_ms)}: {format_bytes(fc.start_size)} -> "
+        f"{format_bytes(fc.end_size)}")
     if not fc.steps:
-        out.print(safe("  nothing is deleted in this window"))
+        say("nothing is deleted in this window", "  ")
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col in ("when", "partition", "segments deleted", "freed", "topic size after"):
-        table.add_column(col)
-    for s in fc.steps:
-        table.add_row(format_time(s.at_ms), safe(s.label),
-                      safe(", ".join(f"@{b}" for b in s.removed)),
+    with say.table(FORECAST_COLUMNS) as table:
+        for s in fc.steps:
+            table.add(format_time(s.at_ms), render.terminal_safe(s.label),
+                      render.terminal_safe(", ".join(f"@{b}" for b in s.removed)),
                       format_bytes(s.removed_bytes), format_bytes(s.size_after))
-    out.print(table)

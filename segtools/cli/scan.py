@@ -12,14 +12,19 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
-from rich import box
-from rich.table import Table
-
-from segtools.analysis.kafka_versions import allows, log_dir_versions
+from segtools import fanout
+from segtools.analysis.kafka_versions import (
+    allows,
+    log_dir_versions,
+    older_time_index_convention,
+)
 from segtools.cli import common, render
+from segtools.cli.table import Column, Lines, TextTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir
@@ -60,21 +65,31 @@ class PartitionScan:
 
 def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,
               verify_crc: bool) -> Iterator[PartitionScan]:
-    """Summaries of every selected partition, in walk order, with a progress bar."""
+    """Summaries of every selected partition, in walk order, with a progress bar; large
+    trees are summarised on every core (:mod:`segtools.fanout`)."""
     chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     total = sum(s.log_size for _, p in chosen for s in p.segments)
+    segments = sum(len(p.segments) for _, p in chosen)
+    summarised = fanout.ordered(partial(summarize_partition, verify_crc=verify_crc,
+                                        limit=args.max_decompressed_bytes),
+                                [p for _, p in chosen], segments=segments)
     with common.progress(total, "scanning", quiet=args.quiet) as advance:
-        for log_dir, pdir in chosen:
-            summaries, problems = [], []
-            for seg in pdir.segments:
-                try:
-                    summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
-                                               verify_crc=verify_crc,
-                                               decompress_limit=args.max_decompressed_bytes))
-                except SegtoolsError as e:
-                    problems.append(unreadable(str(seg.log), e))
-                advance(seg.log_size)
-            yield PartitionScan(log_dir, pdir, tuple(summaries), tuple(problems))
+        for (log_dir, pdir), (summaries, problems) in zip(chosen, summarised, strict=True):
+            advance(sum(s.log_size for s in pdir.segments))
+            yield PartitionScan(log_dir, pdir, summaries, problems)
+
+
+def summarize_partition(pdir: PartitionDir, *, verify_crc: bool, limit: int
+                        ) -> tuple[tuple[SegmentSummary, ...], tuple[Finding, ...]]:
+    """One partition's segment summaries, and a finding per segment that could not be read."""
+    summaries, problems = [], []
+    for seg in pdir.segments:
+        try:
+            summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
+                                       verify_crc=verify_crc, decompress_limit=limit))
+        except SegtoolsError as e:
+            problems.append(unreadable(str(seg.log), e))
+    return tuple(summaries), tuple(problems)
 
 
 def _row(ps: PartitionScan, s: SegmentSummary) -> dict:
@@ -93,36 +108,65 @@ def run(args: argparse.Namespace) -> int:
     findings: list[Finding] = list(loose)
     for d in log_dirs:
         findings.extend(d.findings)
-    scans = []
+    witnesses: dict[str, Witnesses] = {str(d.path): Witnesses() for d in log_dirs}
+    out = sys.stdout
+    if args.format == "csv":
+        writer = csv.DictWriter(out, CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+    elif args.format == "text":
+        rows = SegmentRows(log_dirs, out)
     for ps in scan_tree(log_dirs, args, args.crc):
-        scans.append(ps)
         findings.extend(ps.partition.findings)
         findings.extend(ps.unreadable)
         findings.extend(f for s in ps.segments for f in s.findings)
-        if args.format == "jsonl":  # stream: a huge tree prints as it goes
+        witnesses[str(ps.log_dir.path)].add(ps.segments)
+        # every format streams: a huge tree prints as it goes, in flat memory
+        if args.format == "jsonl":
             for s in ps.segments:
-                sys.stdout.write(render.dumps(_row(ps, s)) + "\n")
-    versions = {str(d.path): log_dir_versions(
-        d, (s for ps in scans if ps.log_dir is d for s in ps.segments)) for d in log_dirs}
-    if args.format == "jsonl":
-        for path, vr in versions.items():
-            sys.stdout.write(render.dumps({"type": "log_dir", "path": path, **vr.to_json()})
-                             + "\n")
-        for f in findings:
-            sys.stdout.write(render.dumps(f.to_json()) + "\n")
-    elif args.format == "csv":
-        writer = csv.DictWriter(sys.stdout, CSV_FIELDS, extrasaction="ignore")
-        writer.writeheader()
-        for ps in scans:
+                out.write(render.dumps(_row(ps, s)) + "\n")
+        elif args.format == "csv":
             for s in ps.segments:
                 row = _row(ps, s)
                 row["codecs"] = "+".join(row["codecs"])
                 row["magics"] = "+".join(str(m) for m in row["magics"])
                 writer.writerow(row)
-    else:
-        _print_tables(scans, findings)
-        _print_versions(versions)
+        else:
+            rows.add(ps)
+    versions = {str(d.path): log_dir_versions(d, witnesses[str(d.path)].kept)
+                for d in log_dirs}
+    if args.format == "jsonl":
+        for path, vr in versions.items():
+            out.write(render.dumps({"type": "log_dir", "path": path, **vr.to_json()}) + "\n")
+        for f in findings:
+            out.write(render.dumps(f.to_json()) + "\n")
+    elif args.format == "text":
+        rows.close()
+        say = Lines(out, rows.table.width)
+        _print_findings(findings, say)
+        _print_versions(versions, say)
     return common.exit_code(findings)
+
+
+class Witnesses:
+    """The few summaries the version evidence needs (:func:`log_dir_versions` asks only
+    whether some segment shows each sign, and which is first), so a tree's summaries need
+    not all be held until the end."""
+
+    def __init__(self) -> None:
+        self.kept: list[SegmentSummary] = []
+        self._signs: set[str] = set()
+
+    def add(self, summaries: tuple[SegmentSummary, ...]) -> None:
+        for s in summaries:
+            signs = {name for name, test in _SIGNS if name not in self._signs and test(s)}
+            if signs:
+                self._signs |= signs
+                self.kept.append(s)
+
+
+_SIGNS = (("older", older_time_index_convention), ("v2", lambda s: 2 in s.magics),
+          ("zstd", lambda s: "zstd" in s.codecs),
+          ("producers", lambda s: bool(s.producer_id_count or s.transactional_batches)))
 
 
 def _size(n: int) -> str:
@@ -133,64 +177,77 @@ def _size(n: int) -> str:
     return str(n)
 
 
-def _log_dir_label(log_dir, scans: list[PartitionScan]) -> str:
-    """The log dir's name, with its broker or node id from meta.properties when known; the full
-    path when two scanned log dirs share a name."""
-    names = {ps.log_dir.path.name for ps in scans if ps.log_dir.path != log_dir.path}
-    label = log_dir.path.name if log_dir.path.name not in names else str(log_dir.path)
-    node = log_dir.meta.node_id if log_dir.meta is not None else None
-    return f"{label} (node {node})" if node is not None else label
+def log_dir_labels(log_dirs: list[LogDir]) -> dict[str, str]:
+    """Each log dir's name, with its broker or node id from meta.properties when known; the
+    full path when two log dirs share a name (counted once: linear in the log dirs)."""
+    names = Counter(d.path.name for d in log_dirs)
+    out = {}
+    for d in log_dirs:
+        label = d.path.name if names[d.path.name] == 1 else str(d.path)
+        node = d.meta.node_id if d.meta is not None else None
+        out[str(d.path)] = f"{label} (node {node})" if node is not None else label
+    return out
 
 
-def _print_versions(versions: dict) -> None:
-    """Which Kafka releases could have written each log dir, and why (docs/kafka-versions.md)."""
-    console = common.console()
-    for path, vr in versions.items():
-        console.print(f"log dir {render.terminal_safe(path)}: written by Kafka {vr.label}"
-                      + ("" if vr.consistent else " (the evidence disagrees: files from "
-                         "different brokers?)"), markup=False)
-        for e in vr.evidence:
-            detail = f" [{e.detail}]" if e.detail else ""
-            console.print(f"  {e.rule.name}{detail}: {allows(e)} ({e.rule.source})",
-                          markup=False)
+#: ``scan``'s text columns (docs/cli.md): the log dir only when several were scanned.
+COLUMNS = (Column("partition"), Column("base offset", right=True),
+           Column("last offset", right=True), Column("size", right=True),
+           Column("batches", right=True), Column("records", right=True),
+           Column("max timestamp (UTC)", width=24), Column("from", width=9),
+           Column("codecs"), Column("marks"))
 
 
-def _print_tables(scans: list[PartitionScan], findings: list[Finding]) -> None:
-    console = common.console()
-    table = Table(title="segments", box=box.SIMPLE_HEAD)
-    # copies of the same partition from several brokers would print identical-looking rows
-    several = len({ps.log_dir.path for ps in scans}) > 1
-    if several:
-        table.add_column("log dir")
-    for col in ("partition", "base offset", "last offset", "size", "batches", "records",
-                "max timestamp (UTC)", "from", "codecs", ""):
-        table.add_column(col, justify="right" if col in (
-            "base offset", "last offset", "size", "batches", "records") else "left")
-    for ps in scans:
+class SegmentRows:
+    """The segment table, one row per segment as each partition is summarised."""
+
+    def __init__(self, log_dirs: list[LogDir], out) -> None:
+        self.several = len(log_dirs) > 1  # copies of a partition from several brokers
+        self.labels = log_dir_labels(log_dirs)
+        self.table = TextTable(((Column("log dir"),) if self.several else ()) + COLUMNS, out)
+
+    def add(self, ps: PartitionScan) -> None:
         label = render.terminal_safe(ps.partition.path.name)
-        where = render.terminal_safe(_log_dir_label(ps.log_dir, scans))
+        where = (render.terminal_safe(self.labels[str(ps.log_dir.path)]),) \
+            if self.several else ()
         for s in ps.segments:
             marks = []
             if s.is_active:
                 marks.append("active")
             if s.crc_errors:
-                marks.append(f"{s.crc_errors} bad CRC")
-            table.add_row(*((where,) if several else ()), label, str(s.base_offset),
-                          "-" if s.last_offset is None else str(s.last_offset), _size(s.size),
-                          str(s.batch_count), str(s.record_count),
-                          render.human_time(s.max_timestamp), s.max_timestamp_source,
-                          ",".join(s.codecs), " ".join(marks))
-            label = where = ""
-    console.print(table)
+                marks.append(f"{s.crc_errors}-bad-CRC")
+            self.table.add(*where, label, str(s.base_offset),
+                           "-" if s.last_offset is None else str(s.last_offset), _size(s.size),
+                           str(s.batch_count), str(s.record_count),
+                           render.human_time(s.max_timestamp), s.max_timestamp_source,
+                           ",".join(s.codecs) or "-", ",".join(marks) or "-")
+
+    def close(self) -> None:
+        self.table.close()
+        self.table.out.write(f"{self.table.rows} segment(s)\n")
+
+
+def _print_versions(versions: dict, say: Lines) -> None:
+    """Which Kafka releases could have written each log dir, and why (docs/kafka-versions.md)."""
+    for path, vr in versions.items():
+        say(f"log dir {path}: written by Kafka {vr.label}"
+            + ("" if vr.consistent else " (the evidence disagrees: files from different "
+               "brokers?)"))
+        for e in vr.evidence:
+            detail = f" [{e.detail}]" if e.detail else ""
+            say(f"{e.rule.name}{detail}: {allows(e)} ({e.rule.source})", "  ")
+
+
+def _print_findings(findings: list[Finding], say: Lines) -> None:
     leftovers = [f for f in findings if f.code.startswith(("leftover_", "partition_"))]
     if leftovers:
-        console.print("[bold]leftovers[/bold] (evidence a broker left behind):")
+        say("leftovers (evidence a broker left behind):")
         for f in leftovers:
-            console.print(f"  {f.code}: {render.terminal_safe(f.path)}", markup=False)
-    problems = [f for f in findings if f not in leftovers and str(f.severity) != "info"]
+            say(f"{f.code}: {f.path}", "  ")
+    problems = [f for f in findings
+                if not f.code.startswith(("leftover_", "partition_"))
+                and str(f.severity) != "info"]
     if problems:
-        console.print(f"[bold]{len(problems)} finding(s)[/bold]:")
+        say(f"{len(problems)} finding(s):")
         for f in problems:
             where = f" @ {f.position}" if f.position is not None else ""
-            console.print(f"  {f.severity} {f.code} {render.terminal_safe(f.path)}{where}: "
-                          f"{render.terminal_safe(f.message)}", markup=False)
+            say(f"{f.severity} {f.code} {f.path}{where}: {f.message}", "  ")

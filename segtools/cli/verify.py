@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
+from functools import partial
 
+from segtools import fanout
 from segtools.analysis.verify import verify_log_dir_files, verify_partition
 from segtools.cli import common, render
+from segtools.cli.table import Lines, terminal_width
 from segtools.findings import Finding, Severity
 
 EXAMPLES = """examples:
@@ -46,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
     chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     counts = Counter()
+    results = fanout.ordered(  # workers forked before the progress bar's thread starts
+        partial(_verify_one, deep=args.deep, salvage=args.salvage,
+                limit=args.max_decompressed_bytes), chosen,
+        segments=sum(len(p.segments) for _, p in chosen))
     with common.progress(sum(s.log_size for _, p in chosen for s in p.segments), "verifying",
                          quiet=args.quiet) as advance:
         tree_level = list(loose)
@@ -53,9 +60,8 @@ def run(args: argparse.Namespace) -> int:
             tree_level += d.findings
             tree_level += verify_log_dir_files(d, limit=args.max_decompressed_bytes)
         findings: list[Finding] = list(tree_level)
-        for log_dir, pdir in chosen:
-            found = verify_partition(log_dir, pdir, deep=args.deep, salvage=args.salvage,
-                                     advance=advance, limit=args.max_decompressed_bytes)
+        for (_, pdir), found in zip(chosen, results, strict=True):
+            advance(sum(s.log_size for s in pdir.segments))
             counts["partitions"] += 1
             counts["segments"] += len(pdir.segments)
             findings.extend(found)
@@ -75,14 +81,22 @@ def run(args: argparse.Namespace) -> int:
     return common.exit_code(findings)
 
 
+def _verify_one(job: tuple, *, deep: bool, salvage: bool, limit: int) -> list[Finding]:
+    """One partition's findings (a job :func:`segtools.fanout.ordered` may run elsewhere)."""
+    log_dir, pdir = job
+    return verify_partition(log_dir, pdir, deep=deep, salvage=salvage, limit=limit)
+
+
 def _print_text(findings: list[Finding], counts: Counter, by_severity: Counter) -> None:
+    """One line per finding (docs/cli.md): severity, code, file, byte, offset, message; on a
+    narrow terminal the line wraps with its continuation indented, nothing cut."""
     out = sys.stdout
+    say = Lines(out, terminal_width(out))
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
     for f in sorted(findings, key=lambda f: (order[f.severity], f.path, f.position or 0)):
         where = f" @ byte {f.position}" if f.position is not None else ""
         off = f" offset {f.offset}" if f.offset is not None else ""
-        out.write(f"{f.severity.upper():7} {f.code:32} {render.terminal_safe(f.path)}{where}"
-                  f"{off}: {render.terminal_safe(f.message)}\n")
+        say(f"{f.severity.upper():7} {f.code:32} {f.path}{where}{off}: {f.message}")
     out.write(f"verified {counts['partitions']} partition(s), {counts['segments']} segment(s): "
               f"{by_severity['error']} error(s), {by_severity['warning']} warning(s), "
               f"{by_severity['info']} note(s)\n")

@@ -10,7 +10,7 @@ differential tests hold it to that.
 """
 
 from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 from segtools.decode.bytes cimport read_varint
 
@@ -210,6 +210,35 @@ def gather(const uint8_t[::1] buf, const int64_t[::1] pos, const int64_t[::1] le
                 o += ln
             offsets[i + 1] = <int32_t>o
     return o
+
+
+def views(const uint8_t[::1] buf, const int64_t[::1] pos, const int64_t[::1] lengths,
+          uint8_t[:, ::1] out):
+    """Arrow binary views of the spans ``buf[pos[i]:pos[i]+lengths[i]]``, 16 bytes each into
+    ``out``: the int32 length, then the bytes themselves when they fit in 12, else their first
+    4 bytes, buffer index 0 and the int32 offset ``pos[i]`` (``buf`` is the array's one data
+    buffer, below 2 GiB); a null or empty span is all zero. No value byte is copied beyond the
+    12 of a short one."""
+    cdef const uint8_t *src = &buf[0] if buf.shape[0] else NULL
+    cdef uint8_t *dst
+    cdef int64_t i, ln, p
+    cdef int32_t word
+    with nogil:
+        for i in range(pos.shape[0]):
+            dst = &out[i, 0]
+            memset(dst, 0, 16)
+            ln = lengths[i]
+            if ln <= 0:
+                continue
+            p = pos[i]
+            word = <int32_t>ln
+            memcpy(dst, &word, 4)
+            if ln <= 12:
+                memcpy(dst + 4, src + p, ln)
+            else:
+                memcpy(dst + 4, src + p, 4)
+                word = <int32_t>p
+                memcpy(dst + 12, &word, 4)
 
 
 def varint(const uint8_t[::1] buf, int64_t pos, int64_t end, int max_bytes):

@@ -406,6 +406,13 @@ def _remap(chunk: Chunk | None, part: BatchTable, rows: list[int], start: int,
     return Chunk(cols, part, None, path, own)
 
 
+def arrow_views(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
+                out: np.ndarray) -> None:
+    """Fill ``out`` (n x 16 bytes) with Arrow binary-view structs over spans of ``data``: the
+    record kernel writes them in one pass, so a view column costs no Python per value."""
+    _records.views(data, pos, lengths, out)
+
+
 def gather(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray,
                                                                             np.ndarray]:
     """The spans ``data[pos[i]:pos[i]+lengths[i]]`` copied back to back (nulls, length -1,

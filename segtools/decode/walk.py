@@ -285,9 +285,11 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
                 chunk_start = pos
             want = _next_window(data, base, pos, avail, end, stride)
             data = None
-            if pos - released >= WINDOW_BYTES:
-                source.release(pos)
-                released = pos
+            if chunk_start - released >= WINDOW_BYTES:
+                # only up to the chunk not yet handed out: its records are decoded after it
+                # is, and pages dropped before that would be faulted back in and kept
+                source.release(chunk_start)
+                released = chunk_start
             continue
         tail = _tail(source, path, pos, end, stop, data, base, avail)
         if tail is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from segtools.decode.chunks import gather, header_spans
+from segtools.decode.chunks import arrow_views, gather, header_spans
 from segtools.formats.batch import NO_TIMESTAMP
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")
@@ -45,6 +45,40 @@ def binary_from_spans(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
     validity, nulls = _validity(valid)
     return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(out)],
                                  null_count=nulls)
+
+
+#: Arrow's binary views: 16 bytes per value, the bytes inline when they fit in 12, else a
+#: 4-byte prefix and (buffer, offset) into a data buffer that is not copied.
+BINARY_VIEW = pa.binary_view()
+#: View offsets are int32: a data buffer beyond this is copied instead of viewed.
+_MAX_VIEWED = 2**31 - 1
+
+
+def binary_views_from_spans(data: np.ndarray, pos: np.ndarray,
+                            lengths: np.ndarray) -> pa.Array:
+    """A ``binary_view`` column over ``data`` itself: no payload is copied, the array keeps
+    ``data`` (a mapped segment, or an inflated buffer) alive as long as it lives. Values of up
+    to 12 bytes are inlined, as the format requires; a length of -1 is null. The 16-byte views
+    are written by the record kernel (``decode.chunks.arrow_views``), one pass, no Python per
+    value."""
+    n = int(pos.shape[0])
+    if data.shape[0] > _MAX_VIEWED:
+        return binary_from_spans(data, pos, lengths).cast(BINARY_VIEW)
+    views = np.empty((n, 16), np.uint8)
+    arrow_views(data, np.ascontiguousarray(pos, dtype=np.int64),
+                   np.ascontiguousarray(lengths, dtype=np.int64), views)
+    validity, nulls = _validity(lengths >= 0)
+    return pa.Array.from_buffers(BINARY_VIEW, n,
+                                 [validity, pa.py_buffer(views), pa.py_buffer(data)],
+                                 null_count=nulls)
+
+
+def spans_array(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
+                target: pa.DataType) -> pa.Array:
+    """Keys and values in the type asked for: views over ``data``, or a copy (``binary``)."""
+    if target == BINARY_VIEW:
+        return binary_views_from_spans(data, pos, lengths)
+    return binary_from_spans(data, pos, lengths)
 
 
 def timestamps_ms(ms: np.ndarray) -> pa.Array:

@@ -341,10 +341,11 @@ def _columns_batch(chunk: Chunk, rows: np.ndarray | None, piece: ByteRange,
     for i, name in enumerate(scan.columns):
         target = scan.target(i)
         if name == "key":
-            array = arrow.binary_from_spans(cols.data, pick(cols.key_pos), pick(cols.key_len))
+            array = arrow.spans_array(cols.data, pick(cols.key_pos), pick(cols.key_len),
+                                      target)
         elif name == "value":
-            array = arrow.binary_from_spans(cols.data, pick(cols.value_pos),
-                                            pick(cols.value_len))
+            array = arrow.spans_array(cols.data, pick(cols.value_pos), pick(cols.value_len),
+                                      target)
         elif name == "offset":
             array = pa.array(pick(cols.offset))
         elif name == "timestamp":

@@ -58,6 +58,8 @@ _SCAN_CHUNK_ENTRIES = 65536
 #: How far entry reads may run past the last size check (see ``_still_holds``).
 INDEX_GUARD_STRIDE = 8192
 _ZERO_SCAN_CHUNK = 1 << 20
+#: Valid entries up to this many bytes are read into private memory even when sealed.
+_PRIVATE_MAX = 64 * 1024
 
 
 #: An index in a location (object store, archive) up to this size is fetched in one range:
@@ -137,9 +139,6 @@ class _MappedIndex:
         self._file = _open_read_only(self.path)
         try:
             self.file_size = _size(self._file)
-            if self.file_size > 0 and sealed and not isinstance(self._file, RemoteFile):
-                self._mmap = mmap.mmap(self._file.fileno(), self.file_size,
-                                       access=mmap.ACCESS_READ)
         except BaseException:
             self._file.close()
             raise
@@ -343,6 +342,12 @@ class _MappedIndex:
             return self._mmap
         if self._private is None:
             size = self.valid_entries * self.ENTRY_SIZE
+            if self.sealed and size > _PRIVATE_MAX and not isinstance(self._file, RemoteFile):
+                # mapped only when large and sealed: a few entries cost one pread, while a
+                # mapping costs three system calls and a page fault per segment of a tree
+                self._mmap = mmap.mmap(self._file.fileno(), self.file_size,
+                                       access=mmap.ACCESS_READ)
+                return self._mmap
             data = _pread(self._file, size, 0)
             if len(data) < size:
                 raise SegtoolsError("index file shrank while it was being read (a follower "

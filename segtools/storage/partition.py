@@ -408,9 +408,9 @@ class _Listing:
         leftover_by_base: dict[int, list[Path]] = {}
         for lf in self.leftovers:
             leftover_by_base.setdefault(lf.base_offset, []).append(lf.path)
-        segments = [dataclasses.replace(s, leftovers=tuple(leftover_by_base.get(s.base_offset,
-                                                                                  ())))
-                    for s in segments]
+        if leftover_by_base:  # rare: most partitions have none, and a copy per segment adds up
+            segments = [dataclasses.replace(s, leftovers=tuple(leftover_by_base[s.base_offset]))
+                        if s.base_offset in leftover_by_base else s for s in segments]
         orphans = tuple(p for _, kinds in sorted(self.groups.items())
                         if FileKind.LOG not in kinds for p, _ in kinds.values())
         return PartitionDir(

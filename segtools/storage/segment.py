@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, salvage, walk
@@ -28,13 +27,15 @@ from segtools.storage.partition import SegmentFiles
 from segtools.storage.source import MappedSource, WindowSource
 
 SEGMENT_NAME_DIGITS = 20
+#: Files up to this size are read whole, with one ``pread``.
+SMALL_FILE = 256 * 1024
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
     """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name.
 
     ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` then refuses."""
-    stem = Path(path).name.split(".", 1)[0]
+    stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
     return int(stem) if stem.isascii() and stem.isdigit() else None
 
 
@@ -78,9 +79,13 @@ class Segment:
             self.mtime_ms = st.st_mtime_ns // 1_000_000
             unchanged = listed is None or (listed[0] == st.st_size and
                                            listed[1] in (None, st.st_mtime_ns))
-            self.is_mapped = bool(sealed and unchanged and self.size)
-            if not self.size:
-                self.source = BufferSource(b"")
+            self.is_mapped = bool(sealed and unchanged and self.size > SMALL_FILE)
+            small = os.pread(self._fd, self.size, 0) if 0 < self.size <= SMALL_FILE else b""
+            if not self.size or len(small) == self.size:
+                # a small file is one read into private memory, sealed or not: cheaper than
+                # a mapping or a window buffer (a tree holds tens of thousands of them), and
+                # what is in hand cannot shrink
+                self.source = BufferSource(small)
             elif self.is_mapped:
                 self.source = MappedSource(self._fd, self.size)
             else:

@@ -248,7 +248,7 @@ def test_python_api_reads_what_the_source_reads(everything, trees):
     from segtools.fetch.plan import PARTITION_STATES
 
     api = segtools.open(trees).to_arrow(include_headers=True, include_control=True,
-                                        states=PARTITION_STATES).read_all()
+                                        states=PARTITION_STATES, binary="binary").read_all()
     assert api.schema == everything.schema
     assert_same(normalised(api), normalised(everything))
     assert_same(normalised(api), expected_rows())

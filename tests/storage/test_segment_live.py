@@ -12,12 +12,37 @@ from __future__ import annotations
 import os
 import shutil
 
+import pytest
+
+from segtools.storage import segment as segment_room
 from segtools.storage.logdirs import walk
 from segtools.storage.partition import load_partition_dir
 from segtools.storage.segment import Segment
 from tests.fixtures_manifest import SAMPLE
 
 LOG = SAMPLE / "orders.v2-eu-0" / "00000000000000000205.log"
+
+
+@pytest.fixture(autouse=True)
+def no_small_files(monkeypatch, request):
+    """The fixture segments are a few KiB, below :data:`SMALL_FILE` (read whole with one
+    ``pread`` whatever their state); the rules under test are for the files above it."""
+    if "small" not in request.node.name:
+        monkeypatch.setattr(segment_room, "SMALL_FILE", 0)
+
+
+def test_small_file_is_read_whole_into_private_memory(tmp_path):
+    log = tmp_path / LOG.name
+    shutil.copyfile(LOG, log)
+    with Segment(LOG) as reference:
+        want = decoded(reference)
+    with Segment(log, sealed=True) as seg:
+        assert not seg.is_mapped
+        chunks = [c for w in seg.walk() for c in seg.records(w.table)]
+        os.truncate(log, 0)  # a truncation cannot reach bytes read at open
+        got = [(int(c.columns.offset[i]), c.columns.key(i), c.columns.value(i))
+               for c in chunks for i in range(len(c.columns))]
+        assert got == want
 
 
 def decoded(seg: Segment) -> list[tuple]:

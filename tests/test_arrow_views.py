@@ -1,0 +1,122 @@
+"""``to_arrow()`` hands out keys and values as Arrow binary views over the segment's own bytes.
+
+A sealed segment's values are views of its read-only mapping (no payload copied); a compressed
+batch's, views of the buffer it was inflated into. The arrays hold those bytes alive after the
+dataset, its segments and their descriptors are gone; ``binary="binary"`` copies instead (what
+Spark reads). Streaming a segment much larger than memory's budget keeps the peak flat.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+
+import pyarrow as pa
+import pytest
+
+import segtools
+from segtools.storage import segment as segment_room
+from tests.fixtures_manifest import SAMPLE
+
+SEALED = SAMPLE / "orders.v2-eu-0"  # segments 0 and 5 are below both checkpoints: sealed
+BATCH = SEALED / "00000000000000000005.log"  # one uncompressed batch of 200 records
+
+
+@pytest.fixture
+def mapped_small_files(monkeypatch):
+    """The fixture segments are below the size read whole with one ``pread``: map them."""
+    monkeypatch.setattr(segment_room, "SMALL_FILE", 0)
+
+
+def test_values_are_views_of_the_mapping_and_outlive_the_dataset(mapped_small_files):
+    ds = segtools.open(SEALED)
+    views = ds.to_arrow(columns=["offset", "key", "value"]).read_all()
+    copies = ds.to_arrow(columns=["offset", "key", "value"], binary="binary").read_all()
+    assert views.schema.field("value").type == pa.binary_view()
+    assert copies.schema.field("value").type == pa.binary()
+    data_sizes = {chunk.buffers()[2].size for chunk in views.column("value").chunks}
+    assert BATCH.stat().st_size in data_sizes  # the whole mapped file, not a copy of values
+    del ds
+    gc.collect()
+    assert views.num_rows == copies.num_rows == 252
+    assert views.column("value").to_pylist() == copies.column("value").to_pylist()
+    assert views.column("key").to_pylist() == copies.column("key").to_pylist()
+
+
+@pytest.mark.parametrize("partition", ["orders.v2-eu-1", "orders.v2-eu-2", "orders.v2-eu-3",
+                                       "orders.v2-eu-4", "payments.txn-0", "edge-cases-0"])
+def test_views_over_inflated_buffers_equal_the_copies(partition):
+    ds = segtools.open(SAMPLE / partition)
+    views = ds.to_arrow(include_headers=True, include_control=True).read_all()
+    copies = ds.to_arrow(include_headers=True, include_control=True,
+                         binary="binary").read_all()
+    del ds
+    gc.collect()
+    for name in ("key", "value"):
+        column = views.column(name)
+        column.validate(full=True)
+        assert column.to_pylist() == copies.column(name).to_pylist()
+    assert views.drop_columns(["key", "value"]).equals(copies.drop_columns(["key", "value"]))
+
+
+def test_binary_option_is_checked():
+    with pytest.raises(ValueError, match="binary must be"):
+        segtools.open(SEALED).to_arrow(binary="str")
+
+
+def _shifted(batch: bytes, shift: int) -> bytes:
+    """The batch with its base offset moved (the CRC starts after it, so it stays valid)."""
+    return struct.pack(">q", struct.unpack_from(">q", batch)[0] + shift) + batch[8:]
+
+
+def test_memory_stays_flat_in_the_segment_size(tmp_path):
+    """A 49 MB sealed segment of Kafka-written batches, streamed: the peak grows by far less
+    than the segment. Pages behind the reader's window are handed back (``MADV_DONTNEED``),
+    views or not; the window is made 4 MiB here (64 MiB in use) to see it on a small file."""
+    batch = BATCH.read_bytes()
+    copies = 500
+    root = tmp_path / "logs"
+    pdir = root / "big-0"
+    pdir.mkdir(parents=True)
+    shutil.copy(SAMPLE / "meta.properties", root / "meta.properties")
+    with open(pdir / "00000000000000000005.log", "wb") as f:
+        for k in range(copies):
+            f.write(_shifted(batch, 200 * k))
+    end = 5 + 200 * copies
+    (pdir / f"{end:020d}.log").write_bytes(_shifted(batch, 200 * copies))
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        (root / name).write_text(f"0\n1\nbig 0 {end + 200}\n")
+    script = textwrap.dedent(f"""
+        import segtools
+        from segtools.decode import walk
+        from segtools.fetch import rows as fetch_rows
+        from segtools.storage import source
+
+        # windows of 4 MiB instead of 64, so a 49 MB segment is many windows long
+        source.MappedSource.stride = source._RELEASE_MIN = walk.WINDOW_BYTES = 4 << 20
+        fetch_rows.WINDOW_BYTES = 4 << 20
+
+        def hwm():
+            for line in open("/proc/self/status"):
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+
+        reader = segtools.open({str(pdir)!r}).to_arrow(columns=["offset", "value"])
+        rows = reader.read_next_batch().num_rows
+        before = hwm()
+        for batch in reader:
+            rows += batch.num_rows
+        print(rows, before, hwm())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.returncode == 0, out.stderr
+    rows, before, after = (int(x) for x in out.stdout.split())
+    assert rows == 200 * (copies + 1)
+    size = (pdir / "00000000000000000005.log").stat().st_size
+    assert after - before < size // 3, (before, after, size)

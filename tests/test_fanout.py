@@ -1,0 +1,43 @@
+"""Work spread over worker processes gives the same answer, in the same order, as one process
+(``segtools.fanout``): the commands' whole output is compared, byte for byte."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import pytest
+
+from segtools import fanout
+from segtools.cli.main import main
+from tests.fixtures_manifest import FIXTURES, SAMPLE
+
+TREES = [str(SAMPLE), str(FIXTURES / "logdirs" / "legacy"), str(FIXTURES / "logdirs" / "producers")]
+
+
+def output(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("argv", [
+    ["scan", "-q", "--format", "jsonl"], ["scan", "-q"], ["verify", "-q", "--format", "jsonl"],
+    ["verify", "-q"], ["retention", "-q", "--at", "1700200000000", "--format", "json"]])
+def test_workers_answer_as_one_process_does(argv, monkeypatch):
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "1")
+    serial = output([*argv, *TREES])
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    calls = []
+    real = fanout._drain
+    monkeypatch.setattr(fanout, "_drain", lambda *a: calls.append(a) or real(*a))
+    assert output([*argv, *TREES]) == serial
+    assert calls  # the workers did run
+
+
+def test_small_work_stays_in_this_process(monkeypatch):
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    assert isinstance(fanout.ordered(abs, [-1, 2], segments=10), map)
+    assert list(fanout.ordered(abs, [-1, 2, -3], segments=10**6)) == [1, 2, 3]
