@@ -29,6 +29,8 @@ from segtools.analysis.explain import (
 )
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.partition_input import Loaded
+from segtools.analysis.retention import AWAITING_REMOTE_COPY
+from segtools.analysis.tiered import RemoteVerdict
 from segtools.cli import explain, render
 from segtools.cli.common import exit_code, progress
 from segtools.cli.explain import config_line, console, load, now_ms, safe
@@ -91,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_text(loaded, report, args.plot)
-    return exit_code(loaded.findings)
+    return exit_code(report.findings)
 
 
 # --------------------------------------------------------------------------- text
@@ -123,8 +125,10 @@ def print_partition(out: Console, e: RetentionExplained) -> None:
     out.print()
     out.print(Text.assemble((render.terminal_safe(pi.label), "bold"), "  ",
                             (render.terminal_safe(str(pi.dir.path)), "dim")))
-    out.print(safe("  " + config_line(pr.config, ("cleanup.policy", "retention.ms",
-                                                  "retention.bytes"))))
+    names = ("cleanup.policy", "retention.ms", "retention.bytes")
+    if pr.config.remote_storage_enable:
+        names += ("remote.storage.enable", "local.retention.ms", "local.retention.bytes")
+    out.print(safe("  " + config_line(pr.config, names)))
     out.print(safe(f"  high watermark {pr.high_watermark} ({high_watermark_source(pi)}) · "
                    f"log start offset {pr.log_start_offset} ({log_start_offset_source(pi)}) · "
                    "log end offset "
@@ -136,8 +140,12 @@ def print_partition(out: Console, e: RetentionExplained) -> None:
                     ("age", {"justify": "right", "no_wrap": True}), ("verdict", {}),
                     ("eligible at", {"no_wrap": True}), ("reason", {"ratio": 1})):
         table.add_column(col, **kw)
+    waiting = next((v.base_offset for v in pr.segments if v.reason == AWAITING_REMOTE_COPY),
+                   None)
     for v in pr.segments:
         last = "" if v.last_offset is None else v.last_offset
+        eligible = "after the copy" if v.eligible_at is None and waiting is not None and \
+            v.base_offset >= waiting else format_time(v.eligible_at)
         reason = Text.assemble((v.reason, "bold"), "\n", (v.reason_text, "dim"))
         if v.stale and v.stale.count:
             reason.append(f"\nholds {v.stale.count} records older than retention "
@@ -147,8 +155,10 @@ def print_partition(out: Console, e: RetentionExplained) -> None:
             format_bytes(v.size), f"{format_time(v.max_timestamp)} ({v.max_timestamp_source})",
             format_duration(v.age_ms),
             Text("DELETE" if v.deletable else "keep", style=_VERDICT_STYLE[v.deletable]),
-            format_time(v.eligible_at), reason)
+            eligible, reason)
     out.print(table)
+    if e.remote:
+        print_remote(out, e.remote)
     for c in pr.callouts:
         out.print(Text.assemble(("  ! ", "yellow"), (c.code, "bold"), ": ",
                                 render.terminal_safe(c.message)))
@@ -156,6 +166,25 @@ def print_partition(out: Console, e: RetentionExplained) -> None:
         out.print(safe(f"  forecast: {format_bytes(e.forecast.start_size)} now -> "
                        f"{format_bytes(e.forecast.end_size)} at "
                        f"{format_time(e.forecast.end_ms)} ({len(e.forecast.steps)} step(s))"))
+
+
+def print_remote(out: Console, remote: tuple[RemoteVerdict, ...]) -> None:
+    """The remote tier's segments and what the expiration task does with them."""
+    out.print(safe("  remote segments (__remote_log_metadata):"))
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    for col, kw in (("offsets", {"no_wrap": True}), ("size", {"justify": "right"}),
+                    ("newest record", {"no_wrap": True}), ("state", {"no_wrap": True}),
+                    ("verdict", {}), ("reason", {"ratio": 1})):
+        table.add_column(col, **kw)
+    for v in remote:
+        s = v.segment
+        table.add_row(f"{s.start_offset}..{s.end_offset}", format_bytes(s.size_in_bytes),
+                      format_time(s.max_timestamp_ms), s.state,
+                      Text("DELETE" if v.deletable else "keep",
+                           style=_VERDICT_STYLE[v.deletable]),
+                      Text.assemble((v.reason, "bold"), "\n",
+                                    (render.terminal_safe(v.reason_text), "dim")))
+    out.print(table)
 
 
 def print_forecast(out: Console, topic: str, fc: Forecast) -> None:
