@@ -235,3 +235,17 @@ def test_local_segments_wait_for_the_copy(highest, want):
     pr = explain_retention(segs, config, now_ms=NOW, high_watermark=None,
                            log_start_offset=None, highest_remote_offset=highest)
     assert [v.reason for v in pr.segments[:len(want)]] == want
+
+
+def test_the_report_shows_both_tiers_as_the_api_does():
+    from segtools.report.model import build
+
+    model = build([str(TIERED)], at=NOW)
+    rows = {(t["topic"], t["partition"]): t for t in model.data["tiered"]}
+    api = segtools.tiered(TIERED, at=AT)
+    assert set(rows) == {(p.topic, p.partition) for p in api.partitions}
+    for p in api.partitions:
+        row = rows[(p.topic, p.partition)]
+        assert row["highest_offset_in_remote_storage"] == p.highest_offset_in_remote_storage
+        assert row["findings"] == [f.code for f in p.findings]
+    assert {f.code for f in model.findings} >= {"remote_segment_copy_unfinished"}
