@@ -58,6 +58,7 @@ from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
+from segtools.storage.remote_store import local_tiered_storage_root
 from segtools.timestamps import to_millis
 
 Time = int | float | str | datetime
@@ -318,16 +319,18 @@ class LogDirs:
                                 limit=self.max_decompressed_bytes)
 
     def tiered(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
-               configs: Mapping[str, object] | None = None,
-               inputs: Loaded | None = None) -> TieredReport:
+               configs: Mapping[str, object] | None = None, inputs: Loaded | None = None,
+               remote_store: str | os.PathLike[str] | None = None) -> TieredReport:
         """Each tiered partition's local and remote tiers at ``at`` (default: now), from the
         tree's ``__remote_log_metadata`` (as ``segtools tiered``): remote segments and their
-        states, what the expiration task deletes, stuck copies and deletes; ``inputs`` as for
-        :meth:`explain_retention`."""
+        states, what the expiration task deletes, stuck copies and deletes; ``remote_store``
+        (a ``LocalTieredStorage`` directory) also finds and reads each remote segment there;
+        ``inputs`` as for :meth:`explain_retention`."""
         now = _now(at)
+        store = local_tiered_storage_root(remote_store) if remote_store is not None else None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return tiered_report(loaded, now_ms=now)
+        return tiered_report(loaded, now_ms=now, store=store)
 
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,
@@ -417,6 +420,8 @@ def explain_compaction(*paths: str | os.PathLike[str], at: Time | None = None,
 
 def tiered(*paths: str | os.PathLike[str], at: Time | None = None,
            config: str | os.PathLike[str] | None = None,
-           configs: Mapping[str, object] | None = None) -> TieredReport:
+           configs: Mapping[str, object] | None = None,
+           remote_store: str | os.PathLike[str] | None = None) -> TieredReport:
     """``segtools tiered PATH...`` as a function (``to_json()``: its ``--format json``)."""
-    return open(*paths).tiered(at=at, config=config, configs=configs)
+    return open(*paths).tiered(at=at, config=config, configs=configs,
+                               remote_store=remote_store)

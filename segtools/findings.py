@@ -408,6 +408,17 @@ RULES: tuple[Rule, ...] = (
     Rule("remote_leader_epoch_mismatch", W, A.REMOTE_LOG,
          "a copied remote segment whose leader epochs are not in the local leader epoch "
          "lineage (isRemoteSegmentWithinLeaderEpochs): Kafka neither serves it nor counts it"),
+    Rule("remote_segment_missing", W, A.REMOTE_LOG,
+         "a segment that finished copying has no .log in the remote store given"),
+    Rule("remote_segment_incomplete", W, A.REMOTE_LOG,
+         "a segment that finished copying lacks some of its files (indexes, leader epoch "
+         "checkpoint, producer snapshot) in the remote store"),
+    Rule("remote_segment_content_mismatch", E, A.REMOTE_LOG,
+         "a remote .log does not hold the offsets its __remote_log_metadata record names"),
+    Rule("remote_segment_not_deleted", W, A.REMOTE_LOG,
+         "files of a remote segment deleted (DELETE_SEGMENT_FINISHED) remain in the store"),
+    Rule("remote_store_orphan_segment", I, A.REMOTE_LOG,
+         "a segment in the remote store that __remote_log_metadata does not name"),
 )
 
 del E, W, I, A

@@ -44,10 +44,17 @@ from segtools.analysis.remote_log import (
     is_within_leader_epochs,
     replay,
 )
-from segtools.findings import Finding
+from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, PartitionState, load_partition_dir
+from segtools.storage.remote_store import (
+    RemoteSegmentContent,
+    RemoteSegmentFiles,
+    listed_segment_ids,
+    read_segment,
+    segment_files,
+)
 from segtools.units import format_bytes, format_duration, format_retention, format_time
 
 # Remote reason codes (``retention --format json``: ``remote_segments[].reason``).
@@ -274,6 +281,68 @@ def only_local_size(pi: PartitionInput, highest: int) -> int:
     return sum(s.size for s in pi.summaries if s.base_offset >= highest)
 
 
+# --------------------------------------------------------------------------- the remote store
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSegment:
+    """A remote segment's files in a reachable store, and what its ``.log`` holds."""
+
+    segment_id: str
+    files: RemoteSegmentFiles
+    content: RemoteSegmentContent | None
+
+    def to_json(self) -> dict:
+        return {**self.files.to_json(),
+                "content": self.content.to_json() if self.content is not None else None}
+
+
+def read_store(rp: RemotePartition, root: Path, *, label: str
+               ) -> tuple[tuple[StoredSegment, ...], list[Finding]]:
+    """Find each remote segment of ``rp`` in a ``LocalTieredStorage`` root, read its ``.log``
+    with the log dir's decoder, and check both against the metadata."""
+    out, findings = [], []
+    for s in rp.segments:
+        files = segment_files(root, rp.topic, rp.partition, rp.topic_id, s.start_offset,
+                              s.segment_id)
+        if s.state == DELETE_SEGMENT_FINISHED:
+            if files.found:
+                findings.append(finding(
+                    "remote_segment_not_deleted", str(files.directory),
+                    f"{label}: remote segment {s.segment_id} ({s.start_offset}-{s.end_offset}) "
+                    "was deleted (DELETE_SEGMENT_FINISHED) but files of it remain in the store",
+                    offset=s.start_offset))
+            continue
+        content = read_segment(files.log) if files.log is not None else None
+        out.append(StoredSegment(s.segment_id, files, content))
+        if s.state == COPY_SEGMENT_FINISHED and not files.complete:
+            code = "remote_segment_missing" if files.log is None else "remote_segment_incomplete"
+            findings.append(finding(
+                code, str(files.directory),
+                f"{label}: remote segment {s.segment_id} ({s.start_offset}-{s.end_offset}) "
+                f"finished copying but the store lacks its {', '.join(files.missing)}",
+                offset=s.start_offset))
+        if content is None:
+            continue
+        findings += content.findings
+        if content.batches and (content.first_offset != s.start_offset
+                                or content.last_offset != s.end_offset):
+            findings.append(finding(
+                "remote_segment_content_mismatch", str(files.log),
+                f"{label}: remote segment {s.segment_id} should hold offsets "
+                f"{s.start_offset}-{s.end_offset} but its .log holds "
+                f"{content.first_offset}-{content.last_offset}", offset=s.start_offset))
+    known = {s.segment_id for s in rp.segments}
+    for orphan in listed_segment_ids(root, rp.topic, rp.partition, rp.topic_id):
+        if orphan not in known:
+            findings.append(finding(
+                "remote_store_orphan_segment",
+                str(root / f"{rp.topic}-{rp.partition}-{rp.topic_id}"),
+                f"{label}: the store holds segment {orphan}, which __remote_log_metadata "
+                "does not name"))
+    return tuple(out), findings
+
+
 # --------------------------------------------------------------------------- the view
 
 
@@ -289,6 +358,7 @@ class TieredPartition:
     highest_offset_in_remote_storage: int
     verdicts: tuple[RemoteVerdict, ...]
     findings: tuple[Finding, ...]
+    stored: tuple[StoredSegment, ...] | None = None  # None: no remote store was given
 
     @property
     def label(self) -> str:
@@ -311,12 +381,16 @@ class TieredPartition:
                      "local_retention_bytes": pi.config.local_retention_bytes_effective}
         remote = self.remote
         by_id = {v.segment.segment_id: v for v in self.verdicts}
+        stored = {x.segment_id: x for x in self.stored or ()}
         segments = []
         for s in (remote.segments if remote else ()):
             row = s.to_json()
             v = by_id.get(s.segment_id)
             if v is not None:
                 row.update(deletable=v.deletable, reason=v.reason, reason_text=v.reason_text)
+            if self.stored is not None:
+                x = stored.get(s.segment_id)
+                row["store"] = x.to_json() if x is not None else None
             segments.append(row)
         return {"topic": self.topic, "partition": self.partition,
                 "topic_id": remote.topic_id if remote else
@@ -379,17 +453,21 @@ def _metadata_path(remote: RemoteLogMetadata, rp: RemotePartition | None) -> str
 
 
 def tiered_partition(pi: PartitionInput | None, rp: RemotePartition | None, *, now_ms: int,
-                     metadata_path: str) -> TieredPartition:
-    """One partition's tiers joined, its remote verdicts and its findings."""
+                     metadata_path: str, store: Path | None = None) -> TieredPartition:
+    """One partition's tiers joined, its remote verdicts and its findings; with ``store`` (a
+    ``LocalTieredStorage`` root) its remote segments' files found and read too."""
     topic = pi.topic if pi is not None else rp.topic
     partition = pi.partition if pi is not None else rp.partition
+    stored, store_findings = None, []
+    if store is not None and rp is not None:
+        stored, store_findings = read_store(rp, store, label=f"{topic}-{partition}")
     if pi is None:
         highest = rp.highest_offset()
-        findings = check(rp, now_ms=now_ms, path=metadata_path)
-        return TieredPartition(topic, partition, None, rp, highest, (), tuple(findings))
+        findings = check(rp, now_ms=now_ms, path=metadata_path) + store_findings
+        return TieredPartition(topic, partition, None, rp, highest, (), tuple(findings), stored)
     highest = highest_remote_offset(pi, rp)
     if rp is None:
-        return TieredPartition(topic, partition, pi, None, highest, (), ())
+        return TieredPartition(topic, partition, pi, None, highest, (), (), stored)
     lineage = local_lineage(pi)
     leo = log_end_offset(pi)
     findings = check(rp, now_ms=now_ms, path=str(pi.dir.path), local_epochs=lineage,
@@ -398,17 +476,19 @@ def tiered_partition(pi: PartitionInput | None, rp: RemotePartition | None, *, n
     verdicts = remote_verdicts(rp, pi.config, now_ms=now_ms, lineage=lineage,
                                log_end_offset=leo, log_start_offset=pi.log_start_offset,
                                only_local_size=only_local_size(pi, highest))
-    return TieredPartition(topic, partition, pi, rp, highest, verdicts, tuple(findings))
+    return TieredPartition(topic, partition, pi, rp, highest, verdicts,
+                           tuple(findings + store_findings), stored)
 
 
 def remote_by_partition(remote: RemoteLogMetadata) -> dict[tuple[str, int], RemotePartition]:
     return {(p.topic, p.partition): p for p in remote.partitions}
 
 
-def tiered_report(loaded: Loaded, *, now_ms: int,
-                  remote: RemoteLogMetadata | None = None) -> TieredReport:
+def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | None = None,
+                  store: Path | None = None) -> TieredReport:
     """Every tiered partition of ``loaded`` (``remote.storage.enable``, or named by the remote
-    metadata), with the remote metadata replayed from the same log dirs unless given."""
+    metadata), with the remote metadata replayed from the same log dirs unless given; with
+    ``store`` (a ``LocalTieredStorage`` root) the remote segments are read there."""
     remote = remote if remote is not None else remote_metadata(loaded_log_dirs(loaded))
     by_key = remote_by_partition(remote)
     out = []
@@ -420,10 +500,10 @@ def tiered_report(loaded: Loaded, *, now_ms: int,
             continue
         seen.add(key)
         out.append(tiered_partition(pi, rp, now_ms=now_ms,
-                                    metadata_path=_metadata_path(remote, rp)))
+                                    metadata_path=_metadata_path(remote, rp), store=store))
     for key, rp in sorted(by_key.items()):
         if key not in seen:
             out.append(tiered_partition(None, rp, now_ms=now_ms,
-                                        metadata_path=_metadata_path(remote, rp)))
+                                        metadata_path=_metadata_path(remote, rp), store=store))
     return TieredReport(now_ms, tuple(out), remote.metadata_partitions, remote.records,
                         remote.findings)

@@ -21,12 +21,14 @@ from segtools.analysis.tiered import TieredPartition, TieredReport, tiered_repor
 from segtools.cli import explain, render
 from segtools.cli.common import exit_code
 from segtools.cli.explain import console, load, now_ms, safe
+from segtools.storage.remote_store import local_tiered_storage_root
 from segtools.units import format_bytes, format_time
 
 EXAMPLES = """examples:
   segtools tiered /var/kafka-logs
   segtools tiered /var/kafka-logs/orders-0 --at 2024-06-01T12:00Z
   segtools tiered /var/kafka-logs --format json | jq '.partitions[].remote_segments'
+  segtools tiered /var/kafka-logs --remote-store /mnt/tiered   # LocalTieredStorage's dir
 """
 
 
@@ -35,12 +37,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     explain.add_arguments(p)
+    p.add_argument("--remote-store", metavar="DIR",
+                   help="a LocalTieredStorage directory (its 'dir' setting, or the "
+                        "kafka-tiered-storage directory in it): find each remote segment "
+                        "there and read it with the same decoder")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    store = local_tiered_storage_root(args.remote_store) if args.remote_store else None
     loaded = load(args)
-    report = tiered_report(loaded, now_ms=now_ms(args))
+    report = tiered_report(loaded, now_ms=now_ms(args), store=store)
     if args.format == "json":
         sys.stdout.write(render.dumps(report.to_json()))
         sys.stdout.write("\n")
@@ -90,9 +97,11 @@ def print_partition(out, p: TieredPartition) -> None:
     if not doc["remote_segments"]:
         return
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col in ("offsets", "segment id", "size", "newest record", "epochs", "state",
-                "verdict"):
-        table.add_column(col, no_wrap=col != "verdict")
+    columns = ["offsets", "segment id", "size", "newest record", "epochs", "state", "verdict"]
+    if p.stored is not None:
+        columns.append("in the store")
+    for col in columns:
+        table.add_column(col, no_wrap=col not in ("verdict", "in the store"))
     for s in doc["remote_segments"]:
         epochs = ", ".join(f"{e['epoch']}@{e['start_offset']}" for e in s["leader_epochs"])
         verdict = Text("")
@@ -101,7 +110,22 @@ def print_partition(out, p: TieredPartition) -> None:
                                      "bold red" if s["deletable"] else "green"),
                                     (s["reason"], "bold"), "\n",
                                     (render.terminal_safe(s["reason_text"]), "dim"))
-        table.add_row(f"{s['start_offset']}..{s['end_offset']}", safe(s["segment_id"]),
-                      format_bytes(s["size"]), format_time(s["max_timestamp"]), epochs,
-                      Text(s["state"], style=_STATE_STYLE.get(s["state"], "")), verdict)
+        cells = [f"{s['start_offset']}..{s['end_offset']}", safe(s["segment_id"]),
+                 format_bytes(s["size"]), format_time(s["max_timestamp"]), epochs,
+                 Text(s["state"], style=_STATE_STYLE.get(s["state"], "")), verdict]
+        if p.stored is not None:
+            cells.append(safe(_stored(s.get("store"))))
+        table.add_row(*cells)
     out.print(table)
+
+
+def _stored(store: dict | None) -> str:
+    if store is None:
+        return "-"
+    content = store["content"]
+    text = "no .log" if content is None else (
+        f"{content['records']} records, {content['first_offset']}..{content['last_offset']}")
+    if store["missing"]:
+        text += f"; missing {', '.join(store['missing'])}"
+    return text
+

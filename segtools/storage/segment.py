@@ -22,7 +22,7 @@ from segtools.decode.table import BatchTable
 from segtools.decode.walk import TABLE_ROWS, Walked
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
-from segtools.storage.files import open_regular
+from segtools.storage.files import REMOTE_SEGMENT_STEM, open_regular
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.source import MappedSource, WindowSource
 
@@ -30,11 +30,15 @@ SEGMENT_NAME_DIGITS = 20
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
-    """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name.
+    """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name; for a
+    remote segment copied by ``LocalTieredStorage``, the start offset before its segment id.
 
     ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` then refuses."""
     stem = Path(path).name.split(".", 1)[0]
-    return int(stem) if stem.isascii() and stem.isdigit() else None
+    if stem.isascii() and stem.isdigit():
+        return int(stem)
+    remote = REMOTE_SEGMENT_STEM.fullmatch(stem) if stem.isascii() else None
+    return int(remote.group(1)) if remote else None
 
 
 def unreadable(path: str, error: SegtoolsError) -> Finding:

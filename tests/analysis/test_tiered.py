@@ -249,3 +249,69 @@ def test_the_report_shows_both_tiers_as_the_api_does():
         assert row["highest_offset_in_remote_storage"] == p.highest_offset_in_remote_storage
         assert row["findings"] == [f.code for f in p.findings]
     assert {f.code for f in model.findings} >= {"remote_segment_copy_unfinished"}
+
+
+# --------------------------------------------------------------------------- the remote store
+
+STORE = FIXTURES / "remote" / "tiered"
+REMOTE_DIR = STORE / "kafka-tiered-storage" / "clicks.tiered-0-UgjU_1Q2Ov-WHo0amwnGGw"
+
+
+def test_remote_segments_are_found_and_read_in_a_local_tiered_storage():
+    p = run("tiered", str(TIERED), "--at", AT, "--remote-store", str(STORE), "--format", "json")
+    assert p.returncode == 1, p.stderr
+    doc = json.loads(p.stdout)
+    api = segtools.tiered(TIERED, at=AT, remote_store=STORE / "kafka-tiered-storage")
+    assert json.loads(json.dumps(api.to_json())) == doc
+    by = {(x["topic"], x["partition"]): x for x in doc["partitions"]}
+    seen = {(s["start_offset"], s["state"]): s["store"]
+            for s in by[("clicks.tiered", 0)]["remote_segments"]}
+    assert seen[(0, "DELETE_SEGMENT_FINISHED")] is None
+    for start in (100, 200, 300):
+        store = seen[(start, "COPY_SEGMENT_FINISHED")]
+        assert store["missing"] == []
+        assert (store["content"]["first_offset"], store["content"]["last_offset"],
+                store["content"]["records"]) == (start, start + 99, 100)
+    stuck = seen[(400, "COPY_SEGMENT_STARTED")]  # the copy stopped after the .log
+    assert stuck["content"]["records"] == 100
+    assert stuck["missing"] == ["offset_index", "time_index", "leader_epoch_checkpoint",
+                                "producer_snapshot"]
+    assert seen[(300, "DELETE_SEGMENT_STARTED")]["content"] is None
+    codes = [f["code"] for f in doc["findings"]]
+    assert codes.count("remote_segment_missing") == 1  # clicks.tiered-1's 100-199
+    assert "remote_segment_content_mismatch" not in codes
+
+
+def test_a_remote_segment_reads_as_its_local_original(tmp_path):
+    """The store's 200-299 is the broker's segment file: dump gives the same records, and the
+    remote file name's start offset is its base offset."""
+    remote = REMOTE_DIR / "00000000000000000200-K_D9QpBZO_mfztDlxKDOwA.log"
+    local = TIERED / "clicks.tiered-0" / "00000000000000000200.log"
+    assert remote.read_bytes() == local.read_bytes()
+
+    def records(path: Path) -> list[dict]:
+        out = run("dump", "--deep", "--format", "jsonl", str(path)).stdout.splitlines()
+        return [json.loads(x) for x in out if json.loads(x)["type"] == "record"]
+
+    assert records(remote) == records(local)
+    head = json.loads(run("dump", "--format", "jsonl", str(remote)).stdout.splitlines()[0])
+    assert head["base_offset"] == 200
+
+
+def test_a_damaged_store_gives_findings(tmp_path):
+    import shutil
+
+    store = tmp_path / "store"
+    shutil.copytree(STORE, store)
+    d = store / "kafka-tiered-storage" / REMOTE_DIR.name
+    (d / "00000000000000000100-vx9gOvOrMRKv76ntp69O4w.timeindex").unlink()
+    log = d / "00000000000000000200-K_D9QpBZO_mfztDlxKDOwA.log"
+    log.write_bytes(log.read_bytes()[:-100])  # a torn last batch: 200-289 remain
+    (d / "00000000000000000000-y13LZLYmMvKDvSvKx6e3Kg.log").write_bytes(b"")  # deleted, still here
+    (d / "00000000000000000900-AAAAAAAAAAAAAAAAAAAAAA.log").write_bytes(b"")
+    report = segtools.tiered(TIERED, at=AT, remote_store=store)
+    got = {(f.code, f.offset) for f in report.all_findings}
+    assert {("remote_segment_incomplete", 100), ("remote_segment_content_mismatch", 200),
+            ("remote_segment_not_deleted", 0)} <= got
+    assert "remote_store_orphan_segment" in {c for c, _ in got}
+    assert "truncated_tail" in {c for c, _ in got}
