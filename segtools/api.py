@@ -58,7 +58,7 @@ from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
-from segtools.storage.remote_store import local_tiered_storage_root
+from segtools.storage.remote_store import open_store
 from segtools.timestamps import to_millis
 
 Time = int | float | str | datetime
@@ -324,10 +324,11 @@ class LogDirs:
         """Each tiered partition's local and remote tiers at ``at`` (default: now), from the
         tree's ``__remote_log_metadata`` (as ``segtools tiered``): remote segments and their
         states, what the expiration task deletes, stuck copies and deletes; ``remote_store``
-        (a ``LocalTieredStorage`` directory) also finds and reads each remote segment there;
+        (a ``LocalTieredStorage`` directory, or the Aiven plugin's objects in a directory)
+        also finds and reads each remote segment there;
         ``inputs`` as for :meth:`explain_retention`."""
         now = _now(at)
-        store = local_tiered_storage_root(remote_store) if remote_store is not None else None
+        store = open_store(remote_store) if remote_store is not None else None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
         return tiered_report(loaded, now_ms=now, store=store)

@@ -417,6 +417,12 @@ RULES: tuple[Rule, ...] = (
          "a remote .log does not hold the offsets its __remote_log_metadata record names"),
     Rule("remote_segment_not_deleted", W, A.REMOTE_LOG,
          "files of a remote segment deleted (DELETE_SEGMENT_FINISHED) remain in the store"),
+    Rule("remote_segment_encrypted", I, A.REMOTE_LOG,
+         "a remote segment the plugin encrypted: reading it needs the plugin's private key, "
+         "which segtools does not have and does not guess"),
+    Rule("remote_segment_unreadable", E, A.REMOTE_LOG,
+         "a remote segment whose objects do not fit together (a manifest that does not parse, "
+         "chunks that do not add up or do not decompress)"),
     Rule("remote_store_orphan_segment", I, A.REMOTE_LOG,
          "a segment in the remote store that __remote_log_metadata does not name"),
 )

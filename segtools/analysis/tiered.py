@@ -48,13 +48,7 @@ from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, PartitionState, load_partition_dir
-from segtools.storage.remote_store import (
-    RemoteSegmentContent,
-    RemoteSegmentFiles,
-    listed_segment_ids,
-    read_segment,
-    segment_files,
-)
+from segtools.storage.remote_store import RemoteSegmentContent, RemoteSegmentFiles, RemoteStore
 from segtools.units import format_bytes, format_duration, format_retention, format_time
 
 # Remote reason codes (``retention --format json``: ``remote_segments[].reason``).
@@ -297,14 +291,13 @@ class StoredSegment:
                 "content": self.content.to_json() if self.content is not None else None}
 
 
-def read_store(rp: RemotePartition, root: Path, *, label: str
+def read_store(rp: RemotePartition, store: RemoteStore, *, label: str
                ) -> tuple[tuple[StoredSegment, ...], list[Finding]]:
-    """Find each remote segment of ``rp`` in a ``LocalTieredStorage`` root, read its ``.log``
-    with the log dir's decoder, and check both against the metadata."""
+    """Find each remote segment of ``rp`` in a reachable store, read its ``.log`` with the log
+    dir's decoder, and check both against the metadata."""
     out, findings = [], []
     for s in rp.segments:
-        files = segment_files(root, rp.topic, rp.partition, rp.topic_id, s.start_offset,
-                              s.segment_id)
+        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
         if s.state == DELETE_SEGMENT_FINISHED:
             if files.found:
                 findings.append(finding(
@@ -313,7 +306,7 @@ def read_store(rp: RemotePartition, root: Path, *, label: str
                     "was deleted (DELETE_SEGMENT_FINISHED) but files of it remain in the store",
                     offset=s.start_offset))
             continue
-        content = read_segment(files.log) if files.log is not None else None
+        content = store.content(files)
         out.append(StoredSegment(s.segment_id, files, content))
         if s.state == COPY_SEGMENT_FINISHED and not files.complete:
             code = "remote_segment_missing" if files.log is None else "remote_segment_incomplete"
@@ -333,11 +326,11 @@ def read_store(rp: RemotePartition, root: Path, *, label: str
                 f"{s.start_offset}-{s.end_offset} but its .log holds "
                 f"{content.first_offset}-{content.last_offset}", offset=s.start_offset))
     known = {s.segment_id for s in rp.segments}
-    for orphan in listed_segment_ids(root, rp.topic, rp.partition, rp.topic_id):
+    for orphan in store.listed(rp.topic, rp.partition, rp.topic_id):
         if orphan not in known:
             findings.append(finding(
                 "remote_store_orphan_segment",
-                str(root / f"{rp.topic}-{rp.partition}-{rp.topic_id}"),
+                str(store.partition_dir(rp.topic, rp.partition, rp.topic_id)),
                 f"{label}: the store holds segment {orphan}, which __remote_log_metadata "
                 "does not name"))
     return tuple(out), findings
@@ -426,6 +419,7 @@ class TieredReport:
     metadata_partitions: tuple[str, ...]
     records: int
     findings: tuple[Finding, ...] = field(default=())
+    store: RemoteStore | None = None
 
     @property
     def all_findings(self) -> tuple[Finding, ...]:
@@ -437,6 +431,8 @@ class TieredReport:
                 "at_iso": format_time(self.at_ms),
                 "metadata_partitions": list(self.metadata_partitions),
                 "metadata_records": self.records,
+                "remote_store": None if self.store is None else
+                {"path": str(self.store.root), "layout": self.store.layout},
                 "partitions": [p.to_json() for p in self.partitions],
                 "findings": [f.to_json() for f in self.all_findings]}
 
@@ -453,9 +449,9 @@ def _metadata_path(remote: RemoteLogMetadata, rp: RemotePartition | None) -> str
 
 
 def tiered_partition(pi: PartitionInput | None, rp: RemotePartition | None, *, now_ms: int,
-                     metadata_path: str, store: Path | None = None) -> TieredPartition:
+                     metadata_path: str, store: RemoteStore | None = None) -> TieredPartition:
     """One partition's tiers joined, its remote verdicts and its findings; with ``store`` (a
-    ``LocalTieredStorage`` root) its remote segments' files found and read too."""
+    reachable remote store) its remote segments' files found and read too."""
     topic = pi.topic if pi is not None else rp.topic
     partition = pi.partition if pi is not None else rp.partition
     stored, store_findings = None, []
@@ -485,10 +481,10 @@ def remote_by_partition(remote: RemoteLogMetadata) -> dict[tuple[str, int], Remo
 
 
 def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | None = None,
-                  store: Path | None = None) -> TieredReport:
+                  store: RemoteStore | None = None) -> TieredReport:
     """Every tiered partition of ``loaded`` (``remote.storage.enable``, or named by the remote
     metadata), with the remote metadata replayed from the same log dirs unless given; with
-    ``store`` (a ``LocalTieredStorage`` root) the remote segments are read there."""
+    ``store`` the remote segments are found and read there."""
     remote = remote if remote is not None else remote_metadata(loaded_log_dirs(loaded))
     by_key = remote_by_partition(remote)
     out = []
@@ -506,4 +502,4 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
             out.append(tiered_partition(None, rp, now_ms=now_ms,
                                         metadata_path=_metadata_path(remote, rp), store=store))
     return TieredReport(now_ms, tuple(out), remote.metadata_partitions, remote.records,
-                        remote.findings)
+                        remote.findings, store)

@@ -21,7 +21,7 @@ from segtools.analysis.tiered import TieredPartition, TieredReport, tiered_repor
 from segtools.cli import explain, render
 from segtools.cli.common import exit_code
 from segtools.cli.explain import console, load, now_ms, safe
-from segtools.storage.remote_store import local_tiered_storage_root
+from segtools.storage.remote_store import open_store
 from segtools.units import format_bytes, format_time
 
 EXAMPLES = """examples:
@@ -38,14 +38,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     explain.add_arguments(p)
     p.add_argument("--remote-store", metavar="DIR",
-                   help="a LocalTieredStorage directory (its 'dir' setting, or the "
-                        "kafka-tiered-storage directory in it): find each remote segment "
-                        "there and read it with the same decoder")
+                   help="a reachable remote store: Kafka's LocalTieredStorage directory (its "
+                        "'dir' setting), or a directory holding the Aiven plugin's objects "
+                        "(the bucket, under its prefix); each remote segment is found there "
+                        "and read with the same decoder")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    store = local_tiered_storage_root(args.remote_store) if args.remote_store else None
+    store = open_store(args.remote_store) if args.remote_store else None
     loaded = load(args)
     report = tiered_report(loaded, now_ms=now_ms(args), store=store)
     if args.format == "json":

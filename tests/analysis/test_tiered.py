@@ -315,3 +315,53 @@ def test_a_damaged_store_gives_findings(tmp_path):
             ("remote_segment_not_deleted", 0)} <= got
     assert "remote_store_orphan_segment" in {c for c, _ in got}
     assert "truncated_tail" in {c for c, _ in got}
+
+
+AIVEN = FIXTURES / "remote" / "tiered-aiven"
+AIVEN_DIR = AIVEN / "clicks.tiered-UgjU_1Q2Ov-WHo0amwnGGw" / "0"
+
+
+def test_the_aiven_layout_is_put_back_together_and_read():
+    """100-199 is stored compressed (a variable chunk index), 200-299 plain (a fixed one):
+    both come back byte for byte as the broker's segment; 300-399 is encrypted: not read, and
+    the finding says a key is needed."""
+    from segtools.storage import remote_store as S
+
+    store = S.open_store(AIVEN)
+    assert isinstance(store, S.AivenStore)
+    local = TIERED / "clicks.tiered-0" / "00000000000000000200.log"
+    stem = AIVEN_DIR / "00000000000000000200-K_D9QpBZO_mfztDlxKDOwA"
+    manifest = S.parse_manifest(Path(f"{stem}.rsm-manifest").read_bytes())
+    assert not manifest.compression and manifest.encryption_key_id is None
+    assert S.assemble(manifest, Path(f"{stem}.log").read_bytes()) == local.read_bytes()
+    compressed = S.parse_manifest(next(AIVEN_DIR.glob("*100-*.rsm-manifest")).read_bytes())
+    assert compressed.compression and len(compressed.transformed_sizes) == 5
+    report = segtools.tiered(TIERED / "clicks.tiered-0", at=AT, remote_store=AIVEN)
+    doc = report.to_json()
+    assert doc["remote_store"]["layout"] == "Aiven tiered-storage-for-apache-kafka"
+    [c0] = [p for p in doc["partitions"] if (p["topic"], p["partition"]) == ("clicks.tiered", 0)]
+    content = {(s["start_offset"], s["state"]): (s["store"] or {}).get("content")
+               for s in c0["remote_segments"]}
+    for start in (100, 200):
+        got = content[(start, "COPY_SEGMENT_FINISHED")]
+        assert (got["first_offset"], got["last_offset"], got["records"]) == (start, start + 99,
+                                                                             100)
+    assert content[(300, "COPY_SEGMENT_FINISHED")]["batches"] == 0
+    codes = [f.code for f in report.all_findings]
+    assert codes.count("remote_segment_encrypted") == 1
+    assert "remote_segment_content_mismatch" not in codes
+
+
+def test_a_damaged_aiven_object_is_a_finding(tmp_path):
+    import shutil
+
+    store = tmp_path / "bucket"
+    shutil.copytree(AIVEN, store)
+    d = store / AIVEN_DIR.relative_to(AIVEN)
+    (d / "00000000000000000100-vx9gOvOrMRKv76ntp69O4w.rsm-manifest").write_text("{not json")
+    log = d / "00000000000000000200-K_D9QpBZO_mfztDlxKDOwA.log"
+    log.write_bytes(log.read_bytes()[:-10])
+    report = segtools.tiered(TIERED / "clicks.tiered-0", at=AT, remote_store=store)
+    bad = sorted(f.path.rsplit("/", 1)[-1][:20] for f in report.all_findings
+                 if f.code == "remote_segment_unreadable")
+    assert bad == ["00000000000000000100", "00000000000000000200"]
