@@ -86,8 +86,8 @@ def print_partition(out, p: TieredPartition) -> None:
         out.print(safe("  local: not in this log dir"))
     else:
         epochs = ", ".join(f"{e['epoch']}@{e['start_offset']}" for e in local["leader_epochs"])
-        out.print(safe(f"  local: offsets {local['local_log_start_offset']}.."
-                       f"{local['log_end_offset']} in {local['segments']} segment(s), "
+        out.print(safe(f"  local: offsets {local['local_log_start_offset']} up to the log end "
+                       f"offset {local['log_end_offset']} in {local['segments']} segment(s), "
                        f"{format_bytes(local['size'])}; log start offset "
                        f"{local['log_start_offset']}; leader epochs {epochs or 'none'}"))
     out.print(safe(f"  highest offset in remote storage: "

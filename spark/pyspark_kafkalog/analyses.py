@@ -493,14 +493,14 @@ TIERED_SCHEMA = ("topic string, partition int, highest_offset_in_remote_storage 
 
 
 def tiered_segments(spark: SparkSession, paths: str | Sequence[str], *,
-                    now_ms: int | None = None) -> DataFrame:
+                    now_ms: int | None = None, remote_store: str | None = None) -> DataFrame:
     """Every remote segment of the tree's tiered partitions, with its state and what the
     expiration task does with it at ``now_ms``: the rows of ``segtools tiered`` (the same
-    :func:`segtools.analysis.tiered.tiered_report`). ``__remote_log_metadata`` holds one small
-    record per copy or delete, so the replay runs once, on the driver, and the rows are
-    handed to Spark."""
+    :func:`segtools.analysis.tiered.tiered_report`; ``remote_store`` as its
+    ``--remote-store``). ``__remote_log_metadata`` holds one small record per copy or delete,
+    so the replay runs once, on the driver, and the rows are handed to Spark."""
     import segtools  # the driver-side library, imported when used
 
     report = segtools.open(*([paths] if isinstance(paths, str) else paths)).tiered(
-        at=_now_ms(now_ms))
+        at=_now_ms(now_ms), remote_store=remote_store)
     return spark.createDataFrame(report.rows(), TIERED_SCHEMA)
