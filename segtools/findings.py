@@ -414,7 +414,8 @@ RULES: tuple[Rule, ...] = (
          "a segment that finished copying lacks some of its files (indexes, leader epoch "
          "checkpoint, producer snapshot) in the remote store"),
     Rule("remote_segment_content_mismatch", E, A.REMOTE_LOG,
-         "a remote .log does not hold the offsets its __remote_log_metadata record names"),
+         "a remote .log does not hold the offsets, or the leader epochs, its "
+         "__remote_log_metadata record names"),
     Rule("remote_segment_not_deleted", W, A.REMOTE_LOG,
          "files of a remote segment deleted (DELETE_SEGMENT_FINISHED) remain in the store"),
     Rule("remote_segment_encrypted", I, A.REMOTE_LOG,

@@ -325,6 +325,13 @@ def read_store(rp: RemotePartition, store: RemoteStore, *, label: str
                 f"{label}: remote segment {s.segment_id} should hold offsets "
                 f"{s.start_offset}-{s.end_offset} but its .log holds "
                 f"{content.first_offset}-{content.last_offset}", offset=s.start_offset))
+        named = {e.epoch for e in s.leader_epochs}
+        if content.batches and content.leader_epochs and set(content.leader_epochs) != named:
+            findings.append(finding(
+                "remote_segment_content_mismatch", str(files.log),
+                f"{label}: remote segment {s.segment_id}'s batches carry leader epochs "
+                f"{sorted(content.leader_epochs)}, its metadata names {sorted(named)}",
+                offset=s.start_offset))
     known = {s.segment_id for s in rp.segments}
     for orphan in store.listed(rp.topic, rp.partition, rp.topic_id):
         if orphan not in known:

@@ -309,10 +309,16 @@ def test_a_damaged_store_gives_findings(tmp_path):
     log.write_bytes(log.read_bytes()[:-100])  # a torn last batch: 200-289 remain
     (d / "00000000000000000000-y13LZLYmMvKDvSvKx6e3Kg.log").write_bytes(b"")  # deleted, still here
     (d / "00000000000000000900-AAAAAAAAAAAAAAAAAAAAAA.log").write_bytes(b"")
+    # 300-399 rewritten in leader epoch 7, which its metadata (0, 1) does not name
+    from tests.builders import make_batch
+
+    (d / "00000000000000000300-UeFtuQ_VP3GBTzih4Tpq_A.log").write_bytes(make_batch(
+        [dict(timestamp_delta=0, offset_delta=i, key=None, value=b"v", headers=[])
+         for i in range(100)], base_offset=300, partition_leader_epoch=7))
     report = segtools.tiered(TIERED, at=AT, remote_store=store)
     got = {(f.code, f.offset) for f in report.all_findings}
     assert {("remote_segment_incomplete", 100), ("remote_segment_content_mismatch", 200),
-            ("remote_segment_not_deleted", 0)} <= got
+            ("remote_segment_content_mismatch", 300), ("remote_segment_not_deleted", 0)} <= got
     assert "remote_store_orphan_segment" in {c for c, _ in got}
     assert "truncated_tail" in {c for c, _ in got}
 
