@@ -30,9 +30,8 @@ import bisect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
-from segtools.analysis.partition_log import iter_chunks, partitions_of
+from segtools.analysis.partition_log import iter_chunks
 from segtools.decode import _programs as K
 from segtools.decode.programs import Decoder, remote_log_metadata_family
 from segtools.errors import SegtoolsError
@@ -46,7 +45,6 @@ from segtools.formats.internal.remote_log_metadata import (
     SEGMENT_METADATA_SNAPSHOT,
     SEGMENT_METADATA_UPDATE,
     SEGMENT_STATES,
-    TOPIC,
     decode_frame,
 )
 from segtools.storage.partition import PartitionDir
@@ -126,7 +124,8 @@ class RemoteSegment:
                 "broker_id": self.broker_id, "state": self.state,
                 "copy_started_ms": self.copy_started_ms,
                 "state_changed_ms": self.state_changed_ms,
-                "has_custom_metadata": self.has_custom_metadata}
+                "has_custom_metadata": self.has_custom_metadata,
+                "copy_finished": self.copy_finished}
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,10 +208,6 @@ class RemoteLogMetadata:
     findings: tuple[Finding, ...]
     records: int
     metadata_partitions: tuple[str, ...]  # the __remote_log_metadata-N dirs read
-
-    def partition(self, topic: str, partition: int) -> RemotePartition | None:
-        return next((p for p in self.partitions
-                     if p.topic == topic and p.partition == partition), None)
 
 
 # --------------------------------------------------------------------------- the replay
@@ -488,8 +483,3 @@ def check(rp: RemotePartition, *, now_ms: int, path: str,
                                    "counts it for retention nor treats its offsets as copied",
                                    offset=s.start_offset))
     return out
-
-
-def remote_dirs(paths: Sequence[str | Path]) -> list[PartitionDir]:
-    """Every live ``__remote_log_metadata`` partition under ``paths``."""
-    return partitions_of(paths, TOPIC)

@@ -36,7 +36,6 @@ from segtools.analysis.remote_log import (
     COPY_SEGMENT_STARTED,
     DELETE_SEGMENT_FINISHED,
     DELETE_SEGMENT_STARTED,
-    TOPIC,
     RemoteLogMetadata,
     RemotePartition,
     RemoteSegment,
@@ -46,6 +45,7 @@ from segtools.analysis.remote_log import (
 )
 from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
+from segtools.formats.internal.remote_log_metadata import TOPIC
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, PartitionState, load_partition_dir
 from segtools.storage.remote_store import RemoteSegmentContent, RemoteSegmentFiles, RemoteStore
@@ -63,10 +63,6 @@ REMOTE_COPY_UNFINISHED = "remote_copy_unfinished"
 REMOTE_NOT_IN_LEADER_EPOCH_LINEAGE = "remote_not_in_leader_epoch_lineage"
 REMOTE_ALREADY_DELETED = "remote_already_deleted"
 REMOTE_DELETE_POLICY_DISABLED = "remote_delete_policy_disabled"
-
-REMOTE_DELETABLE_REASONS = (REMOTE_RETENTION_MS_BREACHED, REMOTE_RETENTION_BYTES_BREACHED,
-                            REMOTE_LOG_START_OFFSET_BREACHED, REMOTE_DELETE_RETRY,
-                            REMOTE_LEADER_EPOCH_TRUNCATED)
 
 
 # --------------------------------------------------------------------------- reading
