@@ -118,6 +118,19 @@ def highest_remote_offset(pi: PartitionInput, rp: RemotePartition | None) -> int
     return rp.highest_offset(local_lineage(pi), log_end_offset(pi))
 
 
+def remote_segment_for_offset(log_dirs: Sequence[LogDir], topic: str, partition: int,
+                              offset: int) -> tuple[RemotePartition, RemoteSegment] | None:
+    """The copied remote segment that holds ``offset`` of a partition, from the log dirs'
+    ``__remote_log_metadata`` (the latest copy when several do): where a fetch below the local
+    log start offset is served from (``RemoteLogManager.read``)."""
+    remote = remote_metadata(log_dirs)
+    rp = remote_by_partition(remote).get((topic, partition))
+    if rp is None:
+        return None
+    holding = [s for s in rp.live_segments if s.start_offset <= offset <= s.end_offset]
+    return (rp, max(holding, key=lambda s: s.copy_started_ms)) if holding else None
+
+
 # --------------------------------------------------------------------------- remote retention
 
 

@@ -371,3 +371,17 @@ def test_a_damaged_aiven_object_is_a_finding(tmp_path):
     bad = sorted(f.path.rsplit("/", 1)[-1][:20] for f in report.all_findings
                  if f.code == "remote_segment_unreadable")
     assert bad == ["00000000000000000100", "00000000000000000200"]
+
+
+def test_find_reaches_an_offset_in_remote_storage():
+    below = run("find", str(TIERED / "clicks.tiered-0"), "--offset", "150")
+    assert below.returncode == 1
+    assert "offset 150 is in remote storage: segment vx9gOvOrMRKv76ntp69O4w (100-199)" in \
+        below.stderr
+    p = run("find", str(TIERED / "clicks.tiered-0"), "--offset", "150", "--remote-store",
+            str(STORE), "--format", "jsonl")
+    assert p.returncode == 0, p.stderr
+    found = json.loads(p.stdout)
+    assert found["record"]["offset"] == 150 and found["segment"].endswith(
+        "00000000000000000100-vx9gOvOrMRKv76ntp69O4w.log")
+    assert found["index_used"] is True
