@@ -24,12 +24,12 @@ The rules (``docs/kafka-storage.md`` §6, ``core/.../log/UnifiedLog.scala``):
 * When every segment is deletable, ``UnifiedLog.deleteSegments`` first rolls a new empty
   active segment at the log end offset, then deletes them all: an expired active segment is
   rolled and deleted.
-* Tiered storage (``remote.storage.enable``): the time and size passes use
-  ``local.retention.ms``/``local.retention.bytes`` (-2: inherit), and a segment is deletable
-  only once copied, i.e. when it ends at or below ``highestOffsetInRemoteStorage``
-  (``isSegmentEligibleForDeletion``), or lies wholly below the log start offset. The first
-  segment not yet copied stops the walk like any kept segment. The remote tier's own
-  retention is :mod:`segtools.analysis.tiered`'s.
+* Tiered storage (``remote.storage.enable``, ``remote.log.copy.disable`` off): the time and
+  size passes use ``local.retention.ms``/``local.retention.bytes`` (-2: inherit), and a
+  segment is deletable only once copied, i.e. when it ends at or below
+  ``highestOffsetInRemoteStorage`` (``isSegmentEligibleForDeletion``), or lies wholly below
+  the log start offset. The first segment not yet copied stops the walk like any kept
+  segment. The remote tier's own retention is :mod:`segtools.analysis.tiered`'s.
 
 Everything here is pure (summaries in, verdicts out): the CLI and the Spark side call the same
 function.
@@ -281,7 +281,7 @@ def explain_retention(segments: Sequence[SegmentSummary], config: TopicConfig, *
     largest = [s.largest_timestamp for s in segs]
     expired = [retention_ms >= 0 and now_ms - t > retention_ms for t in largest]
 
-    tiered = config.remote_storage_enable
+    tiered = config.remote_copy_enabled
     hro = highest_remote_offset if tiered else None
 
     def copied(i: int) -> bool:
@@ -432,7 +432,7 @@ def _reason_text(ctx: _Context, i: int, reason: str, blocked_by: int | None) -> 
                 f"{ctx.highest_remote_offset}, and Kafka deletes a local segment of a tiered "
                 "topic only once it is copied (UnifiedLog.isSegmentEligibleForDeletion)")
     elif reason == WITHIN_RETENTION_MS:
-        name = "local.retention.ms" if ctx.config.remote_storage_enable else "retention.ms"
+        name = "local.retention.ms" if ctx.config.remote_copy_enabled else "retention.ms"
         if age < 0:
             text = (f"{_newest(s)} is {format_duration(-age)} in the FUTURE; {name} "
                     f"{ret} counts from it")
@@ -522,14 +522,14 @@ def _callouts(ctx: _Context, pr: PartitionRetention) -> list[Callout]:
             "(LogSegment.largestTimestamp). A copy that did not preserve mtimes (cp without "
             "-p, rsync without -t) changes these verdicts.",
             tuple(v.base_offset for v in mtime)))
-    if ctx.config.remote_storage_enable and ctx.highest_remote_offset is None:
+    if ctx.config.remote_copy_enabled and ctx.highest_remote_offset is None:
         out.append(Callout(
             "tiered_storage",
             "remote.storage.enable=true: local segments also wait until they are uploaded "
             "(highestOffsetInRemoteStorage), which needs __remote_log_metadata and none was "
             "found beside this partition; verdicts assume they are, and use local.retention.* "
             "where set"))
-    elif ctx.config.remote_storage_enable:
+    elif ctx.config.remote_copy_enabled:
         waiting = [v for v in verdicts if v.reason == AWAITING_REMOTE_COPY]
         text = (f"remote.storage.enable=true: local.retention.* applies here, and only to "
                 f"segments copied to remote storage: the highest offset copied is "

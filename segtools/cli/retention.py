@@ -127,7 +127,8 @@ def print_partition(out: Console, e: RetentionExplained) -> None:
                             (render.terminal_safe(str(pi.dir.path)), "dim")))
     names = ("cleanup.policy", "retention.ms", "retention.bytes")
     if pr.config.remote_storage_enable:
-        names += ("remote.storage.enable", "local.retention.ms", "local.retention.bytes")
+        names += ("remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+                  "remote.log.copy.disable")
     out.print(safe("  " + config_line(pr.config, names)))
     out.print(safe(f"  high watermark {pr.high_watermark} ({high_watermark_source(pi)}) · "
                    f"log start offset {pr.log_start_offset} ({log_start_offset_source(pi)}) · "

@@ -385,3 +385,12 @@ def test_find_reaches_an_offset_in_remote_storage():
     assert found["record"]["offset"] == 150 and found["segment"].endswith(
         "00000000000000000100-vx9gOvOrMRKv76ntp69O4w.log")
     assert found["index_used"] is True
+
+
+def test_copies_turned_off_fall_back_to_plain_retention():
+    """remote.log.copy.disable (Kafka 3.9): local segments no longer wait for a copy, and
+    retention.ms, not local.retention.ms, applies (UnifiedLog.localRetentionMs)."""
+    report = segtools.explain_retention(TIERED / "clicks.tiered-0", at=AT, deep=False,
+                                        configs={"remote.log.copy.disable": True})
+    [e] = report.partitions
+    assert [v.reason for v in e.retention.segments] == ["within_retention_ms"] * 4
