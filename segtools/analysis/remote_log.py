@@ -445,7 +445,7 @@ def check(rp: RemotePartition, *, now_ms: int, path: str,
                                f"{label}: the delete of remote segment {s.segment_id} (offsets "
                                f"{s.start_offset}-{s.end_offset}) started "
                                f"{_age(now_ms, s.state_changed_ms)} ago and never finished; the "
-                               "expiration task retries it on every run",
+                               "expiration task retries it when its walk reaches it",
                                offset=s.start_offset))
     if rp.delete is not None and rp.delete.state != DELETE_PARTITION_FINISHED and \
             now_ms - rp.delete.event_ms > stuck_after_ms:

@@ -17,9 +17,11 @@ does, over the segments of the local leader epoch lineage, oldest epoch first:
 * the walk stops at the first segment in the lineage that stays (deletion is a prefix), and
   segments whose epochs all precede the lineage's earliest epoch are removed as unreferenced.
 
-The expiration task also skips a segment being copied at that moment (``segmentIdsBeingCopied``),
-which only the broker's memory knows: here a segment still at ``COPY_SEGMENT_STARTED`` is
-reported as such and kept.
+The expiration task also stops at a segment being copied at that moment
+(``segmentIdsBeingCopied``), which only the broker's memory knows: here a copy started less
+than :data:`~segtools.analysis.remote_log.STUCK_AFTER_MS` ago is taken as in progress, and an
+older one as abandoned, which the task weighs like any other segment. A delete that did not
+finish is retried only if the walk reaches it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from segtools.analysis.remote_log import (
     COPY_SEGMENT_STARTED,
     DELETE_SEGMENT_FINISHED,
     DELETE_SEGMENT_STARTED,
+    STUCK_AFTER_MS,
     RemoteLogMetadata,
     RemotePartition,
     RemoteSegment,
@@ -175,12 +178,14 @@ def remote_verdicts(rp: RemotePartition, config: TopicConfig, *, now_ms: int,
             out[s.segment_id] = RemoteVerdict(s, False, REMOTE_ALREADY_DELETED,
                                               "deleted from remote storage "
                                               f"{format_time(s.state_changed_ms)}")
-    valid = {s.segment_id for s in rp.segments if s.state == COPY_SEGMENT_FINISHED
+    valid = {s.segment_id for s in rp.segments
+             if s.state in (COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED)
              and epochs and is_within_leader_epochs(s, leo, epochs)}
     remaining = 0
     if config.retention_bytes > -1:
         total = only_local_size + sum(s.size_in_bytes for s in rp.segments
-                                      if s.segment_id in valid)
+                                      if s.segment_id in valid
+                                      and s.state == COPY_SEGMENT_FINISHED)
         remaining = max(0, total - config.retention_bytes)
         excess_text = (f"local segments not yet copied ({format_bytes(only_local_size)}) and "
                        f"copied remote ones total {format_bytes(total)} > retention.bytes "
@@ -204,12 +209,15 @@ def remote_verdicts(rp: RemotePartition, config: TopicConfig, *, now_ms: int,
                         f"its delete started {format_time(s.state_changed_ms)} and did not "
                         "finish; the expiration task deletes it again")
                     continue
-                if s.state == COPY_SEGMENT_STARTED:
+                if s.state == COPY_SEGMENT_STARTED and \
+                        now_ms - s.copy_started_ms <= STUCK_AFTER_MS:
                     out[s.segment_id] = RemoteVerdict(
                         s, False, REMOTE_COPY_UNFINISHED,
-                        f"its copy started {format_time(s.copy_started_ms)} and did not "
-                        "finish")
-                    continue
+                        f"its copy started {format_time(s.copy_started_ms)}, so it is taken "
+                        "as being copied: the expiration task stops at it "
+                        "(segmentIdsBeingCopied)")
+                    stopped_at = s.segment_id
+                    break
                 first = epochs[0].epoch
                 if all(x.epoch <= first for x in s.leader_epochs) and s.end_offset < lso:
                     out[s.segment_id] = RemoteVerdict(
@@ -240,21 +248,22 @@ def remote_verdicts(rp: RemotePartition, config: TopicConfig, *, now_ms: int,
     for s in rp.segments:
         if s.segment_id in out:
             continue
-        if s.state == COPY_SEGMENT_STARTED:
-            out[s.segment_id] = RemoteVerdict(
-                s, False, REMOTE_COPY_UNFINISHED,
-                f"its copy started {format_time(s.copy_started_ms)} and did not finish")
-        elif s.state == DELETE_SEGMENT_STARTED:
-            out[s.segment_id] = RemoteVerdict(
-                s, True, REMOTE_DELETE_RETRY,
-                f"its delete started {format_time(s.state_changed_ms)} and did not finish; "
-                "the expiration task deletes it again")
-        elif earliest is not None and s.leader_epochs and \
+        if earliest is not None and s.leader_epochs and \
                 all(x.epoch < earliest for x in s.leader_epochs):
             out[s.segment_id] = RemoteVerdict(
                 s, True, REMOTE_LEADER_EPOCH_TRUNCATED,
                 f"all its leader epochs precede the earliest local epoch {earliest}: "
                 "unreferenced, removed after the retention pass")
+        elif s.state == COPY_SEGMENT_STARTED:
+            out[s.segment_id] = RemoteVerdict(
+                s, False, REMOTE_COPY_UNFINISHED,
+                f"its copy started {format_time(s.copy_started_ms)} and did not finish")
+        elif s.state == DELETE_SEGMENT_STARTED:
+            out[s.segment_id] = RemoteVerdict(
+                s, False, REMOTE_BLOCKED_BY_EARLIER_SEGMENT,
+                f"its delete started {format_time(s.state_changed_ms)} and did not finish; "
+                "the expiration task retries it only when its walk reaches it, and the walk "
+                "stops at an earlier segment it keeps")
         elif s.segment_id not in valid:
             out[s.segment_id] = RemoteVerdict(
                 s, False, REMOTE_NOT_IN_LEADER_EPOCH_LINEAGE,

@@ -54,7 +54,8 @@ def test_the_stuck_copy_gets_kafkas_verdict_in_both_tiers():
     """clicks.tiered-0: 400-499's copy started two days ago and never finished. Local
     retention (local.retention.ms 2 days) deletes 200-299 and 300-399, which are copied, and
     keeps 400-499 (UnifiedLog.isSegmentEligibleForDeletion); the remote tier keeps what is
-    within retention.ms and retries the half-done delete of the failed first copy."""
+    within retention.ms, and its walk stops at 100-199 before it reaches the half-done delete
+    of the failed first copy of 300-399."""
     p = run("retention", str(TIERED / "clicks.tiered-0"), "--at", AT, "--format", "json",
             "--no-deep")
     assert p.returncode == 1, p.stderr
@@ -67,7 +68,7 @@ def test_the_stuck_copy_gets_kafkas_verdict_in_both_tiers():
         (0, 99, "DELETE_SEGMENT_FINISHED", False, "remote_already_deleted"),
         (100, 199, "COPY_SEGMENT_FINISHED", False, "remote_within_retention"),
         (200, 299, "COPY_SEGMENT_FINISHED", False, "remote_within_retention"),
-        (300, 399, "DELETE_SEGMENT_STARTED", True, "remote_delete_retry"),
+        (300, 399, "DELETE_SEGMENT_STARTED", False, "remote_blocked_by_earlier_segment"),
         (300, 399, "COPY_SEGMENT_FINISHED", False, "remote_within_retention"),
         (400, 499, "COPY_SEGMENT_STARTED", False, "remote_copy_unfinished")]
     codes = {f["code"]: f["severity"] for f in json.loads(p.stdout)["findings"]}
@@ -394,3 +395,24 @@ def test_copies_turned_off_fall_back_to_plain_retention():
                                         configs={"remote.log.copy.disable": True})
     [e] = report.partitions
     assert [v.reason for v in e.retention.segments] == ["within_retention_ms"] * 4
+
+
+def test_the_expiration_walk_retries_deletes_and_stops_at_a_copy_in_progress():
+    lineage = [EpochEntry(0, 0)]
+    config = TopicConfig(retention_ms=24 * HOUR)
+    rp = partition(seg(0, 99, state=R.DELETE_SEGMENT_STARTED),
+                   seg(100, 199, state=R.COPY_SEGMENT_STARTED, started=NOW - HOUR // 2),
+                   seg(200, 299, max_ts=NOW - 48 * HOUR))
+    got = T.remote_verdicts(rp, config, now_ms=NOW, lineage=lineage, log_end_offset=400,
+                            log_start_offset=0, only_local_size=0)
+    assert [(v.deletable, v.reason) for v in got] == [
+        (True, T.REMOTE_DELETE_RETRY), (False, T.REMOTE_COPY_UNFINISHED),
+        (False, T.REMOTE_BLOCKED_BY_EARLIER_SEGMENT)]
+    # an abandoned copy (started long ago) is weighed like any segment: past retention, it goes
+    rp = partition(seg(100, 199, state=R.COPY_SEGMENT_STARTED, started=NOW - 72 * HOUR,
+                       max_ts=NOW - 72 * HOUR), seg(200, 299, max_ts=NOW - 48 * HOUR))
+    got = T.remote_verdicts(rp, config, now_ms=NOW, lineage=lineage, log_end_offset=400,
+                            log_start_offset=0, only_local_size=0)
+    assert [v.reason for v in got] == [T.REMOTE_RETENTION_MS_BREACHED,
+                                       T.REMOTE_RETENTION_MS_BREACHED]
+
