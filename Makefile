@@ -58,6 +58,8 @@ demo: $(STAMP)
 	$(VENV)/bin/segtools diverge fixtures/logdirs/replicas $(FINDINGS_OK)
 	@echo; echo "== producers: batching, sequences and retried duplicates (picture: .cache/demo-producers.png) =="
 	$(VENV)/bin/segtools producers fixtures/logdirs/producers --duplicates --plot .cache/demo-producers.png $(FINDINGS_OK)
+	@echo; echo "== tiered storage: both tiers, a copy that never finished, the remote store read =="
+	$(VENV)/bin/segtools tiered fixtures/logdirs/tiered --at 2024-06-01T12:00Z --remote-store fixtures/remote/tiered $(FINDINGS_OK)
 	@echo; echo "== python: segtools.open() and its Arrow output in DuckDB =="
 	$(PY) -c "import segtools, duckdb; records = segtools.open('$(SAMPLE)').to_arrow(columns=['topic', 'offset', 'key', 'value']); duckdb.sql('SELECT topic, count(*) AS records FROM records GROUP BY topic ORDER BY topic').show()"
 	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree =="

@@ -57,10 +57,12 @@ try:  # imported here, not in the target, so that atheris instruments them
         cluster_metadata,
         consumer_offsets,
         control,
+        remote_log_metadata,
         transaction_state,
     )
 except ImportError:  # pragma: no cover - a build without the internal-topic decoders
     cluster_metadata = consumer_offsets = control = transaction_state = None
+    remote_log_metadata = None
     _programs = programs = None
 
 #: The cap every target decodes under: small, so a bomb is found in microseconds.
@@ -460,11 +462,12 @@ def dir_names(data: bytes) -> None:
 
 def internal(data: bytes) -> None:
     """The internal-topic decoders (``__consumer_offsets``, ``__transaction_state``,
-    ``__cluster_metadata``, KRaft control records): a decoded value or a typed error."""
+    ``__cluster_metadata``, KRaft control records, ``__remote_log_metadata``): a decoded value
+    or a typed error."""
     if cluster_metadata is None:  # pragma: no cover - a build without the decoders
         return
     p = Provider(data)
-    which = p.int(1) % 6
+    which = p.int(1) % 7
     split = p.int(2)
     body = p.rest()
     key, value = body[:split % (len(body) + 1)], body[split % (len(body) + 1):]
@@ -478,6 +481,7 @@ def internal(data: bytes) -> None:
             p.pick(tuple(control.CONTROL_SCHEMAS)), value),
         lambda: consumer_offsets.decode_subscription(body),
         lambda: consumer_offsets.decode_assignment(body),
+        lambda: remote_log_metadata.decode_frame(value),
     )
     with contextlib.suppress(SegtoolsError):
         json.dumps(repr(calls[which]()))
@@ -503,7 +507,7 @@ def internal_programs(data: bytes) -> None:
     if programs is None:  # pragma: no cover - a build without the decoders
         return
     p = Provider(data)
-    which = p.int(1) % 3
+    which = p.int(1) % 4
     split = p.int(2)
     body = p.rest()
     key, value = body[:split % (len(body) + 1)], body[split % (len(body) + 1):]
@@ -517,10 +521,12 @@ def internal_programs(data: bytes) -> None:
         if which == 1:
             rec = transaction_state.decode_record(key, value)
             return {"transactionalId": rec.transactional_id}, rec.value
-        return None, cluster_metadata.decode_frame(value).data
+        if which == 2:
+            return None, cluster_metadata.decode_frame(value).data
+        return None, remote_log_metadata.decode_frame(value).data
 
     family = (programs.consumer_offsets_family, programs.transaction_log_family,
-              programs.cluster_metadata_family)[which]()
+              programs.cluster_metadata_family, programs.remote_log_metadata_family)[which]()
     try:
         want = reference()
     except SegtoolsError:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge",
-        "producers", "explain_retention", "explain_compaction")
+        "producers", "explain_retention", "explain_compaction", "tiered")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
         offsets_at,
         open,
         producers,
+        tiered,
         transactions,
         verify,
     )

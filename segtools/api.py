@@ -10,9 +10,9 @@ not in segtools' modules, so this module maps those terms onto the library:
   :func:`segtools.fetch.rows.read` over :func:`segtools.fetch.plan.ranges`, the code Spark's
   executors run, so the faces cannot disagree;
 - the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`,
-  :func:`producers`, :func:`explain_retention`, :func:`explain_compaction`) return the same
-  typed results the CLI prints (``to_json()`` on the retention and compaction reports is the
-  CLI's ``--format json`` document).
+  :func:`producers`, :func:`explain_retention`, :func:`explain_compaction`, :func:`tiered`)
+  return the same typed results the CLI prints (``to_json()`` on the retention, compaction
+  and tiered reports is the CLI's ``--format json`` document).
 
 Selectors are the CLI's and the Spark options' (topics as globs, partitions, offset and time
 bounds, ``read_committed``, ``include_control``). Findings met while reading are collected on
@@ -43,6 +43,7 @@ from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay, rep
 from segtools.analysis.partition_input import Loaded, load_inputs
 from segtools.analysis.producers import PartitionProducers, likely_duplicates
 from segtools.analysis.producers import analyse as analyse_producers
+from segtools.analysis.tiered import TieredReport, tiered_report
 from segtools.analysis.transaction_state import CHANGES_PER_ID
 from segtools.analysis.transactions import (
     DEFAULT_MAX_TIMEOUT_MS,
@@ -58,6 +59,7 @@ from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
+from segtools.storage.remote_store import open_store
 from segtools.timestamps import to_millis
 
 Time = int | float | str | datetime
@@ -330,6 +332,21 @@ class LogDirs:
                                 now_ms=now, forecast_days=forecast_days, deep=deep,
                                 limit=self.max_decompressed_bytes)
 
+    def tiered(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
+               configs: Mapping[str, object] | None = None, inputs: Loaded | None = None,
+               remote_store: str | os.PathLike[str] | None = None) -> TieredReport:
+        """Each tiered partition's local and remote tiers at ``at`` (default: now), from the
+        tree's ``__remote_log_metadata`` (as ``segtools tiered``): remote segments and their
+        states, what the expiration task deletes, stuck copies and deletes; ``remote_store``
+        (a ``LocalTieredStorage`` directory, or the Aiven plugin's objects in a directory)
+        also finds and reads each remote segment there;
+        ``inputs`` as for :meth:`explain_retention`."""
+        now = _now(at)
+        store = open_store(remote_store) if remote_store is not None else None
+        loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
+                                                               configs=configs)
+        return tiered_report(loaded, now_ms=now, store=store)
+
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,
                            configs: Mapping[str, object] | None = None,
@@ -419,3 +436,12 @@ def explain_compaction(*paths: str | os.PathLike[str], at: Time | None = None,
     """``segtools compaction PATH...`` as a function (``to_json()``: its ``--format json``)."""
     return open(*paths).explain_compaction(at=at, config=config, configs=configs, key=key,
                                            top=top, tombstone_limit=tombstone_limit)
+
+
+def tiered(*paths: str | os.PathLike[str], at: Time | None = None,
+           config: str | os.PathLike[str] | None = None,
+           configs: Mapping[str, object] | None = None,
+           remote_store: str | os.PathLike[str] | None = None) -> TieredReport:
+    """``segtools tiered PATH...`` as a function (``to_json()``: its ``--format json``)."""
+    return open(*paths).tiered(at=at, config=config, configs=configs,
+                               remote_store=remote_store)

@@ -52,6 +52,7 @@ class Area(StrEnum):
     CLUSTER_METADATA = "__cluster_metadata"
     REPLICAS = "replicas"
     CONFIG = "configuration"
+    REMOTE_LOG = "tiered storage (__remote_log_metadata)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +383,61 @@ RULES: tuple[Rule, ...] = (
          "topic configs not read from __cluster_metadata (its decoder is unavailable)"),
     Rule("cluster_metadata_unreadable", W, A.CONFIG,
          "__cluster_metadata could not be read for topic configs; defaults assumed"),
+    # ---------------------------------------------------------------- tiered storage
+    Rule("remote_log_metadata_undecodable", E, A.REMOTE_LOG,
+         "a __remote_log_metadata record that breaks its schema (cut short, a bad frame, "
+         "bytes after the record, a null value); skipped"),
+    Rule("remote_log_metadata_unknown_version", W, A.REMOTE_LOG,
+         "a __remote_log_metadata record type or version this reader does not know (a newer "
+         "broker, or frame version 0); skipped"),
+    Rule("remote_log_metadata_unknown_state", W, A.REMOTE_LOG,
+         "a remote segment or partition-delete state id Kafka does not define; the record is "
+         "ignored"),
+    Rule("remote_log_segment_invalid_transition", W, A.REMOTE_LOG,
+         "a remote segment event Kafka's RemoteLogMetadataCache refuses (a state change "
+         "isValidTransition rejects, an update of an unknown segment, a segment added twice)"),
+    Rule("remote_log_metadata_snapshot_record", I, A.REMOTE_LOG,
+         "a RemoteLogSegmentMetadataSnapshotRecord in the topic: it names no partition and is "
+         "not placed"),
+    Rule("remote_segment_copy_unfinished", W, A.REMOTE_LOG,
+         "a copy to remote storage started (COPY_SEGMENT_STARTED) over an hour ago and never "
+         "finished, and no later copy holds its offsets: local retention waits for it"),
+    Rule("remote_segment_copy_abandoned", I, A.REMOTE_LOG,
+         "an unfinished copy whose offsets a later copy holds: a failed attempt, whose objects "
+         "may linger in the store"),
+    Rule("remote_segment_delete_unfinished", W, A.REMOTE_LOG,
+         "a remote segment delete started (DELETE_SEGMENT_STARTED) over an hour ago and never "
+         "finished"),
+    Rule("remote_partition_delete_unfinished", W, A.REMOTE_LOG,
+         "a deleted partition's remote data is marked or being deleted, not finished, after "
+         "over an hour"),
+    Rule("remote_segments_overlap", I, A.REMOTE_LOG,
+         "copied remote segments whose offsets overlap (a new leader copied again what the old "
+         "one had copied; Kafka tolerates it)"),
+    Rule("remote_segments_gap", W, A.REMOTE_LOG,
+         "offsets held by no copied remote segment, between two of them or before the first "
+         "local segment"),
+    Rule("remote_leader_epoch_mismatch", W, A.REMOTE_LOG,
+         "a copied remote segment whose leader epochs are not in the local leader epoch "
+         "lineage (isRemoteSegmentWithinLeaderEpochs): Kafka neither serves it nor counts it"),
+    Rule("remote_segment_missing", W, A.REMOTE_LOG,
+         "a segment that finished copying has no .log in the remote store given"),
+    Rule("remote_segment_incomplete", W, A.REMOTE_LOG,
+         "a segment that finished copying lacks some of its files (indexes, leader epoch "
+         "checkpoint, producer snapshot) in the remote store"),
+    Rule("remote_segment_content_mismatch", E, A.REMOTE_LOG,
+         "a remote .log does not hold the offsets, or the leader epochs, its "
+         "__remote_log_metadata record names"),
+    Rule("remote_segment_not_deleted", W, A.REMOTE_LOG,
+         "files of a remote segment deleted (DELETE_SEGMENT_FINISHED) remain in the store"),
+    Rule("remote_segment_encrypted", I, A.REMOTE_LOG,
+         "a remote segment the plugin encrypted: reading it needs the plugin's private key, "
+         "which segtools does not have and does not guess"),
+    Rule("remote_segment_unreadable", E, A.REMOTE_LOG,
+         "a remote segment whose objects do not fit together (a manifest that does not parse, "
+         "chunks that do not add up or do not decompress)"),
+    Rule("remote_store_orphan_segment", I, A.REMOTE_LOG,
+         "a segment in the remote store that __remote_log_metadata does not name"),
 )
 
 del E, W, I, A

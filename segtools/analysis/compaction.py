@@ -655,7 +655,8 @@ def _plan_clean(cols: CompactionColumns, segs: Sequence[SegmentSummary], config:
         notes.append(f"{dirty_keys} distinct dirty keys exceed the offset map's ~{capacity} "
                      f"slots: one clean stops at offset {end_offset}, the rest waits")
         map_idx = np.flatnonzero(in_map)
-    latest = np.full(len(cols.keys), -1, np.int64)
+    # one slot at least: a log whose records all have null keys still indexes slot 0 below
+    latest = np.full(max(len(cols.keys), 1), -1, np.int64)
     np.maximum.at(latest, cols.key_id[map_idx], cols.offset[map_idx])
     latest_offset = end_offset - 1
     # doClean rewrites logSegments(0, endOffset): every segment with a base below it

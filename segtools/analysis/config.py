@@ -115,6 +115,7 @@ DEFINITIONS: dict[str, _Def] = {
                                (("log.local.retention.ms", 1),)),
     "local.retention.bytes": _Def("local_retention_bytes", _long, -2,
                                   (("log.local.retention.bytes", 1),)),
+    "remote.log.copy.disable": _Def("remote_log_copy_disable", _bool, False),
 }
 
 
@@ -146,6 +147,7 @@ class TopicConfig:
     remote_storage_enable: bool = False
     local_retention_ms: int = -2
     local_retention_bytes: int = -2
+    remote_log_copy_disable: bool = False
     provenance: tuple[tuple[str, ConfigValue], ...] = field(default=())
 
     @property
@@ -158,17 +160,24 @@ class TopicConfig:
         return "compact" in self.cleanup_policy
 
     @property
+    def remote_copy_enabled(self) -> bool:
+        """``UnifiedLog.remoteLogEnabledAndRemoteCopyEnabled``: tiered, and copies not turned
+        off (``remote.log.copy.disable``, Kafka 3.9): only then do local.retention.* apply and
+        local segments wait for their copy."""
+        return self.remote_storage_enable and not self.remote_log_copy_disable
+
+    @property
     def local_retention_ms_effective(self) -> int:
-        """``UnifiedLog.localRetentionMs``: with tiered storage, ``local.retention.ms`` unless it
-        is -2 (inherit); otherwise ``retention.ms``."""
-        if self.remote_storage_enable and self.local_retention_ms != -2:
+        """``UnifiedLog.localRetentionMs``: with tiered storage (copies on), ``local.retention.ms``
+        unless it is -2 (inherit); otherwise ``retention.ms``."""
+        if self.remote_copy_enabled and self.local_retention_ms != -2:
             return self.local_retention_ms
         return self.retention_ms
 
     @property
     def local_retention_bytes_effective(self) -> int:
         """``UnifiedLog.localRetentionSize``, the same rule for bytes."""
-        if self.remote_storage_enable and self.local_retention_bytes != -2:
+        if self.remote_copy_enabled and self.local_retention_bytes != -2:
             return self.local_retention_bytes
         return self.retention_bytes
 

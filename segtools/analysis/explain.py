@@ -28,7 +28,17 @@ from segtools.analysis.partition_input import (
     deep_segments,
     stale_in_kept,
 )
+from segtools.analysis.remote_log import RemoteLogMetadata
 from segtools.analysis.retention import PartitionRetention, explain_retention
+from segtools.analysis.tiered import (
+    RemoteVerdict,
+    highest_remote_offset,
+    is_tiered,
+    loaded_log_dirs,
+    remote_by_partition,
+    remote_metadata,
+    tiered_partition,
+)
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.findings import Finding
 from segtools.timestamps import DAY_MS
@@ -61,6 +71,9 @@ class RetentionExplained:
     input: PartitionInput
     retention: PartitionRetention
     forecast: Forecast | None
+    #: a tiered partition's remote segments and what the expiration task does with them
+    #: (None: not tiered, or no __remote_log_metadata in the tree)
+    remote: tuple[RemoteVerdict, ...] | None = None
 
     def to_json(self) -> dict:
         pi = self.input
@@ -70,6 +83,8 @@ class RetentionExplained:
                "log_start_offset_source": log_start_offset_source(pi)}
         if self.forecast is not None:
             obj["forecast"] = self.forecast.to_json()
+        if self.remote is not None:
+            obj["remote_segments"] = [v.to_json() for v in self.remote]
         return obj
 
 
@@ -113,11 +128,25 @@ def topic_forecasts(explained: Sequence[RetentionExplained]) -> dict[str, Foreca
     return {t: combine(items) for t, items in by_topic.items()}
 
 
+def tiered_metadata(loaded: Loaded) -> RemoteLogMetadata | None:
+    """The tree's replayed ``__remote_log_metadata`` when a partition is tiered and the tree
+    holds that topic; None otherwise (then tiered verdicts assume every segment is copied)."""
+    if not any(is_tiered(pi) for pi in loaded.partitions):
+        return None
+    remote = remote_metadata(loaded_log_dirs(loaded))
+    return remote if remote.metadata_partitions else None
+
+
 def verdicts(loaded: Loaded, now_ms: int) -> list[tuple[PartitionInput, PartitionRetention]]:
-    """Every partition's verdicts before the deep pass (what the deep pass then reads)."""
-    return [(pi, explain_retention(pi.summaries, pi.config, now_ms=now_ms,
-                                   high_watermark=pi.high_watermark,
-                                   log_start_offset=pi.log_start_offset))
+    """Every partition's verdicts before the deep pass (what the deep pass then reads); a
+    tiered partition's local segments wait for the copy (``highestOffsetInRemoteStorage``)."""
+    remote = tiered_metadata(loaded)
+    by_key = remote_by_partition(remote) if remote is not None else {}
+    return [(pi, explain_retention(
+        pi.summaries, pi.config, now_ms=now_ms, high_watermark=pi.high_watermark,
+        log_start_offset=pi.log_start_offset,
+        highest_remote_offset=highest_remote_offset(pi, by_key.get((pi.topic, pi.partition)))
+        if remote is not None and is_tiered(pi) else None))
             for pi in loaded.partitions]
 
 
@@ -135,15 +164,24 @@ def retention_report(loaded: Loaded, *, now_ms: int, forecast_days: float | None
     ``forecast_days`` the size forecast per partition and per topic. ``found`` reuses the
     verdicts of :func:`verdicts` (a face that sized a progress bar from them)."""
     until = now_ms + int(forecast_days * DAY_MS) if forecast_days is not None else None
+    remote = tiered_metadata(loaded)
+    by_key = remote_by_partition(remote) if remote is not None else {}
     explained = []
+    findings = list(loaded.findings) + list(remote.findings if remote is not None else ())
     for pi, pr in (found if found is not None else verdicts(loaded, now_ms)):
         if deep:
             pr = pr.with_stale(stale_in_kept(pi, pr, limit=limit, advance=advance))
         fc = forecast_partition(pr, until_ms=until) if until is not None else None
-        explained.append(RetentionExplained(pi, pr, fc))
+        tiers = None
+        if remote is not None and is_tiered(pi):
+            tiers = tiered_partition(pi, by_key.get((pi.topic, pi.partition)), now_ms=now_ms,
+                                     metadata_path=str(pi.dir.path))
+            findings += tiers.findings
+        explained.append(RetentionExplained(pi, pr, fc,
+                                            tiers.verdicts if tiers is not None else None))
     topics = topic_forecasts(explained) if until is not None else {}
     return RetentionReport(now_ms, loaded.config_sources, tuple(explained), topics,
-                           loaded.skipped, loaded.findings)
+                           loaded.skipped, tuple(findings))
 
 
 # --------------------------------------------------------------------------- compaction

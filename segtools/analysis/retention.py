@@ -24,6 +24,12 @@ The rules (``docs/kafka-storage.md`` §6, ``core/.../log/UnifiedLog.scala``):
 * When every segment is deletable, ``UnifiedLog.deleteSegments`` first rolls a new empty
   active segment at the log end offset, then deletes them all: an expired active segment is
   rolled and deleted.
+* Tiered storage (``remote.storage.enable``, ``remote.log.copy.disable`` off): the time and
+  size passes use ``local.retention.ms``/``local.retention.bytes`` (-2: inherit), and a
+  segment is deletable only once copied, i.e. when it ends at or below
+  ``highestOffsetInRemoteStorage`` (``isSegmentEligibleForDeletion``), or lies wholly below
+  the log start offset. The first segment not yet copied stops the walk like any kept
+  segment. The remote tier's own retention is :mod:`segtools.analysis.tiered`'s.
 
 Everything here is pure (summaries in, verdicts out): the CLI and the Spark side call the same
 function.
@@ -32,7 +38,7 @@ function.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -52,11 +58,17 @@ BLOCKED_BY_EARLIER_SEGMENT = "blocked_by_earlier_segment"
 ABOVE_HIGH_WATERMARK = "above_high_watermark"
 EMPTY_ACTIVE_SEGMENT = "empty_active_segment"
 DELETE_POLICY_DISABLED = "delete_policy_disabled"
+# Tiered storage: the local tier's rules (local.retention.*) and its wait for the copy.
+LOCAL_RETENTION_MS_BREACHED = "local_retention_ms_breached"
+LOCAL_RETENTION_BYTES_BREACHED = "local_retention_bytes_breached"
+AWAITING_REMOTE_COPY = "awaiting_remote_copy"
 
-DELETABLE_REASONS = (LOG_START_OFFSET_BREACHED, RETENTION_BYTES_BREACHED, RETENTION_MS_BREACHED)
+DELETABLE_REASONS = (LOG_START_OFFSET_BREACHED, RETENTION_BYTES_BREACHED, RETENTION_MS_BREACHED,
+                     LOCAL_RETENTION_MS_BREACHED, LOCAL_RETENTION_BYTES_BREACHED)
 KEPT_REASONS = (WITHIN_RETENTION_MS, WITHIN_RETENTION_BYTES, RETENTION_UNLIMITED,
                 BLOCKED_BY_EARLIER_SEGMENT,
-                ABOVE_HIGH_WATERMARK, EMPTY_ACTIVE_SEGMENT, DELETE_POLICY_DISABLED)
+                ABOVE_HIGH_WATERMARK, EMPTY_ACTIVE_SEGMENT, DELETE_POLICY_DISABLED,
+                AWAITING_REMOTE_COPY)
 
 #: 9999-12-31T23:59:59.999Z. An eligibility later than this is reported as never (null): it
 #: comes from a timestamp in micro- or nanoseconds, or a retention near Long.MAX_VALUE.
@@ -217,16 +229,22 @@ class _Walk:
     segs: Sequence[SegmentSummary]
     upper: list[int]
     hw: int
+    eligible: Callable[[int], bool] = lambda i: True
     start: int = 0
     deleted_by: dict[int, str] = field(default_factory=dict)
+    awaiting: set[int] = field(default_factory=set)
 
     def run(self, predicate, reason: str) -> None:
         """``UnifiedLog.deletableSegments``: a prefix of the remaining segments, each below
-        the high watermark, passing ``predicate``, and not the last segment while empty."""
+        the high watermark, passing ``predicate``, not the last segment while empty, and
+        (tiered) ``isSegmentEligibleForDeletion``."""
         i, n = self.start, len(self.segs)
         while i < n:
             last_and_empty = i == n - 1 and self.segs[i].size == 0
             if self.hw >= self.upper[i] and predicate(i) and not last_and_empty:
+                if not self.eligible(i):
+                    self.awaiting.add(i)
+                    break
                 self.deleted_by[i] = reason
                 i += 1
             else:
@@ -236,13 +254,17 @@ class _Walk:
 
 def explain_retention(segments: Sequence[SegmentSummary], config: TopicConfig, *,
                       now_ms: int, high_watermark: int | None,
-                      log_start_offset: int | None) -> PartitionRetention:
+                      log_start_offset: int | None,
+                      highest_remote_offset: int | None = None) -> PartitionRetention:
     """Replay ``UnifiedLog.deleteOldSegments`` at ``now_ms`` over one partition's segments.
 
     ``high_watermark`` None: assume the log end offset (everything is replicated).
     ``log_start_offset`` None: assume the first segment's base offset, which is what Kafka
     itself assumes when ``log-start-offset-checkpoint`` has no entry (it writes one only when
     the log start offset is above the first segment's base).
+    ``highest_remote_offset``: a tiered partition's ``highestOffsetInRemoteStorage`` (-1:
+    nothing copied), from ``__remote_log_metadata``; None when unknown (then local segments
+    are assumed copied, and a call-out says so).
     """
     segs = sorted(segments, key=lambda s: s.base_offset)
     size = sum(s.size for s in segs)
@@ -259,7 +281,15 @@ def explain_retention(segments: Sequence[SegmentSummary], config: TopicConfig, *
     largest = [s.largest_timestamp for s in segs]
     expired = [retention_ms >= 0 and now_ms - t > retention_ms for t in largest]
 
-    walk = _Walk(segs, upper, hw)
+    tiered = config.remote_copy_enabled
+    hro = highest_remote_offset if tiered else None
+
+    def copied(i: int) -> bool:
+        """``isSegmentEligibleForDeletion`` with remote copy enabled."""
+        return hro is None or (upper[i] > 0 and upper[i] - 1 <= hro) or \
+            (i + 1 < n and lso >= segs[i + 1].base_offset)
+
+    walk = _Walk(segs, upper, hw, copied)
     walk.run(lambda i: i + 1 < n and segs[i + 1].base_offset <= lso, LOG_START_OFFSET_BREACHED)
     remaining = sum(s.size for s in segs[walk.start:])
     if config.delete and retention_bytes >= 0 and remaining >= retention_bytes:
@@ -271,13 +301,15 @@ def explain_retention(segments: Sequence[SegmentSummary], config: TopicConfig, *
                 return True
             return False
 
-        walk.run(size_breached, RETENTION_BYTES_BREACHED)
+        walk.run(size_breached,
+                 LOCAL_RETENTION_BYTES_BREACHED if tiered else RETENTION_BYTES_BREACHED)
     if config.delete and retention_ms >= 0:
-        walk.run(lambda i: expired[i], RETENTION_MS_BREACHED)
+        walk.run(lambda i: expired[i],
+                 LOCAL_RETENTION_MS_BREACHED if tiered else RETENTION_MS_BREACHED)
     rolled = walk.start == n
 
     ctx = _Context(segs, config, now_ms, hw, lso, leo, upper, retention_ms, retention_bytes,
-                   size, remaining, rolled)
+                   size, remaining, rolled, hro, frozenset(walk.awaiting))
     verdicts = []
     prefix: int | None = None  # the latest eligibility of any earlier segment
     first_kept = walk.start
@@ -290,7 +322,8 @@ def explain_retention(segments: Sequence[SegmentSummary], config: TopicConfig, *
             verdicts.append(_verdict(ctx, i, True, reason, prefix))
             continue
         reason = _kept_reason(ctx, i, first_kept, expired[i])
-        if reason in (ABOVE_HIGH_WATERMARK, EMPTY_ACTIVE_SEGMENT, DELETE_POLICY_DISABLED) or \
+        if reason in (ABOVE_HIGH_WATERMARK, EMPTY_ACTIVE_SEGMENT, DELETE_POLICY_DISABLED,
+                      AWAITING_REMOTE_COPY) or \
                 own is None or (i > 0 and prefix is None):
             prefix = None
         else:
@@ -347,12 +380,16 @@ class _Context:
     size: int
     size_after_lso: int
     rolled: bool
+    highest_remote_offset: int | None = None
+    awaiting: frozenset[int] = frozenset()
 
 
 def _kept_reason(ctx: _Context, i: int, first_kept: int, expired: bool) -> str:
     """Why a segment the passes left is kept. The first kept segment stopped the last pass;
     a later one that is past retention itself is kept only by the prefix rule."""
     n = len(ctx.segs)
+    if i in ctx.awaiting:
+        return AWAITING_REMOTE_COPY
     if ctx.hw < ctx.upper[i]:
         return ABOVE_HIGH_WATERMARK
     if i == n - 1 and ctx.segs[i].size == 0:
@@ -379,19 +416,28 @@ def _reason_text(ctx: _Context, i: int, reason: str, blocked_by: int | None) -> 
     if reason == LOG_START_OFFSET_BREACHED:
         text = (f"next segment starts at {ctx.segs[i + 1].base_offset} <= log start offset "
                 f"{ctx.lso}: all of it is below the log start offset")
-    elif reason == RETENTION_BYTES_BREACHED:
-        text = (f"partition holds {format_bytes(ctx.size_after_lso)} > retention.bytes "
+    elif reason in (RETENTION_BYTES_BREACHED, LOCAL_RETENTION_BYTES_BREACHED):
+        name = "local.retention.bytes" if reason == LOCAL_RETENTION_BYTES_BREACHED \
+            else "retention.bytes"
+        text = (f"partition holds {format_bytes(ctx.size_after_lso)} > {name} "
                 f"{format_bytes(ctx.retention_bytes)}; the oldest segments go while what "
-                "remains stays at or above retention.bytes")
-    elif reason == RETENTION_MS_BREACHED:
-        text = (f"{_newest(s)} is {format_duration(age)} old ({age} ms) > retention.ms "
+                f"remains stays at or above {name}")
+    elif reason in (RETENTION_MS_BREACHED, LOCAL_RETENTION_MS_BREACHED):
+        name = "local.retention.ms" if reason == LOCAL_RETENTION_MS_BREACHED else "retention.ms"
+        text = (f"{_newest(s)} is {format_duration(age)} old ({age} ms) > {name} "
                 f"{format_retention(ctx.retention_ms)}")
+    elif reason == AWAITING_REMOTE_COPY:
+        text = (f"past local retention, but not copied to remote storage yet: it ends at "
+                f"offset {ctx.upper[i] - 1} > the highest offset in remote storage "
+                f"{ctx.highest_remote_offset}, and Kafka deletes a local segment of a tiered "
+                "topic only once it is copied (UnifiedLog.isSegmentEligibleForDeletion)")
     elif reason == WITHIN_RETENTION_MS:
+        name = "local.retention.ms" if ctx.config.remote_copy_enabled else "retention.ms"
         if age < 0:
-            text = (f"{_newest(s)} is {format_duration(-age)} in the FUTURE; retention.ms "
+            text = (f"{_newest(s)} is {format_duration(-age)} in the FUTURE; {name} "
                     f"{ret} counts from it")
         else:
-            text = (f"{_newest(s)} is {format_duration(age)} old ({age} ms) <= retention.ms "
+            text = (f"{_newest(s)} is {format_duration(age)} old ({age} ms) <= {name} "
                     f"{format_retention(ctx.retention_ms)}")
         if ctx.retention_bytes >= 0 and ctx.size_after_lso < ctx.retention_bytes:
             text += (f"; the partition ({format_bytes(ctx.size_after_lso)}) is below "
@@ -476,12 +522,23 @@ def _callouts(ctx: _Context, pr: PartitionRetention) -> list[Callout]:
             "(LogSegment.largestTimestamp). A copy that did not preserve mtimes (cp without "
             "-p, rsync without -t) changes these verdicts.",
             tuple(v.base_offset for v in mtime)))
-    if ctx.config.remote_storage_enable:
+    if ctx.config.remote_copy_enabled and ctx.highest_remote_offset is None:
         out.append(Callout(
             "tiered_storage",
             "remote.storage.enable=true: local segments also wait until they are uploaded "
-            "(highestOffsetInRemoteStorage), which a log dir does not record; verdicts assume "
-            "they are, and use local.retention.* where set"))
+            "(highestOffsetInRemoteStorage), which needs __remote_log_metadata and none was "
+            "found beside this partition; verdicts assume they are, and use local.retention.* "
+            "where set"))
+    elif ctx.config.remote_copy_enabled:
+        waiting = [v for v in verdicts if v.reason == AWAITING_REMOTE_COPY]
+        text = (f"remote.storage.enable=true: local.retention.* applies here, and only to "
+                f"segments copied to remote storage: the highest offset copied is "
+                f"{ctx.highest_remote_offset} (from __remote_log_metadata)")
+        if waiting:
+            text += (f"; segment @{waiting[0].base_offset} is past local retention but not "
+                     "copied, so it and every later segment stay until the copy finishes")
+        out.append(Callout("tiered_storage", text,
+                           tuple(v.base_offset for v in waiting)))
     return out
 
 

@@ -1,7 +1,8 @@
 """Record decoders for Kafka's internal topics, as ``kafka-dump-log.sh`` offers them.
 
 ``--offsets-decoder`` (``__consumer_offsets``), ``--transaction-log-decoder``
-(``__transaction_state``) and ``--cluster-metadata-decoder`` (``__cluster_metadata``) turn a
+(``__transaction_state``), ``--cluster-metadata-decoder`` (``__cluster_metadata``) and
+``--remote-log-metadata-decoder`` (``__remote_log_metadata``, KIP-1057) turn a
 record's key and value into the structures Kafka's schemas define (see
 :mod:`segtools.formats.internal`). A record that does not decode is shown with the reason,
 never silently mis-parsed.
@@ -15,7 +16,13 @@ import json
 from collections.abc import Callable
 
 from segtools.errors import SegtoolsError
-from segtools.formats.internal import cluster_metadata, consumer_offsets, control, transaction_state
+from segtools.formats.internal import (
+    cluster_metadata,
+    consumer_offsets,
+    control,
+    remote_log_metadata,
+    transaction_state,
+)
 from segtools.model import Record
 
 Decoded = dict  # {"key": ..., "value": ...} or {"error": "..."}
@@ -58,10 +65,22 @@ def cluster_metadata_record(record: Record) -> Decoded:
     return {"value": {"type": r.name, "version": r.version, "data": _plain(r.data)}}
 
 
+def remote_log_metadata_record(record: Record) -> Decoded:
+    """A ``RemoteLogMetadataSerde`` value; ``state`` names the state byte
+    (``RemoteLogSegmentState`` / ``RemotePartitionDeleteState``)."""
+    r = remote_log_metadata.decode_frame(record.value)
+    key = "remotePartitionDeleteState" if r.api_key == remote_log_metadata.PARTITION_DELETE \
+        else "remoteLogSegmentState"
+    return {"value": {"type": r.name, "version": r.version,
+                      "state": remote_log_metadata.state_name(r.api_key, r.data[key]),
+                      "data": _plain(r.data)}}
+
+
 DECODERS: dict[str, Callable[[Record], Decoded]] = {
     "offsets": offsets,
     "transaction_log": transaction_log,
     "cluster_metadata": cluster_metadata_record,
+    "remote_log_metadata": remote_log_metadata_record,
 }
 
 

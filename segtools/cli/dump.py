@@ -74,6 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          const="transaction_log", help="decode __transaction_state records")
     decoder.add_argument("--cluster-metadata-decoder", dest="decoder", action="store_const",
                          const="cluster_metadata", help="decode __cluster_metadata records")
+    decoder.add_argument("--remote-log-metadata-decoder", dest="decoder", action="store_const",
+                         const="remote_log_metadata",
+                         help="decode __remote_log_metadata records (tiered storage)")
     p.add_argument("--verify-index", "--verify-index-only", action="store_true",
                    help="check index entries against the .log instead of printing them")
     p.add_argument("--index-sanity-check", action="store_true",

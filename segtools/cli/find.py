@@ -6,6 +6,10 @@ the first segment whose largest timestamp reaches the target (``UnifiedLog.
 fetchOffsetByTimestamp``), then its time index, offset index and scan
 (``LogSegment.findOffsetByTimestamp``). Prints the record with its segment, byte position and
 batch, and how much the index saved (where the scan started, how many batches it read).
+
+On a tiered partition an offset below the first local segment may be in remote storage: the
+log dir's ``__remote_log_metadata`` names the remote segment, and with ``--remote-store`` (a
+``LocalTieredStorage`` directory) it is read there, through its own offset index.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from segtools.analysis.tiered import remote_segment_for_offset
 from segtools.cli import common, render
 from segtools.errors import SegtoolsError
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import PartitionDir, SegmentFiles
+from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.seek import SeekResult, seek_offset, seek_timestamp
 from segtools.storage.segment import Segment
 from segtools.storage.summary import summarize
@@ -38,6 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     common.add_selection(p)
     common.add_format(p)
     p.add_argument("--bytes", choices=render.BYTES_MODES, default=None)
+    p.add_argument("--remote-store", metavar="DIR",
+                   help="tiered storage: a LocalTieredStorage directory to read an offset "
+                        "below the first local segment from")
     common.add_decompress_limit(p)
     p.set_defaults(run=run)
 
@@ -78,6 +87,34 @@ def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | N
     return None, None
 
 
+def _remote(log_dirs, pdir: PartitionDir, args) -> tuple[object, SeekResult | None, str]:
+    """An offset below the first local segment: the remote segment holding it, read from
+    ``--remote-store`` when given (file, result, note)."""
+    if args.offset is None or pdir.name is None or not pdir.segments or \
+            args.offset >= pdir.segments[0].base_offset:
+        return None, None, ""
+    found = remote_segment_for_offset(log_dirs, pdir.name.topic, pdir.name.partition,
+                                      args.offset)
+    if found is None:
+        return None, None, ""
+    rp, seg = found
+    where = (f"offset {args.offset} is in remote storage: segment {seg.segment_id} "
+             f"({seg.start_offset}-{seg.end_offset}) per __remote_log_metadata")
+    if not args.remote_store:
+        return None, None, where + "; pass --remote-store DIR to read it"
+    store = open_store(args.remote_store)
+    if not isinstance(store, LocalTieredStorage):
+        return None, None, where + f"; find reads LocalTieredStorage stores, not {store.layout}"
+    files = store.files(rp.topic, rp.partition, rp.topic_id, seg.start_offset, seg.segment_id)
+    if files.log is None:
+        return None, None, where + f"; the store has no .log of it in {files.directory}"
+    index = files.found.get("offset_index")
+    oi = OffsetIndex(index, seg.start_offset) if index is not None else None
+    with Segment(files.log, decompress_limit=args.max_decompressed_bytes) as segment:
+        result = seek_offset(segment, oi, args.offset)
+    return files.log, (result if result.record is not None else None), where
+
+
 def run(args: argparse.Namespace) -> int:
     log_dirs, _ = common.open_tree(args.paths)
     pdirs = [p for d in log_dirs for p in d.partitions if common.selected(p, args)
@@ -86,15 +123,23 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError("no partition matches", path=args.paths[0])
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
     found_any = False
+    notes = []
     for pdir in pdirs:
-        files, result = _seek(pdir, args)
+        remote_log, result, note = _remote(log_dirs, pdir, args)
+        if result is None:
+            if note:
+                notes.append(f"{pdir.path.name}: {note}")
+            files, result = _seek(pdir, args)
+            log = files.log if files is not None else None
+        else:
+            log = remote_log
         if result is None:
             continue
         found_any = True
         out = {
             "type": "found", "topic": pdir.name.topic if pdir.name else None,
             "partition": pdir.name.partition if pdir.name else None,
-            "segment": str(files.log), "position": result.batch.position,
+            "segment": str(log), "position": result.batch.position,
             "index_used": result.index_used, "scan_start_position": result.start_position,
             "batches_scanned": result.batches_scanned, "batch": result.batch.to_json(),
             "record": render.record_json(result.record, mode)}
@@ -105,11 +150,14 @@ def run(args: argparse.Namespace) -> int:
                    else "no usable index: scanned from byte 0")
             sys.stdout.write(
                 f"{render.terminal_safe(pdir.path.name)}: offset {result.record.offset} in "
-                f"{render.terminal_safe(files.log.name)} at byte {result.batch.position} "
+                f"{render.terminal_safe(str(log) if log is remote_log else log.name)} "
+                f"at byte {result.batch.position} "
                 f"({how}, {result.batches_scanned} batch(es) read)\n"
                 f"{render.batch_text(result.batch)}\n"
                 f"{render.record_text(result.record, result.batch, print_data=True, mode=mode)}"
                 "\n")
+    for note in notes:
+        sys.stderr.write(f"segtools: {render.terminal_safe(note)}\n")
     if not found_any:
         what = f"offset {args.offset}" if args.offset is not None else \
             f"timestamp {args.timestamp}"

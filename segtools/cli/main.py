@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "producers": ("segtools.cli.producers",
                   "how producers batch, their sequences, retried duplicates"),
     "report": ("segtools.cli.report", "one self-contained HTML report of a tree, to share"),
+    "tiered": ("segtools.cli.tiered", "tiered storage: remote segments, stuck copies, both tiers"),
 }
 
 

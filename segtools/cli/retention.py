@@ -25,6 +25,8 @@ from segtools.analysis.explain import (
 )
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.partition_input import Loaded
+from segtools.analysis.retention import AWAITING_REMOTE_COPY
+from segtools.analysis.tiered import RemoteVerdict
 from segtools.cli import explain, render
 from segtools.cli.common import add_command, exit_code, progress
 from segtools.cli.explain import config_line, load, now_ms
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_text(loaded, report, args.plot, clock_note(args, now))
-    return exit_code(loaded.findings)
+    return exit_code(report.findings)
 
 
 # --------------------------------------------------------------------------- text
@@ -98,6 +100,9 @@ SEGMENT_COLUMNS = (Column("partition"), Column("segment"), Column("size", right=
                    Column("largest timestamp (source)", width=32),
                    Column("age", right=True), Column("verdict", width=6),
                    Column("eligible at", width=20), Column("reason"))
+REMOTE_COLUMNS = (Column("partition"), Column("remote offsets"), Column("size", right=True),
+                  Column("newest record", width=20), Column("state"), Column("verdict", width=6),
+                  Column("reason"))
 FORECAST_COLUMNS = (Column("when", width=20), Column("partition"),
                     Column("segments deleted"), Column("freed", right=True),
                     Column("topic size after", right=True))
@@ -141,13 +146,21 @@ def print_partition(say: Lines, e: RetentionExplained) -> None:
     label = render.terminal_safe(pi.label)
     say()
     say(f"{pi.label}  {pi.dir.path}")
-    say(config_line(pr.config, ("cleanup.policy", "retention.ms", "retention.bytes")), "  ")
+    names = ("cleanup.policy", "retention.ms", "retention.bytes")
+    if pr.config.remote_storage_enable:
+        names += ("remote.storage.enable", "local.retention.ms", "local.retention.bytes",
+                  "remote.log.copy.disable")
+    say(config_line(pr.config, names), "  ")
     say(f"high watermark {pr.high_watermark} ({high_watermark_source(pi)}) · "
         f"log start offset {pr.log_start_offset} ({log_start_offset_source(pi)}) · "
         f"log end offset {pr.log_end_offset} · {format_bytes(pr.size)} in "
         f"{len(pr.segments)} segment(s), {format_bytes(pr.deletable_bytes)} deletable", "  ")
+    waiting = next((v.base_offset for v in pr.segments if v.reason == AWAITING_REMOTE_COPY),
+                   None)
     with say.table(SEGMENT_COLUMNS) as table:
         for v in pr.segments:
+            eligible = "after the copy" if v.eligible_at is None and waiting is not None and \
+                v.base_offset >= waiting else format_time(v.eligible_at)
             last = "" if v.last_offset is None else v.last_offset
             reason = f"{v.reason}: {v.reason_text}"
             if v.stale and v.stale.count:
@@ -158,13 +171,27 @@ def print_partition(say: Lines, e: RetentionExplained) -> None:
                       format_bytes(v.size),
                       f"{format_time(v.max_timestamp)} ({v.max_timestamp_source})",
                       format_duration(v.age_ms), "DELETE" if v.deletable else "keep",
-                      format_time(v.eligible_at), render.terminal_safe(reason))
+                      eligible, render.terminal_safe(reason))
+    if e.remote:
+        print_remote(say, label, e.remote)
     for c in pr.callouts:
         say(f"! {c.code}: {c.message}", "  ")
     if e.forecast is not None and e.forecast.steps:
         say(f"forecast: {format_bytes(e.forecast.start_size)} now -> "
             f"{format_bytes(e.forecast.end_size)} at {format_time(e.forecast.end_ms)} "
             f"({len(e.forecast.steps)} step(s))", "  ")
+
+
+def print_remote(say: Lines, label: str, remote: tuple[RemoteVerdict, ...]) -> None:
+    """The remote tier's segments and what the expiration task does with them."""
+    say("remote segments (__remote_log_metadata):", "  ")
+    with say.table(REMOTE_COLUMNS) as table:
+        for v in remote:
+            s = v.segment
+            table.add(label, f"{s.start_offset}..{s.end_offset}", format_bytes(s.size_in_bytes),
+                      format_time(s.max_timestamp_ms), s.state,
+                      "DELETE" if v.deletable else "keep",
+                      render.terminal_safe(f"{v.reason}: {v.reason_text}"))
 
 
 def print_forecast(say: Lines, topic: str, fc: Forecast) -> None:

@@ -8,14 +8,15 @@ in a record's row of int64 columns. A change to a declaration changes both the r
 an analysis names the fields it reads (:meth:`Family.slot`), and a name or type the
 declarations no longer have fails there, when the family is built.
 
-Three families frame records the way their topics do: ``__consumer_offsets``
-(``GroupCoordinatorRecordSerde``), ``__transaction_state`` (``TransactionLog``) and
-``__cluster_metadata`` (``AbstractApiMessageSerde``). A :class:`Decoder` runs one over a
-window of records (key and value spans, as :class:`~segtools.decode.chunks.RecordColumns` hold
-them) and returns a :class:`Block`: per record a status, the record type and versions, and its
-slots; strings chosen by the family come out as dense codes of the decoder's interners. A
-:class:`Block` can rebuild any record's value exactly as the reference reads it (``value``,
-``key``), which the differential tests hold it to.
+Four families frame records the way their topics do: ``__consumer_offsets``
+(``GroupCoordinatorRecordSerde``), ``__transaction_state`` (``TransactionLog``),
+``__cluster_metadata`` and ``__remote_log_metadata`` (both ``AbstractApiMessageSerde``). A
+:class:`Decoder` runs one over a window of records (key and value spans, as
+:class:`~segtools.decode.chunks.RecordColumns` hold them) and returns a :class:`Block`: per
+record a status, the record type and versions, and its slots; strings chosen by the family
+come out as dense codes of the decoder's interners. A :class:`Block` can rebuild any record's
+value exactly as the reference reads it (``value``, ``key``), which the differential tests
+hold it to.
 """
 
 from __future__ import annotations
@@ -31,7 +32,12 @@ import numpy as np
 
 from segtools.decode import _programs as K
 from segtools.decode.chunks import Chunk
-from segtools.formats.internal import cluster_metadata, consumer_offsets, transaction_state
+from segtools.formats.internal import (
+    cluster_metadata,
+    consumer_offsets,
+    remote_log_metadata,
+    transaction_state,
+)
 from segtools.formats.internal.generated import (
     UNKNOWN_TAGGED_FIELDS,
     ArrayOf,
@@ -399,6 +405,15 @@ def cluster_metadata_family() -> Family:
               for v in _versions(m)}
     return _family("__cluster_metadata", K.MODE_METADATA, {}, values,
                    intern=frozenset({"topicId"}))
+
+
+@cache
+def remote_log_metadata_family() -> Family:
+    """``RemoteLogMetadataSerde``: the ``AbstractApiMessageSerde`` frame of ``__cluster_metadata``
+    over the four remote log metadata record types."""
+    values = {(m.api_key, v): (m.name, m) for m in remote_log_metadata.RECORDS
+              for v in _versions(m)}
+    return _family(remote_log_metadata.TOPIC, K.MODE_METADATA, {}, values)
 
 
 # ---------------------------------------------------------------------------- decoding

@@ -31,6 +31,7 @@ from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
 from segtools.analysis.partition_input import Loaded
+from segtools.analysis.tiered import TieredReport
 from segtools.analysis.transactions import TransactionsReport
 from segtools.api import LogDirs
 from segtools.api import open as open_tree
@@ -308,6 +309,23 @@ def _retention(e) -> dict:
     return out
 
 
+def _tiered(tp) -> dict:
+    """One tiered partition's two tiers in a line (``segtools tiered`` has the segments)."""
+    doc = tp.to_json()
+    local, remote = doc["local"], doc["remote_segments"]
+    states = Counter(s["state"] for s in remote)
+    return {"topic": tp.topic, "partition": tp.partition,
+            "local_start_offset": local["local_log_start_offset"] if local else None,
+            "log_end_offset": local["log_end_offset"] if local else None,
+            "local_size": local["size"] if local else None,
+            "highest_offset_in_remote_storage": doc["highest_offset_in_remote_storage"],
+            "remote_size": doc["remote_size"],
+            "remote_states": [{"state": k, "count": v} for k, v in sorted(states.items())],
+            "remote_deletable": sum(1 for s in remote if s.get("deletable")),
+            "partition_delete": (doc["partition_delete"] or {}).get("state"),
+            "findings": [f.code for f in tp.findings]}
+
+
 def _compaction(pc, redactor: Redactor | None, budget: Budget) -> dict:
     def key(b: bytes | None) -> str | None:
         return preview(redactor.key(b) if redactor is not None else b, budget.preview)
@@ -426,6 +444,7 @@ class _Analyses:
     replay: OffsetsReplay | None
     replicas: list
     producers: list
+    tiers: TieredReport
     findings: list[Finding]
 
     @classmethod
@@ -435,6 +454,7 @@ class _Analyses:
         retention = logs.explain_retention(at=now, inputs=inputs,
                                            forecast_days=budget.forecast_days)
         compaction = logs.explain_compaction(at=now, inputs=inputs)
+        tiers = logs.tiered(at=now, inputs=inputs)
         txns = logs.transactions()
         # the group timelines need every commit: the replay keeps its history only when asked
         replay = (logs.offsets_at(history=True) if logs.partitions(CONSUMER_OFFSETS_TOPIC)
@@ -445,8 +465,10 @@ class _Analyses:
                             *(replay.findings if replay else ()),
                             *(f for rs in replicas for f in (*rs.read_findings,
                                                              *rs.divergence.findings)),
-                            *(f for pp in producers for f in pp.findings)])
-        return cls(inputs, retention, compaction, txns, replay, replicas, producers, findings)
+                            *(f for pp in producers for f in pp.findings),
+                            *tiers.all_findings])
+        return cls(inputs, retention, compaction, txns, replay, replicas, producers, tiers,
+                   findings)
 
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
@@ -498,6 +520,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
                     for pt in a.txns.partitions for h in pt.hanging],
         "divergence": [_divergence(rs) for rs in a.replicas],
         "left_out": [{"what": what, "count": n} for what, n in sorted(left_out.items())],
+        "tiered": [_tiered(tp) for tp in a.tiers.partitions],
     }
     if redactor is not None:
         data = _scrub(data, redactor)

@@ -106,6 +106,7 @@ def render(model: ReportModel) -> str:
         generated=datetime.fromtimestamp(meta["generated_at"] / 1000, UTC)
         .strftime("%Y-%m-%d %H:%M:%S UTC"),
         summary=data["summary"], codes=data["finding_codes"], left_out=data["left_out"],
-        skipped=data["skipped"], finding_total=sum(c["count"] for c in data["finding_codes"]),
+        skipped=data["skipped"], tiered=data["tiered"],
+        finding_total=sum(c["count"] for c in data["finding_codes"]),
         worst={3: "error", 2: "warning", 1: "info", 0: "none"}[worst],
         custody=data.get("custody"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import re
 import stat
 from typing import BinaryIO
 
@@ -65,13 +66,22 @@ TEXT_FILE_CAP = 64 * 1024 * 1024
 SEGMENT_NAME_DIGITS = 20
 
 
+#: ``RemoteLogSegmentFileset``'s file names in Kafka's ``LocalTieredStorage``: the start offset,
+#: '-', the remote segment id (a 22-character ``Uuid``), then the file type.
+REMOTE_SEGMENT_STEM = re.compile(r"(\d+)-[A-Za-z0-9_-]{22}")
+
+
 def offset_from_file_name(name: str) -> int:
     """The base offset encoded in a segment file name.
 
     Mirrors ``LogFileUtils.offsetFromFileName``: everything before the *first* '.', parsed as a
-    long, so ``00000000000000000042.log.deleted`` is base offset 42.
+    long, so ``00000000000000000042.log.deleted`` is base offset 42. A remote segment's file
+    in ``LocalTieredStorage`` names its start offset before its segment id.
     """
     prefix = name.split(".", 1)[0]
+    remote = REMOTE_SEGMENT_STEM.fullmatch(prefix) if prefix.isascii() else None
+    if remote is not None:
+        prefix = remote.group(1)
     if not prefix.isascii() or not prefix.isdigit():
         raise NotAKafkaFileError(f"{name!r} does not start with a decimal base offset", path=name)
     value = int(prefix)

@@ -21,7 +21,7 @@ from segtools.decode.table import BatchTable
 from segtools.decode.walk import TABLE_ROWS, Walked
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
-from segtools.storage.files import open_regular
+from segtools.storage.files import REMOTE_SEGMENT_STEM, open_regular
 from segtools.storage.location import ObjectChangedError, as_path, is_remote, open_source
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.source import MappedSource, WindowSource
@@ -32,11 +32,15 @@ SMALL_FILE = 256 * 1024
 
 
 def base_offset_from_name(path: str | os.PathLike) -> int | None:
-    """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name.
+    """``LogFileUtils.offsetFromFileName``: the digits before the first '.' of the name; for a
+    remote segment copied by ``LocalTieredStorage``, the start offset before its segment id.
 
     ASCII digits only: ``str.isdigit`` also accepts '²', which ``int`` then refuses."""
     stem = os.path.basename(os.fspath(path)).split(".", 1)[0]
-    return int(stem) if stem.isascii() and stem.isdigit() else None
+    if stem.isascii() and stem.isdigit():
+        return int(stem)
+    remote = REMOTE_SEGMENT_STEM.fullmatch(stem) if stem.isascii() else None
+    return int(remote.group(1)) if remote else None
 
 
 def unreadable(path: str, error: SegtoolsError) -> Finding:

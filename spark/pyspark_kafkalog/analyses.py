@@ -481,3 +481,27 @@ def producer_batching(batches: DataFrame) -> DataFrame:
             .groupBy("log_dir", "topic", "partition")
             .applyInArrow(_producer_rows, PRODUCER_SCHEMA)
             .orderBy("topic", "partition", "producer_id", "producer_epoch"))
+
+
+# ------------------------------------------------------------------------------ tiered storage
+
+#: The tiered view's columns (Spark DDL): one row per remote segment, as
+#: :meth:`segtools.analysis.tiered.TieredReport.rows` gives them.
+TIERED_SCHEMA = ("topic string, partition int, highest_offset_in_remote_storage long, "
+                 "segment_id string, start_offset long, end_offset long, size long, "
+                 "max_timestamp long, broker_id int, state string, copy_started_ms long, "
+                 "state_changed_ms long, deletable boolean, reason string")
+
+
+def tiered_segments(spark: SparkSession, paths: str | Sequence[str], *,
+                    now_ms: int | None = None, remote_store: str | None = None) -> DataFrame:
+    """Every remote segment of the tree's tiered partitions, with its state and what the
+    expiration task does with it at ``now_ms``: the rows of ``segtools tiered`` (the same
+    :func:`segtools.analysis.tiered.tiered_report`; ``remote_store`` as its
+    ``--remote-store``). ``__remote_log_metadata`` holds one small record per copy or delete,
+    so the replay runs once, on the driver, and the rows are handed to Spark."""
+    import segtools  # the driver-side library, imported when used
+
+    report = segtools.open(*([paths] if isinstance(paths, str) else paths)).tiered(
+        at=_now_ms(now_ms), remote_store=remote_store)
+    return spark.createDataFrame(report.rows(), TIERED_SCHEMA)

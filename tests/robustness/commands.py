@@ -126,6 +126,11 @@ ARGUMENT_SETS: dict[str, ArgSets] = {
         ["producers", "-q", str(t.root)],
         ["producers", "-q", "--format", "jsonl", "--duplicates", str(t.sample)],
     ],
+    "tiered": lambda t: [
+        ["tiered", "-q", str(t.root)],
+        ["tiered", "-q", "--format", "json", str(t.root / "tiered"),
+         str(t.root / "tiered-hostile")],
+    ],
     # the report is written beside the copied trees, never under a log dir
     "report": lambda t: [
         ["report", "-q", "-o", str(t.root.parent / "report.html"), str(t.root)],

@@ -98,12 +98,12 @@ def test_dir_names(data):
 
 
 @FAST
-@given(st.integers(0, 5), st.integers(0, 0xFFFF), st.binary(max_size=120))
+@given(st.integers(0, 6), st.integers(0, 0xFFFF), st.binary(max_size=120))
 def test_internal_topic_decoders(which, split, body):
     targets.internal(bytes([which]) + split.to_bytes(2, "big") + body)
 
 
 @FAST
-@given(st.integers(0, 2), st.integers(0, 0xFFFF), st.binary(max_size=120))
+@given(st.integers(0, 3), st.integers(0, 0xFFFF), st.binary(max_size=120))
 def test_internal_topic_programs(which, split, body):
     targets.internal_programs(bytes([which]) + split.to_bytes(2, "big") + body)

@@ -9,6 +9,7 @@ the record are an error, as Kafka's reader says ("garbage after"). Schemas follo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from segtools.formats.internal.generated import (
@@ -218,8 +219,11 @@ def _frame_number(r: Reader, what: str) -> int:
     return value
 
 
-def decode_frame(value: bytes | None) -> MetadataRecord:
-    """Decode one metadata record value as ``AbstractApiMessageSerde.read`` does."""
+def decode_frame(value: bytes | None,
+                 schemas: Mapping[int, Message] = BY_API_KEY) -> MetadataRecord:
+    """Decode one metadata record value as ``AbstractApiMessageSerde.read`` does; ``schemas``
+    is the serde's ``apiMessageFor`` (``__remote_log_metadata`` frames its records the same
+    way with its own four)."""
     if value is None:
         raise SchemaError("metadata record has a null value")
     r = Reader(memoryview(value), 0, len(value))
@@ -231,7 +235,7 @@ def decode_frame(value: bytes | None) -> MetadataRecord:
         raise UnsupportedVersionError(f"unknown metadata record frame version {frame_version}")
     api_key = _frame_number(r, "type")
     version = _frame_number(r, "version")
-    schema = BY_API_KEY.get(api_key)
+    schema = schemas.get(api_key)
     if schema is None:
         raise UnknownMetadataRecordError(api_key, version)
     data, end = schema.read(value, version, start=r.pos)
