@@ -1,21 +1,81 @@
 """A Spark driver run in its own process by the cluster and auto-registration tests.
 
-``python -m tests.spark.cluster_driver MASTER TREE [--no-register] [--counts-only]`` reads
-``TREE`` with ``format("kafkalog")`` and prints one JSON document: records per
-topic-partition, and (unless ``--counts-only``) the read-committed total, the number of
-segments, and the Python executables and process ids the rows were decoded in.
+``python -m tests.spark.cluster_driver MASTER TREE [--no-register] [--counts-only]
+[--remote NAME=URI ...]`` reads ``TREE`` with ``format("kafkalog")`` and prints one JSON
+document: records per topic-partition, and (unless ``--counts-only``) the read-committed
+total, the number of segments, the Python executables, process ids and executor working
+directories the rows were decoded in, and, for each ``--remote`` tree (an object-store URI,
+with the storage options from ``$KAFKALOG_STORAGE_OPTIONS`` as JSON), its rows at the three
+levels in a comparable form and the printed plan of one read.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
+
+#: Columns that say where bytes live: they differ between a local and a remote copy.
+WHERE = ("log_dir", "partition_dir", "path", "summary_json", "mtime")
+
+
+def plain(value: object) -> object:
+    """A row value as JSON: bytes in base64, timestamps as text, lists and structs inside."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(bytes(value)).decode()
+    if hasattr(value, "asDict"):  # a Row (a tuple) of a struct column
+        return {k: plain(v) for k, v in value.asDict().items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def rows_of(df) -> list[dict]:
+    """The rows without the columns that say where they live; timestamps as epoch
+    microseconds (a Python datetime would depend on the driver's time zone)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import TimestampType
+
+    keep = [F.unix_micros(f.name).alias(f.name) if isinstance(f.dataType, TimestampType)
+            else F.col(f.name) for f in df.schema.fields if f.name not in WHERE]
+    return comparable(r.asDict() for r in df.select(*keep).collect())
+
+
+def comparable(rows) -> list[dict]:
+    """Rows as sorted JSON-able dicts (also used by the test on its local reads)."""
+    out = [{k: plain(v) for k, v in r.items()} for r in rows]
+    for r in out:  # a file's modification time: an object's is its upload time
+        if r.get("max_timestamp_source") == "mtime":
+            r["largest_timestamp"] = None
+    return sorted(out, key=lambda r: json.dumps(r, sort_keys=True))
+
+
+def remote_reads(spark, uri: str, storage: dict[str, str]) -> dict:
+    def load(**options):
+        reader = spark.read.format("kafkalog").option("partitionStates", "all")
+        for k, v in {**storage, **options}.items():
+            reader = reader.option(k, v)
+        return reader.load(uri)
+
+    records = load(includeHeaders="true", includeControl="true", minPartitions="4")
+    where = (records.rdd.mapPartitions(lambda rows: [(os.getcwd(), sum(1 for _ in rows))])
+             .collect())
+    return {"records": rows_of(records), "batches": rows_of(load(level="batches")),
+            "segments": rows_of(load(level="segments")),
+            "log_dirs": sorted({r["log_dir"] for r in records.select("log_dir").collect()}),
+            "workdirs": sorted({w[0] for w in where if w[1]}),
+            "plan": records._jdf.queryExecution().toString()}
 
 
 def main(argv: list[str]) -> None:
     master, tree = argv[0], argv[1]
     register = "--no-register" not in argv
+    remotes = dict(a.split("=", 1) for i, a in enumerate(argv) if argv[i - 1] == "--remote")
     from tests.spark.conftest import spark_environment
 
     spark_environment()
@@ -28,8 +88,8 @@ def main(argv: list[str]) -> None:
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.cores.max", "1")
-               .config("spark.executor.memory", "1g"))
+               .config("spark.cores.max", os.environ.get("KAFKALOG_CORES", "1"))
+               .config("spark.executor.memory", "512m"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")
     try:
@@ -49,10 +109,13 @@ def main(argv: list[str]) -> None:
                  .mapPartitions(lambda rows: [(sys.executable, os.getpid(), sum(1 for _ in rows))])
                  .collect())
         headers = df.filter(F.size("headers") > 0).count()
+        storage = json.loads(os.environ.get("KAFKALOG_STORAGE_OPTIONS", "{}"))
         print(json.dumps({"master": spark.sparkContext.master, "counts": counts,
                           "committed": committed, "segments": segments, "headers": headers,
                           "executors": sorted({w[0] for w in where}),
-                          "pids": sorted({w[1] for w in where}), "driver_pid": os.getpid()}))
+                          "pids": sorted({w[1] for w in where}), "driver_pid": os.getpid(),
+                          "remote": {name: remote_reads(spark, uri, storage)
+                                     for name, uri in remotes.items()}}))
     finally:
         spark.stop()
 
