@@ -1,12 +1,13 @@
 """A Spark driver run in its own process by the cluster and auto-registration tests.
 
 ``python -m tests.spark.cluster_driver MASTER TREE [--no-register] [--counts-only]
-[--remote NAME=URI ...]`` reads ``TREE`` with ``format("kafkalog")`` and prints one JSON
+[--remote URI ...]`` reads ``TREE`` with ``format("kafkalog")`` and prints one JSON
 document: records per topic-partition, and (unless ``--counts-only``) the read-committed
-total, the number of segments, the Python executables, process ids and executor working
-directories the rows were decoded in, and, for each ``--remote`` tree (an object-store URI,
-with the storage options from ``$KAFKALOG_STORAGE_OPTIONS`` as JSON), its rows at the three
-levels in a comparable form and the printed plan of one read.
+total, the number of segments, the Python executables and process ids the rows were decoded
+in, and, for the ``--remote`` trees (object-store URIs, read together with the storage
+options from ``$KAFKALOG_STORAGE_OPTIONS`` as JSON), their rows at the three levels in a
+comparable form, the log dirs they name, the executors' working directories and the printed
+plan of one read.
 """
 
 from __future__ import annotations
@@ -35,15 +36,18 @@ def plain(value: object) -> object:
     return str(value)
 
 
-def rows_of(df) -> list[dict]:
-    """The rows without the columns that say where they live; timestamps as epoch
-    microseconds (a Python datetime would depend on the driver's time zone)."""
+def rows_of(df) -> tuple[list[dict], set[str]]:
+    """The rows without the columns that say where they live (and the log dirs they name);
+    timestamps as epoch microseconds (a datetime would depend on the driver's time zone)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import TimestampType
 
-    keep = [F.unix_micros(f.name).alias(f.name) if isinstance(f.dataType, TimestampType)
-            else F.col(f.name) for f in df.schema.fields if f.name not in WHERE]
-    return comparable(r.asDict() for r in df.select(*keep).collect())
+    cols = [F.unix_micros(f.name).alias(f.name) if isinstance(f.dataType, TimestampType)
+            else F.col(f.name) for f in df.schema.fields
+            if f.name not in WHERE or f.name == "log_dir"]
+    rows = [r.asDict() for r in df.select(*cols).collect()]
+    log_dirs = {r.pop("log_dir") for r in rows}
+    return comparable(rows), log_dirs
 
 
 def comparable(rows) -> list[dict]:
@@ -55,19 +59,19 @@ def comparable(rows) -> list[dict]:
     return sorted(out, key=lambda r: json.dumps(r, sort_keys=True))
 
 
-def remote_reads(spark, uri: str, storage: dict[str, str]) -> dict:
+def remote_reads(spark, uris: list[str], storage: dict[str, str]) -> dict:
     def load(**options):
         reader = spark.read.format("kafkalog").option("partitionStates", "all")
         for k, v in {**storage, **options}.items():
             reader = reader.option(k, v)
-        return reader.load(uri)
+        return reader.load(uris)
 
     records = load(includeHeaders="true", includeControl="true", minPartitions="4")
     where = (records.rdd.mapPartitions(lambda rows: [(os.getcwd(), sum(1 for _ in rows))])
              .collect())
-    return {"records": rows_of(records), "batches": rows_of(load(level="batches")),
-            "segments": rows_of(load(level="segments")),
-            "log_dirs": sorted({r["log_dir"] for r in records.select("log_dir").collect()}),
+    rows, log_dirs = rows_of(records)
+    return {"records": rows, "batches": rows_of(load(level="batches"))[0],
+            "segments": rows_of(load(level="segments"))[0], "log_dirs": sorted(log_dirs),
             "workdirs": sorted({w[0] for w in where if w[1]}),
             "plan": records._jdf.queryExecution().toString()}
 
@@ -75,7 +79,7 @@ def remote_reads(spark, uri: str, storage: dict[str, str]) -> dict:
 def main(argv: list[str]) -> None:
     master, tree = argv[0], argv[1]
     register = "--no-register" not in argv
-    remotes = dict(a.split("=", 1) for i, a in enumerate(argv) if argv[i - 1] == "--remote")
+    remotes = [a for i, a in enumerate(argv) if i and argv[i - 1] == "--remote"]
     from tests.spark.conftest import spark_environment
 
     spark_environment()
@@ -97,8 +101,11 @@ def main(argv: list[str]) -> None:
             import pyspark_kafkalog
             pyspark_kafkalog.register(spark)
         df = spark.read.format("kafkalog").option("includeHeaders", "true").load(tree)
-        counts = {f"{r['topic']}-{r['partition']}": r["count"]
-                  for r in df.groupBy("topic", "partition").count().collect()}
+        per_partition = (df.groupBy("topic", "partition")
+                         .agg(F.count("*").alias("count"),
+                              F.sum((F.size("headers") > 0).cast("int")).alias("headers"))
+                         .collect())
+        counts = {f"{r['topic']}-{r['partition']}": r["count"] for r in per_partition}
         if "--counts-only" in argv:
             print(json.dumps({"master": spark.sparkContext.master, "counts": counts}))
             return
@@ -108,14 +115,13 @@ def main(argv: list[str]) -> None:
         where = (spark.read.format("kafkalog").load(tree).rdd
                  .mapPartitions(lambda rows: [(sys.executable, os.getpid(), sum(1 for _ in rows))])
                  .collect())
-        headers = df.filter(F.size("headers") > 0).count()
+        headers = sum(r["headers"] for r in per_partition)
         storage = json.loads(os.environ.get("KAFKALOG_STORAGE_OPTIONS", "{}"))
         print(json.dumps({"master": spark.sparkContext.master, "counts": counts,
                           "committed": committed, "segments": segments, "headers": headers,
                           "executors": sorted({w[0] for w in where}),
                           "pids": sorted({w[1] for w in where}), "driver_pid": os.getpid(),
-                          "remote": {name: remote_reads(spark, uri, storage)
-                                     for name, uri in remotes.items()}}))
+                          "remote": remote_reads(spark, remotes, storage) if remotes else None}))
     finally:
         spark.stop()
 
