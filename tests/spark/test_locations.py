@@ -15,6 +15,7 @@ import pytest
 from pyspark_kafkalog.options import OptionError, parse_options
 from pyspark_kafkalog.planning import plan as plan_tasks
 
+from segtools.errors import SegtoolsError
 from segtools.storage import location
 from tests.s3server import ACCESS_KEY, SECRET_KEY
 from tests.spark.inprocess import read
@@ -107,3 +108,13 @@ def test_storage_options_are_split_by_name():
     assert opts.storage_secrets == {"session_token": "t0k"}
     with pytest.raises(OptionError, match=r"storage\.concurrency"):
         parse_options({"path": "s3://b/x", "storage.concurrency": "many"})
+
+
+def test_a_missing_bucket_is_one_error_naming_it_without_secrets(s3_trees):
+    server, _ = s3_trees
+    opts = parse_options({"path": "s3://no-such-bucket/logs", **storage_options(server)})
+    with pytest.raises(SegtoolsError) as e:
+        plan_tasks(opts)
+    text = str(e.value)
+    assert "s3://no-such-bucket" in text and text.startswith("kafkalog: ")
+    assert SECRET_KEY not in text and ACCESS_KEY not in text
