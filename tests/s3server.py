@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -36,7 +37,10 @@ def _free_port() -> int:
 class S3Server:
     """One moto server process, started on a free port and stopped on exit."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        """``env``: extra settings for the server (``INITIAL_NO_AUTH_ACTION_COUNT=0``: every
+        request must carry credentials the server knows)."""
+        self.extra_env = dict(env or {})
         self.port = _free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen | None = None
@@ -44,10 +48,13 @@ class S3Server:
     # -- lifecycle -------------------------------------------------------------------------
 
     def start(self) -> S3Server:
-        env = {**os.environ, "MOTO_ENABLE_RECORDING": "true"}
+        self._dir = tempfile.TemporaryDirectory(prefix="segtools-moto-")
+        env = {**os.environ, "MOTO_ENABLE_RECORDING": "true",
+               "MOTO_RECORDER_FILEPATH": os.path.join(self._dir.name, "recording"),
+               **self.extra_env}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=self._dir.name)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
@@ -69,6 +76,7 @@ class S3Server:
                 self._proc.kill()
                 self._proc.wait()
             self._proc = None
+            self._dir.cleanup()
 
     def __enter__(self) -> S3Server:
         return self.start()

@@ -35,7 +35,7 @@ import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from segtools.analysis.partition_log import (
     LogRecord,
@@ -64,6 +64,7 @@ from segtools.formats.internal.cluster_metadata import (
     decode_frame,
 )
 from segtools.formats.internal.control import KRaftControlRecord, decode_kraft_control
+from segtools.storage.location import as_path
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir
 
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
@@ -560,7 +561,7 @@ def metadata_partition(path: PartitionDir | str | os.PathLike[str]) -> Partition
     """The ``__cluster_metadata-0`` directory given itself or a log dir holding it."""
     if isinstance(path, PartitionDir):
         return path
-    p = Path(path)
+    p = as_path(path)
     if (p / f"{CLUSTER_METADATA_TOPIC}-0").is_dir():
         p = p / f"{CLUSTER_METADATA_TOPIC}-0"
     partition = as_partition(p)
@@ -649,7 +650,7 @@ def metadata_version(path: PartitionDir | Path, *,
     from one file of batches (a ``bootstrap.checkpoint``). None when no such record is there;
     unreadable parts raise :class:`SegtoolsError` or are skipped as the walk's findings."""
     findings: list[Finding] = []
-    if isinstance(path, Path) and path.is_file():
+    if isinstance(path, PurePath) and as_path(path).is_file():
         return _metadata_version_in(file_records(path, findings, limit=limit))
     partition = metadata_partition(path)
     latest = max(((int(m.group(1)), p) for p in partition.kraft_snapshots

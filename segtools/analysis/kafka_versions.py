@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from segtools.errors import SegtoolsError
+from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionState
 from segtools.storage.summary import SegmentSummary
@@ -171,8 +172,9 @@ def _segment_evidence(summaries: Sequence[SegmentSummary], where: str) -> list[E
     out = []
     older = next((s for s in summaries if older_time_index_convention(s)), None)
     if older is not None:
+        timeindex = str(as_path(older.path).with_suffix(".timeindex"))
         out.append(Evidence(RULES["time index entry naming a record inside its batch (older "
-                                  "convention)"], str(Path(older.path).with_suffix(".timeindex")),
+                                  "convention)"], timeindex,
                             f"last entry names offset {older.timeindex_last[1]}, inside the batch "
                             f"ending at {older.log_offset_of_max_timestamp}"))
     if any(2 in s.magics for s in summaries):

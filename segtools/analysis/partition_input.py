@@ -24,6 +24,7 @@ from segtools.analysis.retention import (
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.findings import Finding
+from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir, settled
 from segtools.storage.partition import (
     CLUSTER_METADATA_TOPIC,
@@ -93,8 +94,8 @@ def metadata_logs(log_dirs: Sequence[LogDir]) -> list[Path]:
     for d in log_dirs:
         for p in d.partitions:
             if p.name is not None and p.name.is_metadata_log:
-                found[Path(p.path)] = None
-        beside = Path(d.path) / CLUSTER_METADATA_DIR
+                found[as_path(p.path)] = None
+        beside = as_path(d.path) / CLUSTER_METADATA_DIR
         if beside.is_dir() and not beside.is_symlink():
             found.setdefault(beside, None)
     return list(found)

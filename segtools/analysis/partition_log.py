@@ -23,6 +23,7 @@ from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
+from segtools.storage.location import as_path
 from segtools.storage.logdirs import walk
 from segtools.storage.partition import (
     PartitionDir,
@@ -46,7 +47,7 @@ def as_partition(partition: PartitionDir | str | os.PathLike[str]) -> PartitionD
     """A :class:`PartitionDir` given itself or the path of a partition directory."""
     if isinstance(partition, PartitionDir):
         return partition
-    path = Path(partition)
+    path = as_path(partition)
     if not path.is_dir():
         raise SegtoolsError("not a partition directory", path=str(path))
     return load_partition_dir(path)

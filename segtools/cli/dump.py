@@ -27,6 +27,7 @@ from segtools.findings import Finding
 from segtools.model import Batch, Record
 from segtools.redact import Redactor, redactor
 from segtools.storage.index import OffsetIndex, TimeIndex
+from segtools.storage.location import resolve
 from segtools.storage.partition import is_record_batch_file
 from segtools.storage.seek import start_position_for_offset
 from segtools.storage.segment import Segment
@@ -161,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     deep = args.deep or args.print_data or args.decoder is not None or (
         window.bounded and args.format == "jsonl")
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
-    total = sum(_size_or_zero(Path(n)) for n in args.files if is_log_file(n))
+    total = sum(_size_or_zero(resolve(n)) for n in args.files if is_log_file(n))
     # a bar only when the data goes elsewhere: on the terminal it would tear the output
     quiet = args.quiet or sys.stdout.isatty()
     with common.progress(total, "dumping", quiet=quiet) as advance:
@@ -181,7 +182,7 @@ def _size_or_zero(path: Path) -> int:
 
 def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Output,
                advance) -> None:
-    path = Path(name)
+    path = resolve(name)  # a local file, an object or an archive member (storage/location.py)
     shown = out.redactor.path(name) if out.redactor is not None else name
     if path.is_dir():
         raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)

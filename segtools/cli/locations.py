@@ -8,7 +8,10 @@ standard chain (``AWS_*`` variables, profiles, instance roles). Values are never
 from __future__ import annotations
 
 import argparse
+import json
+import sys
 
+from segtools.cli import render
 from segtools.errors import SegtoolsError
 from segtools.storage import location
 
@@ -22,6 +25,7 @@ def _option(text: str) -> tuple[str, str]:
 
 def add_location_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("where the paths live (object storage, archives)")
+    add_hashes_argument(g)
     g.add_argument("--storage-option", action="append", type=_option, default=[],
                    metavar="KEY=VALUE", dest="storage_options",
                    help="an option of the object store paths are read from (repeatable), "
@@ -40,3 +44,32 @@ def configure(args: argparse.Namespace) -> None:
             except ValueError:
                 raise SegtoolsError(f"--storage-option {name} must be a whole number") from None
     location.set_default_options(options)
+    if getattr(args, "hashes", False):
+        location.start_custody()
+
+
+def finish(args: argparse.Namespace) -> None:
+    """``--hashes``: the chain of custody after the answer, in the answer's format (the
+    report carries it in its page instead)."""
+    if not getattr(args, "hashes", False) or args.command == "report":
+        return
+    records = location.custody()
+    fmt = getattr(args, "format", "text")
+    if fmt in ("json", "jsonl"):
+        for r in records:
+            print(json.dumps(r, separators=(",", ":")))
+        return
+    out = sys.stderr if fmt == "csv" else sys.stdout
+    print(f"chain of custody: {len(records)} file(s) read", file=out)
+    for r in records:
+        seen = f"etag {r['etag']}" if r["etag"] else f"mtime {r['mtime_ms']} ms"
+        mark = "  CHANGED since read" if r["changed"] else ""
+        print(f"  {r['sha256'] or '-' * 64}  {r['size']:>12}  {seen}  "
+              f"{render.terminal_safe(r['path'])}{mark}", file=out)
+
+
+def add_hashes_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hashes", action="store_true",
+                   help="chain of custody: after the answer, each file read with its location, "
+                        "size, modification time (or version tag) and SHA-256 (JSON: "
+                        "\"custody\" objects; the report: a table)")

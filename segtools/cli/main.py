@@ -82,8 +82,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
     try:
-        importlib.import_module("segtools.cli.locations").configure(args)
-        return args.run(args)
+        locations = importlib.import_module("segtools.cli.locations")
+        locations.configure(args)
+        code = args.run(args)
+        locations.finish(args)
+        return code
     except SegtoolsError as e:
         if args.debug:
             raise

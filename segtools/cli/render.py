@@ -147,7 +147,10 @@ def record_text(record: Record, batch: Batch, *, print_data: bool, mode: str) ->
 
 
 def shown_path(path) -> str:
-    """A path as an operator typed it: relative to the working directory when under it."""
+    """A path as an operator typed it: relative to the working directory when under it (a
+    URI of an object store stays as it is)."""
+    if "://" in str(path):
+        return str(path)
     try:
         return os.path.relpath(path) if not os.path.relpath(path).startswith("..") \
             else str(path)

@@ -95,6 +95,9 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError("no such file", path=args.config)
     model = build(args.paths, at=args.at, config=args.config, redactor=redact,
                   limit=args.max_decompressed_bytes)
+    if args.hashes:  # chain of custody: every file the analyses read, in the page
+        from segtools.storage.location import custody
+        model.data["custody"] = custody()
     html = page.render(model)
     fd, tmp = tempfile.mkstemp(prefix=".segtools-report-", suffix=".html",
                                dir=out.parent if str(out.parent) else ".")

@@ -24,7 +24,6 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from segtools import __version__
 from segtools.analysis.explain import CompactionReport, RetentionReport
@@ -41,6 +40,7 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Record
 from segtools.redact import Redactor
+from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
 from segtools.storage.segment import Segment
@@ -92,7 +92,7 @@ def preview(data: bytes | None, limit: int) -> str | None:
 
 def _where(path: str) -> tuple[str | None, int | None]:
     """The topic and partition a path belongs to (its deepest partition-directory part)."""
-    for part in reversed(Path(path).parts):
+    for part in reversed(as_path(path).parts):
         name = parse_partition_dir_name(part)
         if name is not None:
             return name.topic, name.partition
@@ -102,10 +102,10 @@ def _where(path: str) -> tuple[str | None, int | None]:
 def _partition_dir(path: str) -> str | None:
     """The partition directory a finding's path is in (copies of one partition in several
     log dirs are told apart)."""
-    parts = Path(path).parts
-    for i in range(len(parts) - 1, -1, -1):
-        if parse_partition_dir_name(parts[i]) is not None:
-            return str(Path(*parts[:i + 1]))
+    where = as_path(path)
+    for up in (where, *where.parents):
+        if parse_partition_dir_name(up.name) is not None:
+            return str(up)
     return None
 
 

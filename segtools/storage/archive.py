@@ -37,7 +37,7 @@ from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.findings import finding
-from segtools.storage.location import Entry, Location, close_all
+from segtools.storage.location import Entry, Location, close_all, note_read
 
 #: Default bound on temporary space for inflated members (``tmp_limit`` storage option).
 TMP_LIMIT = 16 * 1024**3
@@ -63,9 +63,9 @@ class _Member:
 def _safe_key(name: str) -> str | None:
     """The member's key inside the location, or None for a name that is absolute or climbs
     out of the archive (``..``): such a name could only be meant to write elsewhere."""
-    if name.startswith(("/", "\\")) or (len(name) > 1 and name[1] == ":"):
+    if name.startswith("/"):
         return None
-    parts = [p for p in PurePosixPath(name.replace("\\", "/")).parts if p not in ("", ".")]
+    parts = [p for p in PurePosixPath(name).parts if p not in ("", ".")]
     if any(p == ".." for p in parts):
         return None
     return "/" + "/".join(parts)
@@ -89,6 +89,8 @@ class ArchiveLocation(Location):
         self._fds: dict[Path, int] = {}
         name = self.archive.name.lower()
         try:
+            st = self.archive.stat()
+            note_read(self.archive, st.st_size, st.st_mtime_ns)  # the bundle is evidence too
             if name.endswith(".zip"):
                 self._list_zip()
             elif name.endswith(".tar"):
@@ -127,9 +129,8 @@ class ArchiveLocation(Location):
 
     def _fd(self, path: Path) -> int:
         fd = self._fds.get(path)
-        if fd is None:
-            from segtools.storage.files import open_regular
-            fd, _ = open_regular(str(path))
+        if fd is None:  # the archive (checked regular when it was named) or an inflated copy
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
             self._fds[path] = fd
         return fd
 

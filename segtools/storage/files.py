@@ -14,7 +14,7 @@ from typing import BinaryIO
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
 from segtools.findings import Finding, Severity
 from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
-from segtools.storage.location import is_remote, open_remote
+from segtools.storage.location import is_remote, note_read, open_remote
 
 #: Read-only, and never blocking: a FIFO or a terminal under a Kafka file name must not hang the
 #: reader (``stat`` refuses them first; ``O_NONBLOCK`` covers a name swapped in between).
@@ -48,6 +48,7 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
         raise NotAKafkaFileError("not a regular file", path=path)
+    note_read(path, st.st_size, st.st_mtime_ns)
     return fd, st
 
 

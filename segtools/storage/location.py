@@ -316,6 +316,9 @@ def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) ->
     key = (uri, tuple(sorted((k, repr(v)) for k, v in options.items())))
     with _LOCK:
         found = _OPEN.get(key)
+        if found is None and storage_options is None:
+            # a name an earlier answer printed: the location that printed it, as it was opened
+            found = next((loc for (u, _), loc in reversed(_OPEN.items()) if u == uri), None)
         if found is None:
             if is_uri(uri):
                 from segtools.storage.objectstore import ObjectStoreLocation
@@ -426,6 +429,7 @@ def open_remote(path: RemotePath) -> RemoteFile:
         raise VanishedError("no such file", path=str(path))
     if e.is_dir:
         raise NotAKafkaFileError("is a directory, not a segment file", path=str(path))
+    note_read(path, e.size, e.mtime_ns)
     return RemoteFile(path, e)
 
 
@@ -488,3 +492,68 @@ def list_files(path: str | os.PathLike[str]) -> Iterator[tuple[Path | RemotePath
             except OSError:
                 continue
             yield f, Entry(str(f), False, st.st_size, st.st_mtime_ns)
+
+
+# -- chain of custody (--hashes) ------------------------------------------------------------
+
+_CUSTODY: dict[str, tuple[Path | RemotePath, int, int | None]] | None = None
+_HASH_CHUNK = 8 * 1024 * 1024
+
+
+def start_custody() -> None:
+    """From now on, remember every file opened for reading (``--hashes``)."""
+    global _CUSTODY
+    _CUSTODY = {}
+
+
+def note_read(path: Path | RemotePath | str, size: int, mtime_ns: int | None) -> None:
+    """A file was opened for reading, with the size and modification time seen then."""
+    if _CUSTODY is not None:
+        _CUSTODY.setdefault(str(path), (as_path(path), size, mtime_ns))
+
+
+def custody() -> list[dict]:
+    """One record per file read: where it is, what the run saw (size, modification time,
+    version tag where the store gives one), and the SHA-256 of its bytes, read once more
+    through the same location. ``changed`` says the file is no longer what the run read."""
+    import hashlib
+    records = []
+    for name, (path, size, mtime_ns) in sorted((_CUSTODY or {}).items()):
+        digest, got, now = hashlib.sha256(), 0, None
+        try:
+            if isinstance(path, RemotePath):
+                e = path.entry
+                etag, kind = (e.etag if e else None), path.location.kind
+                while got < size:
+                    chunk = path.location.read_range(path.key, got, min(size, got + _HASH_CHUNK))
+                    if not chunk:
+                        break
+                    digest.update(chunk)
+                    got += len(chunk)
+                now = (e.size, e.mtime_ns) if e else None
+            else:
+                etag, kind = None, "local"
+                from segtools.storage.files import open_regular
+                fd, st = open_regular(str(path))
+                try:
+                    while chunk := os.pread(fd, _HASH_CHUNK, got):
+                        digest.update(chunk)
+                        got += len(chunk)
+                finally:
+                    os.close(fd)
+                now = (st.st_size, st.st_mtime_ns)
+        except (OSError, SegtoolsError) as e:
+            records.append({"type": "custody", "path": name, "location": "unreadable",
+                            "size": size, "mtime_ms": _ms(mtime_ns), "etag": None,
+                            "sha256": None, "changed": True,
+                            "error": str(getattr(e, "message", None) or e)})
+            continue
+        records.append({"type": "custody", "path": name, "location": kind, "size": size,
+                        "mtime_ms": _ms(mtime_ns), "etag": etag,
+                        "sha256": digest.hexdigest() if got == size else None,
+                        "changed": now != (size, mtime_ns) or got != size})
+    return records
+
+
+def _ms(ns: int | None) -> int | None:
+    return None if ns is None else ns // 1_000_000

@@ -45,13 +45,18 @@ REQUEST_TIMEOUT = 60.0
 #: Attempts per request (503 SlowDown and dropped connections are retried with backoff).
 MAX_ATTEMPTS = 5
 CHUNK_BUFFER = 16 * 1024 * 1024
+#: Files up to this size are fetched together, concurrently, as soon as their directory is
+#: listed (checkpoints, indexes, snapshots, small segments): a tree of many small files then
+#: costs a few round trips, not two per file.
+SMALL_FILE = 256 * 1024
+#: Bound on the bytes of small files held at once.
+SMALL_FILES_TOTAL = 64 * 1024 * 1024
 
 #: Option names users know from boto3/fsspec, mapped to pyarrow's S3FileSystem names.
 _S3_ALIASES = {"endpoint_url": "endpoint_override", "key": "access_key",
                "aws_access_key_id": "access_key", "secret": "secret_key",
                "aws_secret_access_key": "secret_key", "token": "session_token",
-               "aws_session_token": "session_token", "region_name": "region",
-               "profile": "profile_name"}
+               "aws_session_token": "session_token", "region_name": "region"}
 #: segtools' own options (not passed to the file system).
 _OWN = ("concurrency", "block_size", "max_attempts")
 _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
@@ -86,7 +91,11 @@ def scrub(message: str, options: Mapping[str, Any]) -> str:
 def _describe(error: BaseException, options: Mapping[str, Any]) -> str:
     text = str(error) or type(error).__name__
     lowered = text.lower()
-    for needle, plain in (("nosuchbucket", "no such bucket"),
+    for needle, plain in (("slowdown", "the store throttles requests (HTTP 503 SlowDown) and "
+                                        "the retries ran out"),
+                          ("http status 503", "the store throttles requests (HTTP 503) and "
+                                              "the retries ran out"),
+                          ("nosuchbucket", "no such bucket"),
                           ("bucket does not exist", "no such bucket"),
                           ("access_denied", "access denied (check the credentials)"),
                           ("accessdenied", "access denied (check the credentials)"),
@@ -111,7 +120,10 @@ def _s3_filesystem(netloc: str, query: str, options: dict[str, Any]):
         k, _, v = item.partition("=")
         kw[_S3_ALIASES.get(k, k)] = unquote(v)
     for k, v in options.items():
-        if k not in _OWN:
+        if k in ("profile", "profile_name"):
+            # the SDK's chain reads the profile named by AWS_PROFILE when it is built
+            os.environ["AWS_PROFILE"] = str(v)
+        elif k not in _OWN:
             kw[_S3_ALIASES.get(k, k)] = v
     endpoint = kw.get("endpoint_override") or os.environ.get("AWS_ENDPOINT_URL_S3") \
         or os.environ.get("AWS_ENDPOINT_URL")
@@ -174,6 +186,8 @@ class ObjectStoreLocation(Location):
         self._missing: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._small: dict[str, Future] = {}
+        self._small_bytes = 0
 
     def display(self, key: str) -> str:
         return f"{self.scheme}://{self.bucket}{'' if key == '/' else key}"
@@ -231,6 +245,34 @@ class ObjectStoreLocation(Location):
                 self._add(Entry(child, True))
             elif fi.type == pafs.FileType.File:
                 self._add(Entry(child, False, fi.size or 0, fi.mtime_ns))
+                self._prefetch(child, fi.size or 0)
+
+    def _prefetch(self, key: str, size: int) -> None:
+        if size > SMALL_FILE or key in self._small or \
+                self._small_bytes + size > SMALL_FILES_TOTAL:
+            return
+        self._small_bytes += size
+        self._small[key] = self.pool.submit(self._read_whole, key, size)
+
+    def _read_whole(self, key: str, size: int) -> bytes:
+        f = self.open_file(key)
+        try:
+            return _read_at(self, key, f, 0, max(size, f.size()))
+        finally:
+            f.close()
+
+    def small_file(self, key: str, entry: Entry) -> bytes | None:
+        """A small file fetched with its listing, or None. One response of one object
+        version, checked against the listing's size."""
+        got = self._small.get(key)
+        if got is None:
+            return None
+        data = got.result()
+        if len(data) != entry.size:
+            raise ObjectChangedError(
+                f"replaced since it was listed (size {entry.size} -> {len(data)}): not read, "
+                "so no answer mixes two objects", path=self.display(key))
+        return data
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -241,6 +283,10 @@ class ObjectStoreLocation(Location):
             raise self.error(key, e, "cannot open") from None
 
     def read_range(self, key: str, lo: int, hi: int) -> bytes:
+        e = self.entries.get(key)
+        small = self.small_file(key, e) if e is not None else None
+        if small is not None:
+            return small[lo:hi]
         f = self.open_file(key)
         try:
             return _read_at(self, key, f, lo, hi)
@@ -259,9 +305,20 @@ class ObjectStoreLocation(Location):
                 f"{entry.mtime_ns} -> {info.mtime_ns} ns): not read further, so no answer "
                 "mixes two objects", path=self.display(key))
 
-    def source(self, key: str, entry: Entry) -> RangeSource:
-        self.check_unchanged(key, entry)
-        return RangeSource(self, key, entry, self.open_file(key))
+    def source(self, key: str, entry: Entry):
+        """The object's ranges; its size is checked against the listing at open (the open
+        asks the store for it anyway), its modification time once its last range is read."""
+        small = self.small_file(key, entry)
+        if small is not None:
+            from segtools.decode.source import BufferSource
+            return BufferSource(small)
+        f = self.open_file(key)
+        if (size := f.size()) != entry.size:
+            f.close()
+            raise ObjectChangedError(
+                f"replaced since it was listed (size {entry.size} -> {size}): not read, "
+                "so no answer mixes two objects", path=self.display(key))
+        return RangeSource(self, key, entry, f)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -299,8 +356,10 @@ class RangeSource:
         self._sequential = False
         self._checked_end = False
         self.requested = 0  # bytes asked of the store (the benchmark reports it)
+        self.requests = 0
 
     def _fetch(self, lo: int, hi: int) -> np.ndarray:
+        self.requests += 1
         data = _read_at(self.loc, self.key, self.file, lo, hi)
         return np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
 
@@ -362,8 +421,11 @@ class RangeSource:
             self._last_end = hi
         parts = self._span(lo, hi)
         if not self._checked_end and hi >= self.size:
-            self._checked_end = True  # the end of the object: is it still the one listed?
-            self.loc.check_unchanged(self.key, self.entry)
+            # the end of the object: is it still the one listed? (one range is one response
+            # of one object version: only a read of several ranges could mix two)
+            self._checked_end = True
+            if self.requests > 1:
+                self.loc.check_unchanged(self.key, self.entry)
         if len(parts) == 1:
             start, data = parts[0]
             avail = min(hi, start + len(data))
