@@ -7,8 +7,8 @@
   docs/spark-datasource-api.md §7), with ``PYSPARK_PYTHON`` pinned to this interpreter
   (docs/spark-datasource-api.md §8) and the logs quietened.
 * ``expected_rows``: what Kafka's own reader dumped for every fixture log, as comparable rows.
-* ``s3_trees``: a moto S3 server on 127.0.0.1 (tests/s3server.py) holding the same trees,
-  uploaded from a copy that is deleted before any test reads them.
+* ``s3_trees``: the session's moto S3 server on 127.0.0.1 (tests/s3server.py) holding the same
+  trees, uploaded from a copy that is deleted before any test reads them.
 
 Tests that start a JVM carry ``pytest.mark.spark`` (``pytest -m spark`` selects them); the
 others exercise planning and reading in-process, as a Spark executor would.
@@ -64,16 +64,13 @@ def trees(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def s3_trees(tmp_path_factory):
-    """``(server, {tree: "s3://kafkalog/<tree>"})``; no local copy of them remains."""
-    pytest.importorskip("moto")
-    from tests.s3server import S3Server
-
+def s3_trees(s3_server, tmp_path_factory):
+    """``(server, {tree: "s3://kafkalog/<tree>"})`` on the session's S3 server
+    (tests/conftest.py); uploaded from a copy deleted at once, so no local copy remains."""
     copy = copy_trees(tmp_path_factory.mktemp("kafkalog-upload"))
-    with S3Server() as server:
-        uris = {tree: server.upload_tree(copy / tree, "kafkalog", tree) for tree in TREES}
-        shutil.rmtree(copy)
-        yield server, uris
+    uris = {tree: s3_server.upload_tree(copy / tree, "kafkalog", tree) for tree in TREES}
+    shutil.rmtree(copy)
+    return s3_server, uris
 
 
 def spark_environment() -> None:
