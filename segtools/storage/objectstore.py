@@ -46,10 +46,10 @@ REQUEST_TIMEOUT = 60.0
 MAX_ATTEMPTS = 5
 CHUNK_BUFFER = 16 * 1024 * 1024
 #: Files up to this size are fetched together, concurrently, as soon as their directory is
-#: listed (checkpoints, indexes, snapshots, small segments): a tree of many small files then
-#: costs a few round trips, not two per file.
+#: read (checkpoints, indexes, snapshots, small segments): a tree of many small files then
+#: costs a few round trips, not two per file in a row.
 SMALL_FILE = 256 * 1024
-#: Bound on the bytes of small files held at once.
+#: Bound on the bytes of small files held at once (those already read are dropped first).
 SMALL_FILES_TOTAL = 64 * 1024 * 1024
 
 #: Option names users know from boto3/fsspec, mapped to pyarrow's S3FileSystem names.
@@ -188,6 +188,7 @@ class ObjectStoreLocation(Location):
         self._pool_lock = threading.Lock()
         self._small: dict[str, Future] = {}
         self._small_bytes = 0
+        self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
 
     def display(self, key: str) -> str:
         return f"{self.scheme}://{self.bucket}{'' if key == '/' else key}"
@@ -245,11 +246,26 @@ class ObjectStoreLocation(Location):
                 self._add(Entry(child, True))
             elif fi.type == pafs.FileType.File:
                 self._add(Entry(child, False, fi.size or 0, fi.mtime_ns))
-                self._prefetch(child, fi.size or 0)
+
+    def children(self, key: str) -> list[Entry]:
+        """A directory's entries; its small files start downloading together now, since a
+        directory is listed to be read (a partition's checkpoints, indexes, segments)."""
+        found = super().children(key)
+        for e in found:
+            if not e.is_dir:
+                self._prefetch(e.key, e.size)
+        return found
 
     def _prefetch(self, key: str, size: int) -> None:
-        if size > SMALL_FILE or key in self._small or \
-                self._small_bytes + size > SMALL_FILES_TOTAL:
+        if size > SMALL_FILE or key in self._small:
+            return
+        while self._small_bytes + size > SMALL_FILES_TOTAL and self._consumed:
+            old = next(iter(self._consumed))  # the oldest small file already read goes first
+            del self._consumed[old]
+            got = self._small.pop(old, None)
+            if got is not None:
+                self._small_bytes -= self.entries[old].size
+        if self._small_bytes + size > SMALL_FILES_TOTAL:
             return
         self._small_bytes += size
         self._small[key] = self.pool.submit(self._read_whole, key, size)
@@ -262,11 +278,12 @@ class ObjectStoreLocation(Location):
             f.close()
 
     def small_file(self, key: str, entry: Entry) -> bytes | None:
-        """A small file fetched with its listing, or None. One response of one object
-        version, checked against the listing's size."""
+        """A small file fetched when its directory was listed, or None. One response of one
+        object version, checked against the listing's size."""
         got = self._small.get(key)
         if got is None:
             return None
+        self._consumed.setdefault(key)
         data = got.result()
         if len(data) != entry.size:
             raise ObjectChangedError(
