@@ -3,11 +3,11 @@
 ``python -m tests.spark.cluster_driver MASTER TREE [--no-register] [--counts-only]
 [--remote URI ...]`` reads ``TREE`` with ``format("kafkalog")`` and prints one JSON
 document: records per topic-partition, and (unless ``--counts-only``) the read-committed
-total, the number of segments, the Python executables and process ids the rows were decoded
-in, and, for the ``--remote`` trees (object-store URIs, read together with the storage
-options from ``$KAFKALOG_STORAGE_OPTIONS`` as JSON), their rows at the three levels in a
-comparable form, the log dirs they name, the executors' working directories and the printed
-plan of one read.
+total and the number of segments, and, for the ``--remote`` trees (object-store URIs, read
+together with the storage options from ``$KAFKALOG_STORAGE_OPTIONS`` as JSON), their rows at
+the three levels in a comparable form, the log dirs they name, the printed plan of one read
+and the Python executables, process ids and working directories their rows were decoded in
+(without ``--remote``, those of a read of ``TREE``).
 """
 
 from __future__ import annotations
@@ -67,13 +67,19 @@ def remote_reads(spark, uris: list[str], storage: dict[str, str]) -> dict:
         return reader.load(uris)
 
     records = load(includeHeaders="true", includeControl="true", minPartitions="4")
-    where = (records.rdd.mapPartitions(lambda rows: [(os.getcwd(), sum(1 for _ in rows))])
-             .collect())
     rows, log_dirs = rows_of(records)
     return {"records": rows, "batches": rows_of(load(level="batches"))[0],
             "segments": rows_of(load(level="segments"))[0], "log_dirs": sorted(log_dirs),
-            "workdirs": sorted({w[0] for w in where if w[1]}),
-            "plan": records._jdf.queryExecution().toString()}
+            "plan": records._jdf.queryExecution().toString(), **where(records)}
+
+
+def where(df) -> dict:
+    """Which Python processes (interpreter, process id, working directory: an executor's
+    work directory) decoded the rows of a read."""
+    seen = (df.rdd.mapPartitions(lambda rows: [(sys.executable, os.getpid(), os.getcwd(),
+                                                 sum(1 for _ in rows))]).collect())
+    return {"executors": sorted({w[0] for w in seen}), "pids": sorted({w[1] for w in seen}),
+            "workdirs": sorted({w[2] for w in seen if w[3]})}
 
 
 def main(argv: list[str]) -> None:
@@ -112,16 +118,13 @@ def main(argv: list[str]) -> None:
         committed = (spark.read.format("kafkalog").option("readCommitted", "true").load(tree)
                      .count())
         segments = spark.read.format("kafkalog").option("level", "segments").load(tree).count()
-        where = (spark.read.format("kafkalog").load(tree).rdd
-                 .mapPartitions(lambda rows: [(sys.executable, os.getpid(), sum(1 for _ in rows))])
-                 .collect())
         headers = sum(r["headers"] for r in per_partition)
         storage = json.loads(os.environ.get("KAFKALOG_STORAGE_OPTIONS", "{}"))
+        remote = remote_reads(spark, remotes, storage) if remotes else None
         print(json.dumps({"master": spark.sparkContext.master, "counts": counts,
                           "committed": committed, "segments": segments, "headers": headers,
-                          "executors": sorted({w[0] for w in where}),
-                          "pids": sorted({w[1] for w in where}), "driver_pid": os.getpid(),
-                          "remote": remote_reads(spark, remotes, storage) if remotes else None}))
+                          "driver_pid": os.getpid(), "remote": remote,
+                          **(where(df) if remote is None else {})}))
     finally:
         spark.stop()
 
