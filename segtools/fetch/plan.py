@@ -67,6 +67,7 @@ class Selection:
     read_committed: bool = False
     verify_crc: bool = True
     max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
+    storage_options: Mapping[str, object] | None = None  # where the paths live (locations)
 
 
 class SelectionError(SegtoolsError, ValueError):
@@ -126,10 +127,11 @@ class ByteRange:
 # ------------------------------------------------------------------------------ the tree
 
 
-def walk_tree(paths: tuple[str, ...]) -> list[LogDir]:
-    """The log dirs under the given paths; a missing path or a tree without any partition is
-    an error that names the path."""
-    log_dirs, loose = walk(paths)
+def walk_tree(paths: tuple[str, ...],
+              storage_options: Mapping[str, object] | None = None) -> list[LogDir]:
+    """The log dirs under the given paths (local, object storage or archives); a missing path
+    or a tree without any partition is an error that names the path."""
+    log_dirs, loose = walk(paths, storage_options)
     for f in loose:
         if f.code == "path_not_found":
             raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
@@ -287,40 +289,46 @@ def _segment_range(info: PartitionInfo, files: SegmentFiles, is_active: bool,
                    next_base: int | None, start: int | None, end: int | None,
                    narrowing: Narrowing | None,
                    aborted: tuple[AbortedRange, ...]) -> ByteRange | None:
-    """The byte range of one segment that can hold offsets in ``[start, end)``."""
+    """The byte range of one segment that can hold offsets in ``[start, end)``. An index is
+    opened only when a bound needs it: a whole read of a large tree opens none."""
     if start is not None and next_base is not None and next_base <= start:
         return None
     if end is not None and files.base_offset >= end:
         return None
     ts_min = narrowing.timestamp_min_ms if narrowing is not None else None
-    time_index = _open_time_index(files) if ts_min is not None else None
-    offset_index = _open_offset_index(files)
-    try:
-        low = start
-        if _usable(time_index):
-            if not is_active and time_index.last_entry.timestamp < ts_min:
-                return None  # every record of this closed segment is older than the filter
-            indexed = time_index.lookup(ts_min - 1)
-            if indexed.timestamp >= 0:  # records up to indexed.offset are all older
-                low = indexed.offset + 1 if low is None else max(low, indexed.offset + 1)
-        position, hint, stop = 0, None, files.log_size
-        if _usable(offset_index):
-            if low is not None and low > files.base_offset:
-                found = offset_index.lookup(low)
-                if found.position > 0:
-                    position, hint = found.position, found.offset
-            if end is not None:
-                slot = _first_slot_at_or_above(offset_index, end)
-                if slot + 1 < offset_index.valid_entries:
-                    stop = offset_index.entry(slot + 1).position
-    finally:
-        for index in (time_index, offset_index):
-            if index is not None:
-                index.close()
+    low = start
+    if ts_min is not None:
+        time_index = _open_time_index(files)
+        try:
+            if _usable(time_index):
+                if not is_active and time_index.last_entry.timestamp < ts_min:
+                    return None  # every record of this closed segment is older than the filter
+                indexed = time_index.lookup(ts_min - 1)
+                if indexed.timestamp >= 0:  # records up to indexed.offset are all older
+                    low = indexed.offset + 1 if low is None else max(low, indexed.offset + 1)
+        finally:
+            if time_index is not None:
+                time_index.close()
+    position, hint, stop = 0, None, files.log_size
+    if (low is not None and low > files.base_offset) or end is not None:
+        offset_index = _open_offset_index(files)
+        try:
+            if _usable(offset_index):
+                if low is not None and low > files.base_offset:
+                    found = offset_index.lookup(low)
+                    if found.position > 0:
+                        position, hint = found.position, found.offset
+                if end is not None:
+                    slot = _first_slot_at_or_above(offset_index, end)
+                    if slot + 1 < offset_index.valid_entries:
+                        stop = offset_index.entry(slot + 1).position
+        finally:
+            if offset_index is not None:
+                offset_index.close()
     if position >= stop:
         return None
     return ByteRange(info, files, is_active, position, stop, hint, low, end, ts_min,
-                     _overlapping(aborted, files.base_offset, next_base))
+                     _overlapping(aborted, files.base_offset, next_base) if aborted else ())
 
 
 def partition_ranges(sel: Selection, info: PartitionInfo, pdir: PartitionDir,
@@ -351,7 +359,7 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange
     """Every byte range a read of ``sel`` needs, in tree order."""
     pieces: list[ByteRange] = []
     found: set[tuple[str, int]] = set()
-    for log_dir in walk_tree(sel.paths):
+    for log_dir in walk_tree(sel.paths, sel.storage_options):
         for pdir in log_dir.partitions:
             info = partition_info(log_dir, pdir)
             found.add((info.topic, info.partition))

@@ -11,7 +11,6 @@ caller's ``report``, which may log it or raise).
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -422,7 +421,7 @@ def _segment_rows(pieces: list[ByteRange], scan: Scan,
                                 verify_crc=scan.verify_crc,
                                 decompress_limit=scan.max_decompressed_bytes)
         except SegtoolsError:
-            if not os.path.exists(piece.files.log):
+            if not piece.files.log.exists():  # a local path or a location's listing
                 report(_vanished(piece))
                 continue
             raise

@@ -64,6 +64,13 @@ _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"
                "AZURE_STORAGE_SAS_TOKEN", "AZURE_CLIENT_SECRET")
 
 
+#: Option names whose values are secrets whatever their length; options named in _PLAIN are
+#: shown (an endpoint or a region in an error line is what a user needs to see).
+_SECRET_NAME = re.compile(r"(?i)key|secret|token|password|credential|sas|signature")
+_PLAIN = frozenset(("endpoint_override", "endpoint_url", "region", "region_name", "scheme",
+                    "profile", "profile_name", "tmp_dir"))
+
+
 def split_uri(text: str) -> tuple[str, str]:
     """``s3://bucket/a/b/`` -> ``("s3://bucket", "/a/b")``; credentials in the URI's user part
     stay in the root (the location moves them into its options and never shows them)."""
@@ -77,8 +84,8 @@ def split_uri(text: str) -> tuple[str, str]:
 
 def scrub(message: str, options: Mapping[str, Any]) -> str:
     """A message with every option value and credential variable replaced by ``***``."""
-    secrets = [str(v) for k, v in options.items() if isinstance(v, str | bytes) and v
-               and k not in ("endpoint_override", "endpoint_url", "region", "scheme")]
+    secrets = [str(v) for k, v in options.items() if isinstance(v, str) and v
+               and (_SECRET_NAME.search(k) or (len(v) >= 8 and k not in _PLAIN))]
     secrets += [os.environ[n] for n in _SECRET_ENV if os.environ.get(n)]
     for s in sorted(set(secrets), key=len, reverse=True):
         if len(s) >= 4:

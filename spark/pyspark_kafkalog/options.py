@@ -7,13 +7,20 @@ that names the option. Names follow Spark's own Kafka source where the meaning i
 (``startingOffsets``, ``endingOffsets``, ``startingOffsetsByTimestamp``, ``startingTimestamp``,
 ``includeHeaders``, ``minPartitions``; ``KafkaSourceProvider`` validates them the same way: no
 ``latest`` start and no ``earliest`` end for a batch query), the rest in the same camelCase.
+
+Options named ``storage.<name>`` configure where the paths live (an object store's endpoint,
+region, credentials: the library's storage options, docs/locations.md). They are split here:
+the public ones travel with every task, the secret ones (credentials) only inside the reader,
+so nothing secret is in a task, a plan or a ``repr``.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch.columns import Level
@@ -22,6 +29,14 @@ from segtools.fetch.plan import EARLIEST, LATEST, PARTITION_STATES, PartitionMap
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024  # spark.sql.files.maxPartitionBytes' default
+
+#: ``.option("storage.endpoint_url", ...)``: the prefix of the storage options.
+STORAGE_PREFIX = "storage."
+#: Storage option names that hold credentials (access keys, secrets, tokens, passwords, SAS
+#: and account keys, whatever the store calls them): never in a task nor printed.
+SECRET_NAME = re.compile(r"key|secret|token|password|credential|sas", re.IGNORECASE)
+#: Storage options that are numbers (the CLI's ``--storage-option`` converts the same ones).
+_INT_STORAGE_OPTIONS = ("tmp_limit", "concurrency", "block_size", "max_attempts")
 
 
 class OptionError(ValueError):
@@ -51,6 +66,14 @@ class ReadOptions:
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     pushdown: bool = False
     max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
+    storage_options: Mapping[str, Any] = field(default_factory=dict)  # public ones only
+    storage_secrets: Mapping[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def all_storage_options(self) -> dict[str, Any] | None:
+        """What the driver opens the stores with (None: none given, the store's own chain)."""
+        merged = {**self.storage_options, **self.storage_secrets}
+        return merged or None
 
     def selection(self) -> Selection:
         """What to read, in the library's terms (the Python API takes the same)."""
@@ -61,18 +84,20 @@ class ReadOptions:
             ending_timestamps=self.ending_timestamps,
             starting_timestamp=self.starting_timestamp, ending_timestamp=self.ending_timestamp,
             include_control=self.include_control, read_committed=self.read_committed,
-            verify_crc=self.verify_crc, max_decompressed_bytes=self.max_decompressed_bytes)
+            verify_crc=self.verify_crc, max_decompressed_bytes=self.max_decompressed_bytes,
+            storage_options=self.all_storage_options)
 
 
 def parse_options(options: Mapping[str, str]) -> ReadOptions:
     """Parse Spark's option map (keys in any case) into :class:`ReadOptions`."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
     known = {name.lower() for name in OPTION_NAMES}
-    unknown = sorted(k for k in opts if k not in known)
+    unknown = sorted(k for k in opts if k not in known and not k.startswith(STORAGE_PREFIX))
     if unknown:
         raise OptionError(f"kafkalog: unknown option(s) {', '.join(unknown)}; known options: "
                           f"{', '.join(OPTION_NAMES)}")
     level = _choice(opts, "level", [lv.value for lv in Level], Level.RECORDS.value)
+    storage, secrets = _storage(opts)
     starting = _offsets(opts, "startingOffsets", default="earliest")
     ending = _offsets(opts, "endingOffsets", default="latest")
     return ReadOptions(
@@ -97,6 +122,8 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         pushdown=_bool(opts, "pushdown", False),
         max_decompressed_bytes=_int(opts, "maxDecompressedBytes", minimum=1)
         or DEFAULT_DECOMPRESS_LIMIT,
+        storage_options=storage,
+        storage_secrets=secrets,
     )
 
 
@@ -125,10 +152,35 @@ def _paths(opts: dict[str, str]) -> tuple[str, ...]:
     if opts.get("path"):
         paths.append(opts["path"])
     paths = [p for p in paths if p]
+    for p in paths:  # a URI's user part (s3://KEY:SECRET@bucket) would travel in every plan
+        scheme, sep, rest = p.partition("://")
+        if sep and "@" in rest.split("/", 1)[0]:
+            raise OptionError(f"kafkalog: a {scheme}:// path must not hold credentials; give "
+                              "them as storage.access_key and storage.secret_key (or let the "
+                              "store's standard chain find them)")
     if not paths:
         raise OptionError("kafkalog: no path given; use .load(path) or .load([path, ...]) "
                           "with log dirs, partition dirs or .log segment files")
     return tuple(dict.fromkeys(paths))
+
+
+def _storage(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``storage.<name>`` options: (public, secret). Spark lower-cases option names, which is
+    the spelling of every store's options (``endpoint_url``, ``secret_key``)."""
+    public: dict[str, Any] = {}
+    secret: dict[str, Any] = {}
+    for key, raw in opts.items():
+        if not key.startswith(STORAGE_PREFIX):
+            continue
+        name = key[len(STORAGE_PREFIX):]
+        if not name:
+            raise OptionError("kafkalog: option storage. needs a name, e.g. "
+                              "storage.endpoint_url")
+        value: Any = raw
+        if name in _INT_STORAGE_OPTIONS:
+            value = _int(opts, key, minimum=1)
+        (secret if SECRET_NAME.search(name) else public)[name] = value
+    return public, secret
 
 
 def _bool(opts: dict[str, str], name: str, default: bool) -> bool:

@@ -7,20 +7,29 @@ are packed together, and a large segment is split at batch starts (from its offs
 from a shallow walk when it has no usable one), so no batch is guessed at or cut.
 
 Everything a task carries is plain data (paths, numbers, tuples): it is pickled to executors.
+A path in an object store or an archive travels as its location (the URI and the *public*
+storage options) and its key; the executor reopens the location itself, with the secret
+options the reader carries (or, when none were given, the store's own credential chain on
+that host), and reads its byte ranges from there: no shared disk is needed.
 """
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import pickle
+from collections.abc import Mapping
+from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from pyspark_kafkalog.options import OptionError, ReadOptions
+from pyspark_kafkalog.options import SECRET_NAME, OptionError, ReadOptions
 from pyspark_kafkalog.pushdown import Constraints
 from segtools.errors import SegtoolsError
 from segtools.fetch.columns import Level
 from segtools.fetch.plan import ByteRange, SelectionError, ranges, split
+from segtools.storage.location import RemotePath, open_location
 
 #: Below this many bytes of work per task, the ~40 ms task overhead dominates (docs/spark.md).
 MIN_TASK_BYTES = 8 * 1024 * 1024
@@ -31,20 +40,77 @@ SHALLOW_COST_DIVISOR = 8
 RANGE_COST = 64 * 1024
 
 
-class ReadTask(InputPartition):
-    """One Spark task: byte ranges to read, in order. Plain data, pickled to an executor."""
+class _TaskPickler(pickle.Pickler):
+    """Pickles a task's ranges with each remote path as ``(uri, public options, key)``."""
 
-    def __init__(self, index: int, ranges: tuple[ByteRange, ...]):
+    def persistent_id(self, obj: object) -> tuple | None:
+        if not isinstance(obj, RemotePath):
+            return None
+        spec = obj.location.spec()
+        public = tuple((k, v) for k, v in spec.options if not SECRET_NAME.search(k))
+        return (spec.uri, public, obj.key)
+
+
+class _TaskUnpickler(pickle.Unpickler):
+    """Reopens each location with its public options and the reader's secret ones."""
+
+    def __init__(self, data: bytes, secrets: Mapping[str, Any]):
+        super().__init__(io.BytesIO(data))
+        self.secrets = dict(secrets)
+
+    def persistent_load(self, pid: tuple) -> RemotePath:
+        uri, public, key = pid
+        return open_location(uri, {**dict(public), **self.secrets}).path(key)
+
+
+class ReadTask(InputPartition):
+    """One Spark task: byte ranges to read, in order. Pickled to an executor as plain data
+    (its ranges with every remote path reduced to location and key: no secret)."""
+
+    def __init__(self, index: int, ranges: tuple[ByteRange, ...], size: int | None = None):
         super().__init__(index)
         self.index = index
-        self.ranges = ranges
+        self._ranges: tuple[ByteRange, ...] | None = ranges
+        self._packed: bytes | None = None
+        self.bytes = sum(r.size for r in ranges) if size is None else size
 
     @property
-    def bytes(self) -> int:
-        return sum(r.size for r in self.ranges)
+    def ranges(self) -> tuple[ByteRange, ...]:
+        """The ranges (in the process that planned them, or after :meth:`open`)."""
+        if self._ranges is None:
+            self._ranges = self.open({})
+        return self._ranges
+
+    def open(self, secrets: Mapping[str, Any]) -> tuple[ByteRange, ...]:
+        """The ranges, their locations reopened in this process with ``secrets`` added."""
+        if self._ranges is None:
+            assert self._packed is not None
+            self._ranges = _TaskUnpickler(self._packed, secrets).load()
+        return self._ranges
+
+    def __reduce__(self) -> tuple:
+        if self._packed is None:
+            self._packed = _pack(self._ranges)
+        return (_unpickled_task, (self.index, self._packed, self.bytes))
 
     def __repr__(self) -> str:
-        return f"ReadTask({self.index}, {len(self.ranges)} ranges, {self.bytes} bytes)"
+        count = "?" if self._ranges is None else len(self._ranges)
+        return f"ReadTask({self.index}, {count} ranges, {self.bytes} bytes)"
+
+
+def _pack(ranges: tuple[ByteRange, ...]) -> bytes:
+    """The ranges as bytes; only ranges with remote paths need the location-aware pickler."""
+    if not any(isinstance(r.files.log, RemotePath) for r in ranges):
+        return pickle.dumps(ranges, protocol=pickle.HIGHEST_PROTOCOL)
+    buf = io.BytesIO()
+    _TaskPickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(ranges)
+    return buf.getvalue()
+
+
+def _unpickled_task(index: int, packed: bytes, size: int) -> ReadTask:
+    task = ReadTask(index, (), size)
+    task._ranges, task._packed = None, packed
+    return task
 
 
 def task_count(total_cost: int, opts: ReadOptions, cores: int) -> int:
@@ -76,12 +142,14 @@ def pack(pieces: list[ByteRange], opts: ReadOptions, cores: int | None = None) -
     done = 0.0
     for piece in pieces:
         parts = [piece]
-        if level is not Level.SEGMENTS and piece.size:
-            per_cost = piece.size / _cost(piece, level)  # bytes per unit of cost
-            first = math.floor(done / share) + 1
-            wanted = [piece.start + math.ceil((k * share - done) * per_cost)
-                      for k in range(first, tasks) if k * share < done + _cost(piece, level)]
-            parts = split(piece, wanted)
+        cost = _cost(piece, level)
+        # the share boundaries this piece crosses: k * share in (done, done + cost)
+        first = math.floor(done / share) + 1
+        last = min(tasks - 1, math.ceil((done + cost) / share) - 1)
+        if level is not Level.SEGMENTS and piece.size and first <= last:
+            per_cost = piece.size / cost  # bytes per unit of cost
+            parts = split(piece, [piece.start + math.ceil((k * share - done) * per_cost)
+                                  for k in range(first, last + 1)])
         for part in parts:
             cost = _cost(part, level)
             groups[min(tasks - 1, int((done + cost / 2) // share))].append(part)

@@ -41,7 +41,8 @@ class KafkaLogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         scan = make_scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
-        return read_task(partition, scan, self.opts.fail_on_corruption)
+        return read_task(partition, scan, self.opts.fail_on_corruption,
+                         self.opts.storage_secrets)
 
 
 class PushdownKafkaLogReader(KafkaLogReader):

@@ -9,7 +9,8 @@ error finding stops the task with a message naming the file and byte position.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 
@@ -48,9 +49,10 @@ def reporter(fail_on_corruption: bool):
     return report
 
 
-def read_task(task: object, scan: rows.Scan, fail_on_corruption: bool = False
-              ) -> Iterator[pa.RecordBatch]:
-    """All Arrow batches of one task (nothing for Spark's placeholder partition)."""
+def read_task(task: object, scan: rows.Scan, fail_on_corruption: bool = False,
+              secrets: Mapping[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """All Arrow batches of one task (nothing for Spark's placeholder partition). The task's
+    locations are opened here, on the executor, with the reader's secret storage options."""
     if not isinstance(task, ReadTask):
         return iter(())
-    return rows.read(task.ranges, scan, reporter(fail_on_corruption))
+    return rows.read(task.open(secrets or {}), scan, reporter(fail_on_corruption))

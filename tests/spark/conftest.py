@@ -7,6 +7,8 @@
   docs/spark-datasource-api.md §7), with ``PYSPARK_PYTHON`` pinned to this interpreter
   (docs/spark-datasource-api.md §8) and the logs quietened.
 * ``expected_rows``: what Kafka's own reader dumped for every fixture log, as comparable rows.
+* ``s3_trees``: the session's moto S3 server on 127.0.0.1 (tests/s3server.py) holding the same
+  trees, uploaded from a copy that is deleted before any test reads them.
 
 Tests that start a JVM carry ``pytest.mark.spark`` (``pytest -m spark`` selects them); the
 others exercise planning and reading in-process, as a Spark executor would.
@@ -59,6 +61,16 @@ def copy_trees(dest: Path) -> Path:
 @pytest.fixture(scope="session")
 def trees(tmp_path_factory) -> Path:
     return copy_trees(tmp_path_factory.mktemp("kafkalog-trees"))
+
+
+@pytest.fixture(scope="session")
+def s3_trees(s3_server, tmp_path_factory):
+    """``(server, {tree: "s3://kafkalog/<tree>"})`` on the session's S3 server
+    (tests/conftest.py); uploaded from a copy deleted at once, so no local copy remains."""
+    copy = copy_trees(tmp_path_factory.mktemp("kafkalog-upload"))
+    uris = {tree: s3_server.upload_tree(copy / tree, "kafkalog", tree) for tree in TREES}
+    shutil.rmtree(copy)
+    return s3_server, uris
 
 
 def spark_environment() -> None:

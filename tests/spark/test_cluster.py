@@ -1,8 +1,14 @@
-"""A real standalone cluster, not local mode: master and one worker on 127.0.0.1, started from
-the pip-installed pyspark with ``bin/spark-class`` (the wheel ships no ``start-*.sh``; notes
-§7), a driver in its own process reading the fixtures through ``spark://``, and both daemons
-stopped whatever happens. The rows must come from executor Python workers running this venv's
-interpreter, with the same counts Kafka's reader dumped."""
+"""A real standalone cluster, not local mode: a master and two workers on 127.0.0.1, started
+from the pip-installed pyspark with ``bin/spark-class`` (the wheel ships no ``start-*.sh``;
+docs/spark-datasource-api.md §7), a driver in its own process reading through ``spark://``,
+and every daemon stopped whatever happens.
+
+The driver reads the local fixture trees (the rows must come from executor Python workers
+running this venv's interpreter, with the same counts Kafka's reader dumped), then the same
+trees from the S3 server (moto's), whose upload copy was deleted first, so nothing can come
+from a shared disk: each executor opens the store and reads its own byte ranges. Those rows,
+at every level, must equal a local read of the same trees, both workers must have read some,
+and the printed plan must not hold the secret key."""
 
 from __future__ import annotations
 
@@ -18,7 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.s3server import SECRET_KEY
+from tests.spark.cluster_driver import comparable
 from tests.spark.conftest import committed, expected_rows
+from tests.spark.inprocess import read
 
 pytestmark = pytest.mark.spark
 
@@ -90,12 +99,12 @@ def _is_executor(pid: int) -> bool:
 
 
 @contextmanager
-def standalone_cluster(work: Path):
+def standalone_cluster(work: Path, workers: int = 2):
     import pyspark
 
-    env = dict(os.environ, SPARK_HOME=str(Path(pyspark.__file__).parent),
-               SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
-               SPARK_WORKER_DIR=str(work / "worker"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}  # no credentials
+    env.update(SPARK_HOME=str(Path(pyspark.__file__).parent), SPARK_LOCAL_IP="127.0.0.1",
+               PYSPARK_PYTHON=sys.executable)
     port = free_port()
     url = f"spark://127.0.0.1:{port}"
     procs: list[subprocess.Popen] = []
@@ -107,26 +116,50 @@ def standalone_cluster(work: Path):
                  "--port", str(port), "--webui-port", str(free_port())],
                 stdout=out, stderr=subprocess.STDOUT, env=env, cwd=work))
         wait_for(master_log, "I have been elected leader", procs[0])
-        worker_log = work / "worker.out"
-        with open(worker_log, "wb") as out:
-            procs.append(subprocess.Popen(
-                [spark_class(), "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                 "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()),
-                 "--work-dir", str(work / "worker"), url],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=work))
-        wait_for(worker_log, "Successfully registered with master", procs[1])
+        for n in range(1, workers + 1):
+            log, workdir = work / f"worker-{n}.out", work / f"worker-{n}"
+            with open(log, "wb") as out:
+                procs.append(subprocess.Popen(
+                    [spark_class(), "org.apache.spark.deploy.worker.Worker", "--host",
+                     "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
+                     str(free_port()), "--work-dir", str(workdir), url],
+                    stdout=out, stderr=subprocess.STDOUT,
+                    env=dict(env, SPARK_WORKER_DIR=str(workdir)), cwd=work))
+        for n, proc in enumerate(procs[1:], start=1):
+            wait_for(work / f"worker-{n}.out", "Successfully registered with master", proc)
         yield url
     finally:
         for proc in reversed(procs):
             stop(proc)
 
 
-def test_reads_the_fixtures_on_a_standalone_cluster(trees, tmp_path):
+def local_rows(trees: list[Path], **options: str) -> list[dict]:
+    """What the driver computes from the store, computed here from the local copies."""
+    table = read({"paths": json.dumps([str(t) for t in trees]), "partitionStates": "all",
+                  **options})
+    for i, f in enumerate(table.schema):
+        if str(f.type).startswith("timestamp"):
+            table = table.set_column(i, f.name, table.column(f.name).cast("int64"))
+    return comparable(table.select([n for n in table.column_names if n not in WHERE])
+                      .to_pylist())
+
+
+WHERE = ("log_dir", "partition_dir", "path", "summary_json", "mtime")
+
+
+def test_reads_local_and_object_storage_trees_on_a_standalone_cluster(trees, s3_trees,
+                                                                       tmp_path):
+    server, uris = s3_trees
+    storage = {f"storage.{k}": v for k, v in server.options.items()}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(KAFKALOG_STORAGE_OPTIONS=json.dumps(storage), KAFKALOG_CORES="2")
+    remotes = [a for uri in uris.values() for a in ("--remote", uri)]
     with standalone_cluster(tmp_path) as url:
         done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", url,
-                               str(trees)], capture_output=True, text=True, cwd=REPO,
-                              timeout=300, check=False)
+                               str(trees), *remotes], capture_output=True, text=True,
+                              cwd=REPO, env=env, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
+    assert SECRET_KEY not in done.stdout + done.stderr
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["master"] == url
     live = [r for r in expected_rows() if r["state"] == "live"]
@@ -138,5 +171,16 @@ def test_reads_the_fixtures_on_a_standalone_cluster(trees, tmp_path):
     assert got["counts"] == want
     assert got["committed"] == len(committed(live))
     assert got["headers"] > 0 and got["segments"] > 0
-    assert got["executors"] == [sys.executable]
-    assert got["driver_pid"] not in got["pids"]  # decoded in the executor's Python workers
+
+    remote = got["remote"]
+    local = [trees / name for name in uris]
+    assert remote["log_dirs"] == sorted(uris.values())
+    assert remote["records"] == local_rows(local, includeHeaders="true", includeControl="true")
+    assert remote["batches"] == local_rows(local, level="batches")
+    assert remote["segments"] == local_rows(local, level="segments")
+    assert len(remote["records"]) > 1000
+    assert SECRET_KEY not in remote["plan"]
+    assert remote["executors"] == [sys.executable]
+    assert got["driver_pid"] not in remote["pids"]  # decoded in the executors' Python workers
+    workdirs = {Path(w).relative_to(tmp_path).parts[0] for w in remote["workdirs"]}
+    assert workdirs == {"worker-1", "worker-2"}  # both workers read from the store
