@@ -19,7 +19,6 @@ from segtools.errors import SegtoolsError
 from segtools.formats.internal import cluster_metadata, remote_log_metadata
 from segtools.formats.internal.generated import SchemaError, UnsupportedVersionError
 from tests.fixtures_manifest import FIXTURES
-
 from tests.forensics import message_values
 
 SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
