@@ -8,7 +8,7 @@ transaction markers the cleaner may drop, the clean/dirty split from
 uncleanable offset and why, whether ``max.compaction.lag.ms`` forces a clean, and an estimate
 of what the next clean removes. ``--key K`` prints one key's history across segments and which
 version survives. For ``compact,delete`` it also explains old records that outlive
-retention.ms because their segment holds newer ones. Rules: ``segtools.analysis.compaction``.
+retention.ms because their segment holds newer ones.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ EXAMPLES = """examples:
   segtools compaction /var/kafka-logs/payments-0
   segtools compaction /var/kafka-logs --config topics.txt --format json | jq .
   segtools compaction /var/kafka-logs/payments-0 --key user-42
-  segtools compaction payments-0 --key 6b3031 --key-format hex --at 2024-03-01T00:00Z
+  segtools compaction payments-0 --key 6b3031 --key-format hex --at 2024-03-01
 
 A log dir lists only partitions whose cleanup.policy contains compact; a partition directory
 named on the command line is analysed as compacted even when its policy is unknown.
@@ -43,8 +43,7 @@ named on the command line is analysed as compacted even when its policy is unkno
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compaction", help="explain what the log cleaner did and will do",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--key", metavar="K", help="print this key's history and its survivor")
     p.add_argument("--key-format", choices=("utf8", "hex", "base64"), default="utf8",

@@ -33,14 +33,13 @@ from segtools.findings import Finding
 EXAMPLES = """examples:
   segtools diverge broker-1/orders-9 broker-2/orders-9 broker-3/orders-9
   segtools diverge /incident/copies --partition orders-9
-  segtools diverge /incident/copies --format json | jq 'select(.type=="only_on")'
+  segtools diverge /incident/copies --format json | grep '"only_on"'
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diverge", help="compare copies of a partition from several brokers",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="DIR",
                    help="partition dirs, log dirs, or a directory of log-dir copies")
     p.add_argument("--partition", metavar="TOPIC-P",

@@ -23,15 +23,14 @@ from segtools.storage.summary import summarize
 
 EXAMPLES = """examples:
   segtools find /var/kafka-logs/orders-3 --offset 1234567
-  segtools find /var/kafka-logs --topic orders --partition 3 --timestamp 2024-05-01T14:02:00Z
+  segtools find /var/kafka-logs --topic orders --partition 3 --offset 1234567
   segtools find /var/kafka-logs/orders-3 --timestamp 1714572120000 --format json
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("find", help="locate a record by offset or timestamp via the indexes",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH", help="log dirs or partition dirs")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--offset", type=int, help="the offset to find")

@@ -33,15 +33,14 @@ from segtools.errors import SegtoolsError
 
 EXAMPLES = """examples:
   segtools report /var/kafka-logs -o incident.html
-  segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z --config topics.txt
-  segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,headers,topics
+  segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z
+  segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,topics
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="one self-contained HTML report of a tree, to share",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html",

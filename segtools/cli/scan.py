@@ -29,8 +29,8 @@ from segtools.storage.summary import SegmentSummary, summarize
 
 EXAMPLES = """examples:
   segtools scan /var/kafka-logs
-  segtools scan /data/1/kafka /data/2/kafka --topic 'orders.*' --format csv > segments.csv
-  segtools scan /var/kafka-logs/orders-3 --crc --format jsonl | jq 'select(.type=="segment")'
+  segtools scan /data/1/kafka /data/2/kafka --topic 'orders.*' --format csv
+  segtools scan /var/kafka-logs/orders-3 --crc --format jsonl | jq .size
 """
 
 CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_offset", "size",
@@ -40,8 +40,7 @@ CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_off
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("scan", help="table of topics, partitions and segments in log dirs",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
     common.add_selection(p)

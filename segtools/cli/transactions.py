@@ -52,8 +52,7 @@ EXAMPLES = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("transactions", help="transactions per producer, hanging ones, "
                                             ".txnindex and .snapshot checks",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("--topic", help="only partitions of this topic")

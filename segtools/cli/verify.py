@@ -23,14 +23,13 @@ from segtools.findings import Finding, Severity
 EXAMPLES = """examples:
   segtools verify /var/kafka-logs
   segtools verify /var/kafka-logs/orders-3 --deep
-  segtools verify --salvage --format jsonl broken-copy/orders-3/00000000000000123456.log
+  segtools verify --salvage --format jsonl orders-3/00000000000000123456.log
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="check CRCs, indexes, offsets and epochs; findings",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=__doc__, epilog=EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
     common.add_selection(p)

@@ -262,4 +262,4 @@ def test_help_loads_no_command_module():
             "('numpy', 'rich', 'pyarrow')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert out.strip() == "['segtools.cli.common', 'segtools.cli.main']"
+    assert out.strip() == "['segtools.cli.common', 'segtools.cli.helptext', 'segtools.cli.main']"
