@@ -10,7 +10,7 @@ DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
 # shows that tree as text)
 TOUR_TREES := $(filter-out fixtures/logdirs/hostile,$(wildcard fixtures/logdirs/*))
 
-.PHONY: demo test fixtures bench lint fuzz clean browser
+.PHONY: demo test fixtures bench lint fuzz clean browser dist dist-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -65,8 +65,36 @@ demo: $(STAMP)
 	@echo; echo "== report: everything above as one HTML page, to open in a browser or share =="
 	$(VENV)/bin/segtools report fixtures/logdirs -o $(CURDIR)/.cache/demo-report.html --config $(DEMO_CONFIG) --at 2023-11-16T00:00:00Z $(FINDINGS_OK)
 
-test: $(STAMP) browser
+test: $(STAMP) browser dist-check
 	$(PY) -m pytest
+
+# A wheel for hosts with no C compiler (a broker host): the compiled parts are built here, once,
+# for this machine's Python and platform. The build requirements live in a venv of their own
+# (pyproject.toml's [build-system] requires), kept between runs with build/: only changed
+# sources recompile.
+DIST_BUILD := .cache/dist-build
+$(DIST_BUILD)/bin/python: pyproject.toml | $(PY)
+	$(PYTHON) -m venv $(DIST_BUILD)
+	$(DIST_BUILD)/bin/python -m pip install -q $$($(PY) -c "import tomllib; \
+		print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))")
+	touch $@
+
+dist: $(DIST_BUILD)/bin/python
+	$(DIST_BUILD)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w dist .
+
+# The wheel installed as a broker host would: a clean venv, no compiler on PATH and CC=false
+# (a build attempt fails), dependencies from PyPI (the pip cache), then --help and a scan.
+DIST_VENV := .cache/dist-check
+dist-check: dist
+	rm -rf $(DIST_VENV)
+	$(PY) -c "import sys; print(sys._base_executable)" > .cache/dist-python
+	$$(cat .cache/dist-python) -m venv $(DIST_VENV)
+	env PATH=$(CURDIR)/$(DIST_VENV)/bin CC=false CXX=false /bin/sh -c '\
+		! command -v cc && ! command -v gcc && \
+		pip install -q $(lastword $(sort $(wildcard dist/segtools-*.whl))) && \
+		segtools --help >/dev/null && \
+		{ segtools scan -q $(SAMPLE) >/dev/null $(FINDINGS_OK); }'
+	@echo "the wheel installs and runs with no compiler"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check segtools spark tests benchmarks fuzz
