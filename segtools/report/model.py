@@ -49,6 +49,11 @@ from segtools.units import format_time
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
 DETAILS_LEFT_OUT = "partitions with a summary row only (the most telling have full detail)"
 DAY_MS = 86_400_000
+#: Counted per group and summed: groups commit offsets for topic-partitions of the whole
+#: cluster, so this is no count of the partitions in the tree.
+GROUP_LINES_LEFT_OUT = ("committed topic-partitions not drawn on group charts (summed over "
+                        "groups; each chart draws {series}, those with regressions first; "
+                        "groups commit for the whole cluster, not only these log dirs)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,22 +114,45 @@ def _partition_dir(path: str) -> str | None:
     return None
 
 
-def _finding(f: Finding) -> dict:
+def _finding(f: Finding, source: str) -> dict:
     topic, partition = _where(f.path)
     return {"severity": str(f.severity), "code": f.code, "topic": topic,
             "partition": partition, "offset": f.offset, "position": f.position,
-            "message": f.message, "path": shown_path(f.path)}
+            "message": f.message, "path": shown_path(f.path), "source": source}
 
 
 def _key(f: Finding) -> tuple:
     return (f.code, f.path, f.position, f.offset, f.message)
 
 
-def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
-    seen: dict[tuple, Finding] = {}
-    for f in findings:
-        seen.setdefault(_key(f), f)
-    return list(seen.values())
+def _identity(f: Finding) -> tuple:
+    return (f.code, f.path, f.position, f.offset)
+
+
+def _dedupe(sources: Iterable[tuple[str, Iterable[Finding]]]
+            ) -> tuple[list[tuple[str, Finding]], Counter]:
+    """Every finding once, with the command that reports it, and how many were shown once
+    although two analyses raised them.
+
+    The same finding can come from two analyses: the same text twice (verify and transactions
+    both read a partition's snapshots), or the same code on the same spot worded by each
+    (``snapshot_producer_missing``: ``segtools transactions`` and ``segtools producers`` each
+    compare the latest ``.snapshot`` with the producers the log shows). A person reads both
+    as one fact, so across analyses a finding is kept once by its identity (code, file,
+    position, offset), first source first; within one analysis nothing is merged."""
+    kept: dict[tuple, tuple[str, Finding]] = {}
+    by_identity: dict[tuple, str] = {}
+    merged: Counter = Counter()
+    for source, findings in sources:
+        for f in findings:
+            if _key(f) in kept:
+                continue
+            first = by_identity.setdefault(_identity(f), source)
+            if first != source:
+                merged[f"{f.code} (from {first} and {source})"] += 1
+                continue
+            kept[_key(f)] = (source, f)
+    return list(kept.values()), merged
 
 
 def _thin(points: list, limit: int, keep: set[int] | None = None) -> list:
@@ -383,7 +411,8 @@ def _groups(replay: OffsetsReplay, budget: Budget, left_out: Counter) -> list[di
         tps = sorted(commits[g.group], key=lambda tp: (
             -len(regressions.get((g.group, *tp), ())), tp))
         if len(tps) > budget.series:
-            left_out["topic-partitions left off group timelines"] += len(tps) - budget.series
+            left_out[GROUP_LINES_LEFT_OUT.format(series=budget.series)] += \
+                len(tps) - budget.series
         lines = []
         for tp in tps[:budget.series]:
             seq = commits[g.group][tp]
@@ -436,11 +465,15 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
               else None)
     replicas = logs.diverge()
     producers = logs.producers()
-    findings = _dedupe([*logs.verify(), *inputs.findings, *txns.findings,
-                        *(replay.findings if replay else ()),
-                        *(f for rs in replicas for f in (*rs.read_findings,
-                                                         *rs.divergence.findings)),
-                        *(f for pp in producers for f in pp.findings)])
+    sourced, merged = _dedupe([
+        ("segtools verify", logs.verify()),
+        ("the topic config (segtools retention, compaction)", inputs.findings),
+        ("segtools transactions", txns.findings),
+        ("segtools offsets", replay.findings if replay else ()),
+        ("segtools diverge", (f for rs in replicas
+                              for f in (*rs.read_findings, *rs.divergence.findings))),
+        ("segtools producers", (f for pp in producers for f in pp.findings))])
+    findings = [f for _, f in sourced]
 
     by_path = {str(e.input.dir.path): e for e in retention.partitions}
     comp_by_path = {str(e.input.dir.path): e.compaction for e in compaction.partitions}
@@ -522,8 +555,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         c = codes.setdefault(f.code, {"code": f.code, "severity": str(f.severity),
                                       "count": 0})
         c["count"] += 1
-    ordered = sorted(findings, key=lambda f: (-SEVERITY_RANK[str(f.severity)], f.code,
-                                             f.path, f.offset or 0))
+    ordered = sorted(sourced, key=lambda sf: (-SEVERITY_RANK[str(sf[1].severity)], sf[1].code,
+                                             sf[1].path, sf[1].offset or 0))
     if len(ordered) > budget.findings:
         left_out["finding rows not listed (the counts per code are complete)"] += \
             len(ordered) - budget.findings
@@ -537,7 +570,11 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         "summary": _summary(logs, inputs, rows),
         "finding_codes": sorted(codes.values(), key=lambda c: (-SEVERITY_RANK[c["severity"]],
                                                               c["code"])),
-        "findings": [_finding(f) for f in ordered[:budget.findings]],
+        "findings": [_finding(f, source) for source, f in ordered[:budget.findings]],
+        # where the count comes from: each command reports its part (verify only its own)
+        "finding_sources": [{"source": s, "count": n} for s, n in
+                            Counter(source for source, _ in sourced).most_common()],
+        "findings_merged": [{"what": what, "count": n} for what, n in sorted(merged.items())],
         "topics": sorted(topic_rows.values(), key=lambda t: t["topic"]),
         "overview": overview,
         "partitions": rows,
@@ -558,7 +595,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
                                     "latest_leader_epoch": r.latest_epoch}
                                    for r in rs.replicas],
                         "only_on": [u.to_json("only_on") for u in rs.divergence.unique],
-                        "truncations": [t.to_json() for t in rs.divergence.truncations]}
+                        "truncations": [{**t.to_json(), "text": t.sentence}
+                                        for t in rs.divergence.truncations]}
                        for rs in replicas],
         "left_out": [{"what": what, "count": n} for what, n in sorted(left_out.items())],
     }

@@ -107,4 +107,5 @@ def render(model: ReportModel) -> str:
         .strftime("%Y-%m-%d %H:%M:%S UTC"),
         summary=data["summary"], codes=data["finding_codes"], left_out=data["left_out"],
         skipped=data["skipped"], finding_total=sum(c["count"] for c in data["finding_codes"]),
+        sources=data["finding_sources"], merged=data["findings_merged"],
         worst={3: "error", 2: "warning", 1: "info", 0: "none"}[worst])

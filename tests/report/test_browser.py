@@ -62,6 +62,7 @@ def test_fixture_trees_render_draw_filter_and_print(open_report, tmp_path):
     assert canvas_ink(page, "details.group[open] .chart.offsets canvas") > 500
 
     # hover names what is deleted when (the tooltip is text from the same analysis)
+    page.locator("#overview-chart").scroll_into_view_if_needed()
     box = page.locator("#overview-chart .u-over").bounding_box()
     page.mouse.move(box["x"] + 2, box["y"] + box["height"] / 2)
     assert page.locator("#overview-chart .tip").is_visible()
