@@ -60,8 +60,9 @@ demo: $(STAMP)
 	$(VENV)/bin/segtools producers fixtures/logdirs/producers --duplicates --plot .cache/demo-producers.png $(FINDINGS_OK)
 	@echo; echo "== python: segtools.open() and its Arrow output in DuckDB =="
 	$(PY) -c "import segtools, duckdb; records = segtools.open('$(SAMPLE)').to_arrow(columns=['topic', 'offset', 'key', 'value']); duckdb.sql('SELECT topic, count(*) AS records FROM records GROUP BY topic ORDER BY topic').show()"
-	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree =="
-	$(PY) spark/examples/kafkalog_tour.py $(TOUR_TREES)
+	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree (Spark's log: .cache/demo-spark.log) =="
+	$(PY) spark/examples/kafkalog_tour.py $(TOUR_TREES) 2> .cache/demo-spark.log \
+		|| { tail -n 30 .cache/demo-spark.log; exit 1; }
 	@echo; echo "== report: everything above as one HTML page, to open in a browser or share =="
 	$(VENV)/bin/segtools report fixtures/logdirs -o $(CURDIR)/.cache/demo-report.html --config $(DEMO_CONFIG) --at 2023-11-16T00:00:00Z $(FINDINGS_OK)
 
