@@ -81,6 +81,9 @@ $(DIST_BUILD)/bin/python: pyproject.toml | $(PY)
 	touch $@
 
 dist: $(DIST_BUILD)/bin/python
+	@# build/lib keeps the compiled parts only: every other file is copied afresh, so a file
+	@# removed from the source is not packaged from an earlier build
+	[ ! -d build ] || find build -path 'build/lib*' -type f ! -name '*.so' -delete
 	$(DIST_BUILD)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w dist .
 
 # The wheel installed as a broker host would: a clean venv, no compiler on PATH and CC=false
@@ -88,8 +91,7 @@ dist: $(DIST_BUILD)/bin/python
 DIST_VENV := .cache/dist-check
 dist-check: dist
 	rm -rf $(DIST_VENV)
-	$(PY) -c "import sys; print(sys._base_executable)" > .cache/dist-python
-	$$(cat .cache/dist-python) -m venv $(DIST_VENV)
+	$(PYTHON) -m venv $(DIST_VENV)
 	env PATH=$(CURDIR)/$(DIST_VENV)/bin CC=false CXX=false /bin/sh -c '\
 		! command -v cc && ! command -v gcc && \
 		pip install -q $(lastword $(sort $(wildcard dist/segtools-*.whl))) && \
