@@ -20,7 +20,7 @@ MARKUP = re.compile(r"`|\*\*|:(func|class|meth|mod|attr|data|ref|doc):`")
 REPOSITORY = re.compile(r"\b(docs|tests|segtools|spark|benchmarks|fixtures|fuzz)/|"
                         r"\b\w+\.(py|pyx|md)\b|\bsegtools\.[a-z_]+\.[a-z_]+")
 #: how an option that does nothing gives itself away
-NO_OP = re.compile(r"\b(now always|has no effect|no longer|ignored|deprecated)\b", re.I)
+NO_OP = re.compile(r"\b(now always|has no effect|does nothing|no-op)\b", re.I)
 
 
 def _commands() -> list[str]:
