@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from segtools.cli.render import terminal_safe
 from segtools.report import assets
@@ -88,6 +88,9 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, finalize=_visible)
     env.filters["size"] = format_bytes
+    # a path wraps after a "/" only (a 20-digit segment file name stays on one line)
+    env.filters["path"] = lambda p: Markup("/<wbr>").join(
+        escape(terminal_safe(part)) for part in str(p).split("/"))
     env.filters["time"] = lambda ms: "unknown" if ms is None else format_time(ms)
     return env
 

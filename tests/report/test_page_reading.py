@@ -15,7 +15,8 @@ from tests.fixtures_manifest import FIXTURES
 from tests.report.conftest import write_report
 from tests.report.test_report import AT, CONFIG
 
-#: Every token of a table cell (words, cut after each "/" or "-" where lines may wrap) split
+#: Every token of a table cell (words, cut after each "/" or "-" where lines may wrap; a <wbr>
+#: separates text nodes, so the page's own break points are allowed) that the layout split
 #: over two lines although it would fit the cell on a line of its own.
 BROKEN_WORDS = """() => {
   window.dispatchEvent(new Event('beforeprint'));

@@ -35,14 +35,25 @@
     return e;
   }
 
-  /* A path that wraps only after a "/" (a segment's 20-digit file name stays on one line). */
-  function pathEl(text) {
-    var code = el("code");
-    String(text).split(/(?<=\/)/).forEach(function (part, i) {
-      if (i) code.appendChild(el("wbr"));
-      code.appendChild(document.createTextNode(visible(part)));
+  /* Text that may wrap only after one of ``after`` (a path after "/", so a segment's 20-digit
+   * file name stays on one line; a finding code after "_"), never inside a word. */
+  function breakAfter(tag, text, after) {
+    var e = el(tag);
+    String(text).split(new RegExp("(?<=[" + after + "])")).forEach(function (part, i) {
+      if (i) e.appendChild(el("wbr"));
+      e.appendChild(document.createTextNode(visible(part)));
     });
-    return code;
+    return e;
+  }
+
+  function pathEl(text) { return breakAfter("code", text, "/"); }
+
+  /* A name from the tree (a topic): kept whole, unless it is too long to be a name a person
+   * reads whole (a hostile one of escapes): then it is data, and may wrap anywhere. */
+  function nameCell(text, cls) {
+    var td = el("td", cls, text);
+    if (visible(text).length > 32 && !/\s/.test(text)) td.classList.add("data");
+    return td;
   }
 
   function fmtBytes(n) {
@@ -101,7 +112,8 @@
 
   function sevCell(s) { return el("td", "nowrap sev-" + s, s); }
 
-  function timeCell(ms) { return el("td", "nowrap", fmtTime(ms)); }
+  /* A time that may wrap between its date and its time of day, nowhere else. */
+  function timeCell(ms) { return el("td", null, breakAfter("span", fmtTime(ms), "T")); }
 
   function counts(p) {
     var parts = [];
@@ -337,7 +349,7 @@
       row: function (f) {
         var tr = el("tr", "finding");
         tr.dataset.severity = f.severity;
-        [sevCell(f.severity), el("td", "nowrap", el("code", null, f.code)), el("td", null, show(f.topic)),
+        [sevCell(f.severity), el("td", null, breakAfter("code", f.code, "_")), nameCell(show(f.topic)),
          num(f.partition), num(f.offset), el("td", null, f.message),
          el("td", "path", pathEl(f.path + (f.position !== null ? " @" + f.position : ""))),
          el("td", "source", f.source)
@@ -379,7 +391,7 @@
         } else {
           cell.appendChild(el("span", "dim", "summary only"));
         }
-        [el("td", null, p.topic), num(p.partition), el("td", null, p.state), num(fmtBytes(p.size)),
+        [nameCell(p.topic), num(p.partition), el("td", null, p.state), num(fmtBytes(p.size)),
          num(p.segments), num(p.records), timeCell(p.last_timestamp),
          num(p.deletable_bytes ? fmtBytes(p.deletable_bytes) : "-"), num(p.dirty_ratio),
          num(p.transactions + (p.hanging ? " (" + p.hanging + " hanging)" : "")),
@@ -531,7 +543,7 @@
   function hangingTable(rows) {
     return table(["partition", "producer", "transactional id", "first offset", "records", "open for",
                   "pins last stable offset", "held back"], rows.map(function (h) {
-      return [el("td", "sev-warning", h.partition), num(h.producer_id + " (epoch " + h.producer_epoch + ")"),
+      return [el("td", "sev-warning", pathEl(h.partition)), num(h.producer_id + " (epoch " + h.producer_epoch + ")"),
               el("td", null, show(h.transactional_id)), num(h.first_offset), num(h.records),
               num(fmtDur(h.age_ms)), num(h.last_stable_offset), num(h.offsets_held_back)];
     }));
