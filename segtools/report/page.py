@@ -21,7 +21,6 @@ import base64
 import hashlib
 import json
 import math
-from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2
@@ -106,8 +105,7 @@ def render(model: ReportModel) -> str:
         csp=content_security_policy([a.uplot_js, a.report_js], [css]),
         css=Markup(css), uplot_js=Markup(a.uplot_js), report_js=Markup(a.report_js),
         uplot_version=a.uplot_version, data_json=embed_json(data), meta=meta, title=title,
-        generated=datetime.fromtimestamp(meta["generated_at"] / 1000, UTC)
-        .strftime("%Y-%m-%d %H:%M:%S UTC"),
+        generated=format_time(meta["generated_at"] // 1000 * 1000),  # ISO UTC, as every time
         summary=data["summary"], codes=data["finding_codes"], left_out=data["left_out"],
         skipped=data["skipped"], finding_total=sum(c["count"] for c in data["finding_codes"]),
         sources=data["finding_sources"], merged=data["findings_merged"],

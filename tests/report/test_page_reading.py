@@ -91,3 +91,15 @@ def test_counts_say_what_they_count(page):
     left = page.inner_text("#left-out")
     if "group charts" in left:
         assert "summed over groups" in left and "whole cluster" in left
+
+
+def test_every_date_on_the_page_is_iso_utc(page):
+    """One style for every time the page prints (``2023-11-20T09:07:30Z``), never a local,
+    12-hour or space-separated one."""
+    page.evaluate("window.dispatchEvent(new Event('beforeprint'))")
+    text = page.inner_text("body")
+    assert re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?Z", text)
+    assert not re.search(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b|\d{4}-\d\d-\d\d \d\d:\d\d|"
+                         r"\d(am|pm)\b| UTC\b", text), \
+        re.search(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b|\d{4}-\d\d-\d\d \d\d:\d\d|\d(am|pm)\b| UTC\b",
+                  text)
