@@ -10,7 +10,7 @@ DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
 # shows that tree as text)
 TOUR_TREES := $(filter-out fixtures/logdirs/hostile,$(wildcard fixtures/logdirs/*))
 
-.PHONY: demo test fixtures bench lint fuzz clean browser
+.PHONY: demo test fixtures bench lint fuzz clean browser dist dist-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -62,13 +62,44 @@ demo: $(STAMP)
 	$(VENV)/bin/segtools tiered fixtures/logdirs/tiered --at 2024-06-01T12:00Z --remote-store fixtures/remote/tiered $(FINDINGS_OK)
 	@echo; echo "== python: segtools.open() and its Arrow output in DuckDB =="
 	$(PY) -c "import segtools, duckdb; records = segtools.open('$(SAMPLE)').to_arrow(columns=['topic', 'offset', 'key', 'value']); duckdb.sql('SELECT topic, count(*) AS records FROM records GROUP BY topic ORDER BY topic').show()"
-	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree =="
-	$(PY) spark/examples/kafkalog_tour.py $(TOUR_TREES)
+	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree (Spark's log: .cache/demo-spark.log) =="
+	$(PY) spark/examples/kafkalog_tour.py $(TOUR_TREES) 2> .cache/demo-spark.log \
+		|| { tail -n 30 .cache/demo-spark.log; exit 1; }
 	@echo; echo "== report: everything above as one HTML page, to open in a browser or share =="
 	$(VENV)/bin/segtools report fixtures/logdirs -o $(CURDIR)/.cache/demo-report.html --config $(DEMO_CONFIG) --at 2023-11-16T00:00:00Z $(FINDINGS_OK)
 
-test: $(STAMP) browser
+test: $(STAMP) browser dist-check
 	$(PY) -m pytest
+
+# A wheel for hosts with no C compiler (a broker host): the compiled parts are built here, once,
+# for this machine's Python and platform. The build requirements live in a venv of their own
+# (pyproject.toml's [build-system] requires), kept between runs with build/: only changed
+# sources recompile.
+DIST_BUILD := .cache/dist-build
+$(DIST_BUILD)/bin/python: pyproject.toml | $(PY)
+	$(PYTHON) -m venv $(DIST_BUILD)
+	$(DIST_BUILD)/bin/python -m pip install -q $$($(PY) -c "import tomllib; \
+		print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))")
+	touch $@
+
+dist: $(DIST_BUILD)/bin/python
+	@# build/lib keeps the compiled parts only: every other file is copied afresh, so a file
+	@# removed from the source is not packaged from an earlier build
+	[ ! -d build ] || find build -path 'build/lib*' -type f ! -name '*.so' -delete
+	$(DIST_BUILD)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w dist .
+
+# The wheel installed as a broker host would: a clean venv, no compiler on PATH and CC=false
+# (a build attempt fails), dependencies from PyPI (the pip cache), then --help and a scan.
+DIST_VENV := .cache/dist-check
+dist-check: dist
+	rm -rf $(DIST_VENV)
+	$(PYTHON) -m venv $(DIST_VENV)
+	env PATH=$(CURDIR)/$(DIST_VENV)/bin CC=false CXX=false /bin/sh -c '\
+		! command -v cc && ! command -v gcc && \
+		pip install -q $(lastword $(sort $(wildcard dist/segtools-*.whl))) && \
+		segtools --help >/dev/null && \
+		{ segtools scan -q $(SAMPLE) >/dev/null $(FINDINGS_OK); }'
+	@echo "the wheel installs and runs with no compiler"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check segtools spark tests benchmarks fuzz

@@ -356,7 +356,8 @@ RULES: tuple[Rule, ...] = (
     # ---------------------------------------------------------------- producers
     Rule("producer_unbatched", I, A.PRODUCERS,
          "nearly every batch of a producer holds one record (linger.ms=0): batching would "
-         "save batches and bytes"),
+         "save batches and bytes; not raised on topics only brokers write "
+         "(__consumer_offsets, __transaction_state, ...)"),
     Rule("producer_batch_size_bound", I, A.PRODUCERS,
          "a producer's batches close at a common size: batch.size is reached before linger.ms"),
     Rule("compression_ineffective", I, A.PRODUCERS,

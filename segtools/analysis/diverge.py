@@ -165,6 +165,18 @@ class Truncation:
     truncate_to: int
     discarded: int  # offsets thrown away (follower LEO - truncate_to)
 
+    @property
+    def sentence(self) -> str:
+        """What the follower would do, in the words every face shows (the CLI's text and the
+        report), so they cannot tell it differently."""
+        if self.discarded:
+            return (f"{self.replica} (latest epoch {self.epoch}) would truncate to "
+                    f"{self.truncate_to}: epoch {self.epoch} ends at {self.leader_end_offset} "
+                    f"on {self.leader}; offsets {self.truncate_to}.."
+                    f"{self.truncate_to + self.discarded - 1} ({self.discarded}) discarded")
+        return (f"{self.replica} keeps its whole log (epoch {self.epoch} ends at "
+                f"{self.leader_end_offset} on {self.leader})")
+
     def to_json(self) -> dict:
         return {"type": "truncation", "replica": self.replica, "leader": self.leader,
                 "follower_epoch": self.epoch, "leader_end_offset": self.leader_end_offset,

@@ -36,6 +36,11 @@ from segtools.units import format_bytes, format_time
 SEQUENCE_MODULUS = 2**31  # DefaultRecordBatch.incrementSequence wraps to 0 past MAX_VALUE
 DEFAULT_BATCH_SIZE = 16_384  # ProducerConfig batch.size
 NON_IDEMPOTENT = -1
+#: Topics only brokers write (``GroupCoordinator``, ``TransactionCoordinator``,
+#: ``ShareCoordinator``, ``TopicBasedRemoteLogMetadataManager``): their batches come from no
+#: user's producer, so advice on how to configure one does not apply to them.
+BROKER_WRITTEN_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
+                                   "__share_group_state", "__remote_log_metadata"})
 
 
 #: Bucket widths for the rate over time, finest first (1 s to 1 day).
@@ -351,9 +356,11 @@ class PartitionProducers:
     # ------------------------------------------------------------------ verdicts
 
     def finish(self) -> None:
+        advise = self.topic not in BROKER_WRITTEN_TOPICS
         for g in self.producers.values():
             _classify(g)
-            self.findings.extend(_batching_findings(g, self.path))
+            if advise:
+                self.findings.extend(_batching_findings(g, self.path))
         for e in self.events:
             self.findings.extend(_sequence_findings(e, self.path))
 

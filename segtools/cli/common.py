@@ -33,11 +33,10 @@ def add_command(sub: argparse._SubParsersAction, name: str, doc: str | None,
                 examples: str) -> argparse.ArgumentParser:
     """A command's parser: its one-line help from ``cli.main.COMMANDS`` (the one list of the
     commands, which ``segtools --help`` shows), its module docstring as the description and
-    its examples as the epilog."""
+    its examples as the epilog (laid out by ``cli.main``'s one help formatter)."""
     from segtools.cli.main import COMMANDS  # main imports this module: looked up when called
 
-    return sub.add_parser(name, help=COMMANDS[name][1], description=doc, epilog=examples,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return sub.add_parser(name, help=COMMANDS[name][1], description=doc, epilog=examples)
 
 
 def add_decompress_limit(p: argparse.ArgumentParser) -> None:

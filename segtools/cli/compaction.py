@@ -8,7 +8,7 @@ transaction markers the cleaner may drop, the clean/dirty split from
 uncleanable offset and why, whether ``max.compaction.lag.ms`` forces a clean, and an estimate
 of what the next clean removes. ``--key K`` prints one key's history across segments and which
 version survives. For ``compact,delete`` it also explains old records that outlive
-retention.ms because their segment holds newer ones. Rules: ``segtools.analysis.compaction``.
+retention.ms because their segment holds newer ones.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ EXAMPLES = """examples:
   segtools compaction /var/kafka-logs/payments-0
   segtools compaction /var/kafka-logs --config topics.txt --format json | jq .
   segtools compaction /var/kafka-logs/payments-0 --key user-42
-  segtools compaction payments-0 --key 6b3031 --key-format hex --at 2024-03-01T00:00Z
+  segtools compaction payments-0 --key 6b3031 --key-format hex --at 2024-03-01
 
 A log dir lists only partitions whose cleanup.policy contains compact; a partition directory
 named on the command line is analysed as compacted even when its policy is unknown.

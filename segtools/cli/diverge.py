@@ -34,7 +34,7 @@ from segtools.findings import Finding
 EXAMPLES = """examples:
   segtools diverge broker-1/orders-9 broker-2/orders-9 broker-3/orders-9
   segtools diverge /incident/copies --partition orders-9
-  segtools diverge /incident/copies --format json | jq 'select(.type=="only_on")'
+  segtools diverge /incident/copies --format json | grep '"only_on"'
 """
 
 
@@ -140,13 +140,6 @@ def write_text(key: str, d: Divergence, copies, read: list[Finding], out) -> Non
     leader = d.leader
     out.write(f"presumed leader: {leader.label} (latest leader epoch {leader.latest_epoch})\n")
     for t in d.truncations:
-        if t.discarded:
-            out.write(f"  {t.replica} (latest epoch {t.epoch}) would truncate to "
-                      f"{t.truncate_to}: epoch {t.epoch} ends at {t.leader_end_offset} on "
-                      f"{t.leader}; offsets {t.truncate_to}..{t.truncate_to + t.discarded - 1}"
-                      f" ({t.discarded}) discarded\n")
-        else:
-            out.write(f"  {t.replica} keeps its whole log (epoch {t.epoch} ends at "
-                      f"{t.leader_end_offset} on {t.leader})\n")
+        out.write(f"  {t.sentence}\n")
     for f in read + list(d.findings):
         out.write(render.finding_line(f) + "\n")

@@ -3,9 +3,11 @@
 For a ``.log``: batch lines (default) or batches and records (``--deep``), keys, values and
 headers with ``--print-data``; a range of offsets or timestamps is found through the segment's
 indexes (binary search, then a short scan), never by reading from byte 0. Text output keeps
-Kafka's line shapes (an operator's muscle memory) with UTC times beside epoch milliseconds and
-every control character escaped; ``--format jsonl`` prints the objects of docs/json-contract.md,
-one per line. Indexes, producer snapshots and checkpoint files print their entries.
+the line shapes ``kafka-dump-log.sh`` prints, so what you already grep for still matches, with
+UTC times beside epoch milliseconds and every control character escaped; ``--format jsonl``
+prints one JSON object per line, with fields that are only ever added to, never renamed.
+Indexes, producer snapshots and checkpoint files print their entries; what is wrong with an
+index (Kafka's own sanity checks, and stricter ones) is always reported.
 """
 
 from __future__ import annotations
@@ -35,13 +37,12 @@ from segtools.storage.segment import Segment
 EXAMPLES = """examples:
   segtools dump 00000000000000000000.log
   segtools dump --deep --print-data --bytes utf8 /var/kafka-logs/orders-0/*.log
-  segtools dump --deep --format jsonl --bytes base64 00000000000000000000.log | jq .
-  segtools dump --deep --start-offset 1200 --end-offset 1300 00000000000000001000.log
-  segtools dump --deep --start-time 2024-05-01T14:00:00Z 00000000000000001000.log
+  segtools dump --deep --format jsonl 00000000000000000000.log | jq .
+  segtools dump --deep --start-offset 1200 --end-offset 1300 orders-0/*.log
+  segtools dump --deep --start-time 2024-05-01T14:00Z 00000000000000001000.log
   segtools dump 00000000000000000000.index --verify-index
   segtools dump leader-epoch-checkpoint 00000000000000000020.snapshot
 """
-
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -79,8 +80,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                          help="decode __remote_log_metadata records (tiered storage)")
     p.add_argument("--verify-index", "--verify-index-only", action="store_true",
                    help="check index entries against the .log instead of printing them")
-    p.add_argument("--index-sanity-check", action="store_true",
-                   help="run the broker's index sanity checks (dump now always reports them)")
+    # kafka-dump-log.sh's flag, accepted so a command line copied from it runs; not shown in
+    # --help because dump always runs those checks (an option that changes nothing misleads)
+    p.add_argument("--index-sanity-check", action="store_true", help=argparse.SUPPRESS)
     common.add_redact(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)

@@ -4,8 +4,14 @@ Line shapes follow ``DumpLogSegments`` (``offset: O position: P``, ``timestamp: 
 ``version: 0 producerId: ...``); ``--format jsonl`` prints ``index_entry`` / ``timeindex_entry``
 (docs/json-contract.md) and ``txnindex_entry`` / ``snapshot_entry`` / ``checkpoint_entry`` objects.
 ``--verify-index`` checks each index entry against the sibling ``.log`` as Kafka's
-``--verify-index-only`` does (and prints no entries); ``--index-sanity-check`` runs the broker's
-``sanityCheck`` rules and reports them as findings.
+``--verify-index-only`` does (and prints no entries); the broker's ``sanityCheck`` rules always
+run and are reported as findings.
+
+An index that is all zeros (an active segment's, preallocated, nothing indexed yet) has no
+entry: Kafka writes the first one only after ``index.interval.bytes`` of data, so its position
+is never 0. ``kafka-dump-log.sh`` prints one anyway (``offset: <base> position: 0``: it reads
+slot 0 before checking for the zero run); the text says that it would, the JSON claims no
+``index_entry`` the writer never wrote.
 """
 
 from __future__ import annotations
@@ -56,6 +62,14 @@ def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[
         if not len(slots):
             emit({"type": "note", "path": str(path), "message": "empty"},
                  f"{render.terminal_safe(str(path))} is empty.")
+        elif index.valid_entries == 0 and index.is_preallocated:
+            entry = entry_line(slots[0])[0]
+            slots, phantom = slots[:0], " ".join(f"{k}: {v}" for k, v in entry.items()
+                                                 if k != "type")
+            emit({"type": "note", "path": str(path), "message": "no entries yet",
+                  "kafka_dump_log_prints": phantom},
+                 f"(no entries yet; kafka-dump-log.sh prints \"{phantom}\", read from the "
+                 "zeros)")
         for slot in slots:
             emit(*entry_line(slot))
         _padding_note(index, path, emit)

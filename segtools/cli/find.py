@@ -29,7 +29,7 @@ from segtools.storage.summary import summarize
 
 EXAMPLES = """examples:
   segtools find /var/kafka-logs/orders-3 --offset 1234567
-  segtools find /var/kafka-logs --topic orders --partition 3 --timestamp 2024-05-01T14:02:00Z
+  segtools find /var/kafka-logs --topic orders --partition 3 --offset 1234567
   segtools find /var/kafka-logs/orders-3 --timestamp 1714572120000 --format json
 """
 

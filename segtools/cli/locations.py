@@ -31,7 +31,8 @@ def add_location_arguments(p: argparse.ArgumentParser) -> None:
                    help="an option of the object store paths are read from (repeatable), "
                         "e.g. endpoint_url=http://minio:9000, region=eu-west-1, "
                         "profile=forensics, anonymous=true, access_key=..., secret_key=...; "
-                        "archives: tmp_dir=DIR, tmp_limit=BYTES (see docs/locations.md)")
+                        "archives: tmp_dir=DIR, tmp_limit=BYTES (all of them: the README, "
+                        "'Where the log dirs are')")
 
 
 def configure(args: argparse.Namespace) -> None:

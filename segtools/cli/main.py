@@ -1,12 +1,12 @@
 """Read Apache Kafka log directories without a broker, and explain what is in them.
 
 examples:
-  segtools scan /var/kafka-logs                     every segment of a log dir, one table
-  segtools verify /var/kafka-logs                   CRCs, indexes, offsets, leader epochs
-  segtools dump --deep 00000000000000000000.log     batches and records of one segment
-  segtools retention /var/kafka-logs/orders-0       why each segment is (not) deleted
-  segtools report /var/kafka-logs -o report.html    everything above, one HTML page
-  segtools <command> --help                         one command's options
+  segtools scan /var/kafka-logs              every segment of a log dir
+  segtools verify /var/kafka-logs            CRCs, indexes, offsets, epochs
+  segtools dump --deep orders-0/*.log        batches and records of segments
+  segtools retention /var/kafka-logs         why each segment is (not) deleted
+  segtools report /var/kafka-logs -o r.html  everything above, one HTML page
+  segtools <command> --help                  one command's options
 
 Exit status: 0 read fully with nothing to report, 1 findings (warnings or errors), 2 could not
 run (bad arguments, missing path, not a Kafka file); errors are one line on stderr.
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from segtools import __version__
 from segtools.cli.common import EXIT_OK, EXIT_USAGE
+from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 
 #: Every command: its module (imported only when the command runs, so ``--help`` and a command
@@ -46,6 +47,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 class _Parser(argparse.ArgumentParser):
+    """Every command's parser: one help layout for all (:class:`HelpFormatter`, whatever
+    formatter a command asks for), one line per error."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs["formatter_class"] = HelpFormatter
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str):
         """One line, as every other error: what is wrong and where to read more."""
         self.exit(EXIT_USAGE, f"segtools: error: {self.prog}: {message} "
@@ -62,8 +70,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     ``argv`` is None) and only a name and a line for the others."""
     doc = __doc__ or ""
     summary, _, rest = doc.partition("\n")
-    parser = _Parser(prog="segtools", description=summary, epilog=rest.strip(),
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="segtools", description=summary, epilog=rest.strip())
     parser.add_argument("--version", action="version", version=f"segtools {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,

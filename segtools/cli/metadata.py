@@ -7,10 +7,10 @@ metadata transactions (records of an aborted one are shown as discarded, never a
 with the state the log leaves: brokers, topics with their config overrides, features.
 ``--records`` prints every record decoded instead, as ``kafka-dump-log
 --cluster-metadata-decoder`` would. ``--format json`` prints one object per line.
-
-The log is read once and nothing per record is kept: events and records are written as they
-are replayed (the text timeline through a spool, so its summary line can come first).
 """
+
+# The log is read once and nothing per record is kept: events and records are written as they
+# are replayed (the text timeline through a spool, so its summary line can come first).
 
 from __future__ import annotations
 
@@ -47,7 +47,7 @@ EXAMPLES = """examples:
   segtools metadata /var/kafka-metadata/__cluster_metadata-0
   segtools metadata /var/kafka-logs --topic orders --at 2023-11-20T09:31:00Z
   segtools metadata /var/kafka-logs --broker 1
-  segtools metadata /var/kafka-logs --records --format json | jq 'select(.record=="ConfigRecord")'
+  segtools metadata /var/kafka-logs --records --format json | jq .record
 """
 
 

@@ -13,11 +13,11 @@ directories of log-dir copies) the way the group coordinator loads them, and ans
   vanished (tombstones) and when.
 
 Exit code 1 when there are findings or offset regressions.
-
-Memory stays flat in the size of the log: the replay keeps the live state, and the anomalies
-are written to spool files (in memory up to a few MiB, then on disk) as they are found, and
-printed after the groups.
 """
+
+# Memory stays flat in the size of the log: the replay keeps the live state, and the anomalies
+# are written to spool files (in memory up to a few MiB, then on disk) as they are found, and
+# printed after the groups.
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ EXAMPLES = """examples:
   segtools offsets /var/kafka-logs
   segtools offsets /var/kafka-logs --group 'billing*' --at 2023-11-20T09:07:00Z
   segtools offsets /var/kafka-logs --history --topic orders --partition 0
-  segtools offsets /var/kafka-logs --format json | jq 'select(.type=="offset_regression")'
+  segtools offsets /data/kafka --format json | grep '"offset_regression"'
 """
 
 

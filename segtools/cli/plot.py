@@ -28,7 +28,6 @@ import matplotlib.dates as mdates
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter
 
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.retention import (
@@ -40,6 +39,7 @@ from segtools.analysis.retention import (
     own_expiry,
     waits_for,
 )
+from segtools.cli.plot_axes import binary_bytes
 from segtools.errors import SegtoolsError
 from segtools.timestamps import DAY_MS
 from segtools.units import format_bytes, format_duration, format_time
@@ -214,7 +214,7 @@ def _top_panel(ax, explained, topics, now_ms, until_ms, left) -> None:
             ax.annotate(f"retention.bytes {format_bytes(rb)}", (1.0, rb),
                         xycoords=("axes fraction", "data"), xytext=(-4, 3),
                         textcoords="offset points", ha="right", fontsize=8, color="#d62728")
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: format_bytes(y)))
+    binary_bytes(ax.yaxis)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_ylim(bottom=0, top=max([fc.start_size for _, fc in series] + [1]) * 1.12)
     ax.grid(axis="y", color="#e5e5e5")

@@ -7,8 +7,7 @@ open (CreateTime), and a verdict: ``unbatched`` (one record per batch), ``full``
 at a common size: ``batch.size``), ``lingered`` (batches close after one window: the likely
 ``linger.ms``) or ``mixed``, with what batching would save. Idempotent producers' sequences
 are checked (gaps, duplicates, out-of-order, epoch bumps, wraps). ``--duplicates`` also reads
-records to find sends a non-idempotent producer wrote twice within ``--window``. Rules:
-``segtools.analysis.producers``.
+records to find sends a non-idempotent producer wrote twice within ``--window``.
 """
 
 from __future__ import annotations
@@ -25,7 +24,8 @@ from segtools.units import format_bytes, format_duration
 EXAMPLES = """examples:
   segtools producers /var/kafka-logs
   segtools producers /var/kafka-logs --topic 'orders*' --format jsonl | jq .
-  segtools producers /var/kafka-logs/metrics-0 --duplicates --window 5m --plot metrics.png
+  segtools producers /var/kafka-logs/metrics-0 --duplicates --window 5m
+  segtools producers /var/kafka-logs --plot producers.png
 """
 
 

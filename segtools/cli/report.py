@@ -34,8 +34,8 @@ from segtools.errors import SegtoolsError
 
 EXAMPLES = """examples:
   segtools report /var/kafka-logs -o incident.html
-  segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z --config topics.txt
-  segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,headers,topics
+  segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z
+  segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,topics
 """
 
 

@@ -4,7 +4,7 @@ For every partition under PATH: the effective topic config and where each value 
 the high watermark and log start offset (from the log dir's checkpoints, or what was assumed),
 and per segment its offsets, size, largest timestamp and its source (time index, log scan, or
 file mtime), age, verdict, reason and the earliest time it becomes deletable. Rules mirror
-``UnifiedLog.deleteOldSegments`` (see ``segtools.analysis.retention``). ``--forecast DAYS``
+the broker's (``UnifiedLog.deleteOldSegments``). ``--forecast DAYS``
 projects, with no new data, when each segment goes; ``--plot FILE.png|FILE.html`` draws it.
 """
 
@@ -36,11 +36,12 @@ from segtools.units import format_bytes, format_duration, format_time
 
 EXAMPLES = """examples:
   segtools retention /var/kafka-logs
-  segtools retention /var/kafka-logs/orders-0 --at 2024-03-01T12:00Z --retention-ms 86400000
-  segtools retention /var/kafka-logs --config orders-configs.txt --format json | jq .
+  segtools retention /var/kafka-logs/orders-0 --at 2024-03-01T12:00Z
+  segtools retention /var/kafka-logs/orders-0 --retention-ms 86400000
+  segtools retention /var/kafka-logs --config orders-configs.txt --format json
   segtools retention /var/kafka-logs/orders-0 --forecast 10 --plot orders.png
 
---config FILE takes Java properties or what `kafka-configs --describe [--all]` prints
+--config FILE takes Java properties or what "kafka-configs --describe [--all]" prints
 (sections "Dynamic configs for topic X are:" apply to topic X; broker log.* names work too).
 """
 

@@ -34,8 +34,8 @@ from segtools.storage.summary import SegmentSummary, summarize
 
 EXAMPLES = """examples:
   segtools scan /var/kafka-logs
-  segtools scan /data/1/kafka /data/2/kafka --topic 'orders.*' --format csv > segments.csv
-  segtools scan /var/kafka-logs/orders-3 --crc --format jsonl | jq 'select(.type=="segment")'
+  segtools scan /data/1/kafka /data/2/kafka --topic 'orders.*' --format csv
+  segtools scan /var/kafka-logs/orders-3 --crc --format jsonl | jq .size
 """
 
 CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_offset", "size",

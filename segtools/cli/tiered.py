@@ -1,12 +1,11 @@
 """``segtools tiered``: what a tiered partition holds in remote storage, and what is stuck.
 
-Replays the log dir's ``__remote_log_metadata`` partitions (what
-``TopicBasedRemoteLogMetadataManager`` wrote for every copy and delete) and shows, per tiered
-partition: the local segments' offsets and leader epochs, the highest offset in remote storage
-(below which local retention may delete), every remote segment with its offsets, size, newest
-record, broker and state, what the expiration task would do with it at ``--at``, and the
-findings: copies or deletes that never finished, gaps and overlaps, leader epochs that the two
-tiers disagree on (see ``segtools.analysis.remote_log`` and ``segtools.analysis.tiered``).
+Replays the log dir's __remote_log_metadata partitions (what the broker's remote log
+metadata manager wrote for every copy and delete) and shows, per tiered partition: the local
+segments' offsets and leader epochs, the highest offset in remote storage (below which local
+retention may delete), every remote segment with its offsets, size, newest record, broker and
+state, what the expiration task would do with it at --at, and the findings: copies or deletes
+that never finished, gaps and overlaps, leader epochs that the two tiers disagree on.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from rich.text import Text
 
 from segtools.analysis.tiered import TieredPartition, TieredReport, tiered_report
 from segtools.cli import explain, render
-from segtools.cli.common import exit_code
+from segtools.cli.common import add_command, exit_code
 from segtools.cli.explain import console, load, now_ms, safe
 from segtools.storage.remote_store import open_store
 from segtools.units import format_bytes, format_time
@@ -27,15 +26,14 @@ from segtools.units import format_bytes, format_time
 EXAMPLES = """examples:
   segtools tiered /var/kafka-logs
   segtools tiered /var/kafka-logs/orders-0 --at 2024-06-01T12:00Z
-  segtools tiered /var/kafka-logs --format json | jq '.partitions[].remote_segments'
-  segtools tiered /var/kafka-logs --remote-store /mnt/tiered   # LocalTieredStorage's dir
+  segtools tiered /var/kafka-logs --format json | jq '.partitions[]'
+  # remote segments read from Kafka's LocalTieredStorage directory:
+  segtools tiered /var/kafka-logs --remote-store /mnt/tiered
 """
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("tiered", help="tiered storage: remote segments, stuck copies, both tiers",
-                       description=__doc__, epilog=EXAMPLES,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = add_command(sub, "tiered", __doc__, EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--remote-store", metavar="DIR",
                    help="a reachable remote store: Kafka's LocalTieredStorage directory (its "

@@ -26,7 +26,7 @@ from segtools.findings import Finding, Severity
 EXAMPLES = """examples:
   segtools verify /var/kafka-logs
   segtools verify /var/kafka-logs/orders-3 --deep
-  segtools verify --salvage --format jsonl broken-copy/orders-3/00000000000000123456.log
+  segtools verify --salvage --format jsonl orders-3/00000000000000123456.log
 """
 
 

@@ -50,6 +50,11 @@ from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
 DETAILS_LEFT_OUT = "partitions with a summary row only (the most telling have full detail)"
+#: Counted per group and summed: groups commit offsets for topic-partitions of the whole
+#: cluster, so this is no count of the partitions in the tree.
+GROUP_LINES_LEFT_OUT = ("committed topic-partitions not drawn on group charts (summed over "
+                        "groups; each chart draws {series}, those with regressions first; "
+                        "groups commit for the whole cluster, not only these log dirs)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,22 +115,45 @@ def _partition_dir(path: str) -> str | None:
     return None
 
 
-def _finding(f: Finding) -> dict:
+def _finding(f: Finding, source: str) -> dict:
     topic, partition = _where(f.path)
     return {"severity": str(f.severity), "code": f.code, "topic": topic,
             "partition": partition, "offset": f.offset, "position": f.position,
-            "message": f.message, "path": shown_path(f.path)}
+            "message": f.message, "path": shown_path(f.path), "source": source}
 
 
 def _key(f: Finding) -> tuple:
     return (f.code, f.path, f.position, f.offset, f.message)
 
 
-def _dedupe(findings: Iterable[Finding]) -> list[Finding]:
-    seen: dict[tuple, Finding] = {}
-    for f in findings:
-        seen.setdefault(_key(f), f)
-    return list(seen.values())
+def _identity(f: Finding) -> tuple:
+    return (f.code, f.path, f.position, f.offset)
+
+
+def _dedupe(sources: Iterable[tuple[str, Iterable[Finding]]]
+            ) -> tuple[list[tuple[str, Finding]], Counter]:
+    """Every finding once, with the command that reports it, and how many were shown once
+    although two analyses raised them.
+
+    The same finding can come from two analyses: the same text twice (verify and transactions
+    both read a partition's snapshots), or the same code on the same spot worded by each
+    (``snapshot_producer_missing``: ``segtools transactions`` and ``segtools producers`` each
+    compare the latest ``.snapshot`` with the producers the log shows). A person reads both
+    as one fact, so across analyses a finding is kept once by its identity (code, file,
+    position, offset), first source first; within one analysis nothing is merged."""
+    kept: dict[tuple, tuple[str, Finding]] = {}
+    by_identity: dict[tuple, str] = {}
+    merged: Counter = Counter()
+    for source, findings in sources:
+        for f in findings:
+            if _key(f) in kept:
+                continue
+            first = by_identity.setdefault(_identity(f), source)
+            if first != source:
+                merged[f"{f.code} (from {first} and {source})"] += 1
+                continue
+            kept[_key(f)] = (source, f)
+    return list(kept.values()), merged
 
 
 def _thin(points: list, limit: int, keep: set[int] | None = None) -> list:
@@ -401,7 +429,8 @@ def _groups(replay: OffsetsReplay, budget: Budget, left_out: Counter) -> list[di
         tps = sorted(commits[g.group], key=lambda tp: (
             -len(regressions.get((g.group, *tp), ())), tp))
         if len(tps) > budget.series:
-            left_out["topic-partitions left off group timelines"] += len(tps) - budget.series
+            left_out[GROUP_LINES_LEFT_OUT.format(series=budget.series)] += \
+                len(tps) - budget.series
         lines = []
         for tp in tps[:budget.series]:
             seq = commits[g.group][tp]
@@ -445,7 +474,8 @@ class _Analyses:
     replicas: list
     producers: list
     tiers: TieredReport
-    findings: list[Finding]
+    sourced: list[tuple[str, Finding]]  # every finding once, with the command that reports it
+    merged: Counter  # findings two analyses raised, shown once
 
     @classmethod
     def run(cls, logs: LogDirs, *, at: int | None, now: int, config: str | None,
@@ -461,14 +491,21 @@ class _Analyses:
                   else None)
         replicas = logs.diverge()
         producers = logs.producers()
-        findings = _dedupe([*logs.verify(), *inputs.findings, *txns.findings,
-                            *(replay.findings if replay else ()),
-                            *(f for rs in replicas for f in (*rs.read_findings,
-                                                             *rs.divergence.findings)),
-                            *(f for pp in producers for f in pp.findings),
-                            *tiers.all_findings])
+        sourced, merged = _dedupe([
+            ("segtools verify", logs.verify()),
+            ("the topic config (segtools retention, compaction)", inputs.findings),
+            ("segtools transactions", txns.findings),
+            ("segtools offsets", replay.findings if replay else ()),
+            ("segtools diverge", (f for rs in replicas
+                                  for f in (*rs.read_findings, *rs.divergence.findings))),
+            ("segtools producers", (f for pp in producers for f in pp.findings)),
+            ("segtools tiered", tiers.all_findings)])
         return cls(inputs, retention, compaction, txns, replay, replicas, producers, tiers,
-                   findings)
+                   sourced, merged)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for _, f in self.sourced]
 
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
@@ -490,8 +527,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         left_out["topics left off the forecast chart (the largest are drawn)"] += \
             len(largest) - budget.series
     overview = forecast_chart(largest[:budget.series]) if largest else None
-    ordered = sorted(a.findings, key=lambda f: (-SEVERITY_RANK[str(f.severity)], f.code,
-                                               f.path, f.offset or 0))
+    ordered = sorted(a.sourced, key=lambda sf: (-SEVERITY_RANK[str(sf[1].severity)],
+                                                sf[1].code, sf[1].path, sf[1].offset or 0))
     if len(ordered) > budget.findings:
         left_out["finding rows not listed (the counts per code are complete)"] += \
             len(ordered) - budget.findings
@@ -504,7 +541,11 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
                  "forecast_days": budget.forecast_days},
         "summary": _summary(logs, a.inputs, rows),
         "finding_codes": _finding_codes(a.findings),
-        "findings": [_finding(f) for f in ordered[:budget.findings]],
+        "findings": [_finding(f, source) for source, f in ordered[:budget.findings]],
+        # where the count comes from: each command reports its part (verify only its own)
+        "finding_sources": [{"source": s, "count": n} for s, n in
+                            Counter(source for source, _ in a.sourced).most_common()],
+        "findings_merged": [{"what": what, "count": n} for what, n in sorted(a.merged.items())],
         "topics": _topic_rows(rows),
         "overview": overview,
         "partitions": rows,
@@ -628,7 +669,8 @@ def _divergence(rs) -> dict:
                         "batches": len(r.batches), "latest_leader_epoch": r.latest_epoch}
                        for r in rs.replicas],
             "only_on": [u.to_json("only_on") for u in rs.divergence.unique],
-            "truncations": [t.to_json() for t in rs.divergence.truncations]}
+            "truncations": [{**t.to_json(), "text": t.sentence}
+                            for t in rs.divergence.truncations]}
 
 
 _PATH_FIELDS = frozenset({"path", "log_dir", "where", "paths"})

@@ -21,11 +21,10 @@ import base64
 import hashlib
 import json
 import math
-from datetime import UTC, datetime
 from pathlib import Path
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from segtools.report import assets
 from segtools.report.model import SEVERITY_RANK, ReportModel
@@ -88,6 +87,9 @@ def environment() -> jinja2.Environment:
                              undefined=jinja2.StrictUndefined, trim_blocks=True,
                              lstrip_blocks=True, finalize=_visible)
     env.filters["size"] = format_bytes
+    # a path wraps after a "/" only (a 20-digit segment file name stays on one line)
+    env.filters["path"] = lambda p: Markup("/<wbr>").join(
+        escape(terminal_safe(part)) for part in str(p).split("/"))
     env.filters["time"] = lambda ms: "unknown" if ms is None else format_time(ms)
     return env
 
@@ -103,10 +105,10 @@ def render(model: ReportModel) -> str:
         csp=content_security_policy([a.uplot_js, a.report_js], [css]),
         css=Markup(css), uplot_js=Markup(a.uplot_js), report_js=Markup(a.report_js),
         uplot_version=a.uplot_version, data_json=embed_json(data), meta=meta, title=title,
-        generated=datetime.fromtimestamp(meta["generated_at"] / 1000, UTC)
-        .strftime("%Y-%m-%d %H:%M:%S UTC"),
+        generated=format_time(meta["generated_at"] // 1000 * 1000),  # ISO UTC, as every time
         summary=data["summary"], codes=data["finding_codes"], left_out=data["left_out"],
         skipped=data["skipped"], tiered=data["tiered"],
         finding_total=sum(c["count"] for c in data["finding_codes"]),
+        sources=data["finding_sources"], merged=data["findings_merged"],
         worst={3: "error", 2: "warning", 1: "info", 0: "none"}[worst],
         custody=data.get("custody"))

@@ -10,6 +10,11 @@
 # included; by default, the trees bundled with segtools (`fixtures/logdirs`: Kafka-written
 # segments of every codec and magic, transactions, compacted and corrupt partitions).
 # Nothing under PATH is ever written: the source opens every file read-only.
+#
+# Every table is printed under a caption, whole (up to 60 rows; past that the caption says how
+# many rows there are). What the reads meet (a bad CRC, a torn tail) is a finding: shown once,
+# as a table of its own. Each read also logs it on the executor that met it, as Spark's log
+# does, on stderr with the rest of Spark's log (`make demo` keeps that in a file).
 
 # %%
 import os
@@ -39,6 +44,18 @@ spark.sparkContext.setLogLevel("ERROR")
 # also covers editable installs and environments where that lookup is switched off.
 pyspark_kafkalog.register(spark)
 
+ROWS = 60
+
+
+def show(frame, caption: str, limit: int = ROWS) -> None:
+    """``frame`` under its caption, every row up to ``limit``; past that the caption says how
+    many there are (the frame is cut before ``show``, so Spark never adds "only showing top
+    N rows" of its own)."""
+    total = frame.count()
+    more = f" (the first {limit} of {total} rows)" if total > limit else ""
+    print(f"\n== {caption}{more}", flush=True)
+    frame.limit(limit).show(limit, truncate=False)
+
 # %% [markdown]
 # ## Records per topic
 # One row per record, with the columns of Spark's own Kafka source (`key`, `value`, `topic`,
@@ -47,12 +64,25 @@ pyspark_kafkalog.register(spark)
 
 # %%
 records = analyses.load(spark, PATHS, includeHeaders=True).cache()
+print("== The records' columns", flush=True)
 records.printSchema()
-(records.groupBy("topic").agg(F.count(F.lit(1)).alias("records"),
-                              F.countDistinct("partition").alias("partitions"),
-                              F.min("timestamp").alias("oldest"),
-                              F.max("timestamp").alias("newest"))
- .orderBy("topic").show(50, truncate=False))
+show(records.groupBy("topic").agg(F.count(F.lit(1)).alias("records"),
+                                  F.countDistinct("partition").alias("partitions"),
+                                  F.min("timestamp").alias("oldest"),
+                                  F.max("timestamp").alias("newest")).orderBy("topic"),
+     "Records per topic")
+
+# %% [markdown]
+# ## Findings
+# What the reads met, one row per finding: each segment row carries the findings of its file
+# (the `segments` level: a shallow walk of the batch headers, every CRC checked).
+
+# %%
+segments = analyses.load(spark, PATHS, level="segments").cache()
+show(segments.select("topic", "partition", "base_offset", F.explode("findings").alias("f"))
+     .select("topic", "partition", "base_offset", "f.severity", "f.code", "f.offset",
+             "f.message").orderBy("topic", "partition", "base_offset", "offset"),
+     "Findings met while reading")
 
 # %% [markdown]
 # What a `read_committed` consumer would see: aborted transactions are dropped (found through
@@ -60,10 +90,11 @@ records.printSchema()
 
 # %%
 committed = analyses.load(spark, PATHS, readCommitted=True)
-(records.groupBy("topic").count().withColumnRenamed("count", "all")
- .join(committed.groupBy("topic").count().withColumnRenamed("count", "read_committed"),
-       "topic")
- .filter("all != read_committed").show(truncate=False))
+show(records.groupBy("topic").count().withColumnRenamed("count", "all")
+     .join(committed.groupBy("topic").count().withColumnRenamed("count", "read_committed"),
+           "topic")
+     .filter("all != read_committed").orderBy("topic"),
+     "Topics where a read_committed consumer sees fewer records")
 
 # %% [markdown]
 # ## Key reuse
@@ -71,8 +102,9 @@ committed = analyses.load(spark, PATHS, readCommitted=True)
 # a compacted topic would remove (tombstones aside).
 
 # %%
-analyses.key_reuse(records).show(50, truncate=False)
-analyses.top_keys(records, n=3).filter("versions > 1").show(20, truncate=False)
+show(analyses.key_reuse(records), "Key reuse per topic-partition")
+show(analyses.top_keys(records, n=3).filter("versions > 1"),
+     "The three keys with most versions per topic-partition (keys written more than once)")
 
 # %% [markdown]
 # ## Tombstones
@@ -80,11 +112,10 @@ analyses.top_keys(records, n=3).filter("versions > 1").show(20, truncate=False)
 # on a live tree.
 
 # %%
-segments = analyses.load(spark, PATHS, level="segments").cache()
 newest = segments.agg(F.max(F.unix_millis("largest_timestamp"))).first()[0]
 NOW = newest + 12 * 3_600_000 if newest else None
-analyses.tombstones(records, now_ms=NOW, delete_retention_ms=6 * 3_600_000) \
-    .show(truncate=False)
+show(analyses.tombstones(records, now_ms=NOW, delete_retention_ms=6 * 3_600_000),
+     "Tombstones, and whether the next clean removes each (delete.retention.ms = 6 h)")
 
 # %% [markdown]
 # ## Per-segment statistics
@@ -92,8 +123,8 @@ analyses.tombstones(records, now_ms=NOW, delete_retention_ms=6 * 3_600_000) \
 # the max timestamp retention uses and where it came from (time index, log scan, or mtime).
 
 # %%
-analyses.segment_stats(segments, now_ms=NOW).show(60, truncate=False)
-analyses.partition_stats(segments).show(60, truncate=False)
+show(analyses.segment_stats(segments, now_ms=NOW), "Per-segment statistics")
+show(analyses.partition_stats(segments), "Per-partition statistics")
 
 # %% [markdown]
 # ## Retention report
@@ -104,10 +135,12 @@ analyses.partition_stats(segments).show(60, truncate=False)
 # %%
 retention = analyses.retention_report(segments, TopicConfig(retention_ms=18 * 3_600_000),
                                       now_ms=NOW)
-retention.select("topic", "partition", "base_offset", "size", "max_timestamp_source",
-                 "deletable", "reason", "eligible_at").show(60, truncate=False)
-retention.groupBy("reason").agg(F.count(F.lit(1)).alias("segments"),
-                                F.sum("size").alias("bytes")).show(truncate=False)
+show(retention.select("topic", "partition", "base_offset", "size", "max_timestamp_source",
+                      "deletable", "reason", "eligible_at"),
+     "Retention verdict per segment (retention.ms = 18 h)")
+show(retention.groupBy("reason").agg(F.count(F.lit(1)).alias("segments"),
+                                     F.sum("size").alias("bytes")).orderBy("reason"),
+     "Segments and bytes per retention reason")
 
 # %% [markdown]
 # ## Compaction estimate
@@ -116,9 +149,10 @@ retention.groupBy("reason").agg(F.count(F.lit(1)).alias("segments"),
 
 # %%
 compact = TopicConfig(cleanup_policy=("compact",))
-(analyses.compaction_report(spark, PATHS, {"payments-compact": compact}, now_ms=NOW)
- .select("topic", "partition", "records", "distinct_keys", "superseded_records", "tombstones",
-         "dirty_ratio", "would_clean", "removed_records").show(truncate=False))
+show(analyses.compaction_report(spark, PATHS, {"payments-compact": compact}, now_ms=NOW)
+     .select("topic", "partition", "records", "distinct_keys", "superseded_records",
+             "tombstones", "dirty_ratio", "would_clean", "removed_records"),
+     "Compaction estimate for payments-compact")
 
 # %%
 spark.stop()

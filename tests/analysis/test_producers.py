@@ -117,3 +117,19 @@ def test_folding_in_any_chunks_gives_the_same_events():
         for cut in range(1, len(whole)):
             assert events([cut]) == expected, (name, cut)
         assert events(list(range(1, len(whole)))) == expected
+
+
+def test_no_batching_advice_on_topics_only_brokers_write():
+    """The forensics tree's ``__transaction_state`` batches are the transaction coordinator's,
+    one state change each: the verdict says so (unbatched), but advice for a producer's
+    ``linger.ms`` applies to no one there. Control batches never count as a producer's."""
+    tree = FIXTURES / "logdirs" / "forensics"
+    results = segtools.producers(tree)
+    internal = [r for r in results if r.topic in ("__consumer_offsets", "__transaction_state")]
+    assert any(g.verdict == "unbatched" for r in internal for g in r.producers.values())
+    advice = {"producer_unbatched", "producer_batch_size_bound", "compression_ineffective"}
+    assert not [f for r in internal for f in r.findings if f.code in advice]
+    data_batches = sum(g.batches for r in results for g in r.producers.values())
+    batches = segtools.open(tree).batches()
+    assert data_batches == sum(not b["is_control"] and b["topic"] != "__cluster_metadata"
+                               for b in batches)

@@ -190,6 +190,21 @@ def test_dump_index_files_and_checkpoints():
     assert [x["epoch"] for x in lines if x["type"] == "checkpoint_entry"] == [0, 1]
 
 
+def test_dump_claims_no_index_entry_in_an_all_zero_index():
+    """payments-compact-0's active segment: Kafka preallocated its indexes and indexed nothing
+    yet. No ``index_entry`` / ``timeindex_entry`` in JSON; the text says what
+    kafka-dump-log.sh prints from the zeros."""
+    base = SAMPLE / "payments-compact-0" / "00000000000000000060"
+    index, timeindex = str(base) + ".index", str(base) + ".timeindex"
+    lines = jsonl(run("dump", "--format", "jsonl", index, timeindex, check_code=0))
+    assert not [x for x in lines if x["type"] in ("index_entry", "timeindex_entry")]
+    assert [x["kafka_dump_log_prints"] for x in lines if x.get("message") == "no entries yet"] \
+        == ["offset: 60 position: 0", "timestamp: 0 offset: 60"]
+    text = run("dump", index, check_code=0).stdout
+    assert "\noffset: 60 position: 0\n" not in text
+    assert 'kafka-dump-log.sh prints "offset: 60 position: 0"' in text
+
+
 def test_dump_verify_index_matches_the_log():
     part = SAMPLE / "payments-compact-1"
     run("dump", "--verify-index", *map(str, sorted(part.glob("*.index"))), check_code=0)
@@ -271,4 +286,4 @@ def test_help_loads_no_command_module():
             "('numpy', 'rich', 'pyarrow')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert out.strip() == "['segtools.cli.common', 'segtools.cli.main']"
+    assert out.strip() == "['segtools.cli.common', 'segtools.cli.helptext', 'segtools.cli.main']"

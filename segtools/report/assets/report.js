@@ -35,6 +35,27 @@
     return e;
   }
 
+  /* Text that may wrap only after one of ``after`` (a path after "/", so a segment's 20-digit
+   * file name stays on one line; a finding code after "_"), never inside a word. */
+  function breakAfter(tag, text, after) {
+    var e = el(tag);
+    String(text).split(new RegExp("(?<=[" + after + "])")).forEach(function (part, i) {
+      if (i) e.appendChild(el("wbr"));
+      e.appendChild(document.createTextNode(visible(part)));
+    });
+    return e;
+  }
+
+  function pathEl(text) { return breakAfter("code", text, "/"); }
+
+  /* A name from the tree (a topic): kept whole, unless it is too long to be a name a person
+   * reads whole (a hostile one of escapes): then it is data, and may wrap anywhere. */
+  function nameCell(text, cls) {
+    var td = el("td", cls, text);
+    if (visible(text).length > 32 && !/\s/.test(text)) td.classList.add("data");
+    return td;
+  }
+
   function fmtBytes(n) {
     if (n === null || n === undefined) return "-";
     var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0, v = Math.abs(n);
@@ -91,7 +112,8 @@
 
   function sevCell(s) { return el("td", "nowrap sev-" + s, s); }
 
-  function timeCell(ms) { return el("td", "nowrap", fmtTime(ms)); }
+  /* A time that may wrap between its date and its time of day, nowhere else. */
+  function timeCell(ms) { return el("td", null, breakAfter("span", fmtTime(ms), "T")); }
 
   function counts(p) {
     var parts = [];
@@ -140,6 +162,27 @@
 
   function utc(ts) { return uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"); }
 
+  /* Time ticks in ISO UTC like every other time on the page (uPlot's default is local time,
+   * 12-hour): the date, and the time of day under it. */
+  var TIME_AXIS = {space: 90, size: 50, values: function (u, vals) {
+    return shown(u, "xticks", vals.map(function (v) {
+      var s = fmtTime(v * 1000);
+      return s.slice(0, 10) + "\n" + s.slice(11).replace(/:00Z$/, "Z");
+    }));
+  }};
+
+  /* Tick labels are drawn on the canvas; the chart keeps them as text too (data-xticks,
+   * data-yticks), like data-series, so what the axes say can be read and checked. */
+  function shown(u, which, labels) {
+    u.root.dataset[which] = labels.join("|");
+    return labels;
+  }
+
+  /* Byte ticks at round binary values (16 KiB, 32 KiB, ...): never 19.5 / 39.1 KiB, and no
+   * two ticks print the same label. */
+  var BINARY_INCRS = [];
+  for (var b = 0; b <= 50; b++) BINARY_INCRS.push(Math.pow(2, b));
+
   /* A step chart of bytes on disk over the forecast window (D.overview, or one partition's
    * retention chart): one line per series; hover names the segments deleted at that step. */
   function forecastChart(container, chart, height) {
@@ -157,7 +200,8 @@
       width: width(container), height: height || 260, tzDate: utc,
       scales: {x: {time: true}, y: {range: function (u, min, max) { return [0, Math.max(1024, max) * 1.1]; }}},
       series: series,
-      axes: [{}, {size: 84, values: function (u, vals) { return vals.map(fmtBytes); }}],
+      axes: [TIME_AXIS, {size: 84, incrs: BINARY_INCRS,
+                         values: function (u, vals) { return shown(u, "yticks", vals.map(fmtBytes)); }}],
       cursor: {drag: {x: true, y: false}},
       hooks: {setCursor: [function (u) {
         var i = u.cursor.idx;
@@ -207,7 +251,7 @@
     var tip = tooltip(container);
     var opts = {
       width: width(container), height: 240, tzDate: utc, scales: {x: {time: true}},
-      series: series, axes: [{}, {size: 70}], legend: {live: false}, cursor: {drag: {x: true, y: false}},
+      series: series, axes: [TIME_AXIS, {size: 70}], legend: {live: false}, cursor: {drag: {x: true, y: false}},
       hooks: {setCursor: [function (u) {
         var i = u.cursor.idx;
         if (i === null || i === undefined) { placeTip(u, tip, []); return; }
@@ -305,9 +349,10 @@
       row: function (f) {
         var tr = el("tr", "finding");
         tr.dataset.severity = f.severity;
-        [sevCell(f.severity), el("td", "nowrap", el("code", null, f.code)), el("td", null, show(f.topic)),
+        [sevCell(f.severity), el("td", null, breakAfter("code", f.code, "_")), nameCell(show(f.topic)),
          num(f.partition), num(f.offset), el("td", null, f.message),
-         el("td", "path", el("code", null, f.path + (f.position !== null ? " @" + f.position : "")))
+         el("td", "path", pathEl(f.path + (f.position !== null ? " @" + f.position : ""))),
+         el("td", "source", f.source)
         ].forEach(function (c) { tr.appendChild(c); });
         return tr;
       },
@@ -346,7 +391,7 @@
         } else {
           cell.appendChild(el("span", "dim", "summary only"));
         }
-        [el("td", null, p.topic), num(p.partition), el("td", null, p.state), num(fmtBytes(p.size)),
+        [nameCell(p.topic), num(p.partition), el("td", null, p.state), num(fmtBytes(p.size)),
          num(p.segments), num(p.records), timeCell(p.last_timestamp),
          num(p.deletable_bytes ? fmtBytes(p.deletable_bytes) : "-"), num(p.dirty_ratio),
          num(p.transactions + (p.hanging ? " (" + p.hanging + " hanging)" : "")),
@@ -387,7 +432,7 @@
     if (d.dataset.filled) return;
     d.dataset.filled = "1";
     var x = p.detail;
-    d.appendChild(kv([["path", el("code", null, p.path)], ["log dir", el("code", null, p.log_dir)],
+    d.appendChild(kv([["path", pathEl(p.path)], ["log dir", pathEl(p.log_dir)],
                       ["records", show(p.records)],
                       ["timestamps", fmtTime(p.first_timestamp) + " to " + fmtTime(p.last_timestamp)]]));
     if (x.segments.length) d.appendChild(segments(x.segments));
@@ -462,14 +507,14 @@
     if (c.top_keys.length) {
       box.appendChild(el("div", "dim", "keys with most versions"));
       box.appendChild(table(["key", "versions", "offsets", "segments", "latest"], c.top_keys.map(function (k) {
-        return [el("td", "mono", show(k.key)), num(k.versions), el("td", null, "@" + k.first_offset + "..@" + k.last_offset),
+        return [el("td", "mono data", show(k.key)), num(k.versions), el("td", null, "@" + k.first_offset + "..@" + k.last_offset),
                 num(k.segments), el("td", null, k.latest_is_tombstone ? "tombstone" : "value")];
       })));
     }
     if (c.tombstones_listed.length) {
       box.appendChild(el("div", "dim", "tombstones"));
       box.appendChild(table(["offset", "key", "written", "next clean"], c.tombstones_listed.map(function (t) {
-        return [num(t.offset), el("td", "mono", show(t.key)), el("td", null, fmtTime(t.timestamp)), el("td", null, t.fate_text)];
+        return [num(t.offset), el("td", "mono data", show(t.key)), el("td", null, fmtTime(t.timestamp)), el("td", null, t.fate_text)];
       })));
     }
     c.notes.forEach(function (n) { box.appendChild(el("p", "dim", "note: " + n)); });
@@ -498,7 +543,7 @@
   function hangingTable(rows) {
     return table(["partition", "producer", "transactional id", "first offset", "records", "open for",
                   "pins last stable offset", "held back"], rows.map(function (h) {
-      return [el("td", "sev-warning", h.partition), num(h.producer_id + " (epoch " + h.producer_epoch + ")"),
+      return [el("td", "sev-warning", pathEl(h.partition)), num(h.producer_id + " (epoch " + h.producer_epoch + ")"),
               el("td", null, show(h.transactional_id)), num(h.first_offset), num(h.records),
               num(fmtDur(h.age_ms)), num(h.last_stable_offset), num(h.offsets_held_back)];
     }));
@@ -532,9 +577,9 @@
     [["first", s.first], ["last", s.last]].forEach(function (part) {
       part[1].forEach(function (r) {
         rows.push([el("td", "dim", part[0]), num(r.offset), el("td", null, fmtTime(r.timestamp)),
-                   el("td", "mono", r.key === null ? "null" : r.key),
-                   el("td", "mono", r.value === null ? "null (tombstone)" : r.value),
-                   el("td", "mono", r.headers.map(function (h) { return h[0] + "=" + (h[1] === null ? "null" : h[1]); }).join("\n"))]);
+                   el("td", "mono data", r.key === null ? "null" : r.key),
+                   el("td", "mono data", r.value === null ? "null (tombstone)" : r.value),
+                   el("td", "mono data", r.headers.map(function (h) { return h[0] + "=" + (h[1] === null ? "null" : h[1]); }).join("\n"))]);
       });
     });
     if (!rows.length) { box.appendChild(el("p", "dim", "no data records")); return box; }
@@ -558,7 +603,7 @@
         D.open_transactional_ids.map(function (c) {
           var parts = c.partitions.map(function (p) {
             return p.topic + "[" + p.partitions.join(",") + "]"; }).join(" ") || "-";
-          return [el("td", "mono", c.transactional_id), el("td", null, show(c.status)),
+          return [el("td", "mono data", c.transactional_id), el("td", null, show(c.status)),
                   num(show(c.producer_id) + " epoch " + show(c.producer_epoch)), el("td", null, parts),
                   timeCell(c.start_timestamp),
                   el("td", "mono", "__transaction_state-" + c.log_partition + " @" + c.log_offset)];
@@ -615,7 +660,7 @@
       d.appendChild(table(["replica", "offsets", "batches", "latest leader epoch", "path"], v.copies.map(function (c) {
         return [el("td", null, c.replica + (c.replica === v.presumed_leader ? " (presumed leader)" : "")),
                 el("td", null, show(c.start_offset) + ".." + (c.end_offset - 1)), num(c.batches),
-                num(c.latest_leader_epoch), el("td", "mono", c.path)];
+                num(c.latest_leader_epoch), el("td", null, pathEl(c.path))];
       })));
       if (v.only_on.length) {
         d.appendChild(table(["only on", "offsets", "leader epoch", "records"], v.only_on.map(function (u) {
@@ -624,8 +669,7 @@
         })));
       }
       v.truncations.forEach(function (t) {
-        d.appendChild(el("p", null, t.replica + ": " + (t.discarded ? "would truncate to " + t.truncate_to +
-          ", discarding " + t.discarded + " offset(s)" : "keeps its whole log")));
+        d.appendChild(el("p", t.discarded_offsets ? "truncation sev-warning" : "truncation", t.text));
       });
       box.appendChild(d);
     });
