@@ -175,7 +175,7 @@ class ProducerStateFold:
         return self._rows(t, markers, segment_base)
 
     def _plain(self, t: ProducerColumns, rows: np.ndarray) -> None:
-        """Idempotent data only: each producer's state is its last row's."""
+        """Data batches only: each producer's state is its last row's."""
         if not len(rows):
             return
         pid = t.producer_id[rows]
@@ -203,21 +203,12 @@ class ProducerStateFold:
         for p_id in pid[np.sort(np.unique(pid, return_index=True)[1])].tolist():
             if p_id not in producers:
                 producers[p_id] = ProducerState(p_id)
-        # each producer's epoch (any batch), and its last data batch's sequence and offset
+        # its last data batch's epoch, sequence and offset; then the epoch of its last batch
+        self._plain(t, rows[~ctl])
         last_any = rows[len(pid) - 1 - np.unique(pid[::-1], return_index=True)[1]]
         for p_id, epoch in zip(t.producer_id[last_any].tolist(),
                                t.producer_epoch[last_any].tolist(), strict=True):
             producers[p_id].epoch = epoch
-        data = rows[~ctl]
-        if len(data):
-            dpid = t.producer_id[data]
-            last_data = data[len(dpid) - 1 - np.unique(dpid[::-1], return_index=True)[1]]
-            for p_id, epoch, seq, off in zip(
-                    t.producer_id[last_data].tolist(), t.producer_epoch[last_data].tolist(),
-                    t.last_sequence[last_data].tolist(), t.last_offset[last_data].tolist(),
-                    strict=True):
-                p = producers[p_id]
-                p.data_epoch, p.last_sequence, p.last_offset = epoch, seq, off
         for p_id in np.unique(pid[txn]).tolist():
             producers[p_id].transactional = True
         # runs: a producer's transactional data between two of its markers
