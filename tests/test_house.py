@@ -68,11 +68,11 @@ def test_compiled_modules_are_imported_only_in_their_room():
     assert "segtools.decode._programs" in compiled
     for path in [*(ROOT / "segtools").rglob("*.py"), *(ROOT / "spark").rglob("*.py")]:
         room = path.relative_to(ROOT).parent.as_posix().replace("/", ".")
+        found = imports(path)
         for module in compiled:
-            home = module.rsplit(".", 1)[0]
-            if room == home:
+            if room == module.rsplit(".", 1)[0]:
                 continue
-            bad = {m for m in imports(path) if m == module or m.startswith(module + ".")}
+            bad = {m for m in found if m == module or m.startswith(module + ".")}
             assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
