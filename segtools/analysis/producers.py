@@ -17,9 +17,10 @@ never decodes records, except to measure what a codec would gain on bigger batch
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -320,14 +321,15 @@ class PartitionProducers:
         before the new instance writes. The transaction is the one of the producer-state
         fold holding the producer's batch before the bump; its marker may come chunks
         later (the event waits for it)."""
-        closed: dict[int, list[Transaction]] = {}
+        closed: dict[int, list[Transaction]] = {}  # per producer, in offset order
         for x in ended:
             if x.first_offset is not None:
                 closed.setdefault(x.producer_id, []).append(x)
+        firsts = {p: [x.first_offset for x in xs] for p, xs in closed.items()}
         for p, waiting in list(self._waiting.items()):
             for k in list(waiting):
-                x = next((x for x in closed.get(p, ())
-                          if x.first_offset == self.events[k].open_transaction), None)
+                x = _holding(closed.get(p, ()), firsts.get(p, ()),
+                             self.events[k].open_transaction)
                 if x is not None:
                     self._closed_by(k, x)
                     waiting.remove(k)
@@ -339,8 +341,8 @@ class PartitionProducers:
                 continue
             p, at = e.producer_id, e.previous_offset
             earlier = before.get(p)
-            x = next((x for x in [*([earlier] if earlier else []), *closed.get(p, ())]
-                      if x.contains(at)), None)
+            x = earlier if earlier is not None and earlier.contains(at) else \
+                _holding(closed.get(p, ()), firsts.get(p, ()), at)
             if x is not None:
                 self._closed_by(k, x)
                 continue
@@ -363,6 +365,16 @@ class PartitionProducers:
                 self.findings.extend(_batching_findings(g, self.path))
         for e in self.events:
             self.findings.extend(_sequence_findings(e, self.path))
+
+
+def _holding(closed: Sequence[Transaction], firsts: Sequence[int], offset: int | None
+             ) -> Transaction | None:
+    """Of one producer's transactions (in offset order, ``firsts`` their first offsets), the
+    one whose data holds ``offset``."""
+    if offset is None:
+        return None
+    i = bisect.bisect_right(firsts, offset) - 1
+    return closed[i] if i >= 0 and closed[i].contains(offset) else None
 
 
 def _groups(pid: np.ndarray, epoch: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:

@@ -29,14 +29,12 @@ def exit_code(findings: Iterable[Finding]) -> int:
                                 for f in findings) else EXIT_OK
 
 
-def add_command(sub: argparse._SubParsersAction, name: str, doc: str | None,
-                examples: str) -> argparse.ArgumentParser:
-    """A command's parser: its one-line help from ``cli.main.COMMANDS`` (the one list of the
-    commands, which ``segtools --help`` shows), its module docstring as the description and
-    its examples as the epilog (laid out by ``cli.main``'s one help formatter)."""
-    from segtools.cli.main import COMMANDS  # main imports this module: looked up when called
-
-    return sub.add_parser(name, help=COMMANDS[name][1], description=doc, epilog=examples)
+def add_command(sub: argparse._SubParsersAction, name: str, help_line: str,
+                doc: str | None, examples: str) -> argparse.ArgumentParser:
+    """A command's parser: its one-line help (the line ``cli.main.COMMANDS`` gives it too; a
+    test keeps the two the same), its module docstring as the description and its examples
+    as the epilog, laid out by ``cli.main``'s one help formatter."""
+    return sub.add_parser(name, help=help_line, description=doc, epilog=examples)
 
 
 def add_decompress_limit(p: argparse.ArgumentParser) -> None:

@@ -47,7 +47,8 @@ named on the command line is analysed as compacted even when its policy is unkno
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "compaction", __doc__, EXAMPLES)
+    p = add_command(sub, "compaction", "explain what the log cleaner did and will do",
+                    __doc__, EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--key", metavar="K", help="print this key's history and its survivor")
     p.add_argument("--key-format", choices=("utf8", "hex", "base64"), default="utf8",

@@ -39,7 +39,8 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "diverge", __doc__, EXAMPLES)
+    p = add_command(sub, "diverge", "compare copies of a partition from several brokers",
+                    __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="DIR",
                    help="partition dirs, log dirs, or a directory of log-dir copies")
     p.add_argument("--partition", metavar="TOPIC-P",

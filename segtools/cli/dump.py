@@ -46,7 +46,8 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = common.add_command(sub, "dump", __doc__, EXAMPLES)
+    p = common.add_command(sub, "dump", "print batches, records, index entries, checkpoints",
+                           __doc__, EXAMPLES)
     p.add_argument("files", nargs="+", metavar="FILE",
                    help=".log, .index, .timeindex, .txnindex, .snapshot or checkpoint files")
     p.add_argument("--deep", "--deep-iteration", action="store_true",

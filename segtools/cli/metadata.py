@@ -52,7 +52,8 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "metadata", __doc__, EXAMPLES)
+    p = add_command(sub, "metadata", "timeline of a KRaft __cluster_metadata log",
+                    __doc__, EXAMPLES)
     p.add_argument("path", metavar="PATH",
                    help="__cluster_metadata-0 directory, or the log dir that holds it")
     p.add_argument("--at", type=parse_time, metavar="TIME",

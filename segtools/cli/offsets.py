@@ -65,7 +65,8 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "offsets", __doc__, EXAMPLES)
+    p = add_command(sub, "offsets", "consumer group offsets over time, regressions, deletions",
+                    __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs or __consumer_offsets partition dirs")
     p.add_argument("--group", action="append", metavar="GLOB",

@@ -30,7 +30,9 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = common.add_command(sub, "producers", __doc__, EXAMPLES)
+    p = common.add_command(
+        sub, "producers", "how producers batch, their sequences, retried duplicates",
+        __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     common.add_selection(p)

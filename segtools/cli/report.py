@@ -40,7 +40,8 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "report", __doc__, EXAMPLES)
+    p = add_command(sub, "report", "one self-contained HTML report of a tree, to share",
+                    __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html",

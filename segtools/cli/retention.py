@@ -46,7 +46,8 @@ EXAMPLES = """examples:
 """
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "retention", __doc__, EXAMPLES)
+    p = add_command(sub, "retention", "explain which segments retention deletes, and why",
+                    __doc__, EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--forecast", type=float, metavar="DAYS",
                    help="project sizes with no new data for DAYS days after --at")

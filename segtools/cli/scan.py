@@ -44,7 +44,8 @@ CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_off
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = common.add_command(sub, "scan", __doc__, EXAMPLES)
+    p = common.add_command(sub, "scan", "table of topics, partitions and segments in log dirs",
+                           __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
     common.add_selection(p)

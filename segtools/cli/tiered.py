@@ -33,7 +33,8 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "tiered", __doc__, EXAMPLES)
+    p = add_command(sub, "tiered", "tiered storage: remote segments, stuck copies, both tiers",
+                    __doc__, EXAMPLES)
     explain.add_arguments(p)
     p.add_argument("--remote-store", metavar="DIR",
                    help="a reachable remote store: Kafka's LocalTieredStorage directory (its "

@@ -53,7 +53,9 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(sub, "transactions", __doc__, EXAMPLES)
+    p = add_command(sub, "transactions",
+                    "transactions per producer, hanging ones, .txnindex and .snapshot checks",
+                    __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("--topic", help="only partitions of this topic")

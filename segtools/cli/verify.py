@@ -31,7 +31,8 @@ EXAMPLES = """examples:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = common.add_command(sub, "verify", __doc__, EXAMPLES)
+    p = common.add_command(sub, "verify", "check CRCs, indexes, offsets and epochs; findings",
+                           __doc__, EXAMPLES)
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="log dirs, partition dirs or segment files")
     common.add_selection(p)

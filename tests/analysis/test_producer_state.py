@@ -74,3 +74,21 @@ def test_compaction_and_read_committed_abort_the_same_records():
                                             strict=True)])
     assert aborted.any() and (aborted == expected).all()
     assert aborted_ranges_of(()) == []
+
+
+def test_the_run_path_and_the_row_path_agree():
+    """A chunk with transactions is folded by runs (Python only at markers and at the batches
+    that open a transaction); row by row, as a chunk holding a snapshot offset is, gives the
+    same state, cut anywhere."""
+    for path in (PRODUCERS / "transfers-0", SAMPLE / "payments.txn-0",
+                 FIXTURES / "logdirs" / "forensics" / "payments.hanging-0"):
+        whole = _table(path)
+        for cut in range(0, len(whole), 3):
+            by_runs, by_rows = ProducerStateFold(), ProducerStateFold()
+            for lo, hi in ((0, cut), (cut, len(whole))):
+                part = whole.take(np.arange(lo, hi))
+                if len(part):
+                    by_runs.add(part)
+                    by_rows._rows(part, None, None)
+            assert (by_runs.producers, by_runs.closed, by_runs.ongoing) == \
+                (by_rows.producers, by_rows.closed, by_rows.ongoing), (path, cut)
