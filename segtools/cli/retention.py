@@ -29,7 +29,7 @@ from segtools.analysis.explain import (
 )
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.partition_input import Loaded
-from segtools.cli import explain, render
+from segtools.cli import explain, render, whatif
 from segtools.cli.common import exit_code, progress
 from segtools.cli.explain import config_line, console, load, now_ms, safe
 from segtools.errors import SegtoolsError
@@ -40,6 +40,8 @@ EXAMPLES = """examples:
   segtools retention /var/kafka-logs/orders-0 --at 2024-03-01T12:00Z --retention-ms 86400000
   segtools retention /var/kafka-logs --config orders-configs.txt --format json | jq .
   segtools retention /var/kafka-logs/orders-0 --forecast 10 --plot orders.png
+  segtools retention /var/kafka-logs --what-if segment.bytes=134217728 --horizon 30
+  segtools retention /var/kafka-logs --recommend --plot whatif.png
 
 --config FILE takes Java properties or what `kafka-configs --describe [--all]` prints
 (sections "Dynamic configs for topic X are:" apply to topic X; broker log.* names work too).
@@ -58,6 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-deep", action="store_true",
                    help="skip reading record timestamps of kept segments (the count of "
                         "records older than retention that they still hold)")
+    whatif.add_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -65,6 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if whatif.wanted(args):
+        return whatif.run(args)
     if args.plot and not args.plot.lower().endswith((".png", ".html", ".htm")):
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     if args.forecast is not None and not 0 < args.forecast <= 36500:
