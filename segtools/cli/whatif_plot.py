@@ -45,7 +45,7 @@ def figure(report: WhatIfReport) -> Figure:
     for i, w in enumerate(rows):
         size_ax = fig.add_subplot(len(rows), 2, 2 * i + 1)
         age_ax = fig.add_subplot(len(rows), 2, 2 * i + 2, sharex=size_ax)
-        change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items())
+        change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items()) or "no change"
         for outcome, colour, label in ((w.current, "#7f7f7f", "current"),
                                        (w.proposed, "#1f77b4", f"proposed ({change})")):
             days = [(t - report.at_ms) / DAY_MS for t, _, _ in outcome.series]
