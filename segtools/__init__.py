@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge",
-        "producers", "explain_retention", "explain_compaction")
+        "producers", "explain_retention", "explain_compaction", "what_if")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
         producers,
         transactions,
         verify,
+        what_if,
     )
     from segtools.errors import CorruptDataError, SegtoolsError  # noqa: F401
     from segtools.findings import REGISTRY, Finding, Severity  # noqa: F401
