@@ -248,16 +248,22 @@ def meets(o: Outcome, config: cfg.TopicConfig) -> bool:
     return o.oldest_age_ms_max is not None and o.oldest_age_ms_max <= r * (1 + TOLERANCE)
 
 
-def candidates(config: cfg.TopicConfig) -> list[dict[str, object]]:
+#: A candidate may cut a partition's retained data into at most this many segments.
+MAX_SEGMENTS_PER_RETENTION = 64
+
+
+def candidates(config: cfg.TopicConfig, floor_bytes: int = 14) -> list[dict[str, object]]:
     """Changes to try, nearest first within each family: ``segment.ms`` at a half, a quarter,
-    ... of retention.ms (while below today's), and ``segment.bytes`` halved step by step (down
-    to 64 KiB, far below any production choice)."""
+    ... of retention.ms (while below today's), and ``segment.bytes`` halved step by step, not
+    below ``floor_bytes`` (what cuts the busiest partition's retained data into
+    :data:`MAX_SEGMENTS_PER_RETENTION` segments: smaller is no fix anyone would deploy, and
+    each try would cost a simulation of thousands of segments)."""
     r = config.local_retention_ms_effective
     out: list[dict[str, object]] = []
     ms = [r // d for d in (2, 4, 8, 16, 32) if r // d < config.segment_ms and r // d > 0]
     by = []
     b = config.segment_bytes // 2
-    while b >= 14 and len(by) < 16:
+    while b >= max(floor_bytes, 14) and len(by) < 16:
         by.append(b)
         b //= 2
     for i in range(max(len(ms), len(by))):
@@ -283,7 +289,7 @@ def recommend_topic(topic: str, parts: Sequence[_Partition], *, now_ms: int, end
         return None
     tried: list[tuple[Mapping[str, object], bool]] = []
     found: dict[str, tuple[dict, Outcome, list[Run]]] = {}
-    for change in candidates(config):
+    for change in candidates(config, _floor(parts, config.local_retention_ms_effective)):
         family = next(iter(change))
         if family in found:
             continue
@@ -301,6 +307,18 @@ def recommend_topic(topic: str, parts: Sequence[_Partition], *, now_ms: int, end
     change, o, runs = min(found.values(), key=lambda x: (x[1].segments_max, x[1].rolls))
     return Recommendation(topic, change, _why(topic, config, change, cur, o),
                           cost(cur, o, cur_runs, runs, config), cur, o, tuple(tried))
+
+
+def _floor(parts: Sequence[_Partition], retention_ms: int) -> int:
+    """The smallest ``segment.bytes`` worth trying (see :func:`candidates`)."""
+    most = 0.0
+    for p in parts:
+        h = p.history
+        if h.batches >= 2:
+            span = int(h.batch_ts.max() - h.batch_ts.min())
+            if span > 0:
+                most = max(most, float(h.batch_size.sum()) / span * retention_ms)
+    return int(most / MAX_SEGMENTS_PER_RETENTION)
 
 
 def _why(topic: str, config: cfg.TopicConfig, change: Mapping[str, object], cur: Outcome,
