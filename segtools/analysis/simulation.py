@@ -742,7 +742,7 @@ class Outcome:
                 "series": [list(r) for r in self.series]}
 
 
-def sample_times(runs: Sequence[Run], now_ms: int, end_ms: int, points: int = 2000
+def sample_times(runs: Sequence[Run], now_ms: int, end_ms: int, points: int = 600
                  ) -> np.ndarray:
     """Where to look: a regular grid plus every removal and the millisecond before it (the
     peak of a sawtooth is just before its drop)."""
@@ -752,27 +752,54 @@ def sample_times(runs: Sequence[Run], now_ms: int, end_ms: int, points: int = 20
     return np.unique(np.concatenate([grid, ev, np.maximum(ev - 1, now_ms)]))
 
 
+class Tally:
+    """Runs summed on one time grid as they finish, so a topic of thousands of partitions
+    holds one grid, not every partition's arrays (memory stays bounded)."""
+
+    def __init__(self, times: np.ndarray, now_ms: int, end_ms: int) -> None:
+        self.times = times
+        self.now = now_ms
+        self.end = end_ms
+        self.size = np.zeros(times.shape[0], np.int64)
+        self.oldest = np.full(times.shape[0], -1, np.int64)
+        self.rolls = self.deletions = self.cleaned = self.segments_max = 0
+
+    def add(self, run: Run) -> Tally:
+        self.size += run.size_at(self.times)
+        o = run.oldest_at(self.times)
+        self.oldest = np.where((self.oldest < 0) | ((o >= 0) & (o < self.oldest)), o,
+                               self.oldest)
+        within = range(self.now, self.end + 1)
+        self.rolls += sum(1 for r in run.rolls if r.at_ms in within)
+        self.deletions += sum(1 for d in run.deletions if d.at_ms in within)
+        self.cleaned += sum(c.removed_bytes for c in run.cleanings if c.at_ms in within)
+        self.segments_max += _segments_max(run, self.now, self.end)
+        return self
+
+    def outcome(self) -> Outcome:
+        size, oldest, times = self.size, self.oldest, self.times
+        ages = np.where(oldest >= 0, times - oldest, -1)
+        return Outcome(int(size.max()) if size.size else 0,
+                       int(size.min()) if size.size else 0,
+                       int(ages.max()) if (ages >= 0).any() else None,
+                       int(ages[-1]) if ages.size and ages[-1] >= 0 else None,
+                       bounded_series(times, size, oldest), self.segments_max, self.rolls,
+                       self.deletions, self.cleaned)
+
+
 def outcome(runs: Sequence[Run], now_ms: int, end_ms: int) -> Outcome:
-    """One partition (one run) or a topic (the sum of its partitions' runs)."""
-    times = sample_times(runs, now_ms, end_ms)
-    size = np.zeros(times.shape[0], np.int64)
-    oldest = np.full(times.shape[0], -1, np.int64)
+    """One partition (one run, sampled at its own events) or a few runs summed."""
+    tally = Tally(sample_times(runs, now_ms, end_ms), now_ms, end_ms)
     for run in runs:
-        size += run.size_at(times)
-        o = run.oldest_at(times)
-        oldest = np.where((oldest < 0) | ((o >= 0) & (o < oldest)), o, oldest)
-    ages = np.where(oldest >= 0, times - oldest, -1)
-    seg_max = 0
-    rolls = dels = cleaned = 0
-    for run in runs:
-        rolls += sum(1 for r in run.rolls if now_ms <= r.at_ms <= end_ms)
-        dels += sum(1 for d in run.deletions if now_ms <= d.at_ms <= end_ms)
-        cleaned += sum(c.removed_bytes for c in run.cleanings if now_ms <= c.at_ms <= end_ms)
-        seg_max += _segments_max(run, now_ms, end_ms)
-    return Outcome(int(size.max()) if size.size else 0, int(size.min()) if size.size else 0,
-                   int(ages.max()) if (ages >= 0).any() else None,
-                   int(ages[-1]) if ages.size and ages[-1] >= 0 else None,
-                   bounded_series(times, size, oldest), seg_max, rolls, dels, cleaned)
+        tally.add(run)
+    return tally.outcome()
+
+
+def topic_grid(now_ms: int, end_ms: int, points: int = 4000) -> np.ndarray:
+    """The grid a topic's partitions are summed on (a partition's own numbers use its exact
+    events; a topic's peak can fall between two points, at most ``(end - now) / points``
+    apart)."""
+    return np.unique(np.linspace(now_ms, end_ms, points).astype(np.int64))
 
 
 def _segments_max(run: Run, now_ms: int, end_ms: int) -> int:
@@ -797,14 +824,20 @@ def bounded_series(times: np.ndarray, size: np.ndarray, oldest: np.ndarray,
     n = times.shape[0]
     if n == 0:
         return ()
-    keep = set()
-    for chunk in np.array_split(np.arange(n), min(buckets, n)):
-        if chunk.size:
-            keep.add(int(chunk[np.argmax(size[chunk])]))
-            keep.add(int(chunk[np.argmin(size[chunk])]))
-    keep.add(n - 1)
+    edges = np.linspace(0, n, min(buckets, n) + 1).astype(np.int64)
+    starts = edges[:-1][edges[:-1] < edges[1:]]
+    # per bucket, the index of its highest and lowest size: reduceat on the values, then the
+    # first position in the bucket holding them
+    hi = np.maximum.reduceat(size, starts)
+    lo = np.minimum.reduceat(size, starts)
+    bucket = np.repeat(np.arange(starts.shape[0]), np.diff(np.r_[starts, n]))
+    at_hi = np.flatnonzero(size == hi[bucket])
+    at_lo = np.flatnonzero(size == lo[bucket])
+    first_hi = at_hi[np.r_[True, bucket[at_hi][1:] != bucket[at_hi][:-1]]]
+    first_lo = at_lo[np.r_[True, bucket[at_lo][1:] != bucket[at_lo][:-1]]]
+    keep = np.unique(np.r_[first_hi, first_lo, n - 1])
     return tuple((int(times[i]), int(size[i]), int(oldest[i]) if oldest[i] >= 0 else None)
-                 for i in sorted(keep))
+                 for i in keep.tolist())
 
 
 # --------------------------------------------------------------------------- changes

@@ -26,10 +26,12 @@ from segtools.analysis.simulation import (
     Ingest,
     Outcome,
     Run,
+    Tally,
     apply_changes,
     extend,
     outcome,
     simulate,
+    topic_grid,
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.storage.segment import Segment
@@ -162,7 +164,7 @@ class WhatIfReport:
     ingest: Ingest
     items: tuple[WhatIf, ...]
     recommendations: tuple[Recommendation, ...]
-    runs: Mapping[str, tuple[tuple[Run, Run], ...]]  # per topic: (current, proposed) per copy
+    retention_ms: Mapping[str, int]  # per topic: what its time retention promises
 
     def to_json(self) -> dict:
         return {"type": "what_if_report", "version": 1, "at": self.at_ms,
@@ -197,14 +199,24 @@ def run_partition(p: _Partition, config: cfg.TopicConfig, *, now_ms: int, end_ms
                     cleaner_offset=cleaner)
 
 
-def _topic_runs(parts: Sequence[_Partition], changes: Mapping[str, object], *, now_ms: int,
-                end_ms: int, ingest: Ingest) -> list[tuple[Run, Run]]:
-    n = len(parts)
+def _topic(topic: str, parts: Sequence[_Partition], changes: Mapping[str, object], *,
+           now_ms: int, end_ms: int, ingest: Ingest,
+           advance: Callable[[int], None]) -> list[WhatIf]:
+    """Each partition under today's config and ``changes``, then the topic, summed as the
+    partitions finish (nothing of a partition's run is kept but its numbers)."""
+    grid = topic_grid(now_ms, end_ms)
+    cur_t, prop_t = Tally(grid, now_ms, end_ms), Tally(grid, now_ms, end_ms)
+    kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
     out = []
     for p in parts:
-        kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=n)
-        out.append((run_partition(p, p.pi.config, **kw),
-                    run_partition(p, apply_changes(p.pi.config, changes), **kw)))
+        cur = run_partition(p, p.pi.config, **kw)
+        prop = run_partition(p, apply_changes(p.pi.config, changes), **kw)
+        out.append(WhatIf(topic, p.pi.partition, changes, outcome([cur], now_ms, end_ms),
+                          outcome([prop], now_ms, end_ms), p.pi.label))
+        cur_t.add(cur)
+        prop_t.add(prop)
+        advance(1)
+    out.append(WhatIf(topic, None, changes, cur_t.outcome(), prop_t.outcome(), topic))
     return out
 
 
@@ -217,7 +229,7 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
     end_ms = now_ms + int(horizon_days * DAY_MS)
     items: list[WhatIf] = []
     recs: list[Recommendation] = []
-    runs: dict[str, tuple[tuple[Run, Run], ...]] = {}
+    retention: dict[str, int] = {}
     for topic, parts in _inputs(loaded, limit).items():
         chosen = dict(changes or {})
         if recommend:
@@ -226,16 +238,10 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
                 recs.append(rec)
                 if changes is None:
                     chosen = dict(rec.changes)
-        pairs = _topic_runs(parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest)
-        runs[topic] = tuple(pairs)
-        for p, (cur, prop) in zip(parts, pairs, strict=True):
-            items.append(WhatIf(topic, p.pi.partition, chosen, outcome([cur], now_ms, end_ms),
-                                outcome([prop], now_ms, end_ms), p.pi.label))
-            advance(1)
-        items.append(WhatIf(topic, None, chosen,
-                            outcome([c for c, _ in pairs], now_ms, end_ms),
-                            outcome([q for _, q in pairs], now_ms, end_ms), topic))
-    return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), runs)
+        retention[topic] = parts[0].pi.config.local_retention_ms_effective
+        items += _topic(topic, parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
+                        advance=advance)
+    return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention)
 
 
 # --------------------------------------------------------------------------- recommending
@@ -283,30 +289,37 @@ def recommend_topic(topic: str, parts: Sequence[_Partition], *, now_ms: int, end
     if not config.delete or config.local_retention_ms_effective < 0:
         return None
     kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
-    cur_runs = [run_partition(p, p.pi.config, **kw) for p in parts]
-    cur = outcome(cur_runs, now_ms, end_ms)
+    cur = _tally(parts, {}, kw)
     if meets(cur, config):
         return None
     tried: list[tuple[Mapping[str, object], bool]] = []
-    found: dict[str, tuple[dict, Outcome, list[Run]]] = {}
+    found: dict[str, tuple[dict, Outcome]] = {}
     for change in candidates(config, _floor(parts, config.local_retention_ms_effective)):
         family = next(iter(change))
         if family in found:
             continue
-        runs = [run_partition(p, apply_changes(p.pi.config, change), **kw) for p in parts]
-        o = outcome(runs, now_ms, end_ms)
+        o = _tally(parts, change, kw)
         ok = meets(o, config)
         tried.append((change, ok))
         if ok:
-            found[family] = (change, o, runs)
+            found[family] = (change, o)
         if len(found) == 2:
             break
     if not found:
         return None
     # of the families that work, the one that costs fewer segments
-    change, o, runs = min(found.values(), key=lambda x: (x[1].segments_max, x[1].rolls))
+    change, o = min(found.values(), key=lambda x: (x[1].segments_max, x[1].rolls))
     return Recommendation(topic, change, _why(topic, config, change, cur, o),
-                          cost(cur, o, cur_runs, runs, config), cur, o, tuple(tried))
+                          cost(cur, o, len(parts), (end_ms - now_ms) / DAY_MS, config), cur, o,
+                          tuple(tried))
+
+
+def _tally(parts: Sequence[_Partition], change: Mapping[str, object], kw: dict) -> Outcome:
+    """A topic under ``change``, its partitions summed on the topic grid one at a time."""
+    tally = Tally(topic_grid(kw["now_ms"], kw["end_ms"]), kw["now_ms"], kw["end_ms"])
+    for p in parts:
+        tally.add(run_partition(p, apply_changes(p.pi.config, change), **kw))
+    return tally.outcome()
 
 
 def _floor(parts: Sequence[_Partition], retention_ms: int) -> int:
@@ -338,17 +351,17 @@ def _why(topic: str, config: cfg.TopicConfig, change: Mapping[str, object], cur:
             f"{format_bytes(cur.trough_bytes)}..{format_bytes(cur.peak_bytes)})")
 
 
-def cost(cur: Outcome, new: Outcome, cur_runs: Sequence[Run], new_runs: Sequence[Run],
+def cost(cur: Outcome, new: Outcome, partitions: int, days: float,
          config: cfg.TopicConfig) -> dict:
     """What the change costs, before -> after: segments on disk at most, their files
     (``.log``, ``.index``, ``.timeindex``) and open handles (a broker keeps each segment's
     three open), index memory (each active segment's two indexes are preallocated to
     ``segment.index.bytes``; sealed ones are trimmed, an entry per ``index.interval.bytes``)
     and the cleaner's work (bytes it removed)."""
-    days = max((cur_runs[0].end_ms - cur_runs[0].now_ms) / DAY_MS, 1e-9) if cur_runs else 1.0
+    days = max(days, 1e-9)
 
-    def side(o: Outcome, runs: Sequence[Run]) -> dict:
-        active = len(runs)
+    def side(o: Outcome) -> dict:
+        active = partitions
         sealed = max(o.segments_max - active, 0)
         index = active * 2 * config.segment_index_bytes + int(o.peak_bytes / 4096 * 20)
         return {"segments_max": o.segments_max, "files": 3 * o.segments_max,
@@ -356,4 +369,4 @@ def cost(cur: Outcome, new: Outcome, cur_runs: Sequence[Run], new_runs: Sequence
                 "index_bytes": index, "sealed_segments": sealed,
                 "cleaner_bytes_removed": o.cleaned_bytes}
 
-    return {"before": side(cur, cur_runs), "after": side(new, new_runs)}
+    return {"before": side(cur), "after": side(new)}

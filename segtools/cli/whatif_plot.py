@@ -39,9 +39,7 @@ def figure(report: WhatIfReport) -> Figure:
         ax.text(0.5, 0.5, "no partitions to simulate", ha="center", va="center")
         ax.set_axis_off()
         return fig
-    retention = {}
-    for topic, pairs in report.runs.items():
-        retention[topic] = pairs[0][0].config.local_retention_ms_effective if pairs else -1
+    retention = report.retention_ms
     for i, w in enumerate(rows):
         size_ax = fig.add_subplot(len(rows), 2, 2 * i + 1)
         age_ax = fig.add_subplot(len(rows), 2, 2 * i + 2, sharex=size_ax)
