@@ -253,3 +253,18 @@ def test_config_resolution_is_unchanged_by_changes():
     changed = whatif.apply_changes(base, {"segment.bytes": 1 << 20})
     assert changed.segment_bytes == 1 << 20 and base.segment_bytes == 1 << 30
     assert changed.source("segment.bytes").source == "what_if"
+
+
+def test_api_gives_the_cli_document():
+    """``segtools.what_if`` and ``retention --what-if --format json`` are one assembly."""
+    import segtools
+
+    api = segtools.what_if(str(TREE / "quiet-events-0"), changes="segment.ms=86400000",
+                           at="2024-01-11T00:00Z", horizon_days=10, config=str(CONFIG))
+    proc = subprocess.run([SEGTOOLS, "retention", str(TREE / "quiet-events-0"), "--config",
+                           str(CONFIG), "--at", "2024-01-11T00:00Z", "--what-if",
+                           "segment.ms=86400000", "--horizon", "10", "--format", "json"],
+                          capture_output=True, text=True, timeout=300)
+    cli = json.loads(proc.stdout)
+    cli.pop("plot")
+    assert json.loads(json.dumps(api.to_json())) == cli
