@@ -26,6 +26,11 @@ DAY_MS = 86_400_000
 MAX_TOPICS = 8
 
 
+def _plain(text: str) -> str:
+    """A topic name as literal text: no mathtext (``$``), no control characters."""
+    return "".join(c if c.isprintable() else "?" for c in text).replace("$", r"\$")
+
+
 def _topics(report: WhatIfReport) -> list[WhatIf]:
     return [w for w in report.items if w.partition is None][:MAX_TOPICS]
 
@@ -45,7 +50,7 @@ def figure(report: WhatIfReport) -> Figure:
         age_ax = fig.add_subplot(len(rows), 2, 2 * i + 2, sharex=size_ax)
         change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items()) or "no change"
         for outcome, colour, label in ((w.current, "#7f7f7f", "current"),
-                                       (w.proposed, "#1f77b4", f"proposed ({change})")):
+                                       (w.proposed, "#1f77b4", f"proposed ({_plain(change)})")):
             days = [(t - report.at_ms) / DAY_MS for t, _, _ in outcome.series]
             size_ax.step(days, [b for _, b, _ in outcome.series], where="post", color=colour,
                          label=label, linewidth=1.6)
@@ -57,9 +62,9 @@ def figure(report: WhatIfReport) -> Figure:
             age_ax.axhline(r / DAY_MS, color="#d62728", linestyle="--", linewidth=1,
                            label="retention.ms")
             age_ax.legend(loc="upper right", fontsize=8)
-        size_ax.set_title(f"{w.topic}: bytes on disk", fontsize=10, loc="left")
-        age_ax.set_title(f"{w.topic}: age of the oldest record (days)", fontsize=10,
-                         loc="left")
+        name = _plain(w.topic)
+        size_ax.set_title(f"{name}: bytes on disk", fontsize=10, loc="left")
+        age_ax.set_title(f"{name}: age of the oldest record (days)", fontsize=10, loc="left")
         size_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
         size_ax.set_ylim(bottom=0)
         age_ax.set_ylim(bottom=0)
