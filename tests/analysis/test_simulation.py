@@ -268,3 +268,21 @@ def test_api_gives_the_cli_document():
     cli = json.loads(proc.stdout)
     cli.pop("plot")
     assert json.loads(json.dumps(api.to_json())) == cli
+
+
+def test_ingest_rate_respaces_the_replay():
+    """``--ingest BYTES_PER_S``: the quiet topic's replay at 1 KB/s fills 64 KiB segments in
+    about a minute, so every future roll is a ``segment.bytes`` roll; replayed at its own rate
+    (~4 KB a day) it rolls only on ``segment.ms``."""
+    cfg_file = parse_config_text(CONFIG.read_text(), str(CONFIG))
+    loaded = load_inputs(walk([str(TREE / "quiet-events-0")])[0], config_file=cfg_file)
+    part = whatif._Partition(loaded.partitions[0], whatif.history(loaded.partitions[0]))
+    config = loaded.partitions[0].config
+    end = NOW + 2 * H
+    fast = whatif.run_partition(part, config, now_ms=NOW, end_ms=end,
+                                ingest=whatif.Ingest(1000.0), partitions=1)
+    auto = whatif.run_partition(part, config, now_ms=NOW, end_ms=end, ingest=whatif.AUTO,
+                                partitions=1)
+    future = [r for r in fast.rolls if r.at_ms > NOW]
+    assert len(future) >= 60 and {r.reason for r in future} == {ROLL_SEGMENT_BYTES}
+    assert all(r.reason != ROLL_SEGMENT_BYTES for r in auto.rolls)
