@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge",
-        "producers", "explain_retention", "explain_compaction", "tiered")
+        "producers", "explain_retention", "explain_compaction", "tiered",
+        "what_if")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
         tiered,
         transactions,
         verify,
+        what_if,
     )
     from segtools.errors import CorruptDataError, SegtoolsError  # noqa: F401
     from segtools.findings import REGISTRY, Finding, Severity  # noqa: F401

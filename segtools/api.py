@@ -51,6 +51,7 @@ from segtools.analysis.transactions import (
     transactions_report,
 )
 from segtools.analysis.verify import verify_log_dir_files, verify_partition
+from segtools.analysis.whatif import WhatIfReport
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import CorruptDataError, SegtoolsError
 from segtools.fetch import columns as fetch_columns
@@ -347,6 +348,37 @@ class LogDirs:
                                                                configs=configs)
         return tiered_report(loaded, now_ms=now, store=store)
 
+    def what_if(self, changes: Mapping[str, object] | str | None = None, *,
+                at: Time | None = None, horizon_days: float = 30.0,
+                ingest_bytes_per_s: float | None = None, recommend: bool = False,
+                config: str | os.PathLike[str] | None = None,
+                configs: Mapping[str, object] | None = None,
+                inputs: Loaded | None = None) -> WhatIfReport:
+        """Each topic's log lifecycle simulated from its own history to ``horizon_days``
+        after ``at`` under today's config and under ``changes`` (``{"segment.bytes":
+        134217728}`` or ``"segment.bytes=134217728"``), as ``segtools retention --what-if``;
+        ``recommend`` adds the smallest segment change that keeps what retention promises
+        (and, without ``changes``, compares against it). ``to_json()``: the CLI's JSON."""
+        from segtools.analysis import whatif  # the simulator loads only when asked for
+        from segtools.analysis.simulation import Ingest
+
+        try:
+            if isinstance(changes, str):
+                parsed = whatif.parse_changes(changes)
+            elif changes:
+                parsed = whatif.parse_changes(",".join(
+                    f"{k}={','.join(v) if isinstance(v, tuple | list) else v}"
+                    for k, v in changes.items()))
+            else:
+                parsed = None
+        except ValueError as e:
+            raise SegtoolsError(str(e)) from None
+        loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
+                                                               configs=configs)
+        return whatif.what_if_report(loaded, parsed, now_ms=_now(at), horizon_days=horizon_days,
+                                     ingest=Ingest(ingest_bytes_per_s), recommend=recommend,
+                                     limit=self.max_decompressed_bytes)
+
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,
                            configs: Mapping[str, object] | None = None,
@@ -445,3 +477,13 @@ def tiered(*paths: str | os.PathLike[str], at: Time | None = None,
     """``segtools tiered PATH...`` as a function (``to_json()``: its ``--format json``)."""
     return open(*paths).tiered(at=at, config=config, configs=configs,
                                remote_store=remote_store)
+
+def what_if(*paths: str | os.PathLike[str], changes: Mapping[str, object] | str | None = None,
+            at: Time | None = None, horizon_days: float = 30.0,
+            ingest_bytes_per_s: float | None = None, recommend: bool = False,
+            config: str | os.PathLike[str] | None = None,
+            configs: Mapping[str, object] | None = None) -> WhatIfReport:
+    """``segtools retention PATH... --what-if/--recommend`` as a function."""
+    return open(*paths).what_if(changes, at=at, horizon_days=horizon_days,
+                                ingest_bytes_per_s=ingest_bytes_per_s, recommend=recommend,
+                                config=config, configs=configs)

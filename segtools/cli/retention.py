@@ -27,7 +27,7 @@ from segtools.analysis.forecast import Forecast
 from segtools.analysis.partition_input import Loaded
 from segtools.analysis.retention import AWAITING_REMOTE_COPY
 from segtools.analysis.tiered import RemoteVerdict
-from segtools.cli import explain, render
+from segtools.cli import explain, render, whatif
 from segtools.cli.common import add_command, exit_code, progress
 from segtools.cli.explain import config_line, load, now_ms
 from segtools.cli.table import Column, Lines, terminal_width
@@ -40,6 +40,8 @@ EXAMPLES = """examples:
   segtools retention /var/kafka-logs/orders-0 --retention-ms 86400000
   segtools retention /var/kafka-logs --config orders-configs.txt --format json
   segtools retention /var/kafka-logs/orders-0 --forecast 10 --plot orders.png
+  segtools retention /var/kafka-logs --what-if segment.bytes=134217728 --horizon 30
+  segtools retention /var/kafka-logs --recommend --plot whatif.png
 
 --config FILE takes Java properties or what "kafka-configs --describe [--all]" prints
 (sections "Dynamic configs for topic X are:" apply to topic X; broker log.* names work too).
@@ -57,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-deep", action="store_true",
                    help="skip reading record timestamps of kept segments (the count of "
                         "records older than retention that they still hold)")
+    whatif.add_arguments(p)
     p.set_defaults(run=run)
 
 
@@ -64,6 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if whatif.wanted(args):
+        return whatif.run(args)
     if args.plot and not args.plot.lower().endswith((".png", ".html", ".htm")):
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     if args.forecast is not None and not 0 < args.forecast <= 36500:

@@ -1,0 +1,372 @@
+"""``retention --what-if`` and ``--recommend`` over a tree: every partition simulated under its
+current config and under a proposed one, side by side, per partition and per topic.
+
+The one assembly every face calls (CLI, ``segtools.what_if()``, the report, Spark's
+``analyses.what_if``). A partition's input is read once (batch headers for delete-only topics,
+records for compacted ones, where keys matter); the simulation is
+:mod:`segtools.analysis.simulation`. A topic's numbers are the sum of its partitions' sizes and
+the oldest of their records; when several brokers' log dirs hold the same partition, each copy
+is simulated and summed, which counts the replication factor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from segtools.analysis import compaction as comp
+from segtools.analysis import config as cfg
+from segtools.analysis.partition_input import Loaded, PartitionInput
+from segtools.analysis.simulation import (
+    AUTO,
+    History,
+    Ingest,
+    Outcome,
+    Run,
+    Tally,
+    apply_changes,
+    extend,
+    outcome,
+    simulate,
+    topic_grid,
+)
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.storage.segment import Segment
+from segtools.units import format_time
+
+DAY_MS = 86_400_000
+DEFAULT_HORIZON_DAYS = 30.0
+#: What the settings promise, with this much slack: the oldest record no older than
+#: retention.ms + 25 %.
+TOLERANCE = 0.25
+#: Changes ``--what-if`` accepts: what changes a partition's lifecycle.
+WHAT_IF_NAMES = ("segment.bytes", "segment.ms", "segment.jitter.ms", "segment.index.bytes",
+                 "retention.ms", "retention.bytes", "cleanup.policy", "delete.retention.ms",
+                 "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "max.compaction.lag.ms",
+                 "local.retention.ms", "local.retention.bytes")
+
+
+def parse_changes(text: str) -> dict[str, object]:
+    """``NAME=VALUE[,NAME=VALUE...]``; a list value (``cleanup.policy=compact,delete``) keeps
+    its commas because a new pair starts only where ``,name=`` follows."""
+    out: dict[str, object] = {}
+    for part in re.split(r",(?=[a-z][a-z.]*=)", text.strip()):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if not sep or not value.strip():
+            raise ValueError(f"{part!r} is not NAME=VALUE")
+        if name not in WHAT_IF_NAMES:
+            raise ValueError(f"{name!r} cannot be changed here (one of: "
+                             f"{', '.join(WHAT_IF_NAMES)})")
+        out[name] = cfg.parse_value(name, value)
+    if not out:
+        raise ValueError("nothing to change")
+    return out
+
+
+def changes_json(changes: Mapping[str, object]) -> dict:
+    return {k: ",".join(v) if isinstance(v, tuple) else v for k, v in changes.items()}
+
+
+# --------------------------------------------------------------------------- input
+
+
+def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> History:
+    """One partition's appends: batch headers, or for a compacted topic its records (keys,
+    tombstones, delete horizons) read by the cleaner's own reader."""
+    if pi.config.compact:
+        return history_from_columns(comp.read_records(pi, limit=limit)[0])
+    parts = []
+    for files in pi.dir.segments:
+        with Segment.open(files, decompress_limit=limit) as seg:
+            for walked in seg.walk(verify_crc=False):
+                t = walked.table
+                parts.append((t.base_offset, t.last_offset, t.max_timestamp, t.size))
+    if not parts:
+        return History.from_batches([], [], [], [])
+    cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+    return History.from_batches(*cols)
+
+
+def history_from_columns(cols: comp.CompactionColumns) -> History:
+    """Records as the cleaner sees them (``CompactionColumns``) to the simulator's units;
+    control records and empty-batch placeholders carry no key, so a clean drops them."""
+    if not len(cols):
+        return History.from_batches([], [], [], [])
+    batches, unit_batch = np.unique(cols.batch, return_inverse=True)
+    nb = batches.shape[0]
+    size = np.bincount(unit_batch, weights=cols.size, minlength=nb)
+    ts = np.full(nb, -1, np.int64)
+    np.maximum.at(ts, unit_batch, cols.timestamp)
+    last = np.full(nb, -1, np.int64)
+    np.maximum.at(last, unit_batch, cols.offset)
+    data = (cols.flags & (comp.FLAG_CONTROL | comp.FLAG_EMPTY_BATCH)) == 0
+    key = np.where(data, cols.key_id, -1)
+    return History.from_records(batches, last, ts, np.rint(size), unit_batch, cols.offset,
+                                cols.timestamp, cols.size, key, cols.tombstone & data,
+                                cols.delete_horizon_ms)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIf:
+    """``{"type": "what_if", ...}``: one partition (``partition`` set) or one topic."""
+
+    topic: str
+    partition: int | None
+    changes: Mapping[str, object]
+    current: Outcome
+    proposed: Outcome
+    label: str = ""
+
+    def to_json(self) -> dict:
+        return {"type": "what_if", "topic": self.topic, "partition": self.partition,
+                "changes": changes_json(self.changes), "current": self.current.to_json(),
+                "proposed": self.proposed.to_json()}
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    """``{"type": "recommendation", ...}``: the least change that keeps what retention
+    promises, the numbers before and after, and what it costs."""
+
+    topic: str
+    changes: Mapping[str, object]
+    why: str
+    cost: Mapping[str, object]
+    current: Outcome
+    proposed: Outcome
+    tried: tuple[tuple[Mapping[str, object], bool], ...]
+
+    def to_json(self) -> dict:
+        return {"type": "recommendation", "topic": self.topic,
+                "changes": changes_json(self.changes), "why": self.why, "cost": dict(self.cost),
+                "before": _brief(self.current), "after": _brief(self.proposed),
+                "tried": [{"changes": changes_json(c), "meets": ok} for c, ok in self.tried]}
+
+
+def _brief(o: Outcome) -> dict:
+    return {"peak_bytes": o.peak_bytes, "trough_bytes": o.trough_bytes,
+            "swing": round(o.swing, 4), "oldest_age_ms_max": o.oldest_age_ms_max}
+
+
+@dataclass(frozen=True, slots=True)
+class WhatIfReport:
+    """``segtools retention --what-if/--recommend`` over a tree, as values."""
+
+    at_ms: int
+    end_ms: int
+    ingest: Ingest
+    items: tuple[WhatIf, ...]
+    recommendations: tuple[Recommendation, ...]
+    retention_ms: Mapping[str, int]  # per topic: what its time retention promises
+
+    def to_json(self) -> dict:
+        return {"type": "what_if_report", "version": 1, "at": self.at_ms,
+                "at_iso": format_time(self.at_ms), "until": self.end_ms,
+                "ingest": self.ingest.to_json(),
+                "what_if": [w.to_json() for w in self.items],
+                "recommendations": [r.to_json() for r in self.recommendations]}
+
+
+# --------------------------------------------------------------------------- the assembly
+
+
+@dataclass(frozen=True, slots=True)
+class _Partition:
+    pi: PartitionInput
+    history: History
+
+
+def _inputs(loaded: Loaded, limit: int) -> dict[str, list[_Partition]]:
+    by_topic: dict[str, list[_Partition]] = {}
+    for pi in loaded.partitions:
+        by_topic.setdefault(pi.topic, []).append(_Partition(pi, history(pi, limit=limit)))
+    return by_topic
+
+
+def run_partition(p: _Partition, config: cfg.TopicConfig, *, now_ms: int, end_ms: int,
+                  ingest: Ingest, partitions: int) -> Run:
+    """One partition under ``config``: its history, then the ingest model, to ``end_ms``."""
+    h = extend(p.history, now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=partitions)
+    cleaner = p.pi.cleaner_offset if config.compact else None
+    return simulate(h, config, now_ms=now_ms, end_ms=end_ms, seed=p.pi.label,
+                    cleaner_offset=cleaner)
+
+
+def _topic(topic: str, parts: Sequence[_Partition], changes: Mapping[str, object], *,
+           now_ms: int, end_ms: int, ingest: Ingest,
+           advance: Callable[[int], None]) -> list[WhatIf]:
+    """Each partition under today's config and ``changes``, then the topic, summed as the
+    partitions finish (nothing of a partition's run is kept but its numbers)."""
+    grid = topic_grid(now_ms, end_ms)
+    cur_t, prop_t = Tally(grid, now_ms, end_ms), Tally(grid, now_ms, end_ms)
+    kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
+    out = []
+    for p in parts:
+        cur = run_partition(p, p.pi.config, **kw)
+        prop = run_partition(p, apply_changes(p.pi.config, changes), **kw)
+        out.append(WhatIf(topic, p.pi.partition, changes, outcome([cur], now_ms, end_ms),
+                          outcome([prop], now_ms, end_ms), p.pi.label))
+        cur_t.add(cur)
+        prop_t.add(prop)
+        advance(1)
+    out.append(WhatIf(topic, None, changes, cur_t.outcome(), prop_t.outcome(), topic))
+    return out
+
+
+def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_ms: int,
+                   horizon_days: float = DEFAULT_HORIZON_DAYS, ingest: Ingest = AUTO,
+                   recommend: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                   advance: Callable[[int], None] = lambda n: None) -> WhatIfReport:
+    """Every partition and topic of ``loaded`` under the current config and ``changes``
+    (``None`` with ``recommend``: the recommended change is what is compared)."""
+    end_ms = now_ms + int(horizon_days * DAY_MS)
+    items: list[WhatIf] = []
+    recs: list[Recommendation] = []
+    retention: dict[str, int] = {}
+    for topic, parts in _inputs(loaded, limit).items():
+        chosen = dict(changes or {})
+        if recommend:
+            rec = recommend_topic(topic, parts, now_ms=now_ms, end_ms=end_ms, ingest=ingest)
+            if rec is not None:
+                recs.append(rec)
+                if changes is None:
+                    chosen = dict(rec.changes)
+        retention[topic] = parts[0].pi.config.local_retention_ms_effective
+        items += _topic(topic, parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
+                        advance=advance)
+    return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention)
+
+
+# --------------------------------------------------------------------------- recommending
+
+
+def meets(o: Outcome, config: cfg.TopicConfig) -> bool:
+    """Does the topic keep what its time retention promises: no record older than
+    ``retention.ms`` plus :data:`TOLERANCE` of it?"""
+    r = config.local_retention_ms_effective
+    return o.oldest_age_ms_max is not None and o.oldest_age_ms_max <= r * (1 + TOLERANCE)
+
+
+#: A candidate may cut a partition's retained data into at most this many segments.
+MAX_SEGMENTS_PER_RETENTION = 64
+
+
+def candidates(config: cfg.TopicConfig, floor_bytes: int = 14) -> list[dict[str, object]]:
+    """Changes to try, nearest first within each family: ``segment.ms`` at a half, a quarter,
+    ... of retention.ms (while below today's), and ``segment.bytes`` halved step by step, not
+    below ``floor_bytes`` (what cuts the busiest partition's retained data into
+    :data:`MAX_SEGMENTS_PER_RETENTION` segments: smaller is no fix anyone would deploy, and
+    each try would cost a simulation of thousands of segments)."""
+    r = config.local_retention_ms_effective
+    out: list[dict[str, object]] = []
+    ms = [r // d for d in (2, 4, 8, 16, 32) if r // d < config.segment_ms and r // d > 0]
+    by = []
+    b = config.segment_bytes // 2
+    while b >= max(floor_bytes, 14) and len(by) < 16:
+        by.append(b)
+        b //= 2
+    for i in range(max(len(ms), len(by))):
+        if i < len(by):
+            out.append({"segment.bytes": by[i]})
+        if i < len(ms):
+            out.append({"segment.ms": ms[i]})
+    return out
+
+
+def recommend_topic(topic: str, parts: Sequence[_Partition], *, now_ms: int, end_ms: int,
+                    ingest: Ingest) -> Recommendation | None:
+    """The smallest ``segment.bytes``/``segment.ms`` change that brings the oldest record
+    (and with it the size swing) within :data:`TOLERANCE` of ``retention.ms``; None when time
+    retention is off or the topic already keeps its promise."""
+    config = parts[0].pi.config
+    if not config.delete or config.local_retention_ms_effective < 0:
+        return None
+    kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
+    cur = _tally(parts, {}, kw)
+    if meets(cur, config):
+        return None
+    tried: list[tuple[Mapping[str, object], bool]] = []
+    found: dict[str, tuple[dict, Outcome]] = {}
+    for change in candidates(config, _floor(parts, config.local_retention_ms_effective)):
+        family = next(iter(change))
+        if family in found:
+            continue
+        o = _tally(parts, change, kw)
+        ok = meets(o, config)
+        tried.append((change, ok))
+        if ok:
+            found[family] = (change, o)
+        if len(found) == 2:
+            break
+    if not found:
+        return None
+    # of the families that work, the one that costs fewer segments
+    change, o = min(found.values(), key=lambda x: (x[1].segments_max, x[1].rolls))
+    return Recommendation(topic, change, _why(topic, config, change, cur, o),
+                          cost(cur, o, len(parts), (end_ms - now_ms) / DAY_MS, config), cur, o,
+                          tuple(tried))
+
+
+def _tally(parts: Sequence[_Partition], change: Mapping[str, object], kw: dict) -> Outcome:
+    """A topic under ``change``, its partitions summed on the topic grid one at a time."""
+    tally = Tally(topic_grid(kw["now_ms"], kw["end_ms"]), kw["now_ms"], kw["end_ms"])
+    for p in parts:
+        tally.add(run_partition(p, apply_changes(p.pi.config, change), **kw))
+    return tally.outcome()
+
+
+def _floor(parts: Sequence[_Partition], retention_ms: int) -> int:
+    """The smallest ``segment.bytes`` worth trying (see :func:`candidates`)."""
+    most = 0.0
+    for p in parts:
+        h = p.history
+        if h.batches >= 2:
+            span = int(h.batch_ts.max() - h.batch_ts.min())
+            if span > 0:
+                most = max(most, float(h.batch_size.sum()) / span * retention_ms)
+    return int(most / MAX_SEGMENTS_PER_RETENTION)
+
+
+def _why(topic: str, config: cfg.TopicConfig, change: Mapping[str, object], cur: Outcome,
+         new: Outcome) -> str:
+    from segtools.units import format_bytes, format_duration
+
+    (name, value), = change.items()
+    shown = format_bytes(int(value)) if name == "segment.bytes" else format_duration(int(value))
+    old = config.segment_bytes if name == "segment.bytes" else config.segment_ms
+    old_shown = format_bytes(old) if name == "segment.bytes" else format_duration(old)
+    return (f"topic {topic}: with {name}={value} ({shown}, today {old_shown}) the oldest "
+            f"record is at most {format_duration(new.oldest_age_ms_max or 0)} old instead of "
+            f"{format_duration(cur.oldest_age_ms_max or 0)} (retention.ms "
+            f"{format_duration(config.local_retention_ms_effective)}), and the size swings "
+            f"{100 * new.swing:.0f}% instead of {100 * cur.swing:.0f}% "
+            f"({format_bytes(new.trough_bytes)}..{format_bytes(new.peak_bytes)} instead of "
+            f"{format_bytes(cur.trough_bytes)}..{format_bytes(cur.peak_bytes)})")
+
+
+def cost(cur: Outcome, new: Outcome, partitions: int, days: float,
+         config: cfg.TopicConfig) -> dict:
+    """What the change costs, before -> after: segments on disk at most, their files
+    (``.log``, ``.index``, ``.timeindex``) and open handles (a broker keeps each segment's
+    three open), index memory (each active segment's two indexes are preallocated to
+    ``segment.index.bytes``; sealed ones are trimmed, an entry per ``index.interval.bytes``)
+    and the cleaner's work (bytes it removed)."""
+    days = max(days, 1e-9)
+
+    def side(o: Outcome) -> dict:
+        active = partitions
+        sealed = max(o.segments_max - active, 0)
+        index = active * 2 * config.segment_index_bytes + int(o.peak_bytes / 4096 * 20)
+        return {"segments_max": o.segments_max, "files": 3 * o.segments_max,
+                "open_handles": 3 * o.segments_max, "rolls_per_day": round(o.rolls / days, 2),
+                "index_bytes": index, "sealed_segments": sealed,
+                "cleaner_bytes_removed": o.cleaned_bytes}
+
+    return {"before": side(cur), "after": side(new)}
