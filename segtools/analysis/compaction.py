@@ -413,8 +413,8 @@ def explain_compaction(records: Iterable[CompactionRecord] | CompactionColumns,
     if high_watermark is None:
         notes.append(f"no high watermark in the checkpoints: assumed the log end offset {leo}")
     last_stable = None if hw is None else min([hw, *txn.open_first.values()])
-    bounds = _Bounds.compute(segs, config, now_ms, lso_log, leo, last_stable, cleaner_offset,
-                             first_batch_timestamps)
+    bounds = CleanableBounds.compute(segs, config, now_ms, lso_log, leo, last_stable,
+                                     cleaner_offset, first_batch_timestamps)
     if first_batch_timestamps is None and config.max_compaction_lag_ms < 2**63 - 1:
         notes.append("max.compaction.lag.ms uses each segment's first timestamp from the "
                      "summary as the first batch's max timestamp")
@@ -515,7 +515,11 @@ def _marker(flags: int, offset: int) -> list[ControlMarker]:
 
 
 @dataclass(slots=True)
-class _Bounds:
+class CleanableBounds:
+    """Where the cleanable part of a log starts and ends, and whether the cleaner takes it
+    (``LogCleanerManager.cleanableOffsets`` and the dirty-ratio choice in
+    ``grabFilthiestCompactedLog``)."""
+
     first_dirty: int | None
     first_dirty_source: str
     candidates: tuple[tuple[str, int], ...]
@@ -530,7 +534,8 @@ class _Bounds:
     @classmethod
     def compute(cls, segs: Sequence[SegmentSummary], config: TopicConfig, now: int,
                 log_start: int | None, leo: int | None, last_stable: int | None,
-                checkpoint: int | None, first_batch_ts: Mapping[int, int] | None) -> _Bounds:
+                checkpoint: int | None, first_batch_ts: Mapping[int, int] | None
+                ) -> CleanableBounds:
         if not segs or log_start is None or leo is None:
             return cls(None, "empty log", (), None, "empty log", 0, 0, 0.0, 0, False)
         # LogCleanerManager.cleanableOffsets
@@ -632,7 +637,7 @@ class _Plan:
 
 
 def _plan_clean(cols: CompactionColumns, segs: Sequence[SegmentSummary], config: TopicConfig,
-                now: int, b: _Bounds, txn: _Transactions, capacity: int) -> _Plan:
+                now: int, b: CleanableBounds, txn: _Transactions, capacity: int) -> _Plan:
     """``LogCleaner.doClean`` at ``now``, as if this partition were cleaned now."""
     n = len(cols)
     fates = np.full(n, _FATE_ID[KEPT_PAST_MAP], np.int8)
@@ -692,7 +697,7 @@ def _plan_clean(cols: CompactionColumns, segs: Sequence[SegmentSummary], config:
     stamped_markers = fates == _FATE_ID[KEPT_MARKER_STAMPED]
     stamped_batches = _stamp(cols, stamp | stamped_markers, horizon_after,
                              now + config.delete_retention_ms)
-    groups = _groups(segs, config, end_offset, fuo)
+    groups = group_segments_by_size(segs, config, end_offset, fuo)
     return _Plan(fates, horizon_after, stamped_batches, dirty_keys, map_full_at, groups,
                  legacy_horizon, notes)
 
@@ -762,8 +767,8 @@ def _empty_fate(cols: CompactionColumns, i: int, now: int, fuo: int,
     return REMOVED_EMPTY_BATCH
 
 
-def _groups(segs: Sequence[SegmentSummary], config: TopicConfig, end_offset: int,
-            fuo: int) -> tuple[MergeGroup, ...]:
+def group_segments_by_size(segs: Sequence[SegmentSummary], config: TopicConfig,
+                           end_offset: int, fuo: int) -> tuple[MergeGroup, ...]:
     """``LogCleaner.groupSegmentsBySize`` over the rewritten segments, by ``.log`` size and
     the offset span (index sizes are not in the summaries; at the defaults they rarely bind)."""
     todo = [s for s in segs if s.base_offset < end_offset]

@@ -571,7 +571,7 @@ class _Simulation:
         b_done, u_done = self.appended(t)
         first_batch = {s.base: int(h.batch_ts[s.first_batch]) for s in self.segs}
         leo = segs[-1].next_offset
-        bounds = comp._Bounds.compute(segs, self.c, t, segs[0].base_offset, leo, leo,
+        bounds = comp.CleanableBounds.compute(segs, self.c, t, segs[0].base_offset, leo, leo,
                                       self.checkpoint, first_batch)
         if not bounds.would_clean or bounds.first_uncleanable is None:
             return
@@ -590,7 +590,7 @@ class _Simulation:
             last = np.r_[dk[order][1:] != dk[order][:-1], True]
             latest = dict(zip(dk[order][last].tolist(), do[order][last].tolist(), strict=True))
         end_offset = fuo
-        groups = comp._groups(segs, self.c, end_offset, fuo)
+        groups = comp.group_segments_by_size(segs, self.c, end_offset, fuo)
         self.sealed.clear()
         # shouldRetainRecord over every rewritten unit (segments below end_offset)
         idx = np.arange(sl.start, upto)

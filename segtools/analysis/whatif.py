@@ -19,6 +19,7 @@ import numpy as np
 
 from segtools.analysis import compaction as comp
 from segtools.analysis import config as cfg
+from segtools.analysis.cleaner_input import read_records
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
@@ -78,7 +79,7 @@ def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> His
     """One partition's appends: batch headers, or for a compacted topic its records (keys,
     tombstones, delete horizons) read by the cleaner's own reader."""
     if pi.config.compact:
-        return history_from_columns(comp.read_records(pi, limit=limit)[0])
+        return history_from_columns(read_records(pi, limit=limit)[0])
     parts = []
     for files in pi.dir.segments:
         with Segment.open(files, decompress_limit=limit) as seg:

@@ -40,7 +40,7 @@ EXAMPLES = """examples:
   segtools retention /var/kafka-logs/orders-0 --retention-ms 86400000
   segtools retention /var/kafka-logs --config orders-configs.txt --format json
   segtools retention /var/kafka-logs/orders-0 --forecast 10 --plot orders.png
-  segtools retention /var/kafka-logs --what-if segment.bytes=134217728 --horizon 30
+  segtools retention /var/kafka-logs --what-if segment.bytes=134217728
   segtools retention /var/kafka-logs --recommend --plot whatif.png
 
 --config FILE takes Java properties or what "kafka-configs --describe [--all]" prints

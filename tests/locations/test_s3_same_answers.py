@@ -20,7 +20,7 @@ from segtools.storage import location
 from tests.robustness.commands import ARGUMENT_SETS
 
 #: Commands that measure ages against the clock: both runs are given the same moment.
-AT = {"retention": ["--at", "2026-01-01T00:00:00Z"], "compaction": ["--at", "2026-01-01T00:00:00Z"]}
+AT = {command: ["--at", "2026-01-01T00:00:00Z"] for command in ("retention", "compaction", "tiered")}
 
 
 def _json_argvs(copies, command: str) -> list[list[str]]:
@@ -69,7 +69,8 @@ def test_report_same_from_s3(copies, tmp_path):
         location.close_all()
         run = run_cli(argv if name == "local" else copies.remote_argv(argv))
         assert run.code in (0, 1), run.stderr
-        page = copies.normalise(target.read_text(), name == "remote")
+        # the page breaks long paths after each '/' (<wbr>): names are compared without it
+        page = copies.normalise(target.read_text().replace("<wbr>", ""), name == "remote")
         pages[name] = re.sub(r"(<dt>written</dt><dd>|\"generated_at\":)[^<,]*", "", page)
     assert "corrupt-crc" in pages["local"]
     assert pages["remote"] == pages["local"]

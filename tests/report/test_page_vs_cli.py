@@ -186,6 +186,8 @@ def test_findings_are_the_commands_and_say_which(pages, tree):
             (FIXTURES / "logdirs" / tree).glob("**/__consumer_offsets-*")) else [],
         "segtools diverge": cli("diverge", path),
         "segtools producers": cli("producers", path),
+        # one document: its findings are a list in it
+        "segtools tiered": [f for doc in cli("tiered", path, *WHERE) for f in doc["findings"]],
     }
     printed = {c: Counter((x["code"], x.get("offset")) for x in lines
                           if x["type"] == "finding") for c, lines in by_command.items()}

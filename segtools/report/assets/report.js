@@ -52,7 +52,7 @@
    * reads whole (a hostile one of escapes): then it is data, and may wrap anywhere. */
   function nameCell(text, cls) {
     var td = el("td", cls, text);
-    if (visible(text).length > 32 && !/\s/.test(text)) td.classList.add("data");
+    td.classList.add(visible(text).length > 32 && !/\s/.test(text) ? "data" : "nowrap");
     return td;
   }
 
