@@ -7,6 +7,8 @@ The partition I/O of the compaction analysis lives here, so the cleaner's rules 
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 from segtools.analysis.compaction import (
@@ -14,6 +16,7 @@ from segtools.analysis.compaction import (
     FLAG_EMPTY_BATCH,
     ColumnsBuilder,
     CompactionColumns,
+    CompactionRecord,
     batch_flags,
     marker_flags,
 )
@@ -80,3 +83,55 @@ def _keys(cols, flags: np.ndarray) -> list[bytes | None]:
     out, offsets = gather(cols.data, cols.key_pos, lengths)
     blob, at = out.tobytes(), offsets.tolist()
     return [None if ln < 0 else blob[at[i]:at[i + 1]] for i, ln in enumerate(lengths.tolist())]
+
+
+def _record_flags(is_control: bool, is_transactional: bool, magic: int,
+                  key: bytes | None) -> int:
+    flags = int(batch_flags(is_control, is_transactional, magic))
+    return flags | marker_flags(key) if is_control else flags
+
+
+def from_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mapping]
+              ) -> tuple[CompactionColumns, dict[int, int]]:
+    """The cleaner's input from rows already read (the Spark source's records level, in
+    segment and offset order, timestamps in ms with -1 for none), as :func:`read_records`
+    builds it from the segments: batch flags and markers, each record's share of its batch's
+    bytes, a placeholder per empty batch, and each segment's first batch max timestamp (the
+    batch at the lowest position)."""
+    builder = ColumnsBuilder()
+    first: dict[int, tuple[int, int]] = {}  # segment -> (position, its batch max timestamp)
+    for b in empty_batches:
+        base = b["segment_base_offset"]
+        builder.add_record(CompactionRecord(
+            b["last_offset"], b["max_timestamp"], None, False, base,
+            _record_flags(b["is_control"], b["is_transactional"], b["magic"], None)
+            | FLAG_EMPTY_BATCH, b["producer_id"], b["delete_horizon"], float(b["size"]),
+            b["base_offset"]))
+        first[base] = min(first.get(base, (b["position"], b["max_timestamp"])),
+                          (b["position"], b["max_timestamp"]))
+    segs, positions = cols["segment_base_offset"], cols["position"]
+    per_batch: dict[tuple[int, int], int] = {}
+    for seg, pos in zip(segs, positions, strict=True):
+        per_batch[seg, pos] = per_batch.get((seg, pos), 0) + 1
+    n = len(segs)
+    flags = [_record_flags(*f) for f in zip(cols["is_control"], cols["is_transactional"],
+                                            cols["magic"], cols["key"], strict=True)]
+    keys = [None if c else k for c, k in zip(cols["is_control"], cols["key"], strict=True)]
+    share = [size / max(count if count is not None else per_batch[seg, pos], 1)
+             for size, count, seg, pos in zip(cols["batch_size"], cols["batch_count"], segs,
+                                              positions, strict=True)]
+    for seg, pos, ts in zip(segs, positions, cols["batch_max_timestamp"], strict=True):
+        first[seg] = min(first.get(seg, (pos, ts)), (pos, ts))
+    start = 0
+    while start < n:  # one block per segment (add_columns takes the segment as a scalar)
+        seg = segs[start]
+        stop = start
+        while stop < n and segs[stop] == seg:
+            stop += 1
+        block = slice(start, stop)
+        builder.add_columns(cols["offset"][block], cols["timestamp"][block], keys[block],
+                            [v is None for v in cols["value_size"][block]], seg, flags[block],
+                            cols["producer_id"][block], cols["delete_horizon"][block],
+                            share[block], cols["batch_base_offset"][block])
+        start = stop
+    return builder.build(), {seg: ts for seg, (_, ts) in first.items()}

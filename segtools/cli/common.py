@@ -37,6 +37,16 @@ def add_command(sub: argparse._SubParsersAction, name: str, help_line: str,
     return sub.add_parser(name, help=help_line, description=doc, epilog=examples)
 
 
+def add_paths(p: argparse.ArgumentParser, help: str, *, metavar: str = "PATH") -> None:
+    """The positional paths every tree-reading command takes (one or more)."""
+    p.add_argument("paths", nargs="+", metavar=metavar, help=help)
+
+
+def add_at(p: argparse.ArgumentParser, help: str) -> None:
+    """``--at TIME``: the moment a command answers for (:func:`parse_time`)."""
+    p.add_argument("--at", type=parse_time, metavar="TIME", help=help)
+
+
 def add_decompress_limit(p: argparse.ArgumentParser) -> None:
     """``--max-decompressed-bytes``: the cap one batch may inflate to (a bomb, or a lying
     header, then becomes a ``corrupt_compressed_payload`` finding instead of a memory spike)."""

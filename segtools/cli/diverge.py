@@ -25,6 +25,7 @@ from segtools.cli.common import (
     add_command,
     add_decompress_limit,
     add_format,
+    add_paths,
     exit_code,
     open_tree,
 )
@@ -41,8 +42,7 @@ EXAMPLES = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "diverge", "compare copies of a partition from several brokers",
                     __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="DIR",
-                   help="partition dirs, log dirs, or a directory of log-dir copies")
+    add_paths(p, "partition dirs, log dirs, or a directory of log-dir copies", metavar="DIR")
     p.add_argument("--partition", metavar="TOPIC-P",
                    help="only this partition (e.g. orders-9)")
     add_format(p)

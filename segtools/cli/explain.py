@@ -16,11 +16,12 @@ from segtools.analysis import config as cfg
 from segtools.analysis.partition_input import Loaded, input_bytes, load_inputs
 from segtools.cli import render
 from segtools.cli.common import (
+    add_at,
     add_decompress_limit,
     add_format,
+    add_paths,
     add_quiet,
     open_tree,
-    parse_time,
     progress,
 )
 from segtools.units import format_duration, format_retention
@@ -41,11 +42,9 @@ def _config_type(name: str):
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """PATH, --at, the topic-config flags, --format, --quiet (shared with ``compaction``)."""
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs, partition dirs, or directories of log-dir copies")
-    p.add_argument("--at", type=parse_time, default=None, metavar="TIME",
-                   help="the moment to evaluate: epoch ms or ISO-8601 (UTC unless a zone is "
-                        "given); default: now")
+    add_paths(p, "log dirs, partition dirs, or directories of log-dir copies")
+    add_at(p, "the moment to evaluate: epoch ms or ISO-8601 (UTC unless a zone is "
+              "given); default: now")
     add_format(p, document=True)
     g = p.add_argument_group(
         "topic config", "priority: these flags > --config FILE > configs recovered from a "

@@ -37,7 +37,7 @@ EXAMPLES = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "find", "locate a record by offset or timestamp via the indexes",
                            __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH", help="log dirs or partition dirs")
+    common.add_paths(p, "log dirs or partition dirs")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--offset", type=int, help="the offset to find")
     target.add_argument("--timestamp", type=common.parse_time,

@@ -29,12 +29,12 @@ from segtools.analysis.cluster_metadata import (
 )
 from segtools.cli import render
 from segtools.cli.common import (
+    add_at,
     add_command,
     add_decompress_limit,
     add_format,
     add_quiet,
     exit_code,
-    parse_time,
     progress,
 )
 from segtools.cli.render import finding_line
@@ -56,8 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     __doc__, EXAMPLES)
     p.add_argument("path", metavar="PATH",
                    help="__cluster_metadata-0 directory, or the log dir that holds it")
-    p.add_argument("--at", type=parse_time, metavar="TIME",
-                   help="stop at this time (epoch ms or ISO-8601; default: end of the log)")
+    add_at(p, "stop at this time (epoch ms or ISO-8601; default: end of the log)")
     p.add_argument("--topic", help="only events about this topic")
     p.add_argument("--broker", type=int,
                    help="only events about this broker id (registration, fencing, Raft "

@@ -45,12 +45,13 @@ from segtools.analysis.partition_log import partitions_of
 from segtools.cli import render
 from segtools.cli.common import (
     EXIT_FINDINGS,
+    add_at,
     add_command,
     add_decompress_limit,
     add_format,
+    add_paths,
     add_quiet,
     exit_code,
-    parse_time,
     progress,
 )
 from segtools.cli.render import finding_line
@@ -67,12 +68,10 @@ EXAMPLES = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "offsets", "consumer group offsets over time, regressions, deletions",
                     __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs or __consumer_offsets partition dirs")
+    add_paths(p, "log dirs or __consumer_offsets partition dirs")
     p.add_argument("--group", action="append", metavar="GLOB",
                    help="only groups matching this glob (repeatable)")
-    p.add_argument("--at", type=parse_time, metavar="TIME",
-                   help="the moment to answer for: epoch ms or ISO-8601 (default: end of log)")
+    add_at(p, "the moment to answer for: epoch ms or ISO-8601 (default: end of log)")
     p.add_argument("--topic", help="only offsets of this topic")
     p.add_argument("--partition", type=int, help="only this partition of --topic")
     p.add_argument("--history", action="store_true",

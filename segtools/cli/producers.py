@@ -33,8 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(
         sub, "producers", "how producers batch, their sequences, retried duplicates",
         __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs, partition dirs, or directories of log-dir copies")
+    common.add_paths(p, "log dirs, partition dirs, or directories of log-dir copies")
     common.add_selection(p)
     p.add_argument("--duplicates", action="store_true",
                    help="also read records for sends written twice by non-idempotent producers")

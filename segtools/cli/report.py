@@ -23,12 +23,13 @@ import tempfile
 from pathlib import Path
 
 from segtools.cli.common import (
+    add_at,
     add_command,
     add_decompress_limit,
+    add_paths,
     add_quiet,
     add_redact,
     exit_code,
-    parse_time,
 )
 from segtools.errors import SegtoolsError
 
@@ -42,13 +43,11 @@ EXAMPLES = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "report", "one self-contained HTML report of a tree, to share",
                     __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs, partition dirs, or directories of log-dir copies")
+    add_paths(p, "log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("-o", "--output", required=True, metavar="FILE.html",
                    help="where to write the report (never inside a log dir)")
-    p.add_argument("--at", type=parse_time, metavar="TIME",
-                   help="the moment retention and compaction are evaluated at: epoch ms or "
-                        "ISO-8601 (default: now)")
+    add_at(p, "the moment retention and compaction are evaluated at: epoch ms or "
+              "ISO-8601 (default: now)")
     p.add_argument("--config", metavar="FILE",
                    help="topic configs: properties, or kafka-configs --describe output")
     add_redact(p)

@@ -46,8 +46,7 @@ CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_off
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "scan", "table of topics, partitions and segments in log dirs",
                            __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs, partition dirs or segment files")
+    common.add_paths(p, "log dirs, partition dirs or segment files")
     common.add_selection(p)
     common.add_format(p, extra=("csv",))
     p.add_argument("--crc", action="store_true", help="also verify every batch CRC")

@@ -37,6 +37,7 @@ from segtools.cli.common import (
     add_command,
     add_decompress_limit,
     add_format,
+    add_paths,
     add_quiet,
     exit_code,
     open_tree,
@@ -56,8 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "transactions",
                     "transactions per producer, hanging ones, .txnindex and .snapshot checks",
                     __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs, partition dirs, or directories of log-dir copies")
+    add_paths(p, "log dirs, partition dirs, or directories of log-dir copies")
     p.add_argument("--topic", help="only partitions of this topic")
     p.add_argument("--producer-id", type=int, help="only this producer id")
     p.add_argument("--max-timeout-ms", type=int, default=DEFAULT_MAX_TIMEOUT_MS,

@@ -33,8 +33,7 @@ EXAMPLES = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "verify", "check CRCs, indexes, offsets and epochs; findings",
                            __doc__, EXAMPLES)
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="log dirs, partition dirs or segment files")
+    common.add_paths(p, "log dirs, partition dirs or segment files")
     common.add_selection(p)
     p.add_argument("--deep", action="store_true",
                    help="also decompress and decode every record")

@@ -150,15 +150,21 @@ class _Visibility:
         self.committed = (ReadCommitted(piece.aborted, last_stable_offset=_NO_LSO)
                           if scan.read_committed and piece.aborted else None)
 
-    def keep(self, t: BatchTable) -> np.ndarray:
+    def _bounded(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
+        """Batches with ``last`` at or above the lower offset bound and ``first`` below the
+        upper one: (base, last) asks for an overlap, (last, base) for lying wholly inside."""
         p = self.piece
-        keep = np.ones(len(t), bool)
+        ok = np.ones(len(first), bool)
         if p.min_offset is not None:
-            keep &= t.last_offset >= p.min_offset
+            ok &= last >= p.min_offset
         if p.max_offset is not None:
-            keep &= t.base_offset < p.max_offset
-        if p.min_timestamp is not None:
-            keep &= t.max_timestamp >= p.min_timestamp
+            ok &= first < p.max_offset
+        return ok
+
+    def keep(self, t: BatchTable) -> np.ndarray:
+        keep = self._bounded(t.base_offset, t.last_offset)
+        if self.piece.min_timestamp is not None:
+            keep &= t.max_timestamp >= self.piece.min_timestamp
         if not self.control:
             keep &= ~t.is_control
         if self.committed is not None:  # CompletedFetch: aborted transactional data skipped
@@ -168,13 +174,7 @@ class _Visibility:
 
     def whole(self, t: BatchTable) -> np.ndarray:
         """Every record of the batch lies inside the offset bounds."""
-        p = self.piece
-        whole = np.ones(len(t), bool)
-        if p.min_offset is not None:
-            whole &= t.base_offset >= p.min_offset
-        if p.max_offset is not None:
-            whole &= t.last_offset < p.max_offset
-        return whole
+        return self._bounded(t.last_offset, t.base_offset)
 
 
 def _windows(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibility,

@@ -115,11 +115,25 @@ class _Scan:
     first_order_break: int | None  # first valid slot whose secondary field breaks its order
 
 
-class _MappedIndex:
+class _IndexFile:
+    """An open index file, closed by ``with`` (as Kafka's indexes are ``Closeable``)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _MappedIndex(_IndexFile):
     """``AbstractIndex``: fixed-size entries, mmapped, searched by key or by value."""
 
     ENTRY_SIZE: ClassVar[int]
     KIND: ClassVar[str]  # "index" or "timeindex"
+    RELATIVE_OFFSET_AT: ClassVar[int]  # where an unpacked entry holds its relative offset
     KEY: ClassVar[str]  # the field an entry is searched by
     VALUE: ClassVar[str]  # the field a lookup answers with
     STRICT_VALUES: ClassVar[bool]  # values strictly increase (or may repeat)
@@ -155,12 +169,6 @@ class _MappedIndex:
         self._private = None
         self._closed = True
         self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __reduce__(self) -> tuple:
         """Pickle as the path, never the mmap: a Spark executor reopens the file itself."""
@@ -499,6 +507,23 @@ class _MappedIndex:
         raise NotImplementedError
 
     def _strict_checks(self) -> Iterator[Finding]:
+        """What Kafka's appends would have refused, in the same order for both kinds: entry 0,
+        the first break in the keys' order, the slot that stopped the valid prefix, then what
+        lies after it."""
+        yield from self._first_entry_check(lambda: self._unpack(0)[self.RELATIVE_OFFSET_AT])
+        brk = self._scanned().first_order_break
+        if brk is not None:
+            yield self._order_break(brk)
+        stop = self._stop_slot()
+        stop_is_zero = stop is None or not any(stop)
+        if stop is not None and not stop_is_zero:
+            yield from self._stop_checks(stop)
+        yield from self._garbage_check(stop_is_zero)
+
+    def _order_break(self, brk: int) -> Finding:
+        raise NotImplementedError
+
+    def _stop_checks(self, stop: tuple) -> Iterator[Finding]:
         raise NotImplementedError
 
 
@@ -508,6 +533,7 @@ class OffsetIndex(_MappedIndex):
     ENTRY_SIZE = OFFSET_INDEX_ENTRY_SIZE
     KIND = "index"
     KEY, VALUE, STRICT_VALUES = "relative_offset", "position", True
+    RELATIVE_OFFSET_AT = 0
     _DTYPE = OFFSET_INDEX_DTYPE
     _STRUCT = OFFSET_INDEX_STRUCT
 
@@ -577,39 +603,34 @@ class OffsetIndex(_MappedIndex):
                     f"{self.base_offset}; Kafka's sanityCheck rejects it",
                     position=(n - 1) * self.ENTRY_SIZE, offset=self.base_offset + rel)
 
-    def _strict_checks(self) -> Iterator[Finding]:
+    def _order_break(self, brk: int) -> Finding:
+        rel, pos = self._unpack(brk)
+        prev_pos = self._unpack(brk - 1)[1]
+        return self._finding(
+            "index_position_not_increasing",
+            f"entry {brk} position {pos} is not after the previous entry's position "
+            f"{prev_pos}", position=brk * self.ENTRY_SIZE, offset=self.base_offset + rel)
+
+    def _stop_checks(self, stop: tuple) -> Iterator[Finding]:
+        """``OffsetIndex.append``'s rules on the slot that stopped the valid prefix."""
         valid = self.valid_entries
-        size = self.ENTRY_SIZE
-        yield from self._first_entry_check(lambda: self._unpack(0)[0])
-        brk = self._scanned().first_order_break
-        if brk is not None:
-            rel, pos = self._unpack(brk)
-            prev_pos = self._unpack(brk - 1)[1]
+        rel, pos = stop
+        where = {"position": valid * self.ENTRY_SIZE, "offset": self.base_offset + rel}
+        prev_rel = self._unpack(valid - 1)[0] if valid else None
+        if pos < 0:
+            yield self._finding("index_position_negative",
+                                f"entry {valid} has negative position {pos}", **where)
+        elif prev_rel is not None and rel <= prev_rel:
             yield self._finding(
-                "index_position_not_increasing",
-                f"entry {brk} position {pos} is not after the previous entry's position "
-                f"{prev_pos}", position=brk * size, offset=self.base_offset + rel)
-        stop = self._stop_slot()
-        stop_is_zero = stop is None or not any(stop)
-        if stop is not None and not stop_is_zero:
-            rel, pos = stop
-            where = {"position": valid * size, "offset": self.base_offset + rel}
-            prev_rel = self._unpack(valid - 1)[0] if valid else None
-            if pos < 0:
-                yield self._finding("index_position_negative",
-                                    f"entry {valid} has negative position {pos}", **where)
-            elif prev_rel is not None and rel <= prev_rel:
-                yield self._finding(
-                    "index_offset_not_increasing",
-                    f"entry {valid} offset {self.base_offset + rel} is not above the previous "
-                    f"entry's offset {self.base_offset + prev_rel}; OffsetIndex.append would "
-                    f"have refused it", **where)
-            elif self.log_size is not None and pos >= self.log_size:
-                yield self._finding(
-                    "index_position_past_log_end",
-                    f"entry {valid} points at position {pos}, past the end of the "
-                    f"{self.log_size}-byte .log", **where)
-        yield from self._garbage_check(stop_is_zero)
+                "index_offset_not_increasing",
+                f"entry {valid} offset {self.base_offset + rel} is not above the previous "
+                f"entry's offset {self.base_offset + prev_rel}; OffsetIndex.append would "
+                f"have refused it", **where)
+        elif self.log_size is not None and pos >= self.log_size:
+            yield self._finding(
+                "index_position_past_log_end",
+                f"entry {valid} points at position {pos}, past the end of the "
+                f"{self.log_size}-byte .log", **where)
 
 
 class TimeIndex(_MappedIndex):
@@ -618,6 +639,7 @@ class TimeIndex(_MappedIndex):
     ENTRY_SIZE = TIME_INDEX_ENTRY_SIZE
     KIND = "timeindex"
     KEY, VALUE, STRICT_VALUES = "timestamp", "relative_offset", False
+    RELATIVE_OFFSET_AT = 1
     _DTYPE = TIME_INDEX_DTYPE
     _STRUCT = TIME_INDEX_STRUCT
 
@@ -680,31 +702,27 @@ class TimeIndex(_MappedIndex):
                 f"{self.base_offset}; Kafka's sanityCheck rejects it",
                 position=last_pos, offset=self.base_offset + last_rel)
 
-    def _strict_checks(self) -> Iterator[Finding]:
+    def _order_break(self, brk: int) -> Finding:
         """``TimeIndex.maybeAppend`` rules: timestamps strictly increase, offsets never drop."""
+        _, rel = self._unpack(brk)
+        prev_rel = self._unpack(brk - 1)[1]
+        return self._finding(
+            "timeindex_offset_decreasing",
+            f"entry {brk} offset {self.base_offset + rel} is below the previous entry's "
+            f"offset {self.base_offset + prev_rel}; TimeIndex.maybeAppend would have "
+            f"refused it", position=brk * self.ENTRY_SIZE, offset=self.base_offset + rel)
+
+    def _stop_checks(self, stop: tuple) -> Iterator[Finding]:
         valid = self.valid_entries
-        size = self.ENTRY_SIZE
-        yield from self._first_entry_check(lambda: self._unpack(0)[1])
-        brk = self._scanned().first_order_break
-        if brk is not None:
-            _, rel = self._unpack(brk)
-            prev_rel = self._unpack(brk - 1)[1]
-            yield self._finding(
-                "timeindex_offset_decreasing",
-                f"entry {brk} offset {self.base_offset + rel} is below the previous entry's "
-                f"offset {self.base_offset + prev_rel}; TimeIndex.maybeAppend would have "
-                f"refused it", position=brk * size, offset=self.base_offset + rel)
-        stop = self._stop_slot()
-        stop_is_zero = stop is None or not any(stop)
-        if stop is not None and not stop_is_zero and valid:
-            ts, rel = stop
-            prev_ts = self._unpack(valid - 1)[0]
-            yield self._finding(
-                "timeindex_timestamp_not_increasing",
-                f"entry {valid} timestamp {ts} is not above the previous entry's {prev_ts}; "
-                f"TimeIndex.maybeAppend never writes that", position=valid * size,
-                offset=self.base_offset + rel)
-        yield from self._garbage_check(stop_is_zero)
+        if not valid:
+            return
+        ts, rel = stop
+        prev_ts = self._unpack(valid - 1)[0]
+        yield self._finding(
+            "timeindex_timestamp_not_increasing",
+            f"entry {valid} timestamp {ts} is not above the previous entry's {prev_ts}; "
+            f"TimeIndex.maybeAppend never writes that", position=valid * self.ENTRY_SIZE,
+            offset=self.base_offset + rel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -727,7 +745,7 @@ class TxnIndexSearchResult:
     is_complete: bool
 
 
-class TransactionIndex:
+class TransactionIndex(_IndexFile):
     """``.txnindex``: aborted transactions; created lazily, never preallocated.
 
     Read with ``pread`` like Kafka's ``TransactionIndex`` reads its ``FileChannel`` (it is not
@@ -752,12 +770,6 @@ class TransactionIndex:
 
     def close(self) -> None:
         self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __reduce__(self) -> tuple:
         return (type(self), (str(self.path), self.base_offset))

@@ -29,8 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
-from segtools.analysis import compaction as comp
-from segtools.analysis import producers
+from segtools.analysis import cleaner_input, producers
 from segtools.analysis.compaction import explain_compaction
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.retention import explain_retention
@@ -285,62 +284,14 @@ def _ms(column: pa.ChunkedArray) -> list[int]:
     return pc.fill_null(pc.divide(micros, 1000), -1).to_pylist()
 
 
-def _flags(is_control: bool, is_transactional: bool, magic: int, key: bytes | None) -> int:
-    """The record's batch flags as ``segtools compaction`` sets them (the library's
-    :func:`~segtools.analysis.compaction.batch_flags` and ``marker_flags``)."""
-    flags = int(comp.batch_flags(is_control, is_transactional, magic))
-    return flags | comp.marker_flags(key) if is_control else flags
-
-
 def _compaction_input(records: pa.Table, side: list[dict]):
-    """The cleaner's view of one partition, built as ``segtools compaction`` builds it:
-    records in offset order with their batch flags and share of the batch's bytes, a
-    placeholder for each empty batch, and each segment's first batch max timestamp."""
-    builder = comp.ColumnsBuilder()
-    first: dict[int, tuple[int, int]] = {}  # segment -> (position, its batch max timestamp)
-    for b in side:
-        if b["kind"] != "empty_batch":
-            continue
-        base = b["segment_base_offset"]
-        builder.add_record(comp.CompactionRecord(
-            b["last_offset"], b["max_timestamp"], None, False, base,
-            _flags(b["is_control"], b["is_transactional"], b["magic"], None)
-            | comp.FLAG_EMPTY_BATCH, b["producer_id"], b["delete_horizon"], float(b["size"]),
-            b["base_offset"]))
-        first[base] = min(first.get(base, (b["position"], b["max_timestamp"])),
-                          (b["position"], b["max_timestamp"]))
+    """The cleaner's view of one partition: the rows in segment and offset order, timestamps
+    back to ms, given to the library's :func:`~segtools.analysis.cleaner_input.from_rows`."""
     rows = records.sort_by([("segment_base_offset", "ascending"), ("offset", "ascending")])
     cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
-    per_batch: dict[tuple[int, int], int] = {}
-    for seg, pos in zip(cols["segment_base_offset"], cols["position"], strict=True):
-        per_batch[seg, pos] = per_batch.get((seg, pos), 0) + 1
-    n = rows.num_rows
-    flags = [_flags(*f) for f in zip(cols["is_control"], cols["is_transactional"],
-                                     cols["magic"], cols["key"], strict=True)]
-    keys = [None if c else k for c, k in zip(cols["is_control"], cols["key"], strict=True)]
-    share = [size / max(count if count is not None else per_batch[seg, pos], 1)
-             for size, count, seg, pos in zip(cols["batch_size"], cols["batch_count"],
-                                              cols["segment_base_offset"], cols["position"],
-                                              strict=True)]
-    ts, horizon, batch_ts = (_ms(rows.column(c)) for c in ("timestamp", "delete_horizon",
-                                                           "batch_max_timestamp"))
-    for i in range(n):
-        seg = cols["segment_base_offset"][i]
-        here = (cols["position"][i], batch_ts[i])
-        first[seg] = min(first.get(seg, here), here)
-    start = 0
-    while start < n:  # one block per segment (add_columns takes the segment as a scalar)
-        seg = cols["segment_base_offset"][start]
-        stop = start
-        while stop < n and cols["segment_base_offset"][stop] == seg:
-            stop += 1
-        block = slice(start, stop)
-        builder.add_columns(cols["offset"][block], ts[block], keys[block],
-                            [v is None for v in cols["value_size"][block]], seg, flags[block],
-                            cols["producer_id"][block], horizon[block], share[block],
-                            cols["batch_base_offset"][block])
-        start = stop
-    return builder.build(), {seg: ts for seg, (_, ts) in first.items()}
+    for name in ("timestamp", "delete_horizon", "batch_max_timestamp"):
+        cols[name] = _ms(rows.column(name))
+    return cleaner_input.from_rows(cols, [b for b in side if b["kind"] == "empty_batch"])
 
 
 def _compaction_rows(key: tuple, records: pa.Table, side: pa.Table,

@@ -64,10 +64,10 @@ def _leader_epochs():
                            field("Offset", INT64)))
 
 
-RECORDS: tuple[Message, ...] = (
-    message("RemoteLogSegmentMetadataRecord", "0", "0+",
-            field("RemoteLogSegmentId", _segment_id()),
-            field("StartOffset", INT64),
+def _segment_fields():
+    """The fields after the segment's id, the same in ``RemoteLogSegmentMetadataRecord`` and
+    ``RemoteLogSegmentMetadataSnapshotRecord`` (the snapshot stores the id as a bare UUID)."""
+    return (field("StartOffset", INT64),
             field("EndOffset", INT64),
             field("BrokerId", INT32),
             field("MaxTimestampMs", INT64),
@@ -75,7 +75,13 @@ RECORDS: tuple[Message, ...] = (
             field("SegmentLeaderEpochs", _leader_epochs()),
             field("SegmentSizeInBytes", INT32),
             field("CustomMetadata", BYTES, nullable="0+", default=None),
-            field("RemoteLogSegmentState", INT8),
+            field("RemoteLogSegmentState", INT8))
+
+
+RECORDS: tuple[Message, ...] = (
+    message("RemoteLogSegmentMetadataRecord", "0", "0+",
+            field("RemoteLogSegmentId", _segment_id()),
+            *_segment_fields(),
             api_key=SEGMENT_METADATA),
     message("RemoteLogSegmentMetadataUpdateRecord", "0", "0+",
             field("RemoteLogSegmentId", _segment_id()),
@@ -92,15 +98,7 @@ RECORDS: tuple[Message, ...] = (
             api_key=PARTITION_DELETE),
     message("RemoteLogSegmentMetadataSnapshotRecord", "0", "0+",
             field("SegmentId", UUID),
-            field("StartOffset", INT64),
-            field("EndOffset", INT64),
-            field("BrokerId", INT32),
-            field("MaxTimestampMs", INT64),
-            field("EventTimestampMs", INT64),
-            field("SegmentLeaderEpochs", _leader_epochs()),
-            field("SegmentSizeInBytes", INT32),
-            field("CustomMetadata", BYTES, nullable="0+", default=None),
-            field("RemoteLogSegmentState", INT8),
+            *_segment_fields(),
             api_key=SEGMENT_METADATA_SNAPSHOT),
 )
 
