@@ -154,6 +154,8 @@ class RemoteTier:
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
+    # the store is checked before any output: a refused one prints nothing but the error
+    tier = RemoteTier(log_dirs, args.remote_store) if args.remote_store else None
     findings: list[Finding] = list(loose)
     for d in log_dirs:
         findings.extend(d.findings)
@@ -164,7 +166,6 @@ def run(args: argparse.Namespace) -> int:
         writer.writeheader()
     elif args.format == "text":
         rows = SegmentRows(log_dirs, out)
-    tier = RemoteTier(log_dirs, args.remote_store) if args.remote_store else None
     for ps in scan_tree(log_dirs, args, args.crc):
         if tier is not None:
             ps = tier.add(ps, args)

@@ -81,6 +81,6 @@ def test_without_the_store_every_row_is_local():
 
 
 def test_an_aiven_store_is_refused_in_one_line():
-    proc = scan("--remote-store", str(FIXTURES / "remote" / "tiered-aiven"))
-    assert proc.returncode == 2
+    proc = scan("--remote-store", str(FIXTURES / "remote" / "tiered-aiven"), "--format", "csv")
+    assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("segtools: error: ") and proc.stderr.count("\n") == 1
