@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import fnmatch
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
@@ -397,8 +397,11 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange
     """Every byte range a read of ``sel`` needs, in tree order."""
     pieces: list[ByteRange] = []
     found: set[tuple[str, int]] = set()
-    log_dirs = list(walk_tree(sel.paths, sel.storage_options))
-    store, tiered = _remote_tier(sel, log_dirs)
+    log_dirs: Iterable[LogDir] = walk_tree(sel.paths, sel.storage_options)
+    store, tiered = None, {}
+    if sel.remote_store is not None:  # the metadata may be in any of the log dirs
+        log_dirs = list(log_dirs)
+        store, tiered = _remote_tier(sel, log_dirs)
     for log_dir in log_dirs:
         for pdir in log_dir.partitions:
             info = partition_info(log_dir, pdir)
@@ -413,10 +416,8 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange
 
 
 def _remote_tier(sel: Selection, log_dirs: list[LogDir]
-                 ) -> tuple[LocalTieredStorage | None, dict[tuple[str, int], RemotePartition]]:
+                 ) -> tuple[LocalTieredStorage, dict[tuple[str, int], RemotePartition]]:
     """The store and the tiered partitions its log dirs' ``__remote_log_metadata`` names."""
-    if sel.remote_store is None:
-        return None, {}
     store = open_store(sel.remote_store)
     if not isinstance(store, LocalTieredStorage):
         raise SegtoolsError(f"remote segments are read from a LocalTieredStorage directory, "
