@@ -158,12 +158,15 @@ class LogDirs:
                   start_offset: Offsets | None = None, end_offset: Offsets | None = None,
                   start_time: Time | None = None, end_time: Time | None = None,
                   read_committed: bool = False, include_control: bool = False,
-                  verify_crc: bool = True) -> plan.Selection:
+                  verify_crc: bool = True,
+                  remote_store: str | os.PathLike | None = None) -> plan.Selection:
         """The library's :class:`~segtools.fetch.plan.Selection` for these selectors.
 
         ``start_offset`` is inclusive and ``end_offset`` exclusive, either one offset for every
         selected partition or ``{topic: {partition: offset}}``; times are epoch ms, ISO-8601 or
-        ``datetime`` (the first record at or after the time, as a broker's ``ListOffsets``)."""
+        ``datetime`` (the first record at or after the time, as a broker's ``ListOffsets``).
+        ``remote_store``: Kafka's ``LocalTieredStorage`` directory; a tiered partition is then
+        read as one log, the copied remote segments below its local ones first (``tier``)."""
         starting, starting_all = _offsets(start_offset)
         ending, ending_all = _offsets(end_offset)
         return plan.Selection(
@@ -174,7 +177,8 @@ class LogDirs:
             starting_timestamp=None if start_time is None else to_millis(start_time),
             ending_timestamp=None if end_time is None else to_millis(end_time),
             include_control=include_control, read_committed=read_committed,
-            verify_crc=verify_crc, max_decompressed_bytes=self.max_decompressed_bytes)
+            verify_crc=verify_crc, max_decompressed_bytes=self.max_decompressed_bytes,
+            remote_store=None if remote_store is None else os.fspath(remote_store))
 
     def to_arrow(self, level: Level | str = Level.RECORDS, *,
                  columns: Iterable[str] | None = None, include_headers: bool = False,
@@ -193,7 +197,8 @@ class LogDirs:
             raise ValueError(f"binary must be 'view' or 'binary', not {binary!r}")
         sel = self.selection(level, **selectors)
         names = (fetch_columns.canonical(tuple(columns), sel.level) if columns is not None
-                 else fetch_columns.default_columns(sel.level, include_headers))
+                 else fetch_columns.default_columns(sel.level, include_headers)
+                 + (("tier",) if sel.remote_store is not None else ()))
         schema = fetch_columns.schema(sel.level, names)
         if binary == "view" and sel.level is Level.RECORDS:
             for name in ("key", "value"):

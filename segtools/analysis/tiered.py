@@ -46,12 +46,26 @@ from segtools.analysis.remote_log import (
     is_within_leader_epochs,
     replay,
 )
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.formats.internal.remote_log_metadata import TOPIC
 from segtools.storage.logdirs import LogDir
-from segtools.storage.partition import PartitionDir, PartitionState, load_partition_dir
-from segtools.storage.remote_store import RemoteSegmentContent, RemoteSegmentFiles, RemoteStore
+from segtools.storage.partition import (
+    PartitionDir,
+    PartitionState,
+    SegmentFiles,
+    load_partition_dir,
+)
+from segtools.storage.remote_store import (
+    LocalTieredStorage,
+    RemoteSegmentContent,
+    RemoteSegmentFiles,
+    RemoteStore,
+)
+from segtools.storage.segment import unreadable
+from segtools.storage.summary import SegmentSummary, summarize
 from segtools.units import format_bytes, format_duration, format_retention, format_time
 
 # Remote reason codes (``retention --format json``: ``remote_segments[].reason``).
@@ -359,6 +373,53 @@ def read_store(rp: RemotePartition, store: RemoteStore, *, label: str
                 f"{label}: the store holds segment {orphan}, which __remote_log_metadata "
                 "does not name"))
     return tuple(out), findings
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSummary:
+    """A copied remote segment summarised like a local one (``scan``'s remote rows)."""
+
+    segment: RemoteSegment
+    summary: SegmentSummary
+
+
+def remote_summaries(rp: RemotePartition, store: RemoteStore, *, verify_crc: bool = False,
+                     limit: int = DEFAULT_DECOMPRESS_LIMIT
+                     ) -> tuple[tuple[RemoteSummary, ...], tuple[Finding, ...]]:
+    """The remote part of a tiered partition's log: each ``COPY_SEGMENT_FINISHED`` segment (what
+    ``RemoteLogManager.read`` serves a fetch below the local log start offset from), its files
+    found in the store and its ``.log`` and ``.timeindex`` summarised by the very walk a log
+    dir's segments get (:func:`segtools.storage.summary.summarize`), so a remote row and a local
+    row mean the same. Only ``LocalTieredStorage`` keeps a segment as plain files; the Aiven
+    plugin's chunked objects are read by :func:`read_store` instead."""
+    if not isinstance(store, LocalTieredStorage):
+        raise SegtoolsError(f"remote segments are summarised from a LocalTieredStorage "
+                            f"directory, not from {store.layout} objects",
+                            path=str(store.root))
+    out, findings = [], []
+    for s in rp.live_segments:
+        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
+        if files.log is None:
+            findings.append(finding(
+                "remote_segment_missing", str(files.directory),
+                f"{rp.label}: remote segment {s.segment_id} ({s.start_offset}-{s.end_offset}) "
+                "finished copying but the store has no .log of it", offset=s.start_offset))
+            continue
+        try:
+            listed = SegmentFiles(
+                base_offset=s.start_offset, log=files.log, log_size=files.log.stat().st_size,
+                index=files.found.get("offset_index"), timeindex=files.found.get("time_index"),
+                txnindex=files.found.get("transaction_index"), sealed=True)
+            summary = summarize(listed, is_active=False, verify_crc=verify_crc,
+                                decompress_limit=limit)
+        except OSError as e:
+            findings.append(unreadable(str(files.log), SegtoolsError(str(e))))
+            continue
+        except SegtoolsError as e:
+            findings.append(unreadable(str(files.log), e))
+            continue
+        out.append(RemoteSummary(s, summary))
+    return tuple(out), tuple(findings)
 
 
 # --------------------------------------------------------------------------- the view

@@ -4,7 +4,9 @@ A shallow walk of every segment (batch headers only, no decompression, CRC on re
 large tree is read at disk speed: one row per segment with offsets, size, counts, the max
 timestamp retention will use and where it came from, codecs; then the leftovers a broker
 leaves behind (``-delete``/``-future``/``-stray`` dirs, ``.deleted``/``.cleaned``/``.swap``
-files) and every finding met on the way.
+files) and every finding met on the way. With ``--remote-store`` a tiered partition's copied
+remote segments (named by the log dir's ``__remote_log_metadata``) are read from the store by
+the same walk and listed before its local ones, marked ``remote``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import csv
 import sys
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from segtools import fanout
@@ -23,12 +25,19 @@ from segtools.analysis.kafka_versions import (
     log_dir_versions,
     older_time_index_convention,
 )
+from segtools.analysis.tiered import (
+    RemoteSummary,
+    remote_by_partition,
+    remote_metadata,
+    remote_summaries,
+)
 from segtools.cli import common, render
 from segtools.cli.table import Column, Lines, TextTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir
+from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.segment import unreadable
 from segtools.storage.summary import SegmentSummary, summarize
 
@@ -36,11 +45,14 @@ EXAMPLES = """examples:
   segtools scan /var/kafka-logs
   segtools scan /data/1/kafka /data/2/kafka --topic 'orders.*' --format csv
   segtools scan /var/kafka-logs/orders-3 --crc --format jsonl | jq .size
+  # with a tiered partition's remote segments (a LocalTieredStorage dir):
+  segtools scan /var/kafka-logs --remote-store /mnt/tiered
 """
 
 CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_offset", "size",
               "batch_count", "record_count", "first_timestamp", "max_timestamp",
-              "max_timestamp_source", "codecs", "magics", "is_active", "crc_errors", "path")
+              "max_timestamp_source", "codecs", "magics", "is_active", "crc_errors", "path", "tier",
+              "remote_segment_id")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--crc", action="store_true", help="also verify every batch CRC")
     common.add_quiet(p)
     common.add_decompress_limit(p)
+    p.add_argument("--remote-store", metavar="DIR",
+                   help="Kafka's LocalTieredStorage directory (its 'dir' setting): list each "
+                        "tiered partition's copied remote segments too, read from there")
     p.set_defaults(run=run)
 
 
@@ -61,6 +76,7 @@ class PartitionScan:
     partition: PartitionDir
     segments: tuple[SegmentSummary, ...]
     unreadable: tuple[Finding, ...] = ()
+    remote: tuple[RemoteSummary, ...] = ()  # the copied remote segments (--remote-store)
 
 
 def scan_tree(log_dirs: list[LogDir], args: argparse.Namespace,
@@ -92,7 +108,7 @@ def summarize_partition(pdir: PartitionDir, *, verify_crc: bool, limit: int
     return tuple(summaries), tuple(problems)
 
 
-def _row(ps: PartitionScan, s: SegmentSummary) -> dict:
+def _row(ps: PartitionScan, s: SegmentSummary, remote: RemoteSummary | None = None) -> dict:
     name = ps.partition.name
     return {
         "log_dir": str(ps.log_dir.path),
@@ -100,11 +116,45 @@ def _row(ps: PartitionScan, s: SegmentSummary) -> dict:
         "partition": name.partition if name else None,
         "state": str(name.state) if name else None,
         **{k: v for k, v in s.to_json().items() if k != "findings"},
+        "tier": "local" if remote is None else "remote",
+        "remote_segment_id": None if remote is None else remote.segment.segment_id,
     }
+
+
+def _rows(ps: PartitionScan) -> Iterator[dict]:
+    """A partition's rows in offset order: the remote part of its log, then the local one."""
+    for r in ps.remote:
+        yield _row(ps, r.summary, r)
+    for s in ps.segments:
+        yield _row(ps, s)
+
+
+class RemoteTier:
+    """The remote store and the log dirs' ``__remote_log_metadata``, replayed once."""
+
+    def __init__(self, log_dirs: list[LogDir], path: str) -> None:
+        store = open_store(path)
+        if not isinstance(store, LocalTieredStorage):
+            raise SegtoolsError(f"scan reads remote segments from a LocalTieredStorage "
+                                f"directory, not from {store.layout} objects", path=path)
+        self.store = store
+        self.partitions = remote_by_partition(remote_metadata(log_dirs))
+
+    def add(self, ps: PartitionScan, args: argparse.Namespace) -> PartitionScan:
+        name = ps.partition.name
+        rp = self.partitions.get((name.topic, name.partition)) if name is not None and \
+            str(name.state) == "live" else None
+        if rp is None:
+            return ps
+        remote, problems = remote_summaries(rp, self.store, verify_crc=args.crc,
+                                            limit=args.max_decompressed_bytes)
+        return replace(ps, remote=remote, unreadable=ps.unreadable + problems)
 
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
+    # the store is checked before any output: a refused one prints nothing but the error
+    tier = RemoteTier(log_dirs, args.remote_store) if args.remote_store else None
     findings: list[Finding] = list(loose)
     for d in log_dirs:
         findings.extend(d.findings)
@@ -116,17 +166,19 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "text":
         rows = SegmentRows(log_dirs, out)
     for ps in scan_tree(log_dirs, args, args.crc):
+        if tier is not None:
+            ps = tier.add(ps, args)
+        findings.extend(f for r in ps.remote for f in r.summary.findings)
         findings.extend(ps.partition.findings)
         findings.extend(ps.unreadable)
         findings.extend(f for s in ps.segments for f in s.findings)
         witnesses[str(ps.log_dir.path)].add(ps.segments)
         # every format streams: a huge tree prints as it goes, in flat memory
         if args.format == "jsonl":
-            for s in ps.segments:
-                out.write(render.dumps(_row(ps, s)) + "\n")
+            for row in _rows(ps):
+                out.write(render.dumps(row) + "\n")
         elif args.format == "csv":
-            for s in ps.segments:
-                row = _row(ps, s)
+            for row in _rows(ps):
                 row["codecs"] = "+".join(row["codecs"])
                 row["magics"] = "+".join(str(m) for m in row["magics"])
                 writer.writerow(row)
@@ -209,8 +261,8 @@ class SegmentRows:
         label = render.terminal_safe(ps.partition.path.name)
         where = (render.terminal_safe(self.labels[str(ps.log_dir.path)]),) \
             if self.several else ()
-        for s in ps.segments:
-            marks = []
+        for s, remote in [(r.summary, r) for r in ps.remote] + [(s, None) for s in ps.segments]:
+            marks = [] if remote is None else ["remote"]
             if s.is_active:
                 marks.append("active")
             if s.crc_errors:

@@ -152,8 +152,12 @@ SEGMENT_FIELDS: list[tuple[str, pa.DataType]] = [
     ("summary_json", pa.string()),
 ]
 
-FIELDS = {Level.RECORDS: RECORD_FIELDS + RECORD_EXTRA_FIELDS, Level.BATCHES: BATCH_FIELDS,
-          Level.SEGMENTS: SEGMENT_FIELDS}
+#: Asked for by name at every level: ``local``, or ``remote`` for a tiered partition's segment
+#: read from its remote store (``Selection.remote_store``).
+TIER_FIELDS: list[tuple[str, pa.DataType]] = [("tier", pa.string())]
+
+FIELDS = {Level.RECORDS: RECORD_FIELDS + RECORD_EXTRA_FIELDS + TIER_FIELDS,
+          Level.BATCHES: BATCH_FIELDS + TIER_FIELDS, Level.SEGMENTS: SEGMENT_FIELDS + TIER_FIELDS}
 _DEFAULT = {Level.RECORDS: RECORD_FIELDS, Level.BATCHES: BATCH_FIELDS,
             Level.SEGMENTS: SEGMENT_FIELDS}
 

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import fnmatch
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from segtools.analysis.remote_log import RemotePartition
+from segtools.analysis.tiered import remote_by_partition, remote_metadata
 from segtools.analysis.transactions import AbortedRange, aborted_ranges
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
@@ -27,6 +29,7 @@ from segtools.fetch.columns import Level
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
+from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.seek import seek_timestamp
 from segtools.storage.segment import Segment
 
@@ -68,6 +71,8 @@ class Selection:
     verify_crc: bool = True
     max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
     storage_options: Mapping[str, object] | None = None  # where the paths live (locations)
+    #: Kafka's LocalTieredStorage directory: a tiered partition's remote part is read too
+    remote_store: str | None = None
 
 
 class SelectionError(SegtoolsError, ValueError):
@@ -118,6 +123,7 @@ class ByteRange:
     max_offset: int | None = None
     min_timestamp: int | None = None
     aborted: tuple[AbortedRange, ...] = ()
+    tier: str = "local"  # "remote": a segment of a tiered partition read from its store
 
     @property
     def size(self) -> int:
@@ -332,9 +338,41 @@ def _segment_range(info: PartitionInfo, files: SegmentFiles, is_active: bool,
 
 
 def partition_ranges(sel: Selection, info: PartitionInfo, pdir: PartitionDir,
-                     narrowing: Narrowing | None = None) -> Iterator[ByteRange]:
-    """The byte ranges of one partition's segments that the selection lets through."""
-    segments = pdir.segments
+                     narrowing: Narrowing | None = None,
+                     remote: tuple[SegmentFiles, ...] = ()) -> Iterator[ByteRange]:
+    """The byte ranges of one partition's segments that the selection lets through; with
+    ``remote`` (:func:`remote_part`) the log starts with those segments of the store."""
+    for piece in _log_ranges(sel, info, remote + pdir.segments, pdir, narrowing):
+        yield replace(piece, tier="remote") if any(piece.files is r for r in remote) else piece
+
+
+def remote_part(store: LocalTieredStorage, rp: RemotePartition,
+                local: tuple[SegmentFiles, ...]) -> tuple[SegmentFiles, ...]:
+    """The remote part of a tiered partition's log as files in the store: its copied segments
+    (``COPY_SEGMENT_FINISHED``, what ``RemoteLogManager.read`` serves) that end below the first
+    local offset, in offset order, each after the last (a segment the store lacks is left out,
+    as ``segtools tiered`` reports)."""
+    first_local = local[0].base_offset if local else None
+    out: list[SegmentFiles] = []
+    last = -1
+    for s in sorted(rp.live_segments, key=lambda s: (s.start_offset, s.copy_started_ms)):
+        if s.start_offset <= last or (first_local is not None and s.end_offset >= first_local):
+            continue
+        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
+        if files.log is None:
+            continue
+        out.append(SegmentFiles(
+            base_offset=s.start_offset, log=files.log, log_size=files.log.stat().st_size,
+            index=files.found.get("offset_index"), timeindex=files.found.get("time_index"),
+            txnindex=files.found.get("transaction_index"), sealed=True))
+        last = s.end_offset
+    return tuple(out)
+
+
+def _log_ranges(sel: Selection, info: PartitionInfo, segments: tuple[SegmentFiles, ...],
+                pdir: PartitionDir, narrowing: Narrowing | None) -> Iterator[ByteRange]:
+    """The ranges of one log's ``segments``, in offset order (aborted transactions from
+    ``pdir``'s transaction indexes)."""
     if sel.level is Level.SEGMENTS:  # summaries describe whole segments
         for i, files in enumerate(segments):
             yield ByteRange(info, files, i == len(segments) - 1, 0, files.log_size)
@@ -359,14 +397,35 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange
     """Every byte range a read of ``sel`` needs, in tree order."""
     pieces: list[ByteRange] = []
     found: set[tuple[str, int]] = set()
-    for log_dir in walk_tree(sel.paths, sel.storage_options):
+    log_dirs: Iterable[LogDir] = walk_tree(sel.paths, sel.storage_options)
+    store, tiered = None, {}
+    if sel.remote_store is not None:  # the metadata may be in any of the log dirs
+        log_dirs = list(log_dirs)
+        store, tiered = _remote_tier(sel, log_dirs)
+    for log_dir in log_dirs:
         for pdir in log_dir.partitions:
             info = partition_info(log_dir, pdir)
             found.add((info.topic, info.partition))
             if selected(sel, pdir, info, narrowing):
-                pieces.extend(partition_ranges(sel, info, pdir, narrowing))
+                rp = tiered.get((info.topic, info.partition)) \
+                    if str(pdir.name.state) == "live" else None
+                remote = remote_part(store, rp, pdir.segments) if rp is not None else ()
+                pieces.extend(partition_ranges(sel, info, pdir, narrowing, remote))
     check_named_partitions(sel, found)
     return pieces
+
+
+def _remote_tier(sel: Selection, log_dirs: list[LogDir]
+                 ) -> tuple[LocalTieredStorage, dict[tuple[str, int], RemotePartition]]:
+    """The store and the tiered partitions its log dirs' ``__remote_log_metadata`` names."""
+    store = open_store(sel.remote_store)
+    if not isinstance(store, LocalTieredStorage):
+        raise SegtoolsError(f"remote segments are read from a LocalTieredStorage directory, "
+                            f"not from {store.layout} objects", path=sel.remote_store)
+    if sel.read_committed:
+        raise SelectionError("readCommitted cannot be used with a remote store (the remote "
+                             "segments' transaction indexes are not read)")
+    return store, remote_by_partition(remote_metadata(log_dirs))
 
 
 # ------------------------------------------------------------------------------ cutting

@@ -254,7 +254,7 @@ def _batch_times(t: BatchTable, name: str) -> np.ndarray | None:
 def _constants(piece: ByteRange) -> dict[str, object]:
     info = piece.partition
     return {"topic": info.topic, "partition": info.partition, "log_dir": info.log_dir,
-            "segment_base_offset": piece.files.base_offset}
+            "segment_base_offset": piece.files.base_offset, "tier": piece.tier}
 
 
 def _per_batch(t: BatchTable, take: np.ndarray, name: str, target: pa.DataType) -> pa.Array:
@@ -406,6 +406,7 @@ def segment_row(summary: SegmentSummary, piece: ByteRange) -> dict[str, object]:
         "high_watermark": info.high_watermark, "log_start_offset": info.log_start_offset,
         "recovery_point": info.recovery_point, "cleaner_offset": info.cleaner_offset,
         "summary_json": json.dumps(summary.to_json(), separators=(",", ":")),
+        "tier": piece.tier,
     }
 
 

@@ -68,6 +68,7 @@ class ReadOptions:
     max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
     storage_options: Mapping[str, Any] = field(default_factory=dict)  # public ones only
     storage_secrets: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    remote_store: str | None = None  # a LocalTieredStorage dir: the remote tier too
 
     @property
     def all_storage_options(self) -> dict[str, Any] | None:
@@ -85,7 +86,7 @@ class ReadOptions:
             starting_timestamp=self.starting_timestamp, ending_timestamp=self.ending_timestamp,
             include_control=self.include_control, read_committed=self.read_committed,
             verify_crc=self.verify_crc, max_decompressed_bytes=self.max_decompressed_bytes,
-            storage_options=self.all_storage_options)
+            storage_options=self.all_storage_options, remote_store=self.remote_store)
 
 
 def parse_options(options: Mapping[str, str]) -> ReadOptions:
@@ -124,6 +125,7 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         or DEFAULT_DECOMPRESS_LIMIT,
         storage_options=storage,
         storage_secrets=secrets,
+        remote_store=opts.get("remotestore") or None,
     )
 
 
@@ -133,6 +135,7 @@ OPTION_NAMES = (
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
     "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
+    "remoteStore",
 )
 
 

@@ -31,11 +31,12 @@ def _spark(fields) -> list[tuple[str, DataType]]:
 FIELDS = {level: _spark(fields) for level, fields in cols.FIELDS.items()}
 
 
-def default_schema(level: Level, include_headers: bool) -> StructType:
-    """The schema ``load()`` reports when the user gives none."""
+def default_schema(level: Level, include_headers: bool, tier: bool = False) -> StructType:
+    """The schema ``load()`` reports when the user gives none; with ``remoteStore``, also the
+    ``tier`` each row was read from."""
     types = dict(FIELDS[level])
-    return StructType([StructField(name, types[name])
-                       for name in cols.default_columns(level, include_headers)])
+    names = cols.default_columns(level, include_headers) + (("tier",) if tier else ())
+    return StructType([StructField(name, types[name]) for name in names])
 
 
 def requested_columns(schema: StructType, level: Level) -> tuple[str, ...]:
