@@ -7,8 +7,8 @@ SAMPLE := fixtures/logdirs/sample
 DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
 # Spark's DataFrame.show() prints strings raw: the hostile tree's terminal escapes would reach
 # the terminal, so the Spark tour skips it (segtools' own output escapes them; the report
-# shows that tree as text)
-TOUR_TREES := $(filter-out fixtures/logdirs/hostile,$(wildcard fixtures/logdirs/*))
+# shows that tree as text); tiered-hostile's metadata records carry terminal escapes too
+TOUR_TREES := $(filter-out fixtures/logdirs/hostile fixtures/logdirs/tiered-hostile,$(wildcard fixtures/logdirs/*))
 
 .PHONY: demo test fixtures bench lint fuzz clean browser dist dist-check
 
