@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from segtools.cli import whatif
 from segtools.cli.common import (
     add_at,
     add_command,
@@ -37,6 +38,7 @@ EXAMPLES = """examples:
   segtools report /var/kafka-logs -o incident.html
   segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z
   segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,topics
+  segtools report /var/kafka-logs -o what-if.html --what-if segment.bytes=134217728 --recommend
 """
 
 
@@ -53,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_redact(p)
     add_decompress_limit(p)
     add_quiet(p)
+    whatif.add_arguments(p)  # a what-if section, as segtools retention --what-if/--recommend
     p.set_defaults(run=run)
 
 
@@ -85,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
                             "pip install 'segtools[report]')") from None
     from segtools.redact import redactor
     from segtools.report.model import build
+    from segtools.report.whatif import Ask
     from segtools.storage.logdirs import walk
 
     redact = redactor(args.redact, args.redact_key)
@@ -92,8 +96,10 @@ def run(args: argparse.Namespace) -> int:
     out = check_output(args.output, log_dirs)
     if args.config is not None and not Path(args.config).is_file():
         raise SegtoolsError("no such file", path=args.config)
+    ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
+        if whatif.wanted(args) else None
     model = build(args.paths, at=args.at, config=args.config, redactor=redact,
-                  limit=args.max_decompressed_bytes)
+                  limit=args.max_decompressed_bytes, what_if=ask)
     if args.hashes:  # chain of custody: every file the analyses read, in the page
         from segtools.storage.location import custody
         model.data["custody"] = custody()

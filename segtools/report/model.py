@@ -41,6 +41,7 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Record
 from segtools.redact import Redactor
+from segtools.report import whatif
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
@@ -510,8 +511,10 @@ class _Analyses:
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
           redactor: Redactor | None = None, budget: Budget = Budget(),
-          limit: int = DEFAULT_DECOMPRESS_LIMIT) -> ReportModel:
-    """Run every analysis over ``paths`` and assemble the report's document."""
+          limit: int = DEFAULT_DECOMPRESS_LIMIT, what_if: whatif.Ask | None = None
+          ) -> ReportModel:
+    """Run every analysis over ``paths`` and assemble the report's document (with the
+    what-if section when ``what_if`` asks for it)."""
     now = at if at is not None else int(time.time() * 1000)
     logs = open_tree(*paths, max_decompressed_bytes=limit)
     if not any(d.partitions for d in logs.log_dirs):
@@ -563,6 +566,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         "left_out": [{"what": what, "count": n} for what, n in sorted(left_out.items())],
         "tiered": [_tiered(tp) for tp in a.tiers.partitions],
     }
+    if what_if is not None:
+        data["what_if"] = whatif.section(logs, a.inputs, now, what_if)
     if redactor is not None:
         data = _scrub(data, redactor)
     return ReportModel(data, a.findings, list(logs.log_dirs))
