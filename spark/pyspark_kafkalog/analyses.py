@@ -639,8 +639,10 @@ def what_if(spark: SparkSession, paths: str | Sequence[str],
         records = _reader(spark, wanted).schema(COMPACTION_RECORDS).load(_paths(paths))
     else:
         records = spark.createDataFrame([], COMPACTION_RECORDS)
+    # sorted in one partition after the simulations: a global orderBy would sample its
+    # input first, running every simulation twice
     return (side.groupBy("topic").cogroup(records.groupBy("topic"))
             .applyInArrow(lambda key, left, right: _what_if_rows(
                 key, left, right, config_for, parsed, now, horizon_days, ingest_bytes_per_s,
                 recommend), WHAT_IF_SCHEMA)
-            .orderBy("topic", F.col("partition").asc_nulls_last()))
+            .repartition(1).sortWithinPartitions("topic", F.col("partition").asc_nulls_last()))
