@@ -131,7 +131,7 @@ def _cost_rows(cost: Mapping[str, Mapping]) -> list[dict]:
 
 
 def _interest(t: dict) -> tuple:
-    return (t["recommendation"] is None, -t["current"]["swing"], t["topic"])
+    return (t["recommendation"] is None, -t["_w"].current.swing, t["topic"])
 
 
 def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
@@ -146,8 +146,6 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
         topics.append({
             "topic": w.topic, "changes": changes_json(w.changes),
             "change_text": _change_text(w.changes),
-            "current": w.current.to_json() | {"series": None},
-            "proposed": w.proposed.to_json() | {"series": None},
             "rows": rows(w.current, w.proposed), "chart": None,
             "partitions": sum(1 for x in report.items
                               if x.topic == w.topic and x.partition is not None),
@@ -166,5 +164,5 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
             "until_iso": format_time(report.end_ms),
             "ingest": "the partitions' own history, replayed" if rate is None
             else f"{rate:g} B/s per topic",
-            "topics": [t for t in ranked],
+            "topics": ranked,
             "charts_left_out": max(len(topics) - charted, 0)}

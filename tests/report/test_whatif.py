@@ -166,3 +166,25 @@ def test_no_section_unless_asked(tmp_path):
     assert 'id="what-if"' not in html and "D.what_if" not in html
     code, err = write_report(str(TREE), "-o", str(out), "--what-if", CHANGE, "--horizon", "0")
     assert code == 2 and "--horizon" in err
+
+
+def test_charts_stay_within_the_budget_recommendations_first():
+    """With room for one chart, the topic drawn is one with a recommendation; the others
+    keep their table and the section counts them; the drawn points are the library's
+    series (size as is, age as ``at - oldest record``)."""
+    import segtools
+    from segtools.report.whatif import from_report
+
+    report = segtools.what_if(TREE, changes=CHANGE, at=AT, recommend=True, config=CONFIG)
+    section = from_report(report, charted=1)
+    drawn = [t for t in section["topics"] if t["chart"] is not None]
+    assert len(drawn) == 1 and drawn[0]["recommendation"] is not None
+    assert section["charts_left_out"] == len(section["topics"]) - 1 == 2
+    assert all(len(t["rows"]) == 7 for t in section["topics"])
+    w = next(x for x in report.items if x.topic == drawn[0]["topic"] and x.partition is None)
+    chart = drawn[0]["chart"]
+    points = dict(zip(chart["x"], zip(chart["size"][0], chart["age"][0], strict=True),
+                      strict=True))
+    for at, size, oldest in w.current.series:
+        assert points[at / 1000] == (size, None if oldest is None else at - oldest)
+    assert chart["retention_ms"] == 7 * 86_400_000
