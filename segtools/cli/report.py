@@ -8,7 +8,9 @@ partition its segments, retention verdicts with the size forecast, compaction st
 transactions (hanging first), producers and first and last records; consumer groups' offset
 timelines with regressions marked; replica divergence. Large trees are summarised (and the
 page says what it left out). ``--redact`` replaces keys, values, headers (and topic names)
-by keyed tokens, and the page says so.
+by keyed tokens, and the page says so. ``--what-if NAME=VALUE`` and/or ``--recommend`` (with
+``--horizon`` and ``--ingest``, as on ``segtools retention``) add a what-if section: per topic,
+size and oldest record over time under today's config against the proposed one.
 
 Prints the report's path on stdout. Exit status as every command: 0 nothing to report, 1
 findings at warning or error (the report is written either way), 2 could not run.
