@@ -557,9 +557,14 @@ def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
                   horizon_days: float, rate: float | None, recommend: bool) -> pa.Table:
     """One topic's what-if (every partition copy and the topic) by the library's simulation,
     the rows of the CLI's ``what_if`` objects."""
+    import os
+
     from segtools.analysis import simulation_input as si
     from segtools.analysis.simulation import Ingest
 
+    # Spark runs a task per core already: the library's own fan-out to worker processes
+    # (segtools.fanout, for a topic of many partitions) would fork past them
+    os.environ.setdefault("SEGTOOLS_WORKERS", "1")
     topic = key[0].as_py()
     inputs = _what_if_inputs(topic, side, records, config_for(topic))
     items, rec = si.what_if_topic(topic, inputs, changes, now_ms=now,
