@@ -130,6 +130,14 @@ def _cost_rows(cost: Mapping[str, Mapping]) -> list[dict]:
             for k in before]
 
 
+def _alternative(a) -> dict:
+    """Another change that also keeps the promise (a recommendation's ``alternatives``)."""
+    o = a.proposed
+    return {"change_text": _change_text(a.changes),
+            "text": f"the oldest record at most {_age(o.oldest_age_ms_max)} old, the size "
+                    f"{format_bytes(o.trough_bytes)}..{format_bytes(o.peak_bytes)}"}
+
+
 def _interest(t: dict) -> tuple:
     return (t["recommendation"] is None, -t["_w"].current.swing, t["topic"])
 
@@ -152,7 +160,8 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
             "retention_ms": report.retention_ms.get(w.topic),
             "recommendation": None if rec is None else {
                 "why": rec.why, "changes": changes_json(rec.changes),
-                "change_text": _change_text(rec.changes), "cost": _cost_rows(rec.cost)},
+                "change_text": _change_text(rec.changes), "cost": _cost_rows(rec.cost),
+                "alternatives": [_alternative(a) for a in getattr(rec, "alternatives", ())]},
             "_w": w})
     ranked = sorted(topics, key=_interest)
     for t in ranked[:charted]:

@@ -40,7 +40,8 @@ READ_SECTION = """() => {
     change: text(r.querySelector('.whatif-rec-change')),
     why: text(r.querySelector('.whatif-why')),
     cost: Array.from(r.querySelectorAll('table.whatif-cost tbody tr')).map(
-      tr => Array.from(tr.cells).map(td => td.textContent))}));
+      tr => Array.from(tr.cells).map(td => td.textContent)),
+    alternatives: Array.from(r.querySelectorAll('.whatif-alternatives li code')).map(text)}));
   return {topics, recs, drawn: document.getElementById('what-if').dataset.drawn};
 }"""
 
@@ -111,8 +112,9 @@ def test_the_page_shows_the_cli_numbers(open_report, report, cli):
 
 
 def test_the_page_shows_the_cli_recommendations(open_report, report, cli):
-    """Each recommendation: its topic, change, sentence and cost table as the CLI gives
-    them (the quiet topic's fix is a smaller segment)."""
+    """Each recommendation: its topic, change, sentence, cost table and the other changes
+    that also keep the promise, as the CLI gives them (the quiet topic's fix is a smaller
+    segment)."""
     shown = open_report(report).page.evaluate(READ_SECTION)["recs"]
     assert [r["topic"] for r in shown] == [r["topic"] for r in cli["recommendations"]]
     assert "quiet-events" in [r["topic"] for r in shown]
@@ -122,6 +124,8 @@ def test_the_page_shows_the_cli_recommendations(open_report, report, cli):
         before, after = want["cost"]["before"], want["cost"]["after"]
         assert got["cost"] == [[k.replace("_", " "), str(before[k]), str(after[k])]
                                for k in before]
+        assert got["alternatives"] == [", ".join(f"{k}={v}" for k, v in a["changes"].items())
+                                       for a in want.get("alternatives", [])]
 
 
 def test_the_charts_draw_the_cli_series(open_report, report, cli):
