@@ -52,7 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--what-if", type=_changes, metavar="NAME=VALUE[,NAME=VALUE...]",
                    help="the proposed config change, e.g. segment.bytes=134217728")
     g.add_argument("--recommend", action="store_true",
-                   help="find the smallest segment.bytes or segment.ms change that keeps the "
+                   help="find the smallest segment.bytes or segment.ms change (and for "
+                        "compact,delete topics min.compaction.lag.ms, "
+                        "min.cleanable.dirty.ratio or max.compaction.lag.ms) that keeps the "
                         "oldest record near retention.ms, with its cost")
     g.add_argument("--horizon", type=float, default=DEFAULT_HORIZON_DAYS, metavar="DAYS",
                    help=f"days to simulate after --at (default {DEFAULT_HORIZON_DAYS:g})")
@@ -148,5 +150,11 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
         for key in before:
             table.add_row(key.replace("_", " "), str(before[key]), str(after[key]))
         out.print(table)
+        for a in r.alternatives:
+            change = ", ".join(f"{k}={v}" for k, v in changes_json(a.changes).items())
+            out.print(safe(f"  also keeps it: {change} (oldest record at most "
+                           f"{_age(a.proposed.oldest_age_ms_max)}, swing "
+                           f"{100 * a.proposed.swing:.0f}%, segments at most "
+                           f"{a.proposed.segments_max})"))
     if plot_path:
         out.print(safe(f"plot written to {plot_path}"))
