@@ -391,9 +391,13 @@ class _Simulation:
         self.tick = tick_ms or (CLEANER_BACKOFF_MS if config.compact else
                                 RETENTION_CHECK_INTERVAL_MS)
         self.bclock = _append_clock(h.batch_ts)
-        self.uclock = self.bclock[h.unit_batch] if h.units else np.zeros(0, np.int64)
+        # a delete-only history has one unit per batch (unit_batch is arange)
+        first = np.arange(h.batches)
+        per_batch = h.units == h.batches and np.array_equal(h.unit_batch, first)
+        self.uclock = self.bclock if per_batch else \
+            self.bclock[h.unit_batch] if h.units else np.zeros(0, np.int64)
         self.ucum = np.concatenate([[0.0], np.cumsum(h.unit_size)])
-        self.batch_first_unit = np.searchsorted(h.unit_batch, np.arange(h.batches))
+        self.batch_first_unit = first if per_batch else np.searchsorted(h.unit_batch, first)
         self.roller = _Roller.build(h, config, zlib.crc32(seed.encode()))
         self.alive = np.ones(h.units, np.bool_)
         self.horizon = h.unit_horizon.copy()
@@ -472,12 +476,18 @@ class _Simulation:
         else:
             starts = self.created_starts[self.created - len(self.segs):self.created]
         lo = int(starts[0])
-        live = self.alive[lo:u_done]
         rel = starts - lo
         if u_done <= lo:
             return np.zeros(len(starts), np.int64), np.full(len(starts), -1, np.int64)
-        sizes = np.add.reduceat(np.where(live, self.h.unit_size[lo:u_done], 0.0), rel)
-        mx = np.maximum.reduceat(np.where(live, self.h.unit_ts[lo:u_done], -1), rel)
+        if self.c.compact:
+            live = self.alive[lo:u_done]
+            sizes = np.add.reduceat(np.where(live, self.h.unit_size[lo:u_done], 0.0), rel)
+            mx = np.maximum.reduceat(np.where(live, self.h.unit_ts[lo:u_done], -1), rel)
+        else:  # only a prefix is ever removed: every unit from the first segment on is live
+            ends = np.minimum(np.append(starts[1:], u_done), u_done)
+            sizes = self.ucum[ends] - self.ucum[np.minimum(starts, u_done)]
+            mx = np.maximum.reduceat(self.h.unit_ts[lo:u_done],
+                                     np.minimum(rel, u_done - lo - 1))
         empty_tail = rel >= u_done - lo  # segments with nothing appended yet
         sizes = np.where(empty_tail, 0.0, sizes)
         mx = np.where(empty_tail, -1, mx)

@@ -5,6 +5,7 @@ table per topic, or as ``what_if`` / ``recommendation`` JSON objects."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from rich.table import Table
@@ -85,9 +86,16 @@ def run(args: argparse.Namespace) -> int:
                 from None
         whatif_plot.write(args.plot, report)
     if args.format == "json":
-        doc = report.to_json()
-        doc["plot"] = args.plot
-        sys.stdout.write(render.dumps(doc))
+        # the document is a tree of many small lists (every series row) with nothing cyclic
+        # in it: the cyclic collector would only walk it again and again while it is built
+        gc.disable()
+        try:
+            doc = report.to_json()
+            doc["plot"] = args.plot
+            text = render.dumps(doc)
+        finally:
+            gc.enable()
+        sys.stdout.write(text)
         sys.stdout.write("\n")
     else:
         print_what_if(report, args.plot)
