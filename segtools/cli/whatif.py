@@ -160,9 +160,13 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
         out.print(table)
         for a in r.alternatives:
             change = ", ".join(f"{k}={v}" for k, v in changes_json(a.changes).items())
+            after = a.cost["after"]
+            cleaner = (f", {after['cleaner_passes']} cleaner passes reading "
+                       f"{format_bytes(after['cleaner_bytes_read'])}"
+                       if "cleaner_passes" in after else "")
             out.print(safe(f"  also keeps it: {change} (oldest record at most "
                            f"{_age(a.proposed.oldest_age_ms_max)}, swing "
                            f"{100 * a.proposed.swing:.0f}%, segments at most "
-                           f"{a.proposed.segments_max})"))
+                           f"{a.proposed.segments_max}{cleaner})"))
     if plot_path:
         out.print(safe(f"plot written to {plot_path}"))

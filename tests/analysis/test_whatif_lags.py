@@ -146,3 +146,15 @@ def test_recommendation_tries_the_lags_and_keeps_the_segment_fix():
     assert "alternatives" not in quiet
     assert all(set(t["changes"]) <= {"segment.bytes", "segment.ms"} for t in quiet["tried"])
     assert "min_compaction_lag_ms" not in quiet["cost"]["before"]
+
+
+def test_text_names_the_alternative():
+    """The text output says the alternative in a line under the recommendation's cost table,
+    with the cleaner's passes (one per day-segment over the 30 days: 29)."""
+    proc = subprocess.run([SEGTOOLS, "retention", str(TREE / "ledger-compact-0"), "--config",
+                           str(CONFIG), "--at", "2024-01-11T00:00Z", "--recommend"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stdout.splitlines() if "also keeps it" in x)
+    assert "min.compaction.lag.ms=529200000" in line and "29 cleaner passes" in line
+    assert "recommendation: topic ledger-compact: with segment.bytes=8192" in proc.stdout
