@@ -318,23 +318,27 @@ class _Roller:
     cap_reason: str
     segment_ms: int
     jitter_ms: int
-    rng: np.random.Generator
+    seed: int
+    rng: np.random.Generator | None = None  # made at the first jitter (most configs have none)
 
     @classmethod
-    def build(cls, h: History, config: TopicConfig, seed: int) -> _Roller:
+    def build(cls, h: History, config: TopicConfig, seed: int,
+              clock: np.ndarray | None = None) -> _Roller:
         entries = max(config.segment_index_bytes // 12, 1)  # TimeIndex entry: 12 bytes
         index_cap = entries * INDEX_INTERVAL_BYTES
         cap, reason = (config.segment_bytes, ROLL_SEGMENT_BYTES)
         if index_cap < cap:
             cap, reason = index_cap, ROLL_INDEX_FULL
         cum = np.concatenate([[0], np.cumsum(h.batch_size)]).astype(np.int64)
-        return cls(h.batch_ts, cum, _append_clock(h.batch_ts), cap, reason, config.segment_ms,
-                   config.segment_jitter_ms, np.random.default_rng(seed))
+        return cls(h.batch_ts, cum, _append_clock(h.batch_ts) if clock is None else clock, cap,
+                   reason, config.segment_ms, config.segment_jitter_ms, seed)
 
     def jitter(self) -> int:
         """``LogConfig.randomSegmentJitter``: uniform below min(segment.jitter.ms, segment.ms)."""
         if self.jitter_ms <= 0:
             return 0
+        if self.rng is None:
+            self.rng = np.random.default_rng(self.seed)
         return int(self.rng.integers(0, max(min(self.jitter_ms, self.segment_ms), 1)))
 
     def end(self, start: int) -> tuple[int, str]:
@@ -398,7 +402,7 @@ class _Simulation:
             self.bclock[h.unit_batch] if h.units else np.zeros(0, np.int64)
         self.ucum = np.concatenate([[0.0], np.cumsum(h.unit_size)])
         self.batch_first_unit = first if per_batch else np.searchsorted(h.unit_batch, first)
-        self.roller = _Roller.build(h, config, zlib.crc32(seed.encode()))
+        self.roller = _Roller.build(h, config, zlib.crc32(seed.encode()), self.bclock)
         self.alive = np.ones(h.units, np.bool_)
         self.horizon = h.unit_horizon.copy()
         self.origin = int(self.bclock[0]) if h.batches else now_ms
