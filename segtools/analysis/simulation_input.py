@@ -83,18 +83,9 @@ def what_if_topic(topic: str, partitions: Sequence[tuple[RowsPartition, History]
     rows: per partition (each log dir's copy counted, as the replication factor) and for the
     topic, today's config against ``changes`` (or, with ``recommend`` and no ``changes``,
     against the recommended change), and the recommendation when one was asked and found."""
-    end_ms = now_ms + int(horizon_days * whatif.DAY_MS)
-    # whatif's own partition wrapper and topic loop (private there: the files' face reaches
-    # them through what_if_report, which reads the files itself)
-    parts = [whatif._Partition(p, h) for p, h in partitions]
-    if not parts:
+    if not partitions:
         return [], None
-    chosen = dict(changes or {})
-    rec = None
-    if recommend:
-        rec = whatif.recommend_topic(topic, parts, now_ms=now_ms, end_ms=end_ms, ingest=ingest)
-        if rec is not None and changes is None:
-            chosen = dict(rec.changes)
-    items = whatif._topic(topic, parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
-                          advance=lambda n: None)
-    return items, rec
+    end_ms = now_ms + int(horizon_days * whatif.DAY_MS)
+    parts = [whatif.PartitionHistory(p, h) for p, h in partitions]
+    return whatif.what_if_topic(topic, parts, changes, now_ms=now_ms, end_ms=end_ms,
+                                ingest=ingest, recommend=recommend)

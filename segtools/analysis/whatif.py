@@ -200,19 +200,22 @@ class WhatIfReport:
 
 
 @dataclass(frozen=True, slots=True)
-class _Partition:
+class PartitionHistory:
+    """A partition and its history, as the simulation takes it (the files' face builds it with
+    :func:`history`; the Spark face from rows, in :mod:`segtools.analysis.simulation_input`)."""
+
     pi: PartitionInput
     history: History
 
 
-def _inputs(loaded: Loaded, limit: int) -> dict[str, list[_Partition]]:
-    by_topic: dict[str, list[_Partition]] = {}
+def _inputs(loaded: Loaded, limit: int) -> dict[str, list[PartitionHistory]]:
+    by_topic: dict[str, list[PartitionHistory]] = {}
     for pi in loaded.partitions:
-        by_topic.setdefault(pi.topic, []).append(_Partition(pi, history(pi, limit=limit)))
+        by_topic.setdefault(pi.topic, []).append(PartitionHistory(pi, history(pi, limit=limit)))
     return by_topic
 
 
-def run_partition(p: _Partition, config: cfg.TopicConfig, *, now_ms: int, end_ms: int,
+def run_partition(p: PartitionHistory, config: cfg.TopicConfig, *, now_ms: int, end_ms: int,
                   ingest: Ingest, partitions: int, extended: History | None = None) -> Run:
     """One partition under ``config``: its history, then the ingest model, to ``end_ms``
     (``extended``: that history and replay already built, as :func:`extend` gives it; the
@@ -230,7 +233,7 @@ def run_partition(p: _Partition, config: cfg.TopicConfig, *, now_ms: int, end_ms
 RUN_WEIGHT = 20
 
 
-def _chunks(parts: Sequence[_Partition]) -> list[Sequence[_Partition]]:
+def _chunks(parts: Sequence[PartitionHistory]) -> list[Sequence[PartitionHistory]]:
     """Consecutive slices of the partitions, a few per worker, so a worker returns the summed
     tally of many partitions rather than each partition's arrays."""
     k = max(1, min(len(parts), 4 * fanout.workers()))
@@ -238,7 +241,7 @@ def _chunks(parts: Sequence[_Partition]) -> list[Sequence[_Partition]]:
     return [parts[i:i + step] for i in range(0, len(parts), step)]
 
 
-def _simulated(parts: Sequence[_Partition], changes: Sequence[Mapping[str, object]], kw: dict,
+def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str, object]], kw: dict,
                each: bool, advance: Callable[[int], None]
                ) -> tuple[list[list[Outcome]], list[Tally]]:
     """Every partition under today's config with each of ``changes`` applied (``{}``: today's
@@ -248,7 +251,7 @@ def _simulated(parts: Sequence[_Partition], changes: Sequence[Mapping[str, objec
     now_ms, end_ms = kw["now_ms"], kw["end_ms"]
     grid = topic_grid(now_ms, end_ms)
 
-    def job(chunk: Sequence[_Partition]) -> tuple[list[list[Outcome]], list[Tally], int]:
+    def job(chunk: Sequence[PartitionHistory]) -> tuple[list[list[Outcome]], list[Tally], int]:
         tallies = [Tally(grid, now_ms, end_ms) for _ in changes]
         own: list[list[Outcome]] = []
         for p in chunk:
@@ -275,7 +278,7 @@ def _simulated(parts: Sequence[_Partition], changes: Sequence[Mapping[str, objec
     return every, totals
 
 
-def _topic(topic: str, parts: Sequence[_Partition], changes: Mapping[str, object], *,
+def _topic(topic: str, parts: Sequence[PartitionHistory], changes: Mapping[str, object], *,
            now_ms: int, end_ms: int, ingest: Ingest,
            advance: Callable[[int], None]) -> list[WhatIf]:
     """Each partition under today's config and ``changes``, then the topic, summed as the
@@ -299,17 +302,31 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
     recs: list[Recommendation] = []
     retention: dict[str, int] = {}
     for topic, parts in _inputs(loaded, limit).items():
-        chosen = dict(changes or {})
-        if recommend:
-            rec = recommend_topic(topic, parts, now_ms=now_ms, end_ms=end_ms, ingest=ingest)
-            if rec is not None:
-                recs.append(rec)
-                if changes is None:
-                    chosen = dict(rec.changes)
+        got, rec = what_if_topic(topic, parts, changes, now_ms=now_ms, end_ms=end_ms,
+                                 ingest=ingest, recommend=recommend, advance=advance)
+        if rec is not None:
+            recs.append(rec)
         retention[topic] = parts[0].pi.config.local_retention_ms_effective
-        items += _topic(topic, parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
-                        advance=advance)
+        items += got
     return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention)
+
+
+def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
+                  changes: Mapping[str, object] | None, *, now_ms: int, end_ms: int,
+                  ingest: Ingest = AUTO, recommend: bool = False,
+                  advance: Callable[[int], None] = lambda n: None
+                  ) -> tuple[list[WhatIf], Recommendation | None]:
+    """One topic: each partition and the topic under today's config and ``changes`` (with
+    ``recommend`` and no ``changes``: the recommended change), and the recommendation when one
+    was asked and found. Every face that simulates a topic comes through here."""
+    chosen = dict(changes or {})
+    rec = None
+    if recommend:
+        rec = recommend_topic(topic, parts, now_ms=now_ms, end_ms=end_ms, ingest=ingest)
+        if rec is not None and changes is None:
+            chosen = dict(rec.changes)
+    return _topic(topic, parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
+                  advance=advance), rec
 
 
 # --------------------------------------------------------------------------- recommending
@@ -389,7 +406,7 @@ def compaction_candidates(config: cfg.TopicConfig) -> list[dict[str, object]]:
             [{"max.compaction.lag.ms": v} for v in max_lag])
 
 
-def recommend_topic(topic: str, parts: Sequence[_Partition], *, now_ms: int, end_ms: int,
+def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: int, end_ms: int,
                     ingest: Ingest) -> Recommendation | None:
     """The smallest ``segment.bytes``/``segment.ms`` change (and for a ``compact,delete``
     topic the smallest compaction-lag or dirty-ratio change, see
@@ -440,13 +457,13 @@ def recommend_topic(topic: str, parts: Sequence[_Partition], *, now_ms: int, end
                           priced(change, o), cur, o, tuple(tried), alternatives)
 
 
-def _tally(parts: Sequence[_Partition], change: Mapping[str, object], kw: dict) -> Outcome:
+def _tally(parts: Sequence[PartitionHistory], change: Mapping[str, object], kw: dict) -> Outcome:
     """A topic under ``change``, its partitions summed on the topic grid."""
     _, (tally,) = _simulated(parts, [change], kw, False, lambda n: None)
     return tally.outcome()
 
 
-def _floor(parts: Sequence[_Partition], retention_ms: int) -> int:
+def _floor(parts: Sequence[PartitionHistory], retention_ms: int) -> int:
     """The smallest ``segment.bytes`` worth trying (see :func:`candidates`)."""
     most = 0.0
     for p in parts:

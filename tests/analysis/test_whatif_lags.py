@@ -34,14 +34,14 @@ NOW = T + 240 * H
 
 
 @pytest.fixture(scope="module")
-def ledger() -> whatif._Partition:
+def ledger() -> whatif.PartitionHistory:
     cfg_file = parse_config_text(CONFIG.read_text(), str(CONFIG))
     loaded = load_inputs(walk([str(TREE / "ledger-compact-0")])[0], config_file=cfg_file)
     pi = loaded.partitions[0]
-    return whatif._Partition(pi, whatif.history(pi))
+    return whatif.PartitionHistory(pi, whatif.history(pi))
 
 
-def _run(part: whatif._Partition, lag_hours: int):
+def _run(part: whatif.PartitionHistory, lag_hours: int):
     config = whatif.apply_changes(part.pi.config, {"min.compaction.lag.ms": lag_hours * H})
     return whatif.run_partition(part, config, now_ms=NOW, end_ms=NOW + 3 * DAY,
                                 ingest=whatif.AUTO, partitions=1)
