@@ -19,7 +19,9 @@ import pyarrow as pa
 
 from segtools.analysis.transactions import ReadCommitted
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.decode.chunks import Chunk
+from segtools.decode import chunks
+from segtools.decode.buffers import BufferPool
+from segtools.decode.chunks import ArrowColumns, Chunk, Layout, view_lengths
 from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.fetch import arrow
@@ -34,6 +36,8 @@ from segtools.storage.summary import SegmentSummary, summarize
 _NO_LSO = 2**63 - 1
 #: Bytes of batches decoded per kernel call: one Arrow batch of roughly 50-100k small records.
 WINDOW_BYTES = 8 * 1024 * 1024
+#: Bytes of the blocks the record columns are cut from (recycled once a batch is let go).
+ARROW_BLOCK = 4 * 1024 * 1024
 
 Report = Callable[[Finding], None]
 
@@ -76,6 +80,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
     if scan.level is Level.SEGMENTS:
         yield from _segment_rows(list(pieces), scan, report)
         return
+    pool = BufferPool(ARROW_BLOCK)
     for piece in pieces:
         segment = _open(piece, scan)
         if segment is None:
@@ -85,7 +90,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
             if scan.level is Level.BATCHES:
                 yield from _batch_rows(segment, piece, scan, report)
             else:
-                yield from _record_rows(segment, piece, scan, report)
+                yield from _record_rows(segment, piece, scan, report, pool)
 
 
 def _open(piece: ByteRange, scan: Scan) -> Segment | None:
@@ -181,7 +186,9 @@ def _windows(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibilit
              report: Report) -> Iterator[BatchTable]:
     """The visible batches of a range, in tables of about ``WINDOW_BYTES`` of batches."""
     for t in owned(segment, piece, scan.walk_crc, report):
-        t = t.take(visible.keep(t))
+        keep = visible.keep(t)
+        if not keep.all():
+            t = t.take(keep)
         if not len(t):
             continue
         ends = np.cumsum(t.size)
@@ -251,25 +258,31 @@ def _batch_times(t: BatchTable, name: str) -> np.ndarray | None:
     return None
 
 
+def _same(a: np.ndarray) -> np.ndarray:
+    return a
+
+
 def _constants(piece: ByteRange) -> dict[str, object]:
     info = piece.partition
     return {"topic": info.topic, "partition": info.partition, "log_dir": info.log_dir,
             "segment_base_offset": piece.files.base_offset, "tier": piece.tier}
 
 
-def _per_batch(t: BatchTable, take: np.ndarray, name: str, target: pa.DataType) -> pa.Array:
+def _per_batch(t: BatchTable, expand: Callable[[np.ndarray], np.ndarray], n: int, name: str,
+               target: pa.DataType) -> pa.Array:
+    """A batch-level field for ``n`` rows; ``expand`` maps a value per batch to one per row."""
     times = _batch_times(t, name)
     if times is not None:
-        return arrow.timestamps_ms(times[take])
+        return arrow.timestamps_ms(expand(times))
     values, valid = _batch_values(t, name)
-    return arrow.per_batch(values, take, target, valid)
+    return arrow.per_batch(values, expand, n, target, valid)
 
 
 # ------------------------------------------------------------------------- records
 
 
-def _record_rows(segment: Segment, piece: ByteRange, scan: Scan,
-                 report: Report) -> Iterator[pa.RecordBatch]:
+def _record_rows(segment: Segment, piece: ByteRange, scan: Scan, report: Report,
+                 pool: BufferPool) -> Iterator[pa.RecordBatch]:
     visible = _Visibility(piece, scan)
     for t in _windows(segment, piece, scan, visible, report):
         deep = t
@@ -279,7 +292,9 @@ def _record_rows(segment: Segment, piece: ByteRange, scan: Scan,
                 yield _shallow_records(t.take(shallow), piece, scan)
                 deep = t.take(~shallow)
         if len(deep):
-            for chunk in segment.records(deep):
+            layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool)
+            for chunk in chunks.decode(segment.source, deep, path=segment.path,
+                                       limit=segment.decompress_limit, layout=layout):
                 yield from _chunk_records(chunk, piece, scan, report)
 
 
@@ -291,8 +306,9 @@ def _shallow_records(t: BatchTable, piece: ByteRange, scan: Scan) -> pa.RecordBa
         if name in constants:
             arrays.append(arrow.repeated(constants[name], int(take.size), scan.target(i)))
         else:
-            arrays.append(arrow.conform(_per_batch(t, take, name, scan.target(i)),
-                                        scan.target(i)))
+            arrays.append(arrow.conform(
+                _per_batch(t, lambda a: a[take], int(take.size), name, scan.target(i)),
+                scan.target(i)))
     return scan.batch(arrays)
 
 
@@ -303,8 +319,8 @@ def _chunk_records(chunk: Chunk, piece: ByteRange, scan: Scan,
     for f in chunk.findings:
         report(f)
     cols = chunk.columns
-    n = len(cols)
-    if n == 0:
+    assert isinstance(cols, ArrowColumns)
+    if len(cols) == 0:
         return
     keep = None
     if piece.min_offset is not None:
@@ -312,52 +328,56 @@ def _chunk_records(chunk: Chunk, piece: ByteRange, scan: Scan,
     if piece.max_offset is not None:
         below = cols.offset < piece.max_offset
         keep = below if keep is None else keep & below
-    rows = None if keep is None or keep.all() else np.flatnonzero(keep)
-    if rows is not None and rows.size == 0:
+    if keep is not None and not keep.all():
+        rows = np.flatnonzero(keep)
+        if rows.size == 0:
+            return
+        cols = cols.take(rows)
+    if cols.key_bytes + cols.value_bytes <= arrow.MAX_COLUMN_BYTES:
+        yield _columns_batch(chunk.table, cols, piece, scan)
         return
-    sizes = np.maximum(cols.key_len, 0) + np.maximum(cols.value_len, 0)
-    if rows is not None:
-        sizes = sizes[rows]
+    sizes = (view_lengths(cols.key_views).astype(np.int64)
+             + view_lengths(cols.value_views))
     for part in arrow.row_slices(sizes):
-        if rows is None and part.start == 0 and part.stop == n:
-            yield _columns_batch(chunk, None, piece, scan)
-        else:
-            selected = rows[part] if rows is not None else np.arange(part.start, part.stop)
-            yield _columns_batch(chunk, selected, piece, scan)
+        yield _columns_batch(chunk.table, cols.take(np.arange(part.start, part.stop)), piece,
+                             scan)
 
 
-def _columns_batch(chunk: Chunk, rows: np.ndarray | None, piece: ByteRange,
+def _columns_batch(t: BatchTable, cols: ArrowColumns, piece: ByteRange,
                    scan: Scan) -> pa.RecordBatch:
-    cols, t = chunk.columns, chunk.table
+    n = len(cols)
+    counts = cols.records
 
-    def pick(a: np.ndarray) -> np.ndarray:
-        return a if rows is None else a[rows]
+    def expand(a: np.ndarray) -> np.ndarray:
+        return np.repeat(a, counts)
 
-    n = len(cols) if rows is None else int(rows.size)
-    take = pick(cols.batch)
     constants = _constants(piece)
     arrays: list[pa.Array] = []
     for i, name in enumerate(scan.columns):
         target = scan.target(i)
         if name == "key":
-            array = arrow.spans_array(cols.data, pick(cols.key_pos), pick(cols.key_len),
-                                      target)
+            array = arrow.views_array(cols.data, cols.view_base, cols.key_views, cols.key_valid,
+                                      cols.key_nulls, cols.key_bytes, target)
         elif name == "value":
-            array = arrow.spans_array(cols.data, pick(cols.value_pos), pick(cols.value_len),
+            array = arrow.views_array(cols.data, cols.view_base, cols.value_views,
+                                      cols.value_valid, cols.value_nulls, cols.value_bytes,
                                       target)
         elif name == "offset":
-            array = pa.array(pick(cols.offset))
+            array = arrow.column(cols.offset, target)
         elif name == "timestamp":
-            array = arrow.timestamps_ms(pick(cols.timestamp))
+            array = arrow.micros_array(cols.micros, cols.micros_valid, cols.micros_nulls)
         elif name == "headers":
-            array = arrow.headers_from_spans(cols.data, pick(cols.headers_pos),
-                                             pick(cols.headers_count), target)
-        elif name in ("key_size", "value_size"):
-            array = arrow.sizes(pick(cols.key_len if name == "key_size" else cols.value_len))
+            array = arrow.headers_from_spans(cols.data, cols.headers_pos, cols.headers_count,
+                                             target)
+        elif name == "key_size":
+            array = arrow.sizes(view_lengths(cols.key_views), cols.key_valid, cols.key_nulls)
+        elif name == "value_size":
+            array = arrow.sizes(view_lengths(cols.value_views), cols.value_valid,
+                                cols.value_nulls)
         elif name in constants:
             array = arrow.repeated(constants[name], n, target)
         else:
-            array = _per_batch(t, take, name, target)
+            array = _per_batch(t, expand, n, name, target)
         arrays.append(arrow.conform(array, target))
     return scan.batch(arrays)
 
@@ -370,14 +390,13 @@ def _batch_rows(segment: Segment, piece: ByteRange, scan: Scan,
     visible = _Visibility(piece, scan)
     for t in _windows(segment, piece, scan, visible, report):
         constants = _constants(piece)
-        every = np.arange(len(t))
         arrays: list[pa.Array] = []
         for i, name in enumerate(scan.columns):
             target = scan.target(i)
             if name in constants:
                 array = arrow.repeated(constants[name], len(t), target)
             else:
-                array = _per_batch(t, every, name, target)
+                array = _per_batch(t, _same, len(t), name, target)
             arrays.append(arrow.conform(array, target))
         yield scan.batch(arrays)
 
