@@ -245,7 +245,7 @@ def decode_arrow(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: 
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     counts = np.ascontiguousarray(table.count, dtype=np.int32)
-    cap = record_capacity(starts, ends, counts)
+    cap = _records.capacity(starts, ends, counts, _records.MIN_RECORD_SIZE)
     # a batch is under 2 GiB (its length is an int32), and so is every chunk's extent
     view_base = 0 if data.shape[0] <= MAX_VIEWED or not len(starts) else int(starts.min())
     nbits = -(-cap // 64) * 8
@@ -625,12 +625,15 @@ def _remap(chunk: Chunk | None, part: BatchTable, rows: list[int], start: int,
     return Chunk(cols, part, None, path, own)
 
 
-def binary_of_views(data: np.ndarray, view_base: int, views: np.ndarray,
-                    nbytes: int) -> tuple[np.ndarray, np.ndarray]:
+def binary_of_views(data: np.ndarray, view_base: int, views: np.ndarray, nbytes: int,
+                    pool: BufferPool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The values of binary views (into ``data[view_base:]``) copied back to back, and
-    Arrow-style int32 offsets into the result: a plain binary column in one compiled pass."""
-    out = np.empty(nbytes, np.uint8)
-    offsets = np.empty(len(views) + 1, np.int32)
+    Arrow-style int32 offsets into the result: a plain binary column in one compiled pass
+    (into a block of ``pool`` when given: memory already mapped, see :func:`decode_arrow`)."""
+    size = nbytes + 4 * (len(views) + 1)
+    cut = _Carver(pool.get(size) if pool is not None else np.empty(size, np.uint8))
+    out = cut.take(nbytes, np.uint8)
+    offsets = cut.take(len(views) + 1, np.int32)
     _records.views_to_binary(data, view_base, views, out, offsets)
     return out, offsets
 

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 import pyarrow as pa
 
+from segtools.decode.buffers import BufferPool
 from segtools.decode.chunks import MAX_MS, binary_of_views, gather, header_spans
 from segtools.formats.batch import NO_TIMESTAMP
 
@@ -74,18 +75,19 @@ BINARY_VIEW = pa.binary_view()
 
 
 def views_array(data: np.ndarray, view_base: int, views: np.ndarray, valid: np.ndarray | None,
-                nulls: int, nbytes: int, target: pa.DataType) -> pa.Array:
+                nulls: int, nbytes: int, target: pa.DataType,
+                pool: BufferPool | None = None) -> pa.Array:
     """Keys or values from the kernel's binary views in the type asked for: ``binary_view``
     over ``data[view_base:]`` itself (no payload copied; the array keeps ``data``, a mapped
     segment or an inflated buffer, alive as long as it lives), or a ``binary`` copy of the
-    ``nbytes`` they hold."""
+    ``nbytes`` they hold (into a block of ``pool`` when given)."""
     n = int(views.shape[0])
     validity = None if valid is None else pa.py_buffer(valid)
     if target == BINARY_VIEW:
         buffer = data if view_base == 0 else data[view_base:]
         return pa.Array.from_buffers(BINARY_VIEW, n, [validity, pa.py_buffer(views),
                                                       pa.py_buffer(buffer)], null_count=nulls)
-    out, offsets = binary_of_views(data, view_base, views, nbytes)
+    out, offsets = binary_of_views(data, view_base, views, nbytes, pool)
     return pa.Array.from_buffers(BINARY, n, [validity, pa.py_buffer(offsets),
                                              pa.py_buffer(out)], null_count=nulls)
 
