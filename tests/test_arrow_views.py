@@ -99,7 +99,7 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
 
         # windows of 4 MiB instead of 64, so a 49 MB segment is many windows long
         source.MappedSource.stride = source._RELEASE_MIN = walk.WINDOW_BYTES = 4 << 20
-        fetch_rows.WINDOW_BYTES = 4 << 20
+        fetch_rows.WINDOW_BYTES = fetch_rows.WALK_BYTES = 4 << 20
 
         def hwm():
             for line in open("/proc/self/status"):
@@ -120,3 +120,29 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
     assert rows == 200 * (copies + 1)
     size = (pdir / "00000000000000000005.log").stat().st_size
     assert after - before < size // 3, (before, after, size)
+
+
+def test_batches_kept_keep_their_values_while_later_ones_are_decoded(tmp_path, monkeypatch):
+    """Record columns are cut from blocks that are reused once no array refers to them: a
+    consumer that keeps some batches and lets others go finds the kept ones unchanged after
+    the rest of the segment is read (compared with each batch's values read as it came)."""
+    from segtools.fetch import rows as fetch_rows
+
+    batch = BATCH.read_bytes()
+    pdir = tmp_path / "logs" / "big-0"
+    pdir.mkdir(parents=True)
+    with open(pdir / "00000000000000000005.log", "wb") as f:
+        for k in range(40):
+            f.write(_shifted(batch, 200 * k))
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 2 * len(batch))
+    monkeypatch.setattr(fetch_rows, "ARROW_BLOCK", 1 << 16)
+    for binary in ("view", "binary"):
+        kept, expected = [], []
+        for i, b in enumerate(segtools.open(pdir).to_arrow(columns=["offset", "key", "value"],
+                                                           binary=binary)):
+            if i % 2 == 0:
+                kept.append(b)
+                expected.append(b.to_pylist())
+        assert len(kept) == 10
+        assert [b.to_pylist() for b in kept] == expected
+        assert expected[1][0]["offset"] == 5 + 200 * 4

@@ -219,8 +219,13 @@ def _bits(valid: np.ndarray, nulls: int, n: int) -> np.ndarray | None:
     return valid[:(n + 7) // 8] if nulls else None
 
 
+def _round8(n: int) -> int:
+    return -(-n // 8) * 8
+
+
 class _Carver:
-    """Typed arrays cut one after another from one byte buffer (8-byte aligned)."""
+    """Typed arrays cut one after another from one byte buffer, each 8-byte aligned (a block
+    of ``sum(_round8(bytes))`` holds them all)."""
 
     def __init__(self, block: np.ndarray):
         self.block = block
@@ -229,7 +234,7 @@ class _Carver:
     def take(self, n: int, dtype, width: int = 1) -> np.ndarray:
         size = n * width * np.dtype(dtype).itemsize
         out = self.block[self.at:self.at + size].view(dtype)
-        self.at += -(-size // 8) * 8
+        self.at += _round8(size)
         return out.reshape(n, width) if width > 1 else out
 
 
@@ -248,8 +253,8 @@ def decode_arrow(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: 
     cap = _records.capacity(starts, ends, counts, _records.MIN_RECORD_SIZE)
     # a batch is under 2 GiB (its length is an int32), and so is every chunk's extent
     view_base = 0 if data.shape[0] <= MAX_VIEWED or not len(starts) else int(starts.min())
-    nbits = -(-cap // 64) * 8
-    total = cap * (8 + 8 + 16 + 16 + (12 if headers else 0)) + 3 * nbits
+    nbits = _round8(-(-cap // 8))
+    total = cap * (8 + 8 + 16 + 16) + (cap * 8 + _round8(cap * 4) if headers else 0) + 3 * nbits
     block = pool.get(total) if pool is not None else np.empty(total, np.uint8)
     cut = _Carver(block)
     offset, micros = cut.take(cap, np.int64), cut.take(cap, np.int64)
@@ -630,7 +635,7 @@ def binary_of_views(data: np.ndarray, view_base: int, views: np.ndarray, nbytes:
     """The values of binary views (into ``data[view_base:]``) copied back to back, and
     Arrow-style int32 offsets into the result: a plain binary column in one compiled pass
     (into a block of ``pool`` when given: memory already mapped, see :func:`decode_arrow`)."""
-    size = nbytes + 4 * (len(views) + 1)
+    size = _round8(nbytes) + 4 * (len(views) + 1)
     cut = _Carver(pool.get(size) if pool is not None else np.empty(size, np.uint8))
     out = cut.take(nbytes, np.uint8)
     offsets = cut.take(len(views) + 1, np.int32)
