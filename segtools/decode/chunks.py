@@ -375,25 +375,27 @@ def _plain_chunk(source: Source, table: BatchTable, path: str,
     """Uncompressed v2 batches, decoded from the source's bytes. Returns the chunk and how
     many of the rows the file still held (fewer when it shrank while being read)."""
     lo = int(table.position[0])
-    hi = int(table.end[-1])
-    contiguous = bool(np.all(table.position[1:] == table.end[:-1]))
+    end = table.end
+    hi = int(end[-1])
+    contiguous = bool(np.all(table.position[1:] == end[:-1]))
     if contiguous:
         data, base, avail = source.window(lo, hi, keep=True)
     else:  # scattered rows (a filtered table): read each batch, packed back to back
         parts, base, avail = [], lo, hi
-        for position, end in zip(table.position.tolist(), table.end.tolist(), strict=True):
-            part, pbase, pavail = source.window(position, end, keep=True)
-            if pavail < end:
+        for position, stop in zip(table.position.tolist(), end.tolist(), strict=True):
+            part, pbase, pavail = source.window(position, stop, keep=True)
+            if pavail < stop:
                 avail = position
                 break
-            parts.append(part[position - pbase:end - pbase])
+            parts.append(part[position - pbase:stop - pbase])
         data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
         base = None
-    held = int(np.searchsorted(table.end, avail, side="right")) if contiguous else len(parts)
-    table = table.take(slice(0, held)) if held < len(table) else table
+    held = int(np.searchsorted(end, avail, side="right")) if contiguous else len(parts)
+    if held < len(table):
+        table, end = table.take(slice(0, held)), end[:held]
     if contiguous:
         starts = table.position - base + v2.RECORD_BATCH_OVERHEAD
-        ends = table.end - base
+        ends = end - base
     else:
         sizes = table.size
         ends = np.cumsum(sizes)
@@ -477,6 +479,9 @@ def _kind(table: BatchTable, limit: int) -> np.ndarray:
     """0 uncompressed v2, 1 compressed v2 (known codec), 2 legacy, 3 unknown codec, 4 an
     uncompressed v2 batch whose records alone exceed the cap on one batch's bytes."""
     codec = table.codec
+    if not codec.any() and not (table.magic < 2).any() and \
+            int(table.size.max()) - v2.RECORD_BATCH_OVERHEAD <= limit:
+        return np.zeros(len(table), np.int64)  # the usual chunk: all uncompressed v2
     kind = np.where(table.magic < 2, 2,
                     np.where(codec == 0, 0, np.where(codec <= Compression.ZSTD, 1, 3)))
     kind[(kind == 0) & (table.size - v2.RECORD_BATCH_OVERHEAD > limit)] = 4
