@@ -11,8 +11,12 @@ caller's ``report``, which may log it or raise).
 from __future__ import annotations
 
 import json
+import os
+import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +49,7 @@ WINDOW_BYTES = 2 * WALK_BYTES
 ARROW_BLOCK = 8 * 1024 * 1024
 
 Report = Callable[[Finding], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,9 +145,17 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
     start = piece.start
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
-    for chunk in walk.walk(segment.source, start, until=piece.end, path=segment.path,
-                           verify_crc=verify_crc, limit=segment.decompress_limit,
-                           chunk_bytes=WALK_BYTES):
+    threaded = segment.is_mapped and piece.end - start > WALK_BYTES and \
+        (os.cpu_count() or 1) > 1
+    chunks_walked = walk.walk(_KeepPages(segment.source) if threaded else segment.source,
+                              start, until=piece.end, path=segment.path,
+                              verify_crc=verify_crc, limit=segment.decompress_limit,
+                              chunk_bytes=WALK_BYTES)
+    if threaded:
+        chunks_walked = ahead(chunks_walked)
+    for chunk in chunks_walked:
+        if threaded and len(chunk.table):  # every chunk before this one is done with
+            segment.release(int(chunk.table.position[0]))
         for f in chunk.findings:
             position = piece.start if f.position is None else f.position
             if piece.start <= position < piece.end:
@@ -151,6 +164,67 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
         if start < piece.start and len(t) and t.position[0] < piece.start:
             t = t.take(t.position >= piece.start)
         yield t
+
+
+class _KeepPages:
+    """A mapped source whose pages the walk does not hand back: walking ahead on its own
+    thread, it would drop the pages of the chunk still being decoded here, which would then be
+    faulted in again and kept. The reader hands them back itself, behind that chunk."""
+
+    def __init__(self, source: object):
+        self._source = source
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._source, name)
+
+    def release(self, upto: int) -> None:
+        return None
+
+
+def ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, produced one ahead by a thread of their own: the walk of a mapped segment
+    (its CRCs; the compiled walk lets go of the GIL) runs on the second core while this one
+    decodes the chunk before. Only for a mapping, which nothing else reads through windows
+    of its own; the thread is stopped and joined when the consumer stops early."""
+    box: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    done = object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((done, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            put((done, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=work, name="segtools-walk-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = box.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 class _Visibility:
