@@ -26,6 +26,7 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, walk
 from segtools.decode.buffers import BufferPool
 from segtools.decode.chunks import ArrowColumns, Chunk, Layout, view_lengths
+from segtools.decode.source import Source
 from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.fetch import arrow
@@ -147,15 +148,16 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
         start = 0
     threaded = segment.is_mapped and piece.end - start > WALK_BYTES and \
         (os.cpu_count() or 1) > 1
-    chunks_walked = walk.walk(_KeepPages(segment.source) if threaded else segment.source,
+    pages = _KeepPages(segment.source, start)
+    chunks_walked = walk.walk(pages if threaded else segment.source,
                               start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
                               chunk_bytes=WALK_BYTES)
     if threaded:
         chunks_walked = ahead(chunks_walked)
     for chunk in chunks_walked:
-        if threaded and len(chunk.table):  # every chunk before this one is done with
-            segment.release(int(chunk.table.position[0]))
+        if len(chunk.table):  # every chunk before this one is done with
+            pages.done = int(chunk.table.position[0])
         for f in chunk.findings:
             position = piece.start if f.position is None else f.position
             if piece.start <= position < piece.end:
@@ -167,18 +169,19 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
 
 
 class _KeepPages:
-    """A mapped source whose pages the walk does not hand back: walking ahead on its own
-    thread, it would drop the pages of the chunk still being decoded here, which would then be
-    faulted in again and kept. The reader hands them back itself, behind that chunk."""
+    """A mapped source whose pages the walk hands back only behind ``done``, the chunk the
+    reader decodes: walking ahead on its own thread, the walk would otherwise drop the pages
+    of that chunk, which would then be faulted in again and kept."""
 
-    def __init__(self, source: object):
+    def __init__(self, source: Source, done: int):
         self._source = source
+        self.done = done
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._source, name)
 
     def release(self, upto: int) -> None:
-        return None
+        self._source.release(min(upto, self.done))
 
 
 def ahead(items: Iterator[T]) -> Iterator[T]:
