@@ -98,6 +98,8 @@ def test_lying_record_count_does_not_allocate():
     buf[57:61] = (2**31 - 1).to_bytes(4, "big")
     starts, ends = np.array([61]), np.array([len(buf)])
     assert chunks.record_capacity(starts, ends, np.array([2**31 - 1])) <= len(buf)
+    assert _records.capacity(starts, ends, np.array([2**31 - 1], np.int32),
+                             _records.MIN_RECORD_SIZE) <= len(buf)
     table = BatchTable.from_batches(batches_of(bytes(buf)))
     cols, err_code, _ = chunks.decode_v2(np.frombuffer(bytes(buf), np.uint8), table, starts,
                                          ends)
