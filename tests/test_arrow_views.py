@@ -172,6 +172,7 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
         f.seek(size * 17 + 100)
         f.write(b"\xff")
     monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")  # two cores, whatever the machine has
     started = []
     real = fetch_rows.ahead
     monkeypatch.setattr(fetch_rows, "ahead", lambda items: (started.append(1), real(items))[1])

@@ -11,7 +11,6 @@ caller's ``report``, which may log it or raise).
 from __future__ import annotations
 
 import json
-import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -21,6 +20,7 @@ from typing import TypeVar
 import numpy as np
 import pyarrow as pa
 
+from segtools import fanout
 from segtools.analysis.transactions import ReadCommitted
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, walk
@@ -146,8 +146,7 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
     start = piece.start
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
-    threaded = segment.is_mapped and piece.end - start > WALK_BYTES and \
-        (os.cpu_count() or 1) > 1
+    threaded = segment.is_mapped and piece.end - start > WALK_BYTES and fanout.workers() > 1
     pages = _KeepPages(segment.source, start)
     chunks_walked = walk.walk(pages if threaded else segment.source,
                               start, until=piece.end, path=segment.path,
@@ -188,7 +187,9 @@ def ahead(items: Iterator[T]) -> Iterator[T]:
     """``items``, produced one ahead by a thread of their own: the walk of a mapped segment
     (its CRCs; the compiled walk lets go of the GIL) runs on the second core while this one
     decodes the chunk before. Only for a mapping, which nothing else reads through windows
-    of its own; the thread is stopped and joined when the consumer stops early."""
+    of its own, and when the process may use two cores (``SEGTOOLS_WORKERS``, as
+    :mod:`segtools.fanout`); the thread is stopped and joined when the consumer stops
+    early."""
     box: queue.Queue = queue.Queue(maxsize=1)
     stop = threading.Event()
     done = object()
