@@ -22,6 +22,7 @@ import numpy as np
 
 from segtools import fanout
 from segtools.analysis import config as cfg
+from segtools.analysis.partition_log import METADATA_PARTITION_DIR
 from segtools.analysis.retention import (
     WITHIN_RETENTION_MS,
     PartitionRetention,
@@ -35,7 +36,6 @@ from segtools.storage.files import open_regular_file
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir, settled
 from segtools.storage.partition import (
-    CLUSTER_METADATA_TOPIC,
     PartitionDir,
     PartitionState,
     SegmentFiles,
@@ -91,9 +91,6 @@ class Loaded:
     config_sources: tuple[str, ...]
 
 
-CLUSTER_METADATA_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
-
-
 def metadata_logs(log_dirs: Sequence[LogDir]) -> list[Path]:
     """The ``__cluster_metadata-0`` partitions that hold these log dirs' topic configs: the
     ones walked, and the one beside a partition directory given on its own (a KRaft broker's
@@ -103,7 +100,7 @@ def metadata_logs(log_dirs: Sequence[LogDir]) -> list[Path]:
         for p in d.partitions:
             if p.name is not None and p.name.is_metadata_log:
                 found[as_path(p.path)] = None
-        beside = as_path(d.path) / CLUSTER_METADATA_DIR
+        beside = as_path(d.path) / METADATA_PARTITION_DIR
         if beside.is_dir() and not beside.is_symlink():
             found.setdefault(beside, None)
     return list(found)

@@ -39,6 +39,9 @@ from segtools.storage.partition import (
 )
 from segtools.storage.segment import Segment, unreadable
 
+#: KRaft's metadata log is one partition, always 0 (``KafkaRaftServer.MetadataPartition``).
+METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
+
 
 @dataclass(frozen=True, slots=True)
 class LogRecord:
@@ -64,8 +67,8 @@ def metadata_partition(path: PartitionDir | str | os.PathLike[str]) -> Partition
     if isinstance(path, PartitionDir):
         return path
     p = as_path(path)
-    if (p / f"{CLUSTER_METADATA_TOPIC}-0").is_dir():
-        p = p / f"{CLUSTER_METADATA_TOPIC}-0"
+    if (p / METADATA_PARTITION_DIR).is_dir():
+        p = p / METADATA_PARTITION_DIR
     partition = as_partition(p)
     if partition.name is None or partition.name.topic != CLUSTER_METADATA_TOPIC:
         raise SegtoolsError(f"not a {CLUSTER_METADATA_TOPIC} partition (nor a log dir "
