@@ -245,9 +245,9 @@ cdef struct Ctx:
 
 cdef inline bint utf8_valid(const uint8_t *s, int64_t n) noexcept nogil:
     """Well-formed UTF-8 (Unicode table 3-7), what Python's strict decoder accepts."""
-    cdef int64_t i = 0, j, k
+    cdef int64_t i = 0, k
     cdef uint64_t w
-    cdef uint8_t c, c1, lo, hi
+    cdef uint8_t c, c1
     while i < n:
         while i + 8 <= n:
             memcpy(&w, s + i, 8)
@@ -259,37 +259,28 @@ cdef inline bint utf8_valid(const uint8_t *s, int64_t n) noexcept nogil:
         c = s[i]
         if c < 0x80:
             i += 1
-            continue
-        # a lead byte gives the sequence's length and the range of its second byte (the
-        # rows of the table); every later byte is a plain continuation byte, 0x80..0xBF
-        lo, hi = 0x80, 0xBF
-        if c < 0xC2:
+        elif c < 0xC2:
             return False
         elif c < 0xE0:
-            k = 2
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
         elif c < 0xF5:
+            # three bytes below F0, four from it; the second byte's range is narrower after
+            # E0 and F0 (no overlong forms), ED (no surrogates) and F4 (nothing past U+10FFFF)
             k = 3 if c < 0xF0 else 4
-            # the lead bytes whose second byte is narrower: no overlong forms (E0, F0), no
-            # surrogates (ED), nothing past U+10FFFF (F4)
-            if c == 0xE0:
-                lo = 0xA0
-            elif c == 0xED:
-                hi = 0x9F
-            elif c == 0xF0:
-                lo = 0x90
-            elif c == 0xF4:
-                hi = 0x8F
+            if i + k > n:
+                return False
+            c1 = s[i + 1]
+            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or \
+                    (k == 4 and (s[i + 3] & 0xC0) != 0x80):
+                return False
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 >= 0xA0) or \
+                    (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 >= 0x90):
+                return False
+            i += k
         else:
             return False
-        if i + k > n:
-            return False
-        c1 = s[i + 1]
-        if c1 < lo or c1 > hi:
-            return False
-        for j in range(i + 2, i + k):
-            if (s[j] & 0xC0) != 0x80:
-                return False
-        i += k
     return True
 
 
@@ -560,12 +551,13 @@ cdef inline void open_ctx(Ctx *c, const int32_t[:, ::1] ops, const uint8_t[::1] 
     c.uuids = &uuids.t if uuids is not None else NULL
 
 
-cdef inline int32_t value_program(const int32_t[:, ::1] value_table, int64_t t,
-                                  int64_t v) noexcept nogil:
-    """The program of value type ``t`` at version ``v``; -1 where the schema knows none."""
-    if t < 0 or v < 0 or t >= value_table.shape[0] or v >= value_table.shape[1]:
+cdef inline int32_t value_program(const int32_t *value_table, int64_t ntypes,
+                                  int64_t nversions, int64_t t, int64_t v) noexcept nogil:
+    """The program of value type ``t`` at version ``v`` in the ``ntypes`` x ``nversions``
+    table; -1 where the schema knows none."""
+    if t < 0 or v < 0 or t >= ntypes or v >= nversions:
         return -1
-    return value_table[t, v]
+    return value_table[t * nversions + v]
 
 
 cdef inline bint run_program(Ctx *c, const int32_t *program, const int64_t *defaults,
@@ -604,6 +596,9 @@ def decode(int mode, const uint8_t[::1] buf, const int64_t[::1] key_pos,
     cdef int32_t prog
     cdef int64_t *row
     cdef int64_t ntypes = key_table.shape[0]
+    cdef int64_t vtypes = value_table.shape[0]
+    cdef int64_t nversions = value_table.shape[1]
+    cdef const int32_t *values = &value_table[0, 0] if vtypes and nversions else NULL
     open_ctx(&c, ops, buf, strings, uuids)
     with nogil:
         for r in range(n):
@@ -670,7 +665,7 @@ def decode(int mode, const uint8_t[::1] buf, const int64_t[::1] key_pos,
                 if mode != MODE_COORDINATOR:
                     t = 0  # the transaction log has one value type
             vver[r] = <int16_t>v
-            prog = value_program(value_table, t, v)
+            prog = value_program(values, vtypes, nversions, t, v)
             if prog >= 0 and run_program(&c, &programs[prog, 0], &defaults[prog, 0], first,
                                          width, p, end, row):
                 status[r] = ST_OK
