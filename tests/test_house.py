@@ -111,19 +111,18 @@ READERS = ("segtools.storage.files", "segtools.storage.index", "segtools.storage
            "segtools.storage.partition.load_partition_dir", "segtools.storage.logdirs.walk")
 #: The analysis rooms that read (docs/architecture.md §7): a partition's log and files
 #: (``partition_log``), the retention and cleaner input (``partition_input``,
-#: ``cleaner_input``), the remote tier (``remote_input``), and ``verify``, whose job is to read
-#: every file (its rules are ``integrity``'s).
-READING_ROOMS = {"partition_log", "partition_input", "cleaner_input", "remote_input", "verify"}
-#: Rooms that still read for themselves, until their input moves beside ``partition_input``:
-#: ``whatif.history`` walks a partition's segments.
-READING_NOT_YET_MOVED = {"whatif"}
+#: ``cleaner_input``), the remote tier (``remote_input``), the what-if's history
+#: (``simulation_input``), and ``verify``, whose job is to read every file (its rules are
+#: ``integrity``'s).
+READING_ROOMS = {"partition_log", "partition_input", "cleaner_input", "remote_input",
+                 "simulation_input", "verify"}
 
 
 def test_analysis_rules_open_no_file():
     """Under ``analysis/`` the rules and the reading are apart: only the reading rooms import
     a storage reader; the others get batches, records and files' contents from them."""
     for path in (ROOT / "segtools" / "analysis").glob("*.py"):
-        if path.stem in READING_ROOMS | READING_NOT_YET_MOVED:
+        if path.stem in READING_ROOMS:
             continue
         bad = {m for m in imports(path) if m.startswith(READERS)}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"

@@ -1,15 +1,17 @@
-"""The simulation's input built from rows already read (the Spark source's ``batches`` and
-``records`` levels), as :func:`segtools.analysis.whatif.history` builds it from a partition's
-segment files, and the per-topic what-if over such inputs.
+"""The simulation's input: a partition's appends, read from its segment files (the CLI, the
+API, the report) or built from rows already read (the Spark source's ``batches`` and
+``records`` levels), the same either way.
 
-A face that has the rows (Spark's executors, one topic per call) must simulate exactly what
-``segtools retention --what-if`` simulates from the files, so the rows go through the same two
-builders the CLI's reader uses: a delete-only partition is its batch headers in log order
+This is the what-if's reading room, as :mod:`segtools.analysis.partition_input` is
+retention's: the rules (:mod:`segtools.analysis.simulation`) and the per-topic assembly
+(:mod:`segtools.analysis.whatif`) get a :class:`~segtools.analysis.simulation.History` and
+open no file. A face that has the rows (Spark's executors, one topic per call) must simulate
+exactly what ``segtools retention --what-if`` simulates from the files, so both go through the
+same two builders: a delete-only partition is its batch headers in log order
 (:meth:`~segtools.analysis.simulation.History.from_batches`); a compacted one is the cleaner's
-own columns (:func:`segtools.analysis.cleaner_input.from_rows`, the input of ``segtools
-compaction`` from rows) turned into the simulator's units by
-:func:`~segtools.analysis.whatif.history_from_columns`. The per-topic assembly is
-:mod:`segtools.analysis.whatif`'s: the recommendation search and the partitions' runs, summed.
+own columns (from the files by :func:`segtools.analysis.cleaner_input.read_records`, from rows
+by :func:`segtools.analysis.cleaner_input.from_rows`) turned into the simulator's units by
+:func:`history_from_columns`.
 """
 
 from __future__ import annotations
@@ -19,10 +21,55 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from segtools.analysis import whatif
-from segtools.analysis.cleaner_input import from_rows
+from segtools.analysis import compaction as comp
+from segtools.analysis.cleaner_input import from_rows, read_records
 from segtools.analysis.config import TopicConfig
-from segtools.analysis.simulation import AUTO, History, Ingest
+from segtools.analysis.partition_input import PartitionInput
+from segtools.analysis.simulation import History
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.storage.segment import Segment
+
+# --------------------------------------------------------------------------- from the files
+
+
+def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> History:
+    """One partition's appends: batch headers, or for a compacted topic its records (keys,
+    tombstones, delete horizons) read by the cleaner's own reader."""
+    if pi.config.compact:
+        return history_from_columns(read_records(pi, limit=limit)[0])
+    parts = []
+    for files in pi.dir.segments:
+        with Segment.open(files, decompress_limit=limit) as seg:
+            for walked in seg.walk(verify_crc=False):
+                t = walked.table
+                parts.append((t.base_offset, t.last_offset, t.max_timestamp, t.size))
+    if not parts:
+        return History.from_batches([], [], [], [])
+    cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
+    return History.from_batches(*cols)
+
+
+def history_from_columns(cols: comp.CompactionColumns) -> History:
+    """Records as the cleaner sees them (``CompactionColumns``) to the simulator's units;
+    control records and empty-batch placeholders carry no key, so a clean drops them."""
+    if not len(cols):
+        return History.from_batches([], [], [], [])
+    batches, unit_batch = np.unique(cols.batch, return_inverse=True)
+    nb = batches.shape[0]
+    size = np.bincount(unit_batch, weights=cols.size, minlength=nb)
+    ts = np.full(nb, -1, np.int64)
+    np.maximum.at(ts, unit_batch, cols.timestamp)
+    last = np.full(nb, -1, np.int64)
+    np.maximum.at(last, unit_batch, cols.offset)
+    data = (cols.flags & (comp.FLAG_CONTROL | comp.FLAG_EMPTY_BATCH)) == 0
+    key = np.where(data, cols.key_id, -1)
+    return History.from_records(batches, last, ts, np.rint(size), unit_batch, cols.offset,
+                                cols.timestamp, cols.size, key, cols.tombstone & data,
+                                cols.delete_horizon_ms)
+
+
+# --------------------------------------------------------------------------- from rows
+
 
 #: The batch columns :func:`from_batch_rows` reads (timestamps in epoch ms, -1 for none).
 BATCH_COLUMNS = ("segment_base_offset", "position", "base_offset", "last_offset",
@@ -32,7 +79,7 @@ BATCH_COLUMNS = ("segment_base_offset", "position", "base_offset", "last_offset"
 def from_batch_rows(cols: Mapping[str, Sequence[int]]) -> History:
     """A delete-only partition's appends from its batch rows (:data:`BATCH_COLUMNS`, any
     order): put in log order (segment, then position in it), every batch one unit, as
-    :func:`~segtools.analysis.whatif.history` walks the segments' batch headers (control
+    :func:`history` walks the segments' batch headers (control
     batches included: they take bytes on disk and roll segments like any other)."""
     seg = np.asarray(cols["segment_base_offset"], np.int64)
     if not seg.size:
@@ -53,7 +100,7 @@ def from_record_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mappi
     the cleaner's view of each record (key, tombstone, share of its batch's bytes, delete
     horizon), then the simulator's units."""
     columns, _ = from_rows(cols, empty_batches)
-    return whatif.history_from_columns(columns)
+    return history_from_columns(columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,20 +119,3 @@ class RowsPartition:
     @property
     def label(self) -> str:
         return f"{self.topic}-{self.partition}"
-
-
-def what_if_topic(topic: str, partitions: Sequence[tuple[RowsPartition, History]],
-                  changes: Mapping[str, object] | None, *, now_ms: int,
-                  horizon_days: float = whatif.DEFAULT_HORIZON_DAYS, ingest: Ingest = AUTO,
-                  recommend: bool = False
-                  ) -> tuple[list[whatif.WhatIf], whatif.Recommendation | None]:
-    """One topic of :func:`~segtools.analysis.whatif.what_if_report` from inputs built from
-    rows: per partition (each log dir's copy counted, as the replication factor) and for the
-    topic, today's config against ``changes`` (or, with ``recommend`` and no ``changes``,
-    against the recommended change), and the recommendation when one was asked and found."""
-    if not partitions:
-        return [], None
-    end_ms = now_ms + int(horizon_days * whatif.DAY_MS)
-    parts = [whatif.PartitionHistory(p, h) for p, h in partitions]
-    return whatif.what_if_topic(topic, parts, changes, now_ms=now_ms, end_ms=end_ms,
-                                ingest=ingest, recommend=recommend)

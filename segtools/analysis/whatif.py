@@ -15,12 +15,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from segtools import fanout
-from segtools.analysis import compaction as comp
 from segtools.analysis import config as cfg
-from segtools.analysis.cleaner_input import read_records
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
@@ -35,8 +31,8 @@ from segtools.analysis.simulation import (
     simulate,
     topic_grid,
 )
+from segtools.analysis.simulation_input import history
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.storage.segment import Segment
 from segtools.units import format_time
 
 DAY_MS = 86_400_000
@@ -74,42 +70,6 @@ def changes_json(changes: Mapping[str, object]) -> dict:
 
 
 # --------------------------------------------------------------------------- input
-
-
-def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> History:
-    """One partition's appends: batch headers, or for a compacted topic its records (keys,
-    tombstones, delete horizons) read by the cleaner's own reader."""
-    if pi.config.compact:
-        return history_from_columns(read_records(pi, limit=limit)[0])
-    parts = []
-    for files in pi.dir.segments:
-        with Segment.open(files, decompress_limit=limit) as seg:
-            for walked in seg.walk(verify_crc=False):
-                t = walked.table
-                parts.append((t.base_offset, t.last_offset, t.max_timestamp, t.size))
-    if not parts:
-        return History.from_batches([], [], [], [])
-    cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
-    return History.from_batches(*cols)
-
-
-def history_from_columns(cols: comp.CompactionColumns) -> History:
-    """Records as the cleaner sees them (``CompactionColumns``) to the simulator's units;
-    control records and empty-batch placeholders carry no key, so a clean drops them."""
-    if not len(cols):
-        return History.from_batches([], [], [], [])
-    batches, unit_batch = np.unique(cols.batch, return_inverse=True)
-    nb = batches.shape[0]
-    size = np.bincount(unit_batch, weights=cols.size, minlength=nb)
-    ts = np.full(nb, -1, np.int64)
-    np.maximum.at(ts, unit_batch, cols.timestamp)
-    last = np.full(nb, -1, np.int64)
-    np.maximum.at(last, unit_batch, cols.offset)
-    data = (cols.flags & (comp.FLAG_CONTROL | comp.FLAG_EMPTY_BATCH)) == 0
-    key = np.where(data, cols.key_id, -1)
-    return History.from_records(batches, last, ts, np.rint(size), unit_batch, cols.offset,
-                                cols.timestamp, cols.size, key, cols.tombstone & data,
-                                cols.delete_horizon_ms)
 
 
 # --------------------------------------------------------------------------- results
@@ -202,7 +162,8 @@ class WhatIfReport:
 @dataclass(frozen=True, slots=True)
 class PartitionHistory:
     """A partition and its history, as the simulation takes it (the files' face builds it with
-    :func:`history`; the Spark face from rows, in :mod:`segtools.analysis.simulation_input`)."""
+    :func:`~segtools.analysis.simulation_input.history`, the Spark face from rows, both in
+    :mod:`segtools.analysis.simulation_input`)."""
 
     pi: PartitionInput
     history: History
@@ -291,13 +252,18 @@ def _topic(topic: str, parts: Sequence[PartitionHistory], changes: Mapping[str, 
     return out
 
 
+def horizon_end(now_ms: int, horizon_days: float) -> int:
+    """Where a simulation of ``horizon_days`` from ``now_ms`` stops (epoch ms)."""
+    return now_ms + int(horizon_days * DAY_MS)
+
+
 def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_ms: int,
                    horizon_days: float = DEFAULT_HORIZON_DAYS, ingest: Ingest = AUTO,
                    recommend: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                    advance: Callable[[int], None] = lambda n: None) -> WhatIfReport:
     """Every partition and topic of ``loaded`` under the current config and ``changes``
     (``None`` with ``recommend``: the recommended change is what is compared)."""
-    end_ms = now_ms + int(horizon_days * DAY_MS)
+    end_ms = horizon_end(now_ms, horizon_days)
     items: list[WhatIf] = []
     recs: list[Recommendation] = []
     retention: dict[str, int] = {}

@@ -559,7 +559,7 @@ def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
     the rows of the CLI's ``what_if`` objects."""
     import os
 
-    from segtools.analysis import simulation_input as si
+    from segtools.analysis import whatif
     from segtools.analysis.simulation import Ingest
 
     # Spark runs a task per core already: the library's own fan-out to worker processes
@@ -567,9 +567,11 @@ def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
     os.environ.setdefault("SEGTOOLS_WORKERS", "1")
     topic = key[0].as_py()
     inputs = _what_if_inputs(topic, side, records, config_for(topic))
-    items, rec = si.what_if_topic(topic, inputs, changes, now_ms=now,
-                                  horizon_days=horizon_days, ingest=Ingest(rate),
-                                  recommend=recommend)
+    parts = [whatif.PartitionHistory(rp, h) for rp, h in inputs]
+    items, rec = whatif.what_if_topic(topic, parts, changes, now_ms=now,
+                                      end_ms=whatif.horizon_end(now, horizon_days),
+                                      ingest=Ingest(rate), recommend=recommend) \
+        if parts else ([], None)
     rows = []
     for w in items:
         j = w.to_json()
@@ -608,7 +610,7 @@ def what_if(spark: SparkSession, paths: str | Sequence[str],
     history replayed); ``config`` as for :func:`retention_report`.
 
     One topic per call of the library's simulation
-    (:func:`segtools.analysis.simulation_input.what_if_topic`), on the executors, so topics are
+    (:func:`segtools.analysis.whatif.what_if_topic`), on the executors, so topics are
     simulated in parallel; a topic's partitions are summed in its call, as the CLI sums them.
     The input is the source's rows: batch headers (``level=batches``), each partition's
     cleaner checkpoint (``level=segments``) and, for compacted topics only, their records

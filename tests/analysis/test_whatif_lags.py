@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from segtools.analysis import simulation_input as si
 from segtools.analysis import whatif
 from segtools.analysis.config import TopicConfig, parse_config_text
 from segtools.analysis.partition_input import load_inputs
@@ -38,7 +39,7 @@ def ledger() -> whatif.PartitionHistory:
     cfg_file = parse_config_text(CONFIG.read_text(), str(CONFIG))
     loaded = load_inputs(walk([str(TREE / "ledger-compact-0")])[0], config_file=cfg_file)
     pi = loaded.partitions[0]
-    return whatif.PartitionHistory(pi, whatif.history(pi))
+    return whatif.PartitionHistory(pi, si.history(pi))
 
 
 def _run(part: whatif.PartitionHistory, lag_hours: int):

@@ -15,7 +15,6 @@ from pyspark_kafkalog import analyses
 
 import segtools
 from segtools.analysis import simulation_input as si
-from segtools.analysis import whatif
 from segtools.fetch.columns import Level
 from tests.fixtures_manifest import FIXTURES
 from tests.spark.inprocess import read, schema_of
@@ -35,7 +34,7 @@ def test_histories_from_rows_are_the_histories_from_files():
     inputs = segtools.open(TREE).inputs(config=CONFIG).partitions
     assert {pi.config.compact for pi in inputs} == {True, False}
     for pi in inputs:
-        want = whatif.history(pi)
+        want = si.history(pi)
         assert want.batches > 0
         batches = read({"path": str(TREE), "level": "batches", "topics": pi.topic})
         if pi.config.compact:
