@@ -83,17 +83,17 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise SegtoolsError(f"segtools report needs jinja2 ({e.name} is not installed: "
                             "pip install 'segtools[report]')") from None
+    from segtools.api import open as open_tree
     from segtools.redact import redactor
     from segtools.report.model import build
-    from segtools.storage.logdirs import walk
 
     redact = redactor(args.redact, args.redact_key)
-    log_dirs, _ = walk(args.paths)
-    out = check_output(args.output, log_dirs)
+    logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
+    out = check_output(args.output, logs.log_dirs)  # the tree is listed once, here
     if args.config is not None and not Path(args.config).is_file():
         raise SegtoolsError("no such file", path=args.config)
     model = build(args.paths, at=args.at, config=args.config, redactor=redact,
-                  limit=args.max_decompressed_bytes)
+                  limit=args.max_decompressed_bytes, logs=logs)
     if args.hashes:  # chain of custody: every file the analyses read, in the page
         from segtools.storage.location import custody
         model.data["custody"] = custody()
