@@ -36,6 +36,7 @@ from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
 from segtools.analysis.partition_input import Loaded
+from segtools.analysis.producers import analyse as analyse_producers
 from segtools.analysis.tiered import TieredReport
 from segtools.analysis.transactions import TransactionsReport
 from segtools.api import LogDirs
@@ -202,8 +203,14 @@ def finite(value):
 
 
 def json_text(value) -> str:
-    """``value`` as compact ASCII JSON (the page escapes it further for a script element)."""
-    return json.dumps(finite(value), ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    """``value`` as compact ASCII JSON (the page escapes it further for a script element).
+    A non-finite float would be written as a bare ``NaN`` or ``Infinity``: only a text that
+    holds either word anywhere is made again with them as null."""
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    if "NaN" in text or "Infinity" in text:
+        text = json.dumps(finite(value), ensure_ascii=True, separators=(",", ":"),
+                          allow_nan=False)
+    return text
 
 
 # --------------------------------------------------------------------------- charts
@@ -522,7 +529,8 @@ class _Analyses:
         # the analyses that read every partition's own files (each its own way) run beside
         # the rest, in forked workers on the other cores, and come back as results
         segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
-        beside = fanout.ordered(partial(_beside, logs), _BESIDE, segments=segments)
+        jobs = _beside_jobs(logs)
+        beside = fanout.ordered(partial(_beside, logs), jobs, segments=segments)
         inputs = logs.inputs(at=at, config=config)
         retention = logs.explain_retention(at=now, inputs=inputs,
                                            forecast_days=budget.forecast_days)
@@ -532,7 +540,9 @@ class _Analyses:
         replay = (logs.offsets_at(history=True) if logs.partitions(CONSUMER_OFFSETS_TOPIC)
                   else None)
         replicas = logs.diverge()
-        producers, verified, txns = beside  # in _BESIDE's order
+        done = list(beside)  # in the jobs' order
+        verified, txns = done[0], done[-1]
+        producers = [pp for part in done[1:-1] for pp in part]
         sourced, merged = _dedupe([
             ("segtools verify", verified),
             ("the topic config (segtools retention, compaction)", inputs.findings),
@@ -550,17 +560,28 @@ class _Analyses:
         return [f for _, f in self.sourced]
 
 
-#: Run beside the others (largest first: a worker that is done takes the next).
-_BESIDE = ("producers", "verify", "transactions")
+#: The producers analysis is cut in this many jobs (it is the longest), so that the
+#: workers share the work evenly.
+PRODUCER_JOBS = 4
 
 
-def _beside(logs: LogDirs, name: str):
-    """One of the analyses in ``_BESIDE`` (a job :func:`segtools.fanout.ordered` may run in
-    a forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
-    if name == "producers":
-        return logs.producers()
-    if name == "verify":
+def _beside_jobs(logs: LogDirs) -> list[tuple]:
+    """verify, the producers of each part of the tree, then transactions: the analyses that
+    read every partition's own files, as jobs for :func:`_beside` (a worker that is done
+    takes the next)."""
+    pdirs = [p.directory for p in logs.partitions()]  # what ``LogDirs.producers`` reads
+    step = max(1, -(-len(pdirs) // PRODUCER_JOBS))
+    return [("verify",), *(("producers", pdirs[i:i + step])
+                           for i in range(0, len(pdirs), step)), ("transactions",)]
+
+
+def _beside(logs: LogDirs, job: tuple):
+    """One job of :func:`_beside_jobs` (:func:`segtools.fanout.ordered` may run it in a
+    forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
+    if job[0] == "verify":
         return logs.verify()
+    if job[0] == "producers":
+        return analyse_producers(job[1], limit=logs.max_decompressed_bytes)
     return logs.transactions()
 
 
