@@ -81,7 +81,7 @@ class Budget:
     points: int = 300  # points per line (regressions always kept)
     samples: int = 3  # first and last records shown per partition
     preview: int = 120  # characters of a key, value or header shown
-    rows: int = 500  # rows of the other sections (tiered, replicas, hanging, skipped, ...)
+    rows: int = 200  # rows of the other sections (tiered, replicas, hanging, skipped, ...)
     forecast_days: float = 14.0
 
 
@@ -134,6 +134,23 @@ def _partition_dir(path: str) -> str | None:
         if parse_partition_dir_name(up.name) is not None:
             return str(up)
     return None
+
+
+def _partition_dirs():
+    """:func:`_partition_dir`, each directory looked up once (a tree's findings are many
+    files of few directories)."""
+    memo: dict[str, str | None] = {}
+
+    def of(path: str) -> str | None:
+        where = as_path(path)
+        if parse_partition_dir_name(where.name) is not None:
+            return str(where)
+        parent = str(where.parent)
+        if parent not in memo:
+            memo[parent] = _partition_dir(parent)
+        return memo[parent]
+
+    return of
 
 
 def _finding(f: Finding, source: str) -> dict:
@@ -674,8 +691,9 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
     comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions}
     txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
     finding_count: dict[str | None, Counter] = defaultdict(Counter)
+    in_partition = _partition_dirs()
     for f in a.findings:
-        finding_count[_partition_dir(f.path)][str(f.severity)] += 1
+        finding_count[in_partition(f.path)][str(f.severity)] += 1
     rows, pdirs = [], []
     for d in logs.log_dirs:
         for p in d.partitions:
