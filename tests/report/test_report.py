@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import segtools
+from segtools import fanout
 from segtools.report import assets
 from segtools.report.model import DETAILS_LEFT_OUT, Budget, build, forecast_chart
 from segtools.report.page import content_security_policy, embed_json, render
@@ -128,6 +129,25 @@ def test_other_sections_are_bounded_and_say_so():
         assert cut.data[section] == full.data[section][:1]
         assert left[what] == len(full.data[section]) - 1
     assert cut.data["divergence"][0]["status"] == "diverged"
+
+
+def test_the_analyses_run_beside_give_what_one_process_gives(monkeypatch):
+    """verify, producers and transactions run in forked workers beside the rest: the
+    document, the details and the findings are those of one process."""
+    def made() -> tuple:
+        m = build([str(FIXTURES / "logdirs")], at=to_millis(AT), config=str(CONFIG))
+        m.data["meta"]["generated_at"] = 0
+        return m.data, m.details, [f.to_json() for f in m.findings]
+
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "1")
+    serial = made()
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    calls = []
+    real = fanout._drain
+    monkeypatch.setattr(fanout, "_drain", lambda *a: calls.append(a) or real(*a))
+    assert made() == serial
+    assert calls  # the workers did run
 
 
 def test_embedded_json_cannot_close_its_element_or_open_a_comment():
