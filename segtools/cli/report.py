@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         os.unlink(tmp)
         raise
     print(out)  # the result is the file: its path on stdout, for a script or `make demo`
-    if not args.quiet:
-        print(f"report written: {len(html.encode('utf-8', 'surrogateescape'))} bytes, "
+    if not args.quiet:  # the size from the file: no second copy of a large page
+        print(f"report written: {out.stat().st_size} bytes, "
               f"{len(model.findings)} finding(s)", file=sys.stderr)
     return exit_code(model.findings)
