@@ -239,13 +239,15 @@ class Deletion:
 @dataclass(frozen=True, slots=True)
 class Cleaning:
     """One cleaner pass: the groups it merged (``groupSegmentsBySize``), each group's largest
-    timestamp after the clean, and the bytes it removed."""
+    timestamp after the clean, the bytes it removed, and the bytes it read (every member of
+    every group is read and rewritten, ``LogCleaner.cleanSegments``: the cleaner's work)."""
 
     at_ms: int
     groups: tuple[tuple[int, ...], ...]
     largest_timestamps: tuple[int, ...]
     removed_bytes: int
     end_offset: int
+    read_bytes: int = 0
 
     def to_json(self) -> dict:
         return {"at_ms": self.at_ms, "groups": [list(g) for g in self.groups],
@@ -316,23 +318,27 @@ class _Roller:
     cap_reason: str
     segment_ms: int
     jitter_ms: int
-    rng: np.random.Generator
+    seed: int
+    rng: np.random.Generator | None = None  # made at the first jitter (most configs have none)
 
     @classmethod
-    def build(cls, h: History, config: TopicConfig, seed: int) -> _Roller:
+    def build(cls, h: History, config: TopicConfig, seed: int,
+              clock: np.ndarray | None = None) -> _Roller:
         entries = max(config.segment_index_bytes // 12, 1)  # TimeIndex entry: 12 bytes
         index_cap = entries * INDEX_INTERVAL_BYTES
         cap, reason = (config.segment_bytes, ROLL_SEGMENT_BYTES)
         if index_cap < cap:
             cap, reason = index_cap, ROLL_INDEX_FULL
         cum = np.concatenate([[0], np.cumsum(h.batch_size)]).astype(np.int64)
-        return cls(h.batch_ts, cum, _append_clock(h.batch_ts), cap, reason, config.segment_ms,
-                   config.segment_jitter_ms, np.random.default_rng(seed))
+        return cls(h.batch_ts, cum, _append_clock(h.batch_ts) if clock is None else clock, cap,
+                   reason, config.segment_ms, config.segment_jitter_ms, seed)
 
     def jitter(self) -> int:
         """``LogConfig.randomSegmentJitter``: uniform below min(segment.jitter.ms, segment.ms)."""
         if self.jitter_ms <= 0:
             return 0
+        if self.rng is None:
+            self.rng = np.random.default_rng(self.seed)
         return int(self.rng.integers(0, max(min(self.jitter_ms, self.segment_ms), 1)))
 
     def end(self, start: int) -> tuple[int, str]:
@@ -389,10 +395,14 @@ class _Simulation:
         self.tick = tick_ms or (CLEANER_BACKOFF_MS if config.compact else
                                 RETENTION_CHECK_INTERVAL_MS)
         self.bclock = _append_clock(h.batch_ts)
-        self.uclock = self.bclock[h.unit_batch] if h.units else np.zeros(0, np.int64)
+        # a delete-only history has one unit per batch (unit_batch is arange)
+        first = np.arange(h.batches)
+        per_batch = h.units == h.batches and np.array_equal(h.unit_batch, first)
+        self.uclock = self.bclock if per_batch else \
+            self.bclock[h.unit_batch] if h.units else np.zeros(0, np.int64)
         self.ucum = np.concatenate([[0.0], np.cumsum(h.unit_size)])
-        self.batch_first_unit = np.searchsorted(h.unit_batch, np.arange(h.batches))
-        self.roller = _Roller.build(h, config, zlib.crc32(seed.encode()))
+        self.batch_first_unit = first if per_batch else np.searchsorted(h.unit_batch, first)
+        self.roller = _Roller.build(h, config, zlib.crc32(seed.encode()), self.bclock)
         self.alive = np.ones(h.units, np.bool_)
         self.horizon = h.unit_horizon.copy()
         self.origin = int(self.bclock[0]) if h.batches else now_ms
@@ -413,6 +423,10 @@ class _Simulation:
         self.created = 0
         self.merged = False
         self.sealed: dict[int, SegmentSummary] = {}  # summaries of sealed segments, until cleaned
+        # a tick asks appended() and stats() several times; the answers hold until the next
+        # tick or the next change of the log (a roll, a deletion, a clean)
+        self._appended: tuple[int, tuple[int, int]] = (-1, (0, 0))
+        self._stats: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
 
     # -- time ---------------------------------------------------------------------------
 
@@ -424,8 +438,11 @@ class _Simulation:
 
     def appended(self, t: int) -> tuple[int, int]:
         """Batches and units appended by ``t``."""
+        if self._appended[0] == t:
+            return self._appended[1]
         b = int(np.searchsorted(self.bclock, t, side="right"))
         u = int(self.batch_first_unit[b]) if b < self.h.batches else self.h.units
+        self._appended = (t, (b, u))
         return b, u
 
     # -- segments -----------------------------------------------------------------------
@@ -447,6 +464,14 @@ class _Simulation:
 
     def stats(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         """Every segment's size and ``largestTimestamp`` at ``t``, in one numpy pass."""
+        key = (t, len(self.segs), len(self.rolls), len(self.deletions), len(self.cleanings))
+        if self._stats is not None and self._stats[0] == key:
+            return self._stats[1]
+        out = self._stats_now(t)
+        self._stats = (key, out)
+        return out
+
+    def _stats_now(self, t: int) -> tuple[np.ndarray, np.ndarray]:
         _, u_done = self.appended(t)
         if not self.segs:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -455,12 +480,18 @@ class _Simulation:
         else:
             starts = self.created_starts[self.created - len(self.segs):self.created]
         lo = int(starts[0])
-        live = self.alive[lo:u_done]
         rel = starts - lo
         if u_done <= lo:
             return np.zeros(len(starts), np.int64), np.full(len(starts), -1, np.int64)
-        sizes = np.add.reduceat(np.where(live, self.h.unit_size[lo:u_done], 0.0), rel)
-        mx = np.maximum.reduceat(np.where(live, self.h.unit_ts[lo:u_done], -1), rel)
+        if self.c.compact:
+            live = self.alive[lo:u_done]
+            sizes = np.add.reduceat(np.where(live, self.h.unit_size[lo:u_done], 0.0), rel)
+            mx = np.maximum.reduceat(np.where(live, self.h.unit_ts[lo:u_done], -1), rel)
+        else:  # only a prefix is ever removed: every unit from the first segment on is live
+            ends = np.minimum(np.append(starts[1:], u_done), u_done)
+            sizes = self.ucum[ends] - self.ucum[np.minimum(starts, u_done)]
+            mx = np.maximum.reduceat(self.h.unit_ts[lo:u_done],
+                                     np.minimum(rel, u_done - lo - 1))
         empty_tail = rel >= u_done - lo  # segments with nothing appended yet
         sizes = np.where(empty_tail, 0.0, sizes)
         mx = np.where(empty_tail, -1, mx)
@@ -527,6 +558,8 @@ class _Simulation:
         if not self.segs:
             return
         sizes, largest = self.stats(t)
+        if not _may_delete(sizes, largest, self.c, t):
+            return
         segs = self.summaries(t, _reach(sizes, largest, self.c, t))
         if len(segs) < len(self.segs):  # the rest only counts by its size
             rest = slice(len(segs), None)
@@ -621,7 +654,8 @@ class _Simulation:
         largest = {s.base_offset: s.largest_timestamp for s in after}
         self.cleanings.append(Cleaning(
             t, tuple(g.base_offsets for g in groups),
-            tuple(largest[g.base_offsets[0]] for g in groups), round(freed), end_offset))
+            tuple(largest[g.base_offsets[0]] for g in groups), round(freed), end_offset,
+            sum(g.size for g in groups)))
         self.checkpoint = end_offset
         if freed:
             self.removals.append((t, round(freed), self.oldest_left(u_done), u_done))
@@ -655,7 +689,8 @@ class _Simulation:
         if c.compact:
             for s, m in zip(largest[:-1].tolist(), self.segs[:-1], strict=True):
                 if c.min_compaction_lag_ms > 0:
-                    cands.append(s + c.min_compaction_lag_ms + 1)
+                    # cleanableOffsets: uncleanable while largestTimestamp > now - lag
+                    cands.append(s + c.min_compaction_lag_ms)
                 if c.max_compaction_lag_ms < _NEVER:
                     cands.append(int(self.h.batch_ts[m.first_batch]) +
                                  c.max_compaction_lag_ms + 1)
@@ -688,6 +723,24 @@ class _Simulation:
         return Run(self.c, self.origin, self.now, self.end, tuple(self.rolls),
                    tuple(self.deletions), tuple(self.cleanings), self.at_now,
                    self.uclock, self.ucum, self.h.unit_ts, tuple(self.removals))
+
+
+def _may_delete(sizes: np.ndarray, largest: np.ndarray, config: TopicConfig, now: int) -> bool:
+    """Whether ``deleteOldSegments`` can take anything at ``now``: its walk starts at the first
+    segment, which goes only past ``retention.ms`` (``now - largestTimestamp > retention.ms``)
+    or inside the bytes over ``retention.bytes`` (``size - retention.bytes - segment.size >=
+    0``); the log start offset is the first segment's here. When neither can hold (with a
+    byte of slack for the rounding of units' shares), the rule function is not asked: most
+    ticks of a long run delete nothing."""
+    if not config.delete:
+        return False  # only the log start offset deletes, and here it is the first segment's
+    if sizes.shape[0] == 0 or sizes[0] <= 0:
+        return True
+    r = config.local_retention_ms_effective
+    rb = config.local_retention_bytes_effective
+    if r >= 0 and now - int(largest[0]) > r:
+        return True
+    return rb >= 0 and int(sizes.sum()) - rb - int(sizes[0]) >= -2
 
 
 def _reach(sizes: np.ndarray, largest: np.ndarray, config: TopicConfig, now: int) -> int:
@@ -726,6 +779,8 @@ class Outcome:
     rolls: int
     deletions: int
     cleaned_bytes: int
+    cleanings: int = 0  # cleaner passes in the window
+    cleaner_read_bytes: int = 0  # what those passes read and rewrote
 
     @property
     def swing(self) -> float:
@@ -763,6 +818,7 @@ class Tally:
         self.size = np.zeros(times.shape[0], np.int64)
         self.oldest = np.full(times.shape[0], -1, np.int64)
         self.rolls = self.deletions = self.cleaned = self.segments_max = 0
+        self.cleanings = self.cleaner_read = 0
 
     def add(self, run: Run) -> Tally:
         self.size += run.size_at(self.times)
@@ -773,7 +829,24 @@ class Tally:
         self.rolls += sum(1 for r in run.rolls if r.at_ms in within)
         self.deletions += sum(1 for d in run.deletions if d.at_ms in within)
         self.cleaned += sum(c.removed_bytes for c in run.cleanings if c.at_ms in within)
+        self.cleanings += sum(1 for c in run.cleanings if c.at_ms in within)
+        self.cleaner_read += sum(c.read_bytes for c in run.cleanings if c.at_ms in within)
         self.segments_max += _segments_max(run, self.now, self.end)
+        return self
+
+    def merge(self, other: Tally) -> Tally:
+        """Another tally of the same grid (other partitions, summed elsewhere: a worker
+        process) folded into this one; sums and minima, so the order does not matter."""
+        self.size += other.size
+        o = other.oldest
+        self.oldest = np.where((self.oldest < 0) | ((o >= 0) & (o < self.oldest)), o,
+                               self.oldest)
+        self.rolls += other.rolls
+        self.deletions += other.deletions
+        self.cleaned += other.cleaned
+        self.cleanings += other.cleanings
+        self.cleaner_read += other.cleaner_read
+        self.segments_max += other.segments_max
         return self
 
     def outcome(self) -> Outcome:
@@ -784,7 +857,7 @@ class Tally:
                        int(ages.max()) if (ages >= 0).any() else None,
                        int(ages[-1]) if ages.size and ages[-1] >= 0 else None,
                        bounded_series(times, size, oldest), self.segments_max, self.rolls,
-                       self.deletions, self.cleaned)
+                       self.deletions, self.cleaned, self.cleanings, self.cleaner_read)
 
 
 def outcome(runs: Sequence[Run], now_ms: int, end_ms: int) -> Outcome:
@@ -836,8 +909,8 @@ def bounded_series(times: np.ndarray, size: np.ndarray, oldest: np.ndarray,
     first_hi = at_hi[np.r_[True, bucket[at_hi][1:] != bucket[at_hi][:-1]]]
     first_lo = at_lo[np.r_[True, bucket[at_lo][1:] != bucket[at_lo][:-1]]]
     keep = np.unique(np.r_[first_hi, first_lo, n - 1])
-    return tuple((int(times[i]), int(size[i]), int(oldest[i]) if oldest[i] >= 0 else None)
-                 for i in keep.tolist())
+    return tuple((t, s, o if o >= 0 else None) for t, s, o in zip(
+        times[keep].tolist(), size[keep].tolist(), oldest[keep].tolist(), strict=True))
 
 
 # --------------------------------------------------------------------------- changes

@@ -8,7 +8,9 @@ partition its segments, retention verdicts with the size forecast, compaction st
 transactions (hanging first), producers and first and last records; consumer groups' offset
 timelines with regressions marked; replica divergence. Large trees are summarised (and the
 page says what it left out). ``--redact`` replaces keys, values, headers (and topic names)
-by keyed tokens, and the page says so.
+by keyed tokens, and the page says so. ``--what-if NAME=VALUE`` and/or ``--recommend`` (with
+``--horizon`` and ``--ingest``, as on ``segtools retention``) add a what-if section: per topic,
+size and oldest record over time under today's config against the proposed one.
 
 Prints the report's path on stdout. Exit status as every command: 0 nothing to report, 1
 findings at warning or error (the report is written either way), 2 could not run.
@@ -22,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from segtools.cli import whatif
 from segtools.cli.common import (
     add_at,
     add_command,
@@ -37,6 +40,7 @@ EXAMPLES = """examples:
   segtools report /var/kafka-logs -o incident.html
   segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z
   segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,topics
+  segtools report /var/kafka-logs -o what-if.html --what-if segment.bytes=134217728 --recommend
 """
 
 
@@ -53,6 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_redact(p)
     add_decompress_limit(p)
     add_quiet(p)
+    whatif.add_arguments(p)  # a what-if section, as segtools retention --what-if/--recommend
     p.set_defaults(run=run)
 
 
@@ -86,14 +91,17 @@ def run(args: argparse.Namespace) -> int:
     from segtools.api import open as open_tree
     from segtools.redact import redactor
     from segtools.report.model import build
+    from segtools.report.whatif import Ask
 
     redact = redactor(args.redact, args.redact_key)
     logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
     out = check_output(args.output, logs.log_dirs)  # the tree is listed once, here
     if args.config is not None and not Path(args.config).is_file():
         raise SegtoolsError("no such file", path=args.config)
+    ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
+        if whatif.wanted(args) else None
     model = build(args.paths, at=args.at, config=args.config, redactor=redact,
-                  limit=args.max_decompressed_bytes, logs=logs)
+                  limit=args.max_decompressed_bytes, what_if=ask, logs=logs)
     if args.hashes:  # chain of custody: every file the analyses read, in the page
         from segtools.storage.location import custody
         model.data["custody"] = custody()

@@ -5,6 +5,7 @@ table per topic, or as ``what_if`` / ``recommendation`` JSON objects."""
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 
 from rich.table import Table
@@ -52,7 +53,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--what-if", type=_changes, metavar="NAME=VALUE[,NAME=VALUE...]",
                    help="the proposed config change, e.g. segment.bytes=134217728")
     g.add_argument("--recommend", action="store_true",
-                   help="find the smallest segment.bytes or segment.ms change that keeps the "
+                   help="find the smallest segment.bytes or segment.ms change (and for "
+                        "compact,delete topics min.compaction.lag.ms, "
+                        "min.cleanable.dirty.ratio or max.compaction.lag.ms) that keeps the "
                         "oldest record near retention.ms, with its cost")
     g.add_argument("--horizon", type=float, default=DEFAULT_HORIZON_DAYS, metavar="DAYS",
                    help=f"days to simulate after --at (default {DEFAULT_HORIZON_DAYS:g})")
@@ -83,9 +86,16 @@ def run(args: argparse.Namespace) -> int:
                 from None
         whatif_plot.write(args.plot, report)
     if args.format == "json":
-        doc = report.to_json()
-        doc["plot"] = args.plot
-        sys.stdout.write(render.dumps(doc))
+        # the document is a tree of many small lists (every series row) with nothing cyclic
+        # in it: the cyclic collector would only walk it again and again while it is built
+        gc.disable()
+        try:
+            doc = report.to_json()
+            doc["plot"] = args.plot
+            text = render.dumps(doc)
+        finally:
+            gc.enable()
+        sys.stdout.write(text)
         sys.stdout.write("\n")
     else:
         print_what_if(report, args.plot)
@@ -148,5 +158,15 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
         for key in before:
             table.add_row(key.replace("_", " "), str(before[key]), str(after[key]))
         out.print(table)
+        for a in r.alternatives:
+            change = ", ".join(f"{k}={v}" for k, v in changes_json(a.changes).items())
+            after = a.cost["after"]
+            cleaner = (f", {after['cleaner_passes']} cleaner passes reading "
+                       f"{format_bytes(after['cleaner_bytes_read'])}"
+                       if "cleaner_passes" in after else "")
+            out.print(safe(f"  also keeps it: {change} (oldest record at most "
+                           f"{_age(a.proposed.oldest_age_ms_max)}, swing "
+                           f"{100 * a.proposed.swing:.0f}%, segments at most "
+                           f"{a.proposed.segments_max}{cleaner})"))
     if plot_path:
         out.print(safe(f"plot written to {plot_path}"))

@@ -47,6 +47,7 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Record
 from segtools.redact import Redactor
+from segtools.report import whatif
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
@@ -604,9 +605,11 @@ def _beside(logs: LogDirs, job: tuple):
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
           redactor: Redactor | None = None, budget: Budget = Budget(),
-          limit: int = DEFAULT_DECOMPRESS_LIMIT, logs: LogDirs | None = None) -> ReportModel:
-    """Run every analysis over ``paths`` and assemble the report's document; ``logs``: the
-    tree already opened over ``paths`` (the command opens it once, to check its output)."""
+          limit: int = DEFAULT_DECOMPRESS_LIMIT, what_if: whatif.Ask | None = None,
+          logs: LogDirs | None = None) -> ReportModel:
+    """Run every analysis over ``paths`` and assemble the report's document (with the
+    what-if section when ``what_if`` asks for it); ``logs``: the tree already opened over
+    ``paths`` (the command opens it once, to check its output)."""
     now = at if at is not None else int(time.time() * 1000)
     if logs is None:
         logs = open_tree(*paths, max_decompressed_bytes=limit)
@@ -671,6 +674,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
             a.tiers.partitions, budget.rows, "tiered partitions not listed (segtools tiered "
             "lists all)", left_out)],
     }
+    if what_if is not None:
+        data["what_if"] = whatif.section(logs, a.inputs, now, what_if)
     data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
     if redactor is not None:
         data = _scrub(data, redactor)

@@ -24,7 +24,7 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup, escape
 
-from segtools.report import assets
+from segtools.report import assets, whatif
 from segtools.report.model import SEVERITY_RANK, ReportModel, json_text
 from segtools.text import terminal_safe
 from segtools.units import format_bytes, format_time
@@ -112,8 +112,11 @@ def render(model: ReportModel) -> str:
     worst = max((SEVERITY_RANK[c["severity"]] for c in data["finding_codes"]), default=0)
     meta = data["meta"]
     title = ", ".join(Path(p).name or p for p in meta["paths"])
+    whatif_js = whatif.script() if data.get("what_if") else ""  # its section's charts
     return environment().get_template("report.html.j2").render(
-        csp=content_security_policy([a.uplot_js, a.report_js], [css]),
+        csp=content_security_policy([a.uplot_js, a.report_js, *filter(None, [whatif_js])],
+                                    [css]),
+        whatif=data.get("what_if"), whatif_js=Markup(whatif_js),
         css=Markup(css), uplot_js=Markup(a.uplot_js), report_js=Markup(a.report_js),
         uplot_version=a.uplot_version, data_json=embed_json(data), details_json=details_json,
         listed=sum(1 for r in rows if r["listed"]),

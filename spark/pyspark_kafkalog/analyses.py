@@ -456,3 +456,198 @@ def tiered_segments(spark: SparkSession, paths: str | Sequence[str], *,
     report = segtools.open(*([paths] if isinstance(paths, str) else paths)).tiered(
         at=_now_ms(now_ms), remote_store=remote_store)
     return spark.createDataFrame(report.rows(), TIERED_SCHEMA)
+
+
+# ------------------------------------------------------------------------------ what-if
+
+_SERIES_TYPE = pa.list_(pa.struct([("at_ms", pa.int64()), ("bytes", pa.int64()),
+                                   ("oldest_record_ms", pa.int64())]))
+_OUTCOME_FIELDS = (
+    ("peak_bytes", pa.int64(), "long"), ("trough_bytes", pa.int64(), "long"),
+    ("oldest_age_ms_max", pa.int64(), "long"), ("oldest_age_ms_end", pa.int64(), "long"),
+    ("swing", pa.float64(), "double"), ("segments_max", pa.int64(), "long"),
+    ("rolls", pa.int64(), "long"), ("deletions", pa.int64(), "long"),
+    ("cleaned_bytes", pa.int64(), "long"),
+    ("series", _SERIES_TYPE, "array<struct<at_ms:long,bytes:long,oldest_record_ms:long>>"),
+)
+_OUTCOME_ARROW = pa.struct([(name, t) for name, t, _ in _OUTCOME_FIELDS])
+_OUTCOME_DDL = "struct<" + ",".join(f"{name}:{ddl}" for name, _, ddl in _OUTCOME_FIELDS) + ">"
+#: One row per partition copy and one per topic (``partition`` null), the fields of
+#: ``segtools retention --what-if --format json``'s ``what_if`` objects (``changes`` as that
+#: JSON object's text; a series row ``[at_ms, bytes, oldest_record_ms]`` as a struct);
+#: ``recommendation``: the topic row's ``--recommend`` object as JSON text, when one was found.
+WHAT_IF_SCHEMA = (f"topic string, partition int, changes string, current {_OUTCOME_DDL}, "
+                  f"proposed {_OUTCOME_DDL}, recommendation string")
+_WHAT_IF_ARROW = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
+                            ("changes", pa.string()), ("current", _OUTCOME_ARROW),
+                            ("proposed", _OUTCOME_ARROW), ("recommendation", pa.string())])
+#: The batch and segment rows one topic's simulation reads (``kind``: ``batch`` or
+#: ``segment``; a segment row brings its partition's cleaner checkpoint).
+_WHAT_IF_SIDE = ("kind", "log_dir", "topic", "partition", "segment_base_offset", "position",
+                 "base_offset", "last_offset", "size", "count", "max_timestamp", "producer_id",
+                 "is_control", "is_transactional", "magic", "delete_horizon", "cleaner_offset")
+
+
+def _parsed_changes(changes: Mapping[str, object] | str | None) -> dict | None:
+    """``"segment.bytes=134217728"`` or ``{"segment.bytes": 134217728}``, checked and typed
+    by the library's parser (as ``segtools.what_if``); ValueError names what is wrong."""
+    from segtools.analysis.whatif import parse_changes
+
+    if not changes:
+        return None
+    if isinstance(changes, str):
+        return parse_changes(changes)
+    return parse_changes(",".join(
+        f"{k}={','.join(v) if isinstance(v, tuple | list) else v}" for k, v in changes.items()))
+
+
+def _record_rows(records: pa.Table) -> dict[str, list]:
+    """A partition's record rows in segment and offset order, timestamps back to ms."""
+    rows = records.sort_by([("segment_base_offset", "ascending"), ("offset", "ascending")])
+    cols = {name: rows.column(name).to_pylist() for name in rows.column_names}
+    for name in ("timestamp", "delete_horizon", "batch_max_timestamp"):
+        cols[name] = _ms(rows.column(name))
+    return cols
+
+
+def _what_if_inputs(topic: str, side: pa.Table, records: pa.Table, config: TopicConfig):
+    """Each partition copy of one topic (from its batch and segment rows) with its history,
+    built by :mod:`segtools.analysis.simulation_input` as the CLI builds it from the files."""
+    from segtools.analysis import simulation_input as si
+
+    rows = side.to_pylist()
+    cleaner = {(r["log_dir"], r["partition"]): r["cleaner_offset"] for r in rows
+               if r["kind"] == "segment"}
+    batches: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        batches.setdefault((r["log_dir"], r["partition"]), [])
+        if r["kind"] == "batch":
+            batches[(r["log_dir"], r["partition"])].append(r)
+    mine: dict[tuple[str, int], pa.Table] = {}
+    if config.compact and records.num_rows:
+        for log_dir, partition in batches:
+            mask = pc.and_(pc.equal(records.column("log_dir"), log_dir),
+                           pc.equal(records.column("partition"), partition))
+            mine[(log_dir, partition)] = records.filter(mask)
+    out = []
+    for (log_dir, partition), bs in sorted(batches.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        rp = si.RowsPartition(topic, partition, config,
+                              cleaner.get((log_dir, partition)) if config.compact else None,
+                              log_dir)
+        if config.compact:
+            recs = mine.get((log_dir, partition))
+            cols = _record_rows(recs) if recs is not None else \
+                {name: [] for name in records.column_names}
+            history = si.from_record_rows(cols, [b for b in bs if b["count"] == 0])
+        else:
+            history = si.from_batch_rows({c: [b[c] for b in bs] for c in si.BATCH_COLUMNS})
+        out.append((rp, history))
+    return out
+
+
+def _outcome_row(o) -> dict:
+    j = o.to_json()
+    j["series"] = [{"at_ms": at, "bytes": size, "oldest_record_ms": oldest}
+                   for at, size, oldest in j["series"]]
+    return j
+
+
+def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
+                  config_for: Callable[[str], TopicConfig], changes: dict | None, now: int,
+                  horizon_days: float, rate: float | None, recommend: bool) -> pa.Table:
+    """One topic's what-if (every partition copy and the topic) by the library's simulation,
+    the rows of the CLI's ``what_if`` objects."""
+    import os
+
+    from segtools.analysis import simulation_input as si
+    from segtools.analysis.simulation import Ingest
+
+    # Spark runs a task per core already: the library's own fan-out to worker processes
+    # (segtools.fanout, for a topic of many partitions) would fork past them
+    os.environ.setdefault("SEGTOOLS_WORKERS", "1")
+    topic = key[0].as_py()
+    inputs = _what_if_inputs(topic, side, records, config_for(topic))
+    items, rec = si.what_if_topic(topic, inputs, changes, now_ms=now,
+                                  horizon_days=horizon_days, ingest=Ingest(rate),
+                                  recommend=recommend)
+    rows = []
+    for w in items:
+        j = w.to_json()
+        rows.append({"topic": w.topic, "partition": w.partition,
+                     "changes": json.dumps(j["changes"], sort_keys=True),
+                     "current": _outcome_row(w.current), "proposed": _outcome_row(w.proposed),
+                     "recommendation": json.dumps(rec.to_json())
+                     if rec is not None and w.partition is None else None})
+    return pa.Table.from_pylist(rows, schema=_WHAT_IF_ARROW)
+
+
+def _compacted_topics(spark: SparkSession, paths, config: ConfigChoice | None,
+                      options: Mapping[str, object]) -> list[str]:
+    """The topics whose simulation needs keys (``cleanup.policy`` with ``compact``): read
+    from the config when it names them, else from the tree's topic list."""
+    if config is None:
+        return []
+    if isinstance(config, Mapping):
+        return sorted(t for t, c in config.items() if c.compact)
+    config_for = _config_for(config)
+    topics = load(spark, paths, level="segments", **options).select("topic").distinct()
+    return sorted(t for (t,) in topics.collect() if config_for(t).compact)
+
+
+def what_if(spark: SparkSession, paths: str | Sequence[str],
+            changes: Mapping[str, object] | str | None = None,
+            config: ConfigChoice | None = None, *, now_ms: int | None = None,
+            horizon_days: float = 30.0, ingest_bytes_per_s: float | None = None,
+            recommend: bool = False, **options: object) -> DataFrame:
+    """Every topic's log lifecycle simulated under its config and under ``changes``
+    (``"segment.bytes=134217728"`` or a map), ``horizon_days`` past ``now_ms``: the rows of
+    ``segtools retention --what-if ... --format json``'s ``what_if`` objects, per partition
+    copy and per topic; ``recommend`` adds the smallest segment change that keeps what time
+    retention promises (``recommendation``, on the topic row) and, without ``changes``,
+    compares against it. ``ingest_bytes_per_s`` as ``--ingest`` (None: each partition's
+    history replayed); ``config`` as for :func:`retention_report`.
+
+    One topic per call of the library's simulation
+    (:func:`segtools.analysis.simulation_input.what_if_topic`), on the executors, so topics are
+    simulated in parallel; a topic's partitions are summed in its call, as the CLI sums them.
+    The input is the source's rows: batch headers (``level=batches``), each partition's
+    cleaner checkpoint (``level=segments``) and, for compacted topics only, their records
+    (keys and tombstones decide what the cleaner keeps). ``options`` go to the source
+    (``topics``, ``partitionStates`` ...).
+    """
+    now = _now_ms(now_ms)
+    parsed = _parsed_changes(changes)
+    if not 0 < horizon_days <= 3650:
+        raise ValueError("horizon_days must be between 0 and 3650")
+    if ingest_bytes_per_s is not None and not 0 < ingest_bytes_per_s < 1e15:
+        raise ValueError("ingest_bytes_per_s must be positive")
+    config_for = _config_for(config)
+    batches = load(spark, paths, level="batches", **options).selectExpr(
+        "'batch' AS kind", "log_dir", "topic", "partition", "segment_base_offset", "position",
+        "base_offset", "last_offset", "size", "count",
+        "coalesce(unix_millis(max_timestamp), -1) AS max_timestamp", "producer_id",
+        "is_control", "is_transactional", "magic",
+        "coalesce(unix_millis(delete_horizon), -1) AS delete_horizon",
+        "CAST(NULL AS long) AS cleaner_offset")
+    segments = load(spark, paths, level="segments", **options).selectExpr(
+        "'segment' AS kind", "log_dir", "topic", "partition",
+        "base_offset AS segment_base_offset", "CAST(NULL AS long) AS position",
+        "CAST(NULL AS long) AS base_offset", "CAST(NULL AS long) AS last_offset",
+        "CAST(NULL AS int) AS size", "CAST(NULL AS int) AS count",
+        "CAST(NULL AS long) AS max_timestamp", "CAST(NULL AS long) AS producer_id",
+        "CAST(NULL AS boolean) AS is_control", "CAST(NULL AS boolean) AS is_transactional",
+        "CAST(NULL AS int) AS magic", "CAST(NULL AS long) AS delete_horizon", "cleaner_offset")
+    side = batches.unionByName(segments).select(*_WHAT_IF_SIDE)
+    compacted = _compacted_topics(spark, paths, config, options)
+    if compacted:
+        wanted = {**options, "includeControl": True, "topics": ",".join(compacted)}
+        records = _reader(spark, wanted).schema(COMPACTION_RECORDS).load(_paths(paths))
+    else:
+        records = spark.createDataFrame([], COMPACTION_RECORDS)
+    # sorted in one partition after the simulations: a global orderBy would sample its
+    # input first, running every simulation twice
+    return (side.groupBy("topic").cogroup(records.groupBy("topic"))
+            .applyInArrow(lambda key, left, right: _what_if_rows(
+                key, left, right, config_for, parsed, now, horizon_days, ingest_bytes_per_s,
+                recommend), WHAT_IF_SCHEMA)
+            .repartition(1).sortWithinPartitions("topic", F.col("partition").asc_nulls_last()))

@@ -51,7 +51,7 @@ def runs() -> dict:
     loaded = load_inputs(walk([str(TREE)])[0], config_file=cfg_file)
     out = {}
     for pi in loaded.partitions:
-        part = whatif._Partition(pi, whatif.history(pi))
+        part = whatif.PartitionHistory(pi, whatif.history(pi))
         out[pi.topic] = (pi, whatif.run_partition(part, pi.config, now_ms=NOW, end_ms=END,
                                                   ingest=whatif.AUTO, partitions=1))
     return out
@@ -276,7 +276,7 @@ def test_ingest_rate_respaces_the_replay():
     (~4 KB a day) it rolls only on ``segment.ms``."""
     cfg_file = parse_config_text(CONFIG.read_text(), str(CONFIG))
     loaded = load_inputs(walk([str(TREE / "quiet-events-0")])[0], config_file=cfg_file)
-    part = whatif._Partition(loaded.partitions[0], whatif.history(loaded.partitions[0]))
+    part = whatif.PartitionHistory(loaded.partitions[0], whatif.history(loaded.partitions[0]))
     config = loaded.partitions[0].config
     end = NOW + 2 * H
     fast = whatif.run_partition(part, config, now_ms=NOW, end_ms=end,
