@@ -18,8 +18,15 @@ import pytest
 import segtools
 from segtools import fanout
 from segtools.report import assets
-from segtools.report.model import DETAILS_LEFT_OUT, Budget, build, forecast_chart
-from segtools.report.page import content_security_policy, embed_json, render
+from segtools.report.model import (
+    DETAILS_LEFT_OUT,
+    Budget,
+    ReportModel,
+    build,
+    forecast_chart,
+    json_text,
+)
+from segtools.report.page import content_security_policy, embed_details, embed_json, render
 from segtools.timestamps import to_millis
 from tests.fixtures_manifest import FIXTURES
 from tests.report.conftest import ROOT, write_report
@@ -159,6 +166,22 @@ def test_embedded_json_cannot_close_its_element_or_open_a_comment():
     assert text.isascii()
     back = json.loads(text)
     assert back["k"].startswith("</script><script>") and back["nan"] is None
+
+
+def test_details_cannot_close_their_element_and_each_slice_is_its_detail():
+    """The details string: no ``<``, ``>``, ``&`` or JavaScript line end raw in it, and the
+    ``[start, end)`` a row names parses back to that row's detail (escapes change lengths)."""
+    details = [{"k": "</script><script>alert(1)</script><!-- \u2028\u2029 & é"}, None,
+               {"n": float("inf"), "s": ">>"}]
+    model = ReportModel({"partitions": [{"id": i, "detail": d is not None}
+                                        for i, d in enumerate(details)]}, [], [],
+                        [None if d is None else json_text(d) for d in details])
+    rows, text = embed_details(model)
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    assert text.isascii() and rows[1]["detail"] is None
+    assert json.loads(text[slice(*rows[0]["detail"])]) == details[0]
+    assert json.loads(text[slice(*rows[2]["detail"])]) == {"n": None, "s": ">>"}
 
 
 def test_the_policy_allows_only_the_pages_own_script_and_style():
