@@ -99,7 +99,7 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
 
         # windows of 4 MiB instead of 64, so a 49 MB segment is many windows long
         source.MappedSource.stride = source._RELEASE_MIN = walk.WINDOW_BYTES = 4 << 20
-        fetch_rows.WINDOW_BYTES = 4 << 20
+        fetch_rows.WINDOW_BYTES = fetch_rows.WALK_BYTES = 4 << 20
 
         def hwm():
             for line in open("/proc/self/status"):
@@ -120,3 +120,79 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
     assert rows == 200 * (copies + 1)
     size = (pdir / "00000000000000000005.log").stat().st_size
     assert after - before < size // 3, (before, after, size)
+
+
+def _sealed_copies(root, copies: int):
+    """A log dir whose segment is ``copies`` shifted copies of the fixture batch, below both
+    checkpoints (so sealed, and mapped), followed by an active segment."""
+    batch = BATCH.read_bytes()
+    pdir = root / "big-0"
+    pdir.mkdir(parents=True)
+    shutil.copy(SAMPLE / "meta.properties", root / "meta.properties")
+    with open(pdir / "00000000000000000005.log", "wb") as f:
+        for k in range(copies):
+            f.write(_shifted(batch, 200 * k))
+    end = 5 + 200 * copies
+    (pdir / f"{end:020d}.log").write_bytes(_shifted(batch, 200 * copies))
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        (root / name).write_text(f"0\n1\nbig 0 {end + 200}\n")
+    return pdir, len(batch)
+
+
+def test_batches_kept_keep_their_values_while_later_ones_are_decoded(tmp_path, monkeypatch):
+    """Record columns are cut from blocks that are reused once no array refers to them: a
+    consumer that keeps some batches and lets others go finds the kept ones unchanged after
+    the rest of the segment is read (compared with each batch's values read as it came)."""
+    from segtools.fetch import rows as fetch_rows
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 40)
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 2 * size)
+    monkeypatch.setattr(fetch_rows, "ARROW_BLOCK", 1 << 16)
+    for binary in ("view", "binary"):
+        kept, expected = [], []
+        for i, b in enumerate(segtools.open(pdir).to_arrow(columns=["offset", "key", "value"],
+                                                           binary=binary)):
+            if i % 2 == 0:
+                kept.append(b)
+                expected.append(b.to_pylist())
+        assert len(kept) == 11  # 20 chunks of the big segment, then the active one
+        assert [b.to_pylist() for b in kept] == expected
+        assert expected[1][0]["offset"] == 5 + 200 * 4
+
+
+def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatch):
+    """A mapped segment is walked one chunk ahead on a thread of its own: the rows and
+    findings are the inline walk's, and a consumer that stops early leaves no thread behind."""
+    import threading
+
+    from segtools.fetch import rows as fetch_rows
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 40)
+    with open(pdir / "00000000000000000005.log", "r+b") as f:  # one bad CRC, mid-segment
+        f.seek(size * 17 + 100)
+        f.write(b"\xff")
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")  # two cores, whatever the machine has
+    started = []
+    real = fetch_rows.ahead
+    monkeypatch.setattr(fetch_rows, "ahead", lambda items: (started.append(1), real(items))[1])
+
+    def read() -> tuple[list, list]:
+        findings = []
+        table = segtools.open(pdir).to_arrow(on_finding=findings.append).read_all()
+        return table.to_pylist(), [(f.code, f.position) for f in findings]
+
+    threaded = read()
+    assert started
+    monkeypatch.setattr(fetch_rows, "ahead", lambda items: items)
+    assert threaded == read()
+    assert ("crc_mismatch", size * 17) in threaded[1]
+    monkeypatch.setattr(fetch_rows, "ahead", real)
+    reader = segtools.open(pdir).to_arrow()
+    reader.read_next_batch()
+    reader.close()
+    del reader
+    gc.collect()
+    assert not [t for t in threading.enumerate() if t.name == "segtools-walk-ahead"]
+
+

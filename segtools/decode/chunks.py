@@ -12,13 +12,13 @@ to a person (:func:`record`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT, Compression, decompress_into
 from segtools.decode import _records, legacy
-from segtools.decode.buffers import aligned
+from segtools.decode.buffers import BufferPool, aligned
 from segtools.decode.source import Source
 from segtools.decode.spans import KeyValueColumns
 from segtools.decode.table import BatchTable
@@ -26,6 +26,7 @@ from segtools.decode.walk import truncated_while_reading
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
+from segtools.formats.batch import NO_TIMESTAMP
 from segtools.model import Batch, Control, Record
 
 ERROR_MESSAGES = {
@@ -39,6 +40,8 @@ ERROR_MESSAGES = {
     _records.ERR_NEGATIVE_COUNT: "negative record count",
 }
 
+#: Largest |ms| whose microseconds still fit an int64.
+MAX_MS = (2**63 - 1) // 1000
 #: Bytes of uncompressed batches decoded in one kernel call (bounds its column arrays).
 PLAIN_CHUNK_BYTES = 32 * 1024 * 1024
 #: Inflated bytes gathered before a run of compressed batches is decoded in one call.
@@ -75,6 +78,77 @@ class RecordColumns(KeyValueColumns):
         return np.where(base < 0, -1, (base + self.offset_delta) % (1 << 31))
 
 
+#: Arrow views hold int32 offsets: a buffer is viewed from ``view_base`` so that every long
+#: value lies within this many bytes of it.
+MAX_VIEWED = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class ArrowColumns:
+    """Records as the Arrow buffers of their columns, written by the record kernel in one pass
+    (:func:`_records.arrow_v2`): offsets, timestamps in microseconds (``micros_valid``: the
+    validity bits, None when nothing is null), keys and values as 16-byte binary views whose
+    long values point into ``data[view_base:]`` (a mapped segment, or an inflated buffer).
+    ``records[j]`` is how many records row ``j`` of the chunk's table holds here, so a
+    batch-level field becomes a record column by ``np.repeat``, and is the field itself when
+    every batch holds one record. ``headers_pos``/``headers_count`` are set when asked for."""
+
+    data: np.ndarray
+    view_base: int
+    offset: np.ndarray
+    micros: np.ndarray
+    micros_valid: np.ndarray | None
+    micros_nulls: int
+    key_views: np.ndarray
+    key_valid: np.ndarray | None
+    key_nulls: int
+    key_bytes: int
+    value_views: np.ndarray
+    value_valid: np.ndarray | None
+    value_nulls: int
+    value_bytes: int
+    records: np.ndarray
+    headers_pos: np.ndarray | None = None
+    headers_count: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return int(self.offset.shape[0])
+
+    def batch(self) -> np.ndarray:
+        """The table row of every record (int32)."""
+        return np.repeat(np.arange(len(self.records), dtype=np.int32), self.records)
+
+    def take(self, rows: np.ndarray) -> ArrowColumns:
+        """The records at the (ascending) indices ``rows``."""
+        n = len(self)
+
+        def bits(valid: np.ndarray | None) -> tuple[np.ndarray | None, int]:
+            if valid is None:
+                return None, 0
+            kept = np.unpackbits(valid, count=n, bitorder="little")[rows]
+            nulls = int(kept.size - np.count_nonzero(kept))
+            return (np.packbits(kept, bitorder="little") if nulls else None), nulls
+
+        def size(views: np.ndarray) -> int:
+            return int(view_lengths(views).sum())
+
+        mv, mn = bits(self.micros_valid)
+        kv, kn = bits(self.key_valid)
+        vv, vn = bits(self.value_valid)
+        keys, values = self.key_views[rows], self.value_views[rows]
+        counts = np.bincount(self.batch()[rows], minlength=len(self.records)).astype(np.int32)
+        return ArrowColumns(
+            self.data, self.view_base, self.offset[rows], self.micros[rows], mv, mn, keys, kv,
+            kn, size(keys), values, vv, vn, size(values), counts,
+            None if self.headers_pos is None else self.headers_pos[rows],
+            None if self.headers_count is None else self.headers_count[rows])
+
+
+def view_lengths(views: np.ndarray) -> np.ndarray:
+    """The int32 lengths of binary views (0 for a null)."""
+    return np.ascontiguousarray(views[:, :4]).view(np.int32).ravel()
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """The records of ``table``'s batches. ``base`` is the file position of ``data[0]`` when
@@ -83,7 +157,7 @@ class Chunk:
     batch the file no longer held when it was read (it shrank under the reader), with the
     finding that says so: nothing after it is read."""
 
-    columns: RecordColumns
+    columns: RecordColumns | ArrowColumns
     table: BatchTable
     base: int | None
     path: str = ""
@@ -141,6 +215,146 @@ def decode_v2(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: np.
     return cols, err_code, err_pos
 
 
+def _bits(valid: np.ndarray, nulls: int, n: int) -> np.ndarray | None:
+    return valid[:(n + 7) // 8] if nulls else None
+
+
+def _round8(n: int) -> int:
+    return -(-n // 8) * 8
+
+
+class _Carver:
+    """Typed arrays cut one after another from one byte buffer, each 8-byte aligned (a block
+    of ``sum(_round8(bytes))`` holds them all)."""
+
+    def __init__(self, block: np.ndarray):
+        self.block = block
+        self.at = 0
+
+    def take(self, n: int, dtype, width: int = 1) -> np.ndarray:
+        size = n * width * np.dtype(dtype).itemsize
+        out = self.block[self.at:self.at + size].view(dtype)
+        self.at += _round8(size)
+        return out.reshape(n, width) if width > 1 else out
+
+
+def decode_arrow(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: np.ndarray,
+                 headers: bool, pool: BufferPool | None = None
+                 ) -> tuple[ArrowColumns, np.ndarray, np.ndarray]:
+    """:func:`decode_v2`, but into Arrow buffers (:class:`ArrowColumns`) in the same pass.
+
+    The buffers are cut from one block of ``pool`` when given: a block comes back to the pool
+    once no array refers to it any more, so a stream of batches whose consumer lets go of each
+    one writes into memory already mapped instead of faulting in fresh pages per batch (that
+    costs more than the decode itself)."""
+    starts = np.ascontiguousarray(starts, dtype=np.int64)
+    ends = np.ascontiguousarray(ends, dtype=np.int64)
+    counts = np.ascontiguousarray(table.count, dtype=np.int32)
+    cap = _records.capacity(starts, ends, counts, _records.MIN_RECORD_SIZE)
+    # a batch is under 2 GiB (its length is an int32), and so is every chunk's extent
+    view_base = 0 if data.shape[0] <= MAX_VIEWED or not len(starts) else int(starts.min())
+    nbits = _round8(-(-cap // 8))
+    total = cap * (8 + 8 + 16 + 16) + (cap * 8 + _round8(cap * 4) if headers else 0) + 3 * nbits
+    block = pool.get(total) if pool is not None else np.empty(total, np.uint8)
+    cut = _Carver(block)
+    offset, micros = cut.take(cap, np.int64), cut.take(cap, np.int64)
+    key_views, value_views = cut.take(cap, np.uint8, 16), cut.take(cap, np.uint8, 16)
+    headers_pos = cut.take(cap if headers else 0, np.int64)
+    headers_count = cut.take(cap if headers else 0, np.int32)
+    bits = cut.take(3 * nbits, np.uint8)
+    bits[:] = 0
+    micros_valid, key_valid, value_valid = bits[:nbits], bits[nbits:2 * nbits], bits[2 * nbits:]
+    records = np.empty(len(table), np.int32)
+    err_code = np.zeros(len(table), np.int8)
+    err_pos = np.zeros(len(table), np.int64)
+    stats = np.zeros(5, np.int64)
+    n = _records.arrow_v2(data, starts, ends, counts, table.base_offset, table.base_timestamp,
+                          table.attributes, table.max_timestamp, view_base, offset, micros,
+                          micros_valid, key_views, key_valid, value_views, value_valid,
+                          headers_pos, headers_count, records, err_code, err_pos, stats)
+    mn, kn, vn, kb, vb = (int(x) for x in stats)
+    cols = ArrowColumns(data, view_base, offset[:n], micros[:n], _bits(micros_valid, mn, n), mn,
+                        key_views[:n], _bits(key_valid, kn, n), kn, kb, value_views[:n],
+                        _bits(value_valid, vn, n), vn, vb, records,
+                        headers_pos[:n] if headers else None,
+                        headers_count[:n] if headers else None)
+    return cols, err_code, err_pos
+
+
+def _micros(ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kafka milliseconds as microseconds, and which are valid (-1, and values whose
+    microseconds overflow an int64, are not)."""
+    valid = (ms != NO_TIMESTAMP) & (np.abs(ms) <= MAX_MS)
+    return np.where(valid, ms, 0) * 1000, valid
+
+
+def _views(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    views = np.empty((len(pos), 16), np.uint8)
+    _records.views(data, np.ascontiguousarray(pos, dtype=np.int64),
+                   np.ascontiguousarray(lengths, dtype=np.int64), 0, views)
+    return views
+
+
+def arrow_columns(cols: RecordColumns, rows: int, headers: bool) -> ArrowColumns:
+    """Span columns (a legacy chunk's) as :class:`ArrowColumns` for a table of ``rows``; spans
+    into a buffer too large for a view's int32 offset are copied back to back first."""
+    n = len(cols)
+    micros, ts_valid = _micros(cols.timestamp)
+
+    def validity(valid: np.ndarray) -> tuple[np.ndarray | None, int]:
+        nulls = int(n - np.count_nonzero(valid))
+        return (np.packbits(valid, bitorder="little") if nulls else None), nulls
+
+    mv, mn = validity(ts_valid)
+    kv, kn = validity(cols.key_len >= 0)
+    vv, vn = validity(cols.value_len >= 0)
+    data, key_pos, value_pos = cols.data, cols.key_pos, cols.value_pos
+    if data.shape[0] > MAX_VIEWED:
+        data, offsets = gather(data, np.concatenate([key_pos, value_pos]),
+                               np.concatenate([cols.key_len, cols.value_len]))
+        key_pos, value_pos = offsets[:n].astype(np.int64), offsets[n:-1].astype(np.int64)
+    records = np.bincount(cols.batch, minlength=rows).astype(np.int32)
+    return ArrowColumns(data, 0, cols.offset, micros, mv, mn,
+                        _views(data, key_pos, cols.key_len), kv, kn,
+                        int(np.maximum(cols.key_len, 0).sum()),
+                        _views(data, value_pos, cols.value_len), vv, vn,
+                        int(np.maximum(cols.value_len, 0).sum()), records,
+                        cols.headers_pos if headers else None,
+                        cols.headers_count if headers else None)
+
+
+def _empty_arrow(rows: int, headers: bool) -> ArrowColumns:
+    return arrow_columns(_empty_columns(np.zeros(0, np.uint8)), rows, headers)
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """What a chunk's columns are: spans (:class:`RecordColumns`, the default) or Arrow
+    buffers (:class:`ArrowColumns`, with header sections located when ``headers``)."""
+
+    arrow: bool = False
+    headers: bool = True
+    #: Where Arrow buffers are cut from (recycled once their arrays are gone); None: fresh.
+    pool: BufferPool | None = None
+
+    def decode(self, data: np.ndarray, table: BatchTable, starts: np.ndarray,
+               ends: np.ndarray) -> tuple[RecordColumns | ArrowColumns, np.ndarray, np.ndarray]:
+        if self.arrow:
+            return decode_arrow(data, table, starts, ends, self.headers, self.pool)
+        return decode_v2(data, table, starts, ends)
+
+    def empty(self, rows: int) -> RecordColumns | ArrowColumns:
+        if self.arrow:
+            return _empty_arrow(rows, self.headers)
+        return _empty_columns(np.zeros(0, np.uint8))
+
+    def of(self, cols: RecordColumns, rows: int) -> RecordColumns | ArrowColumns:
+        return arrow_columns(cols, rows, self.headers) if self.arrow else cols
+
+
+SPANS = Layout()
+
+
 def _corrupt_records(path: str, table: BatchTable, err_code: np.ndarray, err_pos: np.ndarray,
                      base: int | None) -> dict[int, Finding]:
     """Kernel errors as findings: the byte at fault when the spans are the file's own bytes,
@@ -156,34 +370,37 @@ def _corrupt_records(path: str, table: BatchTable, err_code: np.ndarray, err_pos
     return out
 
 
-def _plain_chunk(source: Source, table: BatchTable, path: str) -> tuple[Chunk, int]:
+def _plain_chunk(source: Source, table: BatchTable, path: str,
+                 layout: Layout = SPANS) -> tuple[Chunk, int]:
     """Uncompressed v2 batches, decoded from the source's bytes. Returns the chunk and how
     many of the rows the file still held (fewer when it shrank while being read)."""
     lo = int(table.position[0])
-    hi = int(table.end[-1])
-    contiguous = bool(np.all(table.position[1:] == table.end[:-1]))
+    end = table.end
+    hi = int(end[-1])
+    contiguous = bool(np.all(table.position[1:] == end[:-1]))
     if contiguous:
         data, base, avail = source.window(lo, hi, keep=True)
     else:  # scattered rows (a filtered table): read each batch, packed back to back
         parts, base, avail = [], lo, hi
-        for position, end in zip(table.position.tolist(), table.end.tolist(), strict=True):
-            part, pbase, pavail = source.window(position, end, keep=True)
-            if pavail < end:
+        for position, stop in zip(table.position.tolist(), end.tolist(), strict=True):
+            part, pbase, pavail = source.window(position, stop, keep=True)
+            if pavail < stop:
                 avail = position
                 break
-            parts.append(part[position - pbase:end - pbase])
+            parts.append(part[position - pbase:stop - pbase])
         data = np.concatenate(parts) if parts else np.zeros(0, np.uint8)
         base = None
-    held = int(np.searchsorted(table.end, avail, side="right")) if contiguous else len(parts)
-    table = table.take(slice(0, held)) if held < len(table) else table
+    held = int(np.searchsorted(end, avail, side="right")) if contiguous else len(parts)
+    if held < len(table):
+        table, end = table.take(slice(0, held)), end[:held]
     if contiguous:
         starts = table.position - base + v2.RECORD_BATCH_OVERHEAD
-        ends = table.end - base
+        ends = end - base
     else:
         sizes = table.size
         ends = np.cumsum(sizes)
         starts = ends - sizes + v2.RECORD_BATCH_OVERHEAD
-    cols, err_code, err_pos = decode_v2(data, table, starts, ends)
+    cols, err_code, err_pos = layout.decode(data, table, starts, ends)
     file_base = base if contiguous else None
     if not contiguous:  # report the batch position rather than a packed-buffer position
         err_pos = np.zeros_like(err_pos)
@@ -192,13 +409,13 @@ def _plain_chunk(source: Source, table: BatchTable, path: str) -> tuple[Chunk, i
 
 
 def _packed_chunk(table: BatchTable, data: np.ndarray, starts: np.ndarray,
-                  ends: np.ndarray, path: str) -> Chunk:
-    cols, err_code, err_pos = decode_v2(data, table, starts, ends)
+                  ends: np.ndarray, path: str, layout: Layout) -> Chunk:
+    cols, err_code, err_pos = layout.decode(data, table, starts, ends)
     return Chunk(cols, table, None, path, _corrupt_records(path, table, err_code, err_pos, None))
 
 
-def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
-                  ) -> tuple[Chunk, int]:
+def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int,
+                  layout: Layout = SPANS) -> tuple[Chunk, int]:
     """v0/v1 entries: a run of uncompressed messages is laid out by one compiled call over
     the file's bytes (each message is its own batch); a wrapper's records come from its
     inflated value. All of them end up in one data buffer."""
@@ -241,7 +458,7 @@ def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
         j += 1
     table = table.take(slice(0, held)) if held < n else table
     if not parts:
-        return Chunk(_empty_columns(np.zeros(0, np.uint8)), table, None, path, errors), held
+        return Chunk(layout.empty(len(table)), table, None, path, errors), held
     counts = np.array([len(m) for m in parts])
     at = np.repeat(np.cumsum([0] + [len(m.data) for m in parts[:-1]]), counts)
     data = np.concatenate([m.data for m in parts])
@@ -255,20 +472,23 @@ def _legacy_chunk(source: Source, table: BatchTable, path: str, limit: int
         np.concatenate([m.value_pos for m in parts]) + at,
         np.concatenate([m.value_len for m in parts]), np.zeros(total, np.int64),
         np.zeros(total, np.int32), batch, (offsets - table.base_offset[batch]).astype(np.int32))
-    return Chunk(cols, table, None, path, errors), held
+    return Chunk(layout.of(cols, len(table)), table, None, path, errors), held
 
 
 def _kind(table: BatchTable, limit: int) -> np.ndarray:
     """0 uncompressed v2, 1 compressed v2 (known codec), 2 legacy, 3 unknown codec, 4 an
     uncompressed v2 batch whose records alone exceed the cap on one batch's bytes."""
     codec = table.codec
+    if not codec.any() and not (table.magic < 2).any() and \
+            int(table.size.max()) - v2.RECORD_BATCH_OVERHEAD <= limit:
+        return np.zeros(len(table), np.int64)  # the usual chunk: all uncompressed v2
     kind = np.where(table.magic < 2, 2,
                     np.where(codec == 0, 0, np.where(codec <= Compression.ZSTD, 1, 3)))
     kind[(kind == 0) & (table.size - v2.RECORD_BATCH_OVERHEAD > limit)] = 4
     return kind
 
 
-def _over_cap(run: BatchTable, path: str, limit: int) -> Chunk:
+def _over_cap(run: BatchTable, path: str, limit: int, layout: Layout = SPANS) -> Chunk:
     """Batches too big to decode within the cap: a finding each, no records (the same cap as
     a compressed payload's, ``--max-decompressed-bytes``; Kafka's own limit is the topic's
     ``max.message.bytes``, 1 MiB by default)."""
@@ -277,17 +497,18 @@ def _over_cap(run: BatchTable, path: str, limit: int) -> Chunk:
                          f"records, more than the {limit}-byte cap on one batch; not decoded",
                          position=int(run.position[j]), offset=int(run.base_offset[j]))
               for j in range(len(run))}
-    return Chunk(_empty_columns(np.zeros(0, np.uint8)), run, None, path, errors)
+    return Chunk(layout.empty(len(run)), run, None, path, errors)
 
 
 def decode(source: Source, table: BatchTable, *, path: str = "",
-           limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Iterator[Chunk]:
+           limit: int = DEFAULT_DECOMPRESS_LIMIT, layout: Layout = SPANS) -> Iterator[Chunk]:
     """The records of every batch of ``table``, as chunks in table order.
 
     A batch whose payload cannot be inflated, or whose codec is unknown, appears in its chunk
     with no records (and, for a bad payload, a ``corrupt_compressed_payload`` finding). When
     the file shrinks under the reader, the batches it still holds are decoded and the last
-    chunk carries ``segment_truncated_while_reading`` at the first batch it lost.
+    chunk carries ``segment_truncated_while_reading`` at the first batch it lost. ``layout``
+    says whether the chunks hold spans or Arrow buffers.
     """
     if not len(table):
         return
@@ -297,15 +518,15 @@ def decode(source: Source, table: BatchTable, *, path: str = "",
         run = table.take(slice(lo, hi))
         kind = int(kinds[lo])
         if kind == 0:
-            chunks = _plain_runs(source, run, path)
+            chunks = _plain_runs(source, run, path, layout)
         elif kind == 1:
-            chunks = _packed_runs(source, run, path, limit)
+            chunks = _packed_runs(source, run, path, limit, layout)
         elif kind == 2:
-            chunks = _held(_legacy_chunk(source, run, path, limit), run, path)
+            chunks = _held(_legacy_chunk(source, run, path, limit, layout), run, path)
         elif kind == 4:
-            chunks = iter([_over_cap(run, path, limit)])
+            chunks = iter([_over_cap(run, path, limit, layout)])
         else:
-            chunks = iter([Chunk(_empty_columns(np.zeros(0, np.uint8)), run, None, path)])
+            chunks = iter([Chunk(layout.empty(len(run)), run, None, path)])
         for chunk in chunks:
             yield chunk
             if chunk.truncated is not None:  # the file shrank: nothing more to read
@@ -324,18 +545,20 @@ def _held(result: tuple[Chunk, int], run: BatchTable, path: str) -> Iterator[Chu
     yield _lost(chunk, run, held, path) if held < len(run) else chunk
 
 
-def _plain_runs(source: Source, run: BatchTable, path: str) -> Iterator[Chunk]:
+def _plain_runs(source: Source, run: BatchTable, path: str, layout: Layout
+                ) -> Iterator[Chunk]:
     sizes = np.cumsum(run.size)
     lo = 0
     while lo < len(run):
         limit = (sizes[lo - 1] if lo else 0) + PLAIN_CHUNK_BYTES
         hi = max(lo + 1, int(np.searchsorted(sizes, limit, side="right")))
         part = run.take(slice(lo, hi))
-        yield from _held(_plain_chunk(source, part, path), part, path)
+        yield from _held(_plain_chunk(source, part, path, layout), part, path)
         lo = hi
 
 
-def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iterator[Chunk]:
+def _packed_runs(source: Source, run: BatchTable, path: str, limit: int, layout: Layout
+                 ) -> Iterator[Chunk]:
     """Compressed v2 batches, inflated back to back into one buffer from the source's pool
     and decoded together once about ``CHUNK_BYTES`` are gathered."""
     rows: list[int] = []
@@ -351,8 +574,9 @@ def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iter
         chunk = None
         if rows:
             chunk = _packed_chunk(part.take(np.array(rows, np.int64) - start), buf[:used],
-                                  np.array(starts, np.int64), np.array(ends, np.int64), path)
-        return _remap(chunk, part, rows, start, errors, path)
+                                  np.array(starts, np.int64), np.array(ends, np.int64), path,
+                                  layout)
+        return _remap(chunk, part, rows, start, errors, path, layout)
 
     for j in range(len(run)):
         position, end = int(run.position[j]), int(run.end[j])
@@ -390,27 +614,38 @@ def _packed_runs(source: Source, run: BatchTable, path: str, limit: int) -> Iter
 
 
 def _remap(chunk: Chunk | None, part: BatchTable, rows: list[int], start: int,
-           errors: dict[int, Finding], path: str) -> Chunk:
+           errors: dict[int, Finding], path: str, layout: Layout) -> Chunk:
     """A chunk decoded from some rows of ``part`` (those whose payload inflated), re-indexed so
     that its ``batch`` column and errors refer to rows of ``part``."""
     own = {j - start: f for j, f in errors.items()}
     if chunk is None:
-        return Chunk(_empty_columns(np.zeros(0, np.uint8)), part, None, path, own)
+        return Chunk(layout.empty(len(part)), part, None, path, own)
     index = np.array([r - start for r in rows], np.int32)
     cols = chunk.columns
-    cols = RecordColumns(cols.data, cols.offset, cols.timestamp, cols.key_pos, cols.key_len,
-                         cols.value_pos, cols.value_len, cols.headers_pos, cols.headers_count,
-                         index[cols.batch], cols.offset_delta)
+    if isinstance(cols, ArrowColumns):
+        records = np.zeros(len(part), np.int32)
+        records[index] = cols.records
+        cols = replace(cols, records=records)
+    else:
+        cols = RecordColumns(cols.data, cols.offset, cols.timestamp, cols.key_pos, cols.key_len,
+                             cols.value_pos, cols.value_len, cols.headers_pos,
+                             cols.headers_count, index[cols.batch], cols.offset_delta)
     for j, f in chunk.errors.items():
         own[int(index[j])] = f
     return Chunk(cols, part, None, path, own)
 
 
-def arrow_views(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
-                out: np.ndarray) -> None:
-    """Fill ``out`` (n x 16 bytes) with Arrow binary-view structs over spans of ``data``: the
-    record kernel writes them in one pass, so a view column costs no Python per value."""
-    _records.views(data, pos, lengths, out)
+def binary_of_views(data: np.ndarray, view_base: int, views: np.ndarray, nbytes: int,
+                    pool: BufferPool | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The values of binary views (into ``data[view_base:]``) copied back to back, and
+    Arrow-style int32 offsets into the result: a plain binary column in one compiled pass
+    (into a block of ``pool`` when given: memory already mapped, see :func:`decode_arrow`)."""
+    size = _round8(nbytes) + 4 * (len(views) + 1)
+    cut = _Carver(pool.get(size) if pool is not None else np.empty(size, np.uint8))
+    out = cut.take(nbytes, np.uint8)
+    offsets = cut.take(len(views) + 1, np.int32)
+    _records.views_to_binary(data, view_base, views, out, offsets)
+    return out, offsets
 
 
 def gather(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray,

@@ -1,25 +1,30 @@
-"""Arrow columns built from the record kernel's spans, without a Python loop per record.
+"""Arrow columns from the record kernel's buffers, without a Python loop per record.
 
-The record kernel leaves keys, values and headers where they are, as ``(position, length)``
-spans into the segment's bytes (or an inflated buffer); :func:`segtools.decode.chunks.gather`
-copies them back to back with Arrow's int32 offsets, so a binary column is three buffers handed
-to ``pa.Array.from_buffers``. Spark checks a returned batch against its schema's Arrow form
-exactly (names, order, types, nullability: ``docs/spark.md``), so every builder takes the
-target Arrow type and the result is cast only when the caller chose another type.
+The record kernel writes a chunk's records as Arrow buffers in one pass
+(:class:`segtools.decode.chunks.ArrowColumns`): offsets, timestamps, and keys and values as
+binary views into the segment's bytes (or an inflated buffer), with their validity bits. A
+column is those buffers handed to ``pa.Array.from_buffers``; a plain ``binary`` column is the
+views' values copied back to back in one compiled pass. Header sections stay spans, gathered
+the same way. Every column is built from buffers, never with ``pa.array`` over numpy values
+(which imports pandas on first use: most of a first call's time). Spark checks a returned batch
+against its schema's Arrow form exactly (names, order, types, nullability: ``docs/spark.md``),
+so every builder takes the target Arrow type and the result is cast only when the caller chose
+another type.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 
-from segtools.decode.chunks import arrow_views, gather, header_spans
+from segtools.decode.buffers import BufferPool
+from segtools.decode.chunks import MAX_MS, binary_of_views, gather, header_spans
 from segtools.formats.batch import NO_TIMESTAMP
 
 TIMESTAMP_US = pa.timestamp("us", tz="UTC")
 BINARY = pa.binary()
-#: Largest |ms| whose microseconds still fit an int64.
-_MAX_MS = (2**63 - 1) // 1000
 #: Bytes per binary column per Arrow batch: int32 offsets must not overflow.
 MAX_COLUMN_BYTES = 1 << 30
 
@@ -36,6 +41,23 @@ def _validity(valid: np.ndarray) -> tuple[pa.Buffer | None, int]:
     return pa.py_buffer(np.packbits(valid, bitorder="little")), nulls
 
 
+def column(values: np.ndarray, target: pa.DataType, valid: np.ndarray | None = None
+           ) -> pa.Array:
+    """A fixed-width column (integers, booleans, timestamps) from numpy values, built from
+    buffers; ``valid`` marks the non-null values (None: all are). Other types (a mixed
+    ``compression`` column, say) go through ``pa.array``."""
+    n = int(values.shape[0])
+    validity, nulls = (None, 0) if valid is None else _validity(valid)
+    if pa.types.is_boolean(target):
+        data = np.packbits(np.asarray(values, bool), bitorder="little")
+    elif pa.types.is_integer(target) or pa.types.is_timestamp(target):
+        kind = "u" if pa.types.is_unsigned_integer(target) else "i"
+        data = np.ascontiguousarray(values, dtype=f"{kind}{target.bit_width // 8}")
+    else:
+        return pa.array(values, mask=None if valid is None else ~valid, type=target)
+    return pa.Array.from_buffers(target, n, [validity, pa.py_buffer(data)], null_count=nulls)
+
+
 def binary_from_spans(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
                       dtype: pa.DataType = BINARY) -> pa.Array:
     """A binary (or utf8) column from spans into ``data``; a length of -1 is null."""
@@ -50,54 +72,50 @@ def binary_from_spans(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
 #: Arrow's binary views: 16 bytes per value, the bytes inline when they fit in 12, else a
 #: 4-byte prefix and (buffer, offset) into a data buffer that is not copied.
 BINARY_VIEW = pa.binary_view()
-#: View offsets are int32: a data buffer beyond this is copied instead of viewed.
-_MAX_VIEWED = 2**31 - 1
 
 
-def binary_views_from_spans(data: np.ndarray, pos: np.ndarray,
-                            lengths: np.ndarray) -> pa.Array:
-    """A ``binary_view`` column over ``data`` itself: no payload is copied, the array keeps
-    ``data`` (a mapped segment, or an inflated buffer) alive as long as it lives. Values of up
-    to 12 bytes are inlined, as the format requires; a length of -1 is null. The 16-byte views
-    are written by the record kernel (``decode.chunks.arrow_views``), one pass, no Python per
-    value."""
-    n = int(pos.shape[0])
-    if data.shape[0] > _MAX_VIEWED:
-        return binary_from_spans(data, pos, lengths).cast(BINARY_VIEW)
-    views = np.empty((n, 16), np.uint8)
-    arrow_views(data, np.ascontiguousarray(pos, dtype=np.int64),
-                   np.ascontiguousarray(lengths, dtype=np.int64), views)
-    validity, nulls = _validity(lengths >= 0)
-    return pa.Array.from_buffers(BINARY_VIEW, n,
-                                 [validity, pa.py_buffer(views), pa.py_buffer(data)],
-                                 null_count=nulls)
-
-
-def spans_array(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,
-                target: pa.DataType) -> pa.Array:
-    """Keys and values in the type asked for: views over ``data``, or a copy (``binary``)."""
+def views_array(data: np.ndarray, view_base: int, views: np.ndarray, valid: np.ndarray | None,
+                nulls: int, nbytes: int, target: pa.DataType,
+                pool: BufferPool | None = None) -> pa.Array:
+    """Keys or values from the kernel's binary views in the type asked for: ``binary_view``
+    over ``data[view_base:]`` itself (no payload copied; the array keeps ``data``, a mapped
+    segment or an inflated buffer, alive as long as it lives), or a ``binary`` copy of the
+    ``nbytes`` they hold (into a block of ``pool`` when given)."""
+    n = int(views.shape[0])
+    validity = None if valid is None else pa.py_buffer(valid)
     if target == BINARY_VIEW:
-        return binary_views_from_spans(data, pos, lengths)
-    return binary_from_spans(data, pos, lengths)
+        buffer = data if view_base == 0 else data[view_base:]
+        return pa.Array.from_buffers(BINARY_VIEW, n, [validity, pa.py_buffer(views),
+                                                      pa.py_buffer(buffer)], null_count=nulls)
+    out, offsets = binary_of_views(data, view_base, views, nbytes, pool)
+    return pa.Array.from_buffers(BINARY, n, [validity, pa.py_buffer(offsets),
+                                             pa.py_buffer(out)], null_count=nulls)
+
+
+def micros_array(micros: np.ndarray, valid: np.ndarray | None, nulls: int) -> pa.Array:
+    """Timestamps the kernel already wrote as microseconds, with their validity bits."""
+    return pa.Array.from_buffers(TIMESTAMP_US, int(micros.shape[0]),
+                                 [None if valid is None else pa.py_buffer(valid),
+                                  pa.py_buffer(micros)], null_count=nulls)
 
 
 def timestamps_ms(ms: np.ndarray) -> pa.Array:
     """Kafka milliseconds as Spark timestamps (microseconds, UTC); ``-1`` becomes null."""
     ms = np.asarray(ms, dtype=np.int64)
-    valid = (ms != NO_TIMESTAMP) & (np.abs(ms) <= _MAX_MS)
+    valid = (ms != NO_TIMESTAMP) & (np.abs(ms) <= MAX_MS)
     micros = np.where(valid, ms, 0) * 1000
     validity, nulls = _validity(valid)
     return pa.Array.from_buffers(TIMESTAMP_US, int(ms.shape[0]),
                                  [validity, pa.py_buffer(micros)], null_count=nulls)
 
 
-def sizes(lengths: np.ndarray) -> pa.Array:
-    """Span lengths as an int column; a length of -1 (a null key or value) is null."""
-    valid = lengths >= 0
-    validity, nulls = _validity(valid)
+def sizes(lengths: np.ndarray, valid: np.ndarray | None, nulls: int) -> pa.Array:
+    """Key or value lengths as an int column, null where the key or value is (validity
+    bits as the kernel wrote them)."""
     values = np.ascontiguousarray(lengths, dtype=np.int32)
     return pa.Array.from_buffers(pa.int32(), int(values.shape[0]),
-                                 [validity, pa.py_buffer(values)], null_count=nulls)
+                                 [None if valid is None else pa.py_buffer(valid),
+                                  pa.py_buffer(values)], null_count=nulls)
 
 
 def _header_keys(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -122,7 +140,8 @@ def headers_from_spans(data: np.ndarray, headers_pos: np.ndarray, headers_count:
         [_header_keys(data, kp, kl), binary_from_spans(data, vp, vl)], names=["key", "value"])
     offsets = np.zeros(counts.shape[0] + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
-    return conform(pa.ListArray.from_arrays(pa.array(offsets), items), target)
+    offsets = pa.Array.from_buffers(pa.int32(), len(offsets), [None, pa.py_buffer(offsets)])
+    return conform(pa.ListArray.from_arrays(offsets, items), target)
 
 
 #: Constant columns kept per worker process, sliced to each batch's length (bounded).
@@ -139,7 +158,7 @@ def _constant(value: object, n: int, target: pa.DataType) -> pa.Array:
         offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
         return pa.Array.from_buffers(target, n, [None, pa.py_buffer(offsets),
                                                  pa.py_buffer(raw * n)])
-    return pa.array(np.full(n, value), type=target)
+    return column(np.full(n, value), target)
 
 
 def repeated(value: object, n: int, target: pa.DataType) -> pa.Array:
@@ -154,20 +173,20 @@ def repeated(value: object, n: int, target: pa.DataType) -> pa.Array:
     return have.slice(0, n)
 
 
-def per_batch(values: np.ndarray, take: np.ndarray, target: pa.DataType,
-              valid: np.ndarray | None = None) -> pa.Array:
-    """A batch-level field for every record: ``values[take[i]]`` for record ``i``.
+def per_batch(values: np.ndarray, expand: Callable[[np.ndarray], np.ndarray], n: int,
+              target: pa.DataType, valid: np.ndarray | None = None) -> pa.Array:
+    """A batch-level field for each of ``n`` records: ``expand`` maps a value per batch to a
+    value per record (a gather, or a repeat by the records each batch holds).
 
     Most fields are equal across a chunk (compression, producer, flags) and become a sliced
-    constant; anything else is one numpy gather. ``valid`` marks the batches whose value is
+    constant; anything else is one numpy pass. ``valid`` marks the batches whose value is
     not null."""
-    n = int(take.size)
     if valid is None and len(values) and bool(np.all(values == values[0])):
         first = values[0]
         return repeated(first.item() if hasattr(first, "item") else first, n, target)
-    out = pa.array(values[take] if len(values) else values[:0],
-                   mask=None if valid is None else ~valid[take], type=target)
-    return out
+    if not len(values):
+        return column(values[:0], target)
+    return column(expand(values), target, None if valid is None else expand(valid))
 
 
 def row_slices(sizes: np.ndarray, limit: int = MAX_COLUMN_BYTES) -> list[slice]:

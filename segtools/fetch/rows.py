@@ -11,15 +11,22 @@ caller's ``report``, which may log it or raise).
 from __future__ import annotations
 
 import json
+import queue
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
 
+from segtools import fanout
 from segtools.analysis.transactions import ReadCommitted
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.decode.chunks import Chunk
+from segtools.decode import chunks, walk
+from segtools.decode.buffers import BufferPool
+from segtools.decode.chunks import ArrowColumns, Chunk, Layout, view_lengths
+from segtools.decode.source import Source
 from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.fetch import arrow
@@ -32,10 +39,18 @@ from segtools.storage.summary import SegmentSummary, summarize
 #: The read goes up to the end of the files: no last-stable-offset cut (a consumer at the
 #: log end would stop at the LSO; a read of files has no "now" to stop at).
 _NO_LSO = 2**63 - 1
-#: Bytes of batches decoded per kernel call: one Arrow batch of roughly 50-100k small records.
-WINDOW_BYTES = 8 * 1024 * 1024
+#: Bytes of batches walked per table chunk, decoded per kernel call: one Arrow batch of up to
+#: the walk's 65,536 batches, 140k records of 100 B. Four times the walk's own default (4 MiB,
+#: sized for the CPU caches): the Python work per Arrow batch (about twenty columns) then
+#: costs a quarter as much per record, and the record kernel does not lose by it.
+WALK_BYTES = 16 * 1024 * 1024
+#: Bytes of batches per Arrow batch at most: a walk chunk (16 MiB, or 65,536 batches) is one.
+WINDOW_BYTES = 2 * WALK_BYTES
+#: Bytes of the blocks record columns are cut from (recycled once a batch is let go).
+ARROW_BLOCK = 8 * 1024 * 1024
 
 Report = Callable[[Finding], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +91,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
     if scan.level is Level.SEGMENTS:
         yield from _segment_rows(list(pieces), scan, report)
         return
+    pool = BufferPool(ARROW_BLOCK)
     for piece in pieces:
         segment = _open(piece, scan)
         if segment is None:
@@ -85,7 +101,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
             if scan.level is Level.BATCHES:
                 yield from _batch_rows(segment, piece, scan, report)
             else:
-                yield from _record_rows(segment, piece, scan, report)
+                yield from _record_rows(segment, piece, scan, report, pool)
 
 
 def _open(piece: ByteRange, scan: Scan) -> Segment | None:
@@ -130,7 +146,17 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
     start = piece.start
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
-    for chunk in segment.walk(start, until=piece.end, verify_crc=verify_crc):
+    threaded = segment.is_mapped and piece.end - start > WALK_BYTES and fanout.workers() > 1
+    pages = _KeepPages(segment.source, start)
+    chunks_walked = walk.walk(pages if threaded else segment.source,
+                              start, until=piece.end, path=segment.path,
+                              verify_crc=verify_crc, limit=segment.decompress_limit,
+                              chunk_bytes=WALK_BYTES)
+    if threaded:
+        chunks_walked = ahead(chunks_walked)
+    for chunk in chunks_walked:
+        if len(chunk.table):  # every chunk before this one is done with
+            pages.done = int(chunk.table.position[0])
         for f in chunk.findings:
             position = piece.start if f.position is None else f.position
             if piece.start <= position < piece.end:
@@ -139,6 +165,70 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
         if start < piece.start and len(t) and t.position[0] < piece.start:
             t = t.take(t.position >= piece.start)
         yield t
+
+
+class _KeepPages:
+    """A mapped source whose pages the walk hands back only behind ``done``, the chunk the
+    reader decodes: walking ahead on its own thread, the walk would otherwise drop the pages
+    of that chunk, which would then be faulted in again and kept."""
+
+    def __init__(self, source: Source, done: int):
+        self._source = source
+        self.done = done
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._source, name)
+
+    def release(self, upto: int) -> None:
+        self._source.release(min(upto, self.done))
+
+
+def ahead(items: Iterator[T]) -> Iterator[T]:
+    """``items``, produced one ahead by a thread of their own: the walk of a mapped segment
+    (its CRCs; the compiled walk lets go of the GIL) runs on the second core while this one
+    decodes the chunk before. Only for a mapping, which nothing else reads through windows
+    of its own, and when the process may use two cores (``SEGTOOLS_WORKERS``, as
+    :mod:`segtools.fanout`); the thread is stopped and joined when the consumer stops
+    early."""
+    box: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+    done = object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((done, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            put((done, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=work, name="segtools-walk-ahead", daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = box.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 class _Visibility:
@@ -181,7 +271,9 @@ def _windows(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibilit
              report: Report) -> Iterator[BatchTable]:
     """The visible batches of a range, in tables of about ``WINDOW_BYTES`` of batches."""
     for t in owned(segment, piece, scan.walk_crc, report):
-        t = t.take(visible.keep(t))
+        keep = visible.keep(t)
+        if not keep.all():
+            t = t.take(keep)
         if not len(t):
             continue
         ends = np.cumsum(t.size)
@@ -251,25 +343,63 @@ def _batch_times(t: BatchTable, name: str) -> np.ndarray | None:
     return None
 
 
+def _same(a: np.ndarray) -> np.ndarray:
+    return a
+
+
 def _constants(piece: ByteRange) -> dict[str, object]:
     info = piece.partition
     return {"topic": info.topic, "partition": info.partition, "log_dir": info.log_dir,
             "segment_base_offset": piece.files.base_offset, "tier": piece.tier}
 
 
-def _per_batch(t: BatchTable, take: np.ndarray, name: str, target: pa.DataType) -> pa.Array:
+#: The table columns each batch-level field is derived from (fields that are never null).
+_DERIVED_FROM = {
+    "producer_id": ("producer_id",), "producer_epoch": ("producer_epoch",),
+    "leader_epoch": ("leader_epoch",), "crc_valid": ("crc_valid",),
+    "is_transactional": ("magic", "attributes"), "is_control": ("magic", "attributes"),
+    "compression": ("attributes",), "magic": ("magic",),
+    "timestampType": ("magic", "attributes"),
+}
+
+
+class _Constant:
+    """Which of a table's columns hold one value in every row (each checked once)."""
+
+    def __init__(self, t: BatchTable):
+        self.t = t
+        self.known: dict[str, bool] = {}
+
+    def __call__(self, column: str) -> bool:
+        same = self.known.get(column)
+        if same is None:
+            a = getattr(self.t, column)
+            same = self.known[column] = bool(len(a) and np.all(a == a[0]))
+        return same
+
+
+def _per_batch(t: BatchTable, expand: Callable[[np.ndarray], np.ndarray], n: int, name: str,
+               target: pa.DataType, constant: _Constant | None = None) -> pa.Array:
+    """A batch-level field for ``n`` rows; ``expand`` maps a value per batch to one per row.
+    A field derived from columns that hold one value throughout is that value, repeated:
+    worked out from the first batch alone."""
+    sources = _DERIVED_FROM.get(name)
+    if constant is not None and sources and all(constant(c) for c in sources):
+        values, valid = _batch_values(t.take(slice(0, 1)), name)
+        first = None if valid is not None and not valid[0] else values[0]
+        return arrow.repeated(first.item() if hasattr(first, "item") else first, n, target)
     times = _batch_times(t, name)
     if times is not None:
-        return arrow.timestamps_ms(times[take])
+        return arrow.timestamps_ms(expand(times))
     values, valid = _batch_values(t, name)
-    return arrow.per_batch(values, take, target, valid)
+    return arrow.per_batch(values, expand, n, target, valid)
 
 
 # ------------------------------------------------------------------------- records
 
 
-def _record_rows(segment: Segment, piece: ByteRange, scan: Scan,
-                 report: Report) -> Iterator[pa.RecordBatch]:
+def _record_rows(segment: Segment, piece: ByteRange, scan: Scan, report: Report,
+                 pool: BufferPool) -> Iterator[pa.RecordBatch]:
     visible = _Visibility(piece, scan)
     for t in _windows(segment, piece, scan, visible, report):
         deep = t
@@ -279,8 +409,10 @@ def _record_rows(segment: Segment, piece: ByteRange, scan: Scan,
                 yield _shallow_records(t.take(shallow), piece, scan)
                 deep = t.take(~shallow)
         if len(deep):
-            for chunk in segment.records(deep):
-                yield from _chunk_records(chunk, piece, scan, report)
+            layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool)
+            for chunk in chunks.decode(segment.source, deep, path=segment.path,
+                                       limit=segment.decompress_limit, layout=layout):
+                yield from _chunk_records(chunk, piece, scan, report, pool)
 
 
 def _shallow_records(t: BatchTable, piece: ByteRange, scan: Scan) -> pa.RecordBatch:
@@ -291,20 +423,21 @@ def _shallow_records(t: BatchTable, piece: ByteRange, scan: Scan) -> pa.RecordBa
         if name in constants:
             arrays.append(arrow.repeated(constants[name], int(take.size), scan.target(i)))
         else:
-            arrays.append(arrow.conform(_per_batch(t, take, name, scan.target(i)),
-                                        scan.target(i)))
+            arrays.append(arrow.conform(
+                _per_batch(t, lambda a: a[take], int(take.size), name, scan.target(i)),
+                scan.target(i)))
     return scan.batch(arrays)
 
 
-def _chunk_records(chunk: Chunk, piece: ByteRange, scan: Scan,
-                   report: Report) -> Iterator[pa.RecordBatch]:
+def _chunk_records(chunk: Chunk, piece: ByteRange, scan: Scan, report: Report,
+                   pool: BufferPool | None = None) -> Iterator[pa.RecordBatch]:
     """Kernel errors are reported; the records before a fault are kept, as Kafka's iterator
     returns them before it throws (and as ``segtools dump`` prints them)."""
     for f in chunk.findings:
         report(f)
     cols = chunk.columns
-    n = len(cols)
-    if n == 0:
+    assert isinstance(cols, ArrowColumns)
+    if len(cols) == 0:
         return
     keep = None
     if piece.min_offset is not None:
@@ -312,52 +445,57 @@ def _chunk_records(chunk: Chunk, piece: ByteRange, scan: Scan,
     if piece.max_offset is not None:
         below = cols.offset < piece.max_offset
         keep = below if keep is None else keep & below
-    rows = None if keep is None or keep.all() else np.flatnonzero(keep)
-    if rows is not None and rows.size == 0:
+    if keep is not None and not keep.all():
+        rows = np.flatnonzero(keep)
+        if rows.size == 0:
+            return
+        cols = cols.take(rows)
+    if cols.key_bytes + cols.value_bytes <= arrow.MAX_COLUMN_BYTES:
+        yield _columns_batch(chunk.table, cols, piece, scan, pool)
         return
-    sizes = np.maximum(cols.key_len, 0) + np.maximum(cols.value_len, 0)
-    if rows is not None:
-        sizes = sizes[rows]
+    sizes = (view_lengths(cols.key_views).astype(np.int64)
+             + view_lengths(cols.value_views))
     for part in arrow.row_slices(sizes):
-        if rows is None and part.start == 0 and part.stop == n:
-            yield _columns_batch(chunk, None, piece, scan)
-        else:
-            selected = rows[part] if rows is not None else np.arange(part.start, part.stop)
-            yield _columns_batch(chunk, selected, piece, scan)
+        yield _columns_batch(chunk.table, cols.take(np.arange(part.start, part.stop)), piece,
+                             scan, pool)
 
 
-def _columns_batch(chunk: Chunk, rows: np.ndarray | None, piece: ByteRange,
-                   scan: Scan) -> pa.RecordBatch:
-    cols, t = chunk.columns, chunk.table
+def _columns_batch(t: BatchTable, cols: ArrowColumns, piece: ByteRange, scan: Scan,
+                   pool: BufferPool | None) -> pa.RecordBatch:
+    n = len(cols)
+    counts = cols.records
 
-    def pick(a: np.ndarray) -> np.ndarray:
-        return a if rows is None else a[rows]
+    def expand(a: np.ndarray) -> np.ndarray:
+        return np.repeat(a, counts)
 
-    n = len(cols) if rows is None else int(rows.size)
-    take = pick(cols.batch)
     constants = _constants(piece)
+    constant = _Constant(t)
     arrays: list[pa.Array] = []
     for i, name in enumerate(scan.columns):
         target = scan.target(i)
         if name == "key":
-            array = arrow.spans_array(cols.data, pick(cols.key_pos), pick(cols.key_len),
-                                      target)
+            array = arrow.views_array(cols.data, cols.view_base, cols.key_views, cols.key_valid,
+                                      cols.key_nulls, cols.key_bytes, target, pool)
         elif name == "value":
-            array = arrow.spans_array(cols.data, pick(cols.value_pos), pick(cols.value_len),
-                                      target)
+            array = arrow.views_array(cols.data, cols.view_base, cols.value_views,
+                                      cols.value_valid, cols.value_nulls, cols.value_bytes,
+                                      target, pool)
         elif name == "offset":
-            array = pa.array(pick(cols.offset))
+            array = arrow.column(cols.offset, target)
         elif name == "timestamp":
-            array = arrow.timestamps_ms(pick(cols.timestamp))
+            array = arrow.micros_array(cols.micros, cols.micros_valid, cols.micros_nulls)
         elif name == "headers":
-            array = arrow.headers_from_spans(cols.data, pick(cols.headers_pos),
-                                             pick(cols.headers_count), target)
-        elif name in ("key_size", "value_size"):
-            array = arrow.sizes(pick(cols.key_len if name == "key_size" else cols.value_len))
+            array = arrow.headers_from_spans(cols.data, cols.headers_pos, cols.headers_count,
+                                             target)
+        elif name == "key_size":
+            array = arrow.sizes(view_lengths(cols.key_views), cols.key_valid, cols.key_nulls)
+        elif name == "value_size":
+            array = arrow.sizes(view_lengths(cols.value_views), cols.value_valid,
+                                cols.value_nulls)
         elif name in constants:
             array = arrow.repeated(constants[name], n, target)
         else:
-            array = _per_batch(t, take, name, target)
+            array = _per_batch(t, expand, n, name, target, constant)
         arrays.append(arrow.conform(array, target))
     return scan.batch(arrays)
 
@@ -370,14 +508,13 @@ def _batch_rows(segment: Segment, piece: ByteRange, scan: Scan,
     visible = _Visibility(piece, scan)
     for t in _windows(segment, piece, scan, visible, report):
         constants = _constants(piece)
-        every = np.arange(len(t))
         arrays: list[pa.Array] = []
         for i, name in enumerate(scan.columns):
             target = scan.target(i)
             if name in constants:
                 array = arrow.repeated(constants[name], len(t), target)
             else:
-                array = _per_batch(t, every, name, target)
+                array = _per_batch(t, _same, len(t), name, target)
             arrays.append(arrow.conform(array, target))
         yield scan.batch(arrays)
 

@@ -8,12 +8,14 @@ every field of every record.
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from segtools.decode import _records, chunks
 from segtools.decode.table import BatchTable
+from segtools.fetch import arrow as arrow_module
 from segtools.formats import batch as v2
 from segtools.formats.varint import Varint
 from tests.builders import make_batch
@@ -96,7 +98,63 @@ def test_lying_record_count_does_not_allocate():
     buf[57:61] = (2**31 - 1).to_bytes(4, "big")
     starts, ends = np.array([61]), np.array([len(buf)])
     assert chunks.record_capacity(starts, ends, np.array([2**31 - 1])) <= len(buf)
+    assert _records.capacity(starts, ends, np.array([2**31 - 1], np.int32),
+                             _records.MIN_RECORD_SIZE) <= len(buf)
     table = BatchTable.from_batches(batches_of(bytes(buf)))
     cols, err_code, _ = chunks.decode_v2(np.frombuffer(bytes(buf), np.uint8), table, starts,
                                          ends)
     assert len(cols) == 1 and err_code[0] == _records.ERR_TRUNCATED
+
+
+def _spans_as_arrow(buf: bytes, cut: int | None, lie: int | None):
+    """One uncompressed batch (optionally cut short or with a lying count) decoded both ways:
+    the span kernel and the Arrow kernel, each as plain Python values."""
+    data = bytearray(buf)
+    if lie is not None:
+        data[57:61] = lie.to_bytes(4, "big", signed=True)
+    if cut is not None:
+        data = data[:max(61, len(data) - cut)]
+    arr = np.frombuffer(bytes(data) + bytes(16), np.uint8)[:len(data)]  # bytes after: a window
+    table = BatchTable.from_batches(batches_of(buf))
+    starts, ends = np.array([61]), np.array([len(data)])
+    table = table.take(slice(0, 1))
+    count = table.count.copy()
+    if lie is not None:
+        count[0] = lie
+    table = BatchTable(**{**table.columns(), "count": count})
+    spans, span_err, span_pos = chunks.decode_v2(arr, table, starts, ends)
+    cols, err, pos = chunks.decode_arrow(arr, table, starts, ends, headers=True)
+    return spans, span_err, span_pos, cols, err, pos
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(record, max_size=30), st.booleans(), st.integers(0, 2**50),
+       st.sampled_from([-1, 0, 2**40, 2**62, -(2**62)]), st.one_of(st.none(), st.integers(1, 60)),
+       st.one_of(st.none(), st.integers(-3, 40)))
+def test_arrow_kernel_agrees_with_span_kernel(records, lat, base_offset, base_ts, cut, lie):
+    """The Arrow kernel (one pass into views, microseconds and validity bits) decodes what the
+    span kernel decodes, record for record, with the same errors, on whole, cut and lying
+    batches; timestamps are null where Kafka has none (-1) or microseconds overflow."""
+    buf = make_batch(records, base_offset=base_offset, base_timestamp=base_ts,
+                     log_append_time=lat)
+    spans, span_err, span_pos, cols, err, pos = _spans_as_arrow(buf, cut, lie)
+    assert (err.tolist(), pos.tolist()) == (span_err.tolist(), span_pos.tolist())
+    n = len(spans)
+    assert len(cols) == n and cols.records.tolist() == [n]
+    assert cols.offset.tolist() == spans.offset.tolist()
+    ts = arrow_module.micros_array(cols.micros, cols.micros_valid, cols.micros_nulls)
+    assert ts.to_pylist() == arrow_module.timestamps_ms(spans.timestamp).to_pylist()
+    for views, valid, nulls, nbytes, pos_, len_ in (
+            (cols.key_views, cols.key_valid, cols.key_nulls, cols.key_bytes, spans.key_pos,
+             spans.key_len),
+            (cols.value_views, cols.value_valid, cols.value_nulls, cols.value_bytes,
+             spans.value_pos, spans.value_len)):
+        expected = [None if ln < 0 else bytes(spans.data[p:p + ln]) for p, ln in
+                    zip(pos_.tolist(), len_.tolist(), strict=True)]
+        for kind in (pa.binary_view(), pa.binary()):
+            got = arrow_module.views_array(cols.data, cols.view_base, views, valid, nulls,
+                                           nbytes, kind)
+            got.validate(full=True)
+            assert got.to_pylist() == expected
+    assert cols.headers_pos.tolist() == spans.headers_pos.tolist()
+    assert cols.headers_count.tolist() == spans.headers_count.tolist()
