@@ -40,7 +40,7 @@ from segtools.analysis.explain import (
     retention_report,
 )
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay, replay_offsets
-from segtools.analysis.partition_input import Loaded, load_inputs
+from segtools.analysis.partition_input import Loaded, load_inputs, read_config_file
 from segtools.analysis.producers import PartitionProducers, likely_duplicates
 from segtools.analysis.producers import analyse as analyse_producers
 from segtools.analysis.tiered import TieredReport, tiered_report
@@ -313,7 +313,7 @@ class LogDirs:
             except ValueError as e:
                 raise SegtoolsError(str(e)) from None
             flags[name] = text
-        config_file = cfg.read_config_file(os.fspath(config)) if config is not None else None
+        config_file = read_config_file(os.fspath(config)) if config is not None else None
         loaded = load_inputs(self.log_dirs, flags=flags, config_file=config_file,
                              at=None if at is None else to_millis(at),
                              limit=self.max_decompressed_bytes)

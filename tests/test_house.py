@@ -103,3 +103,27 @@ def test_each_command_says_in_its_help_what_segtools_help_says():
     sub = next(a for a in parser._actions if a.dest == "command")
     shown = {a.dest: a.help for a in sub._choices_actions}
     assert shown == {name: help_line for name, (_, help_line) in COMMANDS.items()}
+
+
+#: What opens a file: the storage room's readers.
+READERS = ("segtools.storage.files", "segtools.storage.index", "segtools.storage.segment.Segment",
+           "segtools.storage.summary.summarize", "segtools.storage.remote_store.LocalTieredStorage",
+           "segtools.storage.partition.load_partition_dir", "segtools.storage.logdirs.walk")
+#: The analysis rooms that read (docs/architecture.md §7): a partition's log and files
+#: (``partition_log``), the retention and cleaner input (``partition_input``,
+#: ``cleaner_input``), the remote tier (``remote_input``), and ``verify``, whose job is to read
+#: every file (its rules are ``integrity``'s).
+READING_ROOMS = {"partition_log", "partition_input", "cleaner_input", "remote_input", "verify"}
+#: Rooms that still read for themselves, until their input moves beside ``partition_input``:
+#: ``whatif.history`` walks a partition's segments.
+READING_NOT_YET_MOVED = {"whatif"}
+
+
+def test_analysis_rules_open_no_file():
+    """Under ``analysis/`` the rules and the reading are apart: only the reading rooms import
+    a storage reader; the others get batches, records and files' contents from them."""
+    for path in (ROOT / "segtools" / "analysis").glob("*.py"):
+        if path.stem in READING_ROOMS | READING_NOT_YET_MOVED:
+            continue
+        bad = {m for m in imports(path) if m.startswith(READERS)}
+        assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"

@@ -39,11 +39,11 @@ from pathlib import Path, PurePath
 
 from segtools.analysis.partition_log import (
     LogRecord,
-    as_partition,
     file_chunks,
     file_records,
     iter_chunks,
     iter_records,
+    metadata_partition,
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks
@@ -71,7 +71,7 @@ from segtools.formats.internal.cluster_metadata import (
 )
 from segtools.formats.internal.control import KRaftControlRecord, decode_kraft_control
 from segtools.storage.location import as_path
-from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir
+from segtools.storage.partition import PartitionDir
 
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
 METADATA_VERSION_FEATURE = "metadata.version"
@@ -557,20 +557,6 @@ class _Replayer:
 
 
 # ---------------------------------------------------------------------------- reading
-
-
-def metadata_partition(path: PartitionDir | str | os.PathLike[str]) -> PartitionDir:
-    """The ``__cluster_metadata-0`` directory given itself or a log dir holding it."""
-    if isinstance(path, PartitionDir):
-        return path
-    p = as_path(path)
-    if (p / f"{CLUSTER_METADATA_TOPIC}-0").is_dir():
-        p = p / f"{CLUSTER_METADATA_TOPIC}-0"
-    partition = as_partition(p)
-    if partition.name is None or partition.name.topic != CLUSTER_METADATA_TOPIC:
-        raise SegtoolsError(f"not a {CLUSTER_METADATA_TOPIC} partition (nor a log dir "
-                            "holding one)", path=str(p))
-    return partition
 
 
 def _snapshot_for(partition: PartitionDir, log_start: int) -> tuple[Path | None, int]:

@@ -23,14 +23,11 @@ different when it is a guess than when the cluster said so.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from segtools.errors import SegtoolsError
-from segtools.findings import Finding, finding
-from segtools.storage.files import open_regular_file
 
 LONG_MAX = 2**63 - 1
 HOUR_MS = 3_600_000
@@ -320,15 +317,6 @@ def parse_config_text(text: str, path: str) -> ConfigFile:
     return ConfigFile(path, common, topics, broker)
 
 
-def read_config_file(path: str) -> ConfigFile:
-    try:
-        with open_regular_file(path) as fh:  # a FIFO given as --config must not hang
-            text = fh.read(4 * 1024 * 1024).decode("utf-8", errors="replace")
-    except OSError as e:
-        raise SegtoolsError(e.strerror or str(e), path=path) from None
-    return parse_config_text(text, path)
-
-
 # --------------------------------------------------------------------- resolution
 
 #: The configs a broker gives the topics it creates itself, where they differ from
@@ -385,29 +373,3 @@ def resolve(topic: str, *, flags: Mapping[str, str] | None = None,
             prov.append((name, ConfigValue(SOURCE_INTERNAL,
                                            f"as the broker creates {topic}")))
     return TopicConfig(**values, provenance=tuple(prov))
-
-
-def load_cluster_metadata(partition_paths, *, at: int | None = None,
-                          ) -> tuple[dict[str, dict[str, str]], str, list[Finding]]:
-    """Topic configs from the first ``__cluster_metadata-0`` partition given, as of ``at``
-    (None: the end of the log), decoded by :mod:`segtools.analysis.cluster_metadata`
-    (imported lazily: a tree without a metadata log must not pay for the KRaft decoder)."""
-    findings: list[Finding] = []
-    for path in partition_paths:
-        try:
-            cluster_metadata = importlib.import_module("segtools.analysis.cluster_metadata")
-        except ImportError:
-            findings.append(finding(
-                "cluster_metadata_decoder_missing", str(path),
-                "a __cluster_metadata log is here but this build cannot decode it; topic "
-                "configs fall back to --config and Kafka defaults"))
-            return {}, "", findings
-        try:
-            configs = (cluster_metadata.topic_configs(path) if at is None
-                       else cluster_metadata.topic_configs(path, at=at))
-        except SegtoolsError as e:
-            findings.append(finding("cluster_metadata_unreadable",
-                                    e.path or str(path), f"topic configs not recovered: {e}"))
-            continue
-        return {t: dict(c) for t, c in configs.items()}, str(path), findings
-    return {}, "", findings

@@ -28,6 +28,7 @@ from segtools.analysis.partition_input import (
     deep_segments,
     stale_in_kept,
 )
+from segtools.analysis.remote_input import remote_metadata
 from segtools.analysis.remote_log import RemoteLogMetadata
 from segtools.analysis.retention import PartitionRetention, explain_retention
 from segtools.analysis.tiered import (
@@ -36,7 +37,6 @@ from segtools.analysis.tiered import (
     is_tiered,
     loaded_log_dirs,
     remote_by_partition,
-    remote_metadata,
     tiered_partition,
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT

@@ -2,13 +2,16 @@
 
 Retention, compaction, the Spark analyses and the report all start from the same thing: a
 partition's segment summaries, its topic config with where each value came from, and what the
-log dir's checkpoints say (high watermark, log start offset, cleaner offset). Building it once,
+log dir's checkpoints say (high watermark, log start offset, cleaner offset). The config's
+sources that are files (``--config``, the ``__cluster_metadata`` log) are read here; the
+resolution rules they feed stay in :mod:`segtools.analysis.config`. Building it once,
 here, keeps the faces from each re-deriving it; reading record timestamps of kept segments (the
 "stale records" retention cannot remove) lives here too, as it needs the partition's files.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +22,7 @@ import numpy as np
 
 from segtools import fanout
 from segtools.analysis import config as cfg
+from segtools.analysis.partition_log import METADATA_PARTITION_DIR
 from segtools.analysis.retention import (
     WITHIN_RETENTION_MS,
     PartitionRetention,
@@ -26,11 +30,12 @@ from segtools.analysis.retention import (
     stale_records,
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.findings import Finding
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, finding
+from segtools.storage.files import open_regular_file
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir, settled
 from segtools.storage.partition import (
-    CLUSTER_METADATA_TOPIC,
     PartitionDir,
     PartitionState,
     SegmentFiles,
@@ -86,9 +91,6 @@ class Loaded:
     config_sources: tuple[str, ...]
 
 
-CLUSTER_METADATA_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
-
-
 def metadata_logs(log_dirs: Sequence[LogDir]) -> list[Path]:
     """The ``__cluster_metadata-0`` partitions that hold these log dirs' topic configs: the
     ones walked, and the one beside a partition directory given on its own (a KRaft broker's
@@ -98,10 +100,47 @@ def metadata_logs(log_dirs: Sequence[LogDir]) -> list[Path]:
         for p in d.partitions:
             if p.name is not None and p.name.is_metadata_log:
                 found[as_path(p.path)] = None
-        beside = as_path(d.path) / CLUSTER_METADATA_DIR
+        beside = as_path(d.path) / METADATA_PARTITION_DIR
         if beside.is_dir() and not beside.is_symlink():
             found.setdefault(beside, None)
     return list(found)
+
+
+def read_config_file(path: str) -> cfg.ConfigFile:
+    """The ``--config`` file, read (at most 4 MiB) and parsed by
+    :func:`~segtools.analysis.config.parse_config_text`."""
+    try:
+        with open_regular_file(path) as fh:  # a FIFO given as --config must not hang
+            text = fh.read(4 * 1024 * 1024).decode("utf-8", errors="replace")
+    except OSError as e:
+        raise SegtoolsError(e.strerror or str(e), path=path) from None
+    return cfg.parse_config_text(text, path)
+
+
+def load_cluster_metadata(partition_paths, *, at: int | None = None,
+                          ) -> tuple[dict[str, dict[str, str]], str, list[Finding]]:
+    """Topic configs from the first ``__cluster_metadata-0`` partition given, as of ``at``
+    (None: the end of the log), decoded by :mod:`segtools.analysis.cluster_metadata`
+    (imported lazily: a tree without a metadata log must not pay for the KRaft decoder)."""
+    findings: list[Finding] = []
+    for path in partition_paths:
+        try:
+            cluster_metadata = importlib.import_module("segtools.analysis.cluster_metadata")
+        except ImportError:
+            findings.append(finding(
+                "cluster_metadata_decoder_missing", str(path),
+                "a __cluster_metadata log is here but this build cannot decode it; topic "
+                "configs fall back to --config and Kafka defaults"))
+            return {}, "", findings
+        try:
+            configs = (cluster_metadata.topic_configs(path) if at is None
+                       else cluster_metadata.topic_configs(path, at=at))
+        except SegtoolsError as e:
+            findings.append(finding("cluster_metadata_unreadable",
+                                    e.path or str(path), f"topic configs not recovered: {e}"))
+            continue
+        return {t: dict(c) for t, c in configs.items()}, str(path), findings
+    return {}, "", findings
 
 
 def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
@@ -114,7 +153,7 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
     flags = dict(flags or {})
     findings: list[Finding] = []
     meta_paths = metadata_logs(log_dirs)
-    metadata, meta_where, more = cfg.load_cluster_metadata(meta_paths, at=at)
+    metadata, meta_where, more = load_cluster_metadata(meta_paths, at=at)
     findings += more
     sources = ["flags"] if flags else []
     if config_file:

@@ -5,7 +5,9 @@ decided) are about a partition's whole history, not one segment, so this module 
 live segments of a :class:`~segtools.storage.partition.PartitionDir` together as
 ``UnifiedLog`` does (ordered by base offset) and hands out batches or records with the
 segment they came from. Findings met on the way (torn tails, CRC mismatches, undecodable
-batches) go to the caller's list; reading carries on, as everywhere in segtools.
+batches) go to the caller's list; reading carries on, as everywhere in segtools. The
+partition's other files that the forensic rules hold against the log (``.txnindex``,
+``.snapshot``) are read here too, so the rooms above hold rules only.
 """
 
 from __future__ import annotations
@@ -17,21 +19,28 @@ from pathlib import Path
 
 import numpy as np
 
+from segtools.analysis.producer_state import SnapshotFile
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import Chunk
 from segtools.decode.table import BatchTable
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
+from segtools.storage.files import read_producer_snapshot
+from segtools.storage.index import TransactionIndex
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import walk
 from segtools.storage.partition import (
+    CLUSTER_METADATA_TOPIC,
     PartitionDir,
     PartitionState,
     SegmentFiles,
     load_partition_dir,
 )
 from segtools.storage.segment import Segment, unreadable
+
+#: KRaft's metadata log is one partition, always 0 (``KafkaRaftServer.MetadataPartition``).
+METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +60,20 @@ def as_partition(partition: PartitionDir | str | os.PathLike[str]) -> PartitionD
     if not path.is_dir():
         raise SegtoolsError("not a partition directory", path=str(path))
     return load_partition_dir(path)
+
+
+def metadata_partition(path: PartitionDir | str | os.PathLike[str]) -> PartitionDir:
+    """The ``__cluster_metadata-0`` directory given itself or a log dir holding it."""
+    if isinstance(path, PartitionDir):
+        return path
+    p = as_path(path)
+    if (p / METADATA_PARTITION_DIR).is_dir():
+        p = p / METADATA_PARTITION_DIR
+    partition = as_partition(p)
+    if partition.name is None or partition.name.topic != CLUSTER_METADATA_TOPIC:
+        raise SegtoolsError(f"not a {CLUSTER_METADATA_TOPIC} partition (nor a log dir "
+                            "holding one)", path=str(p))
+    return partition
 
 
 def partitions_of(paths, topic: str) -> list[PartitionDir]:
@@ -76,6 +99,37 @@ def iter_tables(partition: PartitionDir, findings: list[Finding], *,
             for chunk in segment.walk(verify_crc=verify_crc):
                 findings.extend(chunk.findings)
                 yield segment, files, chunk.table
+
+
+def batch_records(segment: Segment, batch: Batch, findings: list[Finding]) -> list[Record]:
+    """The records of one batch of an open segment (a control batch's markers, say): the
+    segment a chunk of :func:`iter_tables` came from stays open while the chunk is used."""
+    out: list[Record] = []
+    for br in segment.batch_records(BatchTable.from_batches([batch])):
+        if br.finding is not None:
+            findings.append(br.finding)
+        out.extend(br.records)
+    return out
+
+
+def transaction_indexes(partition: PartitionDir
+                        ) -> Iterator[tuple[SegmentFiles, TransactionIndex]]:
+    """Each live segment's ``.txnindex``, open (closed when the next is asked for), oldest
+    first; segments without one are passed over."""
+    for files in partition.segments:
+        if files.txnindex is not None:
+            with TransactionIndex(files.txnindex, files.base_offset) as index:
+                yield files, index
+
+
+def producer_snapshots(partition: PartitionDir) -> list[SnapshotFile]:
+    """Every ``.snapshot`` of the partition, read (an unreadable one: no entries, and the
+    findings that say why)."""
+    out = []
+    for snap in partition.snapshots:
+        snapshot, found = read_producer_snapshot(snap.path)
+        out.append(SnapshotFile(snap.offset, str(snap.path), snapshot, tuple(found)))
+    return out
 
 
 def iter_records(partition: PartitionDir, findings: list[Finding], *,

@@ -33,6 +33,14 @@ from pathlib import Path
 
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.partition_input import Loaded, PartitionInput
+from segtools.analysis.remote_input import RemoteSummary as RemoteSummary
+from segtools.analysis.remote_input import (
+    StoredSegment,
+    StoreHoldings,
+    remote_metadata,
+    store_holdings,
+)
+from segtools.analysis.remote_input import remote_summaries as remote_summaries
 from segtools.analysis.remote_log import (
     COPY_SEGMENT_FINISHED,
     COPY_SEGMENT_STARTED,
@@ -44,29 +52,16 @@ from segtools.analysis.remote_log import (
     RemoteSegment,
     check,
     is_within_leader_epochs,
-    replay,
 )
-from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.formats.internal.remote_log_metadata import TOPIC
 from segtools.storage.logdirs import LogDir
-from segtools.storage.partition import (
-    PartitionDir,
-    PartitionState,
-    SegmentFiles,
-    load_partition_dir,
-)
-from segtools.storage.remote_store import (
-    LocalTieredStorage,
-    RemoteSegmentContent,
-    RemoteSegmentFiles,
-    RemoteStore,
-)
-from segtools.storage.segment import unreadable
-from segtools.storage.summary import SegmentSummary, summarize
+from segtools.storage.remote_store import RemoteStore
 from segtools.units import format_bytes, format_duration, format_retention, format_time
+
+# ``RemoteSummary`` and ``remote_summaries`` (read in remote_input) are named here too, where
+# the faces have found them.
 
 # Remote reason codes (``retention --format json``: ``remote_segments[].reason``).
 REMOTE_RETENTION_MS_BREACHED = "remote_retention_ms_breached"
@@ -82,29 +77,7 @@ REMOTE_ALREADY_DELETED = "remote_already_deleted"
 REMOTE_DELETE_POLICY_DISABLED = "remote_delete_policy_disabled"
 
 
-# --------------------------------------------------------------------------- reading
-
-
-def metadata_dirs(log_dirs: Sequence[LogDir]) -> list[PartitionDir]:
-    """The live ``__remote_log_metadata-N`` partitions of these log dirs: those walked, and
-    those beside a partition directory given on its own (its log dir holds them)."""
-    found: dict[Path, PartitionDir] = {}
-    for d in log_dirs:
-        for p in d.partitions:
-            if p.name is not None and p.name.topic == TOPIC and \
-                    p.name.state is PartitionState.LIVE:
-                found[Path(p.path)] = p
-        for beside in sorted(Path(d.path).glob(f"{TOPIC}-*")):
-            if beside.is_dir() and not beside.is_symlink() and beside not in found:
-                p = load_partition_dir(beside)
-                if p.name is not None and p.name.state is PartitionState.LIVE:
-                    found[beside] = p
-    return list(found.values())
-
-
-def remote_metadata(log_dirs: Sequence[LogDir]) -> RemoteLogMetadata:
-    """The replayed ``__remote_log_metadata`` of these log dirs."""
-    return replay(metadata_dirs(log_dirs))
+# --------------------------------------------------------------------------- the partitions
 
 
 def loaded_log_dirs(loaded: Loaded) -> list[LogDir]:
@@ -310,26 +283,14 @@ def only_local_size(pi: PartitionInput, highest: int) -> int:
 # --------------------------------------------------------------------------- the remote store
 
 
-@dataclass(frozen=True, slots=True)
-class StoredSegment:
-    """A remote segment's files in a reachable store, and what its ``.log`` holds."""
-
-    segment_id: str
-    files: RemoteSegmentFiles
-    content: RemoteSegmentContent | None
-
-    def to_json(self) -> dict:
-        return {**self.files.to_json(),
-                "content": self.content.to_json() if self.content is not None else None}
-
-
-def read_store(rp: RemotePartition, store: RemoteStore, *, label: str
-               ) -> tuple[tuple[StoredSegment, ...], list[Finding]]:
-    """Find each remote segment of ``rp`` in a reachable store, read its ``.log`` with the log
-    dir's decoder, and check both against the metadata."""
+def check_store(rp: RemotePartition, held: StoreHoldings, *, label: str
+                ) -> tuple[tuple[StoredSegment, ...], list[Finding]]:
+    """A reachable store's holdings of ``rp`` against the metadata: what a deleted segment
+    left behind, what a finished copy lacks, a ``.log`` whose offsets or leader epochs are not
+    those its metadata names, and segments no metadata names."""
     out, findings = [], []
-    for s in rp.segments:
-        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
+    for s, stored in zip(rp.segments, held.segments, strict=True):
+        files, content = stored.files, stored.content
         if s.state == DELETE_SEGMENT_FINISHED:
             if files.found:
                 findings.append(finding(
@@ -338,8 +299,7 @@ def read_store(rp: RemotePartition, store: RemoteStore, *, label: str
                     "was deleted (DELETE_SEGMENT_FINISHED) but files of it remain in the store",
                     offset=s.start_offset))
             continue
-        content = store.content(files)
-        out.append(StoredSegment(s.segment_id, files, content))
+        out.append(stored)
         if s.state == COPY_SEGMENT_FINISHED and not files.complete:
             code = "remote_segment_missing" if files.log is None else "remote_segment_incomplete"
             findings.append(finding(
@@ -365,61 +325,13 @@ def read_store(rp: RemotePartition, store: RemoteStore, *, label: str
                 f"{sorted(content.leader_epochs)}, its metadata names {sorted(named)}",
                 offset=s.start_offset))
     known = {s.segment_id for s in rp.segments}
-    for orphan in store.listed(rp.topic, rp.partition, rp.topic_id):
+    for orphan in held.listed:
         if orphan not in known:
             findings.append(finding(
-                "remote_store_orphan_segment",
-                str(store.partition_dir(rp.topic, rp.partition, rp.topic_id)),
+                "remote_store_orphan_segment", held.directory,
                 f"{label}: the store holds segment {orphan}, which __remote_log_metadata "
                 "does not name"))
     return tuple(out), findings
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteSummary:
-    """A copied remote segment summarised like a local one (``scan``'s remote rows)."""
-
-    segment: RemoteSegment
-    summary: SegmentSummary
-
-
-def remote_summaries(rp: RemotePartition, store: RemoteStore, *, verify_crc: bool = False,
-                     limit: int = DEFAULT_DECOMPRESS_LIMIT
-                     ) -> tuple[tuple[RemoteSummary, ...], tuple[Finding, ...]]:
-    """The remote part of a tiered partition's log: each ``COPY_SEGMENT_FINISHED`` segment (what
-    ``RemoteLogManager.read`` serves a fetch below the local log start offset from), its files
-    found in the store and its ``.log`` and ``.timeindex`` summarised by the very walk a log
-    dir's segments get (:func:`segtools.storage.summary.summarize`), so a remote row and a local
-    row mean the same. Only ``LocalTieredStorage`` keeps a segment as plain files; the Aiven
-    plugin's chunked objects are read by :func:`read_store` instead."""
-    if not isinstance(store, LocalTieredStorage):
-        raise SegtoolsError(f"remote segments are summarised from a LocalTieredStorage "
-                            f"directory, not from {store.layout} objects",
-                            path=str(store.root))
-    out, findings = [], []
-    for s in rp.live_segments:
-        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
-        if files.log is None:
-            findings.append(finding(
-                "remote_segment_missing", str(files.directory),
-                f"{rp.label}: remote segment {s.segment_id} ({s.start_offset}-{s.end_offset}) "
-                "finished copying but the store has no .log of it", offset=s.start_offset))
-            continue
-        try:
-            listed = SegmentFiles(
-                base_offset=s.start_offset, log=files.log, log_size=files.log.stat().st_size,
-                index=files.found.get("offset_index"), timeindex=files.found.get("time_index"),
-                txnindex=files.found.get("transaction_index"), sealed=True)
-            summary = summarize(listed, is_active=False, verify_crc=verify_crc,
-                                decompress_limit=limit)
-        except OSError as e:
-            findings.append(unreadable(str(files.log), SegtoolsError(str(e))))
-            continue
-        except SegtoolsError as e:
-            findings.append(unreadable(str(files.log), e))
-            continue
-        out.append(RemoteSummary(s, summary))
-    return tuple(out), tuple(findings)
 
 
 # --------------------------------------------------------------------------- the view
@@ -542,7 +454,8 @@ def tiered_partition(pi: PartitionInput | None, rp: RemotePartition | None, *, n
     partition = pi.partition if pi is not None else rp.partition
     stored, store_findings = None, []
     if store is not None and rp is not None:
-        stored, store_findings = read_store(rp, store, label=f"{topic}-{partition}")
+        stored, store_findings = check_store(rp, store_holdings(rp, store),
+                                             label=f"{topic}-{partition}")
     if pi is None:
         highest = rp.highest_offset()
         findings = check(rp, now_ms=now_ms, path=metadata_path) + store_findings

@@ -29,13 +29,18 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from segtools.analysis.partition_log import as_partition, iter_tables
+from segtools.analysis.partition_log import (
+    as_partition,
+    batch_records,
+    iter_tables,
+    producer_snapshots,
+    transaction_indexes,
+)
 from segtools.analysis.producer_state import (
     AbortedRange,
     ControlMarker,
     ProducerState,
     ProducerStateFold,
-    SnapshotFile,
     Transaction,
     aborted_ranges_of,
     by_producer,
@@ -53,11 +58,8 @@ from segtools.analysis.transaction_state import (
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable
 from segtools.findings import Finding, finding
-from segtools.model import Batch
-from segtools.storage.files import read_producer_snapshot
-from segtools.storage.index import TransactionIndex
+from segtools.model import Batch, Record
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir, PartitionState
-from segtools.storage.segment import Segment
 
 #: ``transaction.max.timeout.ms`` default: no transaction may stay open longer.
 DEFAULT_MAX_TIMEOUT_MS = 900_000
@@ -129,13 +131,8 @@ def aborted_ranges(partition_dir: PartitionDir | str | os.PathLike[str], *,
     fetch does (cheaper on a large partition; trusts the indexes)."""
     partition = as_partition(partition_dir)
     if from_txnindex:
-        out = []
-        for seg in partition.segments:
-            if seg.txnindex is not None:
-                with TransactionIndex(seg.txnindex, seg.base_offset) as idx:
-                    out.extend(AbortedRange(t.producer_id, t.first_offset, t.last_offset)
-                               for t in idx.entries())
-        return out
+        return [AbortedRange(t.producer_id, t.first_offset, t.last_offset)
+                for _, index in transaction_indexes(partition) for t in index.entries()]
     return aborted_ranges_of(scan_transactions(partition).transactions)
 
 
@@ -187,8 +184,8 @@ def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False,
         if first_seen is None:
             first_seen = int(t.base_offset[0])
         end, last_ts = int(t.last_offset[-1]) + 1, max(last_ts, int(t.max_timestamp.max()))
-        fold.add(t, lambda i, seg=segment, tab=t: _markers(seg, tab.batch(i), findings),
-                 files.base_offset)
+        fold.add(t, lambda i, seg=segment, tab=t: _markers(
+            batch_records(seg, tab.batch(i), findings)), files.base_offset)
     fold.finish()
     return TransactionScan(partition, tuple(fold.closed + fold.open_transactions()),
                            fold.producers, fold.states,
@@ -196,21 +193,19 @@ def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False,
                            tuple(findings))
 
 
-def _markers(segment: Segment, b: Batch, findings: list[Finding]) -> list[ControlMarker]:
-    """The control records of one control batch (read from its segment)."""
-    out = []
-    for br in segment.batch_records(BatchTable.from_batches([b])):
-        if br.finding is not None:
-            findings.append(br.finding)
-        for record in br.records:
-            control = record.control
-            if control is not None:
-                out.append(ControlMarker(control.type, record.offset, record.timestamp,
-                                         control.coordinator_epoch))
-    return out
+def _markers(records: Iterable[Record]) -> list[ControlMarker]:
+    """The markers a control batch's records hold (``EndTransactionMarker``)."""
+    return [ControlMarker(r.control.type, r.offset, r.timestamp, r.control.coordinator_epoch)
+            for r in records if r.control is not None]
 
 
 # ---------------------------------------------------------------------------- the checks
+
+
+#: What a hanging transaction's JSON repeats of its :meth:`Transaction.to_json` (it has no
+#: marker, so the marker fields are left out).
+_HANGING_FIELDS = ("producer_id", "producer_epoch", "first_offset", "last_data_offset",
+                   "batches", "records", "first_timestamp")
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,12 +220,9 @@ class HangingTransaction:
     transactional_id: str | None = None
 
     def to_json(self) -> dict:
-        t = self.transaction
+        t = self.transaction.to_json()
         return {"type": "hanging_transaction", "partition": self.partition,
-                "producer_id": t.producer_id, "producer_epoch": t.producer_epoch,
-                "first_offset": t.first_offset, "last_data_offset": t.last_data_offset,
-                "batches": t.batches, "records": t.records,
-                "first_timestamp": t.first_timestamp, "age_ms": self.age_ms,
+                **{k: t[k] for k in _HANGING_FIELDS}, "age_ms": self.age_ms,
                 "last_stable_offset": self.pinned_lso,
                 "log_end_offset": self.log_end_offset,
                 "offsets_held_back": self.log_end_offset - self.pinned_lso,
@@ -265,29 +257,26 @@ def check_txnindex(scan: TransactionScan) -> list[Finding]:
     aborts_without_data = {(t.producer_id, t.marker_offset) for t in scan.transactions
                            if t.marker == "ABORT" and t.first_offset is None}
     seen = set()
-    for seg in partition.segments:
-        if seg.txnindex is None:
-            continue
-        with TransactionIndex(seg.txnindex, seg.base_offset) as idx:
-            findings.extend(idx.sanity_check())
-            for e in idx.entries():
-                key = (e.producer_id, e.last_offset)
-                where = str(seg.txnindex)
-                t = expected.get(key)
-                if t is None:
-                    if key in aborts_without_data and e.first_offset < scan.log_start_offset:
-                        seen.add(key)  # the transaction's data was before the log start
-                        continue
-                    findings.append(finding(
-                        "txnindex_unexpected_entry", where,
-                        f"entry for producer {e.producer_id} (offsets {e.first_offset}.."
-                        f"{e.last_offset}) matches no aborted transaction in the log",
-                        position=e.position, offset=e.last_offset))
+    for seg, idx in transaction_indexes(partition):
+        findings.extend(idx.sanity_check())
+        for e in idx.entries():
+            key = (e.producer_id, e.last_offset)
+            where = str(seg.txnindex)
+            t = expected.get(key)
+            if t is None:
+                if key in aborts_without_data and e.first_offset < scan.log_start_offset:
+                    seen.add(key)  # the transaction's data was before the log start
                     continue
-                seen.add(key)
-                findings.extend(
-                    finding(code, where, message, position=e.position, offset=e.last_offset)
-                    for code, message in _entry_disagreements(e, t, seg.base_offset))
+                findings.append(finding(
+                    "txnindex_unexpected_entry", where,
+                    f"entry for producer {e.producer_id} (offsets {e.first_offset}.."
+                    f"{e.last_offset}) matches no aborted transaction in the log",
+                    position=e.position, offset=e.last_offset))
+                continue
+            seen.add(key)
+            findings.extend(
+                finding(code, where, message, position=e.position, offset=e.last_offset)
+                for code, message in _entry_disagreements(e, t, seg.base_offset))
     for key, t in expected.items():
         if key not in seen:
             findings.append(finding(
@@ -320,12 +309,8 @@ def _entry_disagreements(e, t: Transaction, segment: int) -> list[tuple[str, str
 def check_snapshots(scan: TransactionScan) -> list[Finding]:
     """Each ``.snapshot`` of the partition against the producer state the log gives at its
     offset (:func:`~segtools.analysis.producer_state.compare_snapshots`)."""
-    files = []
-    for snap in scan.partition.snapshots:
-        snapshot, found = read_producer_snapshot(snap.path)
-        files.append(SnapshotFile(snap.offset, str(snap.path), snapshot, tuple(found)))
-    return compare_snapshots(files, scan.snapshots_state, scan.producers,
-                             scan.log_start_offset)
+    return compare_snapshots(producer_snapshots(scan.partition), scan.snapshots_state,
+                             scan.producers, scan.log_start_offset)
 
 
 def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,

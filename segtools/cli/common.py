@@ -56,6 +56,16 @@ def add_decompress_limit(p: argparse.ArgumentParser) -> None:
                         f"(default {DEFAULT_DECOMPRESS_LIMIT})")
 
 
+def add_run_options(p: argparse.ArgumentParser, *, quiet: bool = True,
+                    document: bool = False) -> None:
+    """``--format``, ``--max-decompressed-bytes`` and (unless ``quiet=False``) ``-q``: the
+    options every command that reads a tree shares, declared once so each spells them alike."""
+    add_format(p, document=document)
+    add_decompress_limit(p)
+    if quiet:
+        add_quiet(p)
+
+
 def _positive_int(text: str) -> int:
     try:
         value = int(text)

@@ -23,9 +23,8 @@ from segtools.cli import render
 from segtools.cli.common import (
     EXIT_FINDINGS,
     add_command,
-    add_decompress_limit,
-    add_format,
     add_paths,
+    add_run_options,
     exit_code,
     open_tree,
 )
@@ -45,8 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_paths(p, "partition dirs, log dirs, or a directory of log-dir copies", metavar="DIR")
     p.add_argument("--partition", metavar="TOPIC-P",
                    help="only this partition (e.g. orders-9)")
-    add_format(p)
-    add_decompress_limit(p)
+    add_run_options(p, quiet=False)
     p.set_defaults(run=run)
 
 

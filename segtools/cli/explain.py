@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.text import Text
 
 from segtools.analysis import config as cfg
-from segtools.analysis.partition_input import Loaded, input_bytes, load_inputs
+from segtools.analysis.partition_input import Loaded, input_bytes, load_inputs, read_config_file
 from segtools.cli import render
 from segtools.cli.common import (
     add_at,
@@ -73,7 +73,7 @@ def flags_from_args(args: argparse.Namespace) -> dict[str, str]:
 def load(args: argparse.Namespace) -> Loaded:
     """Walk PATH and build every partition's input (with a progress bar)."""
     log_dirs, loose = open_tree(args.paths)
-    config_file = cfg.read_config_file(args.config) if args.config else None
+    config_file = read_config_file(args.config) if args.config else None
     with progress(input_bytes(log_dirs), "summarising", quiet=args.quiet) as advance:
         loaded = load_inputs(log_dirs, flags=flags_from_args(args), config_file=config_file,
                              at=args.at, limit=args.max_decompressed_bytes, advance=advance)

@@ -24,16 +24,14 @@ from segtools.analysis.cluster_metadata import (
     DecodedEntry,
     MetadataEvent,
     MetadataReplay,
-    metadata_partition,
     timeline,
 )
+from segtools.analysis.partition_log import metadata_partition
 from segtools.cli import render
 from segtools.cli.common import (
     add_at,
     add_command,
-    add_decompress_limit,
-    add_format,
-    add_quiet,
+    add_run_options,
     exit_code,
     progress,
 )
@@ -64,9 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--records", action="store_true",
                    help="print every record decoded instead of the timeline")
     p.add_argument("--include-noop", action="store_true", help="show NoOpRecords too")
-    add_format(p)
-    add_decompress_limit(p)
-    add_quiet(p)
+    add_run_options(p)
     p.set_defaults(run=run)
 
 

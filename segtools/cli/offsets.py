@@ -47,10 +47,8 @@ from segtools.cli.common import (
     EXIT_FINDINGS,
     add_at,
     add_command,
-    add_decompress_limit,
-    add_format,
     add_paths,
-    add_quiet,
+    add_run_options,
     exit_code,
     progress,
 )
@@ -76,9 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--partition", type=int, help="only this partition of --topic")
     p.add_argument("--history", action="store_true",
                    help="print every commit (and tombstone) instead of the latest offsets")
-    add_format(p)
-    add_quiet(p)
-    add_decompress_limit(p)
+    add_run_options(p)
     p.set_defaults(run=run)
 
 

@@ -41,9 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how far apart two copies of a retried send may be (default 2m; "
                         "ms, or with s/m/h)")
     p.add_argument("--plot", metavar="FILE.png", help="draw the batching picture")
-    common.add_format(p)
-    common.add_decompress_limit(p)
-    common.add_quiet(p)
+    common.add_run_options(p)
     p.set_defaults(run=run)
 
 

@@ -35,10 +35,8 @@ from segtools.analysis.transactions import (
 from segtools.cli import render
 from segtools.cli.common import (
     add_command,
-    add_decompress_limit,
-    add_format,
     add_paths,
-    add_quiet,
+    add_run_options,
     exit_code,
     open_tree,
     parse_time,
@@ -68,9 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--changes", type=int, default=CHANGES_PER_ID, metavar="N",
                    help="__transaction_state changes kept per transactional id, the latest "
                         "(default %(default)s; 0: all)")
-    add_format(p)
-    add_decompress_limit(p)
-    add_quiet(p)
+    add_run_options(p)
     p.set_defaults(run=run)
 
 

@@ -245,7 +245,7 @@ cdef struct Ctx:
 
 cdef inline bint utf8_valid(const uint8_t *s, int64_t n) noexcept nogil:
     """Well-formed UTF-8 (Unicode table 3-7), what Python's strict decoder accepts."""
-    cdef int64_t i = 0
+    cdef int64_t i = 0, k
     cdef uint64_t w
     cdef uint8_t c, c1
     while i < n:
@@ -265,24 +265,20 @@ cdef inline bint utf8_valid(const uint8_t *s, int64_t n) noexcept nogil:
             if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
                 return False
             i += 2
-        elif c < 0xF0:
-            if i + 2 >= n:
-                return False
-            c1 = s[i + 1]
-            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80:
-                return False
-            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 >= 0xA0):
-                return False
-            i += 3
         elif c < 0xF5:
-            if i + 3 >= n:
+            # three bytes below F0, four from it; the second byte's range is narrower after
+            # E0 and F0 (no overlong forms), ED (no surrogates) and F4 (nothing past U+10FFFF)
+            k = 3 if c < 0xF0 else 4
+            if i + k > n:
                 return False
             c1 = s[i + 1]
-            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
+            if (c1 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or \
+                    (k == 4 and (s[i + 3] & 0xC0) != 0x80):
                 return False
-            if (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 >= 0x90):
+            if (c == 0xE0 and c1 < 0xA0) or (c == 0xED and c1 >= 0xA0) or \
+                    (c == 0xF0 and c1 < 0x90) or (c == 0xF4 and c1 >= 0x90):
                 return False
-            i += 4
+            i += k
         else:
             return False
     return True
@@ -346,6 +342,23 @@ cdef inline int fixed_width(int32_t code) noexcept nogil:
     return 0
 
 
+cdef inline int64_t read_fixed(int32_t code, const uint8_t *p) noexcept nogil:
+    """A fixed-width number of type ``code`` at ``p`` (a FLOAT64 as its bits; not a UUID)."""
+    if code == OP_INT8:
+        return <int8_t>p[0]
+    if code == OP_BOOL:
+        return p[0] != 0
+    if code == OP_INT16:
+        return be_i16(p)
+    if code == OP_UINT16:
+        return be_u16(p)
+    if code == OP_INT32:
+        return be_i32(p)
+    if code == OP_UINT32:
+        return be_u32(p)
+    return be_i64(p)  # INT64, FLOAT64
+
+
 cdef int64_t run_ops(Ctx *c, int64_t first, int64_t count, int64_t pos, int64_t end,
                      int64_t *out) noexcept nogil:
     """Rows ``first .. first + count`` of the program over ``d[pos:end]``: the next position,
@@ -356,6 +369,21 @@ cdef int64_t run_ops(Ctx *c, int64_t first, int64_t count, int64_t pos, int64_t 
         if pos < 0:
             return -1
     return pos
+
+
+cdef inline int64_t read_sized(const uint8_t *d, int64_t pos, int64_t end, int32_t flags,
+                               bint wide, int64_t *n) noexcept nogil:
+    """The length of a string, bytes or array (``n[0]``, -1 for null) and the position after
+    it; -1 when the length breaks a rule: null where the field is not nullable, or longer than
+    the bytes left (the reference's guard against absurd counts)."""
+    cdef int64_t p = read_length(d, pos, end, flags & F_COMPACT, wide, n)
+    if p < 0:
+        return -1
+    if n[0] < 0:
+        return p if flags & F_NULLABLE else -1
+    if n[0] > end - p:
+        return -1
+    return p
 
 
 cdef int64_t run_scalar(Ctx *c, int32_t code, int32_t flags, int32_t slot, int64_t pos,
@@ -369,40 +397,23 @@ cdef int64_t run_scalar(Ctx *c, int32_t code, int32_t flags, int32_t slot, int64
         if pos + w > end:
             return -1
         if out != NULL and slot >= 0:
-            if code == OP_INT8:
-                v = <int8_t>d[pos]
-            elif code == OP_BOOL:
-                v = d[pos] != 0
-            elif code == OP_INT16:
-                v = be_i16(d + pos)
-            elif code == OP_UINT16:
-                v = be_u16(d + pos)
-            elif code == OP_INT32:
-                v = be_i32(d + pos)
-            elif code == OP_UINT32:
-                v = be_u32(d + pos)
-            elif code == OP_UUID:
-                if flags & F_INTERN:
-                    v = intern(c.uuids, d + pos, 16)
-                    if v < 0:
-                        return -1
-                else:
-                    v = pos
-            else:  # INT64, FLOAT64 (its bits)
-                v = be_i64(d + pos)
+            if code != OP_UUID:
+                v = read_fixed(code, d + pos)
+            elif flags & F_INTERN:
+                v = intern(c.uuids, d + pos, 16)
+                if v < 0:
+                    return -1
+            else:
+                v = pos
             out[slot] = v
         return pos + w
     if code == OP_STRING or code == OP_BYTES:
-        p = read_length(d, pos, end, flags & F_COMPACT, code == OP_BYTES, &n)
+        p = read_sized(d, pos, end, flags, code == OP_BYTES, &n)
         if p < 0:
             return -1
         if n < 0:
-            if not (flags & F_NULLABLE):
-                return -1
             store2(out, slot, p, -1)
             return p
-        if n > end - p:
-            return -1
         if code == OP_STRING:
             if n > MAX_STRING_LENGTH or not utf8_valid(d + p, n):
                 return -1
@@ -449,16 +460,12 @@ cdef int64_t run_op(Ctx *c, const int32_t *op, int64_t pos, int64_t end,
         store2(out, slot, start, 1)
         return p
     if code == OP_ARRAY:
-        p = read_length(d, pos, end, flags & F_COMPACT, True, &n)
+        p = read_sized(d, pos, end, flags, True, &n)
         if p < 0:
             return -1
         if n < 0:
-            if not (flags & F_NULLABLE):
-                return -1
             store2(out, slot, p, -1)
             return p
-        if n > end - p:  # the reference's guard against absurd counts
-            return -1
         start = p
         elem = op[COL_ELEM]
         w = fixed_width(elem)
@@ -534,6 +541,35 @@ cdef inline int64_t frame_number(const uint8_t *d, int64_t pos, int64_t end,
     return pos
 
 
+cdef inline void open_ctx(Ctx *c, const int32_t[:, ::1] ops, const uint8_t[::1] buf,
+                          Interner strings, Interner uuids):
+    """A run's context: the ops, the bytes, and where names are interned (None: nowhere, a
+    validity check that stores nothing)."""
+    c.ops = &ops[0, 0]
+    c.d = &buf[0] if buf.shape[0] else NULL
+    c.strings = &strings.t if strings is not None else NULL
+    c.uuids = &uuids.t if uuids is not None else NULL
+
+
+cdef inline int32_t value_program(const int32_t *value_table, int64_t ntypes,
+                                  int64_t nversions, int64_t t, int64_t v) noexcept nogil:
+    """The program of value type ``t`` at version ``v`` in the ``ntypes`` x ``nversions``
+    table; -1 where the schema knows none."""
+    if t < 0 or v < 0 or t >= ntypes or v >= nversions:
+        return -1
+    return value_table[t * nversions + v]
+
+
+cdef inline bint run_program(Ctx *c, const int32_t *program, const int64_t *defaults,
+                             int64_t first, int64_t last, int64_t pos, int64_t end,
+                             int64_t *row) noexcept nogil:
+    """Prefill slots ``[first, last)`` of ``row`` from the program's defaults, then run it
+    (``program`` = first op row, op count) over ``[pos, end)``: whether it read exactly to
+    ``end``, as a record's key or value must."""
+    memcpy(row + first, defaults + first, (last - first) * sizeof(int64_t))
+    return run_ops(c, program[0], program[1], pos, end, row) == end
+
+
 def decode(int mode, const uint8_t[::1] buf, const int64_t[::1] key_pos,
            const int64_t[::1] key_len, const int64_t[::1] value_pos,
            const int64_t[::1] value_len, const int8_t[::1] skip, const int32_t[:, ::1] ops,
@@ -556,17 +592,14 @@ def decode(int mode, const uint8_t[::1] buf, const int64_t[::1] key_pos,
     cdef Ctx c
     cdef int64_t n = key_pos.shape[0]
     cdef int64_t width = vals.shape[1]
-    cdef int64_t r, s, p, kp, kl, vp, vl, end, v, fv, t
+    cdef int64_t r, s, p, kp, kl, vp, vl, end, v, fv, t, first
     cdef int32_t prog
     cdef int64_t *row
     cdef int64_t ntypes = key_table.shape[0]
     cdef int64_t vtypes = value_table.shape[0]
     cdef int64_t nversions = value_table.shape[1]
-    cdef bint ok
-    c.ops = &ops[0, 0]
-    c.d = &buf[0] if buf.shape[0] else NULL
-    c.strings = &strings.t
-    c.uuids = &uuids.t
+    cdef const int32_t *values = &value_table[0, 0] if vtypes and nversions else NULL
+    open_ctx(&c, ops, buf, strings, uuids)
     with nogil:
         for r in range(n):
             key_code[r] = -1
@@ -583,6 +616,7 @@ def decode(int mode, const uint8_t[::1] buf, const int64_t[::1] key_pos,
             vp = value_pos[r]
             vl = value_len[r]
             if mode == MODE_METADATA:
+                # a metadata record: frame version, type, version (uvarints), then the value
                 if vl < 0:
                     continue
                 end = vp + vl
@@ -596,57 +630,44 @@ def decode(int mode, const uint8_t[::1] buf, const int64_t[::1] key_pos,
                 if p < 0:
                     continue
                 rtype[r] = <int16_t>t
-                vver[r] = <int16_t>v
-                if t >= vtypes or v >= nversions:
+                first = 0
+            else:
+                # coordinator and transaction log records: an int16-prefixed key, then the
+                # value, int16-prefixed too
+                if kl < 2:
                     continue
-                prog = value_table[t, v]
-                if prog < 0:
+                t = be_i16(c.d + kp)
+                kver[r] = <int16_t>t
+                if mode == MODE_COORDINATOR:
+                    rtype[r] = <int16_t>t
+                else:
+                    rtype[r] = 0
+                if t < 0 or t >= ntypes or key_table[t] < 0:
                     continue
-                memcpy(row, &defaults[prog, 0], width * sizeof(int64_t))
-                if run_ops(&c, programs[prog, 0], programs[prog, 1], p, end, row) == end:
+                prog = key_table[t]
+                if not run_program(&c, &programs[prog, 0], &defaults[prog, 0], 0, key_slots,
+                                   kp + 2, kp + kl, row):
+                    continue
+                if identity[t]:
+                    key_code[r] = intern(&keys.t, c.d + kp + 2, kl - 2)
+                    if key_code[r] < 0:
+                        continue
+                if vl < 0:
+                    for s in range(key_slots, width):
+                        row[s] = ABSENT
                     status[r] = ST_OK
-                continue
-            # coordinator and transaction log records: an int16-prefixed key, then the value
-            if kl < 2:
-                continue
-            t = be_i16(c.d + kp)
-            kver[r] = <int16_t>t
-            if mode == MODE_COORDINATOR:
-                rtype[r] = <int16_t>t
-            else:
-                rtype[r] = 0
-            if t < 0 or t >= ntypes or key_table[t] < 0:
-                continue
-            prog = key_table[t]
-            memcpy(row, &defaults[prog, 0], key_slots * sizeof(int64_t))
-            if run_ops(&c, programs[prog, 0], programs[prog, 1], kp + 2, kp + kl, row) != kp + kl:
-                continue
-            if identity[t]:
-                key_code[r] = intern(&keys.t, c.d + kp + 2, kl - 2)
-                if key_code[r] < 0:
                     continue
-            if vl < 0:
-                for s in range(key_slots, width):
-                    row[s] = ABSENT
-                status[r] = ST_OK
-                continue
-            if vl < 2:
-                continue
-            v = be_i16(c.d + vp)
+                if vl < 2:
+                    continue
+                v = be_i16(c.d + vp)
+                p, end = vp + 2, vp + vl
+                first = key_slots
+                if mode != MODE_COORDINATOR:
+                    t = 0  # the transaction log has one value type
             vver[r] = <int16_t>v
-            if mode == MODE_COORDINATOR:
-                s = t
-            else:
-                s = 0
-            if v < 0 or s >= vtypes or v >= nversions:
-                continue
-            prog = value_table[s, v]
-            if prog < 0:
-                continue
-            memcpy(row + key_slots, &defaults[prog, key_slots],
-                   (width - key_slots) * sizeof(int64_t))
-            if run_ops(&c, programs[prog, 0], programs[prog, 1], vp + 2, vp + vl,
-                       row) == vp + vl:
+            prog = value_program(values, vtypes, nversions, t, v)
+            if prog >= 0 and run_program(&c, &programs[prog, 0], &defaults[prog, 0], first,
+                                         width, p, end, row):
                 status[r] = ST_OK
     if strings.t.failed or uuids.t.failed or keys.t.failed:
         raise MemoryError("interning the internal topics' names")
@@ -661,10 +682,7 @@ def expand(const int32_t[:, ::1] ops, int64_t first, int64_t count,
     cdef Ctx c
     cdef int64_t k
     cdef int64_t width = out.shape[1]
-    c.ops = &ops[0, 0]
-    c.d = &buf[0] if buf.shape[0] else NULL
-    c.strings = &strings.t
-    c.uuids = &uuids.t
+    open_ctx(&c, ops, buf, strings, uuids)
     with nogil:
         for k in range(out.shape[0]):
             if width:
@@ -682,10 +700,7 @@ def check(const int32_t[:, ::1] ops, int64_t first, int64_t count, const uint8_t
     """Run a program over ``buf[pos:end]`` without storing anything: the position after it,
     or -1 when the bytes break a rule (a validity check)."""
     cdef Ctx c
-    c.ops = &ops[0, 0]
-    c.d = &buf[0] if buf.shape[0] else NULL
-    c.strings = NULL
-    c.uuids = NULL
+    open_ctx(&c, ops, buf, None, None)
     with nogil:
         pos = run_ops(&c, first, count, pos, end, NULL)
     return pos
@@ -748,20 +763,10 @@ def values(int32_t code, int32_t flags, const uint8_t[::1] buf, int64_t pos, int
     if pos < 0 or end > buf.shape[0] or (w and pos + n * w > end):
         raise IndexError(pos)
     for k in range(n):
-        if code == OP_INT8:
-            out.append(<int8_t>d[p])
-        elif code == OP_BOOL:
+        if code == OP_BOOL:
             out.append(d[p] != 0)
-        elif code == OP_INT16:
-            out.append(be_i16(d + p))
-        elif code == OP_UINT16:
-            out.append(be_u16(d + p))
-        elif code == OP_INT32:
-            out.append(be_i32(d + p))
-        elif code == OP_UINT32:
-            out.append(be_u32(d + p))
-        elif code == OP_INT64:
-            out.append(be_i64(d + p))
+        elif w and code != OP_UUID and code != OP_FLOAT64:
+            out.append(read_fixed(code, d + p))
         elif code == OP_UUID:
             out.append(uuid_text(d + p))
         elif code == OP_STRING or code == OP_BYTES:

@@ -30,7 +30,7 @@ from construct import (
 )
 
 from segtools.codecs import crc32c
-from segtools.formats.varint import NullableVarBytes, VarBytes, Varint, Varlong
+from segtools.formats.varint import NullableBytes, VarBytes, Varint, Varlong
 
 #: Bytes before the length field ends: baseOffset (8) + length (4) (``Records.LOG_OVERHEAD``).
 LOG_OVERHEAD = 12
@@ -82,7 +82,7 @@ RECORD_BATCH_OVERHEAD = RecordBatchHeader.sizeof()
 
 RecordHeader = Struct(
     "key" / VarBytes(),  # UTF-8 text in Kafka; kept as bytes here, decoded by renderers
-    "value" / NullableVarBytes(),
+    "value" / NullableBytes(),
 )
 
 #: A record body, everything after the record's own length varint.
@@ -90,8 +90,8 @@ RecordBody = Struct(
     "attributes" / Int8sb,  # unused, written as 0
     "timestamp_delta" / Varlong,
     "offset_delta" / Varint,
-    "key" / NullableVarBytes(),
-    "value" / NullableVarBytes(),
+    "key" / NullableBytes(),
+    "value" / NullableBytes(),
     "headers" / PrefixedArray(Varint, RecordHeader),  # a negative count is invalid
     Terminated,  # the body must consume exactly the record's declared length
 )

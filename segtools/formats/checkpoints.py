@@ -103,6 +103,14 @@ def _java_split(line: str) -> list[str]:
     return fields
 
 
+def _int_line(lines: Iterator[tuple[int, int, str]]
+              ) -> tuple[int, int, str, int | None] | None:
+    """The next header line (number, byte position, text) and the int32 it holds (None: not
+    one); None past the end of the file."""
+    read = next(lines, None)
+    return None if read is None else (*read, _java_int(read[2], _INT32))
+
+
 def parse_checkpoint(text: str, path: str, entry: Callable[[list[str]], T | None],
                      shape: str) -> tuple[list[T], list[Finding]]:
     """``CheckpointFile.CheckpointReadBuffer.read``: version line, count line, entries.
@@ -116,24 +124,20 @@ def parse_checkpoint(text: str, path: str, entry: Callable[[list[str]], T | None
         findings.append(finding(code, path, f"line {number}: {message}",
                                 position=pos))
 
-    first = next(lines, None)
+    first = _int_line(lines)
     if first is None:
         return [], findings
-    number, pos, line = first
-    version = _java_int(line, _INT32)
-    if version is None:
-        bad("checkpoint_bad_version", number, pos, f"version line {line!r} is not an integer")
-        return [], findings
+    number, pos, line, version = first
     if version != CHECKPOINT_VERSION:
         bad("checkpoint_bad_version", number, pos,
-            f"unrecognized version {version} (expected {CHECKPOINT_VERSION}); Kafka refuses the "
-            f"file")
+            f"version line {line!r} is not an integer" if version is None else
+            f"unrecognized version {version} (expected {CHECKPOINT_VERSION}); Kafka refuses "
+            f"the file")
         return [], findings
-    second = next(lines, None)
+    second = _int_line(lines)
     if second is None:
         return [], findings
-    count_number, count_pos, line = second
-    expected = _java_int(line, _INT32)
+    count_number, count_pos, line, expected = second
     if expected is None:
         bad("checkpoint_bad_count", count_number, count_pos,
             f"entry count line {line!r} is not an integer")

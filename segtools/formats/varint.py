@@ -63,24 +63,28 @@ Varint = ZigZagVarint(32)
 Varlong = ZigZagVarint(64)
 
 
-class NullableVarBytes(Construct):
-    """A varint length then that many bytes; a negative length is null.
+class NullableBytes(Construct):
+    """A length (``length``: any integer construct) then that many bytes; a negative length is
+    null, and builders write -1.
 
-    ``DefaultRecord.readFrom`` tests ``size >= 0`` for keys, values and header values, so any
-    negative length (not only -1) reads as null; builders write -1.
+    ``DefaultRecord.readFrom`` tests ``size >= 0`` for keys, values and header values (a varint
+    length), and ``LegacyRecord.key()``/``value()`` do the same with an int32 length, so any
+    negative length (not only -1) reads as null.
     """
 
+    def __init__(self, length: Construct = Varint):
+        super().__init__()
+        self.length = length
+
     def _parse(self, stream, context, path):
-        length = Varint._parse(stream, context, path)
+        length = self.length._parse(stream, context, path)
         if length < 0:
             return None
         return stream_read(stream, length, path)
 
     def _build(self, obj, stream, context, path):
-        if obj is None:
-            Varint._build(-1, stream, context, path)
-        else:
-            Varint._build(len(obj), stream, context, path)
+        self.length._build(-1 if obj is None else len(obj), stream, context, path)
+        if obj is not None:
             stream_write(stream, bytes(obj), len(obj), path)
         return obj
 
@@ -88,7 +92,7 @@ class NullableVarBytes(Construct):
         raise ConstructError("variable-length bytes have no fixed size", path=path)
 
 
-class VarBytes(NullableVarBytes):
+class VarBytes(NullableBytes):
     """A header key: a varint length that must not be negative (``DefaultRecord.readHeaders``)."""
 
     def _parse(self, stream, context, path):

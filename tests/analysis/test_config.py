@@ -10,6 +10,7 @@ import types
 import pytest
 
 from segtools.analysis import config as cfg
+from segtools.analysis.partition_input import load_cluster_metadata
 from segtools.cli.main import main
 from segtools.errors import SegtoolsError
 from tests.fixtures_manifest import SAMPLE
@@ -100,16 +101,16 @@ def _fake_decoder(monkeypatch, configs):
 
 def test_cluster_metadata_decoder_is_used_when_present(monkeypatch, tmp_path):
     calls = _fake_decoder(monkeypatch, {"t": {"retention.ms": "60000"}})
-    configs, where, findings = cfg.load_cluster_metadata([tmp_path / "__cluster_metadata-0"])
+    configs, where, findings = load_cluster_metadata([tmp_path / "__cluster_metadata-0"])
     assert configs == {"t": {"retention.ms": "60000"}} and not findings
     assert calls == [str(tmp_path / "__cluster_metadata-0")] and where == calls[0]
 
 
 def test_cluster_metadata_decoder_missing(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "segtools.analysis.cluster_metadata", None)
-    configs, _, findings = cfg.load_cluster_metadata([tmp_path])
+    configs, _, findings = load_cluster_metadata([tmp_path])
     assert configs == {} and findings[0].code == "cluster_metadata_decoder_missing"
-    assert cfg.load_cluster_metadata([]) == ({}, "", [])
+    assert load_cluster_metadata([]) == ({}, "", [])
 
 
 def test_cli_takes_topic_configs_from_a_metadata_log_in_the_tree(monkeypatch, tmp_path,

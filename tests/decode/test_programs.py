@@ -126,6 +126,32 @@ def test_damaged_bytes_are_refused_exactly_when_the_reference_refuses(topic, cas
     assert compiled(topic, key, raw) == reference(topic, key, raw)
 
 
+#: UTF-8 at the edges of Unicode table 3-7: the first and last of each row, the bytes just
+#: outside them (overlong forms, surrogates, past U+10FFFF), cut sequences, stray bytes.
+_UTF8_EDGES = [b"\xc2\x80", b"\xc1\xbf", b"\xdf\xbf", b"\xe0\x9f\xbf", b"\xe0\xa0\x80",
+               b"\xed\x9f\xbf", b"\xed\xa0\x80", b"\xef\xbf\xbf", b"\xf0\x8f\xbf\xbf",
+               b"\xf0\x90\x80\x80", b"\xf4\x8f\xbf\xbf", b"\xf4\x90\x80\x80",
+               b"\xf5\x80\x80\x80", b"\xe1\x80", b"\xf1\x80\x80", b"\x80", b"\xe1\x80A"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_UTF8_EDGES) | st.binary(max_size=4)
+                | st.text(max_size=3).map(lambda t: t.encode("utf-8", "surrogatepass")),
+                max_size=5).map(b"".join))
+def test_a_string_is_read_exactly_when_python_reads_it_as_utf8(text):
+    """The compiled UTF-8 check accepts a string's bytes exactly when Python's strict decoder
+    (the reference's ``str(..., "utf-8")``) does, whatever run of edge sequences they are."""
+    key = struct.pack(">hh", 0, len(text)) + text
+    try:
+        text.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
+    got = compiled("__transaction_state", key, None)
+    assert (got is not None) == valid
+    assert got == reference("__transaction_state", key, None)
+
+
 def test_consumer_protocol_checks_agree_with_the_reference():
     """``versioned`` (the compiled consumer-protocol check) accepts exactly what the
     reference reads at the version's own layout."""

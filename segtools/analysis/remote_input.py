@@ -1,0 +1,152 @@
+"""The remote tier's input: the ``__remote_log_metadata`` partitions of a tree, and what a
+reachable remote store holds of each remote segment, read.
+
+Tiered storage keeps a partition's history in two places: the log dir and a remote store,
+known through ``__remote_log_metadata``. The rules over them (remote retention, the store held
+against the metadata) are in :mod:`segtools.analysis.tiered` and
+:mod:`segtools.analysis.remote_log`; finding and reading the files they need is here, as the
+partition's own files are read in :mod:`segtools.analysis.partition_input`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from segtools.analysis.remote_log import (
+    DELETE_SEGMENT_FINISHED,
+    RemoteLogMetadata,
+    RemotePartition,
+    RemoteSegment,
+    replay,
+)
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding, finding
+from segtools.formats.internal.remote_log_metadata import TOPIC
+from segtools.storage.logdirs import LogDir
+from segtools.storage.partition import (
+    PartitionDir,
+    PartitionState,
+    SegmentFiles,
+    load_partition_dir,
+)
+from segtools.storage.remote_store import (
+    LocalTieredStorage,
+    RemoteSegmentContent,
+    RemoteSegmentFiles,
+    RemoteStore,
+)
+from segtools.storage.segment import unreadable
+from segtools.storage.summary import SegmentSummary, summarize
+
+# --------------------------------------------------------------------------- the metadata
+
+
+def metadata_dirs(log_dirs: Sequence[LogDir]) -> list[PartitionDir]:
+    """The live ``__remote_log_metadata-N`` partitions of these log dirs: those walked, and
+    those beside a partition directory given on its own (its log dir holds them)."""
+    found: dict[Path, PartitionDir] = {}
+    for d in log_dirs:
+        for p in d.partitions:
+            if p.name is not None and p.name.topic == TOPIC and \
+                    p.name.state is PartitionState.LIVE:
+                found[Path(p.path)] = p
+        for beside in sorted(Path(d.path).glob(f"{TOPIC}-*")):
+            if beside.is_dir() and not beside.is_symlink() and beside not in found:
+                p = load_partition_dir(beside)
+                if p.name is not None and p.name.state is PartitionState.LIVE:
+                    found[beside] = p
+    return list(found.values())
+
+
+def remote_metadata(log_dirs: Sequence[LogDir]) -> RemoteLogMetadata:
+    """The replayed ``__remote_log_metadata`` of these log dirs."""
+    return replay(metadata_dirs(log_dirs))
+
+
+# --------------------------------------------------------------------------- the store
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSegment:
+    """A remote segment's files in a reachable store, and what its ``.log`` holds."""
+
+    segment_id: str
+    files: RemoteSegmentFiles
+    content: RemoteSegmentContent | None
+
+    def to_json(self) -> dict:
+        return {**self.files.to_json(),
+                "content": self.content.to_json() if self.content is not None else None}
+
+
+@dataclass(frozen=True, slots=True)
+class StoreHoldings:
+    """What a reachable store holds of one remote partition: each segment's files (in the
+    metadata's order; a segment whose delete finished is not read, only looked for), and the
+    segment ids the store lists under the partition's directory."""
+
+    segments: tuple[StoredSegment, ...]
+    listed: tuple[str, ...]
+    directory: str
+
+
+def store_holdings(rp: RemotePartition, store: RemoteStore) -> StoreHoldings:
+    """Find each remote segment of ``rp`` in ``store`` and read its ``.log`` with the log dir's
+    decoder (``store.content``)."""
+    out = []
+    for s in rp.segments:
+        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
+        content = None if s.state == DELETE_SEGMENT_FINISHED else store.content(files)
+        out.append(StoredSegment(s.segment_id, files, content))
+    return StoreHoldings(tuple(out), tuple(store.listed(rp.topic, rp.partition, rp.topic_id)),
+                         str(store.partition_dir(rp.topic, rp.partition, rp.topic_id)))
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSummary:
+    """A copied remote segment summarised like a local one (``scan``'s remote rows)."""
+
+    segment: RemoteSegment
+    summary: SegmentSummary
+
+
+def remote_summaries(rp: RemotePartition, store: RemoteStore, *, verify_crc: bool = False,
+                     limit: int = DEFAULT_DECOMPRESS_LIMIT
+                     ) -> tuple[tuple[RemoteSummary, ...], tuple[Finding, ...]]:
+    """The remote part of a tiered partition's log: each ``COPY_SEGMENT_FINISHED`` segment (what
+    ``RemoteLogManager.read`` serves a fetch below the local log start offset from), its files
+    found in the store and its ``.log`` and ``.timeindex`` summarised by the very walk a log
+    dir's segments get (:func:`segtools.storage.summary.summarize`), so a remote row and a local
+    row mean the same. Only ``LocalTieredStorage`` keeps a segment as plain files; the Aiven
+    plugin's chunked objects are read by :func:`store_holdings` instead."""
+    if not isinstance(store, LocalTieredStorage):
+        raise SegtoolsError(f"remote segments are summarised from a LocalTieredStorage "
+                            f"directory, not from {store.layout} objects",
+                            path=str(store.root))
+    out, findings = [], []
+    for s in rp.live_segments:
+        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
+        if files.log is None:
+            findings.append(finding(
+                "remote_segment_missing", str(files.directory),
+                f"{rp.label}: remote segment {s.segment_id} ({s.start_offset}-{s.end_offset}) "
+                "finished copying but the store has no .log of it", offset=s.start_offset))
+            continue
+        try:
+            listed = SegmentFiles(
+                base_offset=s.start_offset, log=files.log, log_size=files.log.stat().st_size,
+                index=files.found.get("offset_index"), timeindex=files.found.get("time_index"),
+                txnindex=files.found.get("transaction_index"), sealed=True)
+            summary = summarize(listed, is_active=False, verify_crc=verify_crc,
+                                decompress_limit=limit)
+        except OSError as e:
+            findings.append(unreadable(str(files.log), SegtoolsError(str(e))))
+            continue
+        except SegtoolsError as e:
+            findings.append(unreadable(str(files.log), e))
+            continue
+        out.append(RemoteSummary(s, summary))
+    return tuple(out), tuple(findings)
