@@ -48,8 +48,9 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int) -> Itera
     """``map(fn, items)``, spread over worker processes when the work is large enough.
 
     The workers are forked here, before the caller starts anything else (a progress bar's
-    thread); ``fn`` and ``items`` reach them through the fork, so neither is pickled, and each
-    result must pickle. Stopping early (a closed pipe) terminates the workers."""
+    thread), and start at once; ``fn`` and ``items`` reach them through the fork, so neither
+    is pickled, and each result must pickle. Stopping early (a closed pipe) terminates the
+    workers."""
     n = min(workers(), len(items))
     if n < 2 or segments < MIN_SEGMENTS or \
             "fork" not in multiprocessing.get_all_start_methods():
@@ -60,12 +61,15 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int) -> Itera
         pool = multiprocessing.get_context("fork").Pool(n)
     finally:
         _WORK = None  # the workers hold their own copy
-    return _drain(pool, len(items), max(1, min(64, len(items) // (16 * n))))
+    # the jobs are handed out now: the caller may do other work before it reads the results
+    results = pool.imap(_run, range(len(items)),
+                        chunksize=max(1, min(64, len(items) // (16 * n))))
+    return _drain(pool, results)
 
 
-def _drain(pool, count: int, chunksize: int) -> Iterator:
+def _drain(pool, results: Iterator) -> Iterator:
     try:
-        yield from pool.imap(_run, range(count), chunksize=chunksize)
+        yield from results
     finally:
         pool.terminate()
         pool.join()

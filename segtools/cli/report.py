@@ -88,20 +88,20 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as e:
         raise SegtoolsError(f"segtools report needs jinja2 ({e.name} is not installed: "
                             "pip install 'segtools[report]')") from None
+    from segtools.api import open as open_tree
     from segtools.redact import redactor
     from segtools.report.model import build
     from segtools.report.whatif import Ask
-    from segtools.storage.logdirs import walk
 
     redact = redactor(args.redact, args.redact_key)
-    log_dirs, _ = walk(args.paths)
-    out = check_output(args.output, log_dirs)
+    logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
+    out = check_output(args.output, logs.log_dirs)  # the tree is listed once, here
     if args.config is not None and not Path(args.config).is_file():
         raise SegtoolsError("no such file", path=args.config)
     ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
         if whatif.wanted(args) else None
     model = build(args.paths, at=args.at, config=args.config, redactor=redact,
-                  limit=args.max_decompressed_bytes, what_if=ask)
+                  limit=args.max_decompressed_bytes, what_if=ask, logs=logs)
     if args.hashes:  # chain of custody: every file the analyses read, in the page
         from segtools.storage.location import custody
         model.data["custody"] = custody()
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         os.unlink(tmp)
         raise
     print(out)  # the result is the file: its path on stdout, for a script or `make demo`
-    if not args.quiet:
-        print(f"report written: {len(html.encode('utf-8', 'surrogateescape'))} bytes, "
+    if not args.quiet:  # the size from the file: no second copy of a large page
+        print(f"report written: {out.stat().st_size} bytes, "
               f"{len(model.findings)} finding(s)", file=sys.stderr)
     return exit_code(model.findings)

@@ -5,12 +5,14 @@ Each section comes from the function the matching command calls (``verify``, ``r
 evidence), through :mod:`segtools.api` where it has the function. Nothing is re-derived: a
 verdict, a reason, a forecast step, a regression is copied from the analysis' own result.
 
-What this module adds is *choosing*: a report must stay readable and a few MB on a tree of
-thousands of partitions, so it keeps every partition's summary row and every finding count,
-but full detail only for the most telling partitions (findings, hanging transactions,
-deletions, compaction first), a bounded number of segments, findings, chart points and
-records, and it says in ``left_out`` what it dropped and how to get it (the command that
-shows it all).
+What this module adds is *choosing*: a report must stay readable and open quickly on a tree
+of tens of thousands of partitions, so it keeps every partition's summary row and every
+finding count, and each partition's detail as a JSON text of its own (the page parses one only
+when it is opened), within a byte budget spent on the most telling partitions first (findings,
+hanging transactions, deletions, compaction); the first and last records are read for the
+most telling few, which the page also lists (and prints) with their detail. Segments, findings,
+chart points and rows of the other sections are bounded too, and ``left_out`` says what was
+dropped and how to get it (the command that shows it all).
 
 Every string that came from the tree (topic names, keys, values, header keys, group and
 transactional ids, paths, messages quoting them) stays data: the page treats it as text. With
@@ -20,17 +22,21 @@ they are read, and topic names everywhere at the end (:func:`_scrub`).
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
-from segtools import __version__
+from segtools import __version__, fanout
 from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
 from segtools.analysis.partition_input import Loaded
+from segtools.analysis.producers import analyse as analyse_producers
 from segtools.analysis.tiered import TieredReport
 from segtools.analysis.transactions import TransactionsReport
 from segtools.api import LogDirs
@@ -50,7 +56,10 @@ from segtools.text import shown_path
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
-DETAILS_LEFT_OUT = "partitions with a summary row only (the most telling have full detail)"
+DETAILS_LEFT_OUT = ("partitions with a summary row only (the detail budget went to the most "
+                    "telling)")
+SAMPLES_LEFT_OUT = ("partitions whose first and last records were not read (the most telling, "
+                    "listed under Partition details, have them; segtools dump reads any)")
 #: Counted per group and summed: groups commit offsets for topic-partitions of the whole
 #: cluster, so this is no count of the partitions in the tree.
 GROUP_LINES_LEFT_OUT = ("committed topic-partitions not drawn on group charts (summed over "
@@ -62,7 +71,8 @@ GROUP_LINES_LEFT_OUT = ("committed topic-partitions not drawn on group charts (s
 class Budget:
     """How much the report shows before it summarises (each cut is noted in ``left_out``)."""
 
-    detailed_partitions: int = 150  # partitions with full detail; the rest keep a summary row
+    listed_partitions: int = 150  # listed with their detail and records (and on paper)
+    detail_bytes: int = 48 << 20  # JSON of per-partition detail; past it a summary row only
     segments: int = 40  # segment rows per partition (first and last halves)
     findings: int = 3000  # finding rows (counts per code are always complete)
     transactions: int = 40  # per partition, open ones first
@@ -72,17 +82,28 @@ class Budget:
     points: int = 300  # points per line (regressions always kept)
     samples: int = 3  # first and last records shown per partition
     preview: int = 120  # characters of a key, value or header shown
+    rows: int = 200  # rows of the other sections (tiered, replicas, hanging, skipped, ...)
     forecast_days: float = 14.0
 
 
 @dataclass
 class ReportModel:
-    """The document (``data``), the findings as found (for the exit code), and the log dirs
-    read (the output must not land inside one)."""
+    """The document (``data``), each partition's detail as a JSON text (by the row's ``id``;
+    None for a summary row only), the findings as found (for the exit code), and the log dirs
+    read (the output must not land inside one).
+
+    A row's ``detail`` says whether it has one; the texts stay apart from ``data`` so the page
+    carries them as one inert string and parses a partition's only when it is opened."""
 
     data: dict
     findings: list[Finding]
     log_dirs: list[LogDir] = field(default_factory=list)
+    details: list[str | None] = field(default_factory=list)
+
+    def detail(self, row_id: int) -> dict | None:
+        """One partition's detail as a value (what the page shows when it is opened)."""
+        text = self.details[row_id] if row_id < len(self.details) else None
+        return None if text is None else json.loads(text)
 
 
 # --------------------------------------------------------------------------- small helpers
@@ -114,6 +135,23 @@ def _partition_dir(path: str) -> str | None:
         if parse_partition_dir_name(up.name) is not None:
             return str(up)
     return None
+
+
+def _partition_dirs():
+    """:func:`_partition_dir`, each directory looked up once (a tree's findings are many
+    files of few directories)."""
+    memo: dict[str, str | None] = {}
+
+    def of(path: str) -> str | None:
+        where = as_path(path)
+        if parse_partition_dir_name(where.name) is not None:
+            return str(where)
+        parent = str(where.parent)
+        if parent not in memo:
+            memo[parent] = _partition_dir(parent)
+        return memo[parent]
+
+    return of
 
 
 def _finding(f: Finding, source: str) -> dict:
@@ -169,6 +207,28 @@ def _thin(points: list, limit: int, keep: set[int] | None = None) -> list:
 
 def _seconds(ms: int) -> float:
     return ms / 1000.0
+
+
+def finite(value):
+    """NaN and infinities have no JSON spelling: they become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(v) for v in value]
+    return value
+
+
+def json_text(value) -> str:
+    """``value`` as compact ASCII JSON (the page escapes it further for a script element).
+    A non-finite float would be written as a bare ``NaN`` or ``Infinity``: only a text that
+    holds either word anywhere is made again with them as null."""
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    if "NaN" in text or "Infinity" in text:
+        text = json.dumps(finite(value), ensure_ascii=True, separators=(",", ":"),
+                          allow_nan=False)
+    return text
 
 
 # --------------------------------------------------------------------------- charts
@@ -405,7 +465,10 @@ def _producers(pp, budget: Budget, left_out: Counter) -> dict:
     groups = sorted(pp.producers.values(), key=lambda g: -g.batches)
     if len(groups) > budget.producers:
         left_out["producers not listed (busiest first)"] += len(groups) - budget.producers
-    return {"producers": [g.to_json() for g in groups[:budget.producers]],
+    # the per-second rate histogram is for `segtools producers --format json`: the page
+    # does not draw it, and it is most of a busy producer's bytes
+    return {"producers": [{k: v for k, v in g.to_json().items() if k != "rate"}
+                          for g in groups[:budget.producers]],
             "events": [e.to_json() for e in pp.events if e.kind != "wrap"][:budget.producers]}
 
 
@@ -481,19 +544,25 @@ class _Analyses:
     @classmethod
     def run(cls, logs: LogDirs, *, at: int | None, now: int, config: str | None,
             budget: Budget) -> _Analyses:
+        # the analyses that read every partition's own files (each its own way) run beside
+        # the rest, in forked workers on the other cores, and come back as results
+        segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
+        jobs = _beside_jobs(logs)
+        beside = fanout.ordered(partial(_beside, logs), jobs, segments=segments)
         inputs = logs.inputs(at=at, config=config)
         retention = logs.explain_retention(at=now, inputs=inputs,
                                            forecast_days=budget.forecast_days)
         compaction = logs.explain_compaction(at=now, inputs=inputs)
         tiers = logs.tiered(at=now, inputs=inputs)
-        txns = logs.transactions()
         # the group timelines need every commit: the replay keeps its history only when asked
         replay = (logs.offsets_at(history=True) if logs.partitions(CONSUMER_OFFSETS_TOPIC)
                   else None)
         replicas = logs.diverge()
-        producers = logs.producers()
+        done = list(beside)  # in the jobs' order
+        verified, txns = done[0], done[-1]
+        producers = [pp for part in done[1:-1] for pp in part]
         sourced, merged = _dedupe([
-            ("segtools verify", logs.verify()),
+            ("segtools verify", verified),
             ("the topic config (segtools retention, compaction)", inputs.findings),
             ("segtools transactions", txns.findings),
             ("segtools offsets", replay.findings if replay else ()),
@@ -509,14 +578,41 @@ class _Analyses:
         return [f for _, f in self.sourced]
 
 
+#: The producers analysis is cut in this many jobs (it is the longest), so that the
+#: workers share the work evenly.
+PRODUCER_JOBS = 4
+
+
+def _beside_jobs(logs: LogDirs) -> list[tuple]:
+    """verify, the producers of each part of the tree, then transactions: the analyses that
+    read every partition's own files, as jobs for :func:`_beside` (a worker that is done
+    takes the next)."""
+    pdirs = [p.directory for p in logs.partitions()]  # what ``LogDirs.producers`` reads
+    step = max(1, -(-len(pdirs) // PRODUCER_JOBS))
+    return [("verify",), *(("producers", pdirs[i:i + step])
+                           for i in range(0, len(pdirs), step)), ("transactions",)]
+
+
+def _beside(logs: LogDirs, job: tuple):
+    """One job of :func:`_beside_jobs` (:func:`segtools.fanout.ordered` may run it in a
+    forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
+    if job[0] == "verify":
+        return logs.verify()
+    if job[0] == "producers":
+        return analyse_producers(job[1], limit=logs.max_decompressed_bytes)
+    return logs.transactions()
+
+
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
           redactor: Redactor | None = None, budget: Budget = Budget(),
-          limit: int = DEFAULT_DECOMPRESS_LIMIT, what_if: whatif.Ask | None = None
-          ) -> ReportModel:
+          limit: int = DEFAULT_DECOMPRESS_LIMIT, what_if: whatif.Ask | None = None,
+          logs: LogDirs | None = None) -> ReportModel:
     """Run every analysis over ``paths`` and assemble the report's document (with the
-    what-if section when ``what_if`` asks for it)."""
+    what-if section when ``what_if`` asks for it); ``logs``: the tree already opened over
+    ``paths`` (the command opens it once, to check its output)."""
     now = at if at is not None else int(time.time() * 1000)
-    logs = open_tree(*paths, max_decompressed_bytes=limit)
+    if logs is None:
+        logs = open_tree(*paths, max_decompressed_bytes=limit)
     if not any(d.partitions for d in logs.log_dirs):
         raise SegtoolsError("no Kafka partitions found here", path=" ".join(paths))
     if redactor is not None:
@@ -524,7 +620,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     left_out: Counter = Counter()
     a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget)
     rows, pdirs = _partition_rows(logs, a)
-    _add_details(rows, pdirs, a, redactor, budget, limit, left_out)
+    details = _details(rows, pdirs, a, redactor, budget, limit, left_out)
     largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
     if len(largest) > budget.series:
         left_out["topics left off the forecast chart (the largest are drawn)"] += \
@@ -536,6 +632,10 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         left_out["finding rows not listed (the counts per code are complete)"] += \
             len(ordered) - budget.findings
     replay = a.replay
+    replicas = a.replicas
+    if len(replicas) > budget.rows:  # the ones that diverged first
+        replicas = sorted(replicas, key=lambda rs: rs.divergence.status != "diverged")
+    hanging = [(pt, h) for pt in a.txns.partitions for h in pt.hanging]
     data = {
         "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
                  "paths": list(paths), "version": __version__,
@@ -552,25 +652,41 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         "topics": _topic_rows(rows),
         "overview": overview,
         "partitions": rows,
-        "skipped": [s.to_json() for s in a.inputs.skipped],
+        "skipped": [s.to_json() for s in _bounded(
+            a.inputs.skipped, budget.rows, "directories not analysed left out of their list",
+            left_out)],
         "groups": _groups(replay, budget, left_out) if replay is not None else [],
         "offset_regressions": len(replay.regressions) if replay is not None else 0,
         # topic names as values, not keys: redaction and the page handle them as data
         "open_transactional_ids": [
             {**c.to_json(), "partitions": [{"topic": t, "partitions": ids} for t, ids in
                                            (c.to_json()["partitions"] or {}).items()]}
-            for c in a.txns.open_ids],
+            for c in _bounded(a.txns.open_ids, budget.rows,
+                              "open transactional ids not listed", left_out)],
         "hanging": [{**h.to_json(), "partition": shown_path(h.partition)}
-                    for pt in a.txns.partitions for h in pt.hanging],
-        "divergence": [_divergence(rs) for rs in a.replicas],
-        "left_out": [{"what": what, "count": n} for what, n in sorted(left_out.items())],
-        "tiered": [_tiered(tp) for tp in a.tiers.partitions],
+                    for _, h in _bounded(hanging, budget.rows,
+                                         "hanging transactions not listed (each partition's "
+                                         "detail has its own)", left_out)],
+        "divergence": [_divergence(rs) for rs in _bounded(
+            replicas, budget.rows, "replica sets not shown (diverged ones first; segtools "
+            "diverge compares all)", left_out)],
+        "tiered": [_tiered(tp) for tp in _bounded(
+            a.tiers.partitions, budget.rows, "tiered partitions not listed (segtools tiered "
+            "lists all)", left_out)],
     }
     if what_if is not None:
         data["what_if"] = whatif.section(logs, a.inputs, now, what_if)
+    data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
     if redactor is not None:
         data = _scrub(data, redactor)
-    return ReportModel(data, a.findings, list(logs.log_dirs))
+    return ReportModel(data, a.findings, list(logs.log_dirs), details)
+
+
+def _bounded(items: Sequence, limit: int, what: str, left_out: Counter) -> list:
+    """The first ``limit`` items, and how many were left out (under ``what``)."""
+    if len(items) > limit:
+        left_out[what] += len(items) - limit
+    return list(items[:limit])
 
 
 def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple]]:
@@ -580,8 +696,9 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
     comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions}
     txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
     finding_count: dict[str | None, Counter] = defaultdict(Counter)
+    in_partition = _partition_dirs()
     for f in a.findings:
-        finding_count[_partition_dir(f.path)][str(f.severity)] += 1
+        finding_count[in_partition(f.path)][str(f.severity)] += 1
     rows, pdirs = [], []
     for d in logs.log_dirs:
         for p in d.partitions:
@@ -611,38 +728,56 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
                 "errors": counts["error"], "warnings": counts["warning"],
                 "infos": counts["info"],
                 "worst": max((SEVERITY_RANK[s] for s in counts if counts[s]), default=0),
-                "detail": None})
+                "detail": False, "listed": False})
             pdirs.append((p, e))
     return rows, pdirs
 
 
-def _add_details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
-                 redactor: Redactor | None, budget: Budget, limit: int,
-                 left_out: Counter) -> None:
-    """Full detail for the most telling partitions (``_interest``), within the budget."""
+def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
+             redactor: Redactor | None, budget: Budget, limit: int,
+             left_out: Counter) -> list[str | None]:
+    """Each partition's detail as JSON text (by row id), the most telling first
+    (``_interest``) until ``budget.detail_bytes`` is spent; the first ``listed_partitions``
+    of them are listed on the page with their first and last records. A detail is built,
+    redacted and serialised one at a time: only the texts are kept."""
     comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions}
     txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
     prod_by_path = {pp.path: pp for pp in a.producers}
-    chosen = sorted(rows, key=_interest)[:budget.detailed_partitions]
-    if len(rows) > len(chosen):
-        left_out[DETAILS_LEFT_OUT] += len(rows) - len(chosen)
-    for row in chosen:
+    texts: list[str | None] = [None] * len(rows)
+    spent = 0
+    ranked = sorted(rows, key=_interest)
+    for rank, row in enumerate(ranked):
+        listed = rank < budget.listed_partitions
         p, e = pdirs[row["id"]]
         path = str(p.path)
+        cut: Counter = Counter()  # what this detail leaves out, counted if it is kept
         detail: dict = {"segments": [], "retention": None, "compaction": None,
                         "transactions": None, "producers": None, "samples": None}
         if e is not None:
-            detail["segments"] = _segments(e.input, e.retention, budget, left_out)
+            detail["segments"] = _segments(e.input, e.retention, budget, cut)
             detail["retention"] = _retention(e)
         if path in comp_by_path:
             detail["compaction"] = _compaction(comp_by_path[path], redactor, budget)
         if path in txn_by_path:
-            detail["transactions"] = _transactions(txn_by_path[path], budget, left_out)
+            detail["transactions"] = _transactions(txn_by_path[path], budget, cut)
         if path in prod_by_path and prod_by_path[path].producers:
-            detail["producers"] = _producers(prod_by_path[path], budget, left_out)
+            detail["producers"] = _producers(prod_by_path[path], budget, cut)
         if p.name is not None and p.name.state == "live":
-            detail["samples"] = samples(p, redactor, budget, limit)
-        row["detail"] = detail
+            if listed:
+                detail["samples"] = samples(p, redactor, budget, limit)
+            else:
+                detail["samples_read"] = False
+                cut[SAMPLES_LEFT_OUT] += 1
+        text = json_text(_scrub(detail, redactor) if redactor is not None else detail)
+        if not listed and spent + len(text) > budget.detail_bytes:
+            left_out[DETAILS_LEFT_OUT] += len(ranked) - rank
+            break
+        spent += len(text)
+        left_out.update(cut)
+        texts[row["id"]] = text
+        row["detail"] = True
+        row["listed"] = listed
+    return texts
 
 
 def _topic_rows(rows: list[dict]) -> list[dict]:

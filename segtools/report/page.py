@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import math
 from pathlib import Path
 
 import jinja2
 from markupsafe import Markup, escape
 
 from segtools.report import assets, whatif
-from segtools.report.model import SEVERITY_RANK, ReportModel
+from segtools.report.model import SEVERITY_RANK, ReportModel, json_text
 from segtools.text import terminal_safe
 from segtools.units import format_bytes, format_time
 
@@ -39,24 +37,36 @@ _SCRIPT_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026",
                    "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
-def _finite(value):
-    """NaN and infinities have no JSON spelling: they become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+def _script_safe(text: str) -> str:
+    for raw, escaped in _SCRIPT_ESCAPES.items():
+        text = text.replace(raw, escaped)
+    return text
 
 
 def embed_json(data: dict) -> Markup:
     """``data`` as JSON that is safe as the text of a ``<script type="application/json">``."""
-    text = json.dumps(_finite(data), ensure_ascii=True, separators=(",", ":"),
-                      allow_nan=False)
-    for raw, escaped in _SCRIPT_ESCAPES.items():
-        text = text.replace(raw, escaped)
-    return Markup(text)
+    return Markup(_script_safe(json_text(data)))
+
+
+def embed_details(model: ReportModel) -> tuple[list[dict], Markup]:
+    """The partition rows with each ``detail`` as the ``[start, end)`` of its JSON text in
+    one string, and that string, safe as the text of a ``<script type="application/json">``.
+
+    The page parses its main document at once, and a partition's detail only when it is
+    opened: the string is read from the element (``textContent``) once and sliced. The texts
+    are ASCII (``json_text``), and the HTML parser changes nothing inside a script element
+    but line ends (none is in JSON text), so offsets in characters are offsets in it."""
+    rows, pieces, at = [], [], 0
+    for row in model.data["partitions"]:
+        text = model.details[row["id"]] if row["detail"] else None
+        if text is None:
+            rows.append({**row, "detail": None})
+            continue
+        text = _script_safe(text)
+        rows.append({**row, "detail": [at, at + len(text)]})
+        pieces.append(text)
+        at += len(text) + 1  # one line per detail
+    return rows, Markup("\n".join(pieces))
 
 
 def _hash(text: str) -> str:
@@ -96,7 +106,8 @@ def environment() -> jinja2.Environment:
 
 def render(model: ReportModel) -> str:
     a = assets.load()
-    data = model.data
+    rows, details_json = embed_details(model)
+    data = {**model.data, "partitions": rows}
     css = a.uplot_css + "\n" + a.report_css
     worst = max((SEVERITY_RANK[c["severity"]] for c in data["finding_codes"]), default=0)
     meta = data["meta"]
@@ -107,7 +118,9 @@ def render(model: ReportModel) -> str:
                                     [css]),
         whatif=data.get("what_if"), whatif_js=Markup(whatif_js),
         css=Markup(css), uplot_js=Markup(a.uplot_js), report_js=Markup(a.report_js),
-        uplot_version=a.uplot_version, data_json=embed_json(data), meta=meta, title=title,
+        uplot_version=a.uplot_version, data_json=embed_json(data), details_json=details_json,
+        listed=sum(1 for r in rows if r["listed"]),
+        with_detail=sum(1 for r in rows if r["detail"] is not None), meta=meta, title=title,
         generated=format_time(meta["generated_at"] // 1000 * 1000),  # ISO UTC, as every time
         summary=data["summary"], codes=data["finding_codes"], left_out=data["left_out"],
         skipped=data["skipped"], tiered=data["tiered"],

@@ -4,9 +4,11 @@ tree, and nothing from a hostile log dir runs, links or fetches."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from segtools.report.model import DETAILS_LEFT_OUT
+from segtools.report.model import DETAILS_LEFT_OUT, SAMPLES_LEFT_OUT, Budget
 from tests.fixtures_manifest import FIXTURES
 from tests.report.bigtree import big_tree
 from tests.report.conftest import screenshot, write_report
@@ -131,36 +133,88 @@ def test_hostile_strings_stay_text_and_nothing_runs_or_fetches(open_report, tmp_
     assert opened.problems() == []
     assert set(opened.requests) <= {opened.url}
     assert page.locator("img, svg, iframe, object, embed, a, form, base, link").count() == 0
-    assert page.evaluate("document.scripts.length") == 3
+    # the page's two scripts, and its two data elements (the document, the details)
+    assert page.evaluate("[...document.scripts].map(s => s.type || s.id)") == [
+        "application/json", "application/json", "", ""]
     assert page.evaluate("""[...document.querySelectorAll('*')].flatMap(e =>
         [...e.attributes].map(a => a.name)).filter(n => n.startsWith('on'))""") == []
     screenshot(opened, "report-hostile.png")
 
 
-def test_a_thousand_partitions_stay_small_and_say_what_was_left_out(open_report, tmp_path):
+#: What the page holds once it has loaded: elements in the document, filled partition details.
+LOADED = """() => ({elements: document.getElementsByTagName('*').length,
+                    filled: document.querySelectorAll('details.partition[data-filled]').length})"""
+
+
+def test_a_large_tree_opens_with_its_detail_read_on_demand(open_report, tmp_path):
+    """1,000 partitions: every one has a summary row and a detail, but the page parses only
+    its summary document at load; the table pages, sorts and filters; a partition that is not
+    listed opens from its row and shows its own detail (and why it has no records)."""
     tree = big_tree(tmp_path / "big", topics=100, partitions=10)
     out = tmp_path / "big.html"
     code, err = write_report(str(tree), "-o", str(out), "--at", AT)
     assert code in (0, 1), err
-    size = out.stat().st_size
-    assert size < 4 * 1024 * 1024, size
     page_text = out.read_text()
     data = embedded(page_text)
     assert data["summary"]["partitions"] == 1000 and len(data["partitions"]) == 1000
+    # the document parsed at load stays small: the details are a string apart from it
+    document = re.search(r'id="report-data">(.*?)</script>', page_text, re.S).group(1)
+    assert len(document) < 1024 * 1024, len(document)
+    assert all(p["detail"] for p in data["partitions"])
+    listed = [p for p in data["partitions"] if p["listed"]]
+    assert len(listed) == Budget().listed_partitions
     left = {item["what"]: item["count"] for item in data["left_out"]}
-    detailed = sum(1 for p in data["partitions"] if p["detail"])
-    assert left[DETAILS_LEFT_OUT] == 1000 - detailed > 0
+    assert DETAILS_LEFT_OUT not in left
+    live = sum(1 for p in data["partitions"] if p["state"] == "live")
+    assert left[SAMPLES_LEFT_OUT] == live - len(listed) > 0
     assert "Summarised to keep this file small" in page_text
+
     opened = open_report(out)
     page = opened.page
+    loaded = page.evaluate(LOADED)
+    assert loaded["filled"] == 0  # no detail parsed or drawn before it is opened
+    assert loaded["elements"] < 3000, loaded  # 50 rows a page, the listed details closed
+    assert page.locator("details.partition").count() == len(listed)
     assert page.locator("#partitions-table tbody tr").count() == 50
     assert page.inner_text("#partitions-pager").count("page 1 of 20") == 1
     page.click("#partitions-pager button:has-text('next')")
     assert "page 2 of 20" in page.inner_text("#partitions-pager")
+    page.click("#partitions-table th[data-key=size]")
+    shown = page.eval_on_selector_all("#partitions-table tbody tr", "rs => rs.length")
+    assert shown == 50 and "page 1 of 20" in page.inner_text("#partitions-pager")
+    smallest = min(p["size"] for p in data["partitions"])
+    first = next(p for p in data["partitions"] if p["size"] == smallest)
+    assert page.inner_text("#partitions-table tbody tr:first-child td:nth-child(4)") == \
+        _bytes(first["size"])
+
+    # a partition that is not listed: found by the filter, opened from its row
+    other = next(p for p in data["partitions"] if not p["listed"] and p["state"] == "live"
+                 and p["detail"]["segments"])
+    page.fill("#p-text", f"{other['topic']}-{other['partition']}")
+    assert page.locator("#partitions-table tbody tr").count() == 1
+    page.click("#partitions-table tbody tr button.show")
+    box = page.locator(f"details#p-{other['id']}")
+    assert box.get_attribute("open") is not None and box.get_attribute("data-filled") == "1"
+    rows = box.locator("table").first.locator("tbody tr").all_inner_texts()
+    segs = other["detail"]["segments"]
+    assert len(rows) == len(segs)
+    for row, seg in zip(rows, segs, strict=True):
+        if "gap" not in seg:
+            assert row.startswith(f"@{seg['base_offset']}.."), (row, seg)
+    assert "read for the most telling partitions only" in box.inner_text()
+    assert page.evaluate(LOADED)["filled"] == 1  # only that one was parsed and drawn
     page.fill("#p-text", "events.042-")
     assert page.locator("#partitions-table tbody tr").count() == 10
     assert opened.problems() == []
-    assert f"{1000 - detailed} {DETAILS_LEFT_OUT}" in page.inner_text("#left-out")
+    assert f"{left[SAMPLES_LEFT_OUT]} {SAMPLES_LEFT_OUT}" in page.inner_text("#left-out")
+
+
+def _bytes(n: int) -> str:
+    """The page's way of writing a size (report.js fmtBytes)."""
+    units, i, v = ["B", "KiB", "MiB", "GiB", "TiB"], 0, float(n)
+    while v >= 1024 and i < len(units) - 1:
+        v, i = v / 1024, i + 1
+    return f"{v:.0f} {units[i]}" if i == 0 else f"{v:.1f} {units[i]}"
 
 
 @pytest.mark.parametrize("width", [480])

@@ -16,9 +16,17 @@ from pathlib import Path
 import pytest
 
 import segtools
+from segtools import fanout
 from segtools.report import assets
-from segtools.report.model import build, forecast_chart
-from segtools.report.page import content_security_policy, embed_json, render
+from segtools.report.model import (
+    DETAILS_LEFT_OUT,
+    Budget,
+    ReportModel,
+    build,
+    forecast_chart,
+    json_text,
+)
+from segtools.report.page import content_security_policy, embed_details, embed_json, render
 from segtools.timestamps import to_millis
 from tests.fixtures_manifest import FIXTURES
 from tests.report.conftest import ROOT, write_report
@@ -29,10 +37,19 @@ CONFIG = FIXTURES / "configs" / "sample-topic-configs.txt"
 
 
 def embedded(page: str) -> dict:
-    """The JSON document a report carries (as the page's script reads it)."""
+    """The JSON document a report carries, each partition's ``detail`` read from the details
+    string as the page's script reads it (the slice its row names, parsed)."""
     m = re.search(r'<script type="application/json" id="report-data">(.*?)</script>', page, re.S)
     assert m, "no embedded data"
-    return json.loads(m.group(1))
+    data = json.loads(m.group(1))
+    m = re.search(r'<script type="application/json" id="report-details">(.*?)</script>', page,
+                  re.S)
+    assert m, "no embedded details"
+    for row in data["partitions"]:
+        if row["detail"] is not None:
+            start, end = row["detail"]
+            row["detail"] = json.loads(m.group(1)[start:end])
+    return data
 
 
 @pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
@@ -59,7 +76,8 @@ def test_the_report_shows_the_analyses_own_answers(tmp_path):
     data = model.data
     retention = segtools.explain_retention(tree, at=AT, config=CONFIG, forecast_days=14)
     by_path = {str(e.input.dir.path): e for e in retention.partitions}
-    rows = [r for r in data["partitions"] if r["detail"] and r["detail"]["retention"]]
+    rows = [{**r, "detail": model.detail(r["id"])} for r in data["partitions"] if r["detail"]]
+    rows = [r for r in rows if r["detail"]["retention"]]
     assert rows
     for row in rows:
         e = by_path[str(Path(row["path"]).resolve())]
@@ -84,6 +102,61 @@ def test_the_report_shows_the_analyses_own_answers(tmp_path):
          for pt in hanging.partitions for h in pt.hanging]
 
 
+def test_the_detail_budget_goes_to_the_most_telling_and_says_what_it_left_out():
+    """Past the byte budget a partition keeps its summary row only, the most telling first
+    (errors before the rest), and the document counts the others; a kept detail is the same
+    as without the budget."""
+    tree = FIXTURES / "logdirs" / "sample"
+    full = build([str(tree)], at=to_millis(AT), config=str(CONFIG))
+    cut = build([str(tree)], at=to_millis(AT), config=str(CONFIG),
+                budget=Budget(listed_partitions=1, detail_bytes=0))
+    rows = cut.data["partitions"]
+    kept = [r for r in rows if r["detail"]]
+    assert len(kept) == 1 and kept[0]["listed"]
+    assert all(r["detail"] for r in full.data["partitions"])
+    assert kept[0]["worst"] == max(r["worst"] for r in rows) == 3
+    assert cut.details[kept[0]["id"]] == full.details[kept[0]["id"]]
+    assert [t is None for t in cut.details] == [not r["detail"] for r in rows]
+    left = {x["what"]: x["count"] for x in cut.data["left_out"]}
+    assert left[DETAILS_LEFT_OUT] == len(rows) - 1
+
+
+def test_other_sections_are_bounded_and_say_so():
+    """Replica sets and directories not analysed, past the row budget: left out (the diverged
+    replica sets kept first) and counted."""
+    tree = FIXTURES / "logdirs"
+    full = build([str(tree)], at=to_millis(AT))
+    cut = build([str(tree)], at=to_millis(AT), budget=Budget(rows=1))
+    left = {x["what"]: x["count"] for x in cut.data["left_out"]}
+    for section, what in (
+            ("divergence", "replica sets not shown (diverged ones first; segtools diverge "
+                           "compares all)"),
+            ("skipped", "directories not analysed left out of their list")):
+        assert len(full.data[section]) > 1
+        assert cut.data[section] == full.data[section][:1]
+        assert left[what] == len(full.data[section]) - 1
+    assert cut.data["divergence"][0]["status"] == "diverged"
+
+
+def test_the_analyses_run_beside_give_what_one_process_gives(monkeypatch):
+    """verify, producers and transactions run in forked workers beside the rest: the
+    document, the details and the findings are those of one process."""
+    def made() -> tuple:
+        m = build([str(FIXTURES / "logdirs")], at=to_millis(AT), config=str(CONFIG))
+        m.data["meta"]["generated_at"] = 0
+        return m.data, m.details, [f.to_json() for f in m.findings]
+
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "1")
+    serial = made()
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    calls = []
+    real = fanout._drain
+    monkeypatch.setattr(fanout, "_drain", lambda *a: calls.append(a) or real(*a))
+    assert made() == serial
+    assert calls  # the workers did run
+
+
 def test_embedded_json_cannot_close_its_element_or_open_a_comment():
     nasty = {"k": "</script><script>alert(1)</script><!-- \u2028\u2029 & é \udcff",
              "nan": float("nan")}
@@ -93,6 +166,22 @@ def test_embedded_json_cannot_close_its_element_or_open_a_comment():
     assert text.isascii()
     back = json.loads(text)
     assert back["k"].startswith("</script><script>") and back["nan"] is None
+
+
+def test_details_cannot_close_their_element_and_each_slice_is_its_detail():
+    """The details string: no ``<``, ``>``, ``&`` or JavaScript line end raw in it, and the
+    ``[start, end)`` a row names parses back to that row's detail (escapes change lengths)."""
+    details = [{"k": "</script><script>alert(1)</script><!-- \u2028\u2029 & é"}, None,
+               {"n": float("inf"), "s": ">>"}]
+    model = ReportModel({"partitions": [{"id": i, "detail": d is not None}
+                                        for i, d in enumerate(details)]}, [], [],
+                        [None if d is None else json_text(d) for d in details])
+    rows, text = embed_details(model)
+    for bad in ("<", ">", "&", "\u2028", "\u2029"):
+        assert bad not in text
+    assert text.isascii() and rows[1]["detail"] is None
+    assert json.loads(text[slice(*rows[0]["detail"])]) == details[0]
+    assert json.loads(text[slice(*rows[2]["detail"])]) == {"n": None, "s": ">>"}
 
 
 def test_the_policy_allows_only_the_pages_own_script_and_style():

@@ -272,22 +272,28 @@
 
   // ------------------------------------------------------------------ paged, sortable tables
 
+  /* A table of many rows, one page of them in the document at a time: filtered and sorted
+   * again only when the filter or the order changes, not when the page does. */
   function pagedTable(opts) {
     var state = {sort: opts.sort, dir: opts.dir || 1, page: 0};
     var tableEl = document.getElementById(opts.table), body = tableEl.tBodies[0];
     var pager = document.getElementById(opts.pager);
+    var rows = null;
     Array.prototype.forEach.call(tableEl.tHead.rows[0].cells, function (th) {
       var key = th.dataset.key;
       if (!key) return;
       th.addEventListener("click", function () {
         if (state.sort === key) state.dir = -state.dir; else { state.sort = key; state.dir = 1; }
         state.page = 0;
+        rows = null;
         draw();
       });
     });
     function draw() {
-      var rows = opts.rows().slice();
-      if (state.sort) rows.sort(compare(state.sort, state.dir));
+      if (rows === null) {
+        rows = opts.rows().slice();
+        if (state.sort) rows.sort(compare(state.sort, state.dir));
+      }
       Array.prototype.forEach.call(tableEl.tHead.rows[0].cells, function (th) {
         th.classList.toggle("asc", th.dataset.key === state.sort && state.dir > 0);
         th.classList.toggle("desc", th.dataset.key === state.sort && state.dir < 0);
@@ -312,7 +318,7 @@
       }
       if (opts.counted) opts.counted(rows.length);
     }
-    state.reset = function () { state.page = 0; draw(); };
+    state.reset = function () { state.page = 0; rows = null; draw(); };
     draw();
     return state;
   }
@@ -366,7 +372,18 @@
 
   // ------------------------------------------------------------------ partitions
 
-  var details = {};
+  /* Each partition's detail is JSON text in one inert string (#report-details): read from the
+   * page the first time a detail is opened, and only that partition's slice is parsed. */
+  var detailText = null, parsed = {}, details = {};
+
+  function detailOf(p) {
+    if (!p.detail) return null;
+    if (!(p.id in parsed)) {
+      if (detailText === null) detailText = document.getElementById("report-details").textContent;
+      parsed[p.id] = JSON.parse(detailText.slice(p.detail[0], p.detail[1]));
+    }
+    return parsed[p.id];
+  }
 
   function partitions() {
     var text = document.getElementById("p-text");
@@ -374,8 +391,9 @@
       table: "partitions-table", pager: "partitions-pager", sort: "worst", dir: -1,
       rows: function () {
         var q = text.value.toLowerCase();
+        if (!q) return D.partitions;
         return D.partitions.filter(function (p) {
-          return !q || (p.topic + "-" + p.partition + " " + p.path).toLowerCase().indexOf(q) >= 0;
+          return (p.topic + "-" + p.partition + " " + p.path).toLowerCase().indexOf(q) >= 0;
         });
       },
       row: function (p) {
@@ -404,34 +422,43 @@
     });
     text.addEventListener("input", t.reset);
     var box = document.getElementById("partition-details");
-    var withDetail = D.partitions.filter(function (p) { return p.detail; });
-    withDetail.sort(compare("topic", 1));
-    withDetail.forEach(function (p) {
-      var d = el("details", "partition");
-      d.id = "p-" + p.id;
-      var sev = p.errors ? "error" : p.warnings ? "warning" : null;
-      d.appendChild(el("summary", null, [el("b", null, p.topic + "-" + show(p.partition)), "  ",
-        el("span", "dim", p.state + " · " + fmtBytes(p.size) + " · " + p.segments + " segment(s)"),
-        sev ? el("span", "sev-" + sev, "  " + (p.errors + p.warnings) + " finding(s)") : null]));
-      d.addEventListener("toggle", function () { if (d.open) fill(d, p); });
-      details[p.id] = d;
-      box.appendChild(d);
-    });
-    if (!withDetail.length) box.appendChild(el("p", "dim", "no partition to detail"));
+    var listed = D.partitions.filter(function (p) { return p.detail && p.listed; });
+    listed.sort(compare("topic", 1));
+    listed.forEach(function (p) { box.appendChild(detailBox(p)); });
+    if (!listed.length) box.appendChild(el("p", "dim", "no partition to detail"));
+  }
+
+  /* A partition's <details>: its summary line at once, its detail parsed and drawn when it
+   * is first opened. */
+  function detailBox(p) {
+    var d = el("details", "partition");
+    d.id = "p-" + p.id;
+    var sev = p.errors ? "error" : p.warnings ? "warning" : null;
+    d.appendChild(el("summary", null, [el("b", null, p.topic + "-" + show(p.partition)), "  ",
+      el("span", "dim", p.state + " · " + fmtBytes(p.size) + " · " + p.segments + " segment(s)"),
+      sev ? el("span", "sev-" + sev, "  " + (p.errors + p.warnings) + " finding(s)") : null]));
+    d.addEventListener("toggle", function () { if (d.open) fill(d, p); });
+    details[p.id] = d;
+    return d;
   }
 
   function openDetail(id) {
+    var p = D.partitions[id];
+    if (!p || !p.detail) return;
     var d = details[id];
-    if (!d) return;
+    if (!d) {  // not listed: added below the listed ones when first opened
+      d = detailBox(p);
+      document.getElementById("partition-details").appendChild(d);
+    }
     d.open = true;
-    fill(d, D.partitions[id]);
+    fill(d, p);
     d.scrollIntoView({block: "start"});
   }
 
   function fill(d, p) {
     if (d.dataset.filled) return;
     d.dataset.filled = "1";
-    var x = p.detail;
+    var x = detailOf(p);
     d.appendChild(kv([["path", pathEl(p.path)], ["log dir", pathEl(p.log_dir)],
                       ["records", show(p.records)],
                       ["timestamps", fmtTime(p.first_timestamp) + " to " + fmtTime(p.last_timestamp)]]));
@@ -441,6 +468,10 @@
     if (x.transactions) d.appendChild(transactions(x.transactions));
     if (x.producers) d.appendChild(producers(x.producers));
     if (x.samples) d.appendChild(samples(x.samples));
+    if (x.samples_read === false) {
+      d.appendChild(el("p", "dim", "First and last records: read for the most telling partitions only " +
+                                   "(segtools dump shows them)."));
+    }
     var chartBox = d.querySelector(".chart.retention");
     if (chartBox) forecastChart(chartBox, x.retention.chart, 200);
   }
