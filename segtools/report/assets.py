@@ -26,6 +26,7 @@ class Assets:
     uplot_js: str
     uplot_css: str
     uplot_version: str
+    format_js: str
     report_js: str
     report_css: str
 
@@ -50,8 +51,9 @@ def check_pinned() -> dict:
 def load() -> Assets:
     pin = check_pinned()
     found = Assets(_read("uPlot.iife.min.js"), _read("uPlot.min.css"), pin["version"],
-                   _read("report.js"), _read("report.css"))
-    for name, text in (("uPlot.iife.min.js", found.uplot_js), ("report.js", found.report_js),
+                   _read("format.js"), _read("report.js"), _read("report.css"))
+    for name, text in (("uPlot.iife.min.js", found.uplot_js), ("format.js", found.format_js),
+                       ("report.js", found.report_js),
                        ("uPlot.min.css", found.uplot_css), ("report.css", found.report_css)):
         if "</script" in text.lower() or "</style" in text.lower():
             raise SegtoolsError("would end its inline element early", path=str(HERE / name))

@@ -10,7 +10,7 @@ Three layers keep hostile strings from the tree inert:
    escapes, so no string can close the element (``</script>``) or open a comment (``<!--``).
    The script reads it with ``JSON.parse`` and puts every string into the page with
    ``textContent`` (never as markup).
-3. The policy allows only the page's own two scripts and one stylesheet (by their sha256) and
+3. The policy allows only the page's own scripts and one stylesheet (by their sha256) and
    nothing else: no other script, no inline handler, no image, font, frame or connection, no
    form target, no base URL. Even a mistake in 1 or 2 could not run or fetch anything.
 """
@@ -114,10 +114,12 @@ def render(model: ReportModel) -> str:
     title = ", ".join(Path(p).name or p for p in meta["paths"])
     whatif_js = whatif.script() if data.get("what_if") else ""  # its section's charts
     return environment().get_template("report.html.j2").render(
-        csp=content_security_policy([a.uplot_js, a.report_js, *filter(None, [whatif_js])],
+        csp=content_security_policy([a.uplot_js, a.format_js, a.report_js,
+                                     *filter(None, [whatif_js])],
                                     [css]),
         whatif=data.get("what_if"), whatif_js=Markup(whatif_js),
-        css=Markup(css), uplot_js=Markup(a.uplot_js), report_js=Markup(a.report_js),
+        css=Markup(css), uplot_js=Markup(a.uplot_js), format_js=Markup(a.format_js),
+        report_js=Markup(a.report_js),
         uplot_version=a.uplot_version, data_json=embed_json(data), details_json=details_json,
         listed=sum(1 for r in rows if r["listed"]),
         with_detail=sum(1 for r in rows if r["detail"] is not None), meta=meta, title=title,

@@ -133,9 +133,10 @@ def test_hostile_strings_stay_text_and_nothing_runs_or_fetches(open_report, tmp_
     assert opened.problems() == []
     assert set(opened.requests) <= {opened.url}
     assert page.locator("img, svg, iframe, object, embed, a, form, base, link").count() == 0
-    # the page's two scripts, and its two data elements (the document, the details)
+    # the page's three scripts (uPlot, the shared formatting, the report), and its two data
+    # elements (the document, the details)
     assert page.evaluate("[...document.scripts].map(s => s.type || s.id)") == [
-        "application/json", "application/json", "", ""]
+        "application/json", "application/json", "", "", ""]
     assert page.evaluate("""[...document.querySelectorAll('*')].flatMap(e =>
         [...e.attributes].map(a => a.name)).filter(n => n.startsWith('on'))""") == []
     screenshot(opened, "report-hostile.png")

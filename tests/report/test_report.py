@@ -202,7 +202,7 @@ def test_the_page_inlines_everything_and_links_nothing(tmp_path):
     assert not re.search(r"<(link|img|iframe|a)\b", page)
     assert not re.search(r"\b(src|href)\s*=", page.split('id="report-data"')[0])
     a = assets.load()
-    assert a.uplot_js in page and a.report_js in page
+    assert a.uplot_js in page and a.format_js in page and a.report_js in page
     scripts = re.findall(r"<script>(.*?)</script>", page, re.S)
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1)
     for s in scripts:  # the hashes in the policy are those of the scripts on the page

@@ -12,26 +12,8 @@
   if (!W || !root) return;
   var CURRENT = "#d62728", PROPOSED = "#1f77b4", PROMISE = "#7f7f7f";
 
-  function visible(text) {
-    return String(text).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u2028\u2029]/g, function (c) {
-      var n = c.charCodeAt(0);
-      return n < 0x100 ? "\\x" + ("0" + n.toString(16)).slice(-2) : "\\u" + n.toString(16);
-    });
-  }
-
-  function fmtBytes(n) {
-    if (n === null || n === undefined) return "-";
-    var units = ["B", "KiB", "MiB", "GiB", "TiB"], i = 0, v = Math.abs(n);
-    while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
-    return (n < 0 ? "-" : "") + (i === 0 ? v.toFixed(0) : v.toFixed(1)) + " " + units[i];
-  }
-
-  function fmtTime(ms) {
-    if (ms === null || ms === undefined || ms < 0) return "-";
-    var d = new Date(ms);
-    if (isNaN(d.getTime())) return String(ms);
-    return d.toISOString().replace(".000Z", "Z");
-  }
+  var visible = SegtoolsFormat.visible, fmtBytes = SegtoolsFormat.fmtBytes,
+      fmtTime = SegtoolsFormat.fmtTime;
 
   /* As segtools.units.format_duration: two units at most ("7d 2h", "3h 05m", "42s"). */
   function fmtDur(ms) {
