@@ -9,6 +9,7 @@ directories whose names Kafka truncated.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import stat
@@ -180,6 +181,21 @@ def classify_partition_file(name: str) -> PartitionFile:
     return PartitionFile(name, kind, int(prefix), leftover)
 
 
+#: :func:`classify_partition_file` for a listing: a broker's partitions repeat the same few
+#: names (``00000000000000000000.log``, ``leader-epoch-checkpoint``), and the answer is a
+#: frozen value, so each name is classified once per run.
+_classified = functools.lru_cache(maxsize=1 << 14)(classify_partition_file)
+
+
+def _child(pdir: Path, name: str) -> Path:
+    """``pdir / name`` for a name a directory listing gave: a local path is extended without
+    parsing the name again (pathlib's own shortcut for its ``iterdir``), since listing a
+    large broker's tree makes a path for each of its files."""
+    if isinstance(pdir, Path):
+        return pdir._make_child_relpath(name)
+    return pdir / name
+
+
 @dataclass(frozen=True, slots=True)
 class SegmentFiles:
     """The live files of one segment. Only ``.log`` is required; indexes appear lazily.
@@ -328,13 +344,13 @@ class _Listing:
     def add(self, entry: os.DirEntry) -> None:
         """One directory entry: a stray directory, a file that cannot be read, or a file of
         a kind Kafka writes, put where it belongs."""
-        fpath = self.pdir / entry.name
+        fpath = _child(self.pdir, entry.name)
         if entry_is_dir(entry):
             self.strays.append(fpath)
             self.findings.append(finding("stray_directory", str(fpath),
                                          "unexpected directory inside a partition directory"))
             return
-        pf = classify_partition_file(entry.name)
+        pf = _classified(entry.name)
         if self.wanted is not None and pf.base_offset is not None and \
                 pf.base_offset not in self.wanted:
             return
