@@ -10,7 +10,6 @@ producer snapshots.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,16 +21,11 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity, finding
 from segtools.storage.files import read_producer_snapshot
-from segtools.storage import _summary
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
-from segtools.storage.location import is_remote, note_read
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
-from segtools.storage.segment import SMALL_FILE, Segment, unreadable
-
-#: Index files up to this size are read whole by the compiled check (a preallocated one goes
-#: to the ordinary reader, which skips its holes).
-SMALL_INDEX = 64 * 1024
+from segtools.storage.segment import Segment, unreadable
+from segtools.storage.summary import small_segment_checks
 
 
 @dataclass
@@ -65,26 +59,15 @@ def _open_indexes(files: SegmentFiles, log_size: int, findings: list[Finding]):
     return offset_check, time_check
 
 
-def _fsencode(path: Path | None) -> bytes | None:
-    return None if path is None else os.fsencode(path)
-
-
 def _checked_small(files: SegmentFiles, epochs: integrity.LeaderEpochs,
                    previous_last: int | None) -> _SegmentResult | None:
     """A small local segment about which no rule has anything to say, read and checked in
     compiled code (:func:`segtools.storage._summary.verify_small`); None when it needs the
     ordinary reading (:func:`_check_segment`), which then names every finding."""
-    if is_remote(files.log):
-        return None
-    fast = _summary.verify_small(
-        os.fsencode(files.log), _fsencode(files.index), _fsencode(files.timeindex),
-        files.base_offset, previous_last, epochs.last_epoch, SMALL_FILE, SMALL_INDEX)
+    fast = small_segment_checks(files, previous_last, epochs.last_epoch)
     if fast is None:
         return None
-    log, index, timeindex, segment_last, cleaned, new_epochs, inside, offset_steps = fast
-    for path, seen in ((files.log, log), (files.index, index), (files.timeindex, timeindex)):
-        if seen is not None:
-            note_read(path, *seen)
+    segment_last, cleaned, new_epochs, inside, offset_steps = fast
     for epoch, offset in new_epochs:
         epochs.first_offset.setdefault(epoch, offset)
         epochs.last_epoch = max(epochs.last_epoch, epoch)

@@ -22,6 +22,15 @@ from posix.unistd cimport close, pread
 from segtools.decode._walk cimport Checks, Fold, fold_batches
 from segtools.decode.bytes cimport be_i32, be_i64
 
+
+cdef extern from "<unistd.h>" nogil:
+    enum: SEEK_DATA
+    long lseek(int fd, long offset, int whence)
+
+cdef extern from "<errno.h>" nogil:
+    int errno
+    enum: ENXIO
+
 cdef enum:
     TIME_ENTRY = 12  # TimeIndex.ENTRY_SIZE: timestamp int64, relative offset int32
 
@@ -38,25 +47,35 @@ cdef int64_t _mtime_ns(struct_stat *st) noexcept nogil:
 
 
 cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
-                            int *ok) noexcept nogil:
+                            int *ok, bint head=False) noexcept nogil:
     """The whole file at ``path`` in a fresh buffer (free it), when it is a regular file of at
     most ``cap`` bytes read in full; ``ok`` 0 otherwise (and NULL). An empty file gives NULL
     with ``ok`` 1. Checked as ``segtools.storage.files.open_regular`` does: by name before the
-    open (a FIFO must not be opened), then by descriptor."""
+    open (a FIFO must not be opened), then by descriptor.
+
+    ``head``: a larger file is read up to ``cap`` when only holes follow (a preallocated
+    index: ``SEEK_DATA`` finds no data after ``cap``), ``ok`` then 2."""
     cdef int fd
     cdef int64_t size, got = 0
     cdef long r
     cdef uint8_t *buf = NULL
+    cdef int answer = 1
     ok[0] = 0
     if stat(path, st) != 0 or not S_ISREG(st.st_mode):
         return NULL
     fd = c_open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
     if fd < 0:
         return NULL
-    if fstat(fd, st) != 0 or not S_ISREG(st.st_mode) or st.st_size > cap:
+    if fstat(fd, st) != 0 or not S_ISREG(st.st_mode):
         close(fd)
         return NULL
     size = st.st_size
+    if size > cap:
+        if not head or lseek(fd, cap, SEEK_DATA) != -1 or errno != ENXIO:
+            close(fd)
+            return NULL
+        size = cap
+        answer = 2
     if size:
         buf = <uint8_t *>malloc(size)
         if buf == NULL:
@@ -72,30 +91,48 @@ cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
             close(fd)
             return NULL
     close(fd)
-    ok[0] = 1
+    ok[0] = answer
     return buf
 
 
-cdef int _time_index(const uint8_t *buf, int64_t size, int64_t *ts, int64_t *rel) noexcept nogil:
+cdef int _time_index(const uint8_t *buf, int64_t got, int64_t size, bint padded,
+                     int64_t *ts, int64_t *rel) noexcept nogil:
     """``INDEX_EMPTY``, ``INDEX_LAST`` with the last entry, or ``INDEX_SLOW`` unless every slot
     is an entry ``TimeIndex.maybeAppend`` could have written (so its sanity checks have nothing
     to say): a whole number of entries, the first not all zero with an offset at or above the
-    base, timestamps strictly rising, offsets never falling."""
-    cdef int64_t n = size // TIME_ENTRY
-    cdef int64_t i, t, r, prev_t = 0, prev_r = 0
-    if size % TIME_ENTRY:
+    base, timestamps strictly rising, offsets never falling. ``buf`` holds the first ``got``
+    of the file's ``size`` bytes (the rest: holes).
+
+    ``padded``: the entries may also be followed by zeros to the end (the preallocated index
+    of an active segment: its sanity checks only note the padding, and its last entry is the
+    last valid one)."""
+    cdef int64_t n = got // TIME_ENTRY
+    cdef int64_t i, t, r, prev_t = 0, prev_r = 0, valid = n
+    if size % TIME_ENTRY or got % TIME_ENTRY or (got < size and not padded):
         return INDEX_SLOW
-    if n == 0:
-        return INDEX_EMPTY
     for i in range(n):
         t = be_i64(buf + i * TIME_ENTRY)
         r = be_i32(buf + i * TIME_ENTRY + 8)
         if i == 0:
-            if (t == 0 and r == 0) or r < 0:
+            if t == 0 and r == 0:
+                valid = 0
+                break
+            if r < 0:
                 return INDEX_SLOW
-        elif t <= prev_t or r < prev_r:
+        elif t <= prev_t:
+            valid = i
+            break
+        elif r < prev_r:
             return INDEX_SLOW
         prev_t, prev_r = t, r
+    if valid < n or got < size:
+        if not padded:
+            return INDEX_SLOW
+        for i in range(valid * TIME_ENTRY, got):
+            if buf[i]:
+                return INDEX_SLOW
+    if valid == 0:
+        return INDEX_EMPTY
     ts[0] = prev_t
     rel[0] = prev_r
     return INDEX_LAST
@@ -180,7 +217,8 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
             c.index_entries = ist.st_size // 8
         if ok and iok and tpath != NULL:
             tbuf = _read_regular(tpath, index_cap, &tst, &tok)
-            tok = tok and _time_index(tbuf, tst.st_size, &ts, &rel) != INDEX_SLOW
+            tok = tok and _time_index(tbuf, tst.st_size, tst.st_size, False, &ts,
+                                      &rel) != INDEX_SLOW
             c.timeindex = tbuf
             c.time_entries = tst.st_size // TIME_ENTRY
         if ok and iok and tok:
@@ -202,16 +240,18 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
 
 def timeindex_state(bytes path, int64_t cap):
     """``(state, last timestamp, last relative offset, size, mtime_ns)`` of a ``.timeindex``
-    of at most ``cap`` bytes (``INDEX_SLOW`` when it is larger, or anything but plain)."""
+    whose entries lie in its first ``cap`` bytes, followed by nothing or by zeros to the end
+    (``INDEX_SLOW`` for anything else)."""
     cdef struct_stat st
     cdef int ok = 0, state = INDEX_SLOW
     cdef int64_t ts = -1, rel = 0
     cdef const char *cpath = path
     cdef uint8_t *buf
+    cap -= cap % TIME_ENTRY
     with nogil:
-        buf = _read_regular(cpath, cap, &st, &ok)
+        buf = _read_regular(cpath, cap, &st, &ok, True)
         if ok:
-            state = _time_index(buf, st.st_size, &ts, &rel)
+            state = _time_index(buf, min(st.st_size, cap), st.st_size, True, &ts, &rel)
         free(buf)
     if not ok:
         return INDEX_SLOW, -1, 0, 0, 0

@@ -117,7 +117,12 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
             data = open_remote(path).pread(cap + 1, 0)
         else:
             with open_regular_file(path) as f:
-                data = f.read(cap + 1)
+                # asked for what the file holds, not for the cap: a read of cap + 1 bytes
+                # allocates that much first, for every small checkpoint of a large tree
+                want = min(os.fstat(f.fileno()).st_size, cap) + 1
+                data = f.read(want)
+                if len(data) == want and want <= cap:  # it grew since: read on to the cap
+                    data += f.read(cap + 1 - want)
     except (SegtoolsError, OSError) as e:
         return None, [cannot_read(spath, e)]
     if len(data) > cap:

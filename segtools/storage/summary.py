@@ -90,8 +90,8 @@ class SegmentSummary:
         return cls(**data)
 
 
-#: A ``.timeindex`` up to this size is read whole by the compiled summary (a preallocated one,
-#: 10 MiB of holes by default, goes to :class:`TimeIndex`, which skips holes).
+#: An index up to this size is read whole by the compiled summary and checks (a preallocated
+#: one, 10 MiB of holes by default, goes to :class:`TimeIndex`, which skips holes).
 SMALL_TIME_INDEX = 64 * 1024
 
 
@@ -112,6 +112,33 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
             return _compiled(files, is_active, fast)
     return _walked(files, is_active=is_active, verify_crc=verify_crc, time_index=time_index,
                    decompress_limit=decompress_limit)
+
+
+def _fsencode(path) -> bytes | None:
+    return None if path is None else os.fsencode(path)
+
+
+def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_epoch: int
+                         ) -> tuple | None:
+    """``verify``'s rules over one small local segment, in compiled code, when none of them
+    has anything to say (:func:`segtools.storage._summary.verify_small`); None when the
+    segment needs the ordinary reading, which then names every finding.
+
+    Returns ``(largest offset or None, whether a batch shows the cleaner's work, new leader
+    epochs as (epoch, first offset) pairs, time index entries in the older record-offset
+    convention, offset steps as (previous last, base, position, first batch))``."""
+    if is_remote(files.log):
+        return None
+    fast = _summary.verify_small(
+        os.fsencode(files.log), _fsencode(files.index), _fsencode(files.timeindex),
+        files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX)
+    if fast is None:
+        return None
+    log, index, timeindex, *checked = fast
+    for path, seen in ((files.log, log), (files.index, index), (files.timeindex, timeindex)):
+        if seen is not None:
+            note_read(path, *seen)
+    return tuple(checked)
 
 
 def _labels(bits: int, names) -> tuple:
