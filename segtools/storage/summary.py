@@ -15,6 +15,7 @@ segment, or a lost time index), ``mtime`` when nothing carries a timestamp (v0 d
 from __future__ import annotations
 
 import dataclasses
+import operator
 import os
 from dataclasses import dataclass, field
 
@@ -59,6 +60,11 @@ class SegmentSummary:
     crc_errors: int = 0
     findings: tuple[Finding, ...] = field(default=())
 
+    def __reduce__(self) -> tuple:
+        """Pickled as its values in field order (a worker process sends a tree's summaries
+        back: a plain tuple is about half the cost of the dataclass's own state)."""
+        return (_from_values, _VALUES(self))
+
     @property
     def next_offset(self) -> int:
         """The offset after this segment's last one (its base when it holds nothing)."""
@@ -93,6 +99,13 @@ class SegmentSummary:
 #: An index up to this size is read whole by the compiled summary and checks (a preallocated
 #: one, 10 MiB of holes by default, goes to :class:`TimeIndex`, which skips holes).
 SMALL_TIME_INDEX = 64 * 1024
+
+
+_VALUES = operator.attrgetter(*(f.name for f in dataclasses.fields(SegmentSummary)))
+
+
+def _from_values(*values) -> SegmentSummary:
+    return SegmentSummary(*values)
 
 
 def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
