@@ -84,10 +84,10 @@ def test_a_torn_tail_is_left_to_the_walk(tmp_path):
     pdir = tmp_path / "orders.v2-eu-0"
     shutil.copytree(source, pdir)
     log = sorted(pdir.glob("*.log"))[0]
-    (_, p, whole), = [(d, p, s) for d, p, s in _segments(pdir) if s.log == log]
+    whole, = [s for _, _, s in _segments(pdir) if s.log == log]
     assert small_segment_checks(whole, None, -1) is not None
     os.truncate(log, log.stat().st_size - 5)
-    (_, p, torn), = [(d, p, s) for d, p, s in _segments(pdir) if s.log == log]
+    torn, = [s for _, _, s in _segments(pdir) if s.log == log]
     assert small_segment_checks(torn, None, -1) is None
     summary = summarize(torn, is_active=False)
     assert "truncated_tail" in {f.code for f in summary.findings}
