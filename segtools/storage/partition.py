@@ -189,12 +189,17 @@ def classify_partition_file(name: str) -> PartitionFile:
 _classified = functools.lru_cache(maxsize=1 << 14)(classify_partition_file)
 
 
+#: pathlib's own shortcut for the names its ``iterdir`` lists (no parsing of the name again);
+#: private, so looked up once and ``/`` is used where a Python does not have it.
+_CHILD = getattr(Path, "_make_child_relpath", None)
+
+
 def _child(pdir: Path, name: str) -> Path:
     """``pdir / name`` for a name a directory listing gave: a local path is extended without
-    parsing the name again (pathlib's own shortcut for its ``iterdir``), since listing a
-    large broker's tree makes a path for each of its files."""
-    if isinstance(pdir, Path):
-        return pdir._make_child_relpath(name)
+    parsing the name again, since listing a large broker's tree makes a path for each of its
+    files."""
+    if _CHILD is not None and isinstance(pdir, Path):
+        return _CHILD(pdir, name)
     return pdir / name
 
 
@@ -380,7 +385,7 @@ class _Listing:
         group = self.groups.get(pf.base_offset)
         if group is None:
             group = self.groups[pf.base_offset] = {}
-        group[pf.kind] = (self.pdir._make_child_relpath(name), st)
+        group[pf.kind] = (_child(self.pdir, name), st)
         return True
 
     def _regular(self, entry: os.DirEntry, fpath: Path) -> os.stat_result | None:
