@@ -12,6 +12,7 @@ process: a worker's start and the pickling would cost more than they save.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -57,6 +58,9 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int) -> Itera
         return map(fn, items)
     global _WORK
     _WORK = (fn, items)
+    # every object alive now moves out of the collector's sight: a worker's collections then
+    # never walk (and so never copy, page by page) the listing it inherited
+    gc.freeze()
     try:
         pool = multiprocessing.get_context("fork").Pool(n)
     finally:

@@ -112,6 +112,11 @@ class OffsetSteps:
                                                                          last)
         self._first = False
 
+    def add_steps(self, steps: Sequence[tuple[int, int, int, int]]) -> None:
+        """Steps found elsewhere (the compiled check of a small segment): ``(previous last,
+        base, position, 1 for the segment's first batch)`` each, in file order."""
+        self._steps.append(np.array(steps, np.int64).T)
+
     def findings(self, evidence: CompactionEvidence) -> list[Finding]:
         out = list(self.below_base)
         for steps in self._steps:
@@ -338,12 +343,18 @@ class TimeIndexCheck:
                 "indexed position to the next batch, as the broker does: harmless",
                 offset=removed[0]))
         if self.inside:
-            out.append(finding(
-                "timeindex_record_offset_convention", self.path,
-                f"{self.inside} time index entr{'y names' if self.inside == 1 else 'ies name'} "
-                "the offset of the record holding its batch's largest timestamp rather than "
-                "the batch's last offset, as older brokers wrote them: healthy"))
+            out.append(record_offset_convention(self.path, self.inside))
         return out
+
+
+def record_offset_convention(path: str, entries: int) -> Finding:
+    """``entries`` time index entries of one file in the older record-offset convention
+    (:class:`TimeIndexCheck`)."""
+    return finding(
+        "timeindex_record_offset_convention", path,
+        f"{entries} time index entr{'y names' if entries == 1 else 'ies name'} "
+        "the offset of the record holding its batch's largest timestamp rather than "
+        "the batch's last offset, as older brokers wrote them: healthy")
 
 
 class LeaderEpochs:

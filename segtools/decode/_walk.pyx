@@ -12,7 +12,7 @@ they come from. The table's columns are ``segtools.decode.table.COLUMNS``; a tes
 typed views below to that declaration.
 """
 
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport INT64_MIN, int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t
 
 from segtools.decode.bytes cimport be_i16, be_i32, be_i64, be_u32
 
@@ -160,7 +160,7 @@ cdef inline void _event(Events ev, int64_t *n, int64_t position, int8_t code, in
     n[0] = i + 1
 
 
-cdef inline int _legacy_layout(const uint8_t *p, int64_t size, int8_t magic, int64_t *key_at,
+cdef int _legacy_layout(const uint8_t *p, int64_t size, int8_t magic, int64_t *key_at,
                                int64_t *key_len, int64_t *value_at, int64_t *value_len,
                                int64_t *bad_length) noexcept nogil:
     """Locate the key and value of one v0/v1 entry of ``size`` bytes at ``p`` (offsets from the
@@ -459,3 +459,163 @@ def first_nonzero(const uint8_t[::1] buf, int64_t lo, int64_t hi):
                 found = i
                 break
     return found
+
+
+cdef bint fold_batches(const uint8_t *data, int64_t size, bint verify_crc,
+                       Fold *f, Checks *c) noexcept nogil:
+    """Fold every batch of ``data[0:size]`` (a whole segment in hand) into ``f``, as
+    ``segtools.storage.summary``'s table fold would, without a table: True when the walk
+    reads the data to its end with nothing to report. False at the first thing the table walk
+    would turn into a finding or must finish in Python (a torn or zero tail, a bad length,
+    magic, compression id, message or CRC; a compressed legacy wrapper, whose base offset
+    needs inflating; more distinct producers than ``FOLD_PRODUCERS``): the caller then walks
+    the segment the ordinary way, so every finding is the walk's own.
+
+    With ``c`` (not NULL), also ``verify``'s rules (``segtools.analysis.integrity``), held to
+    the same standard: True only when none of them has anything to say. Offsets run on from
+    batch to batch and from the earlier segments, no batch lies below the segment's base;
+    leader epochs never fall (the first offset of each new one is recorded); every ``.index``
+    entry names the batch that starts at its position; every ``.timeindex`` entry names the
+    last offset of a batch whose max timestamp, and the running max up to it, is its own."""
+    cdef int64_t pos = 0
+    cdef int64_t length, n, offset, last, count, raw_count, ts, first_ts, max_ts, pid, i
+    cdef int64_t epoch, running = INT64_MIN, prev_last = 0, ki = 0, kt = 0
+    cdef bint known = False
+    if c != NULL:
+        known = c.has_previous
+        prev_last = c.previous_last
+    cdef int64_t key_at = 0, key_len = 0, value_at = 0, value_len = 0, bad = 0
+    cdef int8_t magic
+    cdef int attrs, codec
+    cdef const uint8_t *p
+    while pos < size:
+        if size - pos <= HEADER_SIZE_UP_TO_MAGIC:
+            return False
+        p = data + pos
+        length = be_i32(p + LENGTH_AT)
+        if length < MIN_LENGTH:
+            return False
+        n = LOG_OVERHEAD + length
+        if n > size - pos:
+            return False
+        magic = <int8_t>p[MAGIC_AT]
+        offset = be_i64(p)
+        if magic == 2:
+            if n < V2_OVERHEAD:
+                return False
+            attrs = be_i16(p + ATTRIBUTES_AT) & 0xFF
+            codec = attrs & 0x07
+            if codec > MAX_V2_CODEC:
+                return False
+            if verify_crc and (segtools_crc32c_raw(0xFFFFFFFFu, p + ATTRIBUTES_AT,
+                                                   n - ATTRIBUTES_AT) ^ 0xFFFFFFFFu
+                               ) != be_u32(p + CRC_AT):
+                return False
+            last = offset + be_i32(p + LAST_OFFSET_DELTA_AT)
+            raw_count = count = be_i32(p + RECORDS_COUNT_AT)
+            max_ts = be_i64(p + MAX_TIMESTAMP_AT)
+            first_ts = max_ts if attrs & 0x40 else be_i64(p + BASE_TIMESTAMP_AT)
+            if count < 0:
+                count = last - offset + 1
+            if c != NULL:
+                if attrs & 0x40 or raw_count == 0 or raw_count < last - offset + 1:
+                    c.cleaned = True
+                epoch = be_i32(p + LEADER_EPOCH_AT)
+                if epoch >= 0:
+                    if epoch < c.last_epoch:
+                        return False
+                    if epoch > c.last_epoch:
+                        if c.epoch_count >= CHECK_EPOCHS:
+                            return False
+                        c.epochs[c.epoch_count] = epoch
+                        c.epoch_offsets[c.epoch_count] = offset
+                        c.epoch_count += 1
+                        c.last_epoch = epoch
+            pid = be_i64(p + PRODUCER_ID_AT)
+            if attrs & 0x10:
+                f.txn += 1
+            if attrs & 0x20:
+                f.control += 1
+            if pid >= 0:
+                i = f.producer_count - 1
+                while i >= 0 and f.producers[i] != pid:
+                    i -= 1
+                if i < 0:
+                    if f.producer_count >= FOLD_PRODUCERS:
+                        return False
+                    f.producers[f.producer_count] = pid
+                    f.producer_count += 1
+        elif magic == 0 or magic == 1:
+            attrs = <int8_t>p[LEGACY_ATTRIBUTES_AT]
+            codec = attrs & 0x07
+            if codec:  # > MAX_LEGACY_CODEC is a finding; a wrapper's base needs inflating
+                return False
+            if _legacy_layout(p, n, magic, &key_at, &key_len, &value_at, &value_len, &bad):
+                return False
+            if verify_crc and (segtools_crc32_raw(0xFFFFFFFFu, p + MAGIC_AT, n - MAGIC_AT)
+                               ^ 0xFFFFFFFFu) != be_u32(p + LEGACY_CRC_AT):
+                return False
+            last = offset
+            count = 1
+            max_ts = be_i64(p + LEGACY_TIMESTAMP_AT) if magic == 1 else -1
+            first_ts = max_ts
+        else:
+            return False
+        if c != NULL:
+            if offset < c.base_offset:
+                return False
+            if known and offset != prev_last + 1:
+                if c.step_count >= CHECK_STEPS:
+                    return False
+                c.steps[c.step_count][0] = prev_last
+                c.steps[c.step_count][1] = offset
+                c.steps[c.step_count][2] = pos
+                c.steps[c.step_count][3] = f.batches == 0
+                c.step_count += 1
+            if not known or last > prev_last:
+                prev_last = last
+            known = True
+            # .index entries in position order: the next one must be here or further on,
+            # and name an offset of this batch
+            while ki < c.index_entries and be_i32(c.index + ki * 8 + 4) <= pos:
+                if be_i32(c.index + ki * 8 + 4) != pos:
+                    return False
+                i = c.base_offset + be_i32(c.index + ki * 8)
+                if i < offset or i > last:
+                    return False
+                ki += 1
+            if max_ts > running:
+                running = max_ts
+            while kt < c.time_entries and c.base_offset + be_i32(c.timeindex + kt * 12 + 8) <= last:
+                i = c.base_offset + be_i32(c.timeindex + kt * 12 + 8)
+                ts = be_i64(c.timeindex + kt * 12)
+                if i == last:
+                    if ts != max_ts or ts != running:
+                        return False
+                elif i >= offset and ts == max_ts:
+                    c.inside += 1  # the record holding the max, as brokers before 3.7 wrote
+                else:
+                    return False
+                kt += 1
+        f.batches += 1
+        f.valid_bytes += n
+        f.records += count
+        if not f.has_first_offset:
+            f.first_offset = offset
+            f.has_first_offset = True
+            f.last_offset = last
+        elif last > f.last_offset:
+            f.last_offset = last
+        if not f.has_first_ts and first_ts >= 0:
+            f.first_ts = first_ts
+            f.has_first_ts = True
+        if max_ts > f.max_ts:
+            f.max_ts = max_ts
+            f.max_ts_offset = last
+            f.has_max_ts_offset = True
+        f.codecs |= 1 << codec
+        f.magics |= 1 << magic
+        pos += n
+    if c != NULL and (ki < c.index_entries or kt < c.time_entries):
+        return False  # entries past the last batch
+    return True

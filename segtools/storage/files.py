@@ -104,6 +104,28 @@ def cannot_read(path: str, e: SegtoolsError | OSError) -> Finding:
     return finding("file_unreadable", path, f"cannot read: {why}")
 
 
+def _read_upto(path: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a regular file, read with the descriptor alone (a large tree
+    has two small text files per partition). Asks for what the file holds, not for the
+    limit: a read of ``limit`` bytes would allocate that much first."""
+    fd, st = open_regular(path)
+    try:
+        chunks = []
+        got = 0
+        want = min(st.st_size + 1, limit)
+        while got < limit:
+            chunk = os.read(fd, want - got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            if got == want:  # the file grew since the stat: read on to the limit
+                want = limit
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
                      ) -> tuple[str | None, list[Finding]]:
     """Read a small text file (checkpoint, properties) as UTF-8, refusing files above ``cap``.
@@ -116,8 +138,7 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
         if is_remote(path):
             data = open_remote(path).pread(cap + 1, 0)
         else:
-            with open_regular_file(path) as f:
-                data = f.read(cap + 1)
+            data = _read_upto(os.fspath(path), cap + 1)
     except (SegtoolsError, OSError) as e:
         return None, [cannot_read(spath, e)]
     if len(data) > cap:

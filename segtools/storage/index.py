@@ -55,6 +55,7 @@ from segtools.storage.location import RemoteFile, as_path, is_remote, open_remot
 
 # Entries per pread chunk while counting: bounded memory (<= 768 KiB) whatever the index size.
 _SCAN_CHUNK_ENTRIES = 65536
+_FIRST_SCAN_CHUNK_ENTRIES = 512
 #: How far entry reads may run past the last size check (see ``_still_holds``).
 INDEX_GUARD_STRIDE = 8192
 _ZERO_SCAN_CHUNK = 1 << 20
@@ -228,8 +229,13 @@ class _MappedIndex(_IndexFile):
         prev_secondary: int | None = None
         order_break: int | None = None
         start = 0
+        # chunks grow from small: a preallocated index (an active segment's, 10 MiB by
+        # default) ends its few entries early, and a first chunk of 768 KiB of its holes
+        # would cost more than the rest of reading the segment
+        chunk = _FIRST_SCAN_CHUNK_ENTRIES
         while start < total:
-            slots = self._read_slots(start, min(_SCAN_CHUNK_ENTRIES, total - start))
+            slots = self._read_slots(start, min(chunk, total - start))
+            chunk = min(2 * chunk, _SCAN_CHUNK_ENTRIES)
             if len(slots) == 0:  # the file shrank under us: what we saw is what there is
                 break
             bad = self._first_invalid(slots, prev)

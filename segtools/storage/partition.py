@@ -9,6 +9,7 @@ directories whose names Kafka truncated.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import stat
@@ -79,6 +80,8 @@ class Leftover(StrEnum):
     SWAP = "swap"  # complete cleaner/split output about to replace older segments
 
 
+_SEGMENT_FILE_KINDS = frozenset((FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX,
+                                 FileKind.TXNINDEX))
 _SEGMENT_SUFFIXES = {k.value: k for k in (FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX,
                                           FileKind.TXNINDEX, FileKind.SNAPSHOT)}
 
@@ -178,6 +181,26 @@ def classify_partition_file(name: str) -> PartitionFile:
     if kind is None or int(prefix) >= 2**63:
         return PartitionFile(name, FileKind.STRAY)
     return PartitionFile(name, kind, int(prefix), leftover)
+
+
+#: :func:`classify_partition_file` for a listing: a broker's partitions repeat the same few
+#: names (``00000000000000000000.log``, ``leader-epoch-checkpoint``), and the answer is a
+#: frozen value, so each name is classified once per run.
+_classified = functools.lru_cache(maxsize=1 << 14)(classify_partition_file)
+
+
+#: pathlib's own shortcut for the names its ``iterdir`` lists (no parsing of the name again);
+#: private, so looked up once and ``/`` is used where a Python does not have it.
+_CHILD = getattr(Path, "_make_child_relpath", None)
+
+
+def _child(pdir: Path, name: str) -> Path:
+    """``pdir / name`` for a name a directory listing gave: a local path is extended without
+    parsing the name again, since listing a large broker's tree makes a path for each of its
+    files."""
+    if _CHILD is not None and isinstance(pdir, Path):
+        return _CHILD(pdir, name)
+    return pdir / name
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +327,10 @@ def load_partition_dir(path: str | os.PathLike[str],
                             strays=(), temp_files=(), kraft_snapshots=(),
                             partition_metadata=None, leader_epochs=(),
                             findings=tuple(listing.findings))
+    plain = listing.wanted is None and isinstance(pdir, Path)
     for entry in dir_entries:
-        listing.add(entry)
+        if not (plain and listing.add_segment_file(entry)):
+            listing.add(entry)
     return listing.partition_dir(name)
 
 
@@ -328,19 +353,40 @@ class _Listing:
     def add(self, entry: os.DirEntry) -> None:
         """One directory entry: a stray directory, a file that cannot be read, or a file of
         a kind Kafka writes, put where it belongs."""
-        fpath = self.pdir / entry.name
+        fpath = _child(self.pdir, entry.name)
         if entry_is_dir(entry):
             self.strays.append(fpath)
             self.findings.append(finding("stray_directory", str(fpath),
                                          "unexpected directory inside a partition directory"))
             return
-        pf = classify_partition_file(entry.name)
+        pf = _classified(entry.name)
         if self.wanted is not None and pf.base_offset is not None and \
                 pf.base_offset not in self.wanted:
             return
         st = self._regular(entry, fpath)
         if st is not None:
             self._file(entry.name, fpath, pf, st)
+
+    def add_segment_file(self, entry: os.DirEntry) -> bool:
+        """The common entry in one step: a regular file with a canonical segment name (most
+        of a large tree's files). False for anything else, left to :meth:`add`, which
+        reaches the same answer for these by the longer way."""
+        name = entry.name
+        pf = _classified(name)
+        if pf.kind not in _SEGMENT_FILE_KINDS or pf.leftover is not None or \
+                name.find(".") != SEGMENT_NAME_DIGITS:
+            return False
+        try:
+            st = entry.stat()
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        group = self.groups.get(pf.base_offset)
+        if group is None:
+            group = self.groups[pf.base_offset] = {}
+        group[pf.kind] = (_child(self.pdir, name), st)
+        return True
 
     def _regular(self, entry: os.DirEntry, fpath: Path) -> os.stat_result | None:
         """The entry's stat when it is a regular file still there; a finding otherwise."""

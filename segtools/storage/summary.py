@@ -15,16 +15,20 @@ segment, or a lost time index), ``mtime`` when nothing carries a timestamp (v0 d
 from __future__ import annotations
 
 import dataclasses
+import operator
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.decode.table import BatchTable, codec_label
+from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
 from segtools.findings import Finding, Severity, finding
+from segtools.storage import _summary
 from segtools.storage.index import TimeIndex
+from segtools.storage.location import is_remote, note_read
 from segtools.storage.partition import SegmentFiles
-from segtools.storage.segment import Segment
+from segtools.storage.segment import SMALL_FILE, Segment
 
 MAX_PRODUCER_IDS = 64  # the summary stays small; the count says how many there were
 
@@ -55,6 +59,11 @@ class SegmentSummary:
     control_batches: int = 0
     crc_errors: int = 0
     findings: tuple[Finding, ...] = field(default=())
+
+    def __reduce__(self) -> tuple:
+        """Pickled as its values in field order (a worker process sends a tree's summaries
+        back: a plain tuple is about half the cost of the dataclass's own state)."""
+        return (_from_values, _VALUES(self))
 
     @property
     def next_offset(self) -> int:
@@ -87,10 +96,124 @@ class SegmentSummary:
         return cls(**data)
 
 
+#: An index up to this size is read whole by the compiled summary and checks (a preallocated
+#: one, 10 MiB of holes by default, goes to :class:`TimeIndex`, which skips holes).
+SMALL_TIME_INDEX = 64 * 1024
+
+
+_VALUES = operator.attrgetter(*(f.name for f in dataclasses.fields(SegmentSummary)))
+
+
+def _from_values(*values) -> SegmentSummary:
+    return SegmentSummary(*values)
+
+
 def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
               time_index: TimeIndex | None = None,
               decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT) -> SegmentSummary:
-    """Walk ``files.log`` shallowly and fold its batch table into a :class:`SegmentSummary`."""
+    """Walk ``files.log`` shallowly and fold its batch table into a :class:`SegmentSummary`.
+
+    A small local segment is summarised in compiled code (:mod:`segtools.storage._summary`)
+    when nothing in it calls for a finding; anything else takes the table walk, which names
+    every finding. Both give the same summary."""
+    if time_index is None and not is_remote(files.log):
+        fast = _summary.summarize_small(
+            os.fsencode(files.log),
+            None if files.timeindex is None else os.fsencode(files.timeindex),
+            verify_crc, SMALL_FILE, SMALL_TIME_INDEX)
+        if fast is not None:
+            return _compiled(files, is_active, fast)
+    return _walked(files, is_active=is_active, verify_crc=verify_crc, time_index=time_index,
+                   decompress_limit=decompress_limit)
+
+
+def _fsencode(path) -> bytes | None:
+    return None if path is None else os.fsencode(path)
+
+
+def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_epoch: int
+                         ) -> tuple | None:
+    """``verify``'s rules over one small local segment, in compiled code, when none of them
+    has anything to say (:func:`segtools.storage._summary.verify_small`); None when the
+    segment needs the ordinary reading, which then names every finding.
+
+    Returns ``(largest offset or None, whether a batch shows the cleaner's work, new leader
+    epochs as (epoch, first offset) pairs, time index entries in the older record-offset
+    convention, offset steps as (previous last, base, position, first batch))``."""
+    if is_remote(files.log):
+        return None
+    fast = _summary.verify_small(
+        os.fsencode(files.log), _fsencode(files.index), _fsencode(files.timeindex),
+        files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX)
+    if fast is None:
+        return None
+    log, index, timeindex, *checked = fast
+    for path, seen in ((files.log, log), (files.index, index), (files.timeindex, timeindex)):
+        if seen is not None:
+            note_read(path, *seen)
+    return tuple(checked)
+
+
+def _labels(bits: int, names) -> tuple:
+    return tuple(names[i] for i in range(8) if bits >> i & 1)
+
+
+_CODECS = {bits: tuple(sorted(_labels(bits, [codec_label(i) for i in range(8)])))
+           for bits in range(256)}
+_MAGICS = {bits: tuple(m for m in range(8) if bits >> m & 1) for bits in range(8)}
+assert len(CODEC_LABELS) <= 8
+
+
+def _compiled(files: SegmentFiles, is_active: bool, fast: tuple) -> SegmentSummary:
+    """The summary from :func:`_summary.summarize_small`'s fold (the time index read by the
+    compiled code when plain, else by :class:`TimeIndex`, as in :func:`_walked`)."""
+    (size, mtime_ns, batches, valid_bytes, records, first_offset, last_offset, first_ts,
+     fold_max, fold_max_offset, codecs, magics, producers, txn, control, index) = fast
+    log = str(files.log)
+    note_read(files.log, size, mtime_ns)
+    findings: tuple[Finding, ...] = ()
+    ti_last = None
+    if index is not None:
+        state, ts, rel, ti_size, ti_mtime_ns = index
+        if state == _summary.INDEX_SLOW:
+            with TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed) as ti:
+                if ti.trusted and ti.valid_entries:
+                    ti_last = tuple(ti.last_entry)
+        else:
+            note_read(files.timeindex, ti_size, ti_mtime_ns)
+            if state == _summary.INDEX_LAST:
+                ti_last = (ts, files.base_offset + rel)
+    if ti_last is not None:
+        max_ts, source = ti_last[0], "timeindex"
+        if not is_active and fold_max != ti_last[0]:
+            findings = (_max_mismatch(files, ti_last, fold_max),)
+    elif fold_max >= 0:
+        max_ts, source = fold_max, "log"
+    else:
+        max_ts, source = -1, "mtime"
+    return SegmentSummary(
+        path=log, base_offset=files.base_offset, size=size, valid_bytes=valid_bytes,
+        is_active=is_active, mtime_ms=mtime_ns // 1_000_000, batch_count=batches,
+        record_count=records, first_offset=first_offset, last_offset=last_offset,
+        first_timestamp=first_ts, log_max_timestamp=fold_max,
+        log_offset_of_max_timestamp=fold_max_offset, max_timestamp=max_ts,
+        max_timestamp_source=source, timeindex_last=ti_last, codecs=_CODECS[codecs],
+        magics=_MAGICS[magics],
+        producer_ids=tuple(sorted(producers)[:MAX_PRODUCER_IDS]) if producers else (),
+        producer_id_count=len(producers), transactional_batches=txn, control_batches=control,
+        findings=findings)
+
+
+def _max_mismatch(files: SegmentFiles, ti_last: tuple[int, int], log_max: int) -> Finding:
+    return finding(
+        "timeindex_max_mismatch", str(files.timeindex),
+        f"last time-index entry says {ti_last[0]} but the largest batch timestamp in "
+        f"the log is {log_max}; retention uses the index's value", offset=ti_last[1])
+
+
+def _walked(files: SegmentFiles, *, is_active: bool, verify_crc: bool,
+            time_index: TimeIndex | None, decompress_limit: int) -> SegmentSummary:
+    """:func:`summarize` by the table walk."""
     fold = _Fold()
     findings: list[Finding] = []
     with Segment.open(files, decompress_limit=decompress_limit) as segment:
@@ -112,10 +235,7 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
     if ti_last is not None:
         max_ts, source = ti_last[0], "timeindex"
         if not is_active and fold.max_ts != ti_last[0]:
-            findings.append(finding(
-                "timeindex_max_mismatch", str(files.timeindex),
-                f"last time-index entry says {ti_last[0]} but the largest batch timestamp in "
-                f"the log is {fold.max_ts}; retention uses the index's value", offset=ti_last[1]))
+            findings.append(_max_mismatch(files, ti_last, fold.max_ts))
     elif fold.max_ts >= 0:
         max_ts, source = fold.max_ts, "log"
     else:

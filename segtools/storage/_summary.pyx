@@ -1,0 +1,290 @@
+"""A small segment summarised in C: its ``.log`` and ``.timeindex`` read and folded with a few
+system calls and no Python object per batch or per file.
+
+A broker's tree holds tens of thousands of small segments; read the ordinary way (a
+``Segment``, a walk into table chunks, a fold of the columns, a ``TimeIndex``) each costs a
+few hundred Python calls, far more than reading it. Here the common case, a regular file that
+fits :data:`segtools.storage.segment.SMALL_FILE` and walks cleanly to its end next to a time
+index whose every entry is valid, costs ``stat``, ``open``, ``fstat``, one ``pread`` and
+``close`` per file and one compiled fold (:func:`segtools.decode._walk.fold_batches`). Anything
+else (a file of another type, a short read, a torn tail, a bad CRC, a compressed legacy
+wrapper, a preallocated or damaged index) returns None, or says the index needs the ordinary
+reader, so that every finding still comes from the code that names it.
+"""
+
+from libc.stdint cimport int64_t, uint8_t
+from libc.stdlib cimport free, malloc
+from posix.fcntl cimport O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDONLY
+from posix.fcntl cimport open as c_open
+from posix.stat cimport S_ISREG, fstat, stat, struct_stat
+from posix.unistd cimport close, pread
+
+from segtools.decode._walk cimport Checks, Fold, fold_batches
+from segtools.decode.bytes cimport be_i32, be_i64
+
+
+cdef extern from "<unistd.h>" nogil:
+    enum: SEEK_DATA
+    long lseek(int fd, long offset, int whence)
+
+cdef extern from "<errno.h>" nogil:
+    int errno
+    enum: ENXIO
+
+cdef enum:
+    TIME_ENTRY = 12  # TimeIndex.ENTRY_SIZE: timestamp int64, relative offset int32
+
+#: What :func:`timeindex_state` says about a ``.timeindex``.
+cpdef enum:
+    INDEX_ABSENT = 0   # no file was named
+    INDEX_EMPTY = 1    # a regular, empty file: no entries, nothing to report
+    INDEX_LAST = 2     # every entry valid: the last one is the answer
+    INDEX_SLOW = 3     # anything else: the ordinary reader decides (and reports)
+
+
+cdef int64_t _mtime_ns(struct_stat *st) noexcept nogil:
+    return <int64_t>st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
+
+
+cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
+                            int *ok, bint head=False) noexcept nogil:
+    """The whole file at ``path`` in a fresh buffer (free it), when it is a regular file of at
+    most ``cap`` bytes read in full; ``ok`` 0 otherwise (and NULL). An empty file gives NULL
+    with ``ok`` 1. Checked as ``segtools.storage.files.open_regular`` does: by name before the
+    open (a FIFO must not be opened), then by descriptor.
+
+    ``head``: a larger file is read up to ``cap`` when only holes follow (a preallocated
+    index: ``SEEK_DATA`` finds no data after ``cap``), ``ok`` then 2."""
+    cdef int fd
+    cdef int64_t size, got = 0
+    cdef long r
+    cdef uint8_t *buf = NULL
+    cdef int answer = 1
+    ok[0] = 0
+    if stat(path, st) != 0 or not S_ISREG(st.st_mode):
+        return NULL
+    fd = c_open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
+    if fd < 0:
+        return NULL
+    if fstat(fd, st) != 0 or not S_ISREG(st.st_mode):
+        close(fd)
+        return NULL
+    size = st.st_size
+    if size > cap:
+        if not head or lseek(fd, cap, SEEK_DATA) != -1 or errno != ENXIO:
+            close(fd)
+            return NULL
+        size = cap
+        answer = 2
+    if size:
+        buf = <uint8_t *>malloc(size)
+        if buf == NULL:
+            close(fd)
+            return NULL
+        while got < size:
+            r = pread(fd, buf + got, size - got, got)
+            if r <= 0:
+                break
+            got += r
+        if got != size:  # the file shrank since fstat: the ordinary reader says so
+            free(buf)
+            close(fd)
+            return NULL
+    close(fd)
+    ok[0] = answer
+    return buf
+
+
+cdef int _time_index(const uint8_t *buf, int64_t got, int64_t size, bint padded,
+                     int64_t *ts, int64_t *rel) noexcept nogil:
+    """``INDEX_EMPTY``, ``INDEX_LAST`` with the last entry, or ``INDEX_SLOW`` unless every slot
+    is an entry ``TimeIndex.maybeAppend`` could have written (so its sanity checks have nothing
+    to say): a whole number of entries, the first not all zero with an offset at or above the
+    base, timestamps strictly rising, offsets never falling. ``buf`` holds the first ``got``
+    of the file's ``size`` bytes (the rest: holes).
+
+    ``padded``: the entries may also be followed by zeros to the end (the preallocated index
+    of an active segment: its sanity checks only note the padding, and its last entry is the
+    last valid one)."""
+    cdef int64_t n = got // TIME_ENTRY
+    cdef int64_t i, t, r, prev_t = 0, prev_r = 0, valid = n
+    if size % TIME_ENTRY or got % TIME_ENTRY or (got < size and not padded):
+        return INDEX_SLOW
+    for i in range(n):
+        t = be_i64(buf + i * TIME_ENTRY)
+        r = be_i32(buf + i * TIME_ENTRY + 8)
+        if i == 0:
+            if t == 0 and r == 0:
+                valid = 0
+                break
+            if r < 0:
+                return INDEX_SLOW
+        elif t <= prev_t:
+            valid = i
+            break
+        elif r < prev_r:
+            return INDEX_SLOW
+        prev_t, prev_r = t, r
+    if valid < n or got < size:
+        if not padded:
+            return INDEX_SLOW
+        for i in range(valid * TIME_ENTRY, got):
+            if buf[i]:
+                return INDEX_SLOW
+    if valid == 0:
+        return INDEX_EMPTY
+    ts[0] = prev_t
+    rel[0] = prev_r
+    return INDEX_LAST
+
+
+cdef bint _plain_offset_index(const uint8_t *buf, int64_t size) noexcept nogil:
+    """Every slot of a ``.index`` an entry ``OffsetIndex.append`` could have written, so its
+    sanity checks have nothing to say: a whole number of entries, the first not all zero
+    with an offset at or above the base, offsets and positions strictly rising."""
+    cdef int64_t n = size // 8
+    cdef int64_t i, r, q, prev_r = 0, prev_q = 0
+    if size % 8:
+        return False
+    for i in range(n):
+        r = be_i32(buf + i * 8)
+        q = be_i32(buf + i * 8 + 4)
+        if i == 0:
+            if (r == 0 and q == 0) or r < 0 or q < 0:
+                return False
+        elif r <= prev_r or q <= prev_q:
+            return False
+        prev_r, prev_q = r, q
+    return True
+
+
+cdef _fresh_fold(Fold *f):
+    f.batches = f.valid_bytes = f.records = f.txn = f.control = 0
+    f.first_offset = f.last_offset = f.first_ts = f.max_ts_offset = 0
+    f.max_ts = -1
+    f.has_first_offset = f.has_first_ts = f.has_max_ts_offset = False
+    f.codecs = f.magics = 0
+    f.producer_count = 0
+
+
+def verify_small(bytes log_path, object index_path, object timeindex_path, int64_t base_offset,
+                 object previous_last, int64_t last_epoch, int64_t cap, int64_t index_cap):
+    """``verify``'s reading of one small segment (see the module doc) when none of its rules
+    has anything to say about it: the ``.log`` walked with every CRC checked, its ``.index``
+    and ``.timeindex`` (None: absent) plain and matching the batches, offsets running on from
+    ``previous_last`` (None: the first segment), leader epochs not below ``last_epoch``.
+    None otherwise (the ordinary reader then names what it finds).
+
+    Returns ``(files read as (size, mtime_ns) for the log, index and time index (None where
+    absent), the segment's largest offset (None: no batch), whether a batch shows the
+    cleaner's work, new leader epochs as (epoch, first offset) pairs, time index entries in
+    the older record-offset convention, offset steps as (previous last, base, position,
+    first batch of the segment))``: the steps and the convention are not findings yet (the
+    partition's compaction evidence classifies the steps)."""
+    cdef struct_stat st, ist, tst
+    cdef Fold f
+    cdef Checks c
+    cdef int ok = 1, iok = 1, tok = 1
+    cdef bint clean = False
+    cdef const char *cpath = log_path
+    cdef const char *ipath = NULL
+    cdef const char *tpath = NULL
+    cdef uint8_t *buf = NULL
+    cdef uint8_t *ibuf = NULL
+    cdef uint8_t *tbuf = NULL
+    cdef int64_t ts = 0, rel = 0
+    if index_path is not None:
+        ipath = <bytes>index_path
+    if timeindex_path is not None:
+        tpath = <bytes>timeindex_path
+    _fresh_fold(&f)
+    c.base_offset = base_offset
+    c.has_previous = previous_last is not None
+    c.previous_last = previous_last if previous_last is not None else 0
+    c.last_epoch = last_epoch
+    c.cleaned = False
+    c.epoch_count = 0
+    c.inside = 0
+    c.step_count = 0
+    c.index = c.timeindex = NULL
+    c.index_entries = c.time_entries = 0
+    with nogil:
+        buf = _read_regular(cpath, cap, &st, &ok)
+        if ok and ipath != NULL:
+            ibuf = _read_regular(ipath, index_cap, &ist, &iok)
+            iok = iok and _plain_offset_index(ibuf, ist.st_size)
+            c.index = ibuf
+            c.index_entries = ist.st_size // 8
+        if ok and iok and tpath != NULL:
+            tbuf = _read_regular(tpath, index_cap, &tst, &tok)
+            tok = tok and _time_index(tbuf, tst.st_size, tst.st_size, False, &ts,
+                                      &rel) != INDEX_SLOW
+            c.timeindex = tbuf
+            c.time_entries = tst.st_size // TIME_ENTRY
+        if ok and iok and tok:
+            clean = fold_batches(buf, st.st_size, True, &f, &c)
+        free(buf)
+        free(ibuf)
+        free(tbuf)
+    if not (ok and iok and tok and clean):
+        return None
+    return ((st.st_size, _mtime_ns(&st)),
+            (ist.st_size, _mtime_ns(&ist)) if ipath != NULL else None,
+            (tst.st_size, _mtime_ns(&tst)) if tpath != NULL else None,
+            f.last_offset if f.has_first_offset else None, c.cleaned,
+            tuple([(c.epochs[i], c.epoch_offsets[i]) for i in range(c.epoch_count)]),
+            c.inside,
+            tuple([(c.steps[i][0], c.steps[i][1], c.steps[i][2], c.steps[i][3])
+                   for i in range(c.step_count)]))
+
+
+def timeindex_state(bytes path, int64_t cap):
+    """``(state, last timestamp, last relative offset, size, mtime_ns)`` of a ``.timeindex``
+    whose entries lie in its first ``cap`` bytes, followed by nothing or by zeros to the end
+    (``INDEX_SLOW`` for anything else)."""
+    cdef struct_stat st
+    cdef int ok = 0, state = INDEX_SLOW
+    cdef int64_t ts = -1, rel = 0
+    cdef const char *cpath = path
+    cdef uint8_t *buf
+    cap -= cap % TIME_ENTRY
+    with nogil:
+        buf = _read_regular(cpath, cap, &st, &ok, True)
+        if ok:
+            state = _time_index(buf, min(st.st_size, cap), st.st_size, True, &ts, &rel)
+        free(buf)
+    if not ok:
+        return INDEX_SLOW, -1, 0, 0, 0
+    return state, ts, rel, st.st_size, _mtime_ns(&st)
+
+
+def summarize_small(bytes log_path, object timeindex_path, bint verify_crc, int64_t cap,
+                    int64_t index_cap):
+    """The fold of a small ``.log`` (see the module doc) and the state of its ``.timeindex``
+    (``timeindex_path`` None: it has none), or None when the log needs the ordinary walk.
+
+    Returns ``(size, mtime_ns, batches, valid_bytes, records, first_offset, last_offset,
+    first_timestamp, max_timestamp, offset_of_max_timestamp, codec bits, magic bits,
+    producer ids, transactional batches, control batches, index)``, ``index`` being
+    :func:`timeindex_state`'s answer (None without a time index)."""
+    cdef struct_stat st
+    cdef Fold f
+    cdef int ok = 0
+    cdef bint clean = False
+    cdef const char *cpath = log_path
+    cdef uint8_t *buf
+    _fresh_fold(&f)
+    with nogil:
+        buf = _read_regular(cpath, cap, &st, &ok)
+        if ok:
+            clean = fold_batches(buf, st.st_size, verify_crc, &f, NULL)
+        free(buf)
+    if not ok or not clean:
+        return None
+    index = None if timeindex_path is None else timeindex_state(timeindex_path, index_cap)
+    return (st.st_size, _mtime_ns(&st), f.batches, f.valid_bytes, f.records,
+            f.first_offset if f.has_first_offset else None,
+            f.last_offset if f.has_first_offset else None,
+            f.first_ts if f.has_first_ts else None, f.max_ts,
+            f.max_ts_offset if f.has_max_ts_offset else None, f.codecs, f.magics,
+            tuple([f.producers[i] for i in range(f.producer_count)]), f.txn, f.control, index)
