@@ -1,4 +1,5 @@
-"""Work that is independent per partition, on every core the process may use, in order.
+"""Work that is independent per partition, on every core the process may use, in order; and
+a reader's two halves on two threads (:func:`ahead`).
 
 Summarising a tree's segments, or verifying its partitions, is the same small job repeated
 for thousands of partitions, each reading only its own files; in one Python process it uses
@@ -15,7 +16,9 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from collections.abc import Callable, Iterator, Sequence
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -77,3 +80,53 @@ def _drain(pool, results: Iterator) -> Iterator:
     finally:
         pool.terminate()
         pool.join()
+
+
+def ahead(items: Iterable[T], depth: int = 1, name: str = "segtools-ahead") -> Iterator[T]:
+    """``items``, produced up to ``depth`` ahead of the consumer by a thread of their own.
+
+    For a reader whose two halves both let go of the GIL (the compiled walk of a mapped
+    segment and the decoding of the chunk before it; inflating a chunk and rendering the one
+    before), so the reader uses the second core instead of waiting. Everything ``items``
+    touches must be touched by it alone. An exception it raises is raised here; when the
+    consumer stops early (a closed pipe, Ctrl-C, a ``limit``) the thread is stopped, ``items``
+    closed and the thread joined, so nothing is left running behind the caller."""
+    box: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item: object) -> bool:
+        while not stop.is_set():
+            try:
+                box.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in items:
+                if not put((item, None)):
+                    return
+            put((done, None))
+        except BaseException as e:  # handed to the consumer, raised there
+            put((done, e))
+        finally:
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    worker = threading.Thread(target=work, name=name, daemon=True)
+    worker.start()
+    try:
+        while True:
+            item, error = box.get()
+            if item is done:
+                if error is not None:
+                    raise error
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()

@@ -165,6 +165,7 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
     findings are the inline walk's, and a consumer that stops early leaves no thread behind."""
     import threading
 
+    from segtools import fanout
     from segtools.fetch import rows as fetch_rows
 
     pdir, size = _sealed_copies(tmp_path / "logs", 40)
@@ -174,8 +175,9 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
     monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
     monkeypatch.setenv("SEGTOOLS_WORKERS", "2")  # two cores, whatever the machine has
     started = []
-    real = fetch_rows.ahead
-    monkeypatch.setattr(fetch_rows, "ahead", lambda items: (started.append(1), real(items))[1])
+    real = fanout.ahead
+    monkeypatch.setattr(fanout, "ahead",
+                        lambda items, **kw: (started.append(1), real(items, **kw))[1])
 
     def read() -> tuple[list, list]:
         findings = []
@@ -184,10 +186,10 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
 
     threaded = read()
     assert started
-    monkeypatch.setattr(fetch_rows, "ahead", lambda items: items)
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
     assert threaded == read()
     assert ("crc_mismatch", size * 17) in threaded[1]
-    monkeypatch.setattr(fetch_rows, "ahead", real)
+    monkeypatch.setattr(fanout, "ahead", real)
     reader = segtools.open(pdir).to_arrow()
     reader.read_next_batch()
     reader.close()

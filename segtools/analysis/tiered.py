@@ -33,14 +33,12 @@ from pathlib import Path
 
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.partition_input import Loaded, PartitionInput
-from segtools.analysis.remote_input import RemoteSummary as RemoteSummary
 from segtools.analysis.remote_input import (
     StoredSegment,
     StoreHoldings,
     remote_metadata,
     store_holdings,
 )
-from segtools.analysis.remote_input import remote_summaries as remote_summaries
 from segtools.analysis.remote_log import (
     COPY_SEGMENT_FINISHED,
     COPY_SEGMENT_STARTED,
@@ -59,9 +57,6 @@ from segtools.formats.internal.remote_log_metadata import TOPIC
 from segtools.storage.logdirs import LogDir
 from segtools.storage.remote_store import RemoteStore
 from segtools.units import format_bytes, format_duration, format_retention, format_time
-
-# ``RemoteSummary`` and ``remote_summaries`` (read in remote_input) are named here too, where
-# the faces have found them.
 
 # Remote reason codes (``retention --format json``: ``remote_segments[].reason``).
 REMOTE_RETENTION_MS_BREACHED = "remote_retention_ms_breached"

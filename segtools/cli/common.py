@@ -166,49 +166,6 @@ def console():
                    width=None if sys.stdout.isatty() else 240)
 
 
-def ahead(items: Iterable, depth: int = 2) -> Iterator:
-    """Iterate ``items`` in a background thread, up to ``depth`` items ahead of the consumer.
-
-    For a reader whose two halves both release the GIL (inflating and decoding a chunk of
-    batches; rendering the previous one), so a dump uses a second core instead of waiting.
-    Everything ``items`` touches must be touched by it alone; an exception it raises is
-    raised here, and stopping early (a closed pipe, Ctrl-C) stops it."""
-    import queue
-    import threading
-
-    box: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def produce() -> None:
-        try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        box.put((item, None), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
-                    return
-            box.put((done, None))
-        except BaseException as e:  # handed to the consumer, raised there
-            box.put((done, e))
-
-    worker = threading.Thread(target=produce, name="segtools-ahead", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item, error = box.get()
-            if item is done:
-                if error is not None:
-                    raise error
-                return
-            yield item
-    finally:
-        stop.set()
-
-
 def add_selection(p: argparse.ArgumentParser) -> None:
     """``--topic`` / ``--partition`` filters, shared by the commands that walk trees."""
     p.add_argument("--topic", action="append", metavar="GLOB",

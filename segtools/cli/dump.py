@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from segtools import fanout
 from segtools.cli import _jsonl, common, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
@@ -367,7 +368,7 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
     progressed = start
     reads = _reads(segment, start, end, window, committed, deep, not args.no_crc)
     if segment.size > _AHEAD_BYTES:
-        reads = common.ahead(reads)
+        reads = fanout.ahead(reads, depth=2)
     for read, records in _grouped(reads):
         findings = _Findings(read.findings, out, skip_tail=args.max_bytes is not None)
         if compiled:

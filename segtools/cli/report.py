@@ -40,7 +40,7 @@ EXAMPLES = """examples:
   segtools report /var/kafka-logs -o incident.html
   segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z
   segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,topics
-  segtools report /var/kafka-logs -o what-if.html --what-if segment.bytes=134217728 --recommend
+  segtools report /var/kafka-logs -o what-if.html --recommend
 """
 
 

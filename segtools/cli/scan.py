@@ -25,12 +25,8 @@ from segtools.analysis.kafka_versions import (
     log_dir_versions,
     older_time_index_convention,
 )
-from segtools.analysis.tiered import (
-    RemoteSummary,
-    remote_by_partition,
-    remote_metadata,
-    remote_summaries,
-)
+from segtools.analysis.remote_input import RemoteSummary, remote_metadata, remote_summaries
+from segtools.analysis.tiered import remote_by_partition
 from segtools.cli import common, render
 from segtools.cli.table import Column, Lines, TextTable
 from segtools.errors import SegtoolsError

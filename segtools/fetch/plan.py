@@ -20,8 +20,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from segtools.analysis.remote_input import remote_metadata
 from segtools.analysis.remote_log import RemotePartition
-from segtools.analysis.tiered import remote_by_partition, remote_metadata
+from segtools.analysis.tiered import remote_by_partition
 from segtools.analysis.transactions import AbortedRange, aborted_ranges
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError

@@ -11,8 +11,6 @@ caller's ``report``, which may log it or raise).
 from __future__ import annotations
 
 import json
-import queue
-import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -153,7 +151,7 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
                               verify_crc=verify_crc, limit=segment.decompress_limit,
                               chunk_bytes=WALK_BYTES)
     if threaded:
-        chunks_walked = ahead(chunks_walked)
+        chunks_walked = fanout.ahead(chunks_walked, name="segtools-walk-ahead")
     for chunk in chunks_walked:
         if len(chunk.table):  # every chunk before this one is done with
             pages.done = int(chunk.table.position[0])
@@ -181,54 +179,6 @@ class _KeepPages:
 
     def release(self, upto: int) -> None:
         self._source.release(min(upto, self.done))
-
-
-def ahead(items: Iterator[T]) -> Iterator[T]:
-    """``items``, produced one ahead by a thread of their own: the walk of a mapped segment
-    (its CRCs; the compiled walk lets go of the GIL) runs on the second core while this one
-    decodes the chunk before. Only for a mapping, which nothing else reads through windows
-    of its own, and when the process may use two cores (``SEGTOOLS_WORKERS``, as
-    :mod:`segtools.fanout`); the thread is stopped and joined when the consumer stops
-    early."""
-    box: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
-    done = object()
-
-    def put(item: object) -> bool:
-        while not stop.is_set():
-            try:
-                box.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def work() -> None:
-        try:
-            for item in items:
-                if not put((item, None)):
-                    return
-            put((done, None))
-        except BaseException as e:  # handed to the consumer, raised there
-            put((done, e))
-        finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
-
-    worker = threading.Thread(target=work, name="segtools-walk-ahead", daemon=True)
-    worker.start()
-    try:
-        while True:
-            item, error = box.get()
-            if item is done:
-                if error is not None:
-                    raise error
-                return
-            yield item
-    finally:
-        stop.set()
-        worker.join()
 
 
 class _Visibility:

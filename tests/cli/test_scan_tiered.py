@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from segtools.analysis.tiered import remote_by_partition, remote_metadata
+from segtools.analysis.remote_input import remote_metadata
+from segtools.analysis.tiered import remote_by_partition
 from segtools.storage.logdirs import load_log_dir
 from segtools.storage.remote_store import read_segment
 from tests.fixtures_manifest import FIXTURES
