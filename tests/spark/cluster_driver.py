@@ -1,13 +1,15 @@
 """A Spark driver run in its own process by the cluster and auto-registration tests.
 
-``python -m tests.spark.cluster_driver MASTER TREE [--no-register] [--counts-only]
-[--remote URI ...]`` reads ``TREE`` with ``format("kafkalog")`` and prints one JSON
-document: records per topic-partition, and (unless ``--counts-only``) the read-committed
-total and the number of segments, and, for the ``--remote`` trees (object-store URIs, read
-together with the storage options from ``$KAFKALOG_STORAGE_OPTIONS`` as JSON), their rows at
-the three levels in a comparable form, the log dirs they name, the printed plan of one read
+``python -m tests.spark.cluster_driver MASTER TREE [--no-register] [--counts-only] [--remote URI
+...] [--what-if DIR CONFIG AT_MS CHANGES]`` reads ``TREE`` with ``format("kafkalog")`` and
+prints one JSON document: records per topic-partition, and (unless ``--counts-only``) the read-
+committed total and the number of segments, and, for the ``--remote`` trees (object-store URIs,
+read together with the storage options from ``$KAFKALOG_STORAGE_OPTIONS`` as JSON), their rows
+at the three levels in a comparable form, the log dirs they name, the printed plan of one read
 and the Python executables, process ids and working directories their rows were decoded in
-(without ``--remote``, those of a read of ``TREE``).
+(without ``--remote``, those of a read of ``TREE``); with ``--what-if``, the rows of
+``analyses.what_if`` over ``DIR`` (topic configs from the ``CONFIG`` file, as the CLI's
+``--config``; ``--recommend``) as the CLI's ``what_if`` objects, and its recommendations.
 """
 
 from __future__ import annotations
@@ -82,6 +84,23 @@ def where(df) -> dict:
             "workdirs": sorted({w[2] for w in seen if w[3]})}
 
 
+def what_if(spark, argv: list[str]) -> dict | None:
+    """``--what-if DIR CONFIG AT_MS CHANGES``: the simulation on the cluster's executors."""
+    if "--what-if" not in argv:
+        return None
+    at = argv.index("--what-if")
+    path, config, now, changes = argv[at + 1:at + 5]
+    from pyspark_kafkalog import analyses
+
+    import segtools
+
+    configs = {pi.topic: pi.config
+               for pi in segtools.open(path).inputs(config=config).partitions}
+    rows = analyses.what_if(spark, path, changes, configs, now_ms=int(now),
+                            recommend=True).collect()
+    return {"objects": [plain(r.asDict(recursive=True)) for r in rows]}
+
+
 def main(argv: list[str]) -> None:
     master, tree = argv[0], argv[1]
     register = "--no-register" not in argv
@@ -124,6 +143,7 @@ def main(argv: list[str]) -> None:
         print(json.dumps({"master": spark.sparkContext.master, "counts": counts,
                           "committed": committed, "segments": segments, "headers": headers,
                           "driver_pid": os.getpid(), "remote": remote,
+                          "what_if": what_if(spark, argv),
                           **(where(df) if remote is None else {})}))
     finally:
         spark.stop()

@@ -8,12 +8,15 @@ running this venv's interpreter, with the same counts Kafka's reader dumped), th
 trees from the S3 server (moto's), whose upload copy was deleted first, so nothing can come
 from a shared disk: each executor opens the store and reads its own byte ranges. Those rows,
 at every level, must equal a local read of the same trees, both workers must have read some,
-and the printed plan must not hold the secret key."""
+and the printed plan must not hold the secret key. Last, ``analyses.what_if`` simulates the
+``whatif`` tree on the executors and must give the CLI's ``retention --what-if --recommend``
+objects."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -24,10 +27,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures_manifest import FIXTURES
 from tests.s3server import SECRET_KEY
 from tests.spark.cluster_driver import comparable
 from tests.spark.conftest import committed, expected_rows
 from tests.spark.inprocess import read
+from tests.spark.test_whatif import CHANGE as WHATIF_CHANGE
+from tests.spark.test_whatif import CONFIG as WHATIF_CONFIG
+from tests.spark.test_whatif import NOW as WHATIF_AT
+from tests.spark.test_whatif import as_cli
 
 pytestmark = pytest.mark.spark
 
@@ -154,10 +162,12 @@ def test_reads_local_and_object_storage_trees_on_a_standalone_cluster(trees, s3_
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(KAFKALOG_STORAGE_OPTIONS=json.dumps(storage), KAFKALOG_CORES="2")
     remotes = [a for uri in uris.values() for a in ("--remote", uri)]
+    whatif_tree = shutil.copytree(FIXTURES / "logdirs" / "whatif", tmp_path / "whatif")
+    simulate = ["--what-if", str(whatif_tree), str(WHATIF_CONFIG), str(WHATIF_AT), WHATIF_CHANGE]
     with standalone_cluster(tmp_path) as url:
         done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", url,
-                               str(trees), *remotes], capture_output=True, text=True,
-                              cwd=REPO, env=env, timeout=900, check=False)
+                               str(trees), *remotes, *simulate], capture_output=True,
+                              text=True, cwd=REPO, env=env, timeout=900, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
     assert SECRET_KEY not in done.stdout + done.stderr
     got = json.loads(done.stdout.strip().splitlines()[-1])
@@ -184,3 +194,15 @@ def test_reads_local_and_object_storage_trees_on_a_standalone_cluster(trees, s3_
     assert got["driver_pid"] not in remote["pids"]  # decoded in the executors' Python workers
     workdirs = {Path(w).relative_to(tmp_path).parts[0] for w in remote["workdirs"]}
     assert workdirs == {"worker-1", "worker-2"}  # both workers read from the store
+
+    # the what-if simulated on the executors: the CLI's what_if objects and recommendations
+    cli = subprocess.run([str(Path(sys.executable).parent / "segtools"), "retention",
+                          str(whatif_tree), "--config", str(WHATIF_CONFIG), "--at",
+                          str(WHATIF_AT), "--what-if", WHATIF_CHANGE, "--recommend",
+                          "--format", "json"], capture_output=True, text=True, check=False)
+    assert cli.returncode in (0, 1), cli.stderr
+    want = json.loads(cli.stdout)
+    rows = got["what_if"]["objects"]
+    assert [as_cli(r) for r in rows] == want["what_if"]
+    assert [json.loads(r["recommendation"]) for r in rows if r["recommendation"]] == \
+        want["recommendations"]
