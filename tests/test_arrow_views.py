@@ -78,19 +78,8 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
     """A 49 MB sealed segment of Kafka-written batches, streamed: the peak grows by far less
     than the segment. Pages behind the reader's window are handed back (``MADV_DONTNEED``),
     views or not; the window is made 4 MiB here (64 MiB in use) to see it on a small file."""
-    batch = BATCH.read_bytes()
     copies = 500
-    root = tmp_path / "logs"
-    pdir = root / "big-0"
-    pdir.mkdir(parents=True)
-    shutil.copy(SAMPLE / "meta.properties", root / "meta.properties")
-    with open(pdir / "00000000000000000005.log", "wb") as f:
-        for k in range(copies):
-            f.write(_shifted(batch, 200 * k))
-    end = 5 + 200 * copies
-    (pdir / f"{end:020d}.log").write_bytes(_shifted(batch, 200 * copies))
-    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
-        (root / name).write_text(f"0\n1\nbig 0 {end + 200}\n")
+    pdir, _ = _sealed_copies(tmp_path / "logs", copies)
     script = textwrap.dedent(f"""
         import segtools
         from segtools.decode import walk

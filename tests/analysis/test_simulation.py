@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,15 +31,8 @@ from segtools.analysis.simulation import (
     simulate,
 )
 from segtools.storage.logdirs import walk
-from tests.fixtures_manifest import FIXTURES
+from tests.analysis.whatif_tree import CONFIG, DAY, NOW, SEGTOOLS, TREE, H, T
 
-SEGTOOLS = str(Path(sys.executable).parent / "segtools")
-TREE = FIXTURES / "logdirs" / "whatif"
-CONFIG = FIXTURES / "configs" / "whatif-topic-configs.txt"
-T = 1_704_067_200_000
-H = 3_600_000
-DAY = 24 * H
-NOW = T + 240 * H
 END = NOW + 30 * DAY
 
 

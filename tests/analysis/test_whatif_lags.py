@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -23,15 +21,7 @@ from segtools.analysis.config import TopicConfig, parse_config_text
 from segtools.analysis.partition_input import load_inputs
 from segtools.analysis.simulation import CLEANER_BACKOFF_MS
 from segtools.storage.logdirs import walk
-from tests.fixtures_manifest import FIXTURES
-
-SEGTOOLS = str(Path(sys.executable).parent / "segtools")
-TREE = FIXTURES / "logdirs" / "whatif"
-CONFIG = FIXTURES / "configs" / "whatif-topic-configs.txt"
-T = 1_704_067_200_000
-H = 3_600_000
-DAY = 24 * H
-NOW = T + 240 * H
+from tests.analysis.whatif_tree import CONFIG, DAY, NOW, SEGTOOLS, TREE, H, T
 
 
 @pytest.fixture(scope="module")
