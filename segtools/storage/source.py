@@ -117,7 +117,7 @@ class MappedSource:
 
     def prefault(self, lo: int, hi: int) -> None:
         """Map the pages of ``[lo, hi)`` now, ahead of the walk: the first touch of a fresh
-        mapping's pages costs about as much as their CRC, and a reader whose other thread
+        mapping's pages costs about half as much as their CRC, and a reader whose other thread
         would only wait can take that cost off the walk. Best effort: a kernel without the
         call, or a file that shrank, leaves the pages to be faulted in by the walk."""
         lo -= lo % mmap.PAGESIZE
