@@ -82,7 +82,8 @@ def _drain(pool, results: Iterator) -> Iterator:
         pool.join()
 
 
-def ahead(items: Iterable[T], depth: int = 1, name: str = "segtools-ahead") -> Iterator[T]:
+def ahead(items: Iterable[T], depth: int = 1, name: str = "segtools-ahead",
+          idle: Callable[[], bool] | None = None) -> Iterator[T]:
     """``items``, produced up to ``depth`` ahead of the consumer by a thread of their own.
 
     For a reader whose two halves both let go of the GIL (the compiled walk of a mapped
@@ -90,7 +91,12 @@ def ahead(items: Iterable[T], depth: int = 1, name: str = "segtools-ahead") -> I
     before), so the reader uses the second core instead of waiting. Everything ``items``
     touches must be touched by it alone. An exception it raises is raised here; when the
     consumer stops early (a closed pipe, Ctrl-C, a ``limit``) the thread is stopped, ``items``
-    closed and the thread joined, so nothing is left running behind the caller."""
+    closed and the thread joined, so nothing is left running behind the caller.
+
+    ``idle``, when given, is called instead of waiting while the next item is not ready yet,
+    as long as it returns True (it did a step of work): a share of the producer's work that
+    the consumer takes on only when it would otherwise wait, so a consumer that is itself the
+    slower half is not slowed further."""
     box: queue.Queue = queue.Queue(maxsize=depth)
     stop = threading.Event()
     done = object()
@@ -121,7 +127,12 @@ def ahead(items: Iterable[T], depth: int = 1, name: str = "segtools-ahead") -> I
     worker.start()
     try:
         while True:
-            item, error = box.get()
+            try:
+                item, error = box.get_nowait()
+            except queue.Empty:
+                if idle is not None and idle():
+                    continue
+                item, error = box.get()
             if item is done:
                 if error is not None:
                     raise error

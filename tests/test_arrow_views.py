@@ -187,3 +187,64 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
     assert not [t for t in threading.enumerate() if t.name == "segtools-walk-ahead"]
 
 
+
+
+def test_the_consumer_works_for_the_producer_only_while_it_would_wait():
+    """``fanout.ahead``'s ``idle`` runs while the next item is not ready (here the producer
+    waits for it), stops being called once it says it has nothing left to do, and the items
+    still come in order."""
+    import threading
+
+    from segtools import fanout
+
+    go = threading.Event()
+    steps = []
+
+    def items():
+        go.wait(timeout=10)
+        yield from range(3)
+
+    def idle() -> bool:
+        steps.append(go.is_set())
+        go.set()  # the producer may go on once the consumer has done its share
+        return len(steps) < 2
+
+    assert list(fanout.ahead(items(), idle=idle)) == [0, 1, 2]
+    assert steps[:2] == [False, True]
+
+
+def test_pages_mapped_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
+    """While the reader waits for the walk it maps the pages of the chunk after the one being
+    walked: the rows and findings are the inline walk's, and the pages it maps lie in the
+    segment, past its first chunk (the walk maps that one itself)."""
+    from segtools import fanout
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import MappedSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 40)
+    with open(pdir / "00000000000000000005.log", "r+b") as f:  # one bad CRC, mid-segment
+        f.seek(size * 17 + 100)
+        f.write(b"\xff")
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(fetch_rows, "PREFAULT_STEP", 4096)
+    monkeypatch.setattr(fetch_rows, "PREFAULT_RECORD", 0)  # whatever the records' size
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    mapped = []
+    real = MappedSource.prefault
+
+    def prefault(self, lo: int, hi: int) -> None:
+        mapped.append((lo, hi, self.size))
+        real(self, lo, hi)
+
+    monkeypatch.setattr(MappedSource, "prefault", prefault)
+
+    def read() -> tuple[list, list]:
+        findings = []
+        table = segtools.open(pdir).to_arrow(on_finding=findings.append).read_all()
+        return table.to_pylist(), [(f.code, f.position) for f in findings]
+
+    threaded = read()
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    assert threaded == read()
+    assert ("crc_mismatch", size * 17) in threaded[1]
+    assert all(3 * size <= lo < hi <= total for lo, hi, total in mapped)

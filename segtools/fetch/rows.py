@@ -44,6 +44,11 @@ _NO_LSO = 2**63 - 1
 WALK_BYTES = 16 * 1024 * 1024
 #: Bytes of batches per Arrow batch at most: a walk chunk (16 MiB, or 65,536 batches) is one.
 WINDOW_BYTES = 2 * WALK_BYTES
+#: Bytes of a mapping's pages the reader maps per step while it waits for the walk (about
+#: 0.2 ms: the walk's next chunk is rarely kept waiting for it).
+PREFAULT_STEP = 2 * 1024 * 1024
+#: Mean record size (batch bytes per record) from which the reader maps the walk's pages.
+PREFAULT_RECORD = 512
 #: Bytes of the blocks record columns are cut from (recycled once a batch is let go).
 ARROW_BLOCK = 8 * 1024 * 1024
 
@@ -150,11 +155,13 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
                               start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
                               chunk_bytes=WALK_BYTES)
+    faults = _Prefault(segment.source, start, piece.end)
     if threaded:
-        chunks_walked = fanout.ahead(chunks_walked, name="segtools-walk-ahead")
+        chunks_walked = fanout.ahead(chunks_walked, name="segtools-walk-ahead", idle=faults)
     for chunk in chunks_walked:
         if len(chunk.table):  # every chunk before this one is done with
             pages.done = int(chunk.table.position[0])
+        faults.walked(chunk.table, chunk.stop)
         for f in chunk.findings:
             position = piece.start if f.position is None else f.position
             if piece.start <= position < piece.end:
@@ -179,6 +186,38 @@ class _KeepPages:
 
     def release(self, upto: int) -> None:
         self._source.release(min(upto, self.done))
+
+
+class _Prefault:
+    """The pages of the chunk after the one being walked, mapped a step at a time by the
+    reader while it waits for the walk (``fanout.ahead``'s ``idle``): their first touch,
+    left to the walk, makes it the slower half when batches hold many large records. Never
+    more than two chunks ahead of what the reader holds, so memory stays flat."""
+
+    def __init__(self, source: Source, start: int, end: int):
+        self._prefault = getattr(source, "prefault", None)
+        self._end = end
+        self._next = start + WALK_BYTES  # the walk is faulting in its first chunk itself
+        self._limit = min(end, start + 2 * WALK_BYTES)
+
+    def walked(self, t: BatchTable, stop: int) -> None:
+        """The reader holds the chunk ``t``, which ends at ``stop``: the walk is past it.
+        The decode's cost follows the records, the walk's the bytes: with records shorter
+        than :data:`PREFAULT_RECORD` the reader is the slower half, and the pages are left
+        to the walk."""
+        self._next = max(self._next, stop + WALK_BYTES)
+        self._limit = min(self._end, stop + 2 * WALK_BYTES)
+        records = int(t.count.sum()) if len(t) else 0
+        if records and (stop - int(t.position[0])) < records * PREFAULT_RECORD:
+            self._limit = 0
+
+    def __call__(self) -> bool:
+        if self._prefault is None or self._next >= self._limit:
+            return False
+        hi = min(self._limit, self._next + PREFAULT_STEP)
+        self._prefault(self._next, hi)
+        self._next = hi
+        return True
 
 
 class _Visibility:

@@ -25,8 +25,10 @@ the race (an unclean leader election truncating below the high watermark) to one
 from __future__ import annotations
 
 import contextlib
+import errno
 import mmap
 import os
+import sys
 
 import numpy as np
 
@@ -43,6 +45,10 @@ CHUNK_BUFFER = 16 * 1024 * 1024
 #: Below this size a mapping's pages are not worth handing back.
 _RELEASE_MIN = 64 * 1024 * 1024
 _ZERO_CHUNK = 1 << 20
+#: Linux's madvise(MADV_POPULATE_READ) (5.14): map a range's pages in one call, as a read
+#: would fault them in; a page the file no longer has fails the call instead of raising
+#: SIGBUS. Python names it only from 3.12 on.
+_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22) if sys.platform == "linux" else None
 
 
 def _pread_into(fd: int, view: memoryview, position: int) -> int:
@@ -92,6 +98,7 @@ class MappedSource:
         self.array = np.frombuffer(self._map, dtype=np.uint8)
         self._checked = 0
         self._released = 0
+        self._populate = _POPULATE_READ
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         if hi > self._checked:  # the guard: never touch a page the file no longer has
@@ -107,6 +114,23 @@ class MappedSource:
         if upto > self._released:
             self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
             self._released = upto
+
+    def prefault(self, lo: int, hi: int) -> None:
+        """Map the pages of ``[lo, hi)`` now, ahead of the walk: the first touch of a fresh
+        mapping's pages costs about half as much as their CRC, and a reader whose other thread
+        would only wait can take that cost off the walk. Best effort: a kernel without the
+        call, or a file that shrank, leaves the pages to be faulted in by the walk."""
+        lo -= lo % mmap.PAGESIZE
+        hi = min(hi, self.size)
+        if self._populate is None or hi <= lo:
+            return
+        try:
+            self._map.madvise(self._populate, lo, hi - lo)
+        except OSError as e:
+            if e.errno == errno.EINVAL:  # a kernel before 5.14: no such advice
+                self._populate = None
+        except ValueError:  # closed under us: nothing to do
+            self._populate = None
 
     def zero_from(self, lo: int, hi: int) -> int | None:
         return zero_from(self.fd, lo, min(hi, self.size))
