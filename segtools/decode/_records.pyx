@@ -62,12 +62,30 @@ cdef struct Rec:
     int64_t header_count
 
 
+cdef inline int64_t nullable_bytes(const uint8_t *data, int64_t p, int64_t body_end,
+                                   int64_t *pos, int64_t *length) noexcept nogil:
+    """A record's key, value or header value: a varint length, then that many bytes, or none
+    for a negative length (null, ``length`` set to -1). Returns where the field ends, or -1
+    when the length is not a varint or the bytes run past the record's end."""
+    p = quick_varint(data, p, body_end, 5, length)
+    if p < 0:
+        return -1
+    pos[0] = p
+    if length[0] >= 0:
+        p += length[0]
+    else:
+        length[0] = -1
+    if p > body_end:
+        return -1
+    return p
+
+
 cdef inline int64_t parse_record(const uint8_t *data, int64_t pos, int64_t end, Rec *r,
                                  int8_t *code) noexcept nogil:
     """One record at ``pos`` (``DefaultRecord.readFrom``): fills ``r`` and returns where the
     record ends, or -1 with ``code`` set when it breaks a rule (the fault is the record's
     first byte). Both kernels below decode through it, so they validate alike."""
-    cdef int64_t p, body_end, length, h, hk, hv
+    cdef int64_t p, body_end, length, h, hk, hv, hvp
     p = quick_varint(data, pos, end, 5, &length)
     if p < 0:
         code[0] = ERR_TRUNCATED if p == -1 else ERR_VARINT_TOO_LONG
@@ -85,28 +103,12 @@ cdef inline int64_t parse_record(const uint8_t *data, int64_t pos, int64_t end, 
     if p < 0:
         code[0] = ERR_RECORD_LENGTH
         return -1
-    p = quick_varint(data, p, body_end, 5, &r.key_len)
+    p = nullable_bytes(data, p, body_end, &r.key_pos, &r.key_len)
     if p < 0:
         code[0] = ERR_RECORD_LENGTH
         return -1
-    r.key_pos = p
-    if r.key_len >= 0:
-        p += r.key_len
-    else:
-        r.key_len = -1
-    if p > body_end:
-        code[0] = ERR_RECORD_LENGTH
-        return -1
-    p = quick_varint(data, p, body_end, 5, &r.value_len)
+    p = nullable_bytes(data, p, body_end, &r.value_pos, &r.value_len)
     if p < 0:
-        code[0] = ERR_RECORD_LENGTH
-        return -1
-    r.value_pos = p
-    if r.value_len >= 0:
-        p += r.value_len
-    else:
-        r.value_len = -1
-    if p > body_end:
         code[0] = ERR_RECORD_LENGTH
         return -1
     p = quick_varint(data, p, body_end, 5, &r.header_count)
@@ -129,13 +131,8 @@ cdef inline int64_t parse_record(const uint8_t *data, int64_t pos, int64_t end, 
         if p > body_end:
             code[0] = ERR_RECORD_LENGTH
             return -1
-        p = quick_varint(data, p, body_end, 5, &hv)
+        p = nullable_bytes(data, p, body_end, &hvp, &hv)
         if p < 0:
-            code[0] = ERR_RECORD_LENGTH
-            return -1
-        if hv > 0:
-            p += hv
-        if p > body_end:
             code[0] = ERR_RECORD_LENGTH
             return -1
     if p != body_end:
