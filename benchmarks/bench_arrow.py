@@ -33,7 +33,7 @@ import time
 import segtools
 from benchmarks import kafka_java
 from benchmarks.bench_walk import best
-from benchmarks.common import OUT
+from benchmarks.common import OUT, best_of
 from benchmarks.shapes import SHAPES, rolled, segment
 
 SIZE = 256 << 20
@@ -51,17 +51,6 @@ for batch in ds.to_arrow(binary=sys.argv[2]):
     rows += batch.num_rows
 print(time.perf_counter() - t, opened - t, rows)
 """
-
-
-def best_cpu(fn, passes: int) -> float:
-    """The least CPU time of ``passes`` calls (less sensitive than wall time to other
-    tenants of a shared machine; Kafka's side has no such figure)."""
-    out = float("inf")
-    for _ in range(passes):
-        t = time.process_time()
-        fn()
-        out = min(out, time.process_time() - t)
-    return out
 
 
 def to_arrow(pdir, binary: str) -> int:
@@ -90,7 +79,8 @@ def main() -> None:
         for binary in BINARY:
             r[f"{binary}_first_s"], r[f"{binary}_first_open_s"] = first_call(pdir, binary)
             r[f"{binary}_s"] = best(lambda p=pdir, b=binary: to_arrow(p, b), 3)
-            r[f"{binary}_cpu_s"] = best_cpu(lambda p=pdir, b=binary: to_arrow(p, b), 3)
+            r[f"{binary}_cpu_s"] = best_of(lambda p=pdir, b=binary: to_arrow(p, b), 3,
+                                                 clock=time.process_time)
         java = kafka_java.run("deep", path, repeat=5)
         line = f"to_arrow() of 256 MiB of {shape.label:>11}:"
         for binary in BINARY:

@@ -23,13 +23,12 @@ batches and >= 5 GB/s on 500 x 100 B; deep >= 2x Kafka on the uncompressed shape
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import zstandard
 
 from benchmarks import kafka_java
-from benchmarks.common import OUT
+from benchmarks.common import OUT, best_of
 from benchmarks.shapes import SHAPES, segment
 from segtools.storage.segment import Segment
 
@@ -37,12 +36,7 @@ PASSES = 5
 
 
 def best(fn, passes: int = PASSES) -> float:
-    out = float("inf")
-    for _ in range(passes):
-        t = time.perf_counter()
-        fn()
-        out = min(out, time.perf_counter() - t)
-    return out
+    return best_of(fn, passes)
 
 
 def shallow(path: Path, sealed: bool) -> int:

@@ -50,12 +50,14 @@ def make_segment(name: str, target_bytes: int, records: int = 500, value_size: i
     return path
 
 
-def best_of(fn, repeat: int = 3) -> float:
+def best_of(fn, repeat: int = 3, clock=time.perf_counter) -> float:
+    """The least of ``repeat`` calls' times by ``clock`` (wall by default;
+    ``time.process_time`` for CPU, which other tenants of a shared machine disturb less)."""
     best = float("inf")
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = clock()
         fn()
-        best = min(best, time.perf_counter() - t)
+        best = min(best, clock() - t)
     return best
 
 
