@@ -13,9 +13,10 @@ partition's other files that the forensic rules hold against the log (``.txninde
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -99,6 +100,33 @@ def iter_tables(partition: PartitionDir, findings: list[Finding], *,
             for chunk in segment.walk(verify_crc=verify_crc):
                 findings.extend(chunk.findings)
                 yield segment, files, chunk.table
+
+
+class TableFold(Protocol):
+    """An analysis that reads a partition's batch tables in log order (:func:`fold_tables`):
+    the findings met on the walk go to its ``findings``, each chunk to ``take`` while its
+    segment is open."""
+
+    findings: list[Finding]
+
+    def take(self, segment: Segment, files: SegmentFiles, table: BatchTable) -> None: ...
+
+
+def fold_tables(partition: PartitionDir, folds: Sequence[TableFold], *,
+                verify_crc: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> None:
+    """One walk of a partition's live segments feeding several analyses: on a broker's tree
+    of small segments, opening and walking each segment costs more than any analysis of
+    its batches, so analyses that run together share the walk. Each fold gets the walk's
+    findings in the order it would have met them walking alone."""
+    met: list[Finding] = []
+    for segment, files, table in iter_tables(partition, met, verify_crc=verify_crc,
+                                             limit=limit):
+        for fold in folds:
+            fold.findings.extend(met)
+            fold.take(segment, files, table)
+        met.clear()
+    for fold in folds:
+        fold.findings.extend(met)
 
 
 def batch_records(segment: Segment, batch: Batch, findings: list[Finding]) -> list[Record]:

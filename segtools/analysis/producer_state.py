@@ -69,6 +69,22 @@ ProducerColumns = BatchTable | ProducerBatches
 #: Row of a chunk -> the control records of that control batch.
 MarkerReader = Callable[[int], Iterable[ControlMarker]]
 
+#: The base offset of the segment holding a chunk's markers: one for the chunk, one per row
+#: (a chunk gathered from several segments), or None (not known).
+SegmentBase = int | np.ndarray | None
+
+#: Batches a reader gathers before folding them (:class:`ProducerStateFold` and the
+#: analyses built on it): the fold's cost is mostly per call, and a broker's partitions are
+#: often many small segments of a few hundred batches. Memory stays bounded (about 100
+#: bytes a batch).
+FOLD_ROWS = 65_536
+
+
+def _segment_at(segment_base: SegmentBase, row: int) -> int | None:
+    if segment_base is None or isinstance(segment_base, int):
+        return segment_base
+    return int(segment_base[row])
+
 
 @dataclass(slots=True)
 class ProducerState:
@@ -143,10 +159,12 @@ def open_transaction(pid: int, t: OpenTransaction) -> Transaction:
 class ProducerStateFold:
     """The producer and transaction state carried from chunk to chunk of one partition.
 
-    Batches without a producer id cost nothing but a column maximum; a chunk whose producer
-    batches are all idempotent data (no transaction, no marker, no snapshot offset inside)
-    updates each producer's state from its last row, vectorised; only chunks holding
-    transactional batches, markers or snapshot offsets go row by row, over plain integers.
+    Batches without a producer id cost nothing but a mask; a chunk whose producer batches
+    are all idempotent data (no transaction, no marker) updates each producer's state from
+    its last row, vectorised; a chunk holding transactional batches or markers is folded by
+    runs, Python visiting only the markers and the batches that open a transaction; a
+    snapshot offset cuts a chunk in two, the state taken between them. :meth:`_rows`, row by
+    row over plain integers, is the rule written plainly: the others are held to it.
     ``keep_closed`` False keeps only each producer's latest closed transaction (memory bound
     by the producers, not the transactions)."""
 
@@ -162,17 +180,36 @@ class ProducerStateFold:
         self.last_closed: dict[int, Transaction] = {}
 
     def add(self, t: ProducerColumns, markers: MarkerReader | None = None,
-            segment_base: int | None = None) -> list[Transaction]:
-        """Fold one chunk; the transactions it closed, in marker order."""
-        rows = np.flatnonzero((t.producer_id >= 0) & (t.magic >= 2))
-        special = t.is_control[rows] | t.is_transactional[rows]
-        crosses = bool(self.snapshot_at) and self.snapshot_at[0] <= int(t.base_offset.max())
-        if not special.any() and not crosses:
+            segment_base: SegmentBase = None) -> list[Transaction]:
+        """Fold one chunk; the transactions it closed, in marker order. ``segment_base``:
+        the base offset of the segment holding the chunk's markers, or one per row when the
+        chunk spans segments. A snapshot offset inside the chunk cuts it there: the state
+        is taken between the two parts, as :meth:`_rows` would take it row by row."""
+        closed: list[Transaction] = []
+        start, n = 0, len(t.base_offset)
+        while self.snapshot_at and start < n:
+            past = np.flatnonzero(t.base_offset[start:] >= self.snapshot_at[0])
+            if not len(past):
+                break
+            cut = start + int(past[0])
+            closed += self._fold(t, start, cut, markers, segment_base)
+            base = int(t.base_offset[cut])
+            while self.snapshot_at and self.snapshot_at[0] <= base:
+                self.states[self.snapshot_at.pop(0)] = self.snapshot()
+            start = cut
+        closed += self._fold(t, start, n, markers, segment_base)
+        return closed
+
+    def _fold(self, t: ProducerColumns, lo: int, hi: int, markers: MarkerReader | None,
+              segment_base: SegmentBase) -> list[Transaction]:
+        """Rows ``lo`` to ``hi`` of a chunk, no snapshot offset among them."""
+        if lo >= hi:
+            return []
+        rows = lo + np.flatnonzero((t.producer_id[lo:hi] >= 0) & (t.magic[lo:hi] >= 2))
+        if not (t.is_control[rows] | t.is_transactional[rows]).any():
             self._plain(t, rows)
             return []
-        if not crosses:
-            return self._runs(t, rows, markers, segment_base)
-        return self._rows(t, markers, segment_base)
+        return self._runs(t, rows, markers, segment_base)
 
     def _plain(self, t: ProducerColumns, rows: np.ndarray) -> None:
         """Data batches only: each producer's state is its last row's."""
@@ -191,7 +228,7 @@ class ProducerStateFold:
             p.last_sequence, p.last_offset = seq, off
 
     def _runs(self, t: ProducerColumns, rows: np.ndarray, markers: MarkerReader | None,
-              segment_base: int | None) -> list[Transaction]:
+              segment_base: SegmentBase) -> list[Transaction]:
         """A chunk with transactions and no snapshot offset: Python visits only the batches
         that open a transaction and the markers, in log order; each transaction's data
         batches between them are summed per run, vectorised. The same state as
@@ -266,15 +303,17 @@ class ProducerStateFold:
                      if markers is None else markers(row))
             for m in found:
                 if m.type in ("COMMIT", "ABORT", UNREAD_MARKER):
-                    closed.append(self._close(producers[p_id], epoch, m, segment_base))
+                    closed.append(self._close(producers[p_id], epoch, m,
+                                              _segment_at(segment_base, row)))
         if self.keep_closed:
             self.closed.extend(closed)
         return closed
 
     def _rows(self, t: ProducerColumns, markers: MarkerReader | None,
-              segment_base: int | None) -> list[Transaction]:
+              segment_base: SegmentBase) -> list[Transaction]:
         """Row by row over plain integers: transactions open and close in log order, and a
-        snapshot's state is taken just before the first batch at or past its offset."""
+        snapshot's state is taken just before the first batch at or past its offset (the
+        reference the vectorised folds are tested against)."""
         producers, ongoing = self.producers, self.ongoing
         closed: list[Transaction] = []
         columns = zip(t.base_offset.tolist(), t.last_offset.tolist(), t.producer_id.tolist(),
@@ -296,7 +335,7 @@ class ProducerStateFold:
                          else markers(i))
                 for m in found:
                     if m.type in ("COMMIT", "ABORT", UNREAD_MARKER):
-                        closed.append(self._close(p, epoch, m, segment_base))
+                        closed.append(self._close(p, epoch, m, _segment_at(segment_base, i)))
                 continue
             p.data_epoch = epoch
             p.last_sequence, p.last_offset = seq, last

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from segtools.analysis.partition_log import iter_records, iter_tables
-from segtools.analysis.producer_state import ProducerStateFold, Transaction
+from segtools.analysis.partition_log import TableFold, fold_tables, iter_records
+from segtools.analysis.producer_state import FOLD_ROWS, ProducerStateFold, Transaction
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable, codec_label
 from segtools.findings import Finding, finding
@@ -43,6 +44,11 @@ NON_IDEMPOTENT = -1
 BROKER_WRITTEN_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
                                    "__share_group_state", "__remote_log_metadata"})
 
+
+#: Tables of up to this many batches are folded row by row (:meth:`PartitionProducers.
+#: _batching_rows`): a broker's partitions of small segments hand over tens of batches, and
+#: below about a thousand rows a numpy call costs more than the rows it saves.
+SMALL_TABLE = 1024
 
 #: Bucket widths for the rate over time, finest first (1 s to 1 day).
 RATE_WIDTHS_MS = (1_000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000)
@@ -68,7 +74,12 @@ class Rate:
         keys, inverse = np.unique(buckets, return_inverse=True)
         counts = np.bincount(inverse)
         sums = np.bincount(inverse, weights=records[ok])
-        for k, c, r in zip(keys.tolist(), counts.tolist(), sums.tolist(), strict=True):
+        self.merge(zip(keys.tolist(), counts.tolist(), sums.tolist(), strict=True))
+
+    def merge(self, buckets: Iterable[tuple[int, int, int | float]]) -> None:
+        """Add ``(bucket start, batches, records)`` counted at the current width, then widen
+        while there are too many buckets."""
+        for k, c, r in buckets:
             self.batches[k] = self.batches.get(k, 0) + c
             self.records[k] = self.records.get(k, 0) + int(r)
         while len(self.batches) > RATE_MAX_BUCKETS and self.width_ms < RATE_WIDTHS_MS[-1]:
@@ -111,11 +122,13 @@ class ProducerBatching:
     recompressed: float | None = None  # measured: batched / one-by-one compressed size
 
     def quantile(self, counts: Mapping[int, int], q: float) -> int:
+        """The smallest value with at least ``q`` of the batches at or below it (plain
+        Python: a histogram here has a handful of values, where numpy's calls cost more)."""
         if not counts:
             return 0
-        keys = np.array(sorted(counts))
-        cum = np.cumsum([counts[k] for k in keys])
-        return int(keys[np.searchsorted(cum, q * cum[-1])])
+        keys = sorted(counts)
+        cum = list(itertools.accumulate(counts[k] for k in keys))
+        return keys[min(bisect.bisect_left(cum, q * cum[-1]), len(keys) - 1)]
 
     @property
     def label(self) -> str:
@@ -204,10 +217,38 @@ class PartitionProducers:
     #: producer had open
     _waiting: dict[int, list[int]] = field(default_factory=dict)
 
+    #: chunks gathered and not folded yet (in log order), and their rows
+    _pending: list[BatchTable] = field(default_factory=list, repr=False)
+    _pending_rows: int = field(default=0, repr=False)
+
     # ------------------------------------------------------------------ batching
 
     def add(self, t: BatchTable) -> None:
-        """Fold one chunk of batches (control batches are the broker's, not a producer's:
+        """Take the next chunk of batches in log order. Chunks are gathered and folded
+        :data:`FOLD_ROWS` rows at a time: the fold costs about the same per call whatever
+        its rows, and a partition of small segments hands over a few hundred batches per
+        segment. The fold's result does not depend on where chunks are cut."""
+        if not len(t):
+            return
+        self._pending.append(t)
+        self._pending_rows += len(t)
+        if self._pending_rows >= FOLD_ROWS:
+            self.flush()
+
+    def take(self, segment, files, t: BatchTable) -> None:
+        """:meth:`add`, as a :class:`~segtools.analysis.partition_log.TableFold`."""
+        self.add(t)
+
+    def flush(self) -> None:
+        """Fold the chunks gathered so far (before reading the producers' figures)."""
+        if not self._pending:
+            return
+        t = BatchTable.concat(self._pending)
+        self._pending, self._pending_rows = [], 0
+        self._fold(t)
+
+    def _fold(self, t: BatchTable) -> None:
+        """Fold one table of batches (control batches are the broker's, not a producer's:
         they count only for the transactions they close)."""
         first_new_event = len(self.events)
         data = ~t.is_control
@@ -220,19 +261,63 @@ class PartitionProducers:
         if bumped or self._waiting:
             self._explain_bumps(first_new_event, before, ended)
 
+    def _group(self, key: tuple[int, int]) -> ProducerBatching:
+        g = self.producers.get(key)
+        if g is None:
+            g = self.producers[key] = ProducerBatching(self.topic, self.partition, *key)
+        return g
+
     def _batching(self, t: BatchTable) -> None:
         pid = t.producer_id.astype(np.int64)
         epoch = np.where(pid >= 0, t.producer_epoch.astype(np.int64), -1)
         pid = np.where(pid >= 0, pid, NON_IDEMPOTENT)
+        if len(pid) <= SMALL_TABLE:
+            self._batching_rows(t, pid, epoch)
+        else:
+            self._batching_columns(t, pid, epoch)
+        self._sequences(t, pid, epoch)
+
+    def _batching_rows(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
+        """:meth:`_batching_columns` row by row, over plain integers: the same figures, for
+        tables too small for numpy's per-call cost to pay."""
+        create = ((t.timestamp_type_id == 0) & ~t.has_delete_horizon
+                  & (t.record_count > 1)).tolist()
+        windows = (t.max_timestamp - t.base_timestamp).tolist()
+        rates: dict[tuple[int, int], dict[int, list[int]]] = {}
+        for p, e, n, size, codec, ts, first, windowed, window in zip(
+                pid.tolist(), epoch.tolist(), t.record_count.tolist(), t.size.tolist(),
+                t.codec.tolist(), t.max_timestamp.tolist(), t.first_timestamp.tolist(),
+                create, windows, strict=True):
+            g = self._group((p, e))
+            g.batches += 1
+            g.records += n
+            g.bytes += size
+            _count(g.records_per_batch, n)
+            _count(g.sizes, size // 16 * 16)
+            if windowed:
+                _count(g.windows, window)
+            _count(g.codecs, codec_label(codec))
+            _count(g.per_minute, ts // 60_000)
+            if ts >= 0:  # bucketed at the width the rate has before this table
+                bucket = rates.setdefault((p, e), {}).setdefault(
+                    ts // g.rate.width_ms * g.rate.width_ms, [0, 0])
+                bucket[0] += 1
+                bucket[1] += n
+            g.first_timestamp = first if g.first_timestamp is None else min(
+                g.first_timestamp, first)
+            g.last_timestamp = ts if g.last_timestamp is None else max(g.last_timestamp, ts)
+        for key, buckets in rates.items():
+            self.producers[key].rate.merge((k, c, r) for k, (c, r) in buckets.items())
+
+    def _batching_columns(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
+        """The producers' figures of a table, vectorised per producer."""
         uniq, inverse = _groups(pid, epoch)
         counts = t.record_count
         create = (t.timestamp_type_id == 0) & ~t.has_delete_horizon & (counts > 1)
         windows = t.max_timestamp - t.base_timestamp
         for k, (p, e) in enumerate(uniq):
             rows = inverse == k
-            g = self.producers.get((p, e))
-            if g is None:
-                g = self.producers[(p, e)] = ProducerBatching(self.topic, self.partition, p, e)
+            g = self._group((p, e))
             g.batches += int(rows.sum())
             g.records += int(counts[rows].sum())
             g.bytes += int(t.size[rows].sum())
@@ -250,7 +335,6 @@ class PartitionProducers:
                                                                             first)
             g.last_timestamp = int(ts.max()) if g.last_timestamp is None else max(
                 g.last_timestamp, int(ts.max()))
-        self._sequences(t, pid, epoch)
 
     # ------------------------------------------------------------------ sequences
 
@@ -358,6 +442,7 @@ class PartitionProducers:
     # ------------------------------------------------------------------ verdicts
 
     def finish(self) -> None:
+        self.flush()
         advise = self.topic not in BROKER_WRITTEN_TOPICS
         for g in self.producers.values():
             _classify(g)
@@ -378,21 +463,29 @@ def _holding(closed: Sequence[Transaction], firsts: Sequence[int], offset: int |
 
 
 def _groups(pid: np.ndarray, epoch: np.ndarray) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """The distinct (producer id, epoch) pairs of a chunk and each row's group. A chunk of
-    one producer (the common case) costs two comparisons; otherwise one 1-D sort of a
-    combined key (producer ids are allocated from 0 in blocks, far below 2^47)."""
+    """The distinct (producer id, epoch) pairs of a chunk, in the order they first appear
+    (so that producers are listed in log order however the log is cut), and each row's
+    group. A chunk of one producer (the common case) costs two comparisons; otherwise one
+    1-D sort of a combined key (producer ids are allocated from 0 in blocks, far below
+    2^47)."""
     if (pid == pid[0]).all() and (epoch == epoch[0]).all():
         return [(int(pid[0]), int(epoch[0]))], np.zeros(len(pid), np.intp)
     combined = pid * 65_536 + (epoch + 1)
-    _, inverse = np.unique(combined, return_inverse=True)
-    pairs = [(int(pid[i]), int(epoch[i]))
-             for i in np.unique(inverse, return_index=True)[1].tolist()]
-    return pairs, inverse.reshape(-1)
+    _, first, inverse = np.unique(combined, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    pairs = [(int(pid[i]), int(epoch[i])) for i in first[order].tolist()]
+    return pairs, rank[inverse.reshape(-1)]
 
 
 def _seq_before(a: int, b: int) -> bool:
     """``a`` comes before ``b`` on the sequence circle (within half of it)."""
     return 0 < (b - a) % SEQUENCE_MODULUS < SEQUENCE_MODULUS // 2
+
+
+def _count(into: dict, key) -> None:
+    into[key] = into.get(key, 0) + 1
 
 
 def _merge(into: dict[int, int], values: np.ndarray) -> None:
@@ -424,7 +517,9 @@ def _classify(g: ProducerBatching) -> None:
         g.verdict, g.ceiling = "full", top
         return
     if g.windows:
-        mode, n = max(g.windows.items(), key=lambda kv: kv[1])
+        # the most frequent window; of equally frequent ones the shortest (whatever the
+        # order the batches were folded in)
+        mode, n = max(g.windows.items(), key=lambda kv: (kv[1], -kv[0]))
         if n / sum(g.windows.values()) >= 0.5:
             g.verdict, g.linger_ms = "lingered", int(mode)
             return
@@ -505,15 +600,17 @@ def _at(ms: int | None) -> str:
 
 def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                       measure_codec: bool = True,
-                      advance: Callable[[int], None] = lambda n: None) -> PartitionProducers:
+                      advance: Callable[[int], None] = lambda n: None,
+                      beside: Sequence[TableFold] = ()) -> PartitionProducers:
     """Batching and sequences of every producer in one partition, from the batch headers;
-    ``measure_codec`` recompresses a bounded sample of an unbatched producer's values."""
+    ``measure_codec`` recompresses a bounded sample of an unbatched producer's values;
+    ``beside``: other analyses fed by the same walk of the partition."""
     name = partition.name
     out = PartitionProducers(name.topic if name else partition.path.name,
                              name.partition if name else -1, str(partition.path))
     out.findings.extend(partition.unread)
-    for _, _, t in iter_tables(partition, out.findings, verify_crc=False, limit=limit):
-        out.add(t)
+    fold_tables(partition, [out, *beside], verify_crc=False, limit=limit)
+    out.flush()
     for s in partition.segments:
         advance(s.log_size)
     for g in out.producers.values():
@@ -524,12 +621,17 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
     return out
 
 
+def analysed(partition: PartitionDir) -> bool:
+    """Whether :func:`analyse` reads this partition (data partitions: not the metadata log)."""
+    return partition.name is not None and not partition.name.is_metadata_log
+
+
 def analyse(partitions: Iterable[PartitionDir], *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
             measure_codec: bool = True,
             advance: Callable[[int], None] = lambda n: None) -> list[PartitionProducers]:
     """:func:`analyse_partition` for every data partition."""
     return [analyse_partition(p, limit=limit, measure_codec=measure_codec, advance=advance)
-            for p in partitions if p.name is not None and not p.name.is_metadata_log]
+            for p in partitions if analysed(p)]
 
 
 # ---------------------------------------------------------------------- record-level

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -32,11 +32,12 @@ import numpy as np
 from segtools.analysis.partition_log import (
     as_partition,
     batch_records,
-    iter_tables,
+    fold_tables,
     producer_snapshots,
     transaction_indexes,
 )
 from segtools.analysis.producer_state import (
+    FOLD_ROWS,
     AbortedRange,
     ControlMarker,
     ProducerState,
@@ -168,29 +169,70 @@ class TransactionScan:
         return min((t.first_offset for t in self.open_transactions), default=self.log_end_offset)
 
 
+class TransactionFold:
+    """The transactions scan as a :class:`~segtools.analysis.partition_log.TableFold`: the
+    producer state fold (:class:`~segtools.analysis.producer_state.ProducerStateFold`) over
+    a partition's batch tables. Chunks are gathered up to
+    :data:`~segtools.analysis.producer_state.FOLD_ROWS` batches before they are folded (a
+    partition of small segments is then folded in one call); each control batch's markers
+    are read as its chunk comes, while the segment is open."""
+
+    def __init__(self, partition: PartitionDir) -> None:
+        self.partition = partition
+        self.findings: list[Finding] = []
+        self.fold = ProducerStateFold(s.offset for s in partition.snapshots)
+        self.log_start = partition.segments[0].base_offset if partition.segments else 0
+        self.end, self.last_ts = self.log_start, -1
+        self.first_seen: int | None = None
+        self._tables: list[BatchTable] = []
+        self._bases: list[np.ndarray] = []
+        self._markers: dict[int, list[ControlMarker]] = {}  # gathered row -> its markers
+        self._rows = 0
+
+    def take(self, segment, files, t: BatchTable) -> None:
+        if not len(t):
+            return
+        if self.first_seen is None:
+            self.first_seen = int(t.base_offset[0])
+        self.end = int(t.last_offset[-1]) + 1
+        self.last_ts = max(self.last_ts, int(t.max_timestamp.max()))
+        # the control batches the fold reads markers of (a producer's, v2)
+        for i in np.flatnonzero(t.is_control & (t.producer_id >= 0) & (t.magic >= 2)).tolist():
+            self._markers[self._rows + i] = _markers(
+                batch_records(segment, t.batch(i), self.findings))
+        self._tables.append(t)
+        self._bases.append(np.full(len(t), files.base_offset, np.int64))
+        self._rows += len(t)
+        if self._rows >= FOLD_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._tables:
+            return
+        markers = self._markers
+        self.fold.add(BatchTable.concat(self._tables), markers.__getitem__,
+                      np.concatenate(self._bases))
+        self._tables, self._bases, self._markers, self._rows = [], [], {}, 0
+
+    def scan(self) -> TransactionScan:
+        """What the walk found (once it is over)."""
+        self._flush()
+        fold = self.fold
+        fold.finish()
+        return TransactionScan(self.partition, tuple(fold.closed + fold.open_transactions()),
+                               fold.producers, fold.states,
+                               self.first_seen if self.first_seen is not None
+                               else self.log_start, self.end, self.last_ts,
+                               tuple(self.findings))
+
+
 def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False,
                       limit: int = DEFAULT_DECOMPRESS_LIMIT) -> TransactionScan:
     """Walk a partition's batch table (and its control records) once, through the producer
     state fold (:class:`~segtools.analysis.producer_state.ProducerStateFold`)."""
-    findings: list[Finding] = []
-    fold = ProducerStateFold(s.offset for s in partition.snapshots)
-    log_start = partition.segments[0].base_offset if partition.segments else 0
-    end, last_ts = log_start, -1
-    first_seen: int | None = None
-    for segment, files, t in iter_tables(partition, findings, verify_crc=verify_crc,
-                                         limit=limit):
-        if not len(t):
-            continue
-        if first_seen is None:
-            first_seen = int(t.base_offset[0])
-        end, last_ts = int(t.last_offset[-1]) + 1, max(last_ts, int(t.max_timestamp.max()))
-        fold.add(t, lambda i, seg=segment, tab=t: _markers(
-            batch_records(seg, tab.batch(i), findings)), files.base_offset)
-    fold.finish()
-    return TransactionScan(partition, tuple(fold.closed + fold.open_transactions()),
-                           fold.producers, fold.states,
-                           first_seen if first_seen is not None else log_start, end, last_ts,
-                           tuple(findings))
+    walked = TransactionFold(partition)
+    fold_tables(partition, [walked], verify_crc=verify_crc, limit=limit)
+    return walked.scan()
 
 
 def _markers(records: Iterable[Record]) -> list[ControlMarker]:
@@ -314,11 +356,14 @@ def check_snapshots(scan: TransactionScan) -> list[Finding]:
 
 
 def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                      now: int | None = None, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                      now: int | None = None, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                      scan: TransactionScan | None = None
                       ) -> tuple[TransactionScan, list[HangingTransaction], list[Finding]]:
-    """Scan one partition and run every check: hanging transactions (as warnings),
-    ``.txnindex`` and ``.snapshot`` consistency."""
-    scan = scan_transactions(partition, limit=limit)
+    """Scan one partition (unless its ``scan`` is given, walked beside another analysis)
+    and run every check: hanging transactions (as warnings), ``.txnindex`` and ``.snapshot``
+    consistency."""
+    if scan is None:
+        scan = scan_transactions(partition, limit=limit)
     hanging = hanging_transactions(scan, max_timeout_ms=max_timeout_ms, now=now)
     findings = [*partition.unread, *scan.findings]
     for h in hanging:
@@ -366,13 +411,26 @@ class TransactionsReport:
         return self.state.changes
 
 
+def scanned(partition: PartitionDir) -> bool:
+    """Whether :func:`transactions_report` scans this partition's log (the live data
+    partitions; ``__transaction_state`` is replayed instead)."""
+    name = partition.name
+    return (name is not None and name.state is PartitionState.LIVE
+            and name.topic not in (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC))
+
+
 def transactions_report(partitions: Iterable[PartitionDir], *,
                         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS, now: int | None = None,
                         keep: int = CHANGES_PER_ID, limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                        advance: Callable[[int], None] = lambda n: None) -> TransactionsReport:
+                        advance: Callable[[int], None] = lambda n: None,
+                        scans: Mapping[str, TransactionScan] | None = None
+                        ) -> TransactionsReport:
     """Read ``__transaction_state`` for the coordinator's view (the latest ``keep`` changes
     of each transactional id), then every other live partition for the data's view (markers,
-    ``.txnindex``, snapshots, hanging transactions)."""
+    ``.txnindex``, snapshots, hanging transactions). ``scans``: partitions already scanned
+    (:class:`TransactionFold` beside another analysis), by their directory's path; each is
+    given its partition's listing here (a scan made in another process comes without)."""
+    scans = scans or {}
     live = [p for p in partitions if p.name is not None
             and p.name.state is PartitionState.LIVE and p.name.topic != CLUSTER_METADATA_TOPIC]
     state = replay_transaction_state([p for p in live if p.name.topic == TRANSACTION_STATE_TOPIC],
@@ -385,8 +443,10 @@ def transactions_report(partitions: Iterable[PartitionDir], *,
     for pdir in live:
         if pdir.name.topic == TRANSACTION_STATE_TOPIC:
             continue
-        scan, hanging, more = analyse_partition(pdir, max_timeout_ms=max_timeout_ms, now=now,
-                                                limit=limit)
+        given = scans.get(str(pdir.path))
+        scan, hanging, more = analyse_partition(
+            pdir, max_timeout_ms=max_timeout_ms, now=now, limit=limit,
+            scan=None if given is None else replace(given, partition=pdir))
         findings += more
         advance(pdir.size_bytes)
         if any(p.transactional for p in scan.producers.values()) or any(

@@ -32,6 +32,7 @@ from segtools.cli.common import (
     add_paths,
     add_quiet,
     add_redact,
+    collector_paused,
     exit_code,
 )
 from segtools.errors import SegtoolsError
@@ -94,18 +95,19 @@ def run(args: argparse.Namespace) -> int:
     from segtools.report.whatif import Ask
 
     redact = redactor(args.redact, args.redact_key)
-    logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
-    out = check_output(args.output, logs.log_dirs)  # the tree is listed once, here
-    if args.config is not None and not Path(args.config).is_file():
-        raise SegtoolsError("no such file", path=args.config)
-    ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
-        if whatif.wanted(args) else None
-    model = build(args.paths, at=args.at, config=args.config, redactor=redact,
-                  limit=args.max_decompressed_bytes, what_if=ask, logs=logs)
-    if args.hashes:  # chain of custody: every file the analyses read, in the page
-        from segtools.storage.location import custody
-        model.data["custody"] = custody()
-    html = page.render(model)
+    with collector_paused():
+        logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
+        out = check_output(args.output, logs.log_dirs)  # the tree is listed once, here
+        if args.config is not None and not Path(args.config).is_file():
+            raise SegtoolsError("no such file", path=args.config)
+        ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
+            if whatif.wanted(args) else None
+        model = build(args.paths, at=args.at, config=args.config, redactor=redact,
+                      limit=args.max_decompressed_bytes, what_if=ask, logs=logs)
+        if args.hashes:  # chain of custody: every file the analyses read, in the page
+            from segtools.storage.location import custody
+            model.data["custody"] = custody()
+        html = page.render(model)
     fd, tmp = tempfile.mkstemp(prefix=".segtools-report-", suffix=".html",
                                dir=out.parent if str(out.parent) else ".")
     try:

@@ -5,7 +5,6 @@ table per topic, or as ``what_if`` / ``recommendation`` JSON objects."""
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 
 from rich.table import Table
@@ -20,7 +19,7 @@ from segtools.analysis.whatif import (
     what_if_report,
 )
 from segtools.cli import render
-from segtools.cli.common import exit_code
+from segtools.cli.common import collector_paused, exit_code
 from segtools.cli.explain import console, load, now_ms, safe
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -88,13 +87,10 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         # the document is a tree of many small lists (every series row) with nothing cyclic
         # in it: the cyclic collector would only walk it again and again while it is built
-        gc.disable()
-        try:
+        with collector_paused():
             doc = report.to_json()
             doc["plot"] = args.plot
             text = render.dumps(doc)
-        finally:
-            gc.enable()
         sys.stdout.write(text)
         sys.stdout.write("\n")
     else:

@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import json
 import math
+import posixpath
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from segtools import __version__, fanout
@@ -36,9 +37,13 @@ from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
 from segtools.analysis.partition_input import Loaded
-from segtools.analysis.producers import analyse as analyse_producers
+from segtools.analysis.partition_log import fold_tables
+from segtools.analysis.producers import PartitionProducers
+from segtools.analysis.producers import analyse_partition as analyse_producers
+from segtools.analysis.producers import analysed as producers_analysed
 from segtools.analysis.tiered import TieredReport
-from segtools.analysis.transactions import TransactionsReport
+from segtools.analysis.transactions import TransactionFold, TransactionScan, TransactionsReport
+from segtools.analysis.transactions import scanned as transactions_scanned
 from segtools.api import LogDirs
 from segtools.api import open as open_tree
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -143,13 +148,16 @@ def _partition_dirs():
     memo: dict[str, str | None] = {}
 
     def of(path: str) -> str | None:
-        where = as_path(path)
-        if parse_partition_dir_name(where.name) is not None:
-            return str(where)
-        parent = str(where.parent)
-        if parent not in memo:
-            memo[parent] = _partition_dir(parent)
-        return memo[parent]
+        if path not in memo:
+            parent, name = posixpath.split(path)
+            parent = parent or "."
+            if parse_partition_dir_name(name) is not None:
+                memo[path] = str(as_path(path))
+            else:
+                if parent not in memo:
+                    memo[parent] = _partition_dir(parent)
+                memo[path] = memo[parent]
+        return memo[path]
 
     return of
 
@@ -559,8 +567,10 @@ class _Analyses:
                   else None)
         replicas = logs.diverge()
         done = list(beside)  # in the jobs' order
-        verified, txns = done[0], done[-1]
-        producers = [pp for part in done[1:-1] for pp in part]
+        verified = done[0]
+        producers = [pp for part, _ in done[1:] for pp in part]
+        txns = logs.transactions(scans={path: scan for _, scans in done[1:]
+                                        for path, scan in scans.items()})
         sourced, merged = _dedupe([
             ("segtools verify", verified),
             ("the topic config (segtools retention, compaction)", inputs.findings),
@@ -578,19 +588,19 @@ class _Analyses:
         return [f for _, f in self.sourced]
 
 
-#: The producers analysis is cut in this many jobs (it is the longest), so that the
-#: workers share the work evenly.
-PRODUCER_JOBS = 4
+#: The partitions' walk is cut in this many jobs (it is the longest), so that the workers
+#: share the work evenly.
+PARTITION_JOBS = 4
 
 
 def _beside_jobs(logs: LogDirs) -> list[tuple]:
-    """verify, the producers of each part of the tree, then transactions: the analyses that
-    read every partition's own files, as jobs for :func:`_beside` (a worker that is done
-    takes the next)."""
+    """verify, then each part of the tree's partitions (their producers and transactions
+    scans): the analyses that read every partition's own files, as jobs for
+    :func:`_beside` (a worker that is done takes the next)."""
     pdirs = [p.directory for p in logs.partitions()]  # what ``LogDirs.producers`` reads
-    step = max(1, -(-len(pdirs) // PRODUCER_JOBS))
-    return [("verify",), *(("producers", pdirs[i:i + step])
-                           for i in range(0, len(pdirs), step)), ("transactions",)]
+    step = max(1, -(-len(pdirs) // PARTITION_JOBS))
+    return [("verify",), *(("partitions", pdirs[i:i + step])
+                           for i in range(0, len(pdirs), step))]
 
 
 def _beside(logs: LogDirs, job: tuple):
@@ -598,9 +608,25 @@ def _beside(logs: LogDirs, job: tuple):
     forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
     if job[0] == "verify":
         return logs.verify()
-    if job[0] == "producers":
-        return analyse_producers(job[1], limit=logs.max_decompressed_bytes)
-    return logs.transactions()
+    return _producers_and_scans(job[1], logs.max_decompressed_bytes)
+
+
+def _producers_and_scans(pdirs: Sequence[PartitionDir], limit: int
+                         ) -> tuple[list[PartitionProducers], dict[str, TransactionScan]]:
+    """Each partition's producers (as ``segtools producers``) and its transactions scan (for
+    ``segtools transactions``), from one walk of its segments. A scan comes back without its
+    partition's listing, which the caller has (pickling it again would cost more than the
+    scan)."""
+    found, scans = [], {}
+    for pdir in pdirs:
+        beside = [TransactionFold(pdir)] if transactions_scanned(pdir) else []
+        if producers_analysed(pdir):
+            found.append(analyse_producers(pdir, limit=limit, beside=beside))
+        elif beside:
+            fold_tables(pdir, beside, limit=limit)
+        for fold in beside:
+            scans[str(pdir.path)] = replace(fold.scan(), partition=None)
+    return found, scans
 
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
