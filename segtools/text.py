@@ -33,7 +33,7 @@ def shown_path(path) -> str:
     if "://" in str(path):
         return str(path)
     try:
-        return os.path.relpath(path) if not os.path.relpath(path).startswith("..") \
-            else str(path)
+        relative = os.path.relpath(path)
     except ValueError:
         return str(path)
+    return str(path) if relative.startswith("..") else relative

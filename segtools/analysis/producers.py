@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from segtools.analysis import _batching
 from segtools.analysis.partition_log import TableFold, fold_tables, iter_records
 from segtools.analysis.producer_state import FOLD_ROWS, ProducerStateFold, Transaction
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -49,6 +50,9 @@ BROKER_WRITTEN_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
 #: _batching_rows`): a broker's partitions of small segments hand over tens of batches, and
 #: below about a thousand rows a numpy call costs more than the rows it saves.
 SMALL_TABLE = 1024
+
+#: Each compression id's name (3 bits of the attributes), for the compiled fold.
+CODEC_NAMES = tuple(codec_label(i) for i in range(8))
 
 #: Bucket widths for the rate over time, finest first (1 s to 1 day).
 RATE_WIDTHS_MS = (1_000, 10_000, 60_000, 600_000, 3_600_000, 86_400_000)
@@ -122,13 +126,8 @@ class ProducerBatching:
     recompressed: float | None = None  # measured: batched / one-by-one compressed size
 
     def quantile(self, counts: Mapping[int, int], q: float) -> int:
-        """The smallest value with at least ``q`` of the batches at or below it (plain
-        Python: a histogram here has a handful of values, where numpy's calls cost more)."""
-        if not counts:
-            return 0
-        keys = sorted(counts)
-        cum = list(itertools.accumulate(counts[k] for k in keys))
-        return keys[min(bisect.bisect_left(cum, q * cum[-1]), len(keys) - 1)]
+        """The smallest value with at least ``q`` of the batches at or below it."""
+        return quantiles(counts, (q,))[0]
 
     @property
     def label(self) -> str:
@@ -138,21 +137,20 @@ class ProducerBatching:
 
     def to_json(self) -> dict:
         rpb = self.records_per_batch
+        r50, r90, r99 = quantiles(rpb, (0.5, 0.9, 0.99))
+        s50, s90 = quantiles(self.sizes, (0.5, 0.9))
+        w50, w90 = quantiles(self.windows, (0.5, 0.9))
         return {
             "type": "producer_batching", "topic": self.topic, "partition": self.partition,
             "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
             "batches": self.batches, "records": self.records, "bytes": self.bytes,
-            "records_per_batch": {"p50": self.quantile(rpb, 0.5),
-                                  "p90": self.quantile(rpb, 0.9),
-                                  "p99": self.quantile(rpb, 0.99),
+            "records_per_batch": {"p50": r50, "p90": r90, "p99": r99,
                                   "max": max(rpb) if rpb else 0,
                                   "mean": round(self.records / self.batches, 2)
                                   if self.batches else 0},
-            "bytes_per_batch": {"p50": self.quantile(self.sizes, 0.5),
-                                "p90": self.quantile(self.sizes, 0.9),
+            "bytes_per_batch": {"p50": s50, "p90": s90,
                                 "max": max(self.sizes) if self.sizes else 0},
-            "window_ms": {"p50": self.quantile(self.windows, 0.5),
-                          "p90": self.quantile(self.windows, 0.9)} if self.windows else None,
+            "window_ms": {"p50": w50, "p90": w90} if self.windows else None,
             "codecs": dict(sorted(self.codecs.items())),
             "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
             "peak_batches_per_minute": max(self.per_minute.values()) if self.per_minute
@@ -278,36 +276,16 @@ class PartitionProducers:
         self._sequences(t, pid, epoch)
 
     def _batching_rows(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
-        """:meth:`_batching_columns` row by row, over plain integers: the same figures, for
-        tables too small for numpy's per-call cost to pay."""
-        create = ((t.timestamp_type_id == 0) & ~t.has_delete_horizon
-                  & (t.record_count > 1)).tolist()
-        windows = (t.max_timestamp - t.base_timestamp).tolist()
-        rates: dict[tuple[int, int], dict[int, list[int]]] = {}
-        for p, e, n, size, codec, ts, first, windowed, window in zip(
-                pid.tolist(), epoch.tolist(), t.record_count.tolist(), t.size.tolist(),
-                t.codec.tolist(), t.max_timestamp.tolist(), t.first_timestamp.tolist(),
-                create, windows, strict=True):
-            g = self._group((p, e))
-            g.batches += 1
-            g.records += n
-            g.bytes += size
-            _count(g.records_per_batch, n)
-            _count(g.sizes, size // 16 * 16)
-            if windowed:
-                _count(g.windows, window)
-            _count(g.codecs, codec_label(codec))
-            _count(g.per_minute, ts // 60_000)
-            if ts >= 0:  # bucketed at the width the rate has before this table
-                bucket = rates.setdefault((p, e), {}).setdefault(
-                    ts // g.rate.width_ms * g.rate.width_ms, [0, 0])
-                bucket[0] += 1
-                bucket[1] += n
-            g.first_timestamp = first if g.first_timestamp is None else min(
-                g.first_timestamp, first)
-            g.last_timestamp = ts if g.last_timestamp is None else max(g.last_timestamp, ts)
-        for key, buckets in rates.items():
-            self.producers[key].rate.merge((k, c, r) for k, (c, r) in buckets.items())
+        """:meth:`_batching_columns` row by row, compiled (:mod:`segtools.analysis._batching`):
+        the same figures, for tables too small for numpy's per-call cost to pay."""
+        create = ((t.timestamp_type_id == 0) & ~t.has_delete_horizon & (t.record_count > 1))
+        rates = _batching.fold_rows(
+            self._group, CODEC_NAMES, _int64(pid), _int64(epoch), _int64(t.record_count),
+            _int64(t.size), _int64(t.codec), _int64(t.max_timestamp),
+            _int64(t.first_timestamp), create.view(np.uint8),
+            _int64(t.max_timestamp - t.base_timestamp))
+        for key, (batches, records) in rates.items():
+            self.producers[key].rate.merge((k, c, records[k]) for k, c in batches.items())
 
     def _batching_columns(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
         """The producers' figures of a table, vectorised per producer."""
@@ -484,8 +462,19 @@ def _seq_before(a: int, b: int) -> bool:
     return 0 < (b - a) % SEQUENCE_MODULUS < SEQUENCE_MODULUS // 2
 
 
-def _count(into: dict, key) -> None:
-    into[key] = into.get(key, 0) + 1
+def quantiles(counts: Mapping[int, int], qs: Sequence[float]) -> list[int]:
+    """For each ``q``, the smallest value with at least ``q`` of the counts at or below it (0
+    for no counts). Plain Python: a histogram here has a handful of values, where numpy's
+    calls would cost more than the work."""
+    if not counts:
+        return [0] * len(qs)
+    keys = sorted(counts)
+    cum = list(itertools.accumulate(counts[k] for k in keys))
+    return [keys[min(bisect.bisect_left(cum, q * cum[-1]), len(keys) - 1)] for q in qs]
+
+
+def _int64(values: np.ndarray) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 def _merge(into: dict[int, int], values: np.ndarray) -> None:

@@ -590,7 +590,7 @@ class _Analyses:
 
 #: The partitions' walk is cut in this many jobs (it is the longest), so that the workers
 #: share the work evenly.
-PARTITION_JOBS = 4
+PARTITION_JOBS = 16
 
 
 def _beside_jobs(logs: LogDirs) -> list[tuple]:
@@ -727,6 +727,7 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
         finding_count[in_partition(f.path)][str(f.severity)] += 1
     rows, pdirs = [], []
     for d in logs.log_dirs:
+        log_dir = shown_path(d.path)
         for p in d.partitions:
             path = str(p.path)
             e = by_path.get(path)
@@ -738,7 +739,7 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
             rows.append({
                 "id": len(rows), "topic": topic, "partition": name.partition if name else None,
                 "state": str(name.state) if name else "unknown",
-                "log_dir": shown_path(d.path), "path": shown_path(path),
+                "log_dir": log_dir, "path": shown_path(path),
                 "size": p.size_bytes, "segments": len(p.segments),
                 "records": sum(s.record_count for s in summaries) if e else None,
                 "first_timestamp": min((s.first_timestamp for s in summaries
