@@ -544,7 +544,7 @@ class _Analyses:
     txns: TransactionsReport
     replay: OffsetsReplay | None
     replicas: list
-    producers: list
+    producers: list[ProducersSeen]
     tiers: TieredReport
     sourced: list[tuple[str, Finding]]  # every finding once, with the command that reports it
     merged: Counter  # findings two analyses raised, shown once
@@ -556,7 +556,7 @@ class _Analyses:
         # the rest, in forked workers on the other cores, and come back as results
         segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
         jobs = _beside_jobs(logs)
-        beside = fanout.ordered(partial(_beside, logs), jobs, segments=segments)
+        beside = fanout.ordered(partial(_beside, logs, budget), jobs, segments=segments)
         inputs = logs.inputs(at=at, config=config)
         retention = logs.explain_retention(at=now, inputs=inputs,
                                            forecast_days=budget.forecast_days)
@@ -603,16 +603,34 @@ def _beside_jobs(logs: LogDirs) -> list[tuple]:
                            for i in range(0, len(pdirs), step))]
 
 
-def _beside(logs: LogDirs, job: tuple):
+def _beside(logs: LogDirs, budget: Budget, job: tuple):
     """One job of :func:`_beside_jobs` (:func:`segtools.fanout.ordered` may run it in a
     forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
     if job[0] == "verify":
         return logs.verify()
-    return _producers_and_scans(job[1], logs.max_decompressed_bytes)
+    return _producers_and_scans(job[1], logs.max_decompressed_bytes, budget)
 
 
-def _producers_and_scans(pdirs: Sequence[PartitionDir], limit: int
-                         ) -> tuple[list[PartitionProducers], dict[str, TransactionScan]]:
+@dataclass(frozen=True, slots=True)
+class ProducersSeen:
+    """What the page shows of one partition's producers analysis, made where it ran: its
+    findings, and its part of the partition's detail with what that part leaves out (the
+    analysis's histograms stay behind)."""
+
+    path: str
+    findings: tuple[Finding, ...]
+    detail: dict | None  # None: no producer batches
+    cut: Counter
+
+
+def _seen(pp: PartitionProducers, budget: Budget) -> ProducersSeen:
+    cut: Counter = Counter()
+    return ProducersSeen(pp.path, tuple(pp.findings),
+                         _producers(pp, budget, cut) if pp.producers else None, cut)
+
+
+def _producers_and_scans(pdirs: Sequence[PartitionDir], limit: int, budget: Budget
+                         ) -> tuple[list[ProducersSeen], dict[str, TransactionScan]]:
     """Each partition's producers (as ``segtools producers``) and its transactions scan (for
     ``segtools transactions``), from one walk of its segments. A scan comes back without its
     partition's listing, which the caller has (pickling it again would cost more than the
@@ -621,7 +639,7 @@ def _producers_and_scans(pdirs: Sequence[PartitionDir], limit: int
     for pdir in pdirs:
         beside = [TransactionFold(pdir)] if transactions_scanned(pdir) else []
         if producers_analysed(pdir):
-            found.append(analyse_producers(pdir, limit=limit, beside=beside))
+            found.append(_seen(analyse_producers(pdir, limit=limit, beside=beside), budget))
         elif beside:
             fold_tables(pdir, beside, limit=limit)
         for fold in beside:
@@ -787,8 +805,10 @@ def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
             detail["compaction"] = _compaction(comp_by_path[path], redactor, budget)
         if path in txn_by_path:
             detail["transactions"] = _transactions(txn_by_path[path], budget, cut)
-        if path in prod_by_path and prod_by_path[path].producers:
-            detail["producers"] = _producers(prod_by_path[path], budget, cut)
+        seen = prod_by_path.get(path)
+        if seen is not None and seen.detail is not None:
+            detail["producers"] = seen.detail
+            cut.update(seen.cut)
         if p.name is not None and p.name.state == "live":
             if listed:
                 detail["samples"] = samples(p, redactor, budget, limit)
