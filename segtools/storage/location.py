@@ -378,7 +378,8 @@ def as_path(path: str | os.PathLike[str]) -> Path | RemotePath:
 
 
 def _through_archive(path: Path) -> bool:
-    return any(is_archive_name(p) for p in path.parts) and _OPEN and any(
+    # no location opened (a local tree): nothing to look for in the path's parts
+    return bool(_OPEN) and any(is_archive_name(p) for p in path.parts) and any(
         isinstance(loc.uri, str) and str(path).startswith(loc.uri) for loc in _OPEN.values())
 
 
