@@ -47,7 +47,7 @@ from segtools.analysis.tiered import TieredReport, tiered_report
 from segtools.analysis.transaction_state import CHANGES_PER_ID
 from segtools.analysis.transactions import (
     DEFAULT_MAX_TIMEOUT_MS,
-    TransactionScan,
+    PartitionAnalysis,
     TransactionsReport,
     transactions_report,
 )
@@ -263,16 +263,16 @@ class LogDirs:
                      max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
                      topics: str | Iterable[str] = "*",
                      changes: int = CHANGES_PER_ID,
-                     scans: Mapping[str, TransactionScan] | None = None
+                     analysed: Mapping[str, PartitionAnalysis] | None = None
                      ) -> TransactionsReport:
         """Transactions per partition, hanging ones, open transactional ids (as
         ``segtools transactions``); the latest ``changes`` state changes of each
-        transactional id (0: all). ``scans``: partitions whose log was already scanned
-        (by their directory's path), walked beside another analysis."""
+        transactional id (0: all). ``analysed``: partitions already analysed (by their
+        directory's path), walked beside another analysis."""
         pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
         return transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
                                    now=None if now is None else to_millis(now), keep=changes,
-                                   limit=self.max_decompressed_bytes, scans=scans)
+                                   limit=self.max_decompressed_bytes, analysed=analysed)
 
     def offsets_at(self, at: Time | None = None, *,
                    groups: str | Iterable[str] | None = None, history: bool = False,

@@ -379,6 +379,10 @@ def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_
     return scan, hanging, findings
 
 
+#: One partition's :func:`analyse_partition`: its scan, hanging transactions and findings.
+PartitionAnalysis = tuple[TransactionScan, list[HangingTransaction], list[Finding]]
+
+
 def partition_label(partition: PartitionDir) -> str:
     return partition.path.name if partition.name is None else \
         f"{partition.name.topic}-{partition.name.partition}"
@@ -423,14 +427,15 @@ def transactions_report(partitions: Iterable[PartitionDir], *,
                         max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS, now: int | None = None,
                         keep: int = CHANGES_PER_ID, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                         advance: Callable[[int], None] = lambda n: None,
-                        scans: Mapping[str, TransactionScan] | None = None
+                        analysed: Mapping[str, PartitionAnalysis] | None = None
                         ) -> TransactionsReport:
     """Read ``__transaction_state`` for the coordinator's view (the latest ``keep`` changes
     of each transactional id), then every other live partition for the data's view (markers,
-    ``.txnindex``, snapshots, hanging transactions). ``scans``: partitions already scanned
-    (:class:`TransactionFold` beside another analysis), by their directory's path; each is
-    given its partition's listing here (a scan made in another process comes without)."""
-    scans = scans or {}
+    ``.txnindex``, snapshots, hanging transactions). ``analysed``: partitions already
+    analysed (:func:`analyse_partition` of a scan walked beside another analysis, with the
+    same ``max_timeout_ms`` and ``now``), by their directory's path; each scan is given its
+    partition's listing here (one made in another process comes without)."""
+    analysed = analysed or {}
     live = [p for p in partitions if p.name is not None
             and p.name.state is PartitionState.LIVE and p.name.topic != CLUSTER_METADATA_TOPIC]
     state = replay_transaction_state([p for p in live if p.name.topic == TRANSACTION_STATE_TOPIC],
@@ -443,10 +448,12 @@ def transactions_report(partitions: Iterable[PartitionDir], *,
     for pdir in live:
         if pdir.name.topic == TRANSACTION_STATE_TOPIC:
             continue
-        given = scans.get(str(pdir.path))
-        scan, hanging, more = analyse_partition(
-            pdir, max_timeout_ms=max_timeout_ms, now=now, limit=limit,
-            scan=None if given is None else replace(given, partition=pdir))
+        given = analysed.get(str(pdir.path))
+        if given is None:
+            scan, hanging, more = analyse_partition(pdir, max_timeout_ms=max_timeout_ms,
+                                                    now=now, limit=limit)
+        else:
+            scan, hanging, more = replace(given[0], partition=pdir), *given[1:]
         findings += more
         advance(pdir.size_bytes)
         if any(p.transactional for p in scan.producers.values()) or any(

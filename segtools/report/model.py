@@ -42,7 +42,8 @@ from segtools.analysis.producers import PartitionProducers
 from segtools.analysis.producers import analyse_partition as analyse_producers
 from segtools.analysis.producers import analysed as producers_analysed
 from segtools.analysis.tiered import TieredReport
-from segtools.analysis.transactions import TransactionFold, TransactionScan, TransactionsReport
+from segtools.analysis.transactions import PartitionAnalysis, TransactionFold, TransactionsReport
+from segtools.analysis.transactions import analyse_partition as analyse_transactions
 from segtools.analysis.transactions import scanned as transactions_scanned
 from segtools.api import LogDirs
 from segtools.api import open as open_tree
@@ -569,8 +570,8 @@ class _Analyses:
         done = list(beside)  # in the jobs' order
         verified = done[0]
         producers = [pp for part, _ in done[1:] for pp in part]
-        txns = logs.transactions(scans={path: scan for _, scans in done[1:]
-                                        for path, scan in scans.items()})
+        txns = logs.transactions(analysed={path: result for _, analysed in done[1:]
+                                           for path, result in analysed.items()})
         sourced, merged = _dedupe([
             ("segtools verify", verified),
             ("the topic config (segtools retention, compaction)", inputs.findings),
@@ -594,8 +595,8 @@ PARTITION_JOBS = 16
 
 
 def _beside_jobs(logs: LogDirs) -> list[tuple]:
-    """verify, then each part of the tree's partitions (their producers and transactions
-    scans): the analyses that read every partition's own files, as jobs for
+    """verify, then each part of the tree's partitions (their producers and transactions):
+    the analyses that read every partition's own files, as jobs for
     :func:`_beside` (a worker that is done takes the next)."""
     pdirs = [p.directory for p in logs.partitions()]  # what ``LogDirs.producers`` reads
     step = max(1, -(-len(pdirs) // PARTITION_JOBS))
@@ -608,7 +609,7 @@ def _beside(logs: LogDirs, budget: Budget, job: tuple):
     forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
     if job[0] == "verify":
         return logs.verify()
-    return _producers_and_scans(job[1], logs.max_decompressed_bytes, budget)
+    return _producers_and_transactions(job[1], logs.max_decompressed_bytes, budget)
 
 
 @dataclass(frozen=True, slots=True)
@@ -629,13 +630,13 @@ def _seen(pp: PartitionProducers, budget: Budget) -> ProducersSeen:
                          _producers(pp, budget, cut) if pp.producers else None, cut)
 
 
-def _producers_and_scans(pdirs: Sequence[PartitionDir], limit: int, budget: Budget
-                         ) -> tuple[list[ProducersSeen], dict[str, TransactionScan]]:
-    """Each partition's producers (as ``segtools producers``) and its transactions scan (for
-    ``segtools transactions``), from one walk of its segments. A scan comes back without its
-    partition's listing, which the caller has (pickling it again would cost more than the
-    scan)."""
-    found, scans = [], {}
+def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budget: Budget
+                                ) -> tuple[list[ProducersSeen], dict[str, PartitionAnalysis]]:
+    """Each partition's producers (as ``segtools producers``) and transactions (as ``segtools
+    transactions``, with its defaults), from one walk of its segments. A transactions scan
+    comes back without its partition's listing, which the caller has (pickling it again
+    would cost more than the scan)."""
+    found, analysed = [], {}
     for pdir in pdirs:
         beside = [TransactionFold(pdir)] if transactions_scanned(pdir) else []
         if producers_analysed(pdir):
@@ -643,8 +644,9 @@ def _producers_and_scans(pdirs: Sequence[PartitionDir], limit: int, budget: Budg
         elif beside:
             fold_tables(pdir, beside, limit=limit)
         for fold in beside:
-            scans[str(pdir.path)] = replace(fold.scan(), partition=None)
-    return found, scans
+            scan, hanging, findings = analyse_transactions(pdir, limit=limit, scan=fold.scan())
+            analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, findings)
+    return found, analysed
 
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,

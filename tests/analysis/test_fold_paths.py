@@ -15,9 +15,9 @@ from tests.fixtures_manifest import FIXTURES
 
 
 def _partitions():
-    log_dirs, _ = walk(sorted(p for p in (FIXTURES / "logdirs").iterdir() if p.is_dir()
-                              and p.name != "replicas")
-                       + [FIXTURES / "logdirs" / "replicas" / "broker1"])
+    trees = sorted(p for p in (FIXTURES / "logdirs").iterdir()
+                   if p.is_dir() and p.name != "replicas")
+    log_dirs, _ = walk([*trees, FIXTURES / "logdirs" / "replicas" / "broker1"])
     return [p for d in log_dirs for p in d.partitions if producers.analysed(p)]
 
 
