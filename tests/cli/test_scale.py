@@ -1,5 +1,5 @@
-"""No step grows faster than the tree: the work of ``scan``, ``verify`` and ``retention`` over
-10,000 partitions is at most 11 times their work over 1,000 (issue 25).
+"""No step grows faster than the tree: the work of ``scan``, ``verify``, ``retention`` and
+``report`` over 10,000 partitions is at most 11 times their work over 1,000 (issue 25).
 
 Work is counted, not timed: the Python function calls the command makes (``cProfile``'s
 count), which a quadratic step shows at once (comparing every partition with every other was a
@@ -66,3 +66,12 @@ def test_work_grows_linearly_with_the_tree(trees, command, monkeypatch):
     monkeypatch.setenv("SEGTOOLS_WORKERS", "1")  # all the work in this process, counted
     small, large = (calls([*command, str(trees[n])]) for n in SIZES)
     assert large <= GROWTH * small, (command[0], small, large, large / small)
+
+
+def test_the_report_grows_linearly_with_the_tree(trees, tmp_path, monkeypatch):
+    """``report`` runs every analysis and lays out a page with a row and a detail per
+    partition: the same bound holds for all of it."""
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "1")
+    small, large = (calls(["report", "-q", "--at", "1700100000000", str(trees[n]),
+                           "-o", str(tmp_path / f"report-{n}.html")]) for n in SIZES)
+    assert large <= GROWTH * small, (small, large, large / small)
