@@ -24,6 +24,7 @@ from segtools.analysis.producer_state import SnapshotFile
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import Chunk
 from segtools.decode.table import BatchTable
+from segtools.decode.walk import whole_table
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
@@ -38,7 +39,7 @@ from segtools.storage.partition import (
     SegmentFiles,
     load_partition_dir,
 )
-from segtools.storage.segment import Segment, unreadable
+from segtools.storage.segment import Segment, read_small, unreadable
 
 #: KRaft's metadata log is one partition, always 0 (``KafkaRaftServer.MetadataPartition``).
 METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
@@ -91,42 +92,57 @@ def iter_tables(partition: PartitionDir, findings: list[Finding], *,
     """Shallow: the batch table of every live segment, oldest first, a chunk at a time. The
     segment stays open while its chunk is being consumed (callers may decode its records)."""
     for files in partition.segments:
-        try:
-            segment = Segment.open(files, decompress_limit=limit)
-        except SegtoolsError as e:
-            findings.append(unreadable(str(files.log), e))
-            continue
-        with segment:
-            for chunk in segment.walk(verify_crc=verify_crc):
-                findings.extend(chunk.findings)
-                yield segment, files, chunk.table
+        yield from _segment_tables(files, findings, verify_crc, limit)
+
+
+def _segment_tables(files: SegmentFiles, findings: list[Finding], verify_crc: bool,
+                    limit: int) -> Iterator[tuple[Segment, SegmentFiles, BatchTable]]:
+    try:
+        segment = Segment.open(files, decompress_limit=limit)
+    except SegtoolsError as e:
+        findings.append(unreadable(str(files.log), e))
+        return
+    with segment:
+        for chunk in segment.walk(verify_crc=verify_crc):
+            findings.extend(chunk.findings)
+            yield segment, files, chunk.table
 
 
 class TableFold(Protocol):
     """An analysis that reads a partition's batch tables in log order (:func:`fold_tables`):
     the findings met on the walk go to its ``findings``, each chunk to ``take`` while its
-    segment is open."""
+    segment is open (``segment`` None: a small segment read whole, with no control batch,
+    whose records no fold needs)."""
 
     findings: list[Finding]
 
-    def take(self, segment: Segment, files: SegmentFiles, table: BatchTable) -> None: ...
+    def take(self, segment: Segment | None, files: SegmentFiles, table: BatchTable) -> None: ...
 
 
 def fold_tables(partition: PartitionDir, folds: Sequence[TableFold], *,
                 verify_crc: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> None:
     """One walk of a partition's live segments feeding several analyses: on a broker's tree
     of small segments, opening and walking each segment costs more than any analysis of
-    its batches, so analyses that run together share the walk. Each fold gets the walk's
-    findings in the order it would have met them walking alone."""
+    its batches, so analyses that run together share the walk. A small segment whose walk
+    has nothing to say and holds no control batch is read whole and walked in one call
+    (:func:`~segtools.decode.walk.whole_table`); any other takes the ordinary walk. Each
+    fold gets the walk's findings in the order it would have met them walking alone."""
     met: list[Finding] = []
-    for segment, files, table in iter_tables(partition, met, verify_crc=verify_crc,
-                                             limit=limit):
+    for files in partition.segments:
+        data = read_small(files)
+        table = None if data is None else whole_table(data, verify_crc=verify_crc)
+        if table is not None and not table.is_control.any():
+            for fold in folds:
+                fold.take(None, files, table)
+            continue
+        for segment, _, table in _segment_tables(files, met, verify_crc, limit):
+            for fold in folds:
+                fold.findings.extend(met)
+                fold.take(segment, files, table)
+            met.clear()
         for fold in folds:
             fold.findings.extend(met)
-            fold.take(segment, files, table)
         met.clear()
-    for fold in folds:
-        fold.findings.extend(met)
 
 
 def batch_records(segment: Segment, batch: Batch, findings: list[Finding]) -> list[Record]:

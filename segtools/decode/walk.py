@@ -319,3 +319,24 @@ def table(source: Source, start: int = 0, end: int | None = None, **kw
         tables.append(chunk.table)
         findings.extend(chunk.findings)
     return BatchTable.concat(tables), tuple(findings)
+
+
+def whole_table(data: bytes, *, verify_crc: bool = True) -> BatchTable | None:
+    """The batch table of a segment held whole in memory (a small file read in one call), or
+    None when its walk would have anything to say (an event, a torn or zero tail, a CRC
+    mismatch, a compressed legacy wrapper): :func:`walk` then reads it and names it. For a
+    broker's many small segments the kernel is most of the work here, not a generator's
+    per-window bookkeeping; a clean segment's table is the one :func:`walk` gives."""
+    n = len(data)
+    # room for v2 batches (61 bytes at least): a log of smaller v0/v1 messages fills it and
+    # takes the ordinary walk; room for the first event only, which already says "walk"
+    arrays = allocate(max(1, min(TABLE_ROWS, n // v2.RECORD_BATCH_OVERHEAD + 1)))
+    events = {k: np.empty(3, t) for k, t in _EVENT_COLUMNS.items()}
+    rows, nev, _, stop = _walk.walk(data, 0, 0, n, n, n, verify_crc, BIG_BATCH,
+                                    _walk.Columns(arrays), 0, _walk.Events(events), 0)
+    if nev or stop != _walk.STOP_END:
+        return None
+    table = BatchTable.from_columns(arrays, rows)
+    if verify_crc and (table.crc_valid == 0).any():
+        return None
+    return table

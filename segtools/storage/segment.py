@@ -56,6 +56,25 @@ def unreadable(path: str, error: SegtoolsError) -> Finding:
     return finding("segment_unreadable", path, f"could not be read: {error}")
 
 
+def read_small(files: SegmentFiles) -> bytes | None:
+    """The whole ``.log`` of a small local segment (up to :data:`SMALL_FILE`), in one read;
+    None when it is not one, or cannot be read so (the ordinary :class:`Segment` then
+    decides, and names what is wrong). What :class:`Segment` reads a small file into."""
+    if files.log_size > SMALL_FILE or is_remote(files.log):
+        return None
+    try:
+        fd, st = open_regular(str(files.log))
+    except SegtoolsError:
+        return None
+    try:
+        data = os.pread(fd, st.st_size, 0) if 0 < st.st_size <= SMALL_FILE else b""
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data if len(data) == st.st_size else None
+
+
 class Segment:
     """One ``.log`` file, read-only. Use as a context manager so the file is released.
 
