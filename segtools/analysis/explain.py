@@ -225,6 +225,23 @@ def _named(paths: Sequence[str]) -> set[str]:
     return {os.path.realpath(p) for p in paths}
 
 
+def _realpaths() -> Callable[[str], str]:
+    """``os.path.realpath``, each parent directory resolved once (a tree's partitions share
+    a few log dirs; resolving costs a ``lstat`` per component). A name that is itself a
+    link, or ``.``/``..``, is resolved in full."""
+    parents: dict[str, str] = {}
+
+    def real(path: str) -> str:
+        head, name = os.path.split(path)
+        if not name or name in (".", "..") or os.path.islink(path):
+            return os.path.realpath(path)
+        if head not in parents:
+            parents[head] = os.path.realpath(head)
+        return os.path.join(parents[head], name)
+
+    return real
+
+
 def select_compacted(loaded: Loaded, paths: Sequence[str]
                      ) -> tuple[list[PartitionInput], list[Skipped]]:
     """Compacted partitions; a partition dir named on the command line is analysed as
@@ -232,12 +249,13 @@ def select_compacted(loaded: Loaded, paths: Sequence[str]
     partitions a tree's answer covers is the faces' shared policy, so it lives here, beside
     the one assembly they call, not in the cleaner's rules."""
     named = _named(paths)
+    real = _realpaths()
     chosen, skipped = [], list(loaded.skipped)
     for pi in loaded.partitions:
         if pi.config.compact:
             chosen.append(pi)
-        elif os.path.realpath(pi.dir.path) in named and \
-                pi.config.source("cleanup.policy").source == cfg.SOURCE_DEFAULT:
+        elif pi.config.source("cleanup.policy").source == cfg.SOURCE_DEFAULT and \
+                real(os.fspath(pi.dir.path)) in named:
             assumed = replace(
                 pi.config, cleanup_policy=("compact",),
                 provenance=(*pi.config.provenance, ("cleanup.policy", cfg.ConfigValue(

@@ -12,7 +12,6 @@ here, keeps the faces from each re-deriving it; reading record timestamps of kep
 from __future__ import annotations
 
 import importlib
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -177,7 +176,7 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                 # retention and cleaning see the whole partition, even when one segment file
                 # was named on the command line
                 whole = settled(load_partition_dir(p.path), d.checkpoints) \
-                    if p.segments and not _listed_whole(p) else p
+                    if p.segments and not p.complete else p
                 if whole.segments:
                     todo.append((d, whole))
                 else:
@@ -202,17 +201,6 @@ def _summaries(p: PartitionDir, *, limit: int) -> tuple[SegmentSummary, ...]:
     """Every segment of one partition, summarised (a job for :func:`fanout.ordered`)."""
     return tuple(summarize(s, is_active=s is p.active_segment, decompress_limit=limit)
                  for s in p.segments)
-
-
-def _listed_whole(p: PartitionDir) -> bool:
-    """Whether the walk listed every segment of ``p`` (it lists only the named ones when
-    segment files were given): counted from the names, so a tree's partitions are not
-    listed and stat'ed twice."""
-    try:
-        logs = sum(1 for name in os.listdir(p.path) if name.endswith(".log"))
-    except OSError:
-        return False
-    return logs == len(p.segments)
 
 
 def input_bytes(log_dirs: Sequence[LogDir]) -> int:

@@ -254,6 +254,8 @@ class PartitionDir:
     partition_metadata: PartitionMetadata | None
     leader_epochs: tuple[EpochEntry, ...]
     findings: tuple[Finding, ...] = field(default=())
+    #: every segment of the directory was listed (False: only those named on the command line)
+    complete: bool = True
 
     @property
     def active_segment(self) -> SegmentFiles | None:
@@ -464,7 +466,7 @@ class _Listing:
             leftovers=tuple(self.leftovers), orphans=orphans, strays=tuple(self.strays),
             temp_files=tuple(self.temps), kraft_snapshots=tuple(self.kraft),
             partition_metadata=self.metadata, leader_epochs=self.epochs,
-            findings=tuple(self.findings))
+            findings=tuple(self.findings), complete=self.wanted is None)
 
 
 def _segments(groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]],
