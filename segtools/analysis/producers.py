@@ -222,11 +222,15 @@ class PartitionProducers:
     # ------------------------------------------------------------------ batching
 
     def add(self, t: BatchTable) -> None:
-        """Take the next chunk of batches in log order. Chunks are gathered and folded
-        :data:`FOLD_ROWS` rows at a time: the fold costs about the same per call whatever
-        its rows, and a partition of small segments hands over a few hundred batches per
-        segment. The fold's result does not depend on where chunks are cut."""
+        """Take the next chunk of batches in log order. Small chunks are gathered and
+        folded :data:`FOLD_ROWS` rows at a time (a partition of small segments hands over
+        tens of batches per segment, and the fold's cost is per call); a big one is folded
+        as it comes. The fold's result does not depend on where chunks are cut."""
         if not len(t):
+            return
+        if len(t) >= FOLD_ROWS:  # big enough on its own
+            self.flush()
+            self._fold(t)
             return
         self._pending.append(t)
         self._pending_rows += len(t)

@@ -185,13 +185,15 @@ class TransactionFold:
         self.end, self.last_ts = self.log_start, -1
         self.first_seen: int | None = None
         self._tables: list[BatchTable] = []
-        self._bases: list[np.ndarray] = []
+        self._bases: list[int] = []  # the segment of each gathered table
         self._markers: dict[int, list[ControlMarker]] = {}  # gathered row -> its markers
         self._rows = 0
 
     def take(self, segment, files, t: BatchTable) -> None:
         if not len(t):
             return
+        if len(t) >= FOLD_ROWS:  # big enough on its own: folded after what came before
+            self._flush()
         if self.first_seen is None:
             self.first_seen = int(t.base_offset[0])
         self.end = int(t.last_offset[-1]) + 1
@@ -201,7 +203,7 @@ class TransactionFold:
             self._markers[self._rows + i] = _markers(
                 batch_records(segment, t.batch(i), self.findings))
         self._tables.append(t)
-        self._bases.append(np.full(len(t), files.base_offset, np.int64))
+        self._bases.append(files.base_offset)
         self._rows += len(t)
         if self._rows >= FOLD_ROWS:
             self._flush()
@@ -209,9 +211,11 @@ class TransactionFold:
     def _flush(self) -> None:
         if not self._tables:
             return
-        markers = self._markers
-        self.fold.add(BatchTable.concat(self._tables), markers.__getitem__,
-                      np.concatenate(self._bases))
+        tables, bases = self._tables, self._bases
+        # each batch's segment (for the .txnindex rule): one for a table of one segment
+        segment_base = bases[0] if len(bases) == 1 else np.repeat(
+            np.array(bases, np.int64), [len(t) for t in tables])
+        self.fold.add(BatchTable.concat(tables), self._markers.__getitem__, segment_base)
         self._tables, self._bases, self._markers, self._rows = [], [], {}, 0
 
     def scan(self) -> TransactionScan:

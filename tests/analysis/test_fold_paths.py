@@ -51,18 +51,20 @@ def test_producers_row_by_row_and_vectorised_agree(monkeypatch):
     expected = {str(p.path): _producers(p) for p in PARTITIONS}
     monkeypatch.setattr(producers, "SMALL_TABLE", 0)
     assert {str(p.path): _producers(p) for p in PARTITIONS} == expected
-    monkeypatch.setattr(producers, "FOLD_ROWS", 1)
-    assert {str(p.path): _producers(p) for p in PARTITIONS} == expected
+    for rows in (1, 3):  # every chunk as it comes; small ones gathered, bigger ones not
+        monkeypatch.setattr(producers, "FOLD_ROWS", rows)
+        assert {str(p.path): _producers(p) for p in PARTITIONS} == expected, rows
 
 
 def test_transactions_gathered_or_chunk_by_chunk_agree(monkeypatch):
-    """The transactions scan gathers a partition's chunks before folding them (markers read
-    while each segment is open, each batch's segment kept): the same scan as folding each
-    chunk as it comes."""
+    """The transactions scan gathers a partition's small chunks before folding them (markers
+    read while each segment is open, each batch's segment kept): the same scan as folding
+    each chunk as it comes, or gathering only some."""
     expected = {str(p.path): _scan(transactions.scan_transactions(p)) for p in PARTITIONS}
-    monkeypatch.setattr(transactions, "FOLD_ROWS", 1)
-    assert {str(p.path): _scan(transactions.scan_transactions(p))
-            for p in PARTITIONS} == expected
+    for rows in (1, 3):
+        monkeypatch.setattr(transactions, "FOLD_ROWS", rows)
+        assert {str(p.path): _scan(transactions.scan_transactions(p))
+                for p in PARTITIONS} == expected, rows
 
 
 def test_one_walk_feeds_both_as_two_walks_would():
