@@ -239,14 +239,15 @@ class _Carver:
 
 
 def decode_arrow(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: np.ndarray,
-                 headers: bool, pool: BufferPool | None = None
+                 headers: bool, pool: BufferPool | None = None, crc: bool = False
                  ) -> tuple[ArrowColumns, np.ndarray, np.ndarray]:
     """:func:`decode_v2`, but into Arrow buffers (:class:`ArrowColumns`) in the same pass.
 
     The buffers are cut from one block of ``pool`` when given: a block comes back to the pool
     once no array refers to it any more, so a stream of batches whose consumer lets go of each
     one writes into memory already mapped instead of faulting in fresh pages per batch (that
-    costs more than the decode itself)."""
+    costs more than the decode itself). With ``crc``, the CRCs the walk left to the reader
+    (``table.crc_valid`` of ``walk.CRC_PENDING``) are checked on the way, into the table."""
     starts = np.ascontiguousarray(starts, dtype=np.int64)
     ends = np.ascontiguousarray(ends, dtype=np.int64)
     counts = np.ascontiguousarray(table.count, dtype=np.int32)
@@ -271,7 +272,8 @@ def decode_arrow(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: 
     n = _records.arrow_v2(data, starts, ends, counts, table.base_offset, table.base_timestamp,
                           table.attributes, table.max_timestamp, view_base, offset, micros,
                           micros_valid, key_views, key_valid, value_views, value_valid,
-                          headers_pos, headers_count, records, err_code, err_pos, stats)
+                          headers_pos, headers_count, records, err_code, err_pos, stats,
+                          table.crc if crc else None, table.crc_valid if crc else None)
     mn, kn, vn, kb, vb = (int(x) for x in stats)
     cols = ArrowColumns(data, view_base, offset[:n], micros[:n], _bits(micros_valid, mn, n), mn,
                         key_views[:n], _bits(key_valid, kn, n), kn, kb, value_views[:n],
@@ -336,11 +338,14 @@ class Layout:
     headers: bool = True
     #: Where Arrow buffers are cut from (recycled once their arrays are gone); None: fresh.
     pool: BufferPool | None = None
+    #: Check the CRCs the walk left to the reader while decoding the records of uncompressed
+    #: batches (Arrow buffers only).
+    crc: bool = False
 
     def decode(self, data: np.ndarray, table: BatchTable, starts: np.ndarray,
                ends: np.ndarray) -> tuple[RecordColumns | ArrowColumns, np.ndarray, np.ndarray]:
         if self.arrow:
-            return decode_arrow(data, table, starts, ends, self.headers, self.pool)
+            return decode_arrow(data, table, starts, ends, self.headers, self.pool, self.crc)
         return decode_v2(data, table, starts, ends)
 
     def empty(self, rows: int) -> RecordColumns | ArrowColumns:
@@ -410,7 +415,8 @@ def _plain_chunk(source: Source, table: BatchTable, path: str,
 
 def _packed_chunk(table: BatchTable, data: np.ndarray, starts: np.ndarray,
                   ends: np.ndarray, path: str, layout: Layout) -> Chunk:
-    cols, err_code, err_pos = layout.decode(data, table, starts, ends)
+    # inflated records: a batch's CRC covers its compressed bytes, not these
+    cols, err_code, err_pos = replace(layout, crc=False).decode(data, table, starts, ends)
     return Chunk(cols, table, None, path, _corrupt_records(path, table, err_code, err_pos, None))
 
 

@@ -11,6 +11,7 @@ caller's ``report``, which may log it or raise).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -31,6 +32,7 @@ from segtools.fetch import arrow
 from segtools.fetch.columns import PER_RECORD, Level
 from segtools.fetch.plan import ByteRange
 from segtools.findings import Finding, finding
+from segtools.formats import batch as v2
 from segtools.storage.segment import Segment
 from segtools.storage.summary import SegmentSummary, summarize
 
@@ -47,8 +49,6 @@ WINDOW_BYTES = 2 * WALK_BYTES
 #: Bytes of a mapping's pages the reader maps per step while it waits for the walk (about
 #: 0.2 ms: the walk's next chunk is rarely kept waiting for it).
 PREFAULT_STEP = 2 * 1024 * 1024
-#: Mean record size (batch bytes per record) from which the reader maps the walk's pages.
-PREFAULT_RECORD = 512
 #: Bytes of the blocks record columns are cut from (recycled once a batch is let go).
 ARROW_BLOCK = 8 * 1024 * 1024
 
@@ -137,39 +137,124 @@ def _boundary_ok(segment: Segment, piece: ByteRange) -> bool:
         piece.start_offset_hint
 
 
-def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
-          ) -> Iterator[BatchTable]:
+def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
+          prepare: Prepare | None = None, leave_crc: bool = False) -> Iterator[object]:
     """The batches whose position lies in ``[start, end)``, a table chunk at a time; the
     findings met there go to ``report``.
 
     A range starts where the offset index said a batch starts; if the bytes there are not a
     batch (an index that lies), the walk starts at byte 0 instead and skips what precedes the
     range, so ownership stays exact: the previous range, walking on from its own start, owns
-    any batch that straddles the cut."""
+    any batch that straddles the cut.
+
+    A mapped segment is walked on a thread of its own, a chunk ahead of the reader
+    (``fanout.ahead``), which meanwhile maps the pages after it (:class:`_Prefault`).
+
+    ``prepare(chunk, table)``, given, is what is yielded for each chunk instead of its
+    table: it returns the chunk with its CRCs all checked (a walk that ``leave_crc`` leaves
+    v2 batches' CRCs to the reader, which checks them while it decodes the records, see
+    :class:`_Records`) and what to yield; the chunk's findings are reported before that is
+    yielded. The walk's thread checks a share of those CRCs itself (:class:`_CrcShare`)."""
     start = piece.start
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
     threaded = segment.is_mapped and piece.end - start > WALK_BYTES and fanout.workers() > 1
     pages = _KeepPages(segment.source, start)
-    chunks_walked = walk.walk(pages if threaded else segment.source,
-                              start, until=piece.end, path=segment.path,
+    source = pages if threaded else segment.source
+    chunks_walked = walk.walk(source, start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
-                              chunk_bytes=WALK_BYTES)
+                              chunk_bytes=WALK_BYTES, leave_crc=leave_crc)
+    share = _CrcShare(source) if threaded and leave_crc and verify_crc else None
+    walked = _trimmed(chunks_walked, piece, start, share)
     faults = _Prefault(segment.source, start, piece.end)
     if threaded:
-        chunks_walked = fanout.ahead(chunks_walked, name="segtools-walk-ahead", idle=faults)
-    for chunk in chunks_walked:
-        if len(chunk.table):  # every chunk before this one is done with
-            pages.done = int(chunk.table.position[0])
-        faults.walked(chunk.table, chunk.stop)
-        for f in chunk.findings:
-            position = piece.start if f.position is None else f.position
-            if piece.start <= position < piece.end:
-                report(f)
-        t = chunk.table
-        if start < piece.start and len(t) and t.position[0] < piece.start:
-            t = t.take(t.position >= piece.start)
-        yield t
+        walked = fanout.ahead(walked, name="segtools-walk-ahead", idle=faults)
+    try:
+        while True:
+            asked = time.perf_counter()
+            try:
+                chunk, t = next(walked)
+            except StopIteration:
+                return
+            if share is not None:
+                share.waited(time.perf_counter() - asked)
+            chunk, out = (prepare or _as_is)(chunk, t)
+            if len(chunk.table):  # every chunk before this one is done with
+                pages.done = int(chunk.table.position[0])
+            faults.walked(chunk.stop)
+            for f in chunk.findings:
+                position = piece.start if f.position is None else f.position
+                if piece.start <= position < piece.end:
+                    report(f)
+            yield out
+    finally:
+        walked.close()
+
+
+#: What :func:`owned` yields for a chunk: ``(chunk, its table trimmed to the range)`` ->
+#: ``(chunk with every CRC checked, what to yield)``.
+Prepare = Callable[[walk.Walked, BatchTable], tuple[walk.Walked, object]]
+
+
+def _as_is(chunk: walk.Walked, t: BatchTable) -> tuple[walk.Walked, object]:
+    return chunk, t
+
+
+def _trimmed(chunks_walked: Iterator[walk.Walked], piece: ByteRange, start: int,
+             share: _CrcShare | None) -> Iterator[tuple[walk.Walked, BatchTable]]:
+    """Each chunk, and its table without the batches before the range (a walk that had to
+    start at byte 0); its share of the CRCs checked on the way, when ``share`` says so."""
+    try:
+        for chunk in chunks_walked:
+            if share is not None:
+                share(chunk)
+            t = chunk.table
+            if start < piece.start and len(t) and t.position[0] < piece.start:
+                t = t.take(t.position >= piece.start)
+            yield chunk, t
+    finally:
+        chunks_walked.close()
+
+
+class _CrcShare:
+    """The CRCs a walk leaves to the reader, shared between the two threads of a read: the
+    walk's checks those of the first ``fraction`` of each chunk's bytes before it hands the
+    chunk over, the reader the rest while it decodes their records.
+
+    The CRCs are the one part of the work either thread may do, so they are what keeps the
+    two busy alike: whenever the reader found the next chunk not ready it takes a larger
+    share, else a smaller. Which thread checks a CRC changes no result."""
+
+    #: Waiting longer than this for a chunk counts as having waited (a thread's wake-up
+    #: takes about a tenth of it).
+    WAITED = 0.0005
+    STEP = 0.1
+
+    def __init__(self, source: Source):
+        self.source = source
+        self.fraction = 0.5
+
+    def __call__(self, chunk: walk.Walked) -> None:
+        """On the walk's thread: check this chunk's share."""
+        left, t = chunk.left, chunk.table
+        fraction = self.fraction
+        if left is None or not len(left) or fraction <= 0:
+            return
+        lo = int(t.position[left[0]])
+        ends = t.position[left] + t.size[left]
+        hi_row = int(np.searchsorted(ends, lo + fraction * (int(ends[-1]) - lo), side="right"))
+        if hi_row == 0:
+            return
+        rows = int(left[hi_row - 1]) + 1
+        data, base, avail = self.source.window(lo, int(ends[hi_row - 1]), keep=True)
+        walk.check_left(data[:max(0, avail - base)], base, t.take(slice(0, rows)))
+
+    def waited(self, seconds: float) -> None:
+        """On the reader's thread: it waited ``seconds`` for the chunk it now holds."""
+        if seconds > self.WAITED:
+            self.fraction = max(0.0, self.fraction - self.STEP)
+        else:
+            self.fraction = min(1.0, self.fraction + self.STEP)
 
 
 class _KeepPages:
@@ -190,9 +275,10 @@ class _KeepPages:
 
 class _Prefault:
     """The pages of the chunk after the one being walked, mapped a step at a time by the
-    reader while it waits for the walk (``fanout.ahead``'s ``idle``): their first touch,
-    left to the walk, makes it the slower half when batches hold many large records. Never
-    more than two chunks ahead of what the reader holds, so memory stays flat."""
+    reader while it waits for the walk (``fanout.ahead``'s ``idle``): the first touch of a
+    mapping's pages costs about as much as a CRC-32C of them from memory, and the reader
+    waits only when the walk is the slower half. Never more than two chunks ahead of what
+    the reader holds, so memory stays flat."""
 
     def __init__(self, source: Source, start: int, end: int):
         self._prefault = getattr(source, "prefault", None)
@@ -200,16 +286,10 @@ class _Prefault:
         self._next = start + WALK_BYTES  # the walk is faulting in its first chunk itself
         self._limit = min(end, start + 2 * WALK_BYTES)
 
-    def walked(self, t: BatchTable, stop: int) -> None:
-        """The reader holds the chunk ``t``, which ends at ``stop``: the walk is past it.
-        The decode's cost follows the records, the walk's the bytes: with records shorter
-        than :data:`PREFAULT_RECORD` the reader is the slower half, and the pages are left
-        to the walk."""
+    def walked(self, stop: int) -> None:
+        """The reader holds a chunk that ends at ``stop``: the walk is past it."""
         self._next = max(self._next, stop + WALK_BYTES)
         self._limit = min(self._end, stop + 2 * WALK_BYTES)
-        records = int(t.count.sum()) if len(t) else 0
-        if records and (stop - int(t.position[0])) < records * PREFAULT_RECORD:
-            self._limit = 0
 
     def __call__(self) -> bool:
         if self._prefault is None or self._next >= self._limit:
@@ -256,22 +336,27 @@ class _Visibility:
         return self._bounded(t.last_offset, t.base_offset)
 
 
-def _windows(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibility,
-             report: Report) -> Iterator[BatchTable]:
+def _windows(t: BatchTable, visible: _Visibility) -> Iterator[BatchTable]:
+    """The visible batches of a chunk, in tables of about ``WINDOW_BYTES`` of batches."""
+    keep = visible.keep(t)
+    if not keep.all():
+        t = t.take(keep)
+    if not len(t):
+        return
+    ends = np.cumsum(t.size)
+    lo = 0
+    while lo < len(t):
+        hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0)
+                                              + WINDOW_BYTES, side="right")))
+        yield t.take(slice(lo, hi))
+        lo = hi
+
+
+def _visible_tables(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibility,
+                    report: Report) -> Iterator[BatchTable]:
     """The visible batches of a range, in tables of about ``WINDOW_BYTES`` of batches."""
     for t in owned(segment, piece, scan.walk_crc, report):
-        keep = visible.keep(t)
-        if not keep.all():
-            t = t.take(keep)
-        if not len(t):
-            continue
-        ends = np.cumsum(t.size)
-        lo = 0
-        while lo < len(t):
-            hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0)
-                                                  + WINDOW_BYTES, side="right")))
-            yield t.take(slice(lo, hi))
-            lo = hi
+        yield from _windows(t, visible)
 
 
 # ----------------------------------------------------------------- batch-level columns
@@ -387,21 +472,92 @@ def _per_batch(t: BatchTable, expand: Callable[[np.ndarray], np.ndarray], n: int
 # ------------------------------------------------------------------------- records
 
 
+#: What a chunk's records are made of, in order (:class:`_Records`).
+_SHALLOW, _DECODED, _DEEP = range(3)
+
+
 def _record_rows(segment: Segment, piece: ByteRange, scan: Scan, report: Report,
                  pool: BufferPool) -> Iterator[pa.RecordBatch]:
-    visible = _Visibility(piece, scan)
-    for t in _windows(segment, piece, scan, visible, report):
-        deep = t
-        if not scan.deep:  # only batch-level columns: a v2 batch with a good CRC has `count`
-            shallow = t.is_v2 & (t.crc_valid == 1) & visible.whole(t)
-            if shallow.any():
-                yield _shallow_records(t.take(shallow), piece, scan)
-                deep = t.take(~shallow)
-        if len(deep):
-            layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool)
-            for chunk in chunks.decode(segment.source, deep, path=segment.path,
-                                       limit=segment.decompress_limit, layout=layout):
+    prepare = _Records(segment, piece, scan, pool)
+    layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool)
+    for parts in owned(segment, piece, scan.walk_crc, report, prepare, prepare.leave_crc):
+        for kind, part in parts:
+            if kind == _SHALLOW:
+                yield _shallow_records(part, piece, scan)
+                continue
+            decoded = part if kind == _DECODED else chunks.decode(
+                segment.source, part, path=segment.path, limit=segment.decompress_limit,
+                layout=layout)
+            for chunk in decoded:
                 yield from _chunk_records(chunk, piece, scan, report, pool)
+
+
+class _Records:
+    """What a walked chunk's records are made of (:func:`owned`'s ``prepare``): the batches
+    whose rows are their header's (a shallow read of intact v2 batches), and the rest,
+    decoded now when they are uncompressed v2 batches, else when the reader gets to them
+    (a compressed run is inflated a buffer at a time).
+
+    The walk leaves the CRC of each large v2 batch to the record kernel, which checks it
+    just before it decodes the batch's records: the batch is read from memory once, for both
+    (``walk.LEAVE_CRC_FROM``). The CRCs of batches not decoded now are checked after
+    (:func:`walk.checked`), so every CRC is known, and every finding in its place, before
+    the chunk's findings are reported and its rows built."""
+
+    def __init__(self, segment: Segment, piece: ByteRange, scan: Scan, pool: BufferPool):
+        self.segment = segment
+        self.scan = scan
+        self.visible = _Visibility(piece, scan)
+        self.leave_crc = scan.deep and scan.walk_crc
+        self.layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool,
+                             crc=self.leave_crc)
+
+    def __call__(self, chunk: walk.Walked, t: BatchTable) -> tuple[walk.Walked, list]:
+        segment, scan = self.segment, self.scan
+        parts: list[tuple[int, object]] = []
+        for window in _windows(t, self.visible):
+            deep = window
+            if not scan.deep:  # only batch-level columns: a v2 batch with a good CRC has `count`
+                shallow = window.is_v2 & (window.crc_valid == 1) & self.visible.whole(window)
+                if shallow.any():
+                    parts.append((_SHALLOW, window.take(shallow)))
+                    deep = window.take(~shallow)
+            if not len(deep):
+                continue
+            if not _plain(deep, segment.decompress_limit):
+                parts.append((_DEEP, deep))
+                continue
+            parts.append((_DECODED, list(chunks.decode(
+                segment.source, deep, path=segment.path, limit=segment.decompress_limit,
+                layout=self.layout))))
+            if chunk.left is not None:
+                _copy_checks(deep, chunk.table)
+        left = chunk.left is not None
+        chunk = walk.checked(chunk, segment.source, segment.path)
+        if left:
+            for kind, part in parts:
+                if kind == _DEEP:
+                    _copy_checks(chunk.table, part)
+        return chunk, parts
+
+
+def _copy_checks(src: BatchTable, dst: BatchTable) -> None:
+    """``src``'s CRC checks into the same batches of ``dst`` (a table of some of its rows, or
+    the table it is some rows of), unless the two share them already (one is a slice of the
+    other): a table taken by a mask is a copy."""
+    if np.may_share_memory(src.crc_valid, dst.crc_valid):
+        return
+    if len(src) <= len(dst):
+        dst.crc_valid[np.searchsorted(dst.position, src.position)] = src.crc_valid
+    else:
+        dst.crc_valid[:] = src.crc_valid[np.searchsorted(src.position, dst.position)]
+
+
+def _plain(t: BatchTable, limit: int) -> bool:
+    """Whether every batch is an uncompressed v2 batch within the cap on one batch's bytes
+    (``chunks.decode`` reads them all from the source's own bytes, in one run)."""
+    return bool(not t.codec.any() and (t.magic == 2).all()
+                and int(t.size.max()) - v2.RECORD_BATCH_OVERHEAD <= limit)
 
 
 def _shallow_records(t: BatchTable, piece: ByteRange, scan: Scan) -> pa.RecordBatch:
@@ -495,7 +651,7 @@ def _columns_batch(t: BatchTable, cols: ArrowColumns, piece: ByteRange, scan: Sc
 def _batch_rows(segment: Segment, piece: ByteRange, scan: Scan,
                 report: Report) -> Iterator[pa.RecordBatch]:
     visible = _Visibility(piece, scan)
-    for t in _windows(segment, piece, scan, visible, report):
+    for t in _visible_tables(segment, piece, scan, visible, report):
         constants = _constants(piece)
         arrays: list[pa.Array] = []
         for i, name in enumerate(scan.columns):
