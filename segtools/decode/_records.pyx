@@ -268,7 +268,8 @@ def arrow_v2(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
              uint8_t[:, ::1] value_views, uint8_t[::1] value_valid,
              int64_t[::1] out_headers_pos, int32_t[::1] out_headers_count,
              int32_t[::1] out_records, int8_t[::1] err_code, int64_t[::1] err_pos,
-             int64_t[::1] stats, const uint32_t[::1] crc=None, int8_t[::1] crc_valid=None):
+             int64_t[::1] stats, const uint32_t[::1] crc=None, int8_t[::1] crc_valid=None,
+             int64_t first=0, int64_t stop=-1, int64_t n0=0):
     """The records of every batch ``b`` in ``buf[starts[b]:ends[b]]``, written straight into
     Arrow buffers in one pass: offsets, timestamps in microseconds with their validity bits
     (``-1`` and values beyond int64 microseconds are null), and keys and values as binary
@@ -277,8 +278,14 @@ def arrow_v2(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
 
     Validity arrays must come zeroed. ``out_records[b]`` is how many records of batch ``b``
     were decoded; errors as :func:`decode_v2`. Header sections are located only when
-    ``out_headers_pos`` has room. ``stats`` receives the null counts of timestamps, keys and
-    values and the key and value bytes. Returns the number of records.
+    ``out_headers_pos`` has room. ``stats`` receives (adds to what it holds) the null counts
+    of timestamps, keys and values and the key and value bytes. Returns the number of
+    records.
+
+    ``first``, ``stop`` and ``n0`` decode only the batches ``[first, stop)`` (``stop`` -1:
+    to the last) as records ``n0`` on: a chunk decoded in steps, on two threads one after
+    the other, gives what one call gives (validity bytes are shared across the cut: the
+    steps must not overlap in time).
 
     With ``crc`` and ``crc_valid`` (the batches' stored CRCs and their check, one per batch),
     a batch whose check is ``CRC_PENDING`` is checked here, just before its records are
@@ -289,7 +296,8 @@ def arrow_v2(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
     cdef int64_t size = buf.shape[0]
     cdef bint headers = out_headers_pos.shape[0] > 0
     cdef bint check = crc is not None and crc_valid is not None
-    cdef int64_t n = 0
+    cdef int64_t n = n0
+    cdef int64_t last = starts.shape[0] if stop < 0 or stop > starts.shape[0] else stop
     cdef int64_t b, r, pos, end, nxt, ms
     cdef int64_t ahead = 0
     cdef int64_t ts_nulls = 0, key_nulls = 0, value_nulls = 0, key_bytes = 0, value_bytes = 0
@@ -297,7 +305,7 @@ def arrow_v2(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
     cdef bint lat, ok, cached
     cdef Rec rec
     with nogil:
-        for b in range(starts.shape[0]):
+        for b in range(first, last):
             pos = starts[b]
             end = ends[b]
             err_code[b] = OK
@@ -366,11 +374,11 @@ def arrow_v2(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
             elif pos != end:
                 err_code[b] = ERR_TRAILING_BYTES
                 err_pos[b] = pos
-    stats[0] = ts_nulls
-    stats[1] = key_nulls
-    stats[2] = value_nulls
-    stats[3] = key_bytes
-    stats[4] = value_bytes
+    stats[0] += ts_nulls
+    stats[1] += key_nulls
+    stats[2] += value_nulls
+    stats[3] += key_bytes
+    stats[4] += value_bytes
     return n
 
 

@@ -95,6 +95,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
         yield from _segment_rows(list(pieces), scan, report)
         return
     pool = BufferPool(ARROW_BLOCK)
+    ahead = BufferPool(ARROW_BLOCK)  # for the records decoded beside the walk
     for piece in pieces:
         segment = _open(piece, scan)
         if segment is None:
@@ -104,7 +105,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
             if scan.level is Level.BATCHES:
                 yield from _batch_rows(segment, piece, scan, report)
             else:
-                yield from _record_rows(segment, piece, scan, report, pool)
+                yield from _record_rows(segment, piece, scan, report, pool, ahead)
 
 
 def _open(piece: ByteRange, scan: Scan) -> Segment | None:
@@ -138,7 +139,7 @@ def _boundary_ok(segment: Segment, piece: ByteRange) -> bool:
 
 
 def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
-          prepare: Prepare | None = None, leave_crc: bool = False) -> Iterator[object]:
+          reader: _Records | None = None) -> Iterator[object]:
     """The batches whose position lies in ``[start, end)``, a table chunk at a time; the
     findings met there go to ``report``.
 
@@ -149,12 +150,9 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
 
     A mapped segment is walked on a thread of its own, a chunk ahead of the reader
     (``fanout.ahead``), which meanwhile maps the pages after it (:class:`_Prefault`).
-
-    ``prepare(chunk, table)``, given, is what is yielded for each chunk instead of its
-    table: it returns the chunk with its CRCs all checked (a walk that ``leave_crc`` leaves
-    v2 batches' CRCs to the reader, which checks them while it decodes the records, see
-    :class:`_Records`) and what to yield; the chunk's findings are reported before that is
-    yielded. The walk's thread checks a share of those CRCs itself (:class:`_CrcShare`)."""
+    With a ``reader`` (:class:`_Records`), what is yielded for each chunk is what the reader
+    makes of it: it starts beside the walk (on the walk's thread, when it has one) and ends
+    here, and its CRC findings join the walk's before they are reported."""
     start = piece.start
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
@@ -163,9 +161,10 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
     source = pages if threaded else segment.source
     chunks_walked = walk.walk(source, start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
-                              chunk_bytes=WALK_BYTES, leave_crc=leave_crc)
-    share = _CrcShare(source) if threaded and leave_crc and verify_crc else None
-    walked = _trimmed(chunks_walked, piece, start, share)
+                              chunk_bytes=WALK_BYTES,
+                              leave_crc=reader is not None and reader.leave_crc)
+    share = _Share() if threaded and reader is not None else None
+    walked = _planned(chunks_walked, piece, start, reader, share)
     faults = _Prefault(segment.source, start, piece.end)
     if threaded:
         walked = fanout.ahead(walked, name="segtools-walk-ahead", idle=faults)
@@ -173,12 +172,13 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
         while True:
             asked = time.perf_counter()
             try:
-                chunk, t = next(walked)
+                chunk, out = next(walked)
             except StopIteration:
                 return
             if share is not None:
                 share.waited(time.perf_counter() - asked)
-            chunk, out = (prepare or _as_is)(chunk, t)
+            if reader is not None:
+                chunk, out = reader.finish(chunk, out)
             if len(chunk.table):  # every chunk before this one is done with
                 pages.done = int(chunk.table.position[0])
             faults.walked(chunk.stop)
@@ -191,63 +191,41 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
         walked.close()
 
 
-#: What :func:`owned` yields for a chunk: ``(chunk, its table trimmed to the range)`` ->
-#: ``(chunk with every CRC checked, what to yield)``.
-Prepare = Callable[[walk.Walked, BatchTable], tuple[walk.Walked, object]]
-
-
-def _as_is(chunk: walk.Walked, t: BatchTable) -> tuple[walk.Walked, object]:
-    return chunk, t
-
-
-def _trimmed(chunks_walked: Iterator[walk.Walked], piece: ByteRange, start: int,
-             share: _CrcShare | None) -> Iterator[tuple[walk.Walked, BatchTable]]:
-    """Each chunk, and its table without the batches before the range (a walk that had to
-    start at byte 0); its share of the CRCs checked on the way, when ``share`` says so."""
+def _planned(chunks_walked: Iterator[walk.Walked], piece: ByteRange, start: int,
+             reader: _Records | None, share: _Share | None) -> Iterator[tuple[walk.Walked, object]]:
+    """Each chunk, its table without the batches before the range (a walk that had to start
+    at byte 0), started on by the ``reader`` when there is one (its ``share`` of the decode,
+    when the reader has a thread of its own)."""
     try:
         for chunk in chunks_walked:
-            if share is not None:
-                share(chunk)
             t = chunk.table
             if start < piece.start and len(t) and t.position[0] < piece.start:
                 t = t.take(t.position >= piece.start)
-            yield chunk, t
+            if reader is None:
+                yield chunk, t
+            else:
+                yield chunk, reader.plan(chunk, t, share.fraction if share else 0.0)
     finally:
         chunks_walked.close()
 
 
-class _CrcShare:
-    """The CRCs a walk leaves to the reader, shared between the two threads of a read: the
-    walk's checks those of the first ``fraction`` of each chunk's bytes before it hands the
-    chunk over, the reader the rest while it decodes their records.
+class _Share:
+    """How much of each chunk's decode the walk's thread does before it hands the chunk
+    over (the reader does the rest, and builds the Arrow batches): the share of the chunk's
+    bytes whose records, and CRCs, it decodes and checks.
 
-    The CRCs are the one part of the work either thread may do, so they are what keeps the
-    two busy alike: whenever the reader found the next chunk not ready it takes a larger
-    share, else a smaller. Which thread checks a CRC changes no result."""
+    Mapping pages, checking CRCs and decoding records may run on either thread, so the two
+    are kept busy alike by moving that share: whenever the reader found the next chunk not
+    ready it takes more of the decode, else the walk's thread does. Which thread decodes a
+    batch changes no result: the steps of one chunk's decode follow each other."""
 
     #: Waiting longer than this for a chunk counts as having waited (a thread's wake-up
     #: takes about a tenth of it).
     WAITED = 0.0005
     STEP = 0.1
 
-    def __init__(self, source: Source):
-        self.source = source
+    def __init__(self) -> None:
         self.fraction = 0.5
-
-    def __call__(self, chunk: walk.Walked) -> None:
-        """On the walk's thread: check this chunk's share."""
-        left, t = chunk.left, chunk.table
-        fraction = self.fraction
-        if left is None or not len(left) or fraction <= 0:
-            return
-        lo = int(t.position[left[0]])
-        ends = t.position[left] + t.size[left]
-        hi_row = int(np.searchsorted(ends, lo + fraction * (int(ends[-1]) - lo), side="right"))
-        if hi_row == 0:
-            return
-        rows = int(left[hi_row - 1]) + 1
-        data, base, avail = self.source.window(lo, int(ends[hi_row - 1]), keep=True)
-        walk.check_left(data[:max(0, avail - base)], base, t.take(slice(0, rows)))
 
     def waited(self, seconds: float) -> None:
         """On the reader's thread: it waited ``seconds`` for the chunk it now holds."""
@@ -473,14 +451,16 @@ def _per_batch(t: BatchTable, expand: Callable[[np.ndarray], np.ndarray], n: int
 
 
 #: What a chunk's records are made of, in order (:class:`_Records`).
-_SHALLOW, _DECODED, _DEEP = range(3)
+_SHALLOW, _DECODED, _DEEP, _STEPS, _PLAIN = range(5)
 
 
 def _record_rows(segment: Segment, piece: ByteRange, scan: Scan, report: Report,
-                 pool: BufferPool) -> Iterator[pa.RecordBatch]:
-    prepare = _Records(segment, piece, scan, pool)
+                 pool: BufferPool, ahead: BufferPool) -> Iterator[pa.RecordBatch]:
+    """``pool``: blocks for the columns built here; ``ahead``: for those decoded beside the
+    walk (each pool is used by one thread)."""
+    reader = _Records(segment, piece, scan, ahead, pool)
     layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool)
-    for parts in owned(segment, piece, scan.walk_crc, report, prepare, prepare.leave_crc):
+    for parts in owned(segment, piece, scan.walk_crc, report, reader):
         for kind, part in parts:
             if kind == _SHALLOW:
                 yield _shallow_records(part, piece, scan)
@@ -493,26 +473,34 @@ def _record_rows(segment: Segment, piece: ByteRange, scan: Scan, report: Report,
 
 
 class _Records:
-    """What a walked chunk's records are made of (:func:`owned`'s ``prepare``): the batches
-    whose rows are their header's (a shallow read of intact v2 batches), and the rest,
-    decoded now when they are uncompressed v2 batches, else when the reader gets to them
-    (a compressed run is inflated a buffer at a time).
+    """What a walked chunk's records are made of: the batches whose rows are their header's
+    (a shallow read of intact v2 batches), and the rest, decoded before the chunk's findings
+    are reported when they are uncompressed v2 batches, else when the reader gets to them (a
+    compressed run is inflated a buffer at a time).
+
+    :meth:`plan` runs beside the walk (on its thread, when it has one) and may decode the
+    first part of a run of uncompressed batches there (:class:`chunks.PlainDecode`);
+    :meth:`finish` runs on the reader's thread and decodes the rest.
 
     The walk leaves the CRC of each large v2 batch to the record kernel, which checks it
-    just before it decodes the batch's records: the batch is read from memory once, for both
-    (``walk.LEAVE_CRC_FROM``). The CRCs of batches not decoded now are checked after
-    (:func:`walk.checked`), so every CRC is known, and every finding in its place, before
-    the chunk's findings are reported and its rows built."""
+    just before it decodes the batch's records (``walk.LEAVE_CRC_FROM``). The CRCs of
+    batches not decoded are checked after (:func:`walk.checked`), so every CRC is known, and
+    every finding in its place, before the chunk's findings are reported."""
 
-    def __init__(self, segment: Segment, piece: ByteRange, scan: Scan, pool: BufferPool):
+    def __init__(self, segment: Segment, piece: ByteRange, scan: Scan, ahead: BufferPool,
+                 pool: BufferPool):
         self.segment = segment
         self.scan = scan
         self.visible = _Visibility(piece, scan)
         self.leave_crc = scan.deep and scan.walk_crc
-        self.layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool,
-                             crc=self.leave_crc)
+        headers = "headers" in scan.columns
+        # blocks for the columns decoded beside the walk, and for those decoded here
+        self.ahead = Layout(arrow=True, headers=headers, pool=ahead, crc=self.leave_crc)
+        self.here = Layout(arrow=True, headers=headers, pool=pool, crc=self.leave_crc)
 
-    def __call__(self, chunk: walk.Walked, t: BatchTable) -> tuple[walk.Walked, list]:
+    def plan(self, chunk: walk.Walked, t: BatchTable, share: float) -> list:
+        """The parts of the chunk's records, the first ``share`` of its uncompressed
+        batches' bytes decoded."""
         segment, scan = self.segment, self.scan
         parts: list[tuple[int, object]] = []
         for window in _windows(t, self.visible):
@@ -527,18 +515,41 @@ class _Records:
             if not _plain(deep, segment.decompress_limit):
                 parts.append((_DEEP, deep))
                 continue
-            parts.append((_DECODED, list(chunks.decode(
-                segment.source, deep, path=segment.path, limit=segment.decompress_limit,
-                layout=self.layout))))
-            if chunk.left is not None:
-                _copy_checks(deep, chunk.table)
+            steps = chunks.PlainDecode.of(segment.source, deep, segment.path,
+                                          segment.decompress_limit, self.ahead)
+            if steps is None:
+                parts.append((_PLAIN, deep))
+                continue
+            if share > 0:
+                ends = np.cumsum(deep.size)
+                steps.step.run(int(np.searchsorted(ends, share * int(ends[-1]), side="right")))
+            parts.append((_STEPS, steps))
+        return parts
+
+    def finish(self, chunk: walk.Walked, parts: list) -> tuple[walk.Walked, list]:
+        """On the reader's thread: the uncompressed batches decoded, every CRC checked."""
+        segment = self.segment
         left = chunk.left is not None
+        done: list[tuple[int, object]] = []
+        for kind, part in parts:
+            if kind in (_STEPS, _PLAIN):
+                if kind == _STEPS:
+                    decoded, table = [part.chunk()], part.step.table
+                else:
+                    decoded, table = list(chunks.decode(
+                        segment.source, part, path=segment.path,
+                        limit=segment.decompress_limit, layout=self.here)), part
+                if left:
+                    _copy_checks(table, chunk.table)
+                done.append((_DECODED, decoded))
+            else:
+                done.append((kind, part))
         chunk = walk.checked(chunk, segment.source, segment.path)
         if left:
-            for kind, part in parts:
+            for kind, part in done:
                 if kind == _DEEP:
                     _copy_checks(chunk.table, part)
-        return chunk, parts
+        return chunk, done
 
 
 def _copy_checks(src: BatchTable, dst: BatchTable) -> None:

@@ -2,7 +2,8 @@
 
 For the records of uncompressed v2 batches, the walk leaves each batch's CRC to the reader,
 whose record kernel checks it while decoding the batch (its bytes read once); the walk's thread
-checks a share of them first, and the CRCs of batches no consumer decodes are checked last.
+decodes a share of each chunk first, and the CRCs of batches no consumer decodes are checked
+last.
 Whoever checks a CRC, the rows and the findings (codes, positions, order, messages) must be
 those of a walk that checks every CRC itself: on every fixture tree under every read option,
 read whole or mapped, on one thread or two, and on a mapped segment with bad CRCs mid-segment
@@ -126,7 +127,7 @@ def test_bad_crcs_mid_segment_are_reported_as_the_walk_reports_them(tmp_path, mo
     """A mapped segment read in many chunks on two threads: a bad CRC in a data batch, in a
     control batch (never decoded by default: its CRC is checked after the decode) and in the
     last batch are each reported once, in file order, with the rows of a walk that checks
-    every CRC itself, whatever share of the CRCs the walk's thread takes."""
+    every CRC itself, whatever share of each chunk's decode the walk's thread takes."""
     pdir, bad, size = _corrupt_copies(tmp_path / "logs", 20)
 
     def chunked() -> None:  # mapped, walked three copies a chunk on a thread of its own
@@ -146,7 +147,7 @@ def test_bad_crcs_mid_segment_are_reported_as_the_walk_reports_them(tmp_path, mo
     # segment: it has no offset index to start from)
     assert [f[2] for f in want[1] if f[0] == "crc_mismatch"] == bad
     shares = []
-    real = fetch_rows._CrcShare.waited
+    real = fetch_rows._Share.waited
 
     def pinned(share: float):
         def waited(self, seconds: float) -> None:
@@ -156,7 +157,7 @@ def test_bad_crcs_mid_segment_are_reported_as_the_walk_reports_them(tmp_path, mo
         return waited
 
     for share in (0.0, 0.5, 1.0):
-        monkeypatch.setattr(fetch_rows._CrcShare, "waited", pinned(share))
+        monkeypatch.setattr(fetch_rows._Share, "waited", pinned(share))
         assert read(pdir, **options) == want
     assert set(shares) == {0.0, 0.5, 1.0}  # the walk had a thread of its own
     monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
