@@ -149,7 +149,7 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
     any batch that straddles the cut.
 
     A mapped segment is walked on a thread of its own, a chunk ahead of the reader
-    (``fanout.ahead``), which meanwhile maps the pages after it (:class:`_Prefault`).
+    (``fanout.ahead``), which meanwhile looks after the mapping's pages (:class:`_Pages`).
     With a ``reader`` (:class:`_Records`), what is yielded for each chunk is what the reader
     makes of it: it starts beside the walk (on the walk's thread, when it has one) and ends
     here, and its CRC findings join the walk's before they are reported."""
@@ -157,17 +157,16 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
     threaded = segment.is_mapped and piece.end - start > WALK_BYTES and fanout.workers() > 1
-    pages = _KeepPages(segment.source, start)
-    source = pages if threaded else segment.source
+    source = _KeepPages(segment.source) if threaded else segment.source
     chunks_walked = walk.walk(source, start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
                               chunk_bytes=WALK_BYTES,
                               leave_crc=reader is not None and reader.leave_crc)
     share = _Share() if threaded and reader is not None else None
     walked = _planned(chunks_walked, piece, start, reader, share)
-    faults = _Prefault(segment.source, start, piece.end)
+    pages = _Pages(segment.source, start, piece.end)
     if threaded:
-        walked = fanout.ahead(walked, name="segtools-walk-ahead", idle=faults)
+        walked = fanout.ahead(walked, name="segtools-walk-ahead", idle=pages)
     try:
         while True:
             asked = time.perf_counter()
@@ -179,9 +178,8 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
                 share.waited(time.perf_counter() - asked)
             if reader is not None:
                 chunk, out = reader.finish(chunk, out)
-            if len(chunk.table):  # every chunk before this one is done with
-                pages.done = int(chunk.table.position[0])
-            faults.walked(chunk.stop)
+            if threaded and len(chunk.table):  # every chunk before this one is done with
+                pages.walked(int(chunk.table.position[0]), chunk.stop)
             for f in chunk.findings:
                 position = piece.start if f.position is None else f.position
                 if piece.start <= position < piece.end:
@@ -196,6 +194,7 @@ def _planned(chunks_walked: Iterator[walk.Walked], piece: ByteRange, start: int,
     """Each chunk, its table without the batches before the range (a walk that had to start
     at byte 0), started on by the ``reader`` when there is one (its ``share`` of the decode,
     when the reader has a thread of its own)."""
+    first = True
     try:
         for chunk in chunks_walked:
             t = chunk.table
@@ -203,8 +202,10 @@ def _planned(chunks_walked: Iterator[walk.Walked], piece: ByteRange, start: int,
                 t = t.take(t.position >= piece.start)
             if reader is None:
                 yield chunk, t
-            else:
-                yield chunk, reader.plan(chunk, t, share.fraction if share else 0.0)
+            else:  # the reader decodes the first chunk whole: it has nothing else to do yet
+                yield chunk, reader.plan(chunk, t, share.fraction if share and not first
+                                         else 0.0)
+            first = False
     finally:
         chunks_walked.close()
 
@@ -236,40 +237,54 @@ class _Share:
 
 
 class _KeepPages:
-    """A mapped source whose pages the walk hands back only behind ``done``, the chunk the
-    reader decodes: walking ahead on its own thread, the walk would otherwise drop the pages
-    of that chunk, which would then be faulted in again and kept."""
+    """A mapped source whose pages the walk never hands back: walking ahead on its own
+    thread, it would drop those of the chunk the reader decodes, which would then be faulted
+    in again and kept. The reader hands them back itself (:class:`_Pages`)."""
 
-    def __init__(self, source: Source, done: int):
+    def __init__(self, source: Source):
         self._source = source
-        self.done = done
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._source, name)
 
     def release(self, upto: int) -> None:
-        self._source.release(min(upto, self.done))
+        return None
 
 
-class _Prefault:
-    """The pages of the chunk after the one being walked, mapped a step at a time by the
-    reader while it waits for the walk (``fanout.ahead``'s ``idle``): the first touch of a
-    mapping's pages costs about as much as a CRC-32C of them from memory, and the reader
-    waits only when the walk is the slower half. Never more than two chunks ahead of what
-    the reader holds, so memory stays flat."""
+class _Pages:
+    """A mapped segment's pages, looked after by the reader while it waits for the walk
+    (``fanout.ahead``'s ``idle``), a step at a time: those behind the chunk it holds handed
+    back, those of the chunk after the one being walked mapped. Mapping pages costs about as
+    much as a CRC-32C of them from memory and dropping them half as much (0.020 and 0.010 s
+    per 256 MiB); on the walk's thread, dropping 64 MiB at once kept the reader waiting for
+    2.6 ms. Never more than two chunks ahead of what the reader holds, never more than two
+    behind, so memory stays flat whichever thread is the slower."""
 
     def __init__(self, source: Source, start: int, end: int):
+        self._source = source
         self._prefault = getattr(source, "prefault", None)
         self._end = end
         self._next = start + WALK_BYTES  # the walk is faulting in its first chunk itself
         self._limit = min(end, start + 2 * WALK_BYTES)
+        self._done = self._released = start
 
-    def walked(self, stop: int) -> None:
-        """The reader holds a chunk that ends at ``stop``: the walk is past it."""
+    def walked(self, start: int, stop: int) -> None:
+        """The reader holds a chunk from ``start`` to ``stop``: it is done with the bytes
+        before ``start``, and the walk is past ``stop``."""
+        self._done = max(self._done, start)
         self._next = max(self._next, stop + WALK_BYTES)
         self._limit = min(self._end, stop + 2 * WALK_BYTES)
+        if self._done - self._released > 2 * WALK_BYTES:  # the reader never waits: now
+            self._release(self._done)
+
+    def _release(self, upto: int) -> None:
+        self._source.release(upto)
+        self._released = upto
 
     def __call__(self) -> bool:
+        if self._done - self._released >= PREFAULT_STEP:
+            self._release(min(self._done, self._released + 4 * PREFAULT_STEP))
+            return True
         if self._prefault is None or self._next >= self._limit:
             return False
         hi = min(self._limit, self._next + PREFAULT_STEP)
