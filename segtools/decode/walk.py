@@ -289,10 +289,11 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
     first batch that starts at or after it (a Spark task's byte range). The last chunk carries
     the finding for how the data ended, if it ended early.
 
-    ``leave_crc`` (with ``verify_crc``): v2 batches are not checked here but left to the
-    reader that decodes their records next (``crc_valid`` :data:`CRC_PENDING`, the rows in
-    :attr:`Walked.left`), which then passes each chunk through :func:`checked`. A batch's
-    bytes are then read from memory once instead of twice.
+    ``leave_crc`` (with ``verify_crc``): v2 batches of :data:`LEAVE_CRC_FROM` bytes or more
+    are not checked here but left to the reader that decodes their records next
+    (``crc_valid`` :data:`CRC_PENDING`, the rows in :attr:`Walked.left`), which then passes
+    each chunk through :func:`checked`. A batch's bytes are then read from memory once
+    instead of twice.
     """
     end = source.size if end is None else min(end, source.size)
     until = end if until is None else min(until, end)
