@@ -227,7 +227,6 @@ def test_pages_mapped_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
         f.write(b"\xff")
     monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
     monkeypatch.setattr(fetch_rows, "PREFAULT_STEP", 4096)
-    monkeypatch.setattr(fetch_rows, "PREFAULT_RECORD", 0)  # whatever the records' size
     monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
     mapped = []
     real = MappedSource.prefault

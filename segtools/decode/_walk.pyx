@@ -16,6 +16,12 @@ from libc.stdint cimport INT64_MIN, int8_t, int16_t, int32_t, int64_t, uint8_t, 
 
 from segtools.decode.bytes cimport be_i16, be_i32, be_i64, be_u32
 
+cdef extern from "sys/mman.h" nogil:
+    int madvise(void *addr, size_t length, int advice)
+
+cdef extern from "errno.h" nogil:
+    int errno
+
 
 cdef extern from "checksum.h":
     uint32_t segtools_crc32c_raw(uint32_t crc, const uint8_t *p, size_t n) nogil
@@ -81,6 +87,15 @@ cpdef enum:
     EV_CORRUPT_MESSAGE = 4      # arg: reason (below); arg2: offset; arg3: declared length
     EV_LEGACY_NEEDS_BASE = 5    # arg: table row of a compressed wrapper (base offset needs inflating)
     EV_CRC_LATER = 6            # arg: table row of a v2 batch too big to checksum in one call
+
+# ---- what the walk does with CRCs (its ``verify_crc``); a bool is the first two
+cpdef enum:
+    CRC_SKIP = 0   # none checked (crc_valid -1)
+    CRC_CHECK = 1  # every batch checked
+    CRC_LEAVE = 2  # v2 batches left to the record kernel (crc_valid CRC_PENDING), legacy checked
+
+#: ``crc_valid`` of a v2 batch whose CRC the walk left to the record kernel (``CRC_LEAVE``).
+CRC_PENDING = -2
 
 # ---- why a legacy message is corrupt (LegacyRecord.key()/value() would throw)
 cpdef enum:
@@ -198,8 +213,8 @@ cdef int _legacy_layout(const uint8_t *p, int64_t size, int8_t magic, int64_t *k
 
 
 def walk(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t until, int64_t end,
-         int64_t avail, bint verify_crc, int64_t big, Columns out, int64_t row0, Events ev,
-         int64_t ev0):
+         int64_t avail, int verify_crc, int64_t big, Columns out, int64_t row0, Events ev,
+         int64_t ev0, int64_t leave_from=0):
     """Walk the batches from file position ``start``: every batch that starts before ``until``,
     in data that ends at ``end`` (a batch running past ``end`` is a torn tail).
 
@@ -208,6 +223,10 @@ def walk(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t until, int
     A v2 batch longer than ``big`` bytes needs only its header in hand: its CRC is left to
     the caller (``EV_CRC_LATER``), who sums it in windows, so no call ever holds all of a
     batch that claims gigabytes.
+    ``verify_crc`` is a ``CRC_*`` mode: with ``CRC_LEAVE`` a v2 batch of ``leave_from``
+    bytes or more (and not longer than ``big``) is left unchecked, ``crc_valid`` -2, for the
+    record kernel to check while it decodes the batch's records (its bytes are then read
+    once).
     Returns ``(rows, events, stop position, stop code)``: the counts written so far, where the
     walk stopped (the start of the batch it did not take), and why (``STOP_*``).
     """
@@ -276,11 +295,13 @@ def walk(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t until, int
                 out.base_sequence[row] = be_i32(p + BASE_SEQUENCE_AT)
                 out.leader_epoch[row] = be_i32(p + LEADER_EPOCH_AT)
                 out.crc[row] = stored
-                if not verify_crc:
+                if verify_crc == CRC_SKIP:
                     out.crc_valid[row] = -1
                 elif size > big:
                     out.crc_valid[row] = -1
                     _event(ev, &nev, pos, EV_CRC_LATER, row, offset, 0)
+                elif verify_crc == CRC_LEAVE and size >= leave_from:
+                    out.crc_valid[row] = -2
                 else:
                     out.crc_valid[row] = (segtools_crc32c_raw(
                         0xFFFFFFFFu, p + ATTRIBUTES_AT, size - ATTRIBUTES_AT) ^ 0xFFFFFFFFu
@@ -317,7 +338,7 @@ def walk(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t until, int
                 out.base_sequence[row] = -1
                 out.leader_epoch[row] = -1
                 out.crc[row] = stored
-                if verify_crc:
+                if verify_crc != CRC_SKIP:
                     out.crc_valid[row] = (segtools_crc32_raw(
                         0xFFFFFFFFu, p + MAGIC_AT, size - MAGIC_AT) ^ 0xFFFFFFFFu) == stored
                 else:
@@ -329,6 +350,31 @@ def walk(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t until, int
                 _event(ev, &nev, pos, EV_INVALID_MAGIC, magic, offset, size)
             pos += size
     return row, nev, pos, stop
+
+
+def check_left(const uint8_t[::1] buf, int64_t base, const int64_t[::1] position,
+               const int64_t[::1] size, const uint32_t[::1] crc, int8_t[::1] crc_valid):
+    """Check every v2 batch whose CRC a ``CRC_LEAVE`` walk left (``crc_valid`` -2) and that
+    the record kernel did not check (a batch no consumer decodes: a control batch, one
+    outside the offset bounds): 1 when it matches, else 0. ``buf[0]`` is the byte at file
+    position ``base``; a batch ``buf`` does not hold whole stays -2. Returns how many it
+    left so."""
+    cdef const uint8_t *data = &buf[0] if buf.shape[0] else NULL
+    cdef int64_t n = buf.shape[0]
+    cdef int64_t i, lo, hi
+    cdef int64_t left = 0
+    with nogil:
+        for i in range(position.shape[0]):
+            if crc_valid[i] != -2:
+                continue
+            lo = position[i] - base + ATTRIBUTES_AT
+            hi = position[i] - base + size[i]
+            if lo < 0 or hi > n or hi < lo:
+                left += 1
+                continue
+            crc_valid[i] = (segtools_crc32c_raw(0xFFFFFFFFu, data + lo, hi - lo)
+                            ^ 0xFFFFFFFFu) == crc[i]
+    return left
 
 
 def legacy_layout(const uint8_t[::1] buf, int64_t pos, int64_t size):
@@ -447,6 +493,20 @@ def next_batch(const uint8_t[::1] buf, int64_t base, int64_t start, int64_t stop
                 found = pos
                 break
     return found
+
+
+def advise(const uint8_t[::1] buf, int64_t lo, int64_t hi, int advice):
+    """``madvise(2)`` on the pages of ``buf[lo:hi]`` (``buf`` a mapping, ``lo`` on a page
+    boundary), without holding the GIL: mapping or dropping 64 MiB of pages takes
+    milliseconds, during which the reader's other thread must be able to run Python. Returns
+    0, or the call's errno (nothing is done for a range outside ``buf``)."""
+    cdef int rc = 0
+    if lo < 0 or hi > buf.shape[0] or hi <= lo:
+        return 0
+    with nogil:
+        if madvise(<void *>&buf[lo], <size_t>(hi - lo), advice) != 0:
+            rc = errno
+    return rc
 
 
 def first_nonzero(const uint8_t[::1] buf, int64_t lo, int64_t hi):

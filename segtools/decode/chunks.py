@@ -239,46 +239,81 @@ class _Carver:
 
 
 def decode_arrow(data: np.ndarray, table: BatchTable, starts: np.ndarray, ends: np.ndarray,
-                 headers: bool, pool: BufferPool | None = None
+                 headers: bool, pool: BufferPool | None = None, crc: bool = False
                  ) -> tuple[ArrowColumns, np.ndarray, np.ndarray]:
     """:func:`decode_v2`, but into Arrow buffers (:class:`ArrowColumns`) in the same pass.
 
     The buffers are cut from one block of ``pool`` when given: a block comes back to the pool
     once no array refers to it any more, so a stream of batches whose consumer lets go of each
     one writes into memory already mapped instead of faulting in fresh pages per batch (that
-    costs more than the decode itself)."""
-    starts = np.ascontiguousarray(starts, dtype=np.int64)
-    ends = np.ascontiguousarray(ends, dtype=np.int64)
-    counts = np.ascontiguousarray(table.count, dtype=np.int32)
-    cap = _records.capacity(starts, ends, counts, _records.MIN_RECORD_SIZE)
-    # a batch is under 2 GiB (its length is an int32), and so is every chunk's extent
-    view_base = 0 if data.shape[0] <= MAX_VIEWED or not len(starts) else int(starts.min())
-    nbits = _round8(-(-cap // 8))
-    total = cap * (8 + 8 + 16 + 16) + (cap * 8 + _round8(cap * 4) if headers else 0) + 3 * nbits
-    block = pool.get(total) if pool is not None else np.empty(total, np.uint8)
-    cut = _Carver(block)
-    offset, micros = cut.take(cap, np.int64), cut.take(cap, np.int64)
-    key_views, value_views = cut.take(cap, np.uint8, 16), cut.take(cap, np.uint8, 16)
-    headers_pos = cut.take(cap if headers else 0, np.int64)
-    headers_count = cut.take(cap if headers else 0, np.int32)
-    bits = cut.take(3 * nbits, np.uint8)
-    bits[:] = 0
-    micros_valid, key_valid, value_valid = bits[:nbits], bits[nbits:2 * nbits], bits[2 * nbits:]
-    records = np.empty(len(table), np.int32)
-    err_code = np.zeros(len(table), np.int8)
-    err_pos = np.zeros(len(table), np.int64)
-    stats = np.zeros(5, np.int64)
-    n = _records.arrow_v2(data, starts, ends, counts, table.base_offset, table.base_timestamp,
-                          table.attributes, table.max_timestamp, view_base, offset, micros,
-                          micros_valid, key_views, key_valid, value_views, value_valid,
-                          headers_pos, headers_count, records, err_code, err_pos, stats)
-    mn, kn, vn, kb, vb = (int(x) for x in stats)
-    cols = ArrowColumns(data, view_base, offset[:n], micros[:n], _bits(micros_valid, mn, n), mn,
-                        key_views[:n], _bits(key_valid, kn, n), kn, kb, value_views[:n],
-                        _bits(value_valid, vn, n), vn, vb, records,
-                        headers_pos[:n] if headers else None,
-                        headers_count[:n] if headers else None)
-    return cols, err_code, err_pos
+    costs more than the decode itself). With ``crc``, the CRCs the walk left to the reader
+    (``table.crc_valid`` of ``walk.CRC_PENDING``) are checked on the way, into the table."""
+    return ArrowDecode(data, table, starts, ends, headers, pool, crc).result()
+
+
+class ArrowDecode:
+    """:func:`decode_arrow` in steps: :meth:`run` decodes the batches up to one, :meth:`result`
+    the rest. The steps may run on two threads, one after the other (a reader's two halves
+    sharing a chunk's decode); the columns are those of one call."""
+
+    def __init__(self, data: np.ndarray, table: BatchTable, starts: np.ndarray,
+                 ends: np.ndarray, headers: bool, pool: BufferPool | None = None,
+                 crc: bool = False):
+        self.data, self.table, self.headers, self.crc = data, table, headers, crc
+        self.starts = np.ascontiguousarray(starts, dtype=np.int64)
+        self.ends = np.ascontiguousarray(ends, dtype=np.int64)
+        self.counts = np.ascontiguousarray(table.count, dtype=np.int32)
+        cap = _records.capacity(self.starts, self.ends, self.counts, _records.MIN_RECORD_SIZE)
+        # a batch is under 2 GiB (its length is an int32), and so is every chunk's extent
+        self.view_base = (0 if data.shape[0] <= MAX_VIEWED or not len(starts)
+                          else int(self.starts.min()))
+        nbits = _round8(-(-cap // 8))
+        total = (cap * (8 + 8 + 16 + 16) + (cap * 8 + _round8(cap * 4) if headers else 0)
+                 + 3 * nbits)
+        cut = _Carver(pool.get(total) if pool is not None else np.empty(total, np.uint8))
+        self.offset, self.micros = cut.take(cap, np.int64), cut.take(cap, np.int64)
+        self.key_views, self.value_views = cut.take(cap, np.uint8, 16), cut.take(cap, np.uint8,
+                                                                                 16)
+        self.headers_pos = cut.take(cap if headers else 0, np.int64)
+        self.headers_count = cut.take(cap if headers else 0, np.int32)
+        bits = cut.take(3 * nbits, np.uint8)
+        bits[:] = 0
+        self.micros_valid, self.key_valid, self.value_valid = (
+            bits[:nbits], bits[nbits:2 * nbits], bits[2 * nbits:])
+        self.records = np.empty(len(table), np.int32)
+        self.err_code = np.zeros(len(table), np.int8)
+        self.err_pos = np.zeros(len(table), np.int64)
+        self.stats = np.zeros(5, np.int64)
+        self.done = 0  # batches decoded
+        self.n = 0  # records written
+
+    def run(self, stop: int) -> None:
+        """Decode the batches before ``stop`` not decoded yet."""
+        stop = min(stop, len(self.table))
+        if stop <= self.done:
+            return
+        t = self.table
+        self.n = _records.arrow_v2(
+            self.data, self.starts, self.ends, self.counts, t.base_offset, t.base_timestamp,
+            t.attributes, t.max_timestamp, self.view_base, self.offset, self.micros,
+            self.micros_valid, self.key_views, self.key_valid, self.value_views,
+            self.value_valid, self.headers_pos, self.headers_count, self.records,
+            self.err_code, self.err_pos, self.stats, t.crc if self.crc else None,
+            t.crc_valid if self.crc else None, self.done, stop, self.n)
+        self.done = stop
+
+    def result(self) -> tuple[ArrowColumns, np.ndarray, np.ndarray]:
+        """The columns of every batch (the rest decoded now), the error codes and positions."""
+        self.run(len(self.table))
+        n, headers = self.n, self.headers
+        mn, kn, vn, kb, vb = (int(x) for x in self.stats)
+        cols = ArrowColumns(self.data, self.view_base, self.offset[:n], self.micros[:n],
+                            _bits(self.micros_valid, mn, n), mn, self.key_views[:n],
+                            _bits(self.key_valid, kn, n), kn, kb, self.value_views[:n],
+                            _bits(self.value_valid, vn, n), vn, vb, self.records,
+                            self.headers_pos[:n] if headers else None,
+                            self.headers_count[:n] if headers else None)
+        return cols, self.err_code, self.err_pos
 
 
 def _micros(ms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -336,11 +371,14 @@ class Layout:
     headers: bool = True
     #: Where Arrow buffers are cut from (recycled once their arrays are gone); None: fresh.
     pool: BufferPool | None = None
+    #: Check the CRCs the walk left to the reader while decoding the records of uncompressed
+    #: batches (Arrow buffers only).
+    crc: bool = False
 
     def decode(self, data: np.ndarray, table: BatchTable, starts: np.ndarray,
                ends: np.ndarray) -> tuple[RecordColumns | ArrowColumns, np.ndarray, np.ndarray]:
         if self.arrow:
-            return decode_arrow(data, table, starts, ends, self.headers, self.pool)
+            return decode_arrow(data, table, starts, ends, self.headers, self.pool, self.crc)
         return decode_v2(data, table, starts, ends)
 
     def empty(self, rows: int) -> RecordColumns | ArrowColumns:
@@ -408,9 +446,42 @@ def _plain_chunk(source: Source, table: BatchTable, path: str,
                  _corrupt_records(path, table, err_code, err_pos, file_base)), held
 
 
+class PlainDecode:
+    """:func:`decode` of contiguous uncompressed v2 batches the source holds whole, into Arrow
+    buffers, in steps (:class:`ArrowDecode`): ``step.run(b)`` decodes the batches before
+    ``b``, :meth:`chunk` the rest, and gives the one chunk :func:`decode` gives for them."""
+
+    def __init__(self, base: int, decode: ArrowDecode, path: str):
+        self.base, self.step, self.path = base, decode, path
+
+    @classmethod
+    def of(cls, source: Source, table: BatchTable, path: str, limit: int,
+           layout: Layout) -> PlainDecode | None:
+        """None unless :func:`decode` would decode ``table`` as one such chunk."""
+        if not len(table) or not layout.arrow or _kind(table, limit).any():
+            return None
+        lo, end = int(table.position[0]), table.end
+        hi = int(end[-1])
+        if hi - lo > PLAIN_CHUNK_BYTES or not bool(np.all(table.position[1:] == end[:-1])):
+            return None
+        data, base, avail = source.window(lo, hi, keep=True)
+        if avail < hi:
+            return None
+        return cls(base, ArrowDecode(data, table, table.position - base
+                                     + v2.RECORD_BATCH_OVERHEAD, end - base, layout.headers,
+                                     layout.pool, layout.crc), path)
+
+    def chunk(self) -> Chunk:
+        cols, err_code, err_pos = self.step.result()
+        table = self.step.table
+        return Chunk(cols, table, self.base, self.path,
+                     _corrupt_records(self.path, table, err_code, err_pos, self.base))
+
+
 def _packed_chunk(table: BatchTable, data: np.ndarray, starts: np.ndarray,
                   ends: np.ndarray, path: str, layout: Layout) -> Chunk:
-    cols, err_code, err_pos = layout.decode(data, table, starts, ends)
+    # inflated records: a batch's CRC covers its compressed bytes, not these
+    cols, err_code, err_pos = replace(layout, crc=False).decode(data, table, starts, ends)
     return Chunk(cols, table, None, path, _corrupt_records(path, table, err_code, err_pos, None))
 
 

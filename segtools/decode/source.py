@@ -18,6 +18,13 @@ from segtools.decode import _walk
 from segtools.decode.buffers import BufferPool
 
 
+def advise(mapped: np.ndarray, lo: int, hi: int, advice: int) -> int:
+    """``madvise(2)`` on the pages of ``mapped[lo:hi]``, an array over a mapping (``lo`` on a
+    page boundary), with the GIL let go (Python's ``mmap.madvise`` holds it for the whole
+    call): 0, or the call's errno."""
+    return _walk.advise(mapped, lo, hi, advice)
+
+
 class Source(Protocol):
     """The bytes of one file, by file position."""
 

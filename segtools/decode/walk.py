@@ -73,19 +73,30 @@ WINDOW_BYTES = 64 * 1024 * 1024
 #: A v2 batch longer than this is checksummed in windows (pages handed back behind), not in
 #: one call: a header may claim 2 GiB, and a sparse file can hold it.
 BIG_BATCH = 16 * 1024 * 1024
+#: A v2 batch's CRC is left to the reader (``leave_crc``) only from this size on: a small
+#: batch's CRC overlaps the reading of the next headers in the walk, and costs more in the
+#: record kernel (one-record batches of 200 B: 25 ns a batch more there).
+LEAVE_CRC_FROM = 4096
 _EVENT_ROWS = 4096
 _EVENT_COLUMNS = {"position": np.int64, "code": np.int8, "arg": np.int64, "arg2": np.int64,
                   "arg3": np.int64}
 
 
+#: ``crc_valid`` of a v2 batch whose CRC the walk left to the reader (``leave_crc``).
+CRC_PENDING = _walk.CRC_PENDING
+
+
 @dataclass(frozen=True, slots=True)
 class Walked:
     """One chunk of a walk: the batches found and the findings met, both in file order.
-    ``stop`` is where the walk will go on (the end of data after the last chunk)."""
+    ``stop`` is where the walk will go on (the end of data after the last chunk). ``left``:
+    the rows whose CRC the walk left to the reader (``walk(leave_crc=True)``), whose
+    findings are not among ``findings`` until :func:`checked` adds them."""
 
     table: BatchTable
     findings: tuple[Finding, ...]
     stop: int
+    left: np.ndarray | None = None
 
 
 def _finding(code: str, path: str, message: str, position: int | None,
@@ -176,11 +187,12 @@ def _checksum_big_batches(buffers: _Buffers, first_event: int, source: Source) -
     return None
 
 
-def _chunk(buffers: _Buffers, path: str, stop: int) -> Walked:
+def _chunk(buffers: _Buffers, path: str, stop: int, leave: bool = False) -> Walked:
     """Hand out the rows and findings gathered so far (findings merged in file order: a
     batch's CRC finding, then its other findings, as Kafka's reader would meet them)."""
     n = buffers.rows
     table = BatchTable.from_columns(buffers.arrays, n)
+    left = np.flatnonzero(table.crc_valid == CRC_PENDING) if leave else None
     items = list(buffers.late)
     ev = buffers.events
     for i in range(buffers.nev):
@@ -195,7 +207,44 @@ def _chunk(buffers: _Buffers, path: str, stop: int) -> Walked:
             path, int(table.position[i]), int(table.magic[i]), int(table.base_offset[i]),
             int(table.last_offset[i]), int(table.crc[i]))))
     items.sort(key=lambda item: (item[0], item[1]))
-    return Walked(table, tuple(f for _, _, f in items), stop)
+    return Walked(table, tuple(f for _, _, f in items), stop, left)
+
+
+def check_left(data: np.ndarray, base: int, t: BatchTable) -> int:
+    """Check the CRCs left to the reader (``crc_valid`` :data:`CRC_PENDING`) of the batches of
+    ``t`` that ``data`` holds whole (``data[0]`` is the byte at file position ``base``);
+    returns how many it could not."""
+    return _walk.check_left(data, base, t.position, t.size, t.crc, t.crc_valid)
+
+
+def checked(chunk: Walked, source: Source, path: str = "") -> Walked:
+    """``chunk`` with every CRC its walk left to the reader known, and the findings of those
+    that do not match among the walk's, where a walk that checked them itself puts them.
+
+    The record kernel checks the CRCs of the batches it decodes (their bytes are then read
+    once); the rest (batches no consumer decodes, or decoded another way) are checked here,
+    from ``source``. A batch the source no longer holds whole is left unchecked (-1)."""
+    left = chunk.left
+    if left is None:
+        return chunk
+    t = chunk.table
+    todo = left[t.crc_valid[left] == CRC_PENDING]
+    if len(todo):
+        lo, hi = int(t.position[todo[0]]), int(t.position[todo[-1]] + t.size[todo[-1]])
+        data, base, avail = source.window(lo, hi, keep=True)
+        if check_left(data[:max(0, avail - base)], base, t):
+            t.crc_valid[t.crc_valid == CRC_PENDING] = -1
+    bad = left[t.crc_valid[left] == 0]
+    findings = chunk.findings
+    if len(bad):
+        # a batch's CRC finding comes before anything else found at its position
+        items = [(int(t.position[i]), 0, crc_mismatch(
+            path, int(t.position[i]), int(t.magic[i]), int(t.base_offset[i]),
+            int(t.last_offset[i]), int(t.crc[i]))) for i in bad]
+        items += [(f.position, 1, f) for f in findings]
+        items.sort(key=lambda item: (item[0], item[1]))
+        findings = tuple(f for _, _, f in items)
+    return Walked(t, findings, chunk.stop)
 
 
 def _tail(source: Source, path: str, pos: int, end: int, stop: int,
@@ -231,16 +280,25 @@ def _tail(source: Source, path: str, pos: int, end: int, stop: int,
 
 def walk(source: Source, start: int = 0, end: int | None = None, *, until: int | None = None,
          path: str = "", verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
-         rows: int = TABLE_ROWS, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Walked]:
+         rows: int = TABLE_ROWS, chunk_bytes: int = CHUNK_BYTES,
+         leave_crc: bool = False) -> Iterator[Walked]:
     """The batches of ``source`` from byte ``start``, as table chunks of at most ``rows`` rows
     and about ``chunk_bytes`` bytes of batches.
 
     Data ends at ``end`` (default: the size seen at open); ``until`` stops the walk before the
     first batch that starts at or after it (a Spark task's byte range). The last chunk carries
     the finding for how the data ended, if it ended early.
+
+    ``leave_crc`` (with ``verify_crc``): v2 batches of :data:`LEAVE_CRC_FROM` bytes or more
+    are not checked here but left to the reader that decodes their records next
+    (``crc_valid`` :data:`CRC_PENDING`, the rows in :attr:`Walked.left`), which then passes
+    each chunk through :func:`checked`. A batch's bytes are then read from memory once
+    instead of twice.
     """
     end = source.size if end is None else min(end, source.size)
     until = end if until is None else min(until, end)
+    leave = bool(verify_crc and leave_crc)
+    mode = _walk.CRC_LEAVE if leave else int(bool(verify_crc))
     capacity = max(1, min(rows, (min(end - start, chunk_bytes)) // 26 + 1))
     buffers = _Buffers(capacity)
     pos = chunk_start = start
@@ -258,29 +316,30 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
         first_event = buffers.nev
         chunk_until = min(until, chunk_start + chunk_bytes)
         n, nev, stop_pos, stop = _walk.walk(data, base, pos, chunk_until, end, avail,
-                                            verify_crc, BIG_BATCH, buffers.columns,
-                                            buffers.rows, buffers.event_view, buffers.nev)
+                                            mode, BIG_BATCH, buffers.columns,
+                                            buffers.rows, buffers.event_view, buffers.nev,
+                                            LEAVE_CRC_FROM)
         buffers.rows, buffers.nev = n, nev
         _fix_legacy_wrappers(buffers, first_event, data, base, path, limit)
         shrank = _checksum_big_batches(buffers, first_event, source)
         pos = stop_pos
         if shrank is not None:
             buffers.late.append((shrank, 3, truncated_while_reading(path, shrank)))
-            yield _chunk(buffers, path, shrank)
+            yield _chunk(buffers, path, shrank, leave)
             return
         if stop in (_walk.STOP_FULL, _walk.STOP_EVENTS_FULL) or (
                 stop == _walk.STOP_END and pos < until):  # a chunk is full: hand it out
-            yield _chunk(buffers, path, pos)
+            yield _chunk(buffers, path, pos, leave)
             buffers = _Buffers(capacity)
             chunk_start = pos
             continue
         if stop == _walk.STOP_WINDOW:
             if avail < hi:  # the file shrank under us: what it held is all there is
                 buffers.late.append((pos, 3, truncated_while_reading(path, pos)))
-                yield _chunk(buffers, path, pos)
+                yield _chunk(buffers, path, pos, leave)
                 return
             if per_window and buffers.rows:  # a chunk's batches all lie in the window in hand
-                yield _chunk(buffers, path, pos)
+                yield _chunk(buffers, path, pos, leave)
                 buffers = _Buffers(capacity)
                 chunk_start = pos
             want = _next_window(data, base, pos, avail, end, stride)
@@ -294,7 +353,7 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
         tail = _tail(source, path, pos, end, stop, data, base, avail)
         if tail is not None:
             buffers.late.append((pos, 3, tail))
-        yield _chunk(buffers, path, pos)
+        yield _chunk(buffers, path, pos, leave)
         return
 
 

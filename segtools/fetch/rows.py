@@ -11,6 +11,7 @@ caller's ``report``, which may log it or raise).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
@@ -31,6 +32,7 @@ from segtools.fetch import arrow
 from segtools.fetch.columns import PER_RECORD, Level
 from segtools.fetch.plan import ByteRange
 from segtools.findings import Finding, finding
+from segtools.formats import batch as v2
 from segtools.storage.segment import Segment
 from segtools.storage.summary import SegmentSummary, summarize
 
@@ -47,8 +49,6 @@ WINDOW_BYTES = 2 * WALK_BYTES
 #: Bytes of a mapping's pages the reader maps per step while it waits for the walk (about
 #: 0.2 ms: the walk's next chunk is rarely kept waiting for it).
 PREFAULT_STEP = 2 * 1024 * 1024
-#: Mean record size (batch bytes per record) from which the reader maps the walk's pages.
-PREFAULT_RECORD = 512
 #: Bytes of the blocks record columns are cut from (recycled once a batch is let go).
 ARROW_BLOCK = 8 * 1024 * 1024
 
@@ -95,6 +95,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
         yield from _segment_rows(list(pieces), scan, report)
         return
     pool = BufferPool(ARROW_BLOCK)
+    ahead = BufferPool(ARROW_BLOCK)  # for the records decoded beside the walk
     for piece in pieces:
         segment = _open(piece, scan)
         if segment is None:
@@ -104,7 +105,7 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
             if scan.level is Level.BATCHES:
                 yield from _batch_rows(segment, piece, scan, report)
             else:
-                yield from _record_rows(segment, piece, scan, report, pool)
+                yield from _record_rows(segment, piece, scan, report, pool, ahead)
 
 
 def _open(piece: ByteRange, scan: Scan) -> Segment | None:
@@ -137,81 +138,153 @@ def _boundary_ok(segment: Segment, piece: ByteRange) -> bool:
         piece.start_offset_hint
 
 
-def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report
-          ) -> Iterator[BatchTable]:
+def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
+          reader: _Records | None = None) -> Iterator[object]:
     """The batches whose position lies in ``[start, end)``, a table chunk at a time; the
     findings met there go to ``report``.
 
     A range starts where the offset index said a batch starts; if the bytes there are not a
     batch (an index that lies), the walk starts at byte 0 instead and skips what precedes the
     range, so ownership stays exact: the previous range, walking on from its own start, owns
-    any batch that straddles the cut."""
+    any batch that straddles the cut.
+
+    A mapped segment is walked on a thread of its own, a chunk ahead of the reader
+    (``fanout.ahead``), which meanwhile looks after the mapping's pages (:class:`_Pages`).
+    With a ``reader`` (:class:`_Records`), what is yielded for each chunk is what the reader
+    makes of it: it starts beside the walk (on the walk's thread, when it has one) and ends
+    here, and its CRC findings join the walk's before they are reported."""
     start = piece.start
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
     threaded = segment.is_mapped and piece.end - start > WALK_BYTES and fanout.workers() > 1
-    pages = _KeepPages(segment.source, start)
-    chunks_walked = walk.walk(pages if threaded else segment.source,
-                              start, until=piece.end, path=segment.path,
+    source = _KeepPages(segment.source) if threaded else segment.source
+    chunks_walked = walk.walk(source, start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
-                              chunk_bytes=WALK_BYTES)
-    faults = _Prefault(segment.source, start, piece.end)
+                              chunk_bytes=WALK_BYTES,
+                              leave_crc=reader is not None and reader.leave_crc)
+    share = _Share() if threaded and reader is not None else None
+    walked = _planned(chunks_walked, piece, start, reader, share)
+    pages = _Pages(segment.source, start, piece.end)
     if threaded:
-        chunks_walked = fanout.ahead(chunks_walked, name="segtools-walk-ahead", idle=faults)
-    for chunk in chunks_walked:
-        if len(chunk.table):  # every chunk before this one is done with
-            pages.done = int(chunk.table.position[0])
-        faults.walked(chunk.table, chunk.stop)
-        for f in chunk.findings:
-            position = piece.start if f.position is None else f.position
-            if piece.start <= position < piece.end:
-                report(f)
-        t = chunk.table
-        if start < piece.start and len(t) and t.position[0] < piece.start:
-            t = t.take(t.position >= piece.start)
-        yield t
+        walked = fanout.ahead(walked, name="segtools-walk-ahead", idle=pages)
+    try:
+        while True:
+            asked = time.perf_counter()
+            try:
+                chunk, out = next(walked)
+            except StopIteration:
+                return
+            if share is not None:
+                share.waited(time.perf_counter() - asked)
+            if reader is not None:
+                chunk, out = reader.finish(chunk, out)
+            if threaded and len(chunk.table):  # every chunk before this one is done with
+                pages.walked(int(chunk.table.position[0]), chunk.stop)
+            for f in chunk.findings:
+                position = piece.start if f.position is None else f.position
+                if piece.start <= position < piece.end:
+                    report(f)
+            yield out
+    finally:
+        walked.close()
+
+
+def _planned(chunks_walked: Iterator[walk.Walked], piece: ByteRange, start: int,
+             reader: _Records | None, share: _Share | None) -> Iterator[tuple[walk.Walked, object]]:
+    """Each chunk, its table without the batches before the range (a walk that had to start
+    at byte 0), started on by the ``reader`` when there is one (its ``share`` of the decode,
+    when the reader has a thread of its own)."""
+    first = True
+    try:
+        for chunk in chunks_walked:
+            t = chunk.table
+            if start < piece.start and len(t) and t.position[0] < piece.start:
+                t = t.take(t.position >= piece.start)
+            if reader is None:
+                yield chunk, t
+            else:  # the reader decodes the first chunk whole: it has nothing else to do yet
+                yield chunk, reader.plan(chunk, t, share.fraction if share and not first
+                                         else 0.0)
+            first = False
+    finally:
+        chunks_walked.close()
+
+
+class _Share:
+    """How much of each chunk's decode the walk's thread does before it hands the chunk
+    over (the reader does the rest, and builds the Arrow batches): the share of the chunk's
+    bytes whose records, and CRCs, it decodes and checks.
+
+    Mapping pages, checking CRCs and decoding records may run on either thread, so the two
+    are kept busy alike by moving that share: whenever the reader found the next chunk not
+    ready it takes more of the decode, else the walk's thread does. Which thread decodes a
+    batch changes no result: the steps of one chunk's decode follow each other."""
+
+    #: Waiting longer than this for a chunk counts as having waited (a thread's wake-up
+    #: takes about a tenth of it).
+    WAITED = 0.0005
+    STEP = 0.1
+
+    def __init__(self) -> None:
+        self.fraction = 0.5
+
+    def waited(self, seconds: float) -> None:
+        """On the reader's thread: it waited ``seconds`` for the chunk it now holds."""
+        if seconds > self.WAITED:
+            self.fraction = max(0.0, self.fraction - self.STEP)
+        else:
+            self.fraction = min(1.0, self.fraction + self.STEP)
 
 
 class _KeepPages:
-    """A mapped source whose pages the walk hands back only behind ``done``, the chunk the
-    reader decodes: walking ahead on its own thread, the walk would otherwise drop the pages
-    of that chunk, which would then be faulted in again and kept."""
+    """A mapped source whose pages the walk never hands back: walking ahead on its own
+    thread, it would drop those of the chunk the reader decodes, which would then be faulted
+    in again and kept. The reader hands them back itself (:class:`_Pages`)."""
 
-    def __init__(self, source: Source, done: int):
+    def __init__(self, source: Source):
         self._source = source
-        self.done = done
 
     def __getattr__(self, name: str) -> object:
         return getattr(self._source, name)
 
     def release(self, upto: int) -> None:
-        self._source.release(min(upto, self.done))
+        return None
 
 
-class _Prefault:
-    """The pages of the chunk after the one being walked, mapped a step at a time by the
-    reader while it waits for the walk (``fanout.ahead``'s ``idle``): their first touch,
-    left to the walk, makes it the slower half when batches hold many large records. Never
-    more than two chunks ahead of what the reader holds, so memory stays flat."""
+class _Pages:
+    """A mapped segment's pages, looked after by the reader while it waits for the walk
+    (``fanout.ahead``'s ``idle``), a step at a time: those behind the chunk it holds handed
+    back, those of the chunk after the one being walked mapped. Mapping pages costs about as
+    much as a CRC-32C of them from memory and dropping them half as much (0.020 and 0.010 s
+    per 256 MiB); on the walk's thread, dropping 64 MiB at once kept the reader waiting for
+    2.6 ms. Never more than two chunks ahead of what the reader holds, never more than two
+    behind, so memory stays flat whichever thread is the slower."""
 
     def __init__(self, source: Source, start: int, end: int):
+        self._source = source
         self._prefault = getattr(source, "prefault", None)
         self._end = end
         self._next = start + WALK_BYTES  # the walk is faulting in its first chunk itself
         self._limit = min(end, start + 2 * WALK_BYTES)
+        self._done = self._released = start
 
-    def walked(self, t: BatchTable, stop: int) -> None:
-        """The reader holds the chunk ``t``, which ends at ``stop``: the walk is past it.
-        The decode's cost follows the records, the walk's the bytes: with records shorter
-        than :data:`PREFAULT_RECORD` the reader is the slower half, and the pages are left
-        to the walk."""
+    def walked(self, start: int, stop: int) -> None:
+        """The reader holds a chunk from ``start`` to ``stop``: it is done with the bytes
+        before ``start``, and the walk is past ``stop``."""
+        self._done = max(self._done, start)
         self._next = max(self._next, stop + WALK_BYTES)
         self._limit = min(self._end, stop + 2 * WALK_BYTES)
-        records = int(t.count.sum()) if len(t) else 0
-        if records and (stop - int(t.position[0])) < records * PREFAULT_RECORD:
-            self._limit = 0
+        if self._done - self._released > 2 * WALK_BYTES:  # the reader never waits: now
+            self._release(self._done)
+
+    def _release(self, upto: int) -> None:
+        self._source.release(upto)
+        self._released = upto
 
     def __call__(self) -> bool:
+        if self._done - self._released >= PREFAULT_STEP:
+            self._release(min(self._done, self._released + 4 * PREFAULT_STEP))
+            return True
         if self._prefault is None or self._next >= self._limit:
             return False
         hi = min(self._limit, self._next + PREFAULT_STEP)
@@ -256,22 +329,27 @@ class _Visibility:
         return self._bounded(t.last_offset, t.base_offset)
 
 
-def _windows(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibility,
-             report: Report) -> Iterator[BatchTable]:
+def _windows(t: BatchTable, visible: _Visibility) -> Iterator[BatchTable]:
+    """The visible batches of a chunk, in tables of about ``WINDOW_BYTES`` of batches."""
+    keep = visible.keep(t)
+    if not keep.all():
+        t = t.take(keep)
+    if not len(t):
+        return
+    ends = np.cumsum(t.size)
+    lo = 0
+    while lo < len(t):
+        hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0)
+                                              + WINDOW_BYTES, side="right")))
+        yield t.take(slice(lo, hi))
+        lo = hi
+
+
+def _visible_tables(segment: Segment, piece: ByteRange, scan: Scan, visible: _Visibility,
+                    report: Report) -> Iterator[BatchTable]:
     """The visible batches of a range, in tables of about ``WINDOW_BYTES`` of batches."""
     for t in owned(segment, piece, scan.walk_crc, report):
-        keep = visible.keep(t)
-        if not keep.all():
-            t = t.take(keep)
-        if not len(t):
-            continue
-        ends = np.cumsum(t.size)
-        lo = 0
-        while lo < len(t):
-            hi = max(lo + 1, int(np.searchsorted(ends, (ends[lo - 1] if lo else 0)
-                                                  + WINDOW_BYTES, side="right")))
-            yield t.take(slice(lo, hi))
-            lo = hi
+        yield from _windows(t, visible)
 
 
 # ----------------------------------------------------------------- batch-level columns
@@ -387,21 +465,125 @@ def _per_batch(t: BatchTable, expand: Callable[[np.ndarray], np.ndarray], n: int
 # ------------------------------------------------------------------------- records
 
 
+#: What a chunk's records are made of, in order (:class:`_Records`).
+_SHALLOW, _DECODED, _DEEP, _STEPS, _PLAIN = range(5)
+
+
 def _record_rows(segment: Segment, piece: ByteRange, scan: Scan, report: Report,
-                 pool: BufferPool) -> Iterator[pa.RecordBatch]:
-    visible = _Visibility(piece, scan)
-    for t in _windows(segment, piece, scan, visible, report):
-        deep = t
-        if not scan.deep:  # only batch-level columns: a v2 batch with a good CRC has `count`
-            shallow = t.is_v2 & (t.crc_valid == 1) & visible.whole(t)
-            if shallow.any():
-                yield _shallow_records(t.take(shallow), piece, scan)
-                deep = t.take(~shallow)
-        if len(deep):
-            layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool)
-            for chunk in chunks.decode(segment.source, deep, path=segment.path,
-                                       limit=segment.decompress_limit, layout=layout):
+                 pool: BufferPool, ahead: BufferPool) -> Iterator[pa.RecordBatch]:
+    """``pool``: blocks for the columns built here; ``ahead``: for those decoded beside the
+    walk (each pool is used by one thread)."""
+    reader = _Records(segment, piece, scan, ahead, pool)
+    layout = Layout(arrow=True, headers="headers" in scan.columns, pool=pool)
+    for parts in owned(segment, piece, scan.walk_crc, report, reader):
+        for kind, part in parts:
+            if kind == _SHALLOW:
+                yield _shallow_records(part, piece, scan)
+                continue
+            decoded = part if kind == _DECODED else chunks.decode(
+                segment.source, part, path=segment.path, limit=segment.decompress_limit,
+                layout=layout)
+            for chunk in decoded:
                 yield from _chunk_records(chunk, piece, scan, report, pool)
+
+
+class _Records:
+    """What a walked chunk's records are made of: the batches whose rows are their header's
+    (a shallow read of intact v2 batches), and the rest, decoded before the chunk's findings
+    are reported when they are uncompressed v2 batches, else when the reader gets to them (a
+    compressed run is inflated a buffer at a time).
+
+    :meth:`plan` runs beside the walk (on its thread, when it has one) and may decode the
+    first part of a run of uncompressed batches there (:class:`chunks.PlainDecode`);
+    :meth:`finish` runs on the reader's thread and decodes the rest.
+
+    The walk leaves the CRC of each large v2 batch to the record kernel, which checks it
+    just before it decodes the batch's records (``walk.LEAVE_CRC_FROM``). The CRCs of
+    batches not decoded are checked after (:func:`walk.checked`), so every CRC is known, and
+    every finding in its place, before the chunk's findings are reported."""
+
+    def __init__(self, segment: Segment, piece: ByteRange, scan: Scan, ahead: BufferPool,
+                 pool: BufferPool):
+        self.segment = segment
+        self.scan = scan
+        self.visible = _Visibility(piece, scan)
+        self.leave_crc = scan.deep and scan.walk_crc
+        headers = "headers" in scan.columns
+        # blocks for the columns decoded beside the walk, and for those decoded here
+        self.ahead = Layout(arrow=True, headers=headers, pool=ahead, crc=self.leave_crc)
+        self.here = Layout(arrow=True, headers=headers, pool=pool, crc=self.leave_crc)
+
+    def plan(self, chunk: walk.Walked, t: BatchTable, share: float) -> list:
+        """The parts of the chunk's records, the first ``share`` of its uncompressed
+        batches' bytes decoded."""
+        segment, scan = self.segment, self.scan
+        parts: list[tuple[int, object]] = []
+        for window in _windows(t, self.visible):
+            deep = window
+            if not scan.deep:  # only batch-level columns: a v2 batch with a good CRC has `count`
+                shallow = window.is_v2 & (window.crc_valid == 1) & self.visible.whole(window)
+                if shallow.any():
+                    parts.append((_SHALLOW, window.take(shallow)))
+                    deep = window.take(~shallow)
+            if not len(deep):
+                continue
+            if not _plain(deep, segment.decompress_limit):
+                parts.append((_DEEP, deep))
+                continue
+            steps = chunks.PlainDecode.of(segment.source, deep, segment.path,
+                                          segment.decompress_limit, self.ahead)
+            if steps is None:
+                parts.append((_PLAIN, deep))
+                continue
+            if share > 0:
+                ends = np.cumsum(deep.size)
+                steps.step.run(int(np.searchsorted(ends, share * int(ends[-1]), side="right")))
+            parts.append((_STEPS, steps))
+        return parts
+
+    def finish(self, chunk: walk.Walked, parts: list) -> tuple[walk.Walked, list]:
+        """On the reader's thread: the uncompressed batches decoded, every CRC checked."""
+        segment = self.segment
+        left = chunk.left is not None
+        done: list[tuple[int, object]] = []
+        for kind, part in parts:
+            if kind in (_STEPS, _PLAIN):
+                if kind == _STEPS:
+                    decoded, table = [part.chunk()], part.step.table
+                else:
+                    decoded, table = list(chunks.decode(
+                        segment.source, part, path=segment.path,
+                        limit=segment.decompress_limit, layout=self.here)), part
+                if left:
+                    _copy_checks(table, chunk.table)
+                done.append((_DECODED, decoded))
+            else:
+                done.append((kind, part))
+        chunk = walk.checked(chunk, segment.source, segment.path)
+        if left:
+            for kind, part in done:
+                if kind == _DEEP:
+                    _copy_checks(chunk.table, part)
+        return chunk, done
+
+
+def _copy_checks(src: BatchTable, dst: BatchTable) -> None:
+    """``src``'s CRC checks into the same batches of ``dst`` (a table of some of its rows, or
+    the table it is some rows of), unless the two share them already (one is a slice of the
+    other): a table taken by a mask is a copy."""
+    if np.may_share_memory(src.crc_valid, dst.crc_valid):
+        return
+    if len(src) <= len(dst):
+        dst.crc_valid[np.searchsorted(dst.position, src.position)] = src.crc_valid
+    else:
+        dst.crc_valid[:] = src.crc_valid[np.searchsorted(src.position, dst.position)]
+
+
+def _plain(t: BatchTable, limit: int) -> bool:
+    """Whether every batch is an uncompressed v2 batch within the cap on one batch's bytes
+    (``chunks.decode`` reads them all from the source's own bytes, in one run)."""
+    return bool(not t.codec.any() and (t.magic == 2).all()
+                and int(t.size.max()) - v2.RECORD_BATCH_OVERHEAD <= limit)
 
 
 def _shallow_records(t: BatchTable, piece: ByteRange, scan: Scan) -> pa.RecordBatch:
@@ -495,7 +677,7 @@ def _columns_batch(t: BatchTable, cols: ArrowColumns, piece: ByteRange, scan: Sc
 def _batch_rows(segment: Segment, piece: ByteRange, scan: Scan,
                 report: Report) -> Iterator[pa.RecordBatch]:
     visible = _Visibility(piece, scan)
-    for t in _windows(segment, piece, scan, visible, report):
+    for t in _visible_tables(segment, piece, scan, visible, report):
         constants = _constants(piece)
         arrays: list[pa.Array] = []
         for i, name in enumerate(scan.columns):

@@ -33,6 +33,7 @@ import sys
 import numpy as np
 
 from segtools.decode.buffers import BufferPool
+from segtools.decode.source import advise
 from segtools.decode.walk import first_nonzero
 from segtools.storage.files import next_data
 
@@ -112,7 +113,7 @@ class MappedSource:
             return
         upto -= upto % mmap.PAGESIZE
         if upto > self._released:
-            self._map.madvise(mmap.MADV_DONTNEED, self._released, upto - self._released)
+            advise(self.array, self._released, upto, mmap.MADV_DONTNEED)
             self._released = upto
 
     def prefault(self, lo: int, hi: int) -> None:
@@ -124,13 +125,8 @@ class MappedSource:
         hi = min(hi, self.size)
         if self._populate is None or hi <= lo:
             return
-        try:
-            self._map.madvise(self._populate, lo, hi - lo)
-        except OSError as e:
-            if e.errno == errno.EINVAL:  # a kernel before 5.14: no such advice
-                self._populate = None
-        except ValueError:  # closed under us: nothing to do
-            self._populate = None
+        if advise(self.array, lo, hi, self._populate) == errno.EINVAL:
+            self._populate = None  # a kernel before 5.14: no such advice
 
     def zero_from(self, lo: int, hi: int) -> int | None:
         return zero_from(self.fd, lo, min(hi, self.size))

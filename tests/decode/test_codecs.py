@@ -79,8 +79,8 @@ def test_crc32c_check_value():
 
 
 def test_crc32c_across_lane_boundaries():
-    """The instruction path runs three streams over long lanes, then over short lanes, then one
-    stream; every length around those boundaries agrees with the table reference."""
+    """The instruction path runs three streams over lanes of 256 bytes, then one stream; every
+    length around those boundaries agrees with the table reference."""
     import random
 
     rnd = random.Random(11)
