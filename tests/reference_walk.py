@@ -11,6 +11,7 @@ two agreeing means something. It is slow on purpose: it only runs in tests.
 from __future__ import annotations
 
 import io
+import os
 import zlib
 
 import crcmod.predefined
@@ -262,3 +263,25 @@ def records(data: bytes, batches: list[Batch], limit: int = 256 << 20) -> list[t
         recs, bad = (_v2_records if b.magic == 2 else _legacy_records)(data, b, limit)
         out.append((b, recs, bad))
     return out
+
+
+def each_source(data: bytes, tmp_path=None):
+    """``data`` as each source a walk reads from: in memory, and (with ``tmp_path``) written
+    to a file and read through a mapping and through ``pread`` windows of 97 bytes, which end
+    inside batches so that every refill path runs."""
+    from segtools.decode.source import BufferSource
+    from segtools.storage.source import MappedSource, WindowSource
+
+    yield BufferSource(data)
+    if tmp_path is None or not data:
+        return
+    path = tmp_path / "segment.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for source in (MappedSource(fd, len(data)), WindowSource(fd, len(data))):
+            source.stride = 97
+            yield source
+    finally:
+        os.close(fd)
+

@@ -9,19 +9,16 @@ every source (bytes in hand, a mapped file, ``pread`` windows) and at every chun
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from segtools.decode.chunks import batch_records, decode
 from segtools.decode.source import BufferSource
 from segtools.decode.walk import walk
-from segtools.storage.source import MappedSource, WindowSource
 from tests import reference_walk
 from tests.fixtures_manifest import LOGS, log_path
-from tests.robustness.strategies import damaged, legacy_segments, v2_segments
+from tests.robustness.strategies import SEGMENT_SETTINGS, damaged, legacy_segments, v2_segments
 
 
 def table_walk(source, rows: int = 65536) -> tuple[list, list]:
@@ -36,17 +33,8 @@ def table_walk(source, rows: int = 65536) -> tuple[list, list]:
 
 def check(data: bytes, tmp_path=None, rows: int = 65536) -> None:
     want = reference_walk.walk(data)
-    assert table_walk(BufferSource(data), rows) == want
-    if tmp_path is not None and data:
-        path = tmp_path / "segment.log"
-        path.write_bytes(data)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            for source in (MappedSource(fd, len(data)), WindowSource(fd, len(data))):
-                source.stride = 97  # windows end inside batches: every refill path runs
-                assert table_walk(source, rows) == want
-        finally:
-            os.close(fd)
+    for source in reference_walk.each_source(data, tmp_path):
+        assert table_walk(source, rows) == want
 
 
 @pytest.mark.parametrize("entry", LOGS, ids=[e["case"] for e in LOGS])
@@ -55,24 +43,21 @@ def test_fixture_segments(entry, tmp_path):
     check(log_path(entry).read_bytes(), rows=2)
 
 
-_SETTINGS = settings(max_examples=150, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                            HealthCheck.too_slow])
 
 
-@_SETTINGS
+@SEGMENT_SETTINGS
 @given(st.data())
 def test_generated_v2_segments(tmp_path, data):
     check(data.draw(v2_segments()), tmp_path, rows=data.draw(st.sampled_from([1, 3, 65536])))
 
 
-@_SETTINGS
+@SEGMENT_SETTINGS
 @given(st.data())
 def test_generated_legacy_segments(tmp_path, data):
     check(data.draw(legacy_segments()), tmp_path)
 
 
-@_SETTINGS
+@SEGMENT_SETTINGS
 @given(st.data())
 def test_damaged_segments(tmp_path, data):
     base = data.draw(st.one_of(v2_segments(), legacy_segments(),
@@ -80,7 +65,7 @@ def test_damaged_segments(tmp_path, data):
     check(data.draw(damaged(base)), tmp_path, rows=data.draw(st.sampled_from([1, 65536])))
 
 
-@_SETTINGS
+@SEGMENT_SETTINGS
 @given(st.data())
 def test_records_of_the_table_match_the_reference(data):
     """Deep: each batch's records (and its record-level finding) as the reference decodes

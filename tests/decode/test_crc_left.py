@@ -9,11 +9,9 @@ on generated, damaged and Kafka-written segments.
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from segtools.codecs import crc32c
@@ -21,11 +19,10 @@ from segtools.decode import chunks, walk
 from segtools.decode.chunks import Layout
 from segtools.decode.source import BufferSource
 from segtools.decode.table import BatchTable
-from segtools.storage.source import MappedSource, WindowSource
 from tests import reference_walk
 from tests.builders import make_batch
 from tests.fixtures_manifest import LOGS, log_path
-from tests.robustness.strategies import damaged, legacy_segments, v2_segments
+from tests.robustness.strategies import SEGMENT_SETTINGS, damaged, legacy_segments, v2_segments
 
 
 @pytest.fixture(autouse=True)
@@ -56,17 +53,8 @@ def left_walk(source, decoded: float, rows: int = 65536) -> tuple[list, list]:
 
 def check(data: bytes, tmp_path=None, rows: int = 65536, decoded: float = 0.5) -> None:
     want = reference_walk.walk(data)
-    assert left_walk(BufferSource(data), decoded, rows) == want
-    if tmp_path is not None and data:
-        path = tmp_path / "segment.log"
-        path.write_bytes(data)
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            for source in (MappedSource(fd, len(data)), WindowSource(fd, len(data))):
-                source.stride = 97  # windows end inside batches: every refill path runs
-                assert left_walk(source, decoded, rows) == want
-        finally:
-            os.close(fd)
+    for source in reference_walk.each_source(data, tmp_path):
+        assert left_walk(source, decoded, rows) == want
 
 
 @pytest.mark.parametrize("entry", LOGS, ids=[e["case"] for e in LOGS])
@@ -76,12 +64,9 @@ def test_fixture_segments(entry, tmp_path):
     check(log_path(entry).read_bytes(), rows=2)
 
 
-_SETTINGS = settings(max_examples=150, deadline=None,
-                     suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                            HealthCheck.too_slow])
 
 
-@_SETTINGS
+@SEGMENT_SETTINGS
 @given(st.data())
 def test_generated_segments(tmp_path, data):
     check(data.draw(st.one_of(v2_segments(), legacy_segments())), tmp_path,
@@ -89,7 +74,7 @@ def test_generated_segments(tmp_path, data):
           decoded=data.draw(st.sampled_from([0.0, 0.3, 1.0])))
 
 
-@_SETTINGS
+@SEGMENT_SETTINGS
 @given(st.data())
 def test_damaged_segments(tmp_path, data):
     """Corrupt bytes anywhere (a bad CRC mid-segment among them): each mismatch is found by

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import struct
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from segtools.formats.indexes import build_offset_index, build_time_index
 from segtools.formats.snapshot import build_producer_snapshot
 from tests.builders import make_batch
+
+#: Generated segments checked against the reference walk: examples enough to meet the odd
+#: cut, no deadline (a segment is big), and a temporary directory per test function.
+SEGMENT_SETTINGS = settings(max_examples=150, deadline=None,
+                            suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                   HealthCheck.too_slow])
 
 maybe_bytes = st.one_of(st.none(), st.binary(max_size=24))
 record = st.fixed_dictionaries({
