@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 
+from segtools.sensitive import without_credentials
+
 _CONTROL_ESCAPES = {i: f"\\x{i:02x}" for i in range(32)} | {127: "\\x7f"}
 _CONTROL_ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
 _CONTROL_ESCAPES |= {i: f"\\u{i:04x}" for i in range(0x80, 0xA0)}  # C1 controls (CSI ...)
@@ -29,9 +31,9 @@ def terminal_safe(text: str) -> str:
 
 def shown_path(path) -> str:
     """A path as an operator typed it: relative to the working directory when under it (a
-    URI of an object store or an archive member stays as it is)."""
+    URI of an object store or an archive member stays as it is, less any credential)."""
     if "://" in str(path):
-        return str(path)
+        return without_credentials(str(path))
     try:
         relative = os.path.relpath(path)
     except ValueError:

@@ -70,6 +70,7 @@ from segtools.formats.internal.cluster_metadata import (
     decode_frame,
 )
 from segtools.formats.internal.control import KRaftControlRecord, decode_kraft_control
+from segtools.sensitive import metadata_fields
 from segtools.storage.location import as_path
 from segtools.storage.partition import PartitionDir
 
@@ -241,8 +242,9 @@ class _Replayer:
 
     def __init__(self, path: str, keep_records: bool, include_noop: bool,
                  on_event: Callable[[MetadataEvent], None] | None,
-                 on_record: Callable[[DecodedEntry], None] | None):
+                 on_record: Callable[[DecodedEntry], None] | None, reveal_sensitive: bool):
         self.path = path
+        self.reveal_sensitive = reveal_sensitive
         self.image = MetadataImage()
         self.events: list[MetadataEvent] = []
         self.records: list[DecodedEntry] = []
@@ -356,6 +358,11 @@ class _Replayer:
         self.metadata(pos, rec)
 
     def metadata(self, pos: _Position, rec: MetadataRecord) -> None:
+        """One record, its secrets hidden first (:func:`segtools.sensitive.metadata_fields`),
+        so no event, kept record or state the replay hands out holds them."""
+        shown = metadata_fields(rec.name, rec.data, reveal=self.reveal_sensitive)
+        if shown is not rec.data:
+            rec = MetadataRecord(rec.api_key, rec.name, rec.version, shown)
         if self.keep_records:
             self.on_record(DecodedEntry(pos.offset, pos.timestamp, pos.raft_epoch,
                                         rec))
@@ -404,7 +411,7 @@ class _Replayer:
             return
         self.applied += 1
         if handler is None:
-            self.emit(pos, "record", record=rec.name, data=rec.data)
+            self.emit(pos, "record", record=rec.name, data=jsonable(rec.data))
         else:
             handler(pos, rec.data)
 
@@ -577,15 +584,19 @@ def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = No
              limit: int = DEFAULT_DECOMPRESS_LIMIT,
              on_event: Callable[[MetadataEvent], None] | None = None,
              on_record: Callable[[DecodedEntry], None] | None = None,
-             advance: Callable[[int], None] | None = None) -> MetadataReplay:
+             advance: Callable[[int], None] | None = None,
+             reveal_sensitive: bool = False) -> MetadataReplay:
     """Replay a ``__cluster_metadata`` partition (or the one inside a log dir) up to ``at``
     (epoch ms, inclusive; the end of the log when None): reading stops at the first batch past
     it. Events (and with ``keep_records`` the decoded records) go to ``on_event`` /
     ``on_record`` as they happen when given, and are then not kept in the result;
-    ``advance(bytes)`` is told the progress."""
+    ``advance(bytes)`` is told the progress. Sensitive configs and SCRAM credentials read
+    :data:`segtools.sensitive.HIDDEN` everywhere in the result unless ``reveal_sensitive``
+    (Kafka's own ``DescribeConfigs`` never returns them)."""
     partition = metadata_partition(path)
     spath = str(partition.path)
-    replayer = _Replayer(spath, keep_records, include_noop, on_event, on_record)
+    replayer = _Replayer(spath, keep_records, include_noop, on_event, on_record,
+                         reveal_sensitive)
     findings: list[Finding] = []
     log_start = partition.segments[0].base_offset if partition.segments else 0
     snapshot, snapshot_end = (None, 0)

@@ -24,6 +24,8 @@ from segtools import __version__
 from segtools.cli.common import EXIT_OK, EXIT_USAGE
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
+from segtools.sensitive import without_credentials
+from segtools.text import shown_path, terminal_safe
 
 #: Every command: its module (imported only when the command runs, so ``--help`` and a command
 #: on a small file start fast) and the one line ``segtools --help`` shows for it.
@@ -98,8 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SegtoolsError as e:
         if args.debug:
             raise
-        where = f"{e.path}: " if e.path else ""
-        print(f"segtools: error: {where}{e}", file=sys.stderr)
+        print(error_line(e), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `segtools dump ... | head` is normal use
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -113,9 +114,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug in segtools: still one line, and how to see more
         if args.debug:
             raise
-        print(f"segtools: error: internal error ({type(e).__name__}: {e}{_where(e)}); "
+        print(f"segtools: error: internal error ({type(e).__name__}: "
+              f"{terminal_safe(without_credentials(str(e)))}{_where(e)}); "
               "rerun with --debug for the traceback, and please report it", file=sys.stderr)
         return EXIT_USAGE
+
+
+def error_line(e: SegtoolsError) -> str:
+    """``segtools: error: <path>: <what>``, one terminal-safe line: the path as shown
+    everywhere (no credential), every control character of it and of the message escaped (a
+    file name can hold ESC sequences, a message can quote a file's bytes)."""
+    where = f"{terminal_safe(shown_path(e.path))}: " if e.path else ""
+    return f"segtools: error: {where}{terminal_safe(without_credentials(str(e)))}"
 
 
 def _where(e: BaseException) -> str:

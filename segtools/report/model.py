@@ -54,9 +54,15 @@ from segtools.findings import Finding
 from segtools.model import Record
 from segtools.redact import Redactor
 from segtools.report import whatif
+from segtools.sensitive import metadata_value
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
-from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
+from segtools.storage.partition import (
+    CLUSTER_METADATA_TOPIC,
+    PartitionDir,
+    SegmentFiles,
+    parse_partition_dir_name,
+)
 from segtools.storage.segment import Segment
 from segtools.text import shown_path
 from segtools.units import format_time
@@ -289,7 +295,13 @@ def _records(files: SegmentFiles, *, first: bool, n: int, limit: int) -> list[Re
     return out[-n:] if n else []
 
 
-def _record(r: Record, redactor: Redactor | None, budget: Budget) -> dict:
+def _record(r: Record, redactor: Redactor | None, budget: Budget, *,
+            metadata: bool = False) -> dict:
+    """One sample record as shown; a ``__cluster_metadata`` record with its sensitive config
+    or SCRAM credential hidden (:func:`segtools.sensitive.metadata_value`), whatever the
+    redaction asked."""
+    if metadata:
+        r = replace(r, value=metadata_value(r.value))
     if redactor is not None:
         r = redactor.record(r)
     return {"offset": r.offset, "timestamp": r.timestamp,
@@ -311,8 +323,9 @@ def samples(pdir: PartitionDir, redactor: Redactor | None, budget: Budget,
     if len(segs) == 1:
         seen = {r.offset for r in first}
         last = [r for r in last if r.offset not in seen]
-    return {"first": [_record(r, redactor, budget) for r in first],
-            "last": [_record(r, redactor, budget) for r in last]}
+    metadata = pdir.name is not None and pdir.name.topic == CLUSTER_METADATA_TOPIC
+    return {"first": [_record(r, redactor, budget, metadata=metadata) for r in first],
+            "last": [_record(r, redactor, budget, metadata=metadata) for r in last]}
 
 
 # --------------------------------------------------------------------------- sections
