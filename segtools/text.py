@@ -39,3 +39,17 @@ def shown_path(path) -> str:
     except ValueError:
         return str(path)
     return str(path) if relative.startswith("..") else relative
+
+
+#: Characters of a file's content a message quotes: enough to recognise a damaged line, too
+#: few to carry a file's secret (a symlink swapped in for a checkpoint must not turn a
+#: finding into a copy of the file it points at).
+QUOTE_CHARS = 32
+
+
+def quoted(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` as a message quotes file content: ``repr``-escaped (no control, bidi or
+    invisible character survives) and cut at ``limit`` characters, saying how many more."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text) - limit} more characters)"
