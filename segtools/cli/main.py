@@ -15,10 +15,13 @@ run (bad arguments, missing path, not a Kafka file); errors are one line on stde
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from segtools import __version__
 from segtools.cli.common import EXIT_OK, EXIT_USAGE
@@ -88,9 +91,36 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _ended_by(signum: int, frame: object) -> None:
+    """SIGTERM or SIGHUP (a ``kill``, a closed terminal, a pod stopped) ends segtools as an
+    exception would, so what it holds is released on the way out (an archive's temporary
+    space, docs/security.md) instead of the process vanishing mid-write."""
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _ending_cleanly() -> Iterator[None]:
+    """:func:`_ended_by` as the handler of SIGTERM and SIGHUP while a command runs (the
+    main thread only: the only one signals reach), the previous handlers restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _ended_by) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
+    with _ending_cleanly():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         locations = importlib.import_module("segtools.cli.locations")
         locations.configure(args)
