@@ -57,8 +57,9 @@ FREE_MARGIN = 1024**3
 #: memory; real ones hold a path of at most a few KiB (``PATH_MAX`` is 4096).
 HEADER_CAP = 1024 * 1024
 #: Bound on the members of one archive (``max_members`` storage option): a bundle of 10,000
-#: partitions holds about 60,000; each member costs a listing entry in memory.
-MAX_MEMBERS = 500_000
+#: partitions holds about 60,000; each member costs about 1 KiB of listing in memory, so the
+#: default keeps a hostile one (500,000 empty members in 3 MB) under 256 MiB.
+MAX_MEMBERS = 100_000
 #: Seconds after which an empty temporary directory of a killed run is removed.
 STALE_AFTER_S = 3600
 _TMP_PREFIX = "segtools-archive-"

@@ -68,7 +68,7 @@ def test_many_members_are_capped(tmp_path):
     with tarfile.open(many, "w:gz", format=tarfile.GNU_FORMAT) as tf:
         for i in range(200_000):
             tf.addfile(tarfile.TarInfo(f"d/{i}"))
-    code, rss, err = _run_measured(["scan", "-q", "--format", "jsonl", str(many),
+    _, rss, err = _run_measured(["scan", "-q", "--format", "jsonl", str(many),
                                     "--storage-option", f"tmp_dir={tmp_path}",
                                     "--storage-option", "max_members=50000"])
     assert "Traceback" not in err and "internal error" not in err, err
