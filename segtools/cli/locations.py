@@ -55,6 +55,11 @@ def finish(args: argparse.Namespace) -> None:
     if not getattr(args, "hashes", False) or args.command == "report":
         return
     records = location.custody()
+    redact = getattr(args, "redactor", None)
+    if redact is not None:  # the custody list is part of the answer: redacted as it is
+        records = [{**r, "path": redact.path(r["path"]),
+                    **({"error": redact.text(r["error"])} if "error" in r else {})}
+                   for r in records]
     fmt = getattr(args, "format", "text")
     if fmt in ("json", "jsonl"):
         for r in records:

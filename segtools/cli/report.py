@@ -116,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from segtools.redact import redactor
     from segtools.report.model import build
     from segtools.report.whatif import Ask
+    from segtools.storage.location import custody
 
     redact = redactor(args.redact, args.redact_key)
     with collector_paused():
@@ -125,11 +126,11 @@ def run(args: argparse.Namespace) -> int:
             raise SegtoolsError("no such file", path=args.config)
         ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
             if whatif.wanted(args) else None
+        # chain of custody (--hashes): every file the analyses read, in the page, redacted
+        # with the rest of it
         model = build(args.paths, at=args.at, config=args.config, redactor=redact,
-                      limit=args.max_decompressed_bytes, what_if=ask, logs=logs)
-        if args.hashes:  # chain of custody: every file the analyses read, in the page
-            from segtools.storage.location import custody
-            model.data["custody"] = custody()
+                      limit=args.max_decompressed_bytes, what_if=ask, logs=logs,
+                      custody=custody if args.hashes else None)
         html = page.render(model)
     write_beside(out, html)
     print(out)  # the result is the file: its path on stdout, for a script or `make demo`

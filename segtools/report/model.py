@@ -27,16 +27,17 @@ import math
 import posixpath
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
 from segtools import __version__, fanout
+from segtools.analysis.cluster_metadata import topic_configs
 from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
-from segtools.analysis.partition_input import Loaded
+from segtools.analysis.partition_input import Loaded, metadata_logs
 from segtools.analysis.partition_log import fold_tables
 from segtools.analysis.producers import PartitionProducers
 from segtools.analysis.producers import analyse_partition as analyse_producers
@@ -665,19 +666,22 @@ def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budge
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
           redactor: Redactor | None = None, budget: Budget = Budget(),
           limit: int = DEFAULT_DECOMPRESS_LIMIT, what_if: whatif.Ask | None = None,
-          logs: LogDirs | None = None) -> ReportModel:
+          logs: LogDirs | None = None,
+          custody: Callable[[], list[dict]] | None = None) -> ReportModel:
     """Run every analysis over ``paths`` and assemble the report's document (with the
     what-if section when ``what_if`` asks for it); ``logs``: the tree already opened over
-    ``paths`` (the command opens it once, to check its output)."""
+    ``paths`` (the command opens it once, to check its output); ``custody``: the chain of
+    custody of every file read (``--hashes``), asked for once the analyses have read them.
+    Redaction is one pass over the finished document, custody included."""
     now = at if at is not None else int(time.time() * 1000)
     if logs is None:
         logs = open_tree(*paths, max_decompressed_bytes=limit)
     if not any(d.partitions for d in logs.log_dirs):
         raise SegtoolsError("no Kafka partitions found here", path=" ".join(paths))
-    if redactor is not None:
-        redactor.learn(p.name.topic for d in logs.log_dirs for p in d.partitions if p.name)
     left_out: Counter = Counter()
     a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget)
+    if redactor is not None:
+        redactor.learn(_topics_named(logs, a))
     rows, pdirs = _partition_rows(logs, a)
     details = _details(rows, pdirs, a, redactor, budget, limit, left_out)
     largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
@@ -736,9 +740,30 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     if what_if is not None:
         data["what_if"] = whatif.section(logs, a.inputs, now, what_if)
     data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
+    if custody is not None:
+        data["custody"] = custody()
     if redactor is not None:
         data = _scrub(data, redactor)
     return ReportModel(data, a.findings, list(logs.log_dirs), details)
+
+
+def _topics_named(logs: LogDirs, a: _Analyses) -> Iterator[str]:
+    """Every topic name the tree mentions, wherever it is stored: its partition directories,
+    the topics ``__consumer_offsets`` commits name, the open transactions' partitions, and the
+    topics ``__cluster_metadata`` knows (topics with no partition in the tree still appear in
+    offsets keys and compaction's top keys, and must be redacted there too)."""
+    yield from (p.name.topic for d in logs.log_dirs for p in d.partitions if p.name)
+    if a.replay is not None:
+        yield from (c.topic for c in a.replay.commits)
+        yield from (r.current.topic for r in a.replay.regressions)
+        yield from (d.topic for d in a.replay.deletions)
+    for c in a.txns.open_ids:
+        yield from (c.to_json()["partitions"] or {})
+    for metadata_log in metadata_logs(logs.log_dirs):
+        try:
+            yield from topic_configs(metadata_log)
+        except SegtoolsError:  # unreadable: verify's findings say so
+            continue
 
 
 def _bounded(items: Sequence, limit: int, what: str, left_out: Counter) -> list:
