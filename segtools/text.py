@@ -44,6 +44,16 @@ def terminal_safe(text: str) -> str:
     return _no_surrogates(text).translate(_CONTROL_ESCAPES)
 
 
+_INVISIBLE_MARKS = {i: f"\\u{i:04x}" for i in INVISIBLE}
+
+
+def mark_invisible(text: str) -> str:
+    """``text`` with only its invisible characters (:data:`INVISIBLE`) shown as ``\\uXXXX``:
+    for a page that displays text as text (the report), where controls are inert but a bidi
+    override still reorders what a reader sees."""
+    return text.translate(_INVISIBLE_MARKS)
+
+
 def json_safe(json_text: str) -> str:
     """JSON text (as ``json.dumps(ensure_ascii=False)`` writes it) with :data:`JSON_ESCAPES`
     applied: they only ever occur inside its strings, where ``\\uXXXX`` means the same."""

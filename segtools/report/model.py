@@ -65,7 +65,7 @@ from segtools.storage.partition import (
     parse_partition_dir_name,
 )
 from segtools.storage.segment import Segment
-from segtools.text import shown_path
+from segtools.text import INVISIBLE, mark_invisible, shown_path
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
@@ -239,12 +239,34 @@ def finite(value):
 def json_text(value) -> str:
     """``value`` as compact ASCII JSON (the page escapes it further for a script element).
     A non-finite float would be written as a bare ``NaN`` or ``Infinity``: only a text that
-    holds either word anywhere is made again with them as null."""
+    holds either word anywhere is made again with them as null. Likewise a text holding an
+    invisible character (a bidi override, a zero-width space: :data:`segtools.text.INVISIBLE`)
+    is made again with each shown as ``\\uXXXX`` text: the page sets it as ``textContent``,
+    where it would still reorder or hide what a reader sees."""
     text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    if any(escape in text for escape in _INVISIBLE_ESCAPES):
+        value = _marked(value)
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     if "NaN" in text or "Infinity" in text:
         text = json.dumps(finite(value), ensure_ascii=True, separators=(",", ":"),
                           allow_nan=False)
     return text
+
+
+#: How :func:`json.dumps` writes the invisible characters (ASCII JSON escapes).
+_INVISIBLE_ESCAPES = tuple(f"\\u{c:04x}" for c in INVISIBLE)
+
+
+def _marked(value):
+    """Every string of a document (keys too) with its invisible characters marked."""
+    if isinstance(value, str):
+        return mark_invisible(value)
+    if isinstance(value, dict):
+        return {mark_invisible(k) if isinstance(k, str) else k: _marked(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_marked(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------- charts

@@ -73,3 +73,24 @@ def test_no_plot_is_written_inside_a_log_dir(tmp_path, argv):
     assert sorted(p.name for p in tree.rglob("*")) == before
     run = run_cli([*argv, str(tmp_path / "plot.png"), str(tree)])
     assert run.code in (0, 1) and (tmp_path / "plot.png").exists()
+
+
+def test_the_report_marks_invisible_characters(tmp_path):
+    """A topic name and record bytes holding a bidi override and zero-width characters: the
+    page holds none of them raw, nor as a JSON escape its script would turn back into one."""
+    import re
+
+    from tests.robustness.test_output_safety import add_hostile_partition
+
+    tree = tmp_path / "sample"
+    shutil.copytree(FIXTURES / "logdirs" / "sample", tree)
+    add_hostile_partition(tree, topic="bidi\u202eevil\u200b.topic")
+    out = tmp_path / "r.html"
+    run = run_cli(["report", "-q", "-o", str(out), str(tree)])
+    assert run.code in (0, 1), run.stderr
+    page = out.read_text()
+    assert not any(ord(c) in INVISIBLE for c in page)
+    live = [m.group(0) for m in re.finditer(r"(?<!\\)(?:\\\\)*\\u(202[a-e]|200[b-f]|206[6-9])",
+                                            page)]
+    assert live == [], live[:5]
+    assert "\\\\u202e" in page  # shown, as text
