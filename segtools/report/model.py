@@ -55,7 +55,7 @@ from segtools.findings import Finding
 from segtools.model import Record
 from segtools.redact import Redactor
 from segtools.report import whatif
-from segtools.sensitive import metadata_value
+from segtools.sensitive import metadata_value, without_credentials
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import (
@@ -723,7 +723,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     hanging = [(pt, h) for pt in a.txns.partitions for h in pt.hanging]
     data = {
         "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
-                 "paths": list(paths), "version": __version__,
+                 "paths": [without_credentials(p) for p in paths], "version": __version__,
                  "config_sources": list(a.inputs.config_sources),
                  "redaction": redactor.describe() if redactor is not None else None,
                  "forecast_days": budget.forecast_days},

@@ -9,7 +9,7 @@ import pytest
 
 from segtools.analysis.cluster_metadata import timeline
 from segtools.sensitive import HIDDEN
-from tests.robustness.commands import run_cli
+from tests.robustness.commands import command_names, run_cli
 from tests.security.planted import (
     JAAS_PASSWORD,
     KEYSTORE_PASSWORD,
@@ -80,11 +80,15 @@ URIS = [f"s3://AKIAPLANTED:{URI_SECRET}@logs/sample",
         f"abfs://user:{URI_SECRET}@account.dfs.core.windows.net/sample"]
 
 
+#: How each command is given one path (the rest of its arguments a normal use needs).
+PATH_ARGV = {"report": lambda uri, out: ["report", "-q", "-o", str(out / "r.html"), uri],
+             "find": lambda uri, out: ["find", uri, "--offset", "0"]}
+
+
 @pytest.mark.parametrize("uri", URIS)
-@pytest.mark.parametrize("command", ["offsets", "scan", "verify", "dump", "report"])
+@pytest.mark.parametrize("command", command_names())
 def test_credentials_in_a_uri_are_refused_and_never_shown(uri, command, tmp_path):
-    argv = [command, uri] if command != "report" else \
-        [command, "-q", "-o", str(tmp_path / "r.html"), uri]
+    argv = PATH_ARGV.get(command, lambda u, _: [command, u])(uri, tmp_path)
     for debug in ([], ["--debug"]):
         try:
             run = run_cli([*debug, *argv])
