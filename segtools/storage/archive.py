@@ -74,7 +74,9 @@ class ArchiveLimitError(SegtoolsError):
 
 class _BoundedTarInfo(tarfile.TarInfo):
     """A tar header whose extended headers are refused past :data:`HEADER_CAP` before
-    tarfile reads them (it would read a 2 GiB pax header into one bytes object)."""
+    tarfile reads them (it would read a 2 GiB pax header into one bytes object).
+    ``_proc_member`` is the one place tarfile dispatches a header by its type (its
+    documented way to extend ``TarInfo``: a ``tarinfo`` class given to ``tarfile.open``)."""
 
     def _proc_member(self, tarfile_):
         if self.type in _EXTENDED_HEADERS and self.size > HEADER_CAP:
@@ -432,6 +434,7 @@ class ArchiveLocation(Location):
 
 
 def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until all of ``data`` is written (a write may take only part of it)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
