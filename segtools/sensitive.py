@@ -19,9 +19,6 @@ import re
 from pathlib import PurePath
 from urllib.parse import parse_qsl, urlsplit
 
-from segtools.errors import SegtoolsError
-from segtools.formats.internal.cluster_metadata import BY_API_KEY, decode_frame, encode_frame
-
 #: What a hidden value is shown as, in every face.
 HIDDEN = "[hidden]"
 
@@ -138,24 +135,6 @@ def metadata_fields(record: str, data: dict, *, reveal: bool = False) -> dict:
         return {k: (HIDDEN if k in SCRAM_SECRET_FIELDS and v is not None else v)
                 for k, v in data.items()}
     return data
-
-
-def metadata_value(value: bytes | None, *, reveal: bool = False) -> bytes | None:
-    """A ``__cluster_metadata`` record value as it may be shown raw (a preview, a dump's
-    payload): re-encoded with :func:`metadata_fields`' hidden fields when it holds a secret,
-    unchanged otherwise (or when it does not decode: then it holds no config we could name)."""
-    if reveal or value is None:
-        return value
-    try:
-        rec = decode_frame(bytes(value))
-    except SegtoolsError:
-        return value
-    shown = metadata_fields(rec.name, rec.data)
-    if shown is rec.data:
-        return value
-    as_bytes = {k: (HIDDEN.encode() if v == HIDDEN and isinstance(rec.data[k], bytes) else v)
-                for k, v in shown.items()}
-    return encode_frame(BY_API_KEY[rec.api_key], as_bytes, rec.version)
 
 
 def holds_cluster_metadata(path: PurePath) -> bool:

@@ -68,9 +68,10 @@ from segtools.formats.internal.cluster_metadata import (
     MetadataRecord,
     UnknownMetadataRecordError,
     decode_frame,
+    encode_frame,
 )
 from segtools.formats.internal.control import KRaftControlRecord, decode_kraft_control
-from segtools.sensitive import metadata_fields
+from segtools.sensitive import HIDDEN, metadata_fields
 from segtools.storage.location import as_path
 from segtools.storage.partition import PartitionDir
 
@@ -675,3 +676,21 @@ def topic_configs(partition_dir_or_path: PartitionDir | str | os.PathLike[str], 
     """
     return timeline(partition_dir_or_path, at=at,
                     on_event=lambda event: None).image.topic_configs()
+
+
+def metadata_value(value: bytes | None, *, reveal: bool = False) -> bytes | None:
+    """A ``__cluster_metadata`` record value as it may be shown raw (a preview, a dump's
+    payload): re-encoded with :func:`metadata_fields`' hidden fields when it holds a secret,
+    unchanged otherwise (or when it does not decode: then it holds no config we could name)."""
+    if reveal or value is None:
+        return value
+    try:
+        rec = decode_frame(bytes(value))
+    except SegtoolsError:
+        return value
+    shown = metadata_fields(rec.name, rec.data)
+    if shown is rec.data:
+        return value
+    as_bytes = {k: (HIDDEN.encode() if v == HIDDEN and isinstance(rec.data[k], bytes) else v)
+                for k, v in shown.items()}
+    return encode_frame(BY_API_KEY[rec.api_key], as_bytes, rec.version)

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from segtools import fanout
+from segtools.analysis.cluster_metadata import metadata_value
 from segtools.cli import _jsonl, common, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
@@ -29,7 +30,7 @@ from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
 from segtools.redact import Redactor, redactor
-from segtools.sensitive import holds_cluster_metadata, metadata_value
+from segtools.sensitive import holds_cluster_metadata
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.location import resolve
 from segtools.storage.partition import is_record_batch_file

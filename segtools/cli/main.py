@@ -28,7 +28,7 @@ from segtools.cli.common import EXIT_OK, EXIT_USAGE
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 from segtools.sensitive import without_credentials
-from segtools.text import shown_path, terminal_safe
+from segtools.text import terminal_safe
 
 #: Every command: its module (imported only when the command runs, so ``--help`` and a command
 #: on a small file start fast) and the one line ``segtools --help`` shows for it.
@@ -151,10 +151,10 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def error_line(e: SegtoolsError) -> str:
-    """``segtools: error: <path>: <what>``, one terminal-safe line: the path as shown
-    everywhere (no credential), every control character of it and of the message escaped (a
-    file name can hold ESC sequences, a message can quote a file's bytes)."""
-    where = f"{terminal_safe(shown_path(e.path))}: " if e.path else ""
+    """``segtools: error: <path>: <what>``, one terminal-safe line: the path as given, less any
+    credential, every control character of it and of the message escaped (a file name can
+    hold ESC sequences, a message can quote a file's bytes)."""
+    where = f"{terminal_safe(without_credentials(str(e.path)))}: " if e.path else ""
     return f"segtools: error: {where}{terminal_safe(without_credentials(str(e)))}"
 
 

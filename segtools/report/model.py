@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from segtools import __version__, fanout
-from segtools.analysis.cluster_metadata import topic_configs
+from segtools.analysis.cluster_metadata import metadata_value, topic_configs
 from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
@@ -55,7 +55,7 @@ from segtools.findings import Finding
 from segtools.model import Record
 from segtools.redact import Redactor
 from segtools.report import whatif
-from segtools.sensitive import metadata_value, without_credentials
+from segtools.sensitive import without_credentials
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import (
