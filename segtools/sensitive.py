@@ -77,6 +77,18 @@ def without_credentials(text: str) -> str:
     return f"{shown}?{query}" if query else shown
 
 
+#: A URI inside free text: up to white space or a quote, less the punctuation that ends a
+#: clause (``s3://b/p: no such key``).
+_URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>:,.;)]")
+
+
+def text_without_credentials(text: str) -> str:
+    """Free text (a message) with :func:`without_credentials` applied to every URI in it."""
+    if "://" not in text:
+        return text
+    return _URI_IN_TEXT.sub(lambda m: without_credentials(m.group(0)), text)
+
+
 #: The KRaft metadata log's partition directory (``__cluster_metadata-0``).
 CLUSTER_METADATA_DIR = "__cluster_metadata-"
 

@@ -27,7 +27,7 @@ from segtools import __version__
 from segtools.cli.common import EXIT_OK, EXIT_USAGE
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
-from segtools.sensitive import without_credentials
+from segtools.sensitive import text_without_credentials, without_credentials
 from segtools.text import terminal_safe
 
 #: Every command: its module (imported only when the command runs, so ``--help`` and a command
@@ -145,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.debug:
             raise
         print(f"segtools: error: internal error ({type(e).__name__}: "
-              f"{terminal_safe(without_credentials(str(e)))}{_where(e)}); "
+              f"{terminal_safe(text_without_credentials(str(e)))}{_where(e)}); "
               "rerun with --debug for the traceback, and please report it", file=sys.stderr)
         return EXIT_USAGE
 
@@ -155,7 +155,7 @@ def error_line(e: SegtoolsError) -> str:
     credential, every control character of it and of the message escaped (a file name can
     hold ESC sequences, a message can quote a file's bytes)."""
     where = f"{terminal_safe(without_credentials(str(e.path)))}: " if e.path else ""
-    return f"segtools: error: {where}{terminal_safe(without_credentials(str(e)))}"
+    return f"segtools: error: {where}{terminal_safe(text_without_credentials(str(e)))}"
 
 
 def _where(e: BaseException) -> str:
