@@ -121,3 +121,19 @@ def test_the_spark_source_refuses_them_in_its_options(uri):
     with pytest.raises(OptionError, match="credentials written into the URI") as caught:
         parse_options({"path": uri})
     assert URI_SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize("command", command_names())
+def test_every_command_over_the_planted_tree(metadata_log, tmp_path, command):
+    """Each command, run on the log dir holding the planted metadata: no secret in what it
+    prints, in any form (the report: in its page too)."""
+    logs = str(metadata_log.parent)
+    argv = PATH_ARGV.get(command, lambda u, _: [command, u])(logs, tmp_path)
+    if command == "find":
+        argv = ["find", str(metadata_log), "--offset", "0"]
+    run = run_cli(argv)
+    assert "internal error" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    shown = run.stdout + run.stderr.encode()
+    if command == "report" and (tmp_path / "r.html").exists():
+        shown += (tmp_path / "r.html").read_bytes()
+    assert leaked(shown, METADATA_SECRETS) == [], argv
