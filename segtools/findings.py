@@ -281,6 +281,9 @@ RULES: tuple[Rule, ...] = (
     Rule("orphan_index_file", W, A.DIRECTORIES, "an index file without its .log"),
     Rule("not_a_regular_file", E, A.DIRECTORIES,
          "a FIFO, socket, device or dangling link under a Kafka file name: not read"),
+    Rule("symlink_not_followed", E, A.DIRECTORIES,
+         "a symbolic link inside a log dir: listed, never followed (it could lead outside "
+         "the tree), so what it names is not read"),
     Rule("leftover_deleted_file", I, A.DIRECTORIES,
          "a .deleted file: scheduled for deletion, data intact until file.delete.delay.ms"),
     Rule("leftover_cleaned_file", I, A.DIRECTORIES,

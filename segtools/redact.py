@@ -43,6 +43,10 @@ TOKEN_HEX = 16
 
 _PREFIX = {"keys": "key", "values": "value", "headers": "header", "topics": "topic"}
 _NAME_CHARS = "A-Za-z0-9._"
+#: Where a topic name starts as a word: after a character that cannot be part of a name, or
+#: right after a ``\\xNN`` escape (a binary key shown as text: ``__consumer_offsets`` keys
+#: put a length byte just before the topic name).
+_WORD_START = f"(?:(?<![{_NAME_CHARS}])|(?<=\\\\x[0-9a-f]{{2}}))"
 
 
 def parse_kinds(text: str) -> frozenset[str]:
@@ -145,7 +149,7 @@ class Redactor:
             if not names:
                 return text
             self._pattern = re.compile(
-                f"(?<![{_NAME_CHARS}])(?:{'|'.join(map(re.escape, names))})(?![{_NAME_CHARS}])")
+                f"{_WORD_START}(?:{'|'.join(map(re.escape, names))})(?![{_NAME_CHARS}])")
         return self._pattern.sub(lambda m: self._topics[m.group(0)], text)
 
     def finding(self, f: Finding) -> Finding:

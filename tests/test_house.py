@@ -13,8 +13,8 @@ from segtools.cli.main import COMMANDS, build_parser
 ROOT = Path(__file__).resolve().parent.parent
 LIBRARY = ("analysis", "storage", "decode", "formats", "fetch")
 #: The library's rooms that are single modules at the top of the package.
-LIBRARY_MODULES = ("codecs", "errors", "findings", "model", "redact", "text", "timestamps",
-                   "units")
+LIBRARY_MODULES = ("codecs", "errors", "findings", "model", "redact", "sensitive", "text",
+                   "timestamps", "units")
 FACES = ("segtools.api", "segtools.cli", "segtools.report", "pyspark_kafkalog")
 FACE_ONLY = (*FACES, "pyspark", "rich", "matplotlib", "jinja2", "markupsafe", "playwright")
 

@@ -68,8 +68,10 @@ from segtools.formats.internal.cluster_metadata import (
     MetadataRecord,
     UnknownMetadataRecordError,
     decode_frame,
+    encode_frame,
 )
 from segtools.formats.internal.control import KRaftControlRecord, decode_kraft_control
+from segtools.sensitive import HIDDEN, metadata_fields
 from segtools.storage.location import as_path
 from segtools.storage.partition import PartitionDir
 
@@ -241,8 +243,9 @@ class _Replayer:
 
     def __init__(self, path: str, keep_records: bool, include_noop: bool,
                  on_event: Callable[[MetadataEvent], None] | None,
-                 on_record: Callable[[DecodedEntry], None] | None):
+                 on_record: Callable[[DecodedEntry], None] | None, reveal_sensitive: bool):
         self.path = path
+        self.reveal_sensitive = reveal_sensitive
         self.image = MetadataImage()
         self.events: list[MetadataEvent] = []
         self.records: list[DecodedEntry] = []
@@ -356,6 +359,11 @@ class _Replayer:
         self.metadata(pos, rec)
 
     def metadata(self, pos: _Position, rec: MetadataRecord) -> None:
+        """One record, its secrets hidden first (:func:`segtools.sensitive.metadata_fields`),
+        so no event, kept record or state the replay hands out holds them."""
+        shown = metadata_fields(rec.name, rec.data, reveal=self.reveal_sensitive)
+        if shown is not rec.data:
+            rec = MetadataRecord(rec.api_key, rec.name, rec.version, shown)
         if self.keep_records:
             self.on_record(DecodedEntry(pos.offset, pos.timestamp, pos.raft_epoch,
                                         rec))
@@ -404,7 +412,7 @@ class _Replayer:
             return
         self.applied += 1
         if handler is None:
-            self.emit(pos, "record", record=rec.name, data=rec.data)
+            self.emit(pos, "record", record=rec.name, data=jsonable(rec.data))
         else:
             handler(pos, rec.data)
 
@@ -577,15 +585,19 @@ def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = No
              limit: int = DEFAULT_DECOMPRESS_LIMIT,
              on_event: Callable[[MetadataEvent], None] | None = None,
              on_record: Callable[[DecodedEntry], None] | None = None,
-             advance: Callable[[int], None] | None = None) -> MetadataReplay:
+             advance: Callable[[int], None] | None = None,
+             reveal_sensitive: bool = False) -> MetadataReplay:
     """Replay a ``__cluster_metadata`` partition (or the one inside a log dir) up to ``at``
     (epoch ms, inclusive; the end of the log when None): reading stops at the first batch past
     it. Events (and with ``keep_records`` the decoded records) go to ``on_event`` /
     ``on_record`` as they happen when given, and are then not kept in the result;
-    ``advance(bytes)`` is told the progress."""
+    ``advance(bytes)`` is told the progress. Sensitive configs and SCRAM credentials read
+    :data:`segtools.sensitive.HIDDEN` everywhere in the result unless ``reveal_sensitive``
+    (Kafka's own ``DescribeConfigs`` never returns them)."""
     partition = metadata_partition(path)
     spath = str(partition.path)
-    replayer = _Replayer(spath, keep_records, include_noop, on_event, on_record)
+    replayer = _Replayer(spath, keep_records, include_noop, on_event, on_record,
+                         reveal_sensitive)
     findings: list[Finding] = []
     log_start = partition.segments[0].base_offset if partition.segments else 0
     snapshot, snapshot_end = (None, 0)
@@ -664,3 +676,21 @@ def topic_configs(partition_dir_or_path: PartitionDir | str | os.PathLike[str], 
     """
     return timeline(partition_dir_or_path, at=at,
                     on_event=lambda event: None).image.topic_configs()
+
+
+def metadata_value(value: bytes | None, *, reveal: bool = False) -> bytes | None:
+    """A ``__cluster_metadata`` record value as it may be shown raw (a preview, a dump's
+    payload): re-encoded with :func:`metadata_fields`' hidden fields when it holds a secret,
+    unchanged otherwise (or when it does not decode: then it holds no config we could name)."""
+    if reveal or value is None:
+        return value
+    try:
+        rec = decode_frame(bytes(value))
+    except SegtoolsError:
+        return value
+    shown = metadata_fields(rec.name, rec.data)
+    if shown is rec.data:
+        return value
+    as_bytes = {k: (HIDDEN.encode() if v == HIDDEN and isinstance(rec.data[k], bytes) else v)
+                for k, v in shown.items()}
+    return encode_frame(BY_API_KEY[rec.api_key], as_bytes, rec.version)

@@ -109,7 +109,8 @@ def read_config_file(path: str) -> cfg.ConfigFile:
     """The ``--config`` file, read (at most 4 MiB) and parsed by
     :func:`~segtools.analysis.config.parse_config_text`."""
     try:
-        with open_regular_file(path) as fh:  # a FIFO given as --config must not hang
+        # a FIFO given as --config must not hang; the user named it, so a link is followed
+        with open_regular_file(path, follow_symlinks=True) as fh:
             text = fh.read(4 * 1024 * 1024).decode("utf-8", errors="replace")
     except OSError as e:
         raise SegtoolsError(e.strerror or str(e), path=path) from None

@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fnmatch
+import os
 import sys
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
-from segtools.storage.logdirs import LogDir, walk
+from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, walk
 from segtools.storage.partition import PartitionDir
 from segtools.timestamps import to_millis
 
@@ -204,3 +206,25 @@ def add_format(p: argparse.ArgumentParser, *, document: bool = False,
                         + (" (one JSON document; jsonl is accepted too)" if document else
                            " (one JSON object per line, \"type\" first; json is accepted "
                            "too)"))
+
+
+#: Files that make a directory a log dir or a partition directory (Kafka writes them, nothing
+#: else does).
+_KAFKA_MARKS = (META_PROPERTIES, *OFFSET_CHECKPOINTS, "partition.metadata",
+                "leader-epoch-checkpoint")
+
+
+def refuse_under_log_dir(output: str | os.PathLike[str]) -> Path:
+    """The output file's path, refused when it would be written inside a Kafka log dir
+    (docs/architecture.md §4: segtools never writes under a log dir, read or not): its
+    directory, or one above it, holds what only Kafka writes there (``meta.properties``, the
+    offset checkpoints; a partition directory's ``partition.metadata`` or
+    ``leader-epoch-checkpoint``)."""
+    out = Path(output)
+    where = Path(os.path.realpath(out.parent if str(out.parent) else "."))
+    for d in (where, *where.parents):
+        found = next((name for name in _KAFKA_MARKS if os.path.lexists(d / name)), None)
+        if found is not None:
+            raise SegtoolsError(f"is inside the log dir {d} (it holds {found}): segtools "
+                                "never writes under a log dir", path=os.fspath(output))
+    return out

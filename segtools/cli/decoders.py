@@ -24,6 +24,7 @@ from segtools.formats.internal import (
     transaction_state,
 )
 from segtools.model import Record
+from segtools.sensitive import metadata_fields
 
 Decoded = dict  # {"key": ..., "value": ...} or {"error": "..."}
 
@@ -62,7 +63,8 @@ def cluster_metadata_record(record: Record) -> Decoded:
         c = control.decode_kraft_control(record.control.type, record.value)
         return {"value": {"type": c.name, "version": c.version, "data": _plain(c.data)}}
     r = cluster_metadata.decode_frame(record.value)
-    return {"value": {"type": r.name, "version": r.version, "data": _plain(r.data)}}
+    return {"value": {"type": r.name, "version": r.version,
+                      "data": _plain(metadata_fields(r.name, r.data))}}
 
 
 def remote_log_metadata_record(record: Record) -> Decoded:

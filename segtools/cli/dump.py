@@ -15,12 +15,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from segtools import fanout
+from segtools.analysis.cluster_metadata import metadata_value
 from segtools.cli import _jsonl, common, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
@@ -29,6 +30,7 @@ from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
 from segtools.redact import Redactor, redactor
+from segtools.sensitive import holds_cluster_metadata
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.location import resolve
 from segtools.storage.partition import is_record_batch_file
@@ -134,6 +136,8 @@ class Output:
         self.findings: list[Finding] = []
         self.raw = sys.stdout.buffer if fmt == "jsonl" else None
         self.redactor = redactor
+        #: the segment being dumped is KRaft metadata: its secrets are hidden record by record
+        self.metadata = False
 
     def emit(self, obj: dict, text: str) -> None:
         if self.raw is not None:
@@ -364,7 +368,9 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
         committed = read_committed(path.parent)
     # the compiled renderer writes keys and values straight from the columns: redaction goes
     # through the Python path, record by record
-    compiled = out.raw is not None and args.decoder is None and out.redactor is None
+    out.metadata = holds_cluster_metadata(path)
+    compiled = out.raw is not None and args.decoder is None and out.redactor is None \
+        and not out.metadata
     progressed = start
     reads = _reads(segment, start, end, window, committed, deep, not args.no_crc)
     if segment.size > _AHEAD_BYTES:
@@ -461,6 +467,8 @@ def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
 
 
 def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
+    if out.metadata and r.control is None:
+        r = replace(r, value=metadata_value(r.value))
     if out.redactor is not None:
         r = out.redactor.record(r)
     obj = render.record_json(r, mode)

@@ -2,7 +2,10 @@
 
 A path on the command line may be local, a URI of an object store (``s3://bucket/logs``) or
 an archive (``bundle.tar.gz``); ``--storage-option KEY=VALUE`` configures the store beyond its
-standard chain (``AWS_*`` variables, profiles, instance roles). Values are never printed.
+standard chain (``AWS_*`` variables, profiles, instance roles). Values are never printed. A
+command line is readable by every user of the host (``/proc/<pid>/cmdline``), so secrets
+belong in the store's chain or in ``--storage-options-file`` (KEY=VALUE lines in a file only
+its owner reads).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import sys
 from segtools.cli import render
 from segtools.errors import SegtoolsError
 from segtools.storage import location
+from segtools.storage.files import open_regular_file
 
 
 def _option(text: str) -> tuple[str, str]:
@@ -32,12 +36,18 @@ def add_location_arguments(p: argparse.ArgumentParser) -> None:
                         "e.g. endpoint_url=http://minio:9000, region=eu-west-1, "
                         "profile=forensics, anonymous=true, access_key=..., secret_key=...; "
                         "archives: tmp_dir=DIR, tmp_limit=BYTES (all of them: the README, "
-                        "'Where the log dirs are')")
+                        "'Where the log dirs are'); secrets are better in a file (below) or "
+                        "the store's own variables: a command line is visible to every user")
+    g.add_argument("--storage-options-file", metavar="FILE", dest="storage_options_file",
+                   help="storage options as KEY=VALUE lines ('#' starts a comment), e.g. "
+                        "secret_key=...: kept out of the process list; --storage-option "
+                        "wins over the file")
 
 
 def configure(args: argparse.Namespace) -> None:
     """Make the command's storage options the default for every path it resolves."""
-    options = dict(getattr(args, "storage_options", None) or [])
+    options = {**read_options_file(getattr(args, "storage_options_file", None)),
+               **dict(getattr(args, "storage_options", None) or [])}
     for name in ("tmp_limit", "concurrency", "block_size", "max_attempts"):
         if name in options:
             try:
@@ -49,12 +59,46 @@ def configure(args: argparse.Namespace) -> None:
         location.start_custody()
 
 
+#: A storage options file is a few lines; anything larger is not one.
+_OPTIONS_FILE_CAP = 64 * 1024
+
+
+def read_options_file(path: str | None) -> dict[str, str]:
+    """``--storage-options-file``: KEY=VALUE lines; a line that is not one is an error naming
+    its number (never its text: it may hold a secret)."""
+    if path is None:
+        return {}
+    try:
+        with open_regular_file(path, follow_symlinks=True) as fh:  # the user named it
+            data = fh.read(_OPTIONS_FILE_CAP + 1)
+    except OSError as e:
+        raise SegtoolsError(e.strerror or str(e), path=path) from None
+    if len(data) > _OPTIONS_FILE_CAP:
+        raise SegtoolsError(f"larger than {_OPTIONS_FILE_CAP} bytes: not a storage options "
+                            "file", path=path)
+    options: dict[str, str] = {}
+    for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise SegtoolsError(f"line {number} is not KEY=VALUE", path=path)
+        options[key.strip()] = value.strip()
+    return options
+
+
 def finish(args: argparse.Namespace) -> None:
     """``--hashes``: the chain of custody after the answer, in the answer's format (the
     report carries it in its page instead)."""
     if not getattr(args, "hashes", False) or args.command == "report":
         return
     records = location.custody()
+    redact = getattr(args, "redactor", None)
+    if redact is not None:  # the custody list is part of the answer: redacted as it is
+        records = [{**r, "path": redact.path(r["path"]),
+                    **({"error": redact.text(r["error"])} if "error" in r else {})}
+                   for r in records]
     fmt = getattr(args, "format", "text")
     if fmt in ("json", "jsonl"):
         for r in records:

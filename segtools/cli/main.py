@@ -15,15 +15,20 @@ run (bad arguments, missing path, not a Kafka file); errors are one line on stde
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 
 from segtools import __version__
 from segtools.cli.common import EXIT_OK, EXIT_USAGE
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
+from segtools.sensitive import text_without_credentials, without_credentials
+from segtools.text import terminal_safe
 
 #: Every command: its module (imported only when the command runs, so ``--help`` and a command
 #: on a small file start fast) and the one line ``segtools --help`` shows for it.
@@ -86,9 +91,36 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def _ended_by(signum: int, frame: object) -> None:
+    """SIGTERM or SIGHUP (a ``kill``, a closed terminal, a pod stopped) ends segtools as an
+    exception would, so what it holds is released on the way out (an archive's temporary
+    space, docs/security.md) instead of the process vanishing mid-write."""
+    raise SystemExit(128 + signum)
+
+
+@contextlib.contextmanager
+def _ending_cleanly() -> Iterator[None]:
+    """:func:`_ended_by` as the handler of SIGTERM and SIGHUP while a command runs (the
+    main thread only: the only one signals reach), the previous handlers restored after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _ended_by) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(argv).parse_args(argv)
+    with _ending_cleanly():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         locations = importlib.import_module("segtools.cli.locations")
         locations.configure(args)
@@ -98,8 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SegtoolsError as e:
         if args.debug:
             raise
-        where = f"{e.path}: " if e.path else ""
-        print(f"segtools: error: {where}{e}", file=sys.stderr)
+        print(error_line(e), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `segtools dump ... | head` is normal use
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -113,9 +144,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # a bug in segtools: still one line, and how to see more
         if args.debug:
             raise
-        print(f"segtools: error: internal error ({type(e).__name__}: {e}{_where(e)}); "
+        print(f"segtools: error: internal error ({type(e).__name__}: "
+              f"{terminal_safe(text_without_credentials(str(e)))}{_where(e)}); "
               "rerun with --debug for the traceback, and please report it", file=sys.stderr)
         return EXIT_USAGE
+
+
+def error_line(e: SegtoolsError) -> str:
+    """``segtools: error: <path>: <what>``, one terminal-safe line: the path as given, less any
+    credential, every control character of it and of the message escaped (a file name can
+    hold ESC sequences, a message can quote a file's bytes)."""
+    where = f"{terminal_safe(without_credentials(str(e.path)))}: " if e.path else ""
+    return f"segtools: error: {where}{terminal_safe(text_without_credentials(str(e)))}"
 
 
 def _where(e: BaseException) -> str:

@@ -62,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--records", action="store_true",
                    help="print every record decoded instead of the timeline")
     p.add_argument("--include-noop", action="store_true", help="show NoOpRecords too")
+    p.add_argument("--show-sensitive", action="store_true",
+                   help="show password-type configs (ssl.*.password, sasl.jaas.config, ...) "
+                        "and SCRAM credentials as stored, instead of [hidden] (Kafka itself "
+                        "never shows them)")
     add_run_options(p)
     p.set_defaults(run=run)
 
@@ -130,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
                           keep_records=args.records, include_noop=args.include_noop,
                           on_event=on_event,
                           on_record=lambda entry: out.write(record_line(entry, args) + "\n"),
-                          advance=advance)
+                          advance=advance, reveal_sensitive=args.show_sensitive)
         if not args.records:
             if args.format == "jsonl":
                 out.write(render.dumps(state_json(replay, args.topic)) + "\n")

@@ -39,6 +39,7 @@ from segtools.analysis.retention import (
     own_expiry,
     waits_for,
 )
+from segtools.cli.common import refuse_under_log_dir
 from segtools.cli.plot_axes import binary_bytes
 from segtools.errors import SegtoolsError
 from segtools.timestamps import DAY_MS
@@ -346,7 +347,9 @@ def png_bytes(explained, topics, *, now_ms: int, until_ms: int) -> bytes:
 
 
 def write(path: str, explained, topics, *, now_ms: int, until_ms: int) -> None:
-    """Write ``path`` (.png, or .html with the PNG inside) without touching anything else."""
+    """Write ``path`` (.png, or .html with the PNG inside) without touching anything else,
+    and never inside a log dir."""
+    refuse_under_log_dir(path)
     png = png_bytes(explained, topics, now_ms=now_ms, until_ms=until_ms)
     data = png if path.lower().endswith(".png") else html_page(
         png, explained, now_ms=now_ms).encode("utf-8")

@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 from matplotlib.ticker import MaxNLocator
 
 from segtools.analysis.producers import NON_IDEMPOTENT, PartitionProducers, ProducerBatching
+from segtools.cli.common import refuse_under_log_dir
 from segtools.cli.plot_axes import binary_bytes
 from segtools.units import format_bytes, format_duration
 
@@ -97,6 +98,7 @@ def figure(results: Sequence[PartitionProducers]):
 
 
 def write(path: str, results: Sequence[PartitionProducers]) -> None:
+    refuse_under_log_dir(path)
     fig = figure(results)
     fig.savefig(path, dpi=90)
     plt.close(fig)

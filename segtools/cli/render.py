@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from segtools.findings import Finding
 from segtools.model import Batch, Record
-from segtools.text import shown_path, terminal_safe
+from segtools.text import json_safe, shown_path, terminal_safe
 
 BYTES_MODES = ("base64", "hex", "utf8")
 
@@ -69,17 +69,16 @@ def record_json(record: Record, mode: str) -> dict:
 
 def dumps(obj: dict) -> str:
     """Compact JSON, always encodable as UTF-8: text holding lone surrogates (undecodable
-    file-name bytes) is written with ``\\uXXXX`` escapes instead. U+2028 and U+2029 are
-    always escaped: JSON allows them raw, but Python's ``str.splitlines`` and JavaScript
-    source treat them as line ends, and one JSON line must stay one line for every reader."""
+    file-name bytes) is written with ``\\uXXXX`` escapes instead. C1 controls, bidi and
+    zero-width characters and U+2028/U+2029 are always escaped (:func:`segtools.text.json_safe`):
+    JSON allows them raw, but a terminal acts on them, and Python's ``str.splitlines`` and
+    JavaScript source treat the last two as line ends."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(obj, ensure_ascii=True, separators=(",", ":"))
-    if "\u2028" in text or "\u2029" in text:
-        text = text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
-    return text
+    return json_safe(text)
 
 
 def batch_text(batch: Batch) -> str:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import secrets
 import sys
-import tempfile
 from pathlib import Path
 
 from segtools.cli import whatif
@@ -34,6 +34,7 @@ from segtools.cli.common import (
     add_redact,
     collector_paused,
     exit_code,
+    refuse_under_log_dir,
 )
 from segtools.errors import SegtoolsError
 
@@ -78,7 +79,29 @@ def check_output(output: str, log_dirs) -> Path:
                                 "under a log dir", path=output)
     if not where.is_dir():
         raise SegtoolsError("its directory does not exist", path=output)
-    return out
+    return refuse_under_log_dir(out)
+
+
+def write_beside(out: Path, html: str) -> None:
+    """Write the page to a new file beside ``out``, then rename it over ``out``: a reader
+    never sees half a page. The file is created with mode 0666 for the kernel to apply the
+    umask (and a directory's default ACL), as any file a user makes: the page holds record
+    samples, so whoever set a strict umask gets a private report. Never through a link."""
+    directory = out.parent if str(out.parent) else Path(".")
+    tmp = directory / f".segtools-report-{secrets.token_hex(8)}.html"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o666)
+    except OSError as e:
+        raise SegtoolsError(f"cannot write: {e.strerror or e}", path=str(out)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
+            fh.write(html)
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     from segtools.redact import redactor
     from segtools.report.model import build
     from segtools.report.whatif import Ask
+    from segtools.storage.location import custody
 
     redact = redactor(args.redact, args.redact_key)
     with collector_paused():
@@ -102,22 +126,13 @@ def run(args: argparse.Namespace) -> int:
             raise SegtoolsError("no such file", path=args.config)
         ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
             if whatif.wanted(args) else None
+        # chain of custody (--hashes): every file the analyses read, in the page, redacted
+        # with the rest of it
         model = build(args.paths, at=args.at, config=args.config, redactor=redact,
-                      limit=args.max_decompressed_bytes, what_if=ask, logs=logs)
-        if args.hashes:  # chain of custody: every file the analyses read, in the page
-            from segtools.storage.location import custody
-            model.data["custody"] = custody()
+                      limit=args.max_decompressed_bytes, what_if=ask, logs=logs,
+                      custody=custody if args.hashes else None)
         html = page.render(model)
-    fd, tmp = tempfile.mkstemp(prefix=".segtools-report-", suffix=".html",
-                               dir=out.parent if str(out.parent) else ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as fh:
-            fh.write(html)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    write_beside(out, html)
     print(out)  # the result is the file: its path on stdout, for a script or `make demo`
     if not args.quiet:  # the size from the file: no second copy of a large page
         print(f"report written: {out.stat().st_size} bytes, "

@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
 from segtools.analysis.whatif import WhatIf, WhatIfReport, changes_json
+from segtools.cli.common import refuse_under_log_dir
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_time
 
@@ -95,6 +96,8 @@ def html_page(png: bytes, items: Sequence[WhatIf]) -> str:
 
 
 def write(path: str, report: WhatIfReport) -> None:
+    """Write ``path`` (.png, or .html with the PNG inside), never inside a log dir."""
+    refuse_under_log_dir(path)
     png = png_bytes(report)
     data = png if path.lower().endswith(".png") else \
         html_page(png, _topics(report)).encode("utf-8")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from segtools.findings import Finding, finding
+from segtools.text import quoted
 
 T = TypeVar("T")
 
@@ -130,7 +131,7 @@ def parse_checkpoint(text: str, path: str, entry: Callable[[list[str]], T | None
     number, pos, line, version = first
     if version != CHECKPOINT_VERSION:
         bad("checkpoint_bad_version", number, pos,
-            f"version line {line!r} is not an integer" if version is None else
+            f"version line {quoted(line)} is not an integer" if version is None else
             f"unrecognized version {version} (expected {CHECKPOINT_VERSION}); Kafka refuses "
             f"the file")
         return [], findings
@@ -140,7 +141,7 @@ def parse_checkpoint(text: str, path: str, entry: Callable[[list[str]], T | None
     count_number, count_pos, line, expected = second
     if expected is None:
         bad("checkpoint_bad_count", count_number, count_pos,
-            f"entry count line {line!r} is not an integer")
+            f"entry count line {quoted(line)} is not an integer")
     entries: list[T] = []
     seen = 0
     for number, pos, line in lines:
@@ -148,7 +149,7 @@ def parse_checkpoint(text: str, path: str, entry: Callable[[list[str]], T | None
         value = entry(_java_split(line))
         if value is None:
             bad("checkpoint_bad_entry", number, pos,
-                f"malformed entry {line!r} (expected '{shape}')")
+                f"malformed entry {quoted(line)} (expected '{shape}')")
         else:
             entries.append(value)
     if expected is not None and expected != seen:  # malformed lines are reported above
@@ -211,13 +212,13 @@ def parse_leader_epoch_checkpoint(text: str, path: str
 def uuid_bytes(text: str) -> bytes:
     """``Uuid.fromString``: base64url (padding optional) decoding to exactly 16 bytes."""
     if len(text) > 24 or not re.fullmatch(r"[A-Za-z0-9_-]+={0,2}", text):
-        raise ValueError(f"{text!r} is not a base64url UUID")
+        raise ValueError(f"{quoted(text)} is not a base64url UUID")
     try:
         raw = base64.urlsafe_b64decode(text.rstrip("=") + "=" * (-len(text.rstrip("=")) % 4))
     except binascii.Error as e:
-        raise ValueError(f"{text!r} is not a base64url UUID") from e
+        raise ValueError(f"{quoted(text)} is not a base64url UUID") from e
     if len(raw) != 16:
-        raise ValueError(f"{text!r} decodes to {len(raw)} bytes, not 16")
+        raise ValueError(f"{quoted(text)} decodes to {len(raw)} bytes, not 16")
     return raw
 
 
@@ -239,11 +240,11 @@ def parse_partition_metadata(text: str, path: str
             return None
         parts = re.split(r":[ \t\n\x0b\f\r]+", lines[number - 1][2])
         if len(parts) != 2:
-            bad(number, f"{lines[number - 1][2]!r} is not '{key}: <value>'")
+            bad(number, f"{quoted(lines[number - 1][2])} is not '{key}: <value>'")
             return None
         if parts[0] != key:
             findings.append(finding("partition_metadata_unexpected_key", path,
-                                    f"line {number}: key {parts[0]!r}, expected {key!r} "
+                                    f"line {number}: key {quoted(parts[0])}, expected {key!r} "
                                     f"(Kafka ignores the key)", position=lines[number - 1][1]))
         return parts[1]
 
@@ -252,7 +253,7 @@ def parse_partition_metadata(text: str, path: str
         return None, findings
     version = _java_int(raw_version, _INT32)
     if version != PARTITION_METADATA_VERSION:
-        bad(1, f"unrecognized version {raw_version!r}", "partition_metadata_bad_version")
+        bad(1, f"unrecognized version {quoted(raw_version)}", "partition_metadata_bad_version")
         return None, findings
     topic_id = field(2, "topic_id")
     if topic_id is None:
@@ -346,7 +347,7 @@ def parse_meta_properties(text: str, path: str
 
     version = _java_int(props.get("version", "0"), _INT32)
     if version not in (0, 1):
-        bad(f"unknown meta.properties version {props.get('version')!r}",
+        bad(f"unknown meta.properties version {quoted(str(props.get('version')))}",
             "meta_properties_bad_version")
         return None, findings
     id_key = "broker.id" if version == 0 else "node.id"
@@ -354,7 +355,7 @@ def parse_meta_properties(text: str, path: str
     if id_key in props:
         node_id = _java_int(props[id_key], _INT32)
         if node_id is None:
-            bad(f"{id_key} {props[id_key]!r} is not an integer")
+            bad(f"{id_key} {quoted(props[id_key])} is not an integer")
     elif version == 1:
         bad("KRaft (version=1) meta.properties has no node.id")
     cluster_id = props.get("cluster.id")
@@ -387,6 +388,6 @@ def parse_clean_shutdown(text: str, path: str) -> tuple[CleanShutdown, list[Find
     findings = []
     if version != 0 or not isinstance(epoch, int):
         findings.append(finding("clean_shutdown_malformed", path,
-                                f"unexpected content {data!r}"))
+                                f"unexpected content {quoted(json.dumps(data))}"))
     return CleanShutdown(version if isinstance(version, int) else None,
                          epoch if isinstance(epoch, int) else None), findings

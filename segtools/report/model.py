@@ -27,16 +27,17 @@ import math
 import posixpath
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
 from segtools import __version__, fanout
+from segtools.analysis.cluster_metadata import metadata_value, topic_configs
 from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
-from segtools.analysis.partition_input import Loaded
+from segtools.analysis.partition_input import Loaded, metadata_logs
 from segtools.analysis.partition_log import fold_tables
 from segtools.analysis.producers import PartitionProducers
 from segtools.analysis.producers import analyse_partition as analyse_producers
@@ -54,11 +55,17 @@ from segtools.findings import Finding
 from segtools.model import Record
 from segtools.redact import Redactor
 from segtools.report import whatif
+from segtools.sensitive import without_credentials
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
-from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
+from segtools.storage.partition import (
+    CLUSTER_METADATA_TOPIC,
+    PartitionDir,
+    SegmentFiles,
+    parse_partition_dir_name,
+)
 from segtools.storage.segment import Segment
-from segtools.text import shown_path
+from segtools.text import INVISIBLE, mark_invisible, shown_path
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
@@ -232,12 +239,34 @@ def finite(value):
 def json_text(value) -> str:
     """``value`` as compact ASCII JSON (the page escapes it further for a script element).
     A non-finite float would be written as a bare ``NaN`` or ``Infinity``: only a text that
-    holds either word anywhere is made again with them as null."""
+    holds either word anywhere is made again with them as null. Likewise a text holding an
+    invisible character (a bidi override, a zero-width space: :data:`segtools.text.INVISIBLE`)
+    is made again with each shown as ``\\uXXXX`` text: the page sets it as ``textContent``,
+    where it would still reorder or hide what a reader sees."""
     text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    if any(escape in text for escape in _INVISIBLE_ESCAPES):
+        value = _marked(value)
+        text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     if "NaN" in text or "Infinity" in text:
         text = json.dumps(finite(value), ensure_ascii=True, separators=(",", ":"),
                           allow_nan=False)
     return text
+
+
+#: How :func:`json.dumps` writes the invisible characters (ASCII JSON escapes).
+_INVISIBLE_ESCAPES = tuple(f"\\u{c:04x}" for c in INVISIBLE)
+
+
+def _marked(value):
+    """Every string of a document (keys too) with its invisible characters marked."""
+    if isinstance(value, str):
+        return mark_invisible(value)
+    if isinstance(value, dict):
+        return {mark_invisible(k) if isinstance(k, str) else k: _marked(v)
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_marked(v) for v in value]
+    return value
 
 
 # --------------------------------------------------------------------------- charts
@@ -289,7 +318,13 @@ def _records(files: SegmentFiles, *, first: bool, n: int, limit: int) -> list[Re
     return out[-n:] if n else []
 
 
-def _record(r: Record, redactor: Redactor | None, budget: Budget) -> dict:
+def _record(r: Record, redactor: Redactor | None, budget: Budget, *,
+            metadata: bool = False) -> dict:
+    """One sample record as shown; a ``__cluster_metadata`` record with its sensitive config
+    or SCRAM credential hidden (:func:`segtools.sensitive.metadata_value`), whatever the
+    redaction asked."""
+    if metadata:
+        r = replace(r, value=metadata_value(r.value))
     if redactor is not None:
         r = redactor.record(r)
     return {"offset": r.offset, "timestamp": r.timestamp,
@@ -311,8 +346,9 @@ def samples(pdir: PartitionDir, redactor: Redactor | None, budget: Budget,
     if len(segs) == 1:
         seen = {r.offset for r in first}
         last = [r for r in last if r.offset not in seen]
-    return {"first": [_record(r, redactor, budget) for r in first],
-            "last": [_record(r, redactor, budget) for r in last]}
+    metadata = pdir.name is not None and pdir.name.topic == CLUSTER_METADATA_TOPIC
+    return {"first": [_record(r, redactor, budget, metadata=metadata) for r in first],
+            "last": [_record(r, redactor, budget, metadata=metadata) for r in last]}
 
 
 # --------------------------------------------------------------------------- sections
@@ -652,19 +688,22 @@ def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budge
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
           redactor: Redactor | None = None, budget: Budget = Budget(),
           limit: int = DEFAULT_DECOMPRESS_LIMIT, what_if: whatif.Ask | None = None,
-          logs: LogDirs | None = None) -> ReportModel:
+          logs: LogDirs | None = None,
+          custody: Callable[[], list[dict]] | None = None) -> ReportModel:
     """Run every analysis over ``paths`` and assemble the report's document (with the
     what-if section when ``what_if`` asks for it); ``logs``: the tree already opened over
-    ``paths`` (the command opens it once, to check its output)."""
+    ``paths`` (the command opens it once, to check its output); ``custody``: the chain of
+    custody of every file read (``--hashes``), asked for once the analyses have read them.
+    Redaction is one pass over the finished document, custody included."""
     now = at if at is not None else int(time.time() * 1000)
     if logs is None:
         logs = open_tree(*paths, max_decompressed_bytes=limit)
     if not any(d.partitions for d in logs.log_dirs):
         raise SegtoolsError("no Kafka partitions found here", path=" ".join(paths))
-    if redactor is not None:
-        redactor.learn(p.name.topic for d in logs.log_dirs for p in d.partitions if p.name)
     left_out: Counter = Counter()
     a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget)
+    if redactor is not None:
+        redactor.learn(_topics_named(logs, a))
     rows, pdirs = _partition_rows(logs, a)
     details = _details(rows, pdirs, a, redactor, budget, limit, left_out)
     largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
@@ -684,7 +723,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     hanging = [(pt, h) for pt in a.txns.partitions for h in pt.hanging]
     data = {
         "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
-                 "paths": list(paths), "version": __version__,
+                 "paths": [without_credentials(p) for p in paths], "version": __version__,
                  "config_sources": list(a.inputs.config_sources),
                  "redaction": redactor.describe() if redactor is not None else None,
                  "forecast_days": budget.forecast_days},
@@ -723,9 +762,30 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     if what_if is not None:
         data["what_if"] = whatif.section(logs, a.inputs, now, what_if)
     data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
+    if custody is not None:
+        data["custody"] = custody()
     if redactor is not None:
         data = _scrub(data, redactor)
     return ReportModel(data, a.findings, list(logs.log_dirs), details)
+
+
+def _topics_named(logs: LogDirs, a: _Analyses) -> Iterator[str]:
+    """Every topic name the tree mentions, wherever it is stored: its partition directories,
+    the topics ``__consumer_offsets`` commits name, the open transactions' partitions, and the
+    topics ``__cluster_metadata`` knows (topics with no partition in the tree still appear in
+    offsets keys and compaction's top keys, and must be redacted there too)."""
+    yield from (p.name.topic for d in logs.log_dirs for p in d.partitions if p.name)
+    if a.replay is not None:
+        yield from (c.topic for c in a.replay.commits)
+        yield from (r.current.topic for r in a.replay.regressions)
+        yield from (d.topic for d in a.replay.deletions)
+    for c in a.txns.open_ids:
+        yield from (c.to_json()["partitions"] or {})
+    for metadata_log in metadata_logs(logs.log_dirs):
+        try:
+            yield from topic_configs(metadata_log)
+        except SegtoolsError:  # unreadable: verify's findings say so
+            continue
 
 
 def _bounded(items: Sequence, limit: int, what: str, left_out: Counter) -> list:

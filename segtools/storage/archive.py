@@ -12,8 +12,16 @@ writes into the user's directories; so members are read where they lie:
 
 Nothing is extracted under a name the archive chose: a member that is a link, a device, or
 whose name is absolute or climbs out with ``..`` is refused (listed as a finding, never read),
-and a member that would inflate past the limit (a zip bomb) is not inflated. The temporary
-space is removed when the process ends.
+and a member that would inflate past the limit (a zip bomb) is not inflated.
+
+An archive is hostile input, so every resource it can ask for is bounded: the temporary space
+(:data:`TMP_LIMIT`, and never past what the file system has free, less a margin), the size of
+a tar's extended headers (:data:`HEADER_CAP`: tarfile reads a pax header whole into memory)
+and the number of members (:data:`MAX_MEMBERS`). Temporary files have no name: they are
+created unlinked (``O_TMPFILE``, or unlinked at once) in a private 0700 directory, so the
+kernel frees them when the process ends however it ends (SIGTERM, SIGHUP, SIGKILL); the
+empty directory is removed on close, and an empty one left by a killed run is removed by
+the next run (same owner, older than :data:`STALE_AFTER_S`).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import sys
 import tarfile
 import tempfile
 import threading
+import time
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -41,6 +50,19 @@ from segtools.storage.location import Entry, Location, close_all, note_read
 
 #: Default bound on temporary space for inflated members (``tmp_limit`` storage option).
 TMP_LIMIT = 16 * 1024**3
+#: Free space left to the file system whatever ``tmp_limit`` says: inflating a bomb into
+#: ``/tmp`` must not fill the disk a broker or the host's logs write to.
+FREE_MARGIN = 1024**3
+#: Bound on a tar's extended header (pax, GNU long name/link): tarfile reads one whole into
+#: memory; real ones hold a path of at most a few KiB (``PATH_MAX`` is 4096).
+HEADER_CAP = 1024 * 1024
+#: Bound on the members of one archive (``max_members`` storage option): a bundle of 10,000
+#: partitions holds about 60,000; each member costs about 1 KiB of listing in memory, so the
+#: default keeps a hostile one (500,000 empty members in 3 MB) under 256 MiB.
+MAX_MEMBERS = 100_000
+#: Seconds after which an empty temporary directory of a killed run is removed.
+STALE_AFTER_S = 3600
+_TMP_PREFIX = "segtools-archive-"
 _COPY_CHUNK = 1 << 20
 _ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature ... name length, extra length
 _ZIP_LOCAL_MAGIC = b"PK\x03\x04"
@@ -48,6 +70,63 @@ _ZIP_LOCAL_MAGIC = b"PK\x03\x04"
 
 class ArchiveLimitError(SegtoolsError):
     """Inflating a member (or a whole ``.tar.gz``) would pass the temporary-space limit."""
+
+
+class _BoundedTarInfo(tarfile.TarInfo):
+    """A tar header whose extended headers are refused past :data:`HEADER_CAP` before
+    tarfile reads them (it would read a 2 GiB pax header into one bytes object).
+    ``_proc_member`` is the one place tarfile dispatches a header by its type (its
+    documented way to extend ``TarInfo``: a ``tarinfo`` class given to ``tarfile.open``)."""
+
+    def _proc_member(self, tarfile_):
+        if self.type in _EXTENDED_HEADERS and self.size > HEADER_CAP:
+            raise tarfile.SubsequentHeaderError(
+                f"an extended header of {self.size} bytes (more than {HEADER_CAP}): not read")
+        return super()._proc_member(tarfile_)
+
+
+_EXTENDED_HEADERS = (tarfile.XHDTYPE, tarfile.XGLTYPE, tarfile.SOLARIS_XHDTYPE,
+                     tarfile.GNUTYPE_LONGNAME, tarfile.GNUTYPE_LONGLINK)
+
+
+def _mtime_ns(mtime: float) -> int | None:
+    """A member's modification time in ns, None when the archive's is not a time (a pax
+    ``mtime=1e400``, a NaN)."""
+    try:
+        ns = int(mtime * 1e9)
+    except (OverflowError, ValueError):
+        return None
+    return ns if -(2**63) <= ns < 2**63 else None
+
+
+def _zip_mtime(zi: zipfile.ZipInfo) -> float:
+    """A zip member's DOS date as a timestamp; 0 for an impossible one (month 0, day 32)."""
+    try:
+        return datetime(*zi.date_time).timestamp()
+    except (ValueError, OverflowError, OSError):
+        return 0.0
+
+
+def _sweep_stale(parent: str | None) -> None:
+    """Remove the empty temporary directories killed runs of this user left in ``parent``
+    (their files had no name: the kernel freed them). A directory still in use is younger
+    than :data:`STALE_AFTER_S` or not empty, and ``rmdir`` never removes a non-empty one."""
+    where = parent or tempfile.gettempdir()
+    now = time.time()
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(_TMP_PREFIX):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat_mod.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() \
+                    and now - st.st_mtime > STALE_AFTER_S:
+                os.rmdir(entry.path)
+        except OSError:
+            continue
 
 
 @dataclass(slots=True)
@@ -80,10 +159,14 @@ class ArchiveLocation(Location):
         self.archive = Path(os.path.abspath(uri))
         super().__init__(str(self.archive), options)
         self.tmp_limit = int(options.get("tmp_limit", TMP_LIMIT))
+        self.max_members = int(options.get("max_members", MAX_MEMBERS))
         self.tmp_parent = options.get("tmp_dir")
         self.members: dict[str, _Member] = {}
+        self._listed_members = 0
         self._tmp: Path | None = None
+        self._stream: Path | None = None  # the inflated .tar of a .tar.gz (an open, unnamed file)
         self._tmp_used = 0
+        self._tmp_room: int | None = None
         self._lock = threading.Lock()
         self._zip: zipfile.ZipFile | None = None
         self._fds: dict[Path, int] = {}
@@ -94,9 +177,12 @@ class ArchiveLocation(Location):
             if name.endswith(".zip"):
                 self._list_zip()
             elif name.endswith(".tar"):
-                self._list_tar(self.archive)
+                with open(self.archive, "rb") as f:
+                    self._list_tar(f)
             else:
-                self._list_tar(self._inflate_stream())
+                fd = self._inflate_stream()
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    self._list_tar(f)
         except OSError as e:
             self.close()
             raise SegtoolsError(f"cannot read the archive: {e.strerror or e}",
@@ -111,13 +197,25 @@ class ArchiveLocation(Location):
     # -- temporary space -------------------------------------------------------------------
 
     def _tmpdir(self) -> Path:
+        """The private directory (0700, ``mkdtemp``) the unnamed temporary files live in."""
         if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="segtools-archive-", dir=self.tmp_parent))
-            atexit.register(close_all)
+            _sweep_stale(self.tmp_parent)
+            self._tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=self.tmp_parent))
+            atexit.register(close_all)  # the empty directory, at a normal end
             print(f"segtools: note: {self.archive}: inflating into temporary space in "
-                  f"{self._tmp} (at most {self.tmp_limit} bytes; removed on exit)",
-                  file=sys.stderr)
+                  f"{self._tmp} (at most {self.tmp_limit} bytes, in unnamed files the system "
+                  "frees when segtools ends)", file=sys.stderr)
         return self._tmp
+
+    def _tmpfile(self) -> tuple[int, Path]:
+        """A new temporary file with no name (mode 0600), as a descriptor the location keeps,
+        and the key it is kept under."""
+        f = tempfile.TemporaryFile(dir=self._tmpdir())  # noqa: SIM115 - its fd is kept
+        fd = os.dup(f.fileno())
+        f.close()
+        key = self._tmp / f"#{fd}"  # a name for the descriptor table, never on disk
+        self._fds[key] = fd
+        return fd, key
 
     def _reserve(self, n: int, what: str) -> None:
         if self._tmp_used + n > self.tmp_limit:
@@ -125,6 +223,15 @@ class ArchiveLocation(Location):
                 f"inflating {what} would pass the limit of {self.tmp_limit} bytes of temporary "
                 "space (a zip bomb, or set --storage-option tmp_limit=BYTES)",
                 path=str(self.archive))
+        free = shutil.disk_usage(self._tmpdir()).free
+        if self._tmp_room is None:  # what the file system could give when inflating began
+            self._tmp_room = free - FREE_MARGIN
+        if self._tmp_used + n > self._tmp_room or n > free - FREE_MARGIN:
+            raise ArchiveLimitError(
+                f"inflating {what} would leave less than {FREE_MARGIN} bytes free in "
+                f"{self._tmp} ({free} bytes free now): choose another place with "
+                "--storage-option "
+                "tmp_dir=DIR", path=str(self.archive))
         self._tmp_used += n
 
     def _fd(self, path: Path) -> int:
@@ -152,7 +259,7 @@ class ArchiveLocation(Location):
             return
         if key == "/":
             return
-        mtime_ns = int(mtime * 1e9)
+        mtime_ns = _mtime_ns(mtime)
         if member is None:
             self._add(Entry(key, True, 0, mtime_ns))
         else:
@@ -162,51 +269,64 @@ class ArchiveLocation(Location):
     def _damaged(self, why: str) -> None:
         self.findings.append(finding("archive_damaged", str(self.archive), why))
 
-    def _list_tar(self, path: Path) -> None:
-        size = path.stat().st_size
-        with open(path, "rb") as f:
-            try:
-                tf = tarfile.open(fileobj=f, mode="r:")  # noqa: SIM115 - f is the one to close
-            except (tarfile.TarError, EOFError, OSError) as e:
-                self._damaged(f"not a readable tar archive: {e}")
-                return
-            while True:
-                try:
-                    ti = tf.next()
-                except (tarfile.TarError, EOFError, OSError) as e:
-                    self._damaged(f"the archive breaks off after {len(self.members)} "
-                                  f"member(s): {e}")
-                    break
-                if ti is None:
-                    break
-                kind = None if ti.isfile() or ti.isdir() else (
-                    "symbolic link" if ti.issym() else "hard link" if ti.islnk()
-                    else "device or FIFO")
-                if ti.isfile() and ti.offset_data + ti.size > size:
-                    self._damaged(f"{ti.name}: the archive ends inside this member "
-                                  f"({size - ti.offset_data} of {ti.size} bytes); the members "
-                                  "before it are read")
-                    break
-                self._member(ti.name, kind, ti.size, ti.mtime,
-                             _Member(ti.size, ti.offset_data) if ti.isfile() else None)
-            tf.members = []
+    def _counted(self) -> bool:
+        """One more member listed; False (and a finding) past :attr:`max_members`."""
+        self._listed_members += 1
+        if self._listed_members <= self.max_members:
+            return True
+        self._damaged(f"more than {self.max_members} members: the rest are not listed (set "
+                      "--storage-option max_members=N to list more)")
+        return False
 
-    def _inflate_stream(self) -> Path:
-        """A ``.tar.gz`` inflated once, as a stream, into one temporary ``.tar``."""
-        import gzip
-        out = self._tmpdir() / "archive.tar"
+    def _list_tar(self, f) -> None:
+        size = os.fstat(f.fileno()).st_size
+        f.seek(0)  # an inflated stream's descriptor stands where its writing ended
         try:
-            with gzip.open(self.archive, "rb") as src, open(out, "wb") as dst:
+            tf = tarfile.open(fileobj=f, mode="r:",  # noqa: SIM115 - f is the one to close
+                              tarinfo=_BoundedTarInfo)
+        except (tarfile.TarError, EOFError, OSError) as e:
+            self._damaged(f"not a readable tar archive: {e}")
+            return
+        while True:
+            try:
+                ti = tf.next()
+            except (tarfile.TarError, EOFError, OSError) as e:
+                self._damaged(f"the archive breaks off after {len(self.members)} "
+                              f"member(s): {e}")
+                break
+            if ti is None:
+                break
+            tf.members.clear()  # tarfile keeps every header it read: one at a time here
+            if not self._counted():
+                break
+            kind = None if ti.isfile() or ti.isdir() else (
+                "symbolic link" if ti.issym() else "hard link" if ti.islnk()
+                else "device or FIFO")
+            if ti.isfile() and ti.offset_data + ti.size > size:
+                self._damaged(f"{ti.name}: the archive ends inside this member "
+                              f"({size - ti.offset_data} of {ti.size} bytes); the members "
+                              "before it are read")
+                break
+            self._member(ti.name, kind, ti.size, ti.mtime,
+                         _Member(ti.size, ti.offset_data) if ti.isfile() else None)
+        tf.members = []
+
+    def _inflate_stream(self) -> int:
+        """A ``.tar.gz`` inflated once, as a stream, into one unnamed temporary ``.tar``."""
+        import gzip
+        fd, self._stream = self._tmpfile()
+        try:
+            with gzip.open(self.archive, "rb") as src:
                 while True:
                     chunk = src.read(_COPY_CHUNK)
                     if not chunk:
                         break
                     self._reserve(len(chunk), "the compressed archive")
-                    dst.write(chunk)
+                    _write_all(fd, chunk)
         except (EOFError, gzip.BadGzipFile, zlib.error) as e:
             self._damaged(f"the compressed stream breaks off after {self._tmp_used} bytes: "
                           f"{e}; the members before it are read")
-        return out
+        return fd
 
     def _list_zip(self) -> None:
         try:
@@ -217,13 +337,16 @@ class ArchiveLocation(Location):
             return
         total = self.archive.stat().st_size
         for zi in infos:
+            if not self._counted():
+                break
             mode = zi.external_attr >> 16
             kind = None
             if stat_mod.S_ISLNK(mode):
                 kind = "symbolic link"
-            elif mode and not (stat_mod.S_ISREG(mode) or stat_mod.S_ISDIR(mode)):
-                kind = "device or FIFO"
-            mtime = datetime(*zi.date_time).timestamp()
+            elif stat_mod.S_IFMT(mode) and not (stat_mod.S_ISREG(mode)
+                                                 or stat_mod.S_ISDIR(mode)):
+                kind = "device or FIFO"  # zipfile.writestr leaves the type bits 0: a file
+            mtime = _zip_mtime(zi)
             if zi.is_dir():
                 self._member(zi.filename, kind, 0, mtime, None)
                 continue
@@ -252,15 +375,20 @@ class ArchiveLocation(Location):
             fields = _ZIP_LOCAL_HEADER.unpack(raw)
             return zi.header_offset + _ZIP_LOCAL_HEADER.size + fields[-2] + fields[-1]
         self._reserve(zi.file_size, zi.filename)
-        out = self._tmpdir() / f"member-{len(os.listdir(self._tmpdir()))}"
+        fd, key = self._tmpfile()
         assert self._zip is not None
         try:
-            with self._zip.open(zi) as src, open(out, "wb") as dst:
-                shutil.copyfileobj(src, dst, _COPY_CHUNK)
+            with self._zip.open(zi) as src:
+                written = 0
+                while chunk := src.read(_COPY_CHUNK):
+                    written += len(chunk)
+                    if written > zi.file_size:  # the header lied: inflate only what it said
+                        raise zlib.error("inflates past its declared size")
+                    _write_all(fd, chunk)
         except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as e:
             raise SegtoolsError(f"the member does not inflate: {e}",
                                 path=self.display(_safe_key(zi.filename) or "/")) from None
-        m.inflated = out
+        m.inflated = key
         return 0
 
     def _place(self, key: str) -> tuple[int, int, int]:
@@ -273,11 +401,8 @@ class ArchiveLocation(Location):
                 m.offset = self._zip_offset(m)
             if m.inflated is not None:
                 return self._fd(m.inflated), m.offset, m.size
-            backing = self._tmp / "archive.tar" if self._is_stream() else self.archive
+            backing = self._stream if self._stream is not None else self.archive
             return self._fd(backing), m.offset, m.size
-
-    def _is_stream(self) -> bool:
-        return not self.archive.name.lower().endswith((".tar", ".zip"))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -302,6 +427,14 @@ class ArchiveLocation(Location):
         if self._zip is not None:
             self._zip.close()
             self._zip = None
+        self._stream = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until all of ``data`` is written (a write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]

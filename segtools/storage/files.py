@@ -22,29 +22,45 @@ from segtools.storage.location import is_remote, note_read, open_remote
 #: reader (``stat`` refuses them first; ``O_NONBLOCK`` covers a name swapped in between).
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
     | getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: What a refused link is told (the finding's message, the error's).
+SYMLINK_REFUSED = ("a symbolic link: not followed (a link could point outside the log dir; "
+                   "name its target to read it)")
 
 
-def open_regular(path: str) -> tuple[int, os.stat_result]:
+class SymlinkRefusedError(NotAKafkaFileError):
+    """A symbolic link where a Kafka file was expected: refused, never followed."""
+
+
+def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.stat_result]:
     """Open a regular file read-only, refusing anything else *before* opening it.
 
     Opening a FIFO blocks until a writer appears, and opening some devices has side effects,
-    so the type is checked with ``stat`` first; the open itself is non-blocking and the
-    descriptor is checked again (the name could have been replaced in between)."""
+    so the type is checked with ``lstat`` first; the open itself is non-blocking and the
+    descriptor is checked again (the name could have been replaced in between). A symbolic
+    link is not followed (``O_NOFOLLOW``, checked again on the descriptor): whoever can write
+    a log dir (the broker's account) could otherwise point a checkpoint at a root-only file
+    and have segtools, run as root, copy it into a shared report. Only a file the user named
+    themselves (``--config``) is opened through a link, with ``follow_symlinks``."""
     try:
-        st = os.stat(path)
+        st = os.stat(path) if follow_symlinks else os.lstat(path)
     except FileNotFoundError as e:
         raise VanishedError(e.strerror or str(e), path=path) from None
     except OSError as e:
         raise SegtoolsError(e.strerror or str(e), path=path) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise SymlinkRefusedError(SYMLINK_REFUSED, path=path)
     if stat.S_ISDIR(st.st_mode):
         raise NotAKafkaFileError("is a directory, not a segment file", path=path)
     if not stat.S_ISREG(st.st_mode):
         raise NotAKafkaFileError("not a regular file", path=path)
     try:
-        fd = os.open(path, _OPEN_FLAGS)
+        fd = os.open(path, _OPEN_FLAGS if follow_symlinks else _OPEN_FLAGS | _NOFOLLOW)
     except FileNotFoundError as e:
         raise VanishedError(e.strerror or str(e), path=path) from None
     except OSError as e:
+        if e.errno == errno.ELOOP and not follow_symlinks:  # a link swapped in since lstat
+            raise SymlinkRefusedError(SYMLINK_REFUSED, path=path) from None
         raise SegtoolsError(e.strerror or str(e), path=path) from None
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
@@ -54,9 +70,10 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular_file(path: str | os.PathLike[str], *, follow_symlinks: bool = False
+                      ) -> BinaryIO:
     """:func:`open_regular` as a binary file object (reads never block: the file is regular)."""
-    fd, _ = open_regular(os.fspath(path))
+    fd, _ = open_regular(os.fspath(path), follow_symlinks=follow_symlinks)
     return os.fdopen(fd, "rb")
 
 # A checkpoint of 100k partitions is ~4 MiB; 64 MiB is far above any real one and stops a bogus
@@ -91,15 +108,24 @@ def offset_from_file_name(name: str) -> int:
 
 
 def entry_is_dir(entry: os.DirEntry) -> bool:
-    """``entry.is_dir()``, False where the file system cannot say (the entry vanished)."""
+    """``entry.is_dir()`` without following a link (a linked directory leads outside the
+    tree: the listing reports it instead), False where the file system cannot say."""
     try:
-        return entry.is_dir()
+        return entry.is_dir(follow_symlinks=False)
     except OSError:
         return False
 
 
+def symlink_found(path: str) -> Finding:
+    """``symlink_not_followed``: a link inside a log dir, listed but never followed."""
+    return finding("symlink_not_followed", path, SYMLINK_REFUSED)
+
+
 def cannot_read(path: str, e: SegtoolsError | OSError) -> Finding:
-    """``file_unreadable``: the one-line reason a file could not be read."""
+    """``file_unreadable``: the one-line reason a file could not be read (a link:
+    ``symlink_not_followed``)."""
+    if isinstance(e, SymlinkRefusedError):
+        return symlink_found(path)
     why = e.message if isinstance(e, SegtoolsError) else e.strerror or e
     return finding("file_unreadable", path, f"cannot read: {why}")
 

@@ -23,7 +23,7 @@ from segtools.formats.checkpoints import (
     parse_meta_properties,
     parse_offset_checkpoint,
 )
-from segtools.storage.files import entry_is_dir, read_text_capped
+from segtools.storage.files import entry_is_dir, read_text_capped, symlink_found
 from segtools.storage.location import (
     as_path,
     dir_entry_path,
@@ -225,7 +225,7 @@ def _expand_containers(paths: Iterable[Path], loose: list[Finding],
             loose.append(finding("unknown_directory", str(path),
                                  "holds no log dir within the depth segtools searches"))
             continue
-        children = sorted(p for p in path.iterdir() if p.is_dir())
+        children = sorted(p for p in path.iterdir() if p.is_dir() and not p.is_symlink())
         yield from _expand_containers(children, loose, depth + 1, seen)
 
 
@@ -259,6 +259,9 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
 
     for entry in entries:
         fpath = root / entry.name
+        if entry.is_symlink():
+            findings.append(symlink_found(str(fpath)))
+            continue
         is_dir = entry_is_dir(entry)
         if is_dir:
             if scope.whole:

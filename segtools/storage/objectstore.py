@@ -29,6 +29,7 @@ import numpy as np
 from segtools.decode.buffers import BufferPool
 from segtools.decode.walk import first_nonzero
 from segtools.errors import SegtoolsError
+from segtools.sensitive import refuse_uri_credentials, without_credentials
 from segtools.storage.location import Entry, Location, ObjectChangedError
 
 #: Readahead range per request: object stores serve 8-16 MiB ranges at full speed.
@@ -73,7 +74,10 @@ _PLAIN = frozenset(("endpoint_override", "endpoint_url", "region", "region_name"
 
 def split_uri(text: str) -> tuple[str, str]:
     """``s3://bucket/a/b/`` -> ``("s3://bucket", "/a/b")``; credentials in the URI's user part
-    stay in the root (the location moves them into its options and never shows them)."""
+    are refused here, where every face's URI is parsed (:mod:`segtools.sensitive`)."""
+    refused = refuse_uri_credentials(text)
+    if refused is not None:
+        raise SegtoolsError(refused, path=without_credentials(text))
     parts = urlsplit(text)
     key = "/" + "/".join(p for p in unquote(parts.path).split("/") if p and p != ".")
     root = f"{parts.scheme}://{parts.netloc}"

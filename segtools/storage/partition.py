@@ -25,7 +25,12 @@ from segtools.formats.checkpoints import (
     parse_leader_epoch_checkpoint,
     parse_partition_metadata,
 )
-from segtools.storage.files import SEGMENT_NAME_DIGITS, entry_is_dir, read_text_capped
+from segtools.storage.files import (
+    SEGMENT_NAME_DIGITS,
+    entry_is_dir,
+    read_text_capped,
+    symlink_found,
+)
 from segtools.storage.location import as_path, scandir
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
@@ -356,6 +361,9 @@ class _Listing:
         """One directory entry: a stray directory, a file that cannot be read, or a file of
         a kind Kafka writes, put where it belongs."""
         fpath = _child(self.pdir, entry.name)
+        if entry.is_symlink():
+            self.findings.append(symlink_found(str(fpath)))
+            return
         if entry_is_dir(entry):
             self.strays.append(fpath)
             self.findings.append(finding("stray_directory", str(fpath),
@@ -379,7 +387,7 @@ class _Listing:
                 name.find(".") != SEGMENT_NAME_DIGITS:
             return False
         try:
-            st = entry.stat()
+            st = entry.stat(follow_symlinks=False)
         except OSError:
             return False
         if not stat.S_ISREG(st.st_mode):

@@ -25,6 +25,7 @@ from typing import Any
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch.columns import Level
 from segtools.fetch.plan import EARLIEST, LATEST, PARTITION_STATES, PartitionMap, Selection
+from segtools.sensitive import uri_credentials, without_credentials
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
@@ -155,10 +156,10 @@ def _paths(opts: dict[str, str]) -> tuple[str, ...]:
     if opts.get("path"):
         paths.append(opts["path"])
     paths = [p for p in paths if p]
-    for p in paths:  # a URI's user part (s3://KEY:SECRET@bucket) would travel in every plan
-        scheme, sep, rest = p.partition("://")
-        if sep and "@" in rest.split("/", 1)[0]:
-            raise OptionError(f"kafkalog: a {scheme}:// path must not hold credentials; give "
+    for p in paths:  # credentials in a URI (KEY:SECRET@, ?secret_key=) travel in every plan
+        why = uri_credentials(p)
+        if why is not None:
+            raise OptionError(f"kafkalog: {without_credentials(p)}: {why}: refused; give "
                               "them as storage.access_key and storage.secret_key (or let the "
                               "store's standard chain find them)")
     if not paths:

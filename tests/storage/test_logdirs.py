@@ -87,9 +87,13 @@ def test_symlink_loop_and_alias(tmp_path):
     os.symlink(root / "orders-2" / "sub", root / "orders-2" / "sub")  # self-referencing link
     (ld,) = walk([root])[0]
     names = [p.path.name for p in ld.partitions]
-    assert "loop-0" not in names
-    assert names.count("orders-2") + names.count("alias-1") == 1
-    assert sum(f.code == "directory_seen_twice" for f in ld.findings) == 2
+    assert "loop-0" not in names and "alias-1" not in names and "orders-2" in names
+    # links are listed, never followed (issue 41): no loop and no alias can be walked
+    assert sorted(Path(f.path).name for f in ld.findings
+                  if f.code == "symlink_not_followed") == ["alias-1", "loop-0"]
+    orders = next(p for p in ld.partitions if p.path.name == "orders-2")
+    assert [f.code for f in orders.findings if f.path.endswith("/sub")] == [
+        "symlink_not_followed"]
 
 
 def test_unknown_directory_and_unreadable(tmp_path, monkeypatch):

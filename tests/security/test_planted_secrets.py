@@ -1,0 +1,139 @@
+"""Planted secrets never leave (issue 41): a KRaft metadata log holding a keystore password,
+a JAAS config, a plugin's secret config and a SCRAM credential, and URIs holding store
+credentials; every output of every command that can read them is grepped for every form of
+every secret."""
+
+from __future__ import annotations
+
+import pytest
+
+from segtools.analysis.cluster_metadata import timeline
+from segtools.sensitive import HIDDEN
+from tests.robustness.commands import command_names, run_cli
+from tests.security.planted import (
+    JAAS_PASSWORD,
+    KEYSTORE_PASSWORD,
+    METADATA_SECRETS,
+    SCRAM_SALT,
+    URI_SECRET,
+    leaked,
+    write_metadata_log,
+)
+
+
+@pytest.fixture
+def metadata_log(tmp_path):
+    return write_metadata_log(tmp_path / "logs")
+
+
+def argvs(pdir, out_dir) -> list[list[str]]:
+    log = str(pdir / "00000000000000000000.log")
+    logs = str(pdir.parent)
+    return [
+        ["metadata", str(pdir)],
+        ["metadata", "--format", "jsonl", str(pdir)],
+        ["metadata", "--records", str(pdir)],
+        ["metadata", "--records", "--format", "jsonl", logs],
+        ["dump", "--deep", "--print-data", log],
+        ["dump", "--deep", "--print-data", "--format", "jsonl", log],
+        ["dump", "--deep", "--print-data", "--bytes", "hex", log],
+        ["dump", "--deep", "--print-data", "--bytes", "base64", log],
+        ["dump", "--deep", "--cluster-metadata-decoder", log],
+        ["dump", "--deep", "--cluster-metadata-decoder", "--format", "jsonl", log],
+        ["scan", "-q", "--format", "jsonl", logs],
+        ["verify", "-q", "--deep", "--format", "jsonl", logs],
+        ["report", "-q", "-o", str(out_dir / "report.html"), logs],
+    ]
+
+
+def test_no_command_shows_a_sensitive_config_or_scram_credential(metadata_log, tmp_path):
+    for argv in argvs(metadata_log, tmp_path):
+        run = run_cli(argv)
+        assert run.code in (0, 1), (argv, run.stderr)
+        shown = run.stdout + run.stderr.encode()
+        if argv[0] == "report":
+            shown += (tmp_path / "report.html").read_bytes()
+        assert leaked(shown, METADATA_SECRETS) == [], argv
+        if argv[0] == "metadata":
+            assert HIDDEN.encode() in shown, argv
+
+
+def test_they_show_only_when_asked_by_name(metadata_log):
+    run = run_cli(["metadata", "--records", "--show-sensitive", str(metadata_log)])
+    assert leaked(run.stdout, [KEYSTORE_PASSWORD, JAAS_PASSWORD, SCRAM_SALT]) == [
+        repr(KEYSTORE_PASSWORD), repr(JAAS_PASSWORD), repr(SCRAM_SALT)]
+
+
+def test_the_replay_hands_out_no_secret(metadata_log):
+    """The library itself (every face's source) hides them: state, events and records."""
+    replay = timeline(metadata_log, keep_records=True)
+    shown = repr((replay.image, replay.events, replay.records)).encode()
+    assert leaked(shown, METADATA_SECRETS) == []
+    configs = replay.image.configs[(4, "1")]
+    assert configs == {"listener.name.internal.ssl.keystore.password": HIDDEN}
+    assert replay.image.topic_configs()["orders"]["retention.ms"] == "604800000"
+
+
+URIS = [f"s3://AKIAPLANTED:{URI_SECRET}@logs/sample",
+        f"s3://logs/sample?access_key=AKIAPLANTED&secret_key={URI_SECRET}",
+        f"gs://logs/sample?token={URI_SECRET}",
+        f"abfs://user:{URI_SECRET}@account.dfs.core.windows.net/sample"]
+
+
+#: How each command is given one path (the rest of its arguments a normal use needs).
+PATH_ARGV = {"report": lambda uri, out: ["report", "-q", "-o", str(out / "r.html"), uri],
+             "find": lambda uri, out: ["find", uri, "--offset", "0"]}
+
+
+@pytest.mark.parametrize("uri", URIS)
+@pytest.mark.parametrize("command", command_names())
+def test_credentials_in_a_uri_are_refused_and_never_shown(uri, command, tmp_path):
+    argv = PATH_ARGV.get(command, lambda u, _: [command, u])(uri, tmp_path)
+    for debug in ([], ["--debug"]):
+        try:
+            run = run_cli([*debug, *argv])
+        except Exception as e:  # --debug raises: the traceback's text is an output too
+            shown = repr(e).encode() + str(e).encode()
+        else:
+            assert run.code == 2
+            assert "credentials written into the URI" in run.stderr
+            assert run.stderr.count("\n") == 1
+            shown = run.stdout + run.stderr.encode()
+        assert leaked(shown, [URI_SECRET]) == []
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("uri", URIS)
+def test_the_api_refuses_them_too(uri):
+    import segtools
+    from segtools.errors import SegtoolsError
+
+    with pytest.raises(SegtoolsError, match="credentials written into the URI") as caught:
+        segtools.open(uri)
+    assert URI_SECRET not in str(caught.value) + str(caught.value.path)
+
+
+@pytest.mark.parametrize("uri", URIS)
+def test_the_spark_source_refuses_them_in_its_options(uri):
+    pytest.importorskip("pyspark")
+    from pyspark_kafkalog.options import OptionError, parse_options
+
+    with pytest.raises(OptionError, match="credentials written into the URI") as caught:
+        parse_options({"path": uri})
+    assert URI_SECRET not in str(caught.value)
+
+
+@pytest.mark.parametrize("command", command_names())
+def test_every_command_over_the_planted_tree(metadata_log, tmp_path, command):
+    """Each command, run on the log dir holding the planted metadata: no secret in what it
+    prints, in any form (the report: in its page too)."""
+    logs = str(metadata_log.parent)
+    argv = PATH_ARGV.get(command, lambda u, _: [command, u])(logs, tmp_path)
+    if command == "find":
+        argv = ["find", str(metadata_log), "--offset", "0"]
+    run = run_cli(argv)
+    assert "internal error" not in run.stderr and "Traceback" not in run.stderr, run.stderr
+    shown = run.stdout + run.stderr.encode()
+    if command == "report" and (tmp_path / "r.html").exists():
+        shown += (tmp_path / "r.html").read_bytes()
+    assert leaked(shown, METADATA_SECRETS) == [], argv

@@ -1,0 +1,64 @@
+"""The rules of segtools.sensitive: which URIs hold credentials, how they are shown, which
+Kafka configs are sensitive."""
+
+from __future__ import annotations
+
+import pytest
+
+from segtools.sensitive import (
+    HIDDEN,
+    config_value,
+    is_sensitive_config,
+    metadata_fields,
+    text_without_credentials,
+    uri_credentials,
+    without_credentials,
+)
+
+
+@pytest.mark.parametrize(("uri", "shown"), [
+    ("s3://AK:SK@bucket/logs", "s3://***@bucket/logs"),
+    ("s3://AK@bucket/logs", "s3://***@bucket/logs"),
+    ("s3a://bucket/logs?access_key=AK&secret_key=SK&region=eu",
+     "s3a://bucket/logs?access_key=***&secret_key=***&region=eu"),
+    ("gs://bucket/p?token=T", "gs://bucket/p?token=***"),
+    ("abfs://user:pw@account.dfs.core.windows.net/p", "abfs://***@account.dfs.core.windows.net/p"),
+    ("https://acct.blob.core.windows.net/c?sv=2022&sig=SIG",
+     "https://acct.blob.core.windows.net/c?sv=2022&sig=***"),
+])
+def test_credentials_in_uris_are_found_and_hidden(uri, shown):
+    assert uri_credentials(uri) is not None
+    assert without_credentials(uri) == shown
+    assert text_without_credentials(f"cannot open {uri}: refused") == \
+        f"cannot open {shown}: refused"
+
+
+@pytest.mark.parametrize("uri", ["s3://bucket/logs", "abfs://container@account/p",
+                                 "gs://b/p?region=eu", "/var/kafka-logs", "bundle.tgz/x"])
+def test_plain_uris_and_paths_pass(uri):
+    assert uri_credentials(uri) is None and without_credentials(uri) == uri
+
+
+@pytest.mark.parametrize(("name", "sensitive"), [
+    ("ssl.keystore.password", True), ("listener.name.internal.ssl.key.password", True),
+    ("listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config", True),
+    ("sasl.jaas.config", True), ("password.encoder.secret", True),
+    ("delegation.token.secret.key", True), ("acme.plugin.api.secret", True),
+    ("ssl.keystore.location", False), ("retention.ms", False), ("sasl.mechanism", False),
+    ("delegation.token.expiry.time.ms", False), ("ssl.keystore.type", False),
+])
+def test_sensitive_configs_are_kafkas_password_type(name, sensitive):
+    assert is_sensitive_config(name) is sensitive
+    assert (config_value(name, "v") == HIDDEN) is sensitive
+    assert config_value(name, "v", reveal=True) == "v"
+
+
+def test_scram_fields_hidden_and_other_records_untouched():
+    data = {"name": "alice", "mechanism": 1, "salt": b"s", "storedKey": b"k",
+            "serverKey": b"v", "iterations": 4096}
+    shown = metadata_fields("UserScramCredentialRecord", data)
+    assert shown == {**data, "salt": HIDDEN, "storedKey": HIDDEN, "serverKey": HIDDEN}
+    topic = {"name": "orders", "topicId": "x"}
+    assert metadata_fields("TopicRecord", topic) is topic
+    config = {"resourceType": 4, "resourceName": "1", "name": "retention.ms", "value": "1"}
+    assert metadata_fields("ConfigRecord", config) is config
