@@ -65,7 +65,7 @@ def test_views_over_inflated_buffers_equal_the_copies(partition):
 
 
 def test_binary_option_is_checked():
-    with pytest.raises(ValueError, match="binary must be"):
+    with pytest.raises(ValueError, match="binary: must be"):
         segtools.open(SEALED).to_arrow(binary="str")
 
 

@@ -27,6 +27,7 @@ from pyspark.sql.datasource import InputPartition
 from pyspark_kafkalog.options import SECRET_NAME, OptionError, ReadOptions
 from pyspark_kafkalog.pushdown import Constraints
 from segtools.errors import SegtoolsError
+from segtools.fetch.arguments import by_field
 from segtools.fetch.columns import Level
 from segtools.fetch.plan import ByteRange, SelectionError, ranges, split
 from segtools.storage.location import RemotePath, open_location
@@ -163,7 +164,9 @@ def plan(opts: ReadOptions, constraints: Constraints | None = None,
     try:
         pieces = ranges(opts.selection(), constraints)
     except SelectionError as e:
-        raise OptionError(f"kafkalog: option {e.message}") from None
+        selector = by_field(e.field)
+        name = selector.spark if selector is not None else e.field
+        raise OptionError(f"kafkalog: option {name}: {e.what}") from None
     except SegtoolsError as e:
         raise SegtoolsError(f"kafkalog: {e.message}", path=e.path) from None
     return pack(pieces, opts, cores)

@@ -252,3 +252,42 @@ def test_python_api_reads_what_the_source_reads(everything, trees):
     assert api.schema == everything.schema
     assert_same(normalised(api), normalised(everything))
     assert_same(normalised(api), expected_rows())
+
+
+def test_a_lone_segment_file_reads_with_null_topic(tmp_path):
+    """A segment file copied out of its partition directory: read in full, topic and
+    partition null (nothing says which they were), as ``segtools.open`` reads it."""
+    import shutil
+
+    from tests.fixtures_manifest import FIXTURES
+
+    source = FIXTURES / "logdirs" / "sample" / "orders.v2-eu-0" / "00000000000000000000.log"
+    shutil.copy(source, tmp_path / source.name)
+    table = read({"path": str(tmp_path / source.name)},
+                 schema_of(Level.RECORDS, "topic", "partition", "offset"))
+    whole = read({"path": str(source)}, schema_of(Level.RECORDS, "offset"))
+    assert table.column("offset").to_pylist() == whole.column("offset").to_pylist()
+    assert whole.num_rows and set(table.column("topic").to_pylist()) == {None}
+    assert set(table.column("partition").to_pylist()) == {None}
+
+
+def test_offset_map_errors_name_the_spark_option(trees):
+    with pytest.raises(OptionError, match=r"^kafkalog: option startingOffsets: names "
+                                          r"orders.v2-eu-9, which is not under"):
+        read({"path": str(trees / "sample"), "startingOffsets": '{"orders.v2-eu": {"9": 1}}'})
+    with pytest.raises(OptionError, match=r"^kafkalog: option topics: no topic matches 'nope'"):
+        read({"path": str(trees / "sample"), "topics": "nope"})
+
+
+@pytest.mark.parametrize(("declared", "message"), [
+    ("topic", "column topic is string; the schema may declare it so, not int"),
+    ("offset", "column offset is bigint; the schema may declare it so \\(or a wider integer\\), "
+               "not int"),
+])
+def test_a_schema_type_the_column_cannot_take_fails_on_the_driver(trees, declared, message):
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    from tests.spark.inprocess import plan
+
+    with pytest.raises(OptionError, match=message):
+        plan({"path": str(trees / "sample")}, StructType([StructField(declared, IntegerType())]))
