@@ -19,6 +19,7 @@ from pyspark_kafkalog.options import Level, OptionError
 from segtools.decode import chunks
 from segtools.errors import CorruptDataError, SegtoolsError
 from segtools.fetch import arrow
+from tests.fixtures_manifest import LOGS, expected_lines
 from tests.spark.conftest import committed, expected_rows
 from tests.spark.inprocess import read, schema_of
 
@@ -188,13 +189,22 @@ def test_missing_path_is_a_clear_error(tmp_path):
 
 
 def test_batches_level_equals_the_batch_headers(trees):
+    """Every batch header Kafka's reader dumped for the partition's segments (data batches
+    and transaction markers alike), field for field, in log order."""
     table = read({"path": str(trees / "sample" / "payments.txn-0"), "level": "batches"})
-    rows = table.to_pylist()
-    want = [r for r in expected_rows() if r["topic"] == "payments.txn"]
-    assert len(rows) == 14  # 9 + 5 batches, markers included
-    assert {(r["base_offset"], r["position"]) for r in rows} >= {
-        (w["base_offset"], w["position"]) for w in want}
-    assert sum(r["is_control"] for r in rows) == 5
+    fields = ("base_offset", "last_offset", "count", "position", "size", "magic",
+              "compression", "crc", "crc_valid", "producer_id", "producer_epoch",
+              "base_sequence", "last_sequence", "is_transactional", "is_control")
+    got = [(r["segment_base_offset"], *(r[f] for f in fields),
+            int(r["max_timestamp"].timestamp() * 1000), r["leader_epoch"])
+           for r in table.to_pylist()]
+    want = [(int(Path(entry["path"]).name.split(".")[0]), *(b[f] for f in fields),
+             b["max_timestamp"], b["partition_leader_epoch"])
+            for entry in LOGS if entry["path"].startswith("logdirs/sample/payments.txn-0/")
+            and entry["path"].endswith(".log")
+            for b in expected_lines(entry) if b["type"] == "batch"]
+    assert len(want) == 14  # 9 + 5 batches, markers included
+    assert got == want
 
 
 def test_segments_level_is_one_summary_per_segment(trees):
