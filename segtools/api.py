@@ -59,9 +59,16 @@ from segtools.fetch import arguments, plan, rows
 from segtools.fetch import columns as fetch_columns
 from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
+from segtools.results import (
+    DivergeResult,
+    FindingsResult,
+    ProducersResult,
+    as_result,
+)
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import open_store
+from segtools.units import format_bytes
 
 Time = int | float | str | datetime
 Offsets = int | str | Mapping[str, Mapping[int | str, int]]
@@ -70,7 +77,7 @@ __all__ = ["LogDirs", "Partition", "diverge", "explain_compaction", "explain_ret
            "offsets_at", "open", "producers", "transactions", "verify"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Partition:
     """One partition directory, with what its log dir's checkpoints say about it."""
 
@@ -85,6 +92,19 @@ class Partition:
     recovery_point: int | None
     size_bytes: int
     directory: PartitionDir  # the storage layer's view (indexes, snapshots, findings)
+
+    def __repr__(self) -> str:
+        """One line: a partition holds its segments' file lists and the storage layer's view,
+        which a notebook need not print (``segments``, ``directory`` still hold them)."""
+        marks = [f"{len(self.segments)} segment(s)", format_bytes(self.size_bytes)]
+        if self.segments:
+            marks.append(f"base offsets {self.segments[0].base_offset}.."
+                         f"{self.segments[-1].base_offset}")
+        for label, value in (("high watermark", self.high_watermark),
+                             ("log start offset", self.log_start_offset)):
+            if value is not None:
+                marks.append(f"{label} {value}")
+        return f"<Partition {self.name} ({self.state}): {', '.join(marks)}>"
 
     @property
     def name(self) -> str:
@@ -333,7 +353,7 @@ class LogDirs:
                 if id(pdir) in wanted:
                     out += verify_partition(d, pdir, deep=deep,
                                             limit=self.max_decompressed_bytes)
-        return out
+        return FindingsResult(out)
 
     def transactions(self, *, now: Time | None = None,
                      max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
@@ -346,10 +366,10 @@ class LogDirs:
         transactional id (0: all). ``analysed``: partitions already analysed (by their
         directory's path), walked beside another analysis."""
         pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
-        return transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
+        return as_result(transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
                                    now=None if now is None else arguments.moment(now, "now"),
                                    keep=changes,
-                                   limit=self.max_decompressed_bytes, analysed=analysed)
+                                   limit=self.max_decompressed_bytes, analysed=analysed))
 
     def offsets_at(self, at: Time | None = None, *,
                    groups: str | Iterable[str] | None = None, history: bool = False,
@@ -361,10 +381,10 @@ class LogDirs:
         if not pdirs:
             raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions under "
                                 f"{', '.join(self.paths)}")
-        return replay_offsets(pdirs, at=None if at is None else arguments.moment(at, "at"),
-                              groups=None if groups is None else list(_tuple(groups)),
-                              history=history, topic=topic, partition=partition,
-                              limit=self.max_decompressed_bytes)
+        return as_result(replay_offsets(
+            pdirs, at=None if at is None else arguments.moment(at, "at"),
+            groups=None if groups is None else list(_tuple(groups)), history=history,
+            topic=topic, partition=partition, limit=self.max_decompressed_bytes))
 
     def producers(self, *, topics: str | Iterable[str] = "*",
                   partitions: int | Iterable[int] | None = None,
@@ -379,7 +399,7 @@ class LogDirs:
                                results, strict=True):
                 r.duplicates = likely_duplicates(pdir, window_ms=duplicates_window,
                                                  limit=self.max_decompressed_bytes)
-        return results
+        return ProducersResult(results)
 
     def inputs(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None) -> Loaded:
@@ -415,9 +435,8 @@ class LogDirs:
         now = _now(at)
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return retention_report(loaded,
-                                now_ms=now, forecast_days=forecast_days, deep=deep,
-                                limit=self.max_decompressed_bytes)
+        return as_result(retention_report(loaded, now_ms=now, forecast_days=forecast_days,
+                                          deep=deep, limit=self.max_decompressed_bytes))
 
     def tiered(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None, inputs: Loaded | None = None,
@@ -432,7 +451,7 @@ class LogDirs:
         store = open_store(remote_store) if remote_store is not None else None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return tiered_report(loaded, now_ms=now, store=store)
+        return as_result(tiered_report(loaded, now_ms=now, store=store))
 
     def what_if(self, changes: Mapping[str, object] | str | None = None, *,
                 at: Time | None = None, horizon_days: float = 30.0,
@@ -461,9 +480,10 @@ class LogDirs:
             raise SegtoolsError(str(e)) from None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return whatif.what_if_report(loaded, parsed, now_ms=_now(at), horizon_days=horizon_days,
-                                     ingest=Ingest(ingest_bytes_per_s), recommend=recommend,
-                                     limit=self.max_decompressed_bytes)
+        return as_result(whatif.what_if_report(
+            loaded, parsed, now_ms=_now(at), horizon_days=horizon_days,
+            ingest=Ingest(ingest_bytes_per_s), recommend=recommend,
+            limit=self.max_decompressed_bytes))
 
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,
@@ -478,15 +498,15 @@ class LogDirs:
         wanted = key.encode("utf-8") if isinstance(key, str) else key
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return compaction_report(loaded,
-                                 self.paths, now_ms=now, key=wanted, top=top,
-                                 tombstone_limit=tombstone_limit,
-                                 limit=self.max_decompressed_bytes)
+        return as_result(compaction_report(loaded, self.paths, now_ms=now, key=wanted, top=top,
+                                           tombstone_limit=tombstone_limit,
+                                           limit=self.max_decompressed_bytes))
 
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
-        return [compare_copies(key, copies, limit=self.max_decompressed_bytes)
-                for key, copies in copies_by_partition(self.log_dirs, partition).items()]
+        return DivergeResult(
+            compare_copies(key, copies, limit=self.max_decompressed_bytes)
+            for key, copies in copies_by_partition(self.log_dirs, partition).items())
 
 
 def _now(at: Time | None) -> int:
