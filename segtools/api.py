@@ -194,7 +194,7 @@ class LogDirs:
     def topics(self) -> list[str]:
         """The topics named by the partition directories (a lone segment file's directory
         names none)."""
-        return sorted({p.topic for p in self.partitions(states=plan.PARTITION_STATES)
+        return sorted({p.topic for p in self.partitions(states=arguments.PARTITION_STATES)
                        if p.topic is not None})
 
     @property
@@ -347,7 +347,7 @@ class LogDirs:
         for d in self.log_dirs:
             out += verify_log_dir_files(d, limit=self.max_decompressed_bytes)
         wanted = {id(p.directory) for p in self.partitions(topics, partitions,
-                                                           plan.PARTITION_STATES)}
+                                                           arguments.PARTITION_STATES)}
         for d in self.log_dirs:
             for pdir in d.partitions:
                 if id(pdir) in wanted:
@@ -365,7 +365,7 @@ class LogDirs:
         ``segtools transactions``); the latest ``changes`` state changes of each
         transactional id (0: all). ``analysed``: partitions already analysed (by their
         directory's path), walked beside another analysis."""
-        pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
+        pdirs = [p.directory for p in self.partitions(topics, states=arguments.PARTITION_STATES)]
         return as_result(transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
                                    now=None if now is None else arguments.moment(now, "now"),
                                    keep=changes,

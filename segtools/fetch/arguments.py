@@ -7,7 +7,9 @@ A notebook user passes Python values (``partitions=0``, ``read_committed=False``
 (``.option("minPartitions", 4)`` arrives as ``"4"``). Each :class:`Selector` below names the
 argument in both faces and parses every accepted form into one value, so the two faces accept
 the same forms, and an error names the argument as the caller spelled it (``start_offset`` in
-Python, ``startingOffsets`` in Spark). Parsing is pure: nothing here looks at the tree.
+Python, ``startingOffsets`` in Spark). Parsing is pure: nothing here looks at the tree, and
+this module imports no reader, so the Spark source's options parse without loading the planner
+(Spark imports the source in every fresh Python worker that creates it).
 
 Offsets follow Spark's Kafka source (``KafkaSourceProvider.validateBatchOptions``): ``-2`` is
 earliest and ``-1`` latest in a map, and a batch read may neither start at latest nor end at
@@ -28,11 +30,33 @@ from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.fetch.columns import Level
-from segtools.fetch.plan import EARLIEST, LATEST, PARTITION_STATES, PartitionMap
 from segtools.timestamps import to_millis
 
-__all__ = ["SELECTORS", "ArgumentError", "Bound", "Selector", "by_field", "by_python_name",
-           "by_spark_name", "unknown_names"]
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "PARTITION_STATES",
+    "SELECTORS",
+    "ArgumentError",
+    "Bound",
+    "PartitionMap",
+    "Selector",
+    "by_field",
+    "by_python_name",
+    "by_spark_name",
+    "unknown_names",
+]
+
+
+#: ``-2`` / ``-1`` in the offset maps, as in Spark's Kafka source (``KafkaOffsetRangeLimit``).
+EARLIEST = -2
+LATEST = -1
+
+#: Partition directory states a read may include (``PartitionState`` values).
+PARTITION_STATES = ("live", "delete", "future", "stray")
+
+#: Per topic, per partition: an offset or a timestamp.
+PartitionMap = Mapping[str, Mapping[int, int]]
 
 
 class ArgumentError(SegtoolsError, ValueError):

@@ -26,6 +26,7 @@ from segtools.analysis.tiered import remote_by_partition
 from segtools.analysis.transactions import AbortedRange, aborted_ranges
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
+from segtools.fetch.arguments import EARLIEST, LATEST, PartitionMap
 from segtools.fetch.columns import Level
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.logdirs import LogDir, walk
@@ -33,16 +34,6 @@ from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.seek import seek_timestamp
 from segtools.storage.segment import Segment
-
-#: ``-2`` / ``-1`` in the offset maps, as in Spark's Kafka source (``KafkaOffsetRangeLimit``).
-EARLIEST = -2
-LATEST = -1
-
-#: Partition directory states a read may include (``PartitionState`` values).
-PARTITION_STATES = ("live", "delete", "future", "stray")
-
-#: Per topic, per partition: an offset or a timestamp.
-PartitionMap = Mapping[str, Mapping[int, int]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,8 @@ from typing import Any
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch import arguments
-from segtools.fetch.arguments import ArgumentError
+from segtools.fetch.arguments import EARLIEST, LATEST, ArgumentError, PartitionMap
 from segtools.fetch.columns import Level
-from segtools.fetch.plan import EARLIEST, LATEST, PartitionMap, Selection
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
@@ -81,19 +80,6 @@ class ReadOptions:
         """What the driver opens the stores with (None: none given, the store's own chain)."""
         merged = {**self.storage_options, **self.storage_secrets}
         return merged or None
-
-    def selection(self) -> Selection:
-        """What to read, in the library's terms (the Python API takes the same)."""
-        return Selection(
-            paths=self.paths, level=self.level, topics=self.topics, partitions=self.partitions,
-            partition_states=self.partition_states, starting_offsets=self.starting_offsets,
-            ending_offsets=self.ending_offsets, starting_offset=self.starting_offset,
-            ending_offset=self.ending_offset, starting_timestamps=self.starting_timestamps,
-            ending_timestamps=self.ending_timestamps,
-            starting_timestamp=self.starting_timestamp, ending_timestamp=self.ending_timestamp,
-            include_control=self.include_control, read_committed=self.read_committed,
-            verify_crc=self.verify_crc, max_decompressed_bytes=self.max_decompressed_bytes,
-            storage_options=self.all_storage_options, remote_store=self.remote_store)
 
 
 def parse_options(options: Mapping[str, str]) -> ReadOptions:

@@ -255,7 +255,7 @@ def test_python_api_reads_what_the_source_reads(everything, trees):
     """One implementation, two faces: ``segtools.open(...).to_arrow()`` with the same options
     gives the Spark source's schema and rows, and both equal Kafka's reader."""
     import segtools
-    from segtools.fetch.plan import PARTITION_STATES
+    from segtools.fetch.arguments import PARTITION_STATES
 
     api = segtools.open(trees).to_arrow(include_headers=True, include_control=True,
                                         states=PARTITION_STATES, binary="binary").read_all()
