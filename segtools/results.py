@@ -31,7 +31,7 @@ import pyarrow as pa
 from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.offsets import OffsetsReplay
 from segtools.analysis.tiered import TieredReport
-from segtools.analysis.transactions import TransactionsReport
+from segtools.analysis.transactions import TransactionsReport, partition_json
 from segtools.analysis.whatif import WhatIfReport
 from segtools.findings import Finding, Severity
 from segtools.units import format_bytes, format_time
@@ -234,28 +234,14 @@ class TransactionsResult(Result, TransactionsReport):
     row_kind: ClassVar[str] = "transaction"
 
     def rows(self) -> list[dict]:
-        return [{**t.to_json(), "partition": label}
-                for p, label in self._labelled() for t in p.scan.transactions]
-
-    def _labelled(self):
-        return [(p, f"{p.scan.partition.name.topic}-{p.scan.partition.name.partition}")
-                for p in self.partitions]
+        return [o for p in self.partitions
+                for o in partition_json(p.scan, p.scan.transactions)[1:]]
 
     def to_json(self) -> list[dict]:
         """The objects ``segtools transactions --format jsonl`` prints, in its order."""
         out: list[dict] = []
-        for p, label in self._labelled():
-            scan, txns = p.scan, p.scan.transactions
-            out.append({"type": "partition_transactions", "partition": label,
-                        "path": str(scan.partition.path),
-                        "log_start_offset": scan.log_start_offset,
-                        "log_end_offset": scan.log_end_offset,
-                        "last_stable_offset": scan.last_stable_offset,
-                        "transactions": len(txns),
-                        "committed": sum(t.marker == "COMMIT" for t in txns),
-                        "aborted": sum(t.marker == "ABORT" for t in txns),
-                        "open": sum(t.marker is None for t in txns)})
-            out += [{**t.to_json(), "partition": label} for t in txns]
+        for p in self.partitions:
+            out += partition_json(p.scan, p.scan.transactions)
             out += [h.to_json() for h in p.hanging]
         out += [c.to_json() for c in self.changes]
         out += [f.to_json() for f in self.findings]

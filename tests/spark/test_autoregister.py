@@ -46,6 +46,19 @@ def pip_install(target: Path, scratch: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def counts_without_register(trees: Path, cwd: Path, source_dir: Path) -> dict:
+    """A fresh driver (a fresh JVM) with ``source_dir`` on its Python path, reading one
+    partition without calling ``register``: its records per partition."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source_dir), str(REPO)]))
+    done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", "local[1]",
+                           str(trees / "sample" / "orders.v2-eu-1"), "--no-register",
+                           "--counts-only"],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])["counts"]
+
+
 def test_the_checkouts_spark_dir_on_the_path_is_found_without_register(trees, tmp_path):
     """What ``make`` adds beside its editable install (a ``.pth`` naming ``spark/``): a path
     entry, which Spark's lookup lists, so a fresh JVM finds ``kafkalog`` with no
@@ -53,26 +66,11 @@ def test_the_checkouts_spark_dir_on_the_path_is_found_without_register(trees, tm
     which ``pkgutil.iter_modules`` does not list.)"""
     makefile = (REPO / "Makefile").read_text()
     assert 'echo "$(CURDIR)/spark" > "$(SITE_PTH)"' in makefile
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "spark"), str(REPO)]))
-    done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", "local[1]",
-                           str(trees / "sample" / "orders.v2-eu-1"), "--no-register",
-                           "--counts-only"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    assert json.loads(done.stdout.strip().splitlines()[-1])["counts"] == {"orders.v2-eu-1": 252}
+    assert counts_without_register(trees, tmp_path, REPO / "spark") == {"orders.v2-eu-1": 252}
 
 
 def test_format_is_found_without_register_after_a_pip_install(trees, tmp_path):
     target = tmp_path / "site"
     pip_install(target, tmp_path)
     assert (target / "pyspark_kafkalog" / "__init__.py").exists()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), str(REPO)]))
-    done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", "local[1]",
-                           str(trees / "sample" / "orders.v2-eu-1"), "--no-register",
-                           "--counts-only"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got["counts"] == {"orders.v2-eu-1": 252}
+    assert counts_without_register(trees, tmp_path, target) == {"orders.v2-eu-1": 252}
