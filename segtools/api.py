@@ -11,13 +11,17 @@ not in segtools' modules, so this module maps those terms onto the library:
   executors run, so the faces cannot disagree;
 - the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`,
   :func:`producers`, :func:`explain_retention`, :func:`explain_compaction`, :func:`tiered`)
-  return the same typed results the CLI prints (``to_json()`` on the retention, compaction
-  and tiered reports is the CLI's ``--format json`` document).
+  return the same typed results the CLI prints (``to_json()`` on each is what the command
+  prints with ``--format json``/``jsonl``).
 
 Selectors are the CLI's and the Spark options' (topics as globs, partitions, offset and time
-bounds, ``read_committed``, ``include_control``). Findings met while reading are collected on
-:attr:`LogDirs.findings` (or passed to ``on_finding``); ``strict=True`` turns an error finding
-into :class:`~segtools.errors.CorruptDataError` instead.
+bounds, ``read_committed``, ``include_control``), each checked at the door by the parser the
+Spark option shares (:mod:`segtools.fetch.arguments`), so a bad value is one
+:class:`~segtools.fetch.arguments.ArgumentError` naming the argument. Findings met while
+reading are on :attr:`LogDirs.findings` for the latest read (or passed to ``on_finding``);
+``strict=True`` turns an error finding into :class:`~segtools.errors.CorruptDataError`
+instead. Each analysis returns its library type with a notebook face
+(:mod:`segtools.results`).
 """
 
 from __future__ import annotations
@@ -74,7 +78,7 @@ Time = int | float | str | datetime
 Offsets = int | str | Mapping[str, Mapping[int | str, int]]
 
 __all__ = ["LogDirs", "Partition", "diverge", "explain_compaction", "explain_retention",
-           "offsets_at", "open", "producers", "transactions", "verify"]
+           "offsets_at", "open", "producers", "tiered", "transactions", "verify", "what_if"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
