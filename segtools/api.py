@@ -271,7 +271,7 @@ class LogDirs:
                 selectors: dict[str, Any]) -> pa.RecordBatchReader:
         """One read: its arguments checked at the door (naming ``where`` and the caller's
         argument), its plan made now (so a bad selection fails here, not while iterating)."""
-        arguments.unknown_names(selectors, (*_SELECTOR_NAMES, *_READ_KEYWORDS), where)
+        arguments.unknown_names(selectors, _SELECTOR_NAMES, where, hints=_READ_KEYWORDS)
         if binary not in ("view", "binary"):
             raise arguments.ArgumentError(f"binary: must be 'view' or 'binary', not {binary!r}")
         include_headers = _parse("include_headers", include_headers)

@@ -323,14 +323,15 @@ def by_spark_name() -> dict[str, Selector]:
     return {s.spark.lower(): s for s in SELECTORS}
 
 
-def unknown_names(given: Iterable[str], known: Iterable[str], where: str) -> None:
-    """Refuse names that are not arguments, suggesting the nearest known one (a typo such as
-    ``topic`` for ``topics``)."""
+def unknown_names(given: Iterable[str], known: Iterable[str], where: str,
+                  hints: Iterable[str] = ()) -> None:
+    """Refuse names that are not ``known`` arguments, suggesting the nearest of them or of
+    ``hints`` (the caller's other keywords): a typo such as ``topic`` for ``topics``."""
     known = list(known)
     for name in given:
         if name in known:
             continue
-        near = difflib.get_close_matches(name, known, n=1)
+        near = difflib.get_close_matches(name, [*known, *hints], n=1)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         raise ArgumentError(f"{where} got an unexpected argument {name!r}{hint} "
-                            f"(arguments: {', '.join(known)})")
+                            f"(selectors: {', '.join(known)})")

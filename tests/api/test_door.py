@@ -115,6 +115,14 @@ def test_errors_name_the_python_argument(logs, kwargs, message):
         logs.to_arrow(**kwargs)
 
 
+def test_a_keyword_of_another_method_is_refused_by_name(logs):
+    with pytest.raises(ArgumentError, match=r"^records\(\) got an unexpected argument "
+                                            r"'binary'"):
+        logs.records(binary="binary")
+    with pytest.raises(ArgumentError, match=r"did you mean 'columns'"):
+        logs.to_arrow(column=["offset"])
+
+
 def test_a_typo_in_records_names_records(logs):
     with pytest.raises(ArgumentError, match=r"^records\(\) got an unexpected argument "
                                             r"'partiton'; did you mean 'partitions'"):
