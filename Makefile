@@ -19,9 +19,14 @@ $(PY):
 # the compiled parts: Cython sources and the C headers they include
 NATIVE := $(shell find segtools -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 
-# re-install (and rebuild the compiled parts) whenever the metadata or a compiled source changes
-$(STAMP): pyproject.toml setup.py $(NATIVE) | $(PY)
+# re-install (and rebuild the compiled parts) whenever the metadata or a compiled source changes.
+# An editable install is served by setuptools' import hook, which Spark's lookup of pyspark_*
+# modules (pkgutil, path entries only) does not see: spark/ also goes on the venv's path, so
+# format("kafkalog") is found with no register() call (docs/spark.md, Install).
+SITE_PTH = $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/pyspark_kafkalog.pth
+$(STAMP): pyproject.toml setup.py Makefile $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report]'
+	echo "$(CURDIR)/spark" > "$(SITE_PTH)"
 	touch $@
 
 # The report's browser tests drive Debian's chromium (never a browser Playwright downloads):

@@ -5,7 +5,7 @@ The front door (details in ``docs/python-api.md``)::
     import segtools
     logs = segtools.open("/var/lib/kafka/data")          # log dirs -> partitions -> segments
     logs.partitions("orders*")                           # topics as globs
-    for r in logs.records(topics="orders", start_time="2024-05-01T14:02"):
+    for r in logs.records(topics="orders*", start_time="2024-05-01T14:02Z"):
         ...
     table = logs.to_arrow(columns=["topic", "offset", "key", "value"]).read_all()
     segtools.verify("/var/lib/kafka/data")               # every finding, as `segtools verify`
@@ -25,8 +25,9 @@ _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", 
         "what_if")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
+_ARGUMENTS = ("ArgumentError",)  # a bad argument or option value, named as it was passed
 
-__all__ = [*_API, *_FINDINGS, *_ERRORS, "__version__"]
+__all__ = [*_API, *_FINDINGS, *_ERRORS, *_ARGUMENTS, "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from segtools.api import (  # noqa: F401
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
         what_if,
     )
     from segtools.errors import CorruptDataError, SegtoolsError  # noqa: F401
+    from segtools.fetch.arguments import ArgumentError  # noqa: F401
     from segtools.findings import REGISTRY, Finding, Severity  # noqa: F401
 
 
@@ -51,7 +53,8 @@ def __getattr__(name: str):
     import importlib
 
     for module, names in (("segtools.api", _API), ("segtools.findings", _FINDINGS),
-                          ("segtools.errors", _ERRORS)):
+                          ("segtools.errors", _ERRORS),
+                          ("segtools.fetch.arguments", _ARGUMENTS)):
         if name in names:
             value = getattr(importlib.import_module(module), name)
             globals()[name] = value

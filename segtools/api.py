@@ -11,13 +11,17 @@ not in segtools' modules, so this module maps those terms onto the library:
   executors run, so the faces cannot disagree;
 - the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`,
   :func:`producers`, :func:`explain_retention`, :func:`explain_compaction`, :func:`tiered`)
-  return the same typed results the CLI prints (``to_json()`` on the retention, compaction
-  and tiered reports is the CLI's ``--format json`` document).
+  return the same typed results the CLI prints (``to_json()`` on each is what the command
+  prints with ``--format json``/``jsonl``).
 
 Selectors are the CLI's and the Spark options' (topics as globs, partitions, offset and time
-bounds, ``read_committed``, ``include_control``). Findings met while reading are collected on
-:attr:`LogDirs.findings` (or passed to ``on_finding``); ``strict=True`` turns an error finding
-into :class:`~segtools.errors.CorruptDataError` instead.
+bounds, ``read_committed``, ``include_control``), each checked at the door by the parser the
+Spark option shares (:mod:`segtools.fetch.arguments`), so a bad value is one
+:class:`~segtools.fetch.arguments.ArgumentError` naming the argument. Findings met while
+reading are on :attr:`LogDirs.findings` for the latest read (or passed to ``on_finding``);
+``strict=True`` turns an error finding into :class:`~segtools.errors.CorruptDataError`
+instead. Each analysis returns its library type with a notebook face
+(:mod:`segtools.results`).
 """
 
 from __future__ import annotations
@@ -55,28 +59,34 @@ from segtools.analysis.verify import verify_log_dir_files, verify_partition
 from segtools.analysis.whatif import WhatIfReport
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import CorruptDataError, SegtoolsError
+from segtools.fetch import arguments, plan, rows
 from segtools.fetch import columns as fetch_columns
-from segtools.fetch import plan, rows
 from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
+from segtools.results import (
+    DivergeResult,
+    FindingsResult,
+    ProducersResult,
+    as_result,
+)
 from segtools.storage.logdirs import LogDir, walk
-from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
+from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import open_store
-from segtools.timestamps import to_millis
+from segtools.units import format_bytes
 
 Time = int | float | str | datetime
-Offsets = int | Mapping[str, Mapping[int, int]]
+Offsets = int | str | Mapping[str, Mapping[int | str, int]]
 
 __all__ = ["LogDirs", "Partition", "diverge", "explain_compaction", "explain_retention",
-           "offsets_at", "open", "producers", "transactions", "verify"]
+           "offsets_at", "open", "producers", "tiered", "transactions", "verify", "what_if"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Partition:
     """One partition directory, with what its log dir's checkpoints say about it."""
 
-    topic: str
-    partition: int
+    topic: str | None  # None: the directory is not <topic>-<partition> (a lone segment's)
+    partition: int | None
     state: str  # live, delete, future, stray
     path: str
     log_dir: str
@@ -87,8 +97,24 @@ class Partition:
     size_bytes: int
     directory: PartitionDir  # the storage layer's view (indexes, snapshots, findings)
 
+    def __repr__(self) -> str:
+        """One line: a partition holds its segments' file lists and the storage layer's view,
+        which a notebook need not print (``segments``, ``directory`` still hold them)."""
+        marks = [f"{len(self.segments)} segment(s)", format_bytes(self.size_bytes)]
+        if self.segments:
+            marks.append(f"base offsets {self.segments[0].base_offset}.."
+                         f"{self.segments[-1].base_offset}")
+        for label, value in (("high watermark", self.high_watermark),
+                             ("log start offset", self.log_start_offset)):
+            if value is not None:
+                marks.append(f"{label} {value}")
+        return f"<Partition {self.name} ({self.state}): {', '.join(marks)}>"
+
     @property
     def name(self) -> str:
+        """``<topic>-<partition>``, or the directory's own name when it is not one."""
+        if self.topic is None:
+            return os.path.basename(self.path)
         return f"{self.topic}-{self.partition}"
 
 
@@ -98,6 +124,27 @@ def _tuple(value: str | int | Iterable | None) -> tuple | None:
     if isinstance(value, str | int):
         return (value,)
     return tuple(value)
+
+
+_SELECTORS = arguments.by_python_name()
+#: The selectors a read takes as keywords (``level`` is positional on ``to_arrow``).
+_SELECTOR_NAMES = tuple(name for name in _SELECTORS if name not in ("level", "include_headers",
+                                                                    "max_decompressed_bytes"))
+
+
+#: A read's own keywords besides the selectors (suggested when a name is mistyped).
+_READ_KEYWORDS = ("columns", "include_headers", "strict", "on_finding", "binary")
+
+
+def _parse(name: str, value: Any) -> Any:
+    """A Python argument through the selector both faces share (the error names ``name``)."""
+    return _SELECTORS[name].parse(value, name)
+
+
+def _parse_columns(columns: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(columns, str):
+        return tuple(c.strip() for c in columns.split(",") if c.strip())
+    return tuple(columns)
 
 
 class LogDirs:
@@ -118,9 +165,9 @@ class LogDirs:
         self.log_dirs: list[LogDir] = log_dirs
         self._loose = tuple(loose)
         self._tree_findings = tuple(loose) + tuple(f for d in log_dirs for f in d.findings)
-        #: what the walk found wrong, then whatever later reads meet (in order)
-        self.findings: list[Finding] = list(self._tree_findings) + [
-            f for d in log_dirs for p in d.partitions for f in p.findings]
+        self._listing_findings = tuple(f for d in log_dirs for p in d.partitions
+                                       for f in p.findings)
+        self._read_findings: list[Finding] = []
 
     def __repr__(self) -> str:
         return (f"<segtools.LogDirs {len(self.log_dirs)} log dir(s), "
@@ -132,15 +179,16 @@ class LogDirs:
                    partitions: int | Iterable[int] | None = None,
                    states: str | Iterable[str] = "live") -> list[Partition]:
         """Partition directories whose topic matches a glob in ``topics``."""
-        sel = plan.Selection(self.paths, topics=_tuple(topics), partitions=_tuple(partitions),
-                             partition_states=_tuple(states))
+        sel = plan.Selection(self.paths, topics=_parse("topics", topics),
+                             partitions=_parse("partitions", partitions),
+                             partition_states=_parse("states", states))
         out = []
         for d in self.log_dirs:
             for pdir in d.partitions:
                 info = plan.partition_info(d, pdir)
                 if plan.selected(sel, pdir, info):
-                    state = pdir.name.state.value if pdir.name else PartitionState.LIVE.value
-                    out.append(Partition(info.topic, info.partition, state, info.path,
+                    out.append(Partition(info.topic, info.partition,
+                                         plan.partition_state(pdir), info.path,
                                          info.log_dir, pdir.segments, info.high_watermark,
                                          info.log_start_offset, info.recovery_point,
                                          pdir.size_bytes, pdir))
@@ -148,7 +196,17 @@ class LogDirs:
 
     @property
     def topics(self) -> list[str]:
-        return sorted({p.topic for p in self.partitions(states=plan.PARTITION_STATES)})
+        """The topics named by the partition directories (a lone segment file's directory
+        names none)."""
+        return sorted({p.topic for p in self.partitions(states=arguments.PARTITION_STATES)
+                       if p.topic is not None})
+
+    @property
+    def findings(self) -> list[Finding]:
+        """What the walk found wrong, then what the latest read met, in order. Each read
+        (``to_arrow``, ``records``, ...) starts its own list, so reading twice does not report
+        a damaged batch twice."""
+        return [*self._tree_findings, *self._listing_findings, *self._read_findings]
 
     # ------------------------------------------------------------------ reading
 
@@ -161,25 +219,33 @@ class LogDirs:
                   read_committed: bool = False, include_control: bool = False,
                   verify_crc: bool = True,
                   remote_store: str | os.PathLike | None = None) -> plan.Selection:
-        """The library's :class:`~segtools.fetch.plan.Selection` for these selectors.
+        """The library's :class:`~segtools.fetch.plan.Selection` for these selectors, each
+        checked by :mod:`segtools.fetch.arguments` (the Spark options' parsers).
 
         ``start_offset`` is inclusive and ``end_offset`` exclusive, either one offset for every
         selected partition or ``{topic: {partition: offset}}``; times are epoch ms, ISO-8601 or
-        ``datetime`` (the first record at or after the time, as a broker's ``ListOffsets``).
+        an aware ``datetime`` (the first record at or after the time, as a broker's
+        ``ListOffsets``), one for every partition or ``{topic: {partition: time}}``.
         ``remote_store``: Kafka's ``LocalTieredStorage`` directory; a tiered partition is then
         read as one log, the copied remote segments below its local ones first (``tier``)."""
-        starting, starting_all = _offsets(start_offset)
-        ending, ending_all = _offsets(end_offset)
+        starting = _parse("start_offset", start_offset)
+        ending = _parse("end_offset", end_offset)
+        starting_time = _parse("start_time", start_time)
+        ending_time = _parse("end_time", end_time)
         return plan.Selection(
-            self.paths, level=Level(level), topics=_tuple(topics),
-            partitions=_tuple(partitions), partition_states=_tuple(states),
-            starting_offsets=starting, ending_offsets=ending,
-            starting_offset=starting_all, ending_offset=ending_all,
-            starting_timestamp=None if start_time is None else to_millis(start_time),
-            ending_timestamp=None if end_time is None else to_millis(end_time),
-            include_control=include_control, read_committed=read_committed,
-            verify_crc=verify_crc, max_decompressed_bytes=self.max_decompressed_bytes,
-            remote_store=None if remote_store is None else os.fspath(remote_store))
+            self.paths, level=_parse("level", level), topics=_parse("topics", topics),
+            partitions=_parse("partitions", partitions),
+            partition_states=_parse("states", states),
+            starting_offsets=starting.per_partition, ending_offsets=ending.per_partition,
+            starting_offset=starting.every, ending_offset=ending.every,
+            starting_timestamps=starting_time.per_partition,
+            ending_timestamps=ending_time.per_partition,
+            starting_timestamp=starting_time.every, ending_timestamp=ending_time.every,
+            include_control=_parse("include_control", include_control),
+            read_committed=_parse("read_committed", read_committed),
+            verify_crc=_parse("verify_crc", verify_crc),
+            max_decompressed_bytes=self.max_decompressed_bytes,
+            remote_store=_parse("remote_store", remote_store))
 
     def to_arrow(self, level: Level | str = Level.RECORDS, *,
                  columns: Iterable[str] | None = None, include_headers: bool = False,
@@ -193,13 +259,31 @@ class LogDirs:
         arrays over the segment's own bytes (the mapping of a sealed segment, or the inflated
         buffer of a compressed batch): no payload is copied, and the arrays keep those bytes
         alive after the dataset is gone; ``"binary"`` copies them into plain ``binary``
-        arrays, for consumers that do not read views (Spark's Arrow exchange)."""
+        arrays, for consumers that do not read views (Spark's Arrow exchange). The reader is
+        read once, as any ``RecordBatchReader``; call ``to_arrow`` again (or keep
+        ``.read_all()``) to read again."""
+        return self._reader("to_arrow()", level, columns, include_headers, strict, on_finding,
+                            binary, selectors)
+
+    def _reader(self, where: str, level: Level | str, columns: Iterable[str] | None,
+                include_headers: bool, strict: bool,
+                on_finding: Callable[[Finding], None] | None, binary: str,
+                selectors: dict[str, Any]) -> pa.RecordBatchReader:
+        """One read: its arguments checked at the door (naming ``where`` and the caller's
+        argument), its plan made now (so a bad selection fails here, not while iterating)."""
+        arguments.unknown_names(selectors, _SELECTOR_NAMES, where, hints=_READ_KEYWORDS)
         if binary not in ("view", "binary"):
-            raise ValueError(f"binary must be 'view' or 'binary', not {binary!r}")
+            raise arguments.ArgumentError(f"binary: must be 'view' or 'binary', not {binary!r}")
+        include_headers = _parse("include_headers", include_headers)
+        strict = arguments.boolean(strict, "strict")
         sel = self.selection(level, **selectors)
-        names = (fetch_columns.canonical(tuple(columns), sel.level) if columns is not None
-                 else fetch_columns.default_columns(sel.level, include_headers)
-                 + (("tier",) if sel.remote_store is not None else ()))
+        try:
+            names = (fetch_columns.canonical(_parse_columns(columns), sel.level)
+                     if columns is not None
+                     else fetch_columns.default_columns(sel.level, include_headers)
+                     + (("tier",) if sel.remote_store is not None else ()))
+        except fetch_columns.ColumnError as e:
+            raise arguments.ArgumentError(f"columns: {e}") from None
         schema = fetch_columns.schema(sel.level, names)
         if binary == "view" and sel.level is Level.RECORDS:
             for name in ("key", "value"):
@@ -209,30 +293,46 @@ class LogDirs:
         scan = rows.Scan(sel.level, names, schema, include_control=sel.include_control,
                          read_committed=sel.read_committed, verify_crc=sel.verify_crc,
                          check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
-        pieces = plan.ranges(sel)
-        report = self._reporter(strict, on_finding)
+        try:
+            pieces = plan.ranges(sel)
+        except plan.SelectionError as e:
+            selector = arguments.by_field(e.field)
+            name = selector.python if selector is not None else e.field
+            raise arguments.ArgumentError(f"{name}: {e.what}") from None
+        self._read_findings = []
+        report = self._reporter(strict, on_finding, self._read_findings)
         return pa.RecordBatchReader.from_batches(schema, rows.read(pieces, scan, report))
 
-    def records(self, **kwargs) -> Iterator[dict]:
+    def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
+                strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
+                **selectors) -> Iterator[dict]:
         """One dict per record (``offset``, ``timestamp``, ``key``, ``value``, ...), in log
         order per partition. For bulk work prefer :meth:`to_arrow`."""
-        return self._dicts(Level.RECORDS, kwargs)
+        return self._dicts(self._reader("records()", Level.RECORDS, columns, include_headers,
+                                        strict, on_finding, "view", selectors))
 
-    def batches(self, **kwargs) -> Iterator[dict]:
+    def batches(self, *, columns: Iterable[str] | None = None, strict: bool = False,
+                on_finding: Callable[[Finding], None] | None = None,
+                **selectors) -> Iterator[dict]:
         """One dict per record batch (offsets, sizes, codec, producer, CRC check, ...)."""
-        return self._dicts(Level.BATCHES, kwargs)
+        return self._dicts(self._reader("batches()", Level.BATCHES, columns, False, strict,
+                                        on_finding, "view", selectors))
 
-    def segments(self, **kwargs) -> Iterator[dict]:
+    def segments(self, *, columns: Iterable[str] | None = None, strict: bool = False,
+                 on_finding: Callable[[Finding], None] | None = None,
+                 **selectors) -> Iterator[dict]:
         """One dict per segment file (offsets, sizes, max timestamp, ...)."""
-        return self._dicts(Level.SEGMENTS, kwargs)
+        return self._dicts(self._reader("segments()", Level.SEGMENTS, columns, False, strict,
+                                        on_finding, "view", selectors))
 
-    def _dicts(self, level: Level, kwargs: dict) -> Iterator[dict]:
-        for batch in self.to_arrow(level, **kwargs):
+    @staticmethod
+    def _dicts(reader: pa.RecordBatchReader) -> Iterator[dict]:
+        for batch in reader:
             yield from batch.to_pylist()
 
-    def _reporter(self, strict: bool, on_finding: Callable[[Finding], None] | None
-                  ) -> Callable[[Finding], None]:
-        sink = on_finding if on_finding is not None else self.findings.append
+    def _reporter(self, strict: bool, on_finding: Callable[[Finding], None] | None,
+                  collected: list[Finding]) -> Callable[[Finding], None]:
+        sink = on_finding if on_finding is not None else collected.append
 
         def report(f: Finding) -> None:
             if strict and f.severity is Severity.ERROR:
@@ -251,13 +351,13 @@ class LogDirs:
         for d in self.log_dirs:
             out += verify_log_dir_files(d, limit=self.max_decompressed_bytes)
         wanted = {id(p.directory) for p in self.partitions(topics, partitions,
-                                                           plan.PARTITION_STATES)}
+                                                           arguments.PARTITION_STATES)}
         for d in self.log_dirs:
             for pdir in d.partitions:
                 if id(pdir) in wanted:
                     out += verify_partition(d, pdir, deep=deep,
                                             limit=self.max_decompressed_bytes)
-        return out
+        return FindingsResult(out)
 
     def transactions(self, *, now: Time | None = None,
                      max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
@@ -269,10 +369,11 @@ class LogDirs:
         ``segtools transactions``); the latest ``changes`` state changes of each
         transactional id (0: all). ``analysed``: partitions already analysed (by their
         directory's path), walked beside another analysis."""
-        pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
-        return transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
-                                   now=None if now is None else to_millis(now), keep=changes,
-                                   limit=self.max_decompressed_bytes, analysed=analysed)
+        pdirs = [p.directory for p in self.partitions(topics, states=arguments.PARTITION_STATES)]
+        return as_result(transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
+                                   now=None if now is None else arguments.moment(now, "now"),
+                                   keep=changes,
+                                   limit=self.max_decompressed_bytes, analysed=analysed))
 
     def offsets_at(self, at: Time | None = None, *,
                    groups: str | Iterable[str] | None = None, history: bool = False,
@@ -284,10 +385,10 @@ class LogDirs:
         if not pdirs:
             raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions under "
                                 f"{', '.join(self.paths)}")
-        return replay_offsets(pdirs, at=None if at is None else to_millis(at),
-                              groups=None if groups is None else list(_tuple(groups)),
-                              history=history, topic=topic, partition=partition,
-                              limit=self.max_decompressed_bytes)
+        return as_result(replay_offsets(
+            pdirs, at=None if at is None else arguments.moment(at, "at"),
+            groups=None if groups is None else list(_tuple(groups)), history=history,
+            topic=topic, partition=partition, limit=self.max_decompressed_bytes))
 
     def producers(self, *, topics: str | Iterable[str] = "*",
                   partitions: int | Iterable[int] | None = None,
@@ -302,7 +403,7 @@ class LogDirs:
                                results, strict=True):
                 r.duplicates = likely_duplicates(pdir, window_ms=duplicates_window,
                                                  limit=self.max_decompressed_bytes)
-        return results
+        return ProducersResult(results)
 
     def inputs(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None) -> Loaded:
@@ -319,7 +420,7 @@ class LogDirs:
             flags[name] = text
         config_file = read_config_file(os.fspath(config)) if config is not None else None
         loaded = load_inputs(self.log_dirs, flags=flags, config_file=config_file,
-                             at=None if at is None else to_millis(at),
+                             at=None if at is None else arguments.moment(at, "at"),
                              limit=self.max_decompressed_bytes)
         return Loaded(loaded.partitions, loaded.skipped, self._loose + loaded.findings,
                       loaded.config_sources)
@@ -338,9 +439,8 @@ class LogDirs:
         now = _now(at)
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return retention_report(loaded,
-                                now_ms=now, forecast_days=forecast_days, deep=deep,
-                                limit=self.max_decompressed_bytes)
+        return as_result(retention_report(loaded, now_ms=now, forecast_days=forecast_days,
+                                          deep=deep, limit=self.max_decompressed_bytes))
 
     def tiered(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None, inputs: Loaded | None = None,
@@ -355,7 +455,7 @@ class LogDirs:
         store = open_store(remote_store) if remote_store is not None else None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return tiered_report(loaded, now_ms=now, store=store)
+        return as_result(tiered_report(loaded, now_ms=now, store=store))
 
     def what_if(self, changes: Mapping[str, object] | str | None = None, *,
                 at: Time | None = None, horizon_days: float = 30.0,
@@ -384,9 +484,10 @@ class LogDirs:
             raise SegtoolsError(str(e)) from None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return whatif.what_if_report(loaded, parsed, now_ms=_now(at), horizon_days=horizon_days,
-                                     ingest=Ingest(ingest_bytes_per_s), recommend=recommend,
-                                     limit=self.max_decompressed_bytes)
+        return as_result(whatif.what_if_report(
+            loaded, parsed, now_ms=_now(at), horizon_days=horizon_days,
+            ingest=Ingest(ingest_bytes_per_s), recommend=recommend,
+            limit=self.max_decompressed_bytes))
 
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,
@@ -401,28 +502,20 @@ class LogDirs:
         wanted = key.encode("utf-8") if isinstance(key, str) else key
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return compaction_report(loaded,
-                                 self.paths, now_ms=now, key=wanted, top=top,
-                                 tombstone_limit=tombstone_limit,
-                                 limit=self.max_decompressed_bytes)
+        return as_result(compaction_report(loaded, self.paths, now_ms=now, key=wanted, top=top,
+                                           tombstone_limit=tombstone_limit,
+                                           limit=self.max_decompressed_bytes))
 
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
-        return [compare_copies(key, copies, limit=self.max_decompressed_bytes)
-                for key, copies in copies_by_partition(self.log_dirs, partition).items()]
+        return DivergeResult(
+            compare_copies(key, copies, limit=self.max_decompressed_bytes)
+            for key, copies in copies_by_partition(self.log_dirs, partition).items())
 
 
 def _now(at: Time | None) -> int:
     """``at`` in epoch ms; the wall clock when not given (as the CLI's ``--at``)."""
-    return to_millis(at) if at is not None else int(time.time() * 1000)
-
-
-def _offsets(value: Offsets | None) -> tuple[dict, int | None]:
-    if value is None:
-        return {}, None
-    if isinstance(value, int):
-        return {}, value
-    return {t: dict(parts) for t, parts in value.items()}, None
+    return arguments.moment(at, "at") if at is not None else int(time.time() * 1000)
 
 
 def open(*paths: str | os.PathLike[str],

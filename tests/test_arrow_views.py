@@ -65,7 +65,7 @@ def test_views_over_inflated_buffers_equal_the_copies(partition):
 
 
 def test_binary_option_is_checked():
-    with pytest.raises(ValueError, match="binary must be"):
+    with pytest.raises(ValueError, match="binary: must be"):
         segtools.open(SEALED).to_arrow(binary="str")
 
 
@@ -247,3 +247,18 @@ def test_pages_mapped_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
     assert threaded == read()
     assert ("crc_mismatch", size * 17) in threaded[1]
     assert all(3 * size <= lo < hi <= total for lo, hi, total in mapped)
+
+    def always_waiting(items, idle=None, **kw):
+        """A reader that waits for every chunk: it takes every step ``idle`` offers, so the
+        pages ahead are mapped whatever the threads' timing."""
+        for item in items:
+            while idle is not None and idle():
+                pass
+            yield item
+
+    mapped.clear()
+    monkeypatch.setattr(fanout, "ahead", always_waiting)
+    assert read() == threaded
+    assert mapped, "the waiting reader mapped no page ahead"
+    assert all(3 * size <= lo < hi <= total for lo, hi, total in mapped)
+    assert max(hi for _, hi, _ in mapped) > 3 * size + fetch_rows.PREFAULT_STEP

@@ -265,8 +265,9 @@ def select_compacted(loaded: Loaded, paths: Sequence[str]
         else:
             src = pi.config.source("cleanup.policy")
             skipped.append(Skipped(str(pi.dir.path), (
-                f"cleanup.policy={','.join(pi.config.cleanup_policy)} ({src.source}); pass "
-                "--cleanup-policy compact or --config, or name the partition directory")))
+                f"cleanup.policy={','.join(pi.config.cleanup_policy)} ({src.source}), so not "
+                "compacted; give the topic's config (cleanup.policy=compact) or name the "
+                "partition directory")))
     return chosen, skipped
 
 

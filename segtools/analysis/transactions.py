@@ -392,6 +392,22 @@ def partition_label(partition: PartitionDir) -> str:
         f"{partition.name.topic}-{partition.name.partition}"
 
 
+def partition_json(scan: TransactionScan, transactions: Sequence[Transaction]) -> list[dict]:
+    """What ``segtools transactions`` prints for one partition (``--format jsonl``), and the
+    Python API's ``to_json()``: its ``partition_transactions`` summary of ``transactions``
+    (all of the scan's, or those of the producer asked for), then each of them."""
+    label = partition_label(scan.partition)
+    summary = {"type": "partition_transactions", "partition": label,
+               "path": str(scan.partition.path), "log_start_offset": scan.log_start_offset,
+               "log_end_offset": scan.log_end_offset,
+               "last_stable_offset": scan.last_stable_offset,
+               "transactions": len(transactions),
+               "committed": sum(t.marker == "COMMIT" for t in transactions),
+               "aborted": sum(t.marker == "ABORT" for t in transactions),
+               "open": sum(t.marker is None for t in transactions)}
+    return [summary, *({**t.to_json(), "partition": label} for t in transactions)]
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionTransactions:
     """One data partition's transactional picture: its scan, hanging transactions (with the

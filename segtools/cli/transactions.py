@@ -29,6 +29,7 @@ from segtools.analysis.transactions import (
     DEFAULT_MAX_TIMEOUT_MS,
     HangingTransaction,
     TransactionScan,
+    partition_json,
     partition_label,
     transactions_report,
 )
@@ -108,18 +109,9 @@ def write_json(results, changes: list[TransactionStateChange], findings, args, o
         out.write(render.dumps(obj) + "\n")
 
     for scan, hanging, _ in results:
-        label = partition_label(scan.partition)
         txns = [t for t in scan.transactions if _wanted(t.producer_id, args)]
-        emit({"type": "partition_transactions", "partition": label,
-              "path": str(scan.partition.path), "log_start_offset": scan.log_start_offset,
-              "log_end_offset": scan.log_end_offset,
-              "last_stable_offset": scan.last_stable_offset,
-              "transactions": len(txns),
-              "committed": sum(t.marker == "COMMIT" for t in txns),
-              "aborted": sum(t.marker == "ABORT" for t in txns),
-              "open": sum(t.marker is None for t in txns)})
-        for t in txns:
-            emit({**t.to_json(), "partition": label})
+        for obj in partition_json(scan, txns):
+            emit(obj)
         for h in hanging:
             if _wanted(h.transaction.producer_id, args):
                 emit(h.to_json())

@@ -26,6 +26,7 @@ from segtools.analysis.tiered import remote_by_partition
 from segtools.analysis.transactions import AbortedRange, aborted_ranges
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
+from segtools.fetch.arguments import EARLIEST, LATEST, PartitionMap
 from segtools.fetch.columns import Level
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.logdirs import LogDir, walk
@@ -33,16 +34,6 @@ from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.seek import seek_timestamp
 from segtools.storage.segment import Segment
-
-#: ``-2`` / ``-1`` in the offset maps, as in Spark's Kafka source (``KafkaOffsetRangeLimit``).
-EARLIEST = -2
-LATEST = -1
-
-#: Partition directory states a read may include (``PartitionState`` values).
-PARTITION_STATES = ("live", "delete", "future", "stray")
-
-#: Per topic, per partition: an offset or a timestamp.
-PartitionMap = Mapping[str, Mapping[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +68,14 @@ class Selection:
 
 
 class SelectionError(SegtoolsError, ValueError):
-    """A selection naming something the tree does not have."""
+    """A selection naming something the tree does not have. ``field`` is the
+    :class:`Selection` field at fault, so each face can name it as its caller spelled it
+    (``start_offset`` in Python, ``startingOffsets`` in Spark)."""
+
+    def __init__(self, field_name: str, what: str):
+        super().__init__(f"{field_name}: {what}")
+        self.field = field_name
+        self.what = what
 
 
 class Narrowing(Protocol):
@@ -88,17 +86,20 @@ class Narrowing(Protocol):
     offset_max: int | None  # exclusive
     timestamp_min_ms: int | None  # rows with an earlier timestamp cannot pass
 
-    def accepts(self, topic: str, partition: int) -> bool: ...
+    def accepts(self, topic: str | None, partition: int | None) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
 class PartitionInfo:
-    """A partition directory and what its log dir's checkpoints say about it."""
+    """A partition directory and what its log dir's checkpoints say about it. ``topic`` and
+    ``partition`` are None when the directory's name is not ``<topic>-<partition>`` (a segment
+    file copied out of its partition directory): the bytes do not say which partition they
+    were, so nothing here guesses."""
 
     log_dir: str
     path: str
-    topic: str
-    partition: int
+    topic: str | None
+    partition: int | None
     high_watermark: int | None = None
     log_start_offset: int | None = None
     recovery_point: int | None = None
@@ -151,11 +152,10 @@ def walk_tree(paths: tuple[str, ...],
 def partition_info(log_dir: LogDir, pdir: PartitionDir) -> PartitionInfo:
     """Name and checkpoints of a partition directory. The log dir's checkpoints describe the
     live replica only, so a ``-delete``/``-future``/``-stray`` directory gets none."""
-    if pdir.name is not None:
-        topic, partition = pdir.name.topic, pdir.name.partition
-    else:  # Kafka refuses such a directory; keep its data visible under its raw name
-        topic, partition = pdir.path.name, -1
-    if pdir.name is None or pdir.name.state.value != "live":
+    if pdir.name is None:  # Kafka refuses such a directory; its data stays readable, unnamed
+        return PartitionInfo(str(log_dir.path), str(pdir.path), None, None)
+    topic, partition = pdir.name.topic, pdir.name.partition
+    if pdir.name.state.value != "live":
         return PartitionInfo(str(log_dir.path), str(pdir.path), topic, partition)
     tp = (topic, partition)
     return PartitionInfo(str(log_dir.path), str(pdir.path), topic, partition,
@@ -163,12 +163,23 @@ def partition_info(log_dir: LogDir, pdir: PartitionDir) -> PartitionInfo:
                          log_dir.recovery_points.get(tp), log_dir.cleaner_offsets.get(tp))
 
 
+def partition_state(pdir: PartitionDir) -> str:
+    """The directory's state (``PartitionState`` value); an unnamed directory holds data the
+    user pointed at, so it is read as live."""
+    return pdir.name.state.value if pdir.name is not None else "live"
+
+
 def selected(sel: Selection, pdir: PartitionDir, info: PartitionInfo,
              narrowing: Narrowing | None = None) -> bool:
-    state = pdir.name.state.value if pdir.name is not None else "live"
-    if state not in sel.partition_states:
+    """Whether the selection reads this partition directory. A directory without a partition
+    name (a lone segment file's) is read by a selection that names no topic nor partition:
+    its topic is unknown, so no pattern but ``*`` can match it."""
+    if partition_state(pdir) not in sel.partition_states:
         return False
-    if not any(fnmatch.fnmatchcase(info.topic, pattern) for pattern in sel.topics):
+    if info.topic is None:
+        if "*" not in sel.topics or sel.partitions is not None:
+            return False
+    elif not any(fnmatch.fnmatchcase(info.topic, pattern) for pattern in sel.topics):
         return False
     if sel.partitions is not None and info.partition not in sel.partitions:
         return False
@@ -260,17 +271,35 @@ def offset_bounds(sel: Selection, info: PartitionInfo, segments: tuple[SegmentFi
     return start, end
 
 
-def check_named_partitions(sel: Selection, found: set[tuple[str, int]]) -> None:
-    """Spark's Kafka source fails on an offset map naming a partition it cannot find."""
-    for name, mapping in (("startingOffsets", sel.starting_offsets),
-                          ("endingOffsets", sel.ending_offsets),
-                          ("startingOffsetsByTimestamp", sel.starting_timestamps),
-                          ("endingOffsetsByTimestamp", sel.ending_timestamps)):
+def check_named_partitions(sel: Selection, found: set[tuple[str | None, int | None]]) -> None:
+    """Spark's Kafka source fails on an offset map naming a partition it cannot find; a topic
+    glob or a partition number that matches no directory fails the same way here, since a read
+    that silently returns nothing is a wrong answer to a typo."""
+    where = ", ".join(sel.paths)
+    topics = sorted({t for t, _ in found if t is not None})
+    for pattern in sel.topics:
+        if not any(t is not None and fnmatch.fnmatchcase(t, pattern) for t, _ in found) \
+                and not (pattern == "*" and found):
+            listed = ", ".join(topics[:12]) + (", ..." if len(topics) > 12 else "")
+            raise SelectionError("topics", f"no topic matches {pattern!r} under {where} "
+                                           f"(topics: {listed or 'none'})")
+    if sel.partitions is not None:
+        have = {p for t, p in found if t is not None
+                and any(fnmatch.fnmatchcase(t, pattern) for pattern in sel.topics)}
+        missing = [p for p in sel.partitions if p not in have]
+        if missing:
+            raise SelectionError("partitions", f"no partition {missing[0]} of the selected "
+                                               f"topics under {where} (partitions: "
+                                               f"{', '.join(map(str, sorted(have))) or 'none'})")
+    for name, mapping in (("starting_offsets", sel.starting_offsets),
+                          ("ending_offsets", sel.ending_offsets),
+                          ("starting_timestamps", sel.starting_timestamps),
+                          ("ending_timestamps", sel.ending_timestamps)):
         for topic, parts in mapping.items():
             for part in parts:
                 if (topic, part) not in found:
-                    raise SelectionError(f"{name} names {topic}-{part}, which is not under "
-                                         f"{', '.join(sel.paths)}")
+                    raise SelectionError(name, f"names {topic}-{part}, which is not under "
+                                               f"{where}")
 
 
 def _overlapping(aborted: tuple[AbortedRange, ...], low: int,
@@ -409,7 +438,7 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange
             found.add((info.topic, info.partition))
             if selected(sel, pdir, info, narrowing):
                 rp = tiered.get((info.topic, info.partition)) \
-                    if str(pdir.name.state) == "live" else None
+                    if partition_state(pdir) == "live" else None
                 remote = remote_part(store, rp, pdir.segments) if rp is not None else ()
                 pieces.extend(partition_ranges(sel, info, pdir, narrowing, remote))
     check_named_partitions(sel, found)

@@ -16,6 +16,7 @@ so nothing secret is in a task, a plan or a ``repr``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Mapping
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.fetch import arguments
+from segtools.fetch.arguments import EARLIEST, LATEST, ArgumentError, PartitionMap
 from segtools.fetch.columns import Level
-from segtools.fetch.plan import EARLIEST, LATEST, PARTITION_STATES, PartitionMap, Selection
 from segtools.sensitive import uri_credentials, without_credentials
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
@@ -40,7 +42,7 @@ SECRET_NAME = re.compile(r"key|secret|token|password|credential|sas", re.IGNOREC
 _INT_STORAGE_OPTIONS = ("tmp_limit", "concurrency", "block_size", "max_attempts")
 
 
-class OptionError(ValueError):
+class OptionError(ArgumentError):
     """An option value the source cannot use; the message names the option."""
 
 
@@ -51,9 +53,12 @@ class ReadOptions:
     paths: tuple[str, ...]
     level: Level = Level.RECORDS
     topics: tuple[str, ...] = ("*",)
+    partitions: tuple[int, ...] | None = None
     partition_states: tuple[str, ...] = ("live",)
     starting_offsets: PartitionMap = field(default_factory=dict)
     ending_offsets: PartitionMap = field(default_factory=dict)
+    starting_offset: int | None = None  # for every partition the maps do not name
+    ending_offset: int | None = None
     starting_timestamps: PartitionMap = field(default_factory=dict)
     ending_timestamps: PartitionMap = field(default_factory=dict)
     starting_timestamp: int | None = None
@@ -77,62 +82,80 @@ class ReadOptions:
         merged = {**self.storage_options, **self.storage_secrets}
         return merged or None
 
-    def selection(self) -> Selection:
-        """What to read, in the library's terms (the Python API takes the same)."""
-        return Selection(
-            paths=self.paths, level=self.level, topics=self.topics,
-            partition_states=self.partition_states, starting_offsets=self.starting_offsets,
-            ending_offsets=self.ending_offsets, starting_timestamps=self.starting_timestamps,
-            ending_timestamps=self.ending_timestamps,
-            starting_timestamp=self.starting_timestamp, ending_timestamp=self.ending_timestamp,
-            include_control=self.include_control, read_committed=self.read_committed,
-            verify_crc=self.verify_crc, max_decompressed_bytes=self.max_decompressed_bytes,
-            storage_options=self.all_storage_options, remote_store=self.remote_store)
-
 
 def parse_options(options: Mapping[str, str]) -> ReadOptions:
-    """Parse Spark's option map (keys in any case) into :class:`ReadOptions`."""
+    """Parse Spark's option map (keys in any case) into :class:`ReadOptions`. The options the
+    Python API also takes are parsed by the same selectors (:mod:`segtools.fetch.arguments`),
+    so both faces accept the same forms; an error names the Spark option."""
     opts = {str(k).lower(): str(v) for k, v in options.items()}
     known = {name.lower() for name in OPTION_NAMES}
     unknown = sorted(k for k in opts if k not in known and not k.startswith(STORAGE_PREFIX))
     if unknown:
-        raise OptionError(f"kafkalog: unknown option(s) {', '.join(unknown)}; known options: "
-                          f"{', '.join(OPTION_NAMES)}")
-    level = _choice(opts, "level", [lv.value for lv in Level], Level.RECORDS.value)
+        near = difflib.get_close_matches(unknown[0], known, n=1)
+        hint = f" (did you mean {_spelling(near[0])}?)" if near else ""
+        raise OptionError(f"kafkalog: unknown option(s) {', '.join(unknown)}{hint}; known "
+                          f"options: {', '.join(OPTION_NAMES)}")
     storage, secrets = _storage(opts)
-    starting = _offsets(opts, "startingOffsets", default="earliest")
-    ending = _offsets(opts, "endingOffsets", default="latest")
+    starting = _shared(opts, "startingOffsets")
+    ending = _shared(opts, "endingOffsets")
+    starting_time = _shared(opts, "startingTimestamp")
+    ending_time = _shared(opts, "endingTimestamp")
     return ReadOptions(
         paths=_paths(opts),
-        level=Level(level),
-        topics=_list(opts, "topics") or ("*",),
-        partition_states=_states(opts),
-        starting_offsets=starting,
-        ending_offsets=ending,
-        starting_timestamps=_timestamp_map(opts, "startingOffsetsByTimestamp"),
-        ending_timestamps=_timestamp_map(opts, "endingOffsetsByTimestamp"),
-        starting_timestamp=_int(opts, "startingTimestamp", minimum=0),
-        ending_timestamp=_int(opts, "endingTimestamp", minimum=0),
-        include_headers=_bool(opts, "includeHeaders", False),
-        include_control=_bool(opts, "includeControl", False),
-        read_committed=_bool(opts, "readCommitted", False),
+        level=_shared(opts, "level", Level.RECORDS),
+        topics=_shared(opts, "topics", ("*",)),
+        partitions=_shared(opts, "partitions"),
+        partition_states=_shared(opts, "partitionStates", ("live",)),
+        starting_offsets=starting.per_partition,
+        ending_offsets=ending.per_partition,
+        starting_offset=starting.every,
+        ending_offset=ending.every,
+        starting_timestamps={**starting_time.per_partition,
+                             **_timestamp_map(opts, "startingOffsetsByTimestamp")},
+        ending_timestamps={**ending_time.per_partition,
+                           **_timestamp_map(opts, "endingOffsetsByTimestamp")},
+        starting_timestamp=starting_time.every,
+        ending_timestamp=ending_time.every,
+        include_headers=_shared(opts, "includeHeaders", False),
+        include_control=_shared(opts, "includeControl", False),
+        read_committed=_shared(opts, "readCommitted", False),
         fail_on_corruption=_bool(opts, "failOnCorruption", False),
-        verify_crc=_bool(opts, "verifyCrc", True),
+        verify_crc=_shared(opts, "verifyCrc", True),
         min_partitions=_int(opts, "minPartitions", minimum=1),
         max_partition_bytes=_int(opts, "maxPartitionBytes", minimum=1)
         or DEFAULT_MAX_PARTITION_BYTES,
         pushdown=_bool(opts, "pushdown", False),
-        max_decompressed_bytes=_int(opts, "maxDecompressedBytes", minimum=1)
-        or DEFAULT_DECOMPRESS_LIMIT,
+        max_decompressed_bytes=_shared(opts, "maxDecompressedBytes", DEFAULT_DECOMPRESS_LIMIT),
         storage_options=storage,
         storage_secrets=secrets,
-        remote_store=opts.get("remotestore") or None,
+        remote_store=_shared(opts, "remoteStore"),
     )
+
+
+_SHARED = arguments.by_spark_name()
+
+
+def _shared(opts: dict[str, str], name: str, default: Any = None) -> Any:
+    """An option the Python API also takes, through its one parser; absent: ``default``
+    (what the parser makes of "no value" when ``default`` is None)."""
+    selector = _SHARED[name.lower()]
+    raw = opts.get(name.lower())
+    if raw is None or (raw.strip() == "" and default is not None):
+        return default if default is not None else selector.parse(None, name)
+    try:
+        return selector.parse(raw, name)
+    except arguments.ArgumentError as e:
+        raise OptionError(f"kafkalog: option {e}") from None
+
+
+def _spelling(lower: str) -> str:
+    return next(n for n in OPTION_NAMES if n.lower() == lower)
 
 
 #: Every option the source accepts (documented in docs/spark.md).
 OPTION_NAMES = (
-    "path", "paths", "level", "topics", "partitionStates", "startingOffsets", "endingOffsets",
+    "path", "paths", "level", "topics", "partitions", "partitionStates", "startingOffsets",
+    "endingOffsets",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
     "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
@@ -212,89 +235,18 @@ def _int(opts: dict[str, str], name: str, *, minimum: int) -> int | None:
     return value
 
 
-def _choice(opts: dict[str, str], name: str, choices: list[str], default: str) -> str:
-    value = opts.get(name.lower(), default).strip().lower()
-    if value not in choices:
-        raise OptionError(f"kafkalog: option {name} must be one of {', '.join(choices)}, "
-                          f"not {value!r}")
-    return value
-
-
-def _list(opts: dict[str, str], name: str) -> tuple[str, ...]:
-    return tuple(p.strip() for p in opts.get(name.lower(), "").split(",") if p.strip())
-
-
-def _states(opts: dict[str, str]) -> tuple[str, ...]:
-    states = _list(opts, "partitionStates") or ("live",)
-    if "all" in states:
-        return PARTITION_STATES
-    bad = [s for s in states if s not in PARTITION_STATES]
-    if bad:
-        raise OptionError(f"kafkalog: option partitionStates: unknown state(s) {', '.join(bad)}; "
-                          f"use all or a list of {', '.join(PARTITION_STATES)}")
-    return states
-
-
-def _partition_map(text: str, name: str) -> dict[str, dict[int, int]]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise OptionError(f"kafkalog: option {name} is not valid JSON ({e.msg}); expected "
-                          f'e.g. {{"topic": {{"0": 23, "1": -2}}}}') from None
-    if not isinstance(value, dict):
-        raise OptionError(f"kafkalog: option {name} must be a JSON object of topics")
-    out: dict[str, dict[int, int]] = {}
-    for topic, parts in value.items():
-        if not isinstance(parts, dict):
-            raise OptionError(f"kafkalog: option {name}: topic {topic!r} must map partition "
-                              f"numbers to numbers")
-        for part, number in parts.items():
-            try:
-                p = int(part)
-            except ValueError:
-                raise OptionError(f"kafkalog: option {name}: partition {part!r} of topic "
-                                  f"{topic!r} is not a number") from None
-            if not isinstance(number, int) or isinstance(number, bool):
-                raise OptionError(f"kafkalog: option {name}: {topic}-{p} must map to an "
-                                  f"integer, not {number!r}")
-            out.setdefault(topic, {})[p] = number
-    return out
-
-
-def _offsets(opts: dict[str, str], name: str, *, default: str) -> dict[str, dict[int, int]]:
-    """``earliest`` / ``latest`` or the JSON map; ``{}`` means "no bound from this option".
-
-    A batch query may not start at ``latest`` nor end at ``earliest``, in Spark's Kafka source
-    (``KafkaSourceProvider.validateBatchOptions``) as here.
-    """
-    raw = opts.get(name.lower(), default).strip()
-    starting = name == "startingOffsets"
-    forbidden_word, forbidden_number = ("latest", LATEST) if starting else ("earliest", EARLIEST)
-    if raw.lower() in ("earliest", "latest"):
-        if raw.lower() == forbidden_word:
-            raise OptionError(f"kafkalog: option {name}={forbidden_word} is not allowed for a "
-                              f"batch read (as in Spark's Kafka source)")
-        return {}
-    parsed = _partition_map(raw, name)
-    for topic, parts in parsed.items():
-        for part, offset in parts.items():
-            if offset == forbidden_number:
-                raise OptionError(f"kafkalog: option {name}: {topic}-{part} = {offset} "
-                                  f"({forbidden_word}) is not allowed for a batch read")
-            if offset < EARLIEST:
-                raise OptionError(f"kafkalog: option {name}: {topic}-{part} = {offset} is not "
-                                  f"an offset, -2 (earliest) or -1 (latest)")
-    return parsed
-
-
-def _timestamp_map(opts: dict[str, str], name: str) -> dict[str, dict[int, int]]:
+def _timestamp_map(opts: dict[str, str], name: str) -> PartitionMap:
+    """Spark's per-partition timestamp options: a JSON map only (``startingTimestamp`` takes
+    one time for every partition, or a map too)."""
     raw = opts.get(name.lower())
     if raw is None:
         return {}
-    parsed = _partition_map(raw, name)
-    for topic, parts in parsed.items():
-        for part, ts in parts.items():
-            if ts < 0:
-                raise OptionError(f"kafkalog: option {name}: {topic}-{part} timestamp {ts} is "
-                                  f"negative")
-    return parsed
+    try:
+        bound = arguments.times(raw, name)
+    except arguments.ArgumentError as e:
+        raise OptionError(f"kafkalog: option {e}") from None
+    if bound.every is not None:
+        raise OptionError(f'kafkalog: option {name} must be a JSON map, e.g. '
+                          f'{{"topic": {{"0": 1700000000000}}}}; for every partition use '
+                          f'{name.replace("OffsetsBy", "")}')
+    return bound.per_partition

@@ -27,8 +27,9 @@ from pyspark.sql.datasource import InputPartition
 from pyspark_kafkalog.options import SECRET_NAME, OptionError, ReadOptions
 from pyspark_kafkalog.pushdown import Constraints
 from segtools.errors import SegtoolsError
+from segtools.fetch.arguments import by_field
 from segtools.fetch.columns import Level
-from segtools.fetch.plan import ByteRange, SelectionError, ranges, split
+from segtools.fetch.plan import ByteRange, Selection, SelectionError, ranges, split
 from segtools.storage.location import RemotePath, open_location
 
 #: Below this many bytes of work per task, the ~40 ms task overhead dominates (docs/spark.md).
@@ -157,13 +158,30 @@ def pack(pieces: list[ByteRange], opts: ReadOptions, cores: int | None = None) -
     return [ReadTask(i, tuple(g)) for i, g in enumerate(g for g in groups if g)]
 
 
+def selection(opts: ReadOptions) -> Selection:
+    """What to read, in the library's terms (what the Python API builds from its arguments).
+    Built here, on the driver, so parsing the options never loads the planner."""
+    return Selection(
+        paths=opts.paths, level=opts.level, topics=opts.topics, partitions=opts.partitions,
+        partition_states=opts.partition_states, starting_offsets=opts.starting_offsets,
+        ending_offsets=opts.ending_offsets, starting_offset=opts.starting_offset,
+        ending_offset=opts.ending_offset, starting_timestamps=opts.starting_timestamps,
+        ending_timestamps=opts.ending_timestamps,
+        starting_timestamp=opts.starting_timestamp, ending_timestamp=opts.ending_timestamp,
+        include_control=opts.include_control, read_committed=opts.read_committed,
+        verify_crc=opts.verify_crc, max_decompressed_bytes=opts.max_decompressed_bytes,
+        storage_options=opts.all_storage_options, remote_store=opts.remote_store)
+
+
 def plan(opts: ReadOptions, constraints: Constraints | None = None,
          cores: int | None = None) -> list[ReadTask]:
     """The tasks of one read: the library's ranges for the selection, split and packed."""
     try:
-        pieces = ranges(opts.selection(), constraints)
+        pieces = ranges(selection(opts), constraints)
     except SelectionError as e:
-        raise OptionError(f"kafkalog: option {e.message}") from None
+        selector = by_field(e.field)
+        name = selector.spark if selector is not None else e.field
+        raise OptionError(f"kafkalog: option {name}: {e.what}") from None
     except SegtoolsError as e:
         raise SegtoolsError(f"kafkalog: {e.message}", path=e.path) from None
     return pack(pieces, opts, cores)

@@ -40,8 +40,14 @@ class Constraints:
     offset_max: int | None = None  # exclusive
     timestamp_min_ms: int | None = None  # inclusive: rows with an earlier timestamp cannot pass
 
-    def accepts(self, topic: str, partition: int) -> bool:
-        """Whether any row of this topic-partition could pass the pushed filters."""
+    def accepts(self, topic: str | None, partition: int | None) -> bool:
+        """Whether any row of this topic-partition could pass the pushed filters. A directory
+        without a partition name has null ``topic`` and ``partition``, which no filter on them
+        lets through."""
+        if topic is None or partition is None:
+            return (self.topics is None and self.topic_prefix is None
+                    and self.partitions is None and self.partition_min is None
+                    and self.partition_max is None)
         if self.topics is not None and topic not in self.topics:
             return False
         if self.topic_prefix is not None and not topic.startswith(self.topic_prefix):

@@ -13,7 +13,8 @@ build, so a value that nobody asked for is never copied.
 
 from __future__ import annotations
 
-from pyspark.sql.pandas.types import from_arrow_type
+import pyarrow as pa
+from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from pyspark.sql.types import DataType, StructField, StructType
 
 from pyspark_kafkalog.options import Level, OptionError
@@ -42,10 +43,43 @@ def default_schema(level: Level, include_headers: bool, tier: bool = False) -> S
 def requested_columns(schema: StructType, level: Level) -> tuple[str, ...]:
     """The canonical column names the user's schema asks for, in its order.
 
-    Names match case-insensitively, as Spark's analyzer does by default; an unknown name is an
-    error at the first action, naming the columns this level has.
+    Names match case-insensitively, as Spark's analyzer does by default; an unknown name, or a
+    type the column cannot be given (``topic int``), is an error at the first action, on the
+    driver, naming the column and what it is, rather than a cast failing inside a task.
     """
     try:
-        return cols.canonical([f.name for f in schema.fields], level)
+        names = cols.canonical([f.name for f in schema.fields], level)
     except cols.ColumnError as e:
         raise OptionError(f"kafkalog: {e}") from None
+    have = dict(cols.FIELDS[level])
+    for field, name in zip(schema.fields, names, strict=True):
+        wanted = to_arrow_type(field.dataType, timezone="UTC")
+        if not _widens(have[name], wanted):
+            wider = " (or a wider integer)" if pa.types.is_integer(have[name]) else ""
+            raise OptionError(
+                f"kafkalog: column {field.name} is {FIELD_TYPES[level][name].simpleString()}; "
+                f"the schema may declare it so{wider}, not {field.dataType.simpleString()}")
+    return names
+
+
+#: Spark's type of each column, by level (for messages).
+FIELD_TYPES = {level: dict(fields) for level, fields in FIELDS.items()}
+
+
+def _widens(have: pa.DataType, wanted: pa.DataType) -> bool:
+    """Whether the column's values can be given as ``wanted`` without loss or parsing: the
+    same type, a wider signed integer, the same kind of bytes or text, a timestamp."""
+    if have == wanted:
+        return True
+    if pa.types.is_integer(have) and pa.types.is_signed_integer(wanted):
+        return wanted.bit_width >= have.bit_width
+    for kind in (pa.types.is_binary, pa.types.is_string, pa.types.is_timestamp):
+        if kind(have):
+            return kind(wanted) or (kind is pa.types.is_binary
+                                    and pa.types.is_large_binary(wanted))
+    if pa.types.is_list(have) and pa.types.is_list(wanted):
+        return _widens(have.value_type, wanted.value_type)
+    if pa.types.is_struct(have) and pa.types.is_struct(wanted):
+        return have.num_fields == wanted.num_fields and all(
+            _widens(have.field(i).type, wanted.field(i).type) for i in range(have.num_fields))
+    return False

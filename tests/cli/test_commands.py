@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -118,14 +119,27 @@ def test_verify_salvage_on_a_smashed_copy(tmp_path):
 
 
 def test_find_by_offset_and_timestamp_agree_with_dump():
-    found = jsonl(run("find", str(SAMPLE / "orders.v2-eu-0"), "--offset", "230", "--format",
-                      "json", check_code=0))[0]
-    assert found["record"]["offset"] == 230
-    ts = found["record"]["timestamp"]
-    by_time = jsonl(run("find", str(SAMPLE), "--topic", "orders.v2-eu", "--partition", "0",
-                        "--timestamp", str(ts), "--format", "json", check_code=0))[0]
-    assert by_time["record"]["timestamp"] >= ts
-    assert by_time["record"]["offset"] <= 230
+    """``find`` answers what ``dump --deep`` shows: the record at an offset, and for a time
+    the first record (in offset order) whose timestamp is at or after it, as a broker's
+    ``ListOffsets`` answers; a time between two records' times finds the later one."""
+    part = SAMPLE / "orders.v2-eu-0"
+    dumped = [x for x in jsonl(run("dump", "--deep", "--format", "jsonl", "--bytes", "base64",
+                                   *map(str, sorted(part.glob("*.log"))), check_code=0))
+              if x["type"] == "record"]
+    by_offset = {r["offset"]: r for r in dumped}
+    found = jsonl(run("find", str(part), "--offset", "230", "--format", "json", "--bytes",
+                      "base64", check_code=0))[0]["record"]
+    assert {k: found[k] for k in ("offset", "timestamp", "key", "value")} == {
+        k: by_offset[230][k] for k in ("offset", "timestamp", "key", "value")}
+    stamps = sorted({r["timestamp"] for r in dumped})
+    between = next(a + 1 for a, b in itertools.pairwise(stamps) if b - a > 1
+                   and a >= by_offset[230]["timestamp"])
+    for ts in (by_offset[230]["timestamp"], between):
+        want = min((r for r in dumped if r["timestamp"] >= ts), key=lambda r: r["offset"])
+        by_time = jsonl(run("find", str(SAMPLE), "--topic", "orders.v2-eu", "--partition", "0",
+                            "--timestamp", str(ts), "--format", "json", check_code=0))[0]
+        assert (by_time["record"]["offset"], by_time["record"]["timestamp"]) == (
+            want["offset"], want["timestamp"]), ts
 
 
 def test_find_past_the_end_exit_1():
@@ -205,9 +219,23 @@ def test_dump_claims_no_index_entry_in_an_all_zero_index():
     assert 'kafka-dump-log.sh prints "offset: 60 position: 0"' in text
 
 
-def test_dump_verify_index_matches_the_log():
-    part = SAMPLE / "payments-compact-1"
-    run("dump", "--verify-index", *map(str, sorted(part.glob("*.index"))), check_code=0)
+def test_dump_verify_index_matches_the_log(tmp_path):
+    """Every index of a Kafka-written partition checks out (one file line each, no finding);
+    the same index with one entry moved by 7 bytes is reported at that entry, exit 1."""
+    part = tmp_path / "payments-compact-1"
+    shutil.copytree(SAMPLE / "payments-compact-1", part)
+    indexes = list(map(str, sorted(part.glob("*.index"))))
+    clean = jsonl(run("dump", "--verify-index", "--format", "jsonl", *indexes, check_code=0))
+    assert clean == [{"type": "file", "path": p} for p in indexes]
+    index = part / "00000000000000000000.index"
+    entry = bytearray(index.read_bytes())
+    relative, position = int.from_bytes(entry[0:4], "big"), int.from_bytes(entry[4:8], "big")
+    entry[4:8] = (position + 7).to_bytes(4, "big")
+    index.write_bytes(bytes(entry))
+    damaged = jsonl(run("dump", "--verify-index", "--format", "jsonl", *indexes, check_code=1))
+    findings = [x for x in damaged if x["type"] == "finding"]
+    assert [(f["code"], f["path"], f["offset"], f["position"]) for f in findings] == [
+        ("index_entry_not_at_batch", str(index), relative, position + 7)]
 
 
 def test_dump_max_bytes_reads_a_prefix():

@@ -37,6 +37,13 @@ LOG4J = "rootLogger.level = fatal\nrootLogger.appenderRef.stderr.ref = console\n
         "appender.console.layout.type = PatternLayout\n"
 
 
+#: This checkout first on the Python workers' path: Spark starts them with its own PYTHONPATH
+#: plus ``spark.executorEnv.PYTHONPATH``, not the driver's, so without it they would import
+#: whichever segtools the venv's editable install points at (another checkout's).
+CHECKOUT = Path(__file__).resolve().parents[2]
+CHECKOUT_PATH = os.pathsep.join([str(CHECKOUT / "spark"), str(CHECKOUT)])
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "spark: starts a Spark JVM (local or standalone)")
 
@@ -100,6 +107,7 @@ def spark(tmp_path_factory):
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.driver.extraJavaOptions", java_opts)
                .config("spark.executor.extraJavaOptions", java_opts)
+               .config("spark.executorEnv.PYTHONPATH", CHECKOUT_PATH)
                .getOrCreate())
     session.sparkContext.setLogLevel("FATAL")
     pyspark_kafkalog.register(session)  # an editable install is invisible to the lookup

@@ -7,15 +7,16 @@ project the way a user does (a regular, non-editable ``pip install``, here into 
 never calls ``register``.
 
 An *editable* install (``pip install -e``) is not found by that scan: setuptools serves it
-through an import hook that ``pkgutil.iter_modules`` does not list. That is why the shared
-test session calls ``pyspark_kafkalog.register``, and why the README tells users to.
+through an import hook that ``pkgutil.iter_modules`` does not list. ``make`` therefore puts the
+checkout's ``spark/`` on the venv's path with a ``.pth`` file, which the scan does list (the
+second test); the shared test session still calls ``pyspark_kafkalog.register``, since a test
+run may use another venv.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pkgutil
 import shutil
 import subprocess
 import sys
@@ -45,26 +46,31 @@ def pip_install(target: Path, scratch: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-def test_editable_install_is_invisible_to_sparks_lookup():
-    found = [m.name for m in pkgutil.iter_modules() if m.name.startswith("pyspark_")]
-    import pyspark_kafkalog
+def counts_without_register(trees: Path, cwd: Path, source_dir: Path) -> dict:
+    """A fresh driver (a fresh JVM) with ``source_dir`` on its Python path, reading one
+    partition without calling ``register``: its records per partition."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(source_dir), str(REPO)]))
+    done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", "local[1]",
+                           str(trees / "sample" / "orders.v2-eu-1"), "--no-register",
+                           "--counts-only"],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])["counts"]
 
-    if "site-packages" in pyspark_kafkalog.__file__:
-        assert "pyspark_kafkalog" in found
-    else:
-        assert "pyspark_kafkalog" not in found  # served by setuptools' editable finder
+
+def test_the_checkouts_spark_dir_on_the_path_is_found_without_register(trees, tmp_path):
+    """What ``make`` adds beside its editable install (a ``.pth`` naming ``spark/``): a path
+    entry, which Spark's lookup lists, so a fresh JVM finds ``kafkalog`` with no
+    ``register()`` call. (The editable install alone is served by setuptools' import hook,
+    which ``pkgutil.iter_modules`` does not list.)"""
+    makefile = (REPO / "Makefile").read_text()
+    assert 'echo "$(CURDIR)/spark" > "$(SITE_PTH)"' in makefile
+    assert counts_without_register(trees, tmp_path, REPO / "spark") == {"orders.v2-eu-1": 252}
 
 
 def test_format_is_found_without_register_after_a_pip_install(trees, tmp_path):
     target = tmp_path / "site"
     pip_install(target, tmp_path)
     assert (target / "pyspark_kafkalog" / "__init__.py").exists()
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(target), str(REPO)]))
-    done = subprocess.run([sys.executable, "-m", "tests.spark.cluster_driver", "local[1]",
-                           str(trees / "sample" / "orders.v2-eu-1"), "--no-register",
-                           "--counts-only"],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300,
-                          check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
-    assert got["counts"] == {"orders.v2-eu-1": 252}
+    assert counts_without_register(trees, tmp_path, target) == {"orders.v2-eu-1": 252}

@@ -32,16 +32,17 @@ def test_offsets_and_timestamps():
 
 @pytest.mark.parametrize(("options", "message"), [
     ({}, "no path given"),
-    ({"path": "/x", "level": "rows"}, "level must be one of"),
+    ({"path": "/x", "level": "rows"}, "option level: must be one of"),
     ({"path": "/x", "startingOffsets": "latest"}, "not allowed for a batch read"),
     ({"path": "/x", "endingOffsets": "earliest"}, "not allowed for a batch read"),
     ({"path": "/x", "startingOffsets": '{"t": {"0": -1}}'}, "not allowed"),
     ({"path": "/x", "endingOffsets": '{"t": {"0": -2}}'}, "not allowed"),
     ({"path": "/x", "startingOffsets": "{bad"}, "not valid JSON"),
-    ({"path": "/x", "startingOffsets": '{"t": {"x": 1}}'}, "is not a number"),
+    ({"path": "/x", "startingOffsets": '{"t": {"x": 1}}'}, "keyed by partition numbers"),
     ({"path": "/x", "minPartitions": "0"}, "minPartitions must be >= 1"),
-    ({"path": "/x", "includeHeaders": "maybe"}, "includeHeaders must be true or false"),
-    ({"path": "/x", "startingTimestamp": "soon"}, "startingTimestamp must be an integer"),
+    ({"path": "/x", "includeHeaders": "maybe"}, "option includeHeaders: must be true or false"),
+    ({"path": "/x", "startingTimestamp": "soon"},
+     "option startingTimestamp: must be epoch ms, ISO-8601"),
     ({"path": "/x", "partitionStates": "gone"}, "unknown state"),
     ({"path": "/x", "subscribe": "t"}, "unknown option"),
 ])
@@ -53,3 +54,25 @@ def test_bad_values_name_the_option(options, message):
 def test_all_partition_states():
     assert parse_options({"path": "/x", "partitionStates": "all"}).partition_states == (
         "live", "delete", "future", "stray")
+
+
+def test_the_python_api_forms_are_accepted_too():
+    """One parser per selector for both faces: ISO times, one offset for every partition,
+    a partitions option, JSON maps keyed by strings."""
+    o = parse_options({"path": "/x", "startingTimestamp": "2023-11-14T22:13:30Z",
+                       "endingTimestamp": "1700000009999", "startingOffsets": "100",
+                       "partitions": "0,2", "readCommitted": "False"})
+    assert o.starting_timestamp == 1_700_000_010_000 and o.ending_timestamp == 1_700_000_009_999
+    assert o.starting_offset == 100 and o.starting_offsets == {}
+    assert o.partitions == (0, 2) and o.read_committed is False
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"path": "/x", "startingOffsets": "soon"}, "^kafkalog: option startingOffsets: must be"),
+    ({"path": "/x", "partitions": "first"}, "^kafkalog: option partitions: must be a partition"),
+    ({"path": "/x", "readCommited": "true"}, "did you mean readCommitted"),
+    ({"path": "/x", "startingOffsetsByTimestamp": "1700000000000"}, "must be a JSON map"),
+])
+def test_errors_name_the_spark_option(options, message):
+    with pytest.raises(OptionError, match=message):
+        parse_options(options)

@@ -19,6 +19,7 @@ from pyspark_kafkalog.options import Level, OptionError
 from segtools.decode import chunks
 from segtools.errors import CorruptDataError, SegtoolsError
 from segtools.fetch import arrow
+from tests.fixtures_manifest import LOGS, expected_lines
 from tests.spark.conftest import committed, expected_rows
 from tests.spark.inprocess import read, schema_of
 
@@ -188,13 +189,22 @@ def test_missing_path_is_a_clear_error(tmp_path):
 
 
 def test_batches_level_equals_the_batch_headers(trees):
+    """Every batch header Kafka's reader dumped for the partition's segments (data batches
+    and transaction markers alike), field for field, in log order."""
     table = read({"path": str(trees / "sample" / "payments.txn-0"), "level": "batches"})
-    rows = table.to_pylist()
-    want = [r for r in expected_rows() if r["topic"] == "payments.txn"]
-    assert len(rows) == 14  # 9 + 5 batches, markers included
-    assert {(r["base_offset"], r["position"]) for r in rows} >= {
-        (w["base_offset"], w["position"]) for w in want}
-    assert sum(r["is_control"] for r in rows) == 5
+    fields = ("base_offset", "last_offset", "count", "position", "size", "magic",
+              "compression", "crc", "crc_valid", "producer_id", "producer_epoch",
+              "base_sequence", "last_sequence", "is_transactional", "is_control")
+    got = [(r["segment_base_offset"], *(r[f] for f in fields),
+            int(r["max_timestamp"].timestamp() * 1000), r["leader_epoch"])
+           for r in table.to_pylist()]
+    want = [(int(Path(entry["path"]).name.split(".")[0]), *(b[f] for f in fields),
+             b["max_timestamp"], b["partition_leader_epoch"])
+            for entry in LOGS if entry["path"].startswith("logdirs/sample/payments.txn-0/")
+            and entry["path"].endswith(".log")
+            for b in expected_lines(entry) if b["type"] == "batch"]
+    assert len(want) == 14  # 9 + 5 batches, markers included
+    assert got == want
 
 
 def test_segments_level_is_one_summary_per_segment(trees):
@@ -245,10 +255,49 @@ def test_python_api_reads_what_the_source_reads(everything, trees):
     """One implementation, two faces: ``segtools.open(...).to_arrow()`` with the same options
     gives the Spark source's schema and rows, and both equal Kafka's reader."""
     import segtools
-    from segtools.fetch.plan import PARTITION_STATES
+    from segtools.fetch.arguments import PARTITION_STATES
 
     api = segtools.open(trees).to_arrow(include_headers=True, include_control=True,
                                         states=PARTITION_STATES, binary="binary").read_all()
     assert api.schema == everything.schema
     assert_same(normalised(api), normalised(everything))
     assert_same(normalised(api), expected_rows())
+
+
+def test_a_lone_segment_file_reads_with_null_topic(tmp_path):
+    """A segment file copied out of its partition directory: read in full, topic and
+    partition null (nothing says which they were), as ``segtools.open`` reads it."""
+    import shutil
+
+    from tests.fixtures_manifest import FIXTURES
+
+    source = FIXTURES / "logdirs" / "sample" / "orders.v2-eu-0" / "00000000000000000000.log"
+    shutil.copy(source, tmp_path / source.name)
+    table = read({"path": str(tmp_path / source.name)},
+                 schema_of(Level.RECORDS, "topic", "partition", "offset"))
+    whole = read({"path": str(source)}, schema_of(Level.RECORDS, "offset"))
+    assert table.column("offset").to_pylist() == whole.column("offset").to_pylist()
+    assert whole.num_rows and set(table.column("topic").to_pylist()) == {None}
+    assert set(table.column("partition").to_pylist()) == {None}
+
+
+def test_offset_map_errors_name_the_spark_option(trees):
+    with pytest.raises(OptionError, match=r"^kafkalog: option startingOffsets: names "
+                                          r"orders.v2-eu-9, which is not under"):
+        read({"path": str(trees / "sample"), "startingOffsets": '{"orders.v2-eu": {"9": 1}}'})
+    with pytest.raises(OptionError, match=r"^kafkalog: option topics: no topic matches 'nope'"):
+        read({"path": str(trees / "sample"), "topics": "nope"})
+
+
+@pytest.mark.parametrize(("declared", "message"), [
+    ("topic", "column topic is string; the schema may declare it so, not int"),
+    ("offset", "column offset is bigint; the schema may declare it so \\(or a wider integer\\), "
+               "not int"),
+])
+def test_a_schema_type_the_column_cannot_take_fails_on_the_driver(trees, declared, message):
+    from pyspark.sql.types import IntegerType, StructField, StructType
+
+    from tests.spark.inprocess import plan
+
+    with pytest.raises(OptionError, match=message):
+        plan({"path": str(trees / "sample")}, StructType([StructField(declared, IntegerType())]))

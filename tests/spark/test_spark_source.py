@@ -153,8 +153,15 @@ def test_pushdown_is_opt_in_and_never_changes_the_answer(spark, trees):
 def test_errors_are_one_clear_message(spark, trees, tmp_path):
     from pyspark.errors import AnalysisException, PythonException
 
-    with pytest.raises(AnalysisException, match="option level must be one of"):
+    with pytest.raises(AnalysisException, match="option level: must be one of"):
         load(spark, str(trees), level="rows")
+    with pytest.raises(AnalysisException, match="option readCommitted: must be true or false"):
+        load(spark, str(trees), readCommitted="perhaps")
+    typed = spark.read.format("kafkalog").schema("topic int, offset long").load(str(trees))
+    with pytest.raises(Exception, match="column topic is string; the schema may declare it "
+                                        "so, not int") as raised:  # on the driver, not a task
+        typed.count()
+    assert "Task" not in str(raised.value).split("column topic")[0]
     with pytest.raises(AnalysisException, match="no such file or directory"):
         load(spark, str(tmp_path / "nope")).count()
     with pytest.raises(PythonException, match=r"corrupt-crc-0/0+\.log: crc_mismatch.*at byte"):

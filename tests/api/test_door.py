@@ -1,0 +1,152 @@
+"""The Python API's door: every argument checked by the selectors it shares with the Spark
+options (segtools.fetch.arguments), in the forms a notebook user types, with errors that name
+the argument as it was passed; a lone segment file read like any partition; findings per read.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import UTC, datetime
+
+import pytest
+
+import segtools
+from segtools.fetch.arguments import ArgumentError
+from tests.fixtures_manifest import FIXTURES
+
+SAMPLE = FIXTURES / "logdirs" / "sample"
+
+
+@pytest.fixture(scope="module")
+def logs():
+    return segtools.open(SAMPLE)
+
+
+@pytest.fixture
+def lone(tmp_path):
+    """A segment file copied out of its partition directory, into a folder of another name."""
+    segment = SAMPLE / "orders.v2-eu-0" / "00000000000000000000.log"
+    shutil.copy(segment, tmp_path / segment.name)
+    return tmp_path / segment.name
+
+
+def offsets_of(reader) -> list[tuple[str, int, int]]:
+    table = reader.read_all()
+    return list(zip(table.column("topic").to_pylist(), table.column("partition").to_pylist(),
+                    table.column("offset").to_pylist(), strict=True))
+
+
+def test_a_lone_segment_file_is_read_with_no_topic(lone):
+    """The bytes do not say which partition they were: topic and partition are null, every
+    level reads, and ``topics`` does not list the folder's name."""
+    logs = segtools.open(lone)
+    whole = segtools.open(SAMPLE / "orders.v2-eu-0" / lone.name)
+    want = [r["offset"] for r in whole.records()]
+    got = list(logs.records())
+    assert [r["offset"] for r in got] == want and want
+    assert {(r["topic"], r["partition"]) for r in got} == {(None, None)}
+    assert logs.to_arrow().read_all().num_rows == len(want)
+    assert len(list(logs.batches())) == len(list(whole.batches()))
+    assert [s["base_offset"] for s in logs.segments()] == [0]
+    assert logs.topics == []
+    (p,) = logs.partitions()
+    assert (p.topic, p.partition, p.name) == (None, None, lone.parent.name)
+    with pytest.raises(ArgumentError, match=r"^topics: no topic matches 'orders'"):
+        logs.to_arrow(topics="orders")
+
+
+@pytest.mark.parametrize(("given", "rows"), [("false", 23), ("False", 23), (False, 23),
+                                             ("true", 16), (True, 16), ("1", 16)])
+def test_read_committed_as_text_or_bool(logs, given, rows):
+    assert logs.to_arrow(topics="payments.txn", read_committed=given).read_all().num_rows == rows
+
+
+def test_read_committed_refuses_other_values(logs):
+    with pytest.raises(ArgumentError, match=r"^read_committed: must be true or false, not 'no"):
+        logs.to_arrow(read_committed="nope")
+
+
+@pytest.mark.parametrize("given", [0, "0", [0], ["0"], (0,)])
+def test_partitions_as_number_or_text(logs, given):
+    assert [p.name for p in logs.partitions("orders*", partitions=given)] == ["orders.v2-eu-0"]
+    assert {r["partition"] for r in logs.records(topics="orders*", partitions=given,
+                                                 columns=["partition"])} == {0}
+
+
+def test_a_selection_that_matches_nothing_is_an_error(logs):
+    with pytest.raises(ArgumentError, match=r"^topics: no topic matches 'nonexistent' under "
+                                            r".*topics: big-value, corrupt-crc"):
+        logs.to_arrow(topics="nonexistent")
+    with pytest.raises(ArgumentError, match=r"^partitions: no partition 9"):
+        list(logs.records(topics="orders*", partitions=9))
+
+
+def test_offsets_in_every_accepted_form(logs):
+    """Spark-JSON keys (``"0"``), numbers, JSON text and one offset as text all read the same
+    rows; the earliest/latest words are Spark's."""
+    want = offsets_of(logs.to_arrow(topics="orders.v2-eu", partitions=0,
+                                    start_offset={"orders.v2-eu": {0: 100}}))
+    assert want and min(o for _, _, o in want) == 100
+    for form in ({"orders.v2-eu": {"0": 100}}, '{"orders.v2-eu": {"0": 100}}', 100, "100"):
+        got = offsets_of(logs.to_arrow(topics="orders.v2-eu", partitions=0, start_offset=form))
+        assert got == want, form
+    every = offsets_of(logs.to_arrow(topics="orders.v2-eu", start_offset="earliest",
+                                     end_offset="latest"))
+    assert every == offsets_of(logs.to_arrow(topics="orders.v2-eu"))
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"start_offset": {"orders.v2-eu": {"9": 100}}},
+     "^start_offset: names orders.v2-eu-9, which is not under"),
+    ({"start_offset": "soon"}, "^start_offset: must be an offset"),
+    ({"start_offset": "latest"}, "^start_offset: latest is not allowed"),
+    ({"end_offset": {"orders.v2-eu": {"0": -2}}}, "^end_offset: orders.v2-eu-0 = -2"),
+    ({"start_offset": {"orders.v2-eu": {"zero": 1}}}, "keyed by partition numbers"),
+    ({"start_time": "yesterday"}, "^start_time: must be epoch ms, ISO-8601 or a datetime"),
+    ({"start_time": datetime(2023, 11, 15)}, "^start_time: .* has no time zone"),
+    ({"level": "record"}, "^level: must be one of records, batches, segments, not 'record'"),
+    ({"topic": "orders"}, "^to_arrow\\(\\) got an unexpected argument 'topic'; did you mean "
+                          "'topics'"),
+    ({"states": "deleted"}, "^states: unknown state 'deleted'"),
+    ({"columns": ["offest"]}, "^columns: level=records has no column 'offest'"),
+])
+def test_errors_name_the_python_argument(logs, kwargs, message):
+    with pytest.raises(ArgumentError, match=message):
+        logs.to_arrow(**kwargs)
+
+
+def test_a_keyword_of_another_method_is_refused_by_name(logs):
+    with pytest.raises(ArgumentError, match=r"^records\(\) got an unexpected argument "
+                                            r"'binary'"):
+        logs.records(binary="binary")
+    with pytest.raises(ArgumentError, match=r"did you mean 'columns'"):
+        logs.to_arrow(column=["offset"])
+
+
+def test_a_typo_in_records_names_records(logs):
+    with pytest.raises(ArgumentError, match=r"^records\(\) got an unexpected argument "
+                                            r"'partiton'; did you mean 'partitions'"):
+        logs.records(partiton=0)
+
+
+def test_times_in_every_accepted_form(logs):
+    moment = datetime(2023, 11, 14, 22, 13, 30, tzinfo=UTC)
+    ms = int(moment.timestamp() * 1000)
+    want = offsets_of(logs.to_arrow(topics="orders.v2-eu", start_time=ms))
+    assert want
+    for form in (moment, "2023-11-14T22:13:30Z", "2023-11-14T22:13:30", str(ms),
+                 {"orders.v2-eu": {str(p): ms for p in range(5)}}):
+        assert offsets_of(logs.to_arrow(topics="orders.v2-eu", start_time=form)) == want, form
+
+
+def test_findings_are_per_read_never_accumulating():
+    """Three reads of a tree with a CRC mismatch: each read's findings, once."""
+    logs = segtools.open(SAMPLE)
+    counts = []
+    for _ in range(3):
+        logs.to_arrow().read_all()
+        counts.append(sum(f.code == "crc_mismatch" for f in logs.findings))
+    assert counts == [1, 1, 1]
+    walk_only = len(segtools.open(SAMPLE).findings)
+    logs.to_arrow(topics="orders*").read_all()  # a read without damage leaves the walk's
+    assert len(logs.findings) == walk_only

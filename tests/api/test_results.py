@@ -1,0 +1,125 @@
+"""Every analysis result as a notebook shows it: a short repr, a table of its rows (times as
+UTC timestamps), ``to_json()`` equal to what the command prints, findings first in HTML; and
+still an instance of the library's own type."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pyarrow as pa
+import pytest
+
+import segtools
+from segtools.analysis.explain import CompactionReport, RetentionReport
+from segtools.analysis.offsets import OffsetsReplay
+from segtools.analysis.tiered import TieredReport
+from segtools.analysis.transactions import TransactionsReport
+from segtools.cli.main import main
+from tests.fixtures_manifest import FIXTURES
+
+LOGDIRS = FIXTURES / "logdirs"
+SAMPLE = str(LOGDIRS / "sample")
+CONFIGS = str(FIXTURES / "configs" / "sample-topic-configs.txt")
+AT = "2023-11-16T00:00:00Z"
+
+
+def cli(*argv: str) -> list[dict]:
+    """What a command prints with --format json/jsonl, parsed."""
+    raw = io.StringIO()
+    with contextlib.redirect_stdout(raw):
+        code = main(list(argv))
+    assert code in (0, 1), code
+    text = raw.getvalue()
+    if text.lstrip().startswith("{") and "\n{" not in text.strip():
+        return [json.loads(text)]
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+CASES = {
+    "retention": (lambda: segtools.explain_retention(SAMPLE, at=AT, config=CONFIGS),
+                  ("retention", SAMPLE, "--at", AT, "--config", CONFIGS, "--format", "json"),
+                  RetentionReport, "segment"),
+    "compaction": (lambda: segtools.explain_compaction(SAMPLE, at=AT, config=CONFIGS),
+                   ("compaction", SAMPLE, "--at", AT, "--config", CONFIGS, "--format", "json"),
+                   CompactionReport, "partition"),
+    "tiered": (lambda: segtools.tiered(str(LOGDIRS / "tiered"), at="2024-06-01T12:00:00Z"),
+               ("tiered", str(LOGDIRS / "tiered"), "--at", "2024-06-01T12:00:00Z", "--format",
+                "json"), TieredReport, "remote segment"),
+    "transactions": (lambda: segtools.transactions(str(LOGDIRS / "forensics"), now=AT),
+                     ("transactions", str(LOGDIRS / "forensics"), "--now", AT, "--format",
+                      "jsonl"), TransactionsReport, "transaction"),
+    "offsets": (lambda: segtools.offsets_at(str(LOGDIRS / "forensics")),
+                ("offsets", str(LOGDIRS / "forensics"), "--format", "jsonl"), OffsetsReplay,
+                "committed offset"),
+    "producers": (lambda: segtools.producers(str(LOGDIRS / "producers")),
+                  ("producers", str(LOGDIRS / "producers"), "--format", "jsonl"), list,
+                  "producer"),
+    "diverge": (lambda: segtools.diverge(str(LOGDIRS / "replicas")),
+                ("diverge", str(LOGDIRS / "replicas"), "--format", "jsonl"), list, "replica"),
+    "verify": (lambda: segtools.verify(SAMPLE),
+               ("verify", SAMPLE, "--format", "jsonl"), list, "finding"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def case(request):
+    make, argv, base, kind = CASES[request.param]
+    return request.param, make(), argv, base, kind
+
+
+def test_repr_is_one_short_line(case):
+    name, result, _, base, _ = case
+    text = repr(result)
+    assert isinstance(result, base)
+    assert "\n" not in text and len(text) < 400, (name, len(text))
+    assert text.startswith("<") and text.endswith(">")
+
+
+def test_to_json_is_what_the_command_prints(case):
+    name, result, argv, _, _ = case
+    printed = cli(*argv)
+    got = result.to_json()
+    if isinstance(got, dict):
+        got = [got]
+    if name == "verify":  # verify ends with its summary line
+        printed = [o for o in printed if o["type"] != "summary"]
+    assert json.loads(json.dumps(got, default=str)) == printed
+
+
+def test_rows_as_arrow_and_pandas(case):
+    name, result, _, _, kind = case
+    rows = result.rows()
+    assert rows, name
+    table = result.to_arrow()
+    assert isinstance(table, pa.Table) and table.num_rows == len(rows)
+    frame = result.to_pandas()
+    assert len(frame) == len(rows)
+    assert type(result).row_kind == kind
+    for field in table.schema:
+        if field.name.endswith("timestamp") and not pa.types.is_null(field.type):
+            assert pa.types.is_timestamp(field.type), (name, field)
+
+
+def test_html_shows_findings_first_then_rows(case):
+    name, result, _, _, _ = case
+    page = result._repr_html_()
+    assert page.count("<table>") >= 1 and len(page) < 200_000, name
+    found = result._findings()
+    if found and name != "verify":
+        assert page.index(found[0].code) < page.rindex("<table>"), name
+
+
+def test_a_partition_repr_is_one_line():
+    p = segtools.open(SAMPLE).partitions("orders.v2-eu", partitions=0)[0]
+    assert repr(p) == ("<Partition orders.v2-eu-0 (live): 3 segment(s), 103.6 KiB, base "
+                       "offsets 0..205, high watermark 252, log start offset 3>")
+
+
+def test_compaction_with_no_config_says_why_in_its_repr():
+    """Without a config nothing in the sample tree is compacted (Kafka's default policy is
+    delete): the repr says so, in words that are not the CLI's flags."""
+    text = repr(segtools.explain_compaction(SAMPLE, at=AT))
+    assert "no compacted partition" in text and "cleanup.policy=compact" in text
+    assert "--" not in text
