@@ -25,15 +25,22 @@ RSS_BOUND = 256 * MIB
 SEGMENT = FIXTURES / "logdirs" / "sample" / "orders.v2-eu-0" / "00000000000000000000.log"
 
 
+# The child is started by a small Python process, whose children's peak RSS it reports: a
+# child forked (or vforked) straight from pytest would carry pytest's own peak into its
+# ru_maxrss (Linux keeps the larger of the two across exec), a few hundred MiB late in a run.
+_MEASURE = ("import resource, subprocess, sys; "
+            "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode; "
+            "print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
 def _run_measured(argv: list[str], **kwargs) -> tuple[int, int, str]:
-    """``segtools ARGV`` in a child process: exit code, peak RSS in bytes, stderr."""
+    """``segtools ARGV`` in a grandchild process: exit code, peak RSS in bytes, stderr."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.Popen([sys.executable, "-m", "segtools.cli.main", *argv],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
-                            **kwargs)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, usage.ru_maxrss * 1024, proc.stderr.read().decode()
+    proc = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m",
+                           "segtools.cli.main", *argv], capture_output=True, text=True,
+                          env=env, **kwargs)
+    code, kib = proc.stdout.split()
+    return int(code), int(kib) * 1024, proc.stderr
 
 
 def _gz_tar_with(member: tarfile.TarInfo, data: bytes | None, path: Path) -> Path:
