@@ -35,8 +35,9 @@ from segtools.storage.segment import Segment
 def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> History:
     """One partition's appends: batch headers, or for a compacted topic its records (keys,
     tombstones, delete horizons) read by the cleaner's own reader."""
+    bases = [files.base_offset for files in pi.dir.segments]
     if pi.config.compact:
-        return history_from_columns(read_records(pi, limit=limit)[0])
+        return history_from_columns(read_records(pi, limit=limit)[0]).with_segments(bases)
     parts = []
     for files in pi.dir.segments:
         with Segment.open(files, decompress_limit=limit) as seg:
@@ -44,9 +45,9 @@ def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> His
                 t = walked.table
                 parts.append((t.base_offset, t.last_offset, t.max_timestamp, t.size))
     if not parts:
-        return History.from_batches([], [], [], [])
+        return History.from_batches([], [], [], []).with_segments(bases)
     cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
-    return History.from_batches(*cols)
+    return History.from_batches(*cols).with_segments(bases)
 
 
 def history_from_columns(cols: comp.CompactionColumns) -> History:
@@ -90,7 +91,7 @@ def from_batch_rows(cols: Mapping[str, Sequence[int]]) -> History:
         return np.asarray(cols[name], np.int64)[order]
 
     return History.from_batches(col("base_offset"), col("last_offset"), col("max_timestamp"),
-                                col("size"))
+                                col("size")).with_segments(seg)
 
 
 def from_record_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mapping]
@@ -100,7 +101,9 @@ def from_record_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mappi
     the cleaner's view of each record (key, tombstone, share of its batch's bytes, delete
     horizon), then the simulator's units."""
     columns, _ = from_rows(cols, empty_batches)
-    return history_from_columns(columns)
+    segments = list(cols["segment_base_offset"]) + [b["segment_base_offset"]
+                                                   for b in empty_batches]
+    return history_from_columns(columns).with_segments(segments)
 
 
 @dataclass(frozen=True, slots=True)
