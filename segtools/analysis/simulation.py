@@ -105,6 +105,22 @@ class History:
     #: how many of the history's batches one replayed batch stands for (1: the replay is at
     #: full scale; more when :data:`MAX_REPLAY_BATCHES` binds)
     replay_scale: int = 1
+    #: the oldest record timestamp in each unit (a batch's first record, from its header;
+    #: empty: the same as ``unit_ts``, a unit being one record): what "oldest record" means,
+    #: where ``unit_ts`` (the largest) is what retention weighs a segment by
+    unit_oldest: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: the segment files' bytes on disk (-1: not known, the batches' bytes are): a torn tail
+    #: or garbage after the last batch counts in a partition's size until Kafka's recovery
+    #: truncates it
+    disk_bytes: int = -1
+
+    @property
+    def oldest_ts(self) -> np.ndarray:
+        return self.unit_oldest if self.unit_oldest.size else self.unit_ts
+
+    def with_oldest(self, oldest: np.ndarray) -> History:
+        """This history with each unit's oldest record timestamp (never above its largest)."""
+        return replace(self, unit_oldest=np.minimum(np.asarray(oldest, np.int64), self.unit_ts))
 
     @property
     def on_disk(self) -> int:
@@ -289,7 +305,12 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
     own = (h.batch_offset, h.batch_last, h.batch_ts, h.batch_size, h.unit_batch,
            h.unit_offset, h.unit_ts, h.unit_size, h.unit_key, h.unit_tombstone, h.unit_horizon)
     joined = (np.concatenate([o, m]) for o, m in zip(own, more, strict=True))
-    return History(*joined, segment_bases=h.segment_bases, disk_batches=n, replay_scale=k)
+    oldest = np.zeros(0, np.int64)
+    if h.unit_oldest.size:  # each replayed unit keeps its spread below its largest timestamp
+        spread = np.tile(h.unit_ts[u0:u1] - h.unit_oldest[u0:u1], copies)
+        oldest = np.concatenate([h.unit_oldest, uts - spread])
+    return History(*joined, segment_bases=h.segment_bases, disk_batches=n, replay_scale=k,
+                   unit_oldest=oldest, disk_bytes=h.disk_bytes)
 
 
 # --------------------------------------------------------------------------- output
@@ -357,13 +378,14 @@ class Run:
     at_now: tuple[SegmentSummary, ...]  # the segments on disk at now_ms, as simulated
     unit_clock: np.ndarray = field(repr=False)
     unit_cum: np.ndarray = field(repr=False)  # bytes appended before unit i
-    unit_ts: np.ndarray = field(repr=False)
+    unit_ts: np.ndarray = field(repr=False)  # each unit's oldest record timestamp
     removals: tuple[tuple[int, int, int, int], ...] = ()
     #: segments on disk when the run starts (a run from the disk starts with the disk's)
     initial_segments: int = 0
     #: the oldest record timestamp on disk at ``now_ms`` before any rule ran (-1: empty)
     oldest_at_now: int = -1
     replay_scale: int = 1
+    start_bytes: int = 0  # the partition's bytes at now_ms, before any rule ran
 
     def size_at(self, times: np.ndarray) -> np.ndarray:
         appended = self.unit_cum[np.searchsorted(self.unit_clock, times, side="right")]
@@ -472,15 +494,20 @@ class _Seg:
 
 def simulate(h: History, config: TopicConfig, *, start_ms: int | None = None, now_ms: int,
              end_ms: int, seed: str = "", cleaner_offset: int | None = None,
-             tick_ms: int | None = None, from_disk: bool = False) -> Run:
+             tick_ms: int | None = None, from_disk: bool = False,
+             highest_remote_offset: int | None = None) -> Run:
     """Run ``h`` under ``config`` to ``end_ms``. With ``from_disk`` (and the history's
     ``segment_bases``), the run starts at ``now_ms`` from the segments on disk as they are,
     every record in them with its own timestamp, and only the appends the history gained from
     :func:`extend` come after: what the log will do from here. Without it the history is
     replayed from its first batch, rolls and all (how the rules are held to the segments
-    Kafka itself wrote)."""
+    Kafka itself wrote). ``highest_remote_offset``: a tiered partition's
+    ``highestOffsetInRemoteStorage`` at ``now_ms`` (from ``__remote_log_metadata``), which the
+    first retention check of a run from the disk respects as ``segtools retention`` does;
+    later checks take the copy task as keeping up (every sealed segment copied)."""
     return _Simulation(h, config, now_ms, end_ms, seed, cleaner_offset, tick_ms,
-                       start_ms, from_disk and h.segment_bases.size > 0).run()
+                       start_ms, from_disk and h.segment_bases.size > 0,
+                       highest_remote_offset).run()
 
 
 class _Simulation:
@@ -491,7 +518,8 @@ class _Simulation:
 
     def __init__(self, h: History, config: TopicConfig, now_ms: int, end_ms: int, seed: str,
                  cleaner_offset: int | None, tick_ms: int | None,
-                 start_ms: int | None, from_disk: bool = False) -> None:
+                 start_ms: int | None, from_disk: bool = False,
+                 highest_remote_offset: int | None = None) -> None:
         history = self.history = h
         self.config = config
         self.now = now_ms
@@ -538,6 +566,7 @@ class _Simulation:
         self._appended: tuple[int, tuple[int, int]] = (-1, (0, 0))
         self._stats: tuple[tuple, tuple[np.ndarray, np.ndarray]] | None = None
         self.from_disk = from_disk
+        self.highest_remote_offset = highest_remote_offset
         self.oldest_at_now = -1
         if from_disk:
             self._start_from_disk(on_disk)
@@ -691,7 +720,7 @@ class _Simulation:
     def oldest_left(self, u_done: int) -> int:
         lo = self.segs[0].start if self.segs else u_done
         live = self.alive[lo:u_done]
-        ts = self.history.unit_ts[lo:u_done][live]
+        ts = self.history.oldest_ts[lo:u_done][live]
         ts = ts[ts >= 0]
         return int(ts.min()) if ts.size else -1
 
@@ -712,8 +741,9 @@ class _Simulation:
                 base_offset=self.segs[len(segs)].base, size=int(sizes[rest].sum()),
                 valid_bytes=int(sizes[rest].sum()), max_timestamp=newest,
                 log_max_timestamp=newest))
+        copied = self.highest_remote_offset if self.from_disk and t == self.now else None
         pr = explain_retention(segs, self.config, now_ms=t, high_watermark=None,
-                               log_start_offset=None)
+                               log_start_offset=None, highest_remote_offset=copied)
         gone = [v for v in pr.segments if v.deletable]
         if not gone:
             return
@@ -881,8 +911,10 @@ class _Simulation:
             self.snapshot()
         return Run(self.config, self.origin, self.now, self.end, tuple(self.rolls),
                    tuple(self.deletions), tuple(self.cleanings), self.at_now,
-                   self.uclock, self.ucum, self.history.unit_ts, tuple(self.removals),
-                   self.initial_segments, self.oldest_at_now, self.history.replay_scale)
+                   self.uclock, self.ucum, self.history.oldest_ts, tuple(self.removals),
+                   self.initial_segments, self.oldest_at_now, self.history.replay_scale,
+                   self.history.disk_bytes if self.from_disk and self.history.disk_bytes >= 0
+                   else sum(s.size for s in self.at_now))
 
 
 def _may_delete(sizes: np.ndarray, largest: np.ndarray, config: TopicConfig, now: int) -> bool:
@@ -1018,7 +1050,7 @@ class Tally:
         self.cleanings += sum(1 for c in run.cleanings if c.at_ms in within)
         self.cleaner_read += sum(c.read_bytes for c in run.cleanings if c.at_ms in within)
         self.segments_max += _segments_max(run, self.now, self.end)
-        self.start_bytes += sum(s.size for s in run.at_now)
+        self.start_bytes += run.start_bytes
         self.start_oldest = int(_older(np.array([self.start_oldest]),
                                        np.array([run.oldest_at_now]))[0])
         self.replay_scale = max(self.replay_scale, run.replay_scale)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from segtools import fanout
 from segtools.analysis import config as cfg
+from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
@@ -33,6 +34,7 @@ from segtools.analysis.simulation import (
     topic_grid,
 )
 from segtools.analysis.simulation_input import history
+from segtools.analysis.tiered import highest_remote_offset, is_tiered, remote_by_partition
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.units import format_bytes, format_duration, format_time
 
@@ -227,6 +229,9 @@ class PartitionHistory:
 
     pi: PartitionInput
     history: History
+    #: a tiered partition's ``highestOffsetInRemoteStorage`` at ``now`` (None: not tiered, or
+    #: no ``__remote_log_metadata`` in the tree: every segment is taken as copied)
+    highest_remote_offset: int | None = None
 
     @property
     def too_short(self) -> bool:
@@ -252,9 +257,16 @@ class Horizon:
 
 
 def _inputs(loaded: Loaded, limit: int) -> dict[str, list[PartitionHistory]]:
+    """Each partition's history, by topic, with what the remote tier has copied (as
+    ``segtools retention`` reads it from ``__remote_log_metadata``)."""
+    remote = tiered_metadata(loaded)
+    by_key = remote_by_partition(remote) if remote is not None else {}
     by_topic: dict[str, list[PartitionHistory]] = {}
     for pi in loaded.partitions:
-        by_topic.setdefault(pi.topic, []).append(PartitionHistory(pi, history(pi, limit=limit)))
+        copied = highest_remote_offset(pi, by_key.get((pi.topic, pi.partition))) \
+            if remote is not None and is_tiered(pi) else None
+        by_topic.setdefault(pi.topic, []).append(
+            PartitionHistory(pi, history(pi, limit=limit), copied))
     return by_topic
 
 
@@ -270,7 +282,8 @@ def run_partition(p: PartitionHistory, config: cfg.TopicConfig, *, now_ms: int, 
         p.history, now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=partitions)
     cleaner = p.pi.cleaner_offset if config.compact else None
     return simulate(h, config, now_ms=now_ms, end_ms=end_ms, seed=p.pi.label,
-                    cleaner_offset=cleaner, from_disk=from_disk)
+                    cleaner_offset=cleaner, from_disk=from_disk,
+                    highest_remote_offset=p.highest_remote_offset)
 
 
 #: A partition's simulation weighed in the segments ``fanout`` counts (summarising one
