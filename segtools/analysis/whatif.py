@@ -606,6 +606,18 @@ def shown_value(name: str, value: object, raw: bool = False) -> str:
     return str(value)
 
 
+#: How a cost figure reads for a person: sizes in binary units, durations in days and hours.
+_COST_UNITS = {"index_bytes": "segment.index.bytes", "cleaner_bytes_removed": "x.bytes",
+               "cleaner_bytes_read": "x.bytes", "min_compaction_lag_ms": "min.compaction.lag.ms"}
+
+
+def shown_cost(key: str, value: object) -> str:
+    """One figure of :func:`cost` as the CLI and the report show it."""
+    if key in _COST_UNITS:
+        return shown_value(_COST_UNITS[key], value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
 def cost(cur: Outcome, new: Outcome, partitions: int, days: float,
          config: cfg.TopicConfig, proposed: cfg.TopicConfig | None = None) -> dict:
     """What the change costs, before -> after: segments on disk at most, their files

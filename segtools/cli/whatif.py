@@ -18,6 +18,7 @@ from segtools.analysis.whatif import (
     check_horizon,
     parse_changes,
     parse_ingest,
+    shown_cost,
     shown_value,
     what_if_report,
 )
@@ -42,13 +43,6 @@ def _ingest(text: str) -> Ingest:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def _horizon(text: str) -> float:
-    try:
-        return check_horizon(float(text))
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "what if", "simulate Kafka's log lifecycle (rolls, retention checks, the cleaner) over "
@@ -61,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "compact,delete topics min.compaction.lag.ms, "
                         "min.cleanable.dirty.ratio or max.compaction.lag.ms) that keeps the "
                         "oldest record near retention.ms, with its cost")
-    g.add_argument("--horizon", type=_horizon, default=DEFAULT_HORIZON_DAYS, metavar="DAYS",
+    g.add_argument("--horizon", type=float, default=DEFAULT_HORIZON_DAYS, metavar="DAYS",
                    help=f"days to simulate after --at (default {DEFAULT_HORIZON_DAYS:g})")
     g.add_argument("--ingest", type=_ingest, default=Ingest(), metavar="auto|BYTES_PER_S",
                    help="future appends: auto repeats each partition's last day of history "
@@ -73,7 +67,16 @@ def wanted(args: argparse.Namespace) -> bool:
     return bool(args.what_if or args.recommend)
 
 
+def horizon(args: argparse.Namespace) -> float:
+    """``--horizon``, checked by the library's one rule (a face adds only the option's name)."""
+    try:
+        return check_horizon(args.horizon)
+    except ValueError as e:
+        raise SegtoolsError(f"--horizon: {e}") from None
+
+
 def run(args: argparse.Namespace) -> int:
+    days = horizon(args)
     if args.forecast is not None:
         raise SegtoolsError("--forecast projects today's segments with no new data; the what-if "
                             "simulates its own horizon: give --horizon DAYS instead")
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     loaded = load(args)
     now = now_ms(args)
-    report = what_if_report(loaded, args.what_if, now_ms=now, horizon_days=args.horizon,
+    report = what_if_report(loaded, args.what_if, now_ms=now, horizon_days=days,
                             ingest=args.ingest, recommend=args.recommend,
                             limit=args.max_decompressed_bytes)
     if args.plot:
@@ -141,20 +144,6 @@ def _rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
             ("rolls / deletions", f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
 
 
-#: How a cost row's figure is shown: sizes in binary units, durations in days and hours.
-_COST_UNITS = {"index_bytes": "bytes", "cleaner_bytes_removed": "bytes",
-               "cleaner_bytes_read": "bytes", "min_compaction_lag_ms": "ms"}
-
-
-def _cost(key: str, value: object) -> str:
-    unit = _COST_UNITS.get(key)
-    if unit == "bytes":
-        return format_bytes(int(value))
-    if unit == "ms":
-        return shown_value("min.compaction.lag.ms", value)
-    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
-
-
 def _line(out, text: str, **style) -> None:
     """A sentence on one line: in a pipe every row is one line (docs/cli.md), and a terminal
     wraps it where it ends."""
@@ -194,8 +183,8 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
             table.add_column(col, justify="left" if col == "cost" else "right")
         before, after = r.cost["before"], r.cost["after"]
         for key in before:
-            table.add_row(key.replace("_", " "), _cost(key, before[key]),
-                          _cost(key, after[key]))
+            table.add_row(key.replace("_", " "), shown_cost(key, before[key]),
+                          shown_cost(key, after[key]))
         out.print(table)
         for a in r.alternatives:
             change = ", ".join(f"{k}={v} ({shown_value(k, a.changes[k])})"
