@@ -137,6 +137,14 @@ def from_record_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mappi
     return history_from_columns(columns).with_segments(segments)
 
 
+def on_disk(h: History, segment_bases: Sequence[int], disk_bytes: int) -> History:
+    """``h`` starting from the segments on disk (their base offsets, empty ones included) and
+    their bytes, as :func:`history` has it from the files (a face with rows: Spark's segment
+    rows give both)."""
+    return replace(h.with_segments([*segment_bases, *h.segment_bases.tolist()]),
+                   disk_bytes=disk_bytes)
+
+
 @dataclass(frozen=True, slots=True)
 class RowsPartition:
     """A partition known from rows: what the simulation asks of the

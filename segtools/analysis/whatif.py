@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from segtools import fanout
 from segtools.analysis import config as cfg
@@ -121,6 +121,64 @@ def parse_ingest(value: object) -> Ingest:
     if not 0 < rate < 1e15:
         raise ValueError(f"an ingest rate must be more than 0 bytes per second, not {value!r}")
     return Ingest(rate)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOverrides:
+    """The one shape of topic configs a Python or Spark caller gives: a mapping of Kafka
+    config names to values for every topic (``{"retention.ms": 86400000}``), of topic names
+    to such mappings (``{"orders": {"cleanup.policy": "compact"}}``), or both in one mapping.
+    Values are checked by Kafka's parsing (:func:`segtools.analysis.config.parse_value`) and
+    kept as the text a flag would carry, so they resolve as the CLI's flags do (above a
+    ``--config`` file, the tree's metadata and Kafka's defaults)."""
+
+    common: Mapping[str, str]
+    topics: Mapping[str, Mapping[str, str]]
+
+    @classmethod
+    def parse(cls, configs: Mapping[str, object] | None) -> ConfigOverrides:
+        """A ValueError names the entry that is wrong."""
+        common: dict[str, str] = {}
+        topics: dict[str, dict[str, str]] = {}
+        for key, value in (configs or {}).items():
+            if isinstance(value, Mapping):
+                topics[str(key)] = {str(k): _config_text(str(k), v) for k, v in value.items()}
+            else:
+                common[str(key)] = _config_text(str(key), value)
+        return cls(common, topics)
+
+    def flags(self, topic: str) -> dict[str, str]:
+        """What applies to ``topic``: its own values over the common ones."""
+        return {**self.common, **self.topics.get(topic, {})}
+
+    def config(self, topic: str) -> cfg.TopicConfig:
+        """``topic``'s config from these values over Kafka's defaults (a face without files:
+        Spark's executors)."""
+        return cfg.resolve(topic, flags=self.flags(topic))
+
+    def apply(self, loaded: Loaded) -> Loaded:
+        """``loaded`` with each topic's own values laid over its resolved config (the common
+        ones were already given to the loading as flags)."""
+        if not self.topics:
+            return loaded
+        parts = tuple(replace(pi, config=_override(pi.config, self.topics[pi.topic]))
+                      if pi.topic in self.topics else pi for pi in loaded.partitions)
+        return replace(loaded, partitions=parts)
+
+
+def _config_text(name: str, value: object) -> str:
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else \
+        str(value).lower() if isinstance(value, bool) else str(value)
+    cfg.parse_value(name, text)
+    return text
+
+
+def _override(config: cfg.TopicConfig, flags: Mapping[str, str]) -> cfg.TopicConfig:
+    values = {cfg.DEFINITIONS[name].attr: cfg.parse_value(name, text)
+              for name, text in flags.items()}
+    prov = tuple(p for p in config.provenance if p[0] not in flags) + tuple(
+        (name, cfg.ConfigValue(cfg.SOURCE_FLAG, "configs")) for name in flags)
+    return replace(config, **values, provenance=prov)
 
 
 def changes_json(changes: Mapping[str, object]) -> dict:
@@ -247,6 +305,9 @@ class Horizon:
     end_ms: int
     ingest: Ingest
     partitions: int
+    #: spread a topic's partitions over worker processes (off where the caller already runs
+    #: one task per core: a Spark executor)
+    fan_out: bool = True
 
     def extend(self, h: History) -> History:
         return extend(h, now_ms=self.now_ms, end_ms=self.end_ms, ingest=self.ingest,
@@ -328,7 +389,7 @@ def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str,
     totals = [horizon.tally() for _ in changes]
     every: list[list[Outcome]] = []
     chunks = _chunks(parts)
-    work = len(parts) * len(changes) * RUN_WEIGHT
+    work = len(parts) * len(changes) * RUN_WEIGHT if horizon.fan_out else 0
     for own, tallies, n in fanout.ordered(job, chunks, segments=work):
         every += own
         for total, t in zip(totals, tallies, strict=True):
@@ -379,12 +440,12 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
 def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
                   changes: Mapping[str, object] | None, *, now_ms: int, end_ms: int,
                   ingest: Ingest = AUTO, recommend: bool = False,
-                  advance: Callable[[int], None] = lambda n: None
+                  advance: Callable[[int], None] = lambda n: None, fan_out: bool = True
                   ) -> tuple[list[WhatIf], Recommendation | None]:
     """One topic: each partition and the topic under today's config and ``changes`` (with
     ``recommend`` and no ``changes``: the recommended change), and the recommendation when one
     was asked and found. Every face that simulates a topic comes through here."""
-    horizon = Horizon(now_ms, end_ms, ingest, len(parts))
+    horizon = Horizon(now_ms, end_ms, ingest, len(parts), fan_out)
     chosen = dict(changes or {})
     rec = None
     if recommend:

@@ -56,7 +56,7 @@ def _run(part: whatif.PartitionHistory, change: dict):
 def test_the_disk_is_the_story(customers):
     """The fixture holds what the story says: the merged segment, its day-58 largest
     timestamp, and records from day 0 in it."""
-    assert [(s.base_offset, s.size, s.max_timestamp) for s in customers.pi.summaries][0] == \
+    assert next((s.base_offset, s.size, s.max_timestamp) for s in customers.pi.summaries) == \
         (0, 137_802, MERGED_NEWEST)
     assert customers.pi.cleaner_offset == 420
     assert int(customers.history.unit_ts.min()) == DAY0
