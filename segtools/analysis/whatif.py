@@ -667,6 +667,27 @@ def shown_value(name: str, value: object, raw: bool = False) -> str:
     return str(value)
 
 
+def _age(ms: int | None) -> str:
+    return "-" if ms is None else format_duration(ms)
+
+
+def table_rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
+    """The current-against-proposed table as a person reads it (label, current, proposed):
+    the CLI's text and the what-if plot's page show these rows, the report the same labels."""
+    return [("on disk now", format_bytes(c.start_bytes), format_bytes(p.start_bytes)),
+            ("peak size", format_bytes(c.peak_bytes), format_bytes(p.peak_bytes)),
+            ("trough size", format_bytes(c.trough_bytes), format_bytes(p.trough_bytes)),
+            ("swing", f"{100 * c.swing:.0f}%", f"{100 * p.swing:.0f}%"),
+            ("oldest record kept now", _age(c.oldest_age_ms_start),
+             _age(p.oldest_age_ms_start)),
+            ("oldest record, max", _age(c.oldest_age_ms_max), _age(p.oldest_age_ms_max)),
+            ("oldest record, 2nd half", _age(c.oldest_age_ms_late), _age(p.oldest_age_ms_late)),
+            ("oldest record, end", _age(c.oldest_age_ms_end), _age(p.oldest_age_ms_end)),
+            ("segments, most at once", f"{c.segments_max:,}", f"{p.segments_max:,}"),
+            ("rolls / deletions", f"{c.rolls:,} / {c.deletions:,}",
+             f"{p.rolls:,} / {p.deletions:,}")]
+
+
 #: How a cost figure reads for a person: sizes in binary units, durations in days and hours.
 _COST_UNITS = {"index_bytes": "segment.index.bytes", "cleaner_bytes_removed": "x.bytes",
                "cleaner_bytes_read": "x.bytes", "min_compaction_lag_ms": "min.compaction.lag.ms"}

@@ -9,7 +9,7 @@ import sys
 
 from rich.table import Table
 
-from segtools.analysis.simulation import MIN_HISTORY_MS, Ingest, Outcome
+from segtools.analysis.simulation import MIN_HISTORY_MS, Ingest
 from segtools.analysis.whatif import (
     DEFAULT_HORIZON_DAYS,
     WhatIf,
@@ -20,6 +20,7 @@ from segtools.analysis.whatif import (
     parse_ingest,
     shown_cost,
     shown_value,
+    table_rows,
     what_if_report,
 )
 from segtools.cli import render
@@ -130,20 +131,6 @@ def sentence(w: WhatIf) -> str:
             f"old (current config {_age(c.oldest_age_ms_late)})")
 
 
-def _rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
-    return [("on disk now", format_bytes(c.start_bytes), format_bytes(p.start_bytes)),
-            ("peak size", format_bytes(c.peak_bytes), format_bytes(p.peak_bytes)),
-            ("trough size", format_bytes(c.trough_bytes), format_bytes(p.trough_bytes)),
-            ("swing", f"{100 * c.swing:.0f}%", f"{100 * p.swing:.0f}%"),
-            ("oldest record kept now", _age(c.oldest_age_ms_start),
-             _age(p.oldest_age_ms_start)),
-            ("oldest record, max", _age(c.oldest_age_ms_max), _age(p.oldest_age_ms_max)),
-            ("oldest record, 2nd half", _age(c.oldest_age_ms_late), _age(p.oldest_age_ms_late)),
-            ("oldest record, end", _age(c.oldest_age_ms_end), _age(p.oldest_age_ms_end)),
-            ("segments, most at once", str(c.segments_max), str(p.segments_max)),
-            ("rolls / deletions", f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
-
-
 def _line(out, text: str, **style) -> None:
     """A sentence on one line: in a pipe every row is one line (docs/cli.md), and a terminal
     wraps it where it ends."""
@@ -172,7 +159,7 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("", "current", "proposed"):
             table.add_column(col, justify="left" if not col else "right")
-        for row in _rows(w.current, w.proposed):
+        for row in table_rows(w.current, w.proposed):
             table.add_row(*row)
         out.print(table)
     for r in report.recommendations:
