@@ -1,0 +1,195 @@
+"""What the what-if says and refuses, in every face: one parser of changes and one check of
+horizon and ingest, sentences that compare only what differs, on one line in a pipe, figures
+in units, caps said when they bind, recommendations that improve what they claim (tier by
+tier), and the trees' version evidence."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+
+import pytest
+
+import segtools
+from segtools.analysis import whatif
+from segtools.analysis.config import TopicConfig
+from segtools.analysis.simulation import Outcome
+from segtools.cli.whatif_plot import binary_ticks
+from tests.analysis.whatif_tree import CONFIG, DAY, SEGTOOLS, TREE
+from tests.fixtures_manifest import FIXTURES
+
+AT = "2024-01-11T00:00Z"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([SEGTOOLS, "retention", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+# --------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--what-if", "segment.bytes=0"], "segment.bytes=0 is below Kafka's minimum of 14"),
+    (["--what-if", "segment.ms=0"], "segment.ms=0 is below Kafka's minimum of 1"),
+    (["--what-if", "segment.bytes=100", "--horizon", "0"],
+     "--horizon: the horizon must be more than 0 and at most 3650 days"),
+    (["--what-if", "segment.bytes=100", "--ingest", "-5"],
+     "an ingest rate must be more than 0 bytes per second"),
+    (["--what-if", "segment.bytes=100", "--forecast", "5"],
+     "--forecast projects today's segments with no new data"),
+])
+def test_the_cli_refuses_in_one_line(args, says):
+    proc = _cli(str(TREE / "quiet-events-0"), "--at", AT, *args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_the_api_refuses_with_the_same_words():
+    with pytest.raises(segtools.SegtoolsError, match="below Kafka's minimum of 14"):
+        segtools.what_if(TREE, changes={"segment.bytes": 0}, at=AT)
+    with pytest.raises(segtools.SegtoolsError, match="the horizon must be more than 0"):
+        segtools.what_if(TREE, changes="segment.bytes=100", at=AT, horizon_days=0)
+    with pytest.raises(segtools.SegtoolsError, match="ingest rate must be more than 0"):
+        segtools.what_if(TREE, changes="segment.bytes=100", at=AT, ingest_bytes_per_s=0)
+
+
+def test_one_parser_for_text_and_mappings():
+    text = whatif.parse_changes("cleanup.policy=compact,delete,segment.ms=1000")
+    mapping = whatif.parse_changes({"cleanup.policy": ["compact", "delete"],
+                                    "segment.ms": 1000})
+    assert text == mapping == {"cleanup.policy": ("compact", "delete"), "segment.ms": 1000}
+    overrides = whatif.ConfigOverrides.parse(
+        {"retention.ms": 1000, "orders": {"cleanup.policy": "compact", "retention.ms": "5"}})
+    assert overrides.flags("orders") == {"retention.ms": "5", "cleanup.policy": "compact"}
+    assert overrides.config("other").retention_ms == 1000
+    assert overrides.config("orders").compact
+    with pytest.raises(ValueError, match="retention"):
+        whatif.ConfigOverrides.parse({"orders": {"retention.ms": "soon"}})
+
+
+# --------------------------------------------------------------------------- wording
+
+
+def _outcome(peak: int, trough: int, late_age: int) -> Outcome:
+    return Outcome(peak, trough, late_age, late_age, (), 1, 0, 0, 0, start_bytes=peak,
+                   oldest_age_ms_late=late_age, late_peak_bytes=peak, late_trough_bytes=trough)
+
+
+def test_a_sentence_never_compares_a_figure_with_itself():
+    """The swing of ``retention --recommend`` on the whatif tree was "100% instead of 100%":
+    equal figures are said to stay; a wider swing is said to be wider, never as a gain; and
+    the setting named is the one the local log keeps."""
+    config = TopicConfig(retention_ms=7 * DAY)
+    same = whatif._why("t", config, {"segment.bytes": 4096}, _outcome(100, 0, 10 * DAY),
+                       _outcome(100, 0, 7 * DAY))
+    assert "swing stays 100%" in same and "100% instead of 100%" not in same
+    wider = whatif._why("t", config, {"segment.bytes": 4096}, _outcome(100, 50, 10 * DAY),
+                        _outcome(100, 10, 7 * DAY))
+    assert "swings wider, 90% instead of 50%" in wider
+    tiered = TopicConfig(retention_ms=7 * DAY, remote_storage_enable=True,
+                         local_retention_ms=2 * DAY)
+    said = whatif._why("t", tiered, {"segment.ms": 3_600_000}, _outcome(100, 0, 3 * DAY),
+                       _outcome(100, 0, 2 * DAY))
+    assert "(local.retention.ms 2d)" in said and "(retention.ms" not in said
+
+
+def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
+    """Piped (not a terminal), every sentence is one line however long; costs are in units
+    (no "index bytes 20971800"), the ingest rate is written out."""
+    proc = _cli(str(TREE), "--config", str(CONFIG), "--at", AT, "--recommend")
+    assert proc.returncode == 0, proc.stderr
+    rate = _cli(str(TREE / "quiet-events-0"), "--config", str(CONFIG), "--at", AT,
+                "--what-if", "segment.bytes=4096", "--ingest", "2000000", "--horizon", "3")
+    assert "2,000,000 B/s" in rate.stdout.splitlines()[0] and "2e+06" not in rate.stdout
+    lines = proc.stdout.splitlines()
+    sentences = [x for x in lines if x.startswith("topic ")]
+    assert len(sentences) == 4
+    assert all(x.endswith(")") and "oldest record is at most" in x for x in sentences)
+    assert not any(x.startswith(("(", "14d)", "old (")) for x in lines)
+    index = [x for x in lines if x.startswith("index bytes")]
+    assert index and all("MiB" in x for x in index)
+
+
+def test_the_replay_cap_is_said_when_it_binds():
+    """At 2 MB/s a month of the tree's topics is far more than MAX_REPLAY_BATCHES batches: the
+    JSON says how many batches one simulated batch stands for, the text says the cap binds."""
+    proc = _cli(str(TREE / "busy-clicks-0"), "--config", str(CONFIG), "--at", AT,
+                "--what-if", "segment.bytes=1048576", "--ingest", "2000000", "--format",
+                "json")
+    doc = json.loads(proc.stdout)
+    topic = next(w for w in doc["what_if"] if w["partition"] is None)
+    assert topic["current"]["replay_scale"] > 1000
+    auto = json.loads(_cli(str(TREE / "busy-clicks-0"), "--config", str(CONFIG), "--at", AT,
+                           "--what-if", "segment.bytes=1048576", "--format",
+                           "json").stdout)
+    assert next(w for w in auto["what_if"] if w["partition"] is None)["current"][
+        "replay_scale"] == 1
+    text = _cli(str(TREE / "busy-clicks-0"), "--config", str(CONFIG), "--at", AT,
+                "--what-if", "segment.bytes=1048576", "--ingest", "2000000").stdout
+    assert "the replay cap binds: each simulated batch stands for" in text
+
+
+def test_plot_ticks_and_page_are_in_units(tmp_path):
+    assert binary_ticks(200 * 1024) == [i * 50 * 1024.0 for i in range(6)]
+    assert binary_ticks(3 * 1024 ** 3) == [i * 1024.0 ** 3 for i in range(5)]
+    page = tmp_path / "w.html"
+    proc = _cli(str(TREE / "quiet-events-0"), "--config", str(CONFIG), "--at", AT,
+                "--what-if", "segment.bytes=4096", "--horizon", "10", "--plot", str(page))
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    assert "oldest record, 2nd half" in html and "KiB" in html
+    assert "starting from the segments on disk" in html
+
+
+# --------------------------------------------------------------------------- claims
+
+
+@pytest.mark.parametrize(("tree", "args"), [
+    ("whatif", ["--config", str(CONFIG), "--at", AT]),
+    ("tiered", ["--at", "2024-06-01T12:00Z"]),
+    ("sample", ["--at", "2023-11-16T00:00Z"]),
+    ("producers", []),
+])
+def test_every_recommendation_improves_what_it_claims(tree, args):
+    """On the bundled trees: a recommendation's oldest record (over the horizon's second
+    half) is no older and its peak no higher than today's config gives, a swing it calls
+    narrower is narrower, and a tiered topic's sentence names local.retention.ms."""
+    proc = _cli(str(FIXTURES / "logdirs" / tree), *args, "--recommend", "--format", "json")
+    assert proc.returncode in (0, 1), proc.stderr
+    for r in json.loads(proc.stdout)["recommendations"]:
+        before, after = r["before"], r["after"]
+        assert after["oldest_age_ms_late"] <= before["oldest_age_ms_late"]
+        assert after["oldest_age_ms_late"] <= 1.25 * _retention(r["why"])
+        said = re.search(r"swings (\d+)% instead of (\d+)%", r["why"])
+        if said:
+            assert int(said[1]) < int(said[2])
+            assert after["swing_late"] < before["swing_late"]
+        assert not re.search(r"(\d+)% instead of \1%", r["why"])
+
+
+def _retention(why: str) -> int:
+    days = re.search(r"\((?:local\.)?retention\.ms (\d+)d", why)
+    assert days, why
+    return int(days[1]) * DAY
+
+
+def test_tiered_recommendations_are_held_to_local_retention():
+    proc = _cli(str(FIXTURES / "logdirs" / "tiered"), "--at", "2024-06-01T12:00Z",
+                "--recommend", "--format", "json")
+    for r in json.loads(proc.stdout)["recommendations"]:
+        if r["topic"] == "clicks.tiered":
+            assert "(local.retention.ms 2d)" in r["why"]
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def test_the_whatif_tree_is_one_kafka_release_range():
+    """Its meta.properties has a directory.id (3.7+) and its .kafka_cleanshutdown is 3.7's
+    JSON: the evidence agrees."""
+    proc = subprocess.run([SEGTOOLS, "scan", str(TREE), "-q"], capture_output=True,
+                          text=True, timeout=300)
+    assert "written by Kafka 3.7 or later" in proc.stdout
+    assert "evidence disagrees" not in proc.stdout and " to 3.6" not in proc.stdout
