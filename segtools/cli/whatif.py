@@ -174,8 +174,10 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
                           shown_cost(key, after[key]))
         out.print(table)
         for a in r.alternatives:
-            change = ", ".join(f"{k}={v} ({shown_value(k, a.changes[k])})"
-                               for k, v in changes_json(a.changes).items())
+            change = ", ".join(
+                f"{k}={v}" + ("" if shown_value(k, a.changes[k]) == str(v)
+                              else f" ({shown_value(k, a.changes[k])})")
+                for k, v in changes_json(a.changes).items())
             after = a.cost["after"]
             cleaner = (f", {after['cleaner_passes']} cleaner passes reading "
                        f"{format_bytes(after['cleaner_bytes_read'])}"
