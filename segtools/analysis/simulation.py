@@ -171,9 +171,10 @@ def _append_clock(batch_ts: np.ndarray) -> np.ndarray:
 #: it is now" (a history's old days may be a burst long since followed by silence, or records
 #: the cleaner has thinned out, neither of which says how the topic is written today).
 RECENT_WINDOW_MS = 86_400_000
-#: A history (or its recent window) shorter than this has no rate worth extrapolating: seconds
-#: of writes repeated for a month make a forecast of nothing but the arithmetic.
-MIN_HISTORY_MS = 3_600_000
+#: A history shorter than this has no rate worth extrapolating: seconds or hours of writes
+#: repeated for a month make a forecast of nothing but the arithmetic, and a history shorter
+#: than the window has no day's shape to repeat.
+MIN_HISTORY_MS = RECENT_WINDOW_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +211,7 @@ class RecentWindow:
     rel: np.ndarray
     period_ms: int
     span_ms: int  # from the window's first batch to its last
+    history_ms: int  # from the history's first batch to its last
 
 
 def recent_window(h: History, window_ms: int = RECENT_WINDOW_MS) -> RecentWindow | None:
@@ -226,16 +228,17 @@ def recent_window(h: History, window_ms: int = RECENT_WINDOW_MS) -> RecentWindow
         if n - first < 2:
             return None
         return RecentWindow(first, (clock[first:] - (last - window_ms)).astype(np.int64),
-                            window_ms, last - int(clock[first]))
+                            window_ms, last - int(clock[first]), last - int(clock[0]))
     span = last - int(clock[0])
     gap = max(span // (n - 1), 1)
-    return RecentWindow(0, (clock - int(clock[0]) + gap).astype(np.int64), span + gap, span)
+    return RecentWindow(0, (clock - int(clock[0]) + gap).astype(np.int64), span + gap, span,
+                        span)
 
 
 def too_short(h: History, window_ms: int = RECENT_WINDOW_MS) -> bool:
     """Whether the history is too short to extrapolate (see :data:`MIN_HISTORY_MS`)."""
     w = recent_window(h, window_ms)
-    return w is None or w.span_ms < MIN_HISTORY_MS
+    return w is None or w.history_ms < MIN_HISTORY_MS
 
 
 def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
@@ -265,7 +268,7 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
         scale = float(sizes.sum()) / rate / period
         rel = np.maximum((rel * scale).astype(np.int64), 1)
         period = max(int(period * scale), int(rel[-1]))
-    elif w.span_ms < MIN_HISTORY_MS:
+    elif w.history_ms < MIN_HISTORY_MS:
         return h
     copies = -(-(end_ms - now_ms) // period) if end_ms > now_ms else 0
     if copies <= 0:
@@ -715,7 +718,10 @@ class _Simulation:
         if s.mtime is not None:
             return s.mtime
         end = self.segs[i + 1].first_batch if i + 1 < len(self.segs) else b_done
-        return int(self.bclock[max(end - 1, s.first_batch)])
+        last = max(end - 1, s.first_batch)
+        if last >= self.bclock.shape[0]:  # an empty active segment on disk: rolled by then
+            return int(self.bclock[-1]) if self.bclock.size else self.now
+        return int(self.bclock[last])
 
     def oldest_left(self, u_done: int) -> int:
         lo = self.segs[0].start if self.segs else u_done

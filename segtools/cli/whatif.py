@@ -148,9 +148,11 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
         out.print()
         _line(out, sentence(w), style="bold")
         if w.too_short:
+            then = ("no future appends are modelled and nothing is recommended"
+                    if report.ingest.bytes_per_s is None else
+                    "its batches are only respaced to the --ingest rate")
             _line(out, f"  {', '.join(w.too_short)}: the history spans less than "
-                       f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; no "
-                       "future appends are modelled and nothing is recommended")
+                       f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
         scale = max(w.current.replay_scale, w.proposed.replay_scale)
         if scale > 1:
             _line(out, f"  the replay cap binds: each simulated batch stands for {scale} "
