@@ -581,8 +581,12 @@ def _quiet_active_callout(ctx: _Context, verdicts: Sequence[SegmentVerdict]) -> 
     quiet_for = ctx.now - v.max_timestamp
     if oldest >= cutoff and quiet_for <= ctx.config.segment_ms:
         return []
-    when = "and no time rule takes it" if v.eligible_at is None else \
-        f"at {format_time(v.eligible_at)}"
+    if v.eligible_at is not None:
+        when = f"at {format_time(v.eligible_at)}"
+    elif ctx.awaiting:  # an earlier segment waits for the remote copy, and so does this one
+        when = "once the segments before it are copied to remote storage"
+    else:
+        when = "and no time rule takes it"
     return [Callout(
         "quiet_active_segment",
         f"the active segment @{v.base_offset} (first batch {format_time(oldest)}, newest "

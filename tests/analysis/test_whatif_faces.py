@@ -218,3 +218,31 @@ def test_the_forecast_says_when_its_end_size_is_reached():
     fc = doc["topics"][0]["forecast"]
     # the first millisecond past retention.ms (the rule is strict)
     assert fc["end_size"] == 0 and fc["end_size_at_ms"] == 1_705_532_400_001
+
+
+def test_a_quiet_active_segment_never_goes_at_never():
+    """The quiet-active-segment callout named its time with ``format_time``, which says
+    "never" for none: "can only go as a whole, at never". Behind a tiered segment that waits
+    for its remote copy there is no time; the callout says what it waits for."""
+    from segtools.analysis.retention import explain_retention
+    from segtools.storage.summary import SegmentSummary
+
+    t0 = 1_704_067_200_000
+
+    def seg(base: int, first_ts: int, max_ts: int, active: bool) -> SegmentSummary:
+        return SegmentSummary(path="", base_offset=base, size=1000, valid_bytes=1000,
+                              is_active=active, mtime_ms=max_ts, batch_count=1,
+                              record_count=10, first_offset=base, last_offset=base + 9,
+                              first_timestamp=first_ts, log_max_timestamp=max_ts,
+                              max_timestamp=max_ts, max_timestamp_source="log")
+
+    config = TopicConfig(retention_ms=7 * DAY, remote_storage_enable=True,
+                         local_retention_ms=2 * DAY)
+    pr = explain_retention([seg(0, t0, t0 + DAY, False), seg(10, t0 + 2 * DAY, t0 + 5 * DAY,
+                                                             True)],
+                           config, now_ms=t0 + 6 * DAY, high_watermark=None,
+                           log_start_offset=None, highest_remote_offset=-1)
+    (quiet,) = [c for c in pr.callouts if c.code == "quiet_active_segment"]
+    assert "at never" not in quiet.message
+    assert "can only go as a whole, once the segments before it are copied to remote " \
+           "storage" in quiet.message
