@@ -1,12 +1,15 @@
-"""What a partition would look like under another config: Kafka's log lifecycle replayed over
-the data's own history and an ingest model for the future.
+"""What a partition would look like under another config: Kafka's log lifecycle stepped from
+the segments on disk, with an ingest model for the future.
 
 Today's verdicts (:mod:`segtools.analysis.retention`) and the no-new-data forecast
 (:mod:`segtools.analysis.forecast`) answer for the segments on disk. The operator's next question
-is what a different ``segment.bytes`` or ``segment.ms`` would have done; that needs the whole
-lifecycle, because the segment boundaries themselves change. The simulator appends the
-partition's batches again, in offset order, each at its *append clock* (the running maximum of
-the batch timestamps: a broker appends in time order), and applies Kafka's rules as it goes:
+is what a different ``segment.bytes`` or ``segment.ms`` would do; that needs the whole
+lifecycle, because the segment boundaries themselves change. A run from the disk (what the
+what-if does) starts at ``now`` with the segments as they are, every record in them with its
+own timestamp, and appends the future (:func:`extend`: the partition's recent window, repeated)
+at each batch's *append clock* (the running maximum of the batch timestamps: a broker appends
+in time order). A replay (the rules' own test against Kafka-written fixtures) appends the
+history itself from its first batch instead. Kafka's rules apply as it goes:
 
 * **Rolling** (``LogSegment.shouldRoll``, called from ``UnifiedLog.maybeRoll`` on every append):
   a new segment starts before a batch when the segment holds data and the batch would take it
@@ -38,7 +41,9 @@ the batch timestamps: a broker appends in time order), and applies Kafka's rules
   one's timestamp, and time retention waits for it.
 
 Each run yields what was rolled, deleted and cleaned and when, and the partition's size and
-oldest record over time. Apart from the calls into the rule functions at the few ticks where
+oldest record over time; the oldest record is a record's own timestamp (each unit carries its
+oldest, :attr:`History.oldest_ts`), so a record merged under a younger segment's largest
+timestamp keeps its age, as ``segtools retention``'s stale records do. Apart from the calls into the rule functions at the few ticks where
 something can change, the work is numpy over the batch arrays, so a month of a thousand
 partitions takes seconds.
 """

@@ -46,9 +46,9 @@ def _ingest(text: str) -> Ingest:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
-        "what if", "simulate Kafka's log lifecycle (rolls, retention checks, the cleaner) over "
-                   "the partitions' own history and a replay of it, under today's config and "
-                   "a proposed one")
+        "what if", "simulate Kafka's log lifecycle (rolls, retention checks, the cleaner) from "
+                   "the segments on disk at --at and each partition's recent ingest, under "
+                   "today's config and a proposed one")
     g.add_argument("--what-if", type=_changes, metavar="NAME=VALUE[,NAME=VALUE...]",
                    help="the proposed config change, e.g. segment.bytes=134217728")
     g.add_argument("--recommend", action="store_true",
