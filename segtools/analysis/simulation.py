@@ -44,9 +44,8 @@ Each run yields what was rolled, deleted and cleaned and when, and the partition
 oldest record over time; the oldest record is a record's own timestamp (each unit carries its
 oldest, :attr:`History.oldest_ts`), so a record merged under a younger segment's largest
 timestamp keeps its age, as ``segtools retention``'s stale records do. Apart from the calls
-into the rule functions at the few ticks where
-something can change, the work is numpy over the batch arrays, so a month of a thousand
-partitions takes seconds.
+into the rule functions at the few ticks where something can change, the work is numpy over
+the batch arrays, so a month of a thousand partitions takes seconds.
 """
 
 from __future__ import annotations
