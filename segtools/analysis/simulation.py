@@ -860,7 +860,10 @@ class _Simulation:
         config = self.config
         r = config.local_retention_ms_effective
         if config.delete and r >= 0:
-            cands.append(int(largest[0]) + r + 1)
+            # past retention already and still here: the first check held it back for the
+            # remote copy (a tiered log), which later checks take as done
+            expiry = int(largest[0]) + r + 1
+            cands.append(expiry if expiry > t or len(sizes) < 2 else t + 1)
         rb = config.local_retention_bytes_effective
         if config.delete and rb >= 0 and len(sizes) > 1:
             need = rb + int(sizes[0]) - int(sizes.sum())

@@ -185,11 +185,32 @@ def _retention(why: str) -> int:
 
 
 def test_tiered_recommendations_are_held_to_local_retention():
+    """clicks.tiered (the tiered tree at 2024-06-01T12:00Z, local.retention.ms 2 days,
+    retention.ms 7 days): partition 0's segments @200 and @300 are copied (the highest offset
+    in remote storage is 399) and past local retention, so the first check at --at takes
+    them, as ``segtools retention`` does; @400 is past it too but waits for its copy, and the
+    next check (5 minutes on, the copy task taken as keeping up) takes it. The recommendation
+    is held to local.retention.ms, names it, and its swing is narrower (before this, the
+    sentence said "(retention.ms 2d)" and called a wider swing an improvement)."""
+    from segtools.analysis.simulation import RETENTION_CHECK_INTERVAL_MS
+    from segtools.timestamps import to_millis
+
+    at = to_millis("2024-06-01T12:00Z")
+    loaded = segtools.open(FIXTURES / "logdirs" / "tiered").inputs(at=at)
+    parts = whatif._inputs(loaded, 1 << 30)["clicks.tiered"]
+    first = next(p for p in parts if p.pi.partition == 0)
+    assert first.highest_remote_offset == 399
+    run = whatif.run_partition(first, first.pi.config, now_ms=at, end_ms=at + DAY,
+                               ingest=whatif.AUTO, partitions=len(parts))
+    assert [(d.at_ms, d.base_offsets) for d in run.deletions[:2]] == [
+        (at, (200, 300)), (at + RETENTION_CHECK_INTERVAL_MS, (400,))]
     proc = _cli(str(FIXTURES / "logdirs" / "tiered"), "--at", "2024-06-01T12:00Z",
                 "--recommend", "--format", "json")
-    for r in json.loads(proc.stdout)["recommendations"]:
-        if r["topic"] == "clicks.tiered":
-            assert "(local.retention.ms 2d)" in r["why"]
+    (rec,) = [r for r in json.loads(proc.stdout)["recommendations"]
+              if r["topic"] == "clicks.tiered"]
+    assert "(local.retention.ms 2d)" in rec["why"] and "(retention.ms" not in rec["why"]
+    assert rec["after"]["oldest_age_ms_late"] <= 1.25 * 2 * DAY
+    assert rec["after"]["swing_late"] < rec["before"]["swing_late"]
 
 
 # --------------------------------------------------------------------------- versions
