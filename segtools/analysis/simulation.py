@@ -216,7 +216,7 @@ class RecentWindow:
     rel: np.ndarray
     period_ms: int
     span_ms: int  # from the window's first batch to its last
-    history_ms: int  # from the history's first batch to its last
+    history_ms: int  # the time the history covers: its span, plus a mean gap when short
 
 
 def recent_window(h: History, window_ms: int = RECENT_WINDOW_MS) -> RecentWindow | None:
@@ -236,8 +236,10 @@ def recent_window(h: History, window_ms: int = RECENT_WINDOW_MS) -> RecentWindow
                             window_ms, last - int(clock[first]), last - int(clock[0]))
     span = last - int(clock[0])
     gap = max(span // (n - 1), 1)
+    # n evenly spaced batches stand for span + one gap of time (a batch every 5 minutes for
+    # a day is 288 batches 23 h 55 min apart)
     return RecentWindow(0, (clock - int(clock[0]) + gap).astype(np.int64), span + gap, span,
-                        span)
+                        span + gap)
 
 
 def too_short(h: History, window_ms: int = RECENT_WINDOW_MS) -> bool:
