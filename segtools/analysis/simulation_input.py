@@ -58,10 +58,11 @@ def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> His
 def _oldest_records(seg: Segment, t) -> np.ndarray:
     """Each batch's oldest data record timestamp, read from its records (a producer may put
     a late record after newer ones: its header's first timestamp is not always the oldest),
-    as ``segtools retention``'s deep pass reads them; a control batch, or one whose records
-    cannot be read, keeps its header's first timestamp."""
+    as ``segtools retention``'s deep pass reads them; a batch of one record, a control batch,
+    or one whose records cannot be read, keeps its header's first timestamp."""
     oldest = np.asarray(t.first_timestamp, np.int64).copy()
-    data = ~t.is_control
+    # a batch of one record has it in its header (first = max); only larger ones are read
+    data = ~t.is_control & (t.count != 1)
     if not data.any():
         return oldest
     rows = np.flatnonzero(data)
