@@ -461,10 +461,12 @@ def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
 def meets(o: Outcome, config: cfg.TopicConfig) -> bool:
     """Does the topic keep what its (local) time retention promises once a config has had
     time to act: over the horizon's second half (``oldest_age_ms_late``), no record older than
-    the retention plus :data:`TOLERANCE` of it? Records on disk at ``now`` that no config can
-    take at once do not count against it."""
+    the retention plus :data:`TOLERANCE` of it (an empty log keeps it)? Records on disk at
+    ``now`` that no config can take at once do not count against it."""
     r = config.local_retention_ms_effective
-    return o.oldest_age_ms_late is not None and o.oldest_age_ms_late <= r * (1 + TOLERANCE)
+    if o.oldest_age_ms_late is None:  # empty all along the second half: nothing is kept
+        return True
+    return o.oldest_age_ms_late <= r * (1 + TOLERANCE)
 
 
 def improves(new: Outcome, cur: Outcome) -> bool:

@@ -267,3 +267,13 @@ def test_a_quiet_active_segment_never_goes_at_never():
     assert "at never" not in quiet.message
     assert "can only go as a whole, once the segments before it are copied to remote " \
            "storage" in quiet.message
+
+
+def test_an_empty_log_keeps_the_promise():
+    """A topic empty over the horizon's second half keeps no old record: nothing to
+    recommend (before, ``meets`` said no and every candidate was simulated in vain)."""
+    config = TopicConfig(retention_ms=7 * DAY)
+    empty = Outcome(0, 0, None, None, (), 0, 0, 1, 0)
+    assert whatif.meets(empty, config)
+    assert not whatif.meets(_outcome(100, 0, 9 * DAY), config)
+    assert whatif.meets(_outcome(100, 0, 8 * DAY), config)
