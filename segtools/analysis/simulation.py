@@ -267,25 +267,24 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
     u1 = int(np.searchsorted(h.unit_batch, n))
     units = u1 - u0
     sizes = h.batch_size[wb]
-    rel, period = w.rel, w.period_ms
+    scale = 1.0  # the window's time, stretched (>1) or squeezed (<1) to a given rate
     if ingest.bytes_per_s is not None:
         rate = ingest.bytes_per_s / max(partitions, 1) / 1000.0  # bytes per ms
         if rate <= 0:
             return h
-        scale = float(sizes.sum()) / rate / period
-        rel = np.maximum((rel * scale).astype(np.int64), 1)
-        period = max(int(period * scale), int(rel[-1]))
+        scale = float(sizes.sum()) / rate / w.period_ms
     elif w.history_ms < MIN_HISTORY_MS:
         return h
-    copies = -(-(end_ms - now_ms) // period) if end_ms > now_ms else 0
-    if copies <= 0:
+    if end_ms <= now_ms:
         return h
+    copies = -(-(end_ms - now_ms) // max(int(w.period_ms * scale), 1))
     # memory stays bounded: past MAX_REPLAY_BATCHES, one replayed batch stands for ``k`` of
     # the window's (k times the bytes, k times the period), which keeps the rate; the history
-    # says so (``replay_scale``) and every face with it
+    # says so (``replay_scale``) and every face with it. Times are rounded to the millisecond
+    # only after scaling, so a squeezed window keeps its rate.
     k = max(1, -(-int(copies) * max(len(wb), units) // MAX_REPLAY_BATCHES))
-    period *= k
-    rel = rel * k
+    rel = np.maximum(np.rint(w.rel * scale * k).astype(np.int64), 1)
+    period = max(round(w.period_ms * scale * k), int(rel[-1]), 1)
     copies = int(-(-(end_ms - now_ms) // period))
     nb = len(wb)
     c_b = np.repeat(np.arange(copies, dtype=np.int64), nb)  # the copy of each replayed batch
@@ -1000,6 +999,7 @@ class Outcome:
     replay_scale: int = 1
     late_peak_bytes: int = 0  # the size's peak and trough over the horizon's second half
     late_trough_bytes: int = 0
+    appended_bytes: int = 0  # what the ingest model appended within the window
 
     @property
     def swing(self) -> float:
@@ -1026,7 +1026,7 @@ class Outcome:
                 "swing_late": round(self.swing_late, 4),
                 "segments_max": self.segments_max, "rolls": self.rolls,
                 "deletions": self.deletions, "cleaned_bytes": self.cleaned_bytes,
-                "replay_scale": self.replay_scale,
+                "replay_scale": self.replay_scale, "appended_bytes": self.appended_bytes,
                 "series": [list(r) for r in self.series]}
 
 
@@ -1055,6 +1055,7 @@ class Tally:
         self.start_bytes = 0
         self.start_oldest = -1
         self.replay_scale = 1
+        self.appended = 0
 
     def add(self, run: Run) -> Tally:
         self.size += run.size_at(self.times)
@@ -1070,6 +1071,9 @@ class Tally:
         self.start_oldest = int(_older(np.array([self.start_oldest]),
                                        np.array([run.oldest_at_now]))[0])
         self.replay_scale = max(self.replay_scale, run.replay_scale)
+        window = run.unit_cum[np.searchsorted(run.unit_clock, [self.now, self.end],
+                                              side="right")]
+        self.appended += round(float(window[1] - window[0]))
         return self
 
     def merge(self, other: Tally) -> Tally:
@@ -1087,6 +1091,7 @@ class Tally:
         self.start_oldest = int(_older(np.array([self.start_oldest]),
                                        np.array([other.start_oldest]))[0])
         self.replay_scale = max(self.replay_scale, other.replay_scale)
+        self.appended += other.appended
         return self
 
     def outcome(self) -> Outcome:
@@ -1104,7 +1109,7 @@ class Tally:
                        self.now - self.start_oldest if self.start_oldest >= 0 else None,
                        int(late.max()) if (late >= 0).any() else None, self.replay_scale,
                        int(late_size.max()) if late_size.size else 0,
-                       int(late_size.min()) if late_size.size else 0)
+                       int(late_size.min()) if late_size.size else 0, self.appended)
 
 
 def _older(a: np.ndarray, b: np.ndarray) -> np.ndarray:

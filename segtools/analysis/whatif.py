@@ -21,6 +21,7 @@ from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
+    INDEX_INTERVAL_BYTES,
     History,
     Ingest,
     Outcome,
@@ -192,6 +193,29 @@ def changes_json(changes: Mapping[str, object]) -> dict:
 
 
 @dataclass(frozen=True, slots=True)
+class FullScale:
+    """When the replay cap binds (one simulated batch stands for many, each larger than a
+    segment), the counts at the scale asked: segments at once about the peak size over the
+    roll size (plus each partition's active segment), rolls about the bytes appended over it;
+    never fewer than the simulation counted (time rolls)."""
+
+    segments_max: int
+    rolls: int
+
+    @classmethod
+    def of(cls, o: Outcome, config: cfg.TopicConfig, partitions: int) -> FullScale | None:
+        if o.replay_scale <= 1:
+            return None
+        cap = max(min(config.segment_bytes,
+                      max(config.segment_index_bytes // 12, 1) * INDEX_INTERVAL_BYTES), 1)
+        return cls(max(o.segments_max, partitions + -(-o.peak_bytes // cap)),
+                   max(o.rolls, -(-o.appended_bytes // cap)))
+
+    def to_json(self) -> dict:
+        return {"segments_max": self.segments_max, "rolls": self.rolls}
+
+
+@dataclass(frozen=True, slots=True)
 class WhatIf:
     """``{"type": "what_if", ...}``: one partition (``partition`` set) or one topic."""
 
@@ -203,11 +227,18 @@ class WhatIf:
     label: str = ""
     #: the partitions whose history is too short to extrapolate (no future appends modelled)
     too_short: tuple[str, ...] = ()
+    #: the counts at the scale asked, current and proposed, when the replay cap bound
+    full_scale: tuple[FullScale | None, FullScale | None] = (None, None)
 
     def to_json(self) -> dict:
-        return {"type": "what_if", "topic": self.topic, "partition": self.partition,
-                "changes": changes_json(self.changes), "current": self.current.to_json(),
-                "proposed": self.proposed.to_json(), "too_short": list(self.too_short)}
+        out = {"type": "what_if", "topic": self.topic, "partition": self.partition,
+               "changes": changes_json(self.changes), "current": self.current.to_json(),
+               "proposed": self.proposed.to_json(), "too_short": list(self.too_short)}
+        if self.full_scale != (None, None):
+            out["full_scale"] = {side: None if f is None else f.to_json()
+                                 for side, f in zip(("current", "proposed"), self.full_scale,
+                                                    strict=True)}
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,10 +435,18 @@ def _topic(topic: str, parts: Sequence[PartitionHistory], changes: Mapping[str, 
     partitions finish (nothing of a partition's run is kept but its numbers)."""
     every, (cur_t, prop_t) = _simulated(parts, [{}, changes], horizon, True, advance)
     short = tuple(p.pi.label for p in parts if p.too_short)
+    config = parts[0].pi.config
+    proposed = apply_changes(config, changes)
+
+    def scaled(cur: Outcome, prop: Outcome, n: int) -> tuple:
+        return FullScale.of(cur, config, n), FullScale.of(prop, proposed, n)
+
     out = [WhatIf(topic, p.pi.partition, changes, cur, prop, p.pi.label,
-                  (p.pi.label,) if p.too_short else ())
+                  (p.pi.label,) if p.too_short else (), scaled(cur, prop, 1))
            for p, (cur, prop) in zip(parts, every, strict=True)]
-    out.append(WhatIf(topic, None, changes, cur_t.outcome(), prop_t.outcome(), topic, short))
+    cur, prop = cur_t.outcome(), prop_t.outcome()
+    out.append(WhatIf(topic, None, changes, cur, prop, topic, short,
+                      scaled(cur, prop, len(parts))))
     return out
 
 

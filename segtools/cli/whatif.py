@@ -155,9 +155,13 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
                        f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
         scale = max(w.current.replay_scale, w.proposed.replay_scale)
         if scale > 1:
-            _line(out, f"  the replay cap binds: each simulated batch stands for {scale} "
-                       "batches (the rate is kept; rolls and segments are counted for the "
-                       "larger batches, so they are fewer than at full scale)")
+            cur, prop = w.full_scale
+            at_scale = "; ".join(
+                f"{side} config about {f.segments_max:,} segments at once and {f.rolls:,} "
+                "rolls" for side, f in (("current", cur), ("proposed", prop)) if f)
+            _line(out, f"  the replay cap binds: each simulated batch stands for {scale:,} "
+                       "batches (the rate is kept; the table counts rolls and segments of "
+                       f"those larger batches); at the scale asked: {at_scale}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("", "current", "proposed"):
             table.add_column(col, justify="left" if not col else "right")

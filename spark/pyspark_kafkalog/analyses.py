@@ -471,7 +471,7 @@ _OUTCOME_FIELDS = (
     ("start_bytes", pa.int64(), "long"), ("oldest_age_ms_start", pa.int64(), "long"),
     ("oldest_age_ms_late", pa.int64(), "long"), ("late_peak_bytes", pa.int64(), "long"),
     ("late_trough_bytes", pa.int64(), "long"), ("swing_late", pa.float64(), "double"),
-    ("replay_scale", pa.int64(), "long"),
+    ("replay_scale", pa.int64(), "long"), ("appended_bytes", pa.int64(), "long"),
     ("series", _SERIES_TYPE, "array<struct<at_ms:long,bytes:long,oldest_record_ms:long>>"),
 )
 _OUTCOME_ARROW = pa.struct([(name, t) for name, t, _ in _OUTCOME_FIELDS])

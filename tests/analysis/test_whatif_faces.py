@@ -121,14 +121,24 @@ def test_the_replay_cap_is_said_when_it_binds():
     doc = json.loads(proc.stdout)
     topic = next(w for w in doc["what_if"] if w["partition"] is None)
     assert topic["current"]["replay_scale"] > 1000
+    # modelled at the scale asked: 2 MB/s for 30 days is ~5.2 TB appended, which 1 MiB
+    # segments take in ~4.9 million rolls, 64 KiB ones (today's) in ~79 million
+    appended = topic["proposed"]["appended_bytes"]
+    assert abs(appended - 2_000_000 * 30 * 86_400) < 0.01 * appended
+    full = topic["full_scale"]
+    assert full["proposed"]["rolls"] == -(-appended // 1_048_576)
+    assert full["current"]["rolls"] == -(-topic["current"]["appended_bytes"] // 65_536)
+    assert full["proposed"]["segments_max"] == 1 + -(-topic["proposed"]["peak_bytes"] //
+                                                    1_048_576)
     auto = json.loads(_cli(str(TREE / "busy-clicks-0"), "--config", str(CONFIG), "--at", AT,
                            "--what-if", "segment.bytes=1048576", "--format",
                            "json").stdout)
-    assert next(w for w in auto["what_if"] if w["partition"] is None)["current"][
-        "replay_scale"] == 1
+    uncapped = next(w for w in auto["what_if"] if w["partition"] is None)
+    assert uncapped["current"]["replay_scale"] == 1 and "full_scale" not in uncapped
     text = _cli(str(TREE / "busy-clicks-0"), "--config", str(CONFIG), "--at", AT,
                 "--what-if", "segment.bytes=1048576", "--ingest", "2000000").stdout
     assert "the replay cap binds: each simulated batch stands for" in text
+    assert "at the scale asked: current config about" in text
 
 
 def test_plot_ticks_and_page_are_in_units(tmp_path):
