@@ -463,31 +463,28 @@ class LogDirs:
                 config: str | os.PathLike[str] | None = None,
                 configs: Mapping[str, object] | None = None,
                 inputs: Loaded | None = None) -> WhatIfReport:
-        """Each topic's log lifecycle simulated from its own history to ``horizon_days``
-        after ``at`` under today's config and under ``changes`` (``{"segment.bytes":
-        134217728}`` or ``"segment.bytes=134217728"``), as ``segtools retention --what-if``;
-        ``recommend`` adds the smallest segment change that keeps what retention promises
-        (and, without ``changes``, compares against it). ``to_json()``: the CLI's JSON."""
+        """Each topic's log lifecycle simulated from its segments on disk at ``at`` to
+        ``horizon_days`` after it, under today's config and under ``changes``
+        (``{"segment.bytes": 134217728}`` or ``"segment.bytes=134217728"``), as ``segtools
+        retention --what-if``; ``recommend`` adds the smallest segment change that keeps what
+        retention promises (and, without ``changes``, compares against it). ``configs``: Kafka
+        config names to values for every topic, or topic names to such mappings
+        (``{"orders": {"cleanup.policy": "compact"}}``), the shape Spark's
+        ``analyses.what_if`` takes too. ``to_json()``: the CLI's JSON."""
         from segtools.analysis import whatif  # the simulator loads only when asked for
-        from segtools.analysis.simulation import Ingest
 
         try:
-            if isinstance(changes, str):
-                parsed = whatif.parse_changes(changes)
-            elif changes:
-                parsed = whatif.parse_changes(",".join(
-                    f"{k}={','.join(v) if isinstance(v, tuple | list) else v}"
-                    for k, v in changes.items()))
-            else:
-                parsed = None
+            parsed = whatif.parse_changes(changes) if changes else None
+            ingest = whatif.parse_ingest(ingest_bytes_per_s)
+            whatif.check_horizon(horizon_days)
+            overrides = whatif.ConfigOverrides.parse(configs)
         except ValueError as e:
             raise SegtoolsError(str(e)) from None
-        loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
-                                                               configs=configs)
+        loaded = inputs if inputs is not None else overrides.apply(self.inputs(
+            at=at, config=config, configs=overrides.common))
         return as_result(whatif.what_if_report(
-            loaded, parsed, now_ms=_now(at), horizon_days=horizon_days,
-            ingest=Ingest(ingest_bytes_per_s), recommend=recommend,
-            limit=self.max_decompressed_bytes))
+            loaded, parsed, now_ms=_now(at), horizon_days=horizon_days, ingest=ingest,
+            recommend=recommend, limit=self.max_decompressed_bytes))
 
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,

@@ -56,9 +56,16 @@ class Forecast:
     def end_size(self) -> int:
         return self.steps[-1].size_after if self.steps else self.start_size
 
+    @property
+    def settled_ms(self) -> int:
+        """When the size reaches :attr:`end_size`: the last step (nothing changes after it
+        within the window), or the start when nothing is deleted."""
+        return self.steps[-1].at_ms if self.steps else self.start_ms
+
     def to_json(self) -> dict:
         return {"start_ms": self.start_ms, "end_ms": self.end_ms,
                 "start_size": self.start_size, "end_size": self.end_size,
+                "end_size_at_ms": self.settled_ms,
                 "steps": [s.to_json() for s in self.steps]}
 
 

@@ -122,6 +122,8 @@ class VersionRange:
 
         if not self.evidence:
             return "unknown"
+        if not self.consistent:  # an inverted range would read as a range; there is none
+            return "no Kafka release matches all the evidence"
         if self.high is None:
             return f"{fmt(self.low)} or later"
         if self.low == self.high:

@@ -581,11 +581,17 @@ def _quiet_active_callout(ctx: _Context, verdicts: Sequence[SegmentVerdict]) -> 
     quiet_for = ctx.now - v.max_timestamp
     if oldest >= cutoff and quiet_for <= ctx.config.segment_ms:
         return []
+    if v.eligible_at is not None:
+        when = f"at {format_time(v.eligible_at)}"
+    elif ctx.awaiting:  # an earlier segment waits for the remote copy, and so does this one
+        when = "once the segments before it are copied to remote storage"
+    else:
+        when = "and no time rule takes it"
     return [Callout(
         "quiet_active_segment",
         f"the active segment @{v.base_offset} (first batch {format_time(oldest)}, newest "
         f"record {format_time(v.max_timestamp)}, {format_duration(quiet_for)} before --at) "
-        f"can only go as a whole, at {format_time(v.eligible_at)}: segment.ms "
+        f"can only go as a whole, {when}: segment.ms "
         f"({format_duration(ctx.config.segment_ms)}) is checked only when a new batch arrives, "
         "so a partition that receives nothing never rolls, and retention waits for its "
         "newest record", (v.base_offset,))]

@@ -17,7 +17,7 @@ by :func:`segtools.analysis.cleaner_input.from_rows`) turned into the simulator'
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -35,18 +35,47 @@ from segtools.storage.segment import Segment
 def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> History:
     """One partition's appends: batch headers, or for a compacted topic its records (keys,
     tombstones, delete horizons) read by the cleaner's own reader."""
+    bases = [files.base_offset for files in pi.dir.segments]
+    on_disk = sum(s.size for s in pi.summaries)
     if pi.config.compact:
-        return history_from_columns(read_records(pi, limit=limit)[0])
+        return replace(history_from_columns(read_records(pi, limit=limit)[0]).with_segments(
+            bases), disk_bytes=on_disk)
     parts = []
     for files in pi.dir.segments:
         with Segment.open(files, decompress_limit=limit) as seg:
             for walked in seg.walk(verify_crc=False):
                 t = walked.table
-                parts.append((t.base_offset, t.last_offset, t.max_timestamp, t.size))
+                parts.append((t.base_offset, t.last_offset, t.max_timestamp, t.size,
+                              _oldest_records(seg, t)))
     if not parts:
-        return History.from_batches([], [], [], [])
-    cols = [np.concatenate([p[i] for p in parts]) for i in range(4)]
-    return History.from_batches(*cols)
+        return replace(History.from_batches([], [], [], []).with_segments(bases),
+                       disk_bytes=on_disk)
+    cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
+    return replace(History.from_batches(*cols[:4]).with_segments(bases).with_oldest(cols[4]),
+                   disk_bytes=on_disk)
+
+
+def _oldest_records(seg: Segment, t) -> np.ndarray:
+    """Each batch's oldest data record timestamp, read from its records (a producer may put
+    a late record after newer ones: its header's first timestamp is not always the oldest),
+    as ``segtools retention``'s deep pass reads them; a batch of one record, a control batch,
+    or one whose records cannot be read, keeps its header's first timestamp."""
+    oldest = np.asarray(t.first_timestamp, np.int64).copy()
+    # a batch of one record has it in its header (first = max); only larger ones are read
+    data = ~t.is_control & (t.count != 1)
+    if not data.any():
+        return oldest
+    rows = np.flatnonzero(data)
+    for chunk in seg.records(t.take(data)):
+        cols = chunk.columns
+        if not len(cols):
+            continue
+        low = np.full(len(chunk.table), np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(low, cols.batch, np.asarray(cols.timestamp, np.int64))
+        at = rows[np.searchsorted(t.base_offset[rows], chunk.table.base_offset)]
+        read = low < np.iinfo(np.int64).max
+        oldest[at[read]] = np.minimum(oldest[at[read]], low[read])
+    return oldest
 
 
 def history_from_columns(cols: comp.CompactionColumns) -> History:
@@ -73,14 +102,15 @@ def history_from_columns(cols: comp.CompactionColumns) -> History:
 
 #: The batch columns :func:`from_batch_rows` reads (timestamps in epoch ms, -1 for none).
 BATCH_COLUMNS = ("segment_base_offset", "position", "base_offset", "last_offset",
-                 "max_timestamp", "size")
+                 "base_timestamp", "max_timestamp", "size")
 
 
 def from_batch_rows(cols: Mapping[str, Sequence[int]]) -> History:
     """A delete-only partition's appends from its batch rows (:data:`BATCH_COLUMNS`, any
-    order): put in log order (segment, then position in it), every batch one unit, as
-    :func:`history` walks the segments' batch headers (control
-    batches included: they take bytes on disk and roll segments like any other)."""
+    order): put in log order (segment, then position in it), every batch one unit with its
+    first record's timestamp as its oldest, as :func:`history` walks the segments' batch
+    headers (control batches included: they take bytes on disk and roll segments like any
+    other)."""
     seg = np.asarray(cols["segment_base_offset"], np.int64)
     if not seg.size:
         return History.from_batches([], [], [], [])
@@ -89,8 +119,11 @@ def from_batch_rows(cols: Mapping[str, Sequence[int]]) -> History:
     def col(name: str) -> np.ndarray:
         return np.asarray(cols[name], np.int64)[order]
 
-    return History.from_batches(col("base_offset"), col("last_offset"), col("max_timestamp"),
-                                col("size"))
+    first = col("base_timestamp")  # the first record's, -1 where the header has none
+    largest = col("max_timestamp")
+    return History.from_batches(col("base_offset"), col("last_offset"), largest,
+                                col("size")).with_segments(seg).with_oldest(
+        np.where(first >= 0, first, largest))
 
 
 def from_record_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mapping]
@@ -100,7 +133,17 @@ def from_record_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mappi
     the cleaner's view of each record (key, tombstone, share of its batch's bytes, delete
     horizon), then the simulator's units."""
     columns, _ = from_rows(cols, empty_batches)
-    return history_from_columns(columns)
+    segments = list(cols["segment_base_offset"]) + [b["segment_base_offset"]
+                                                   for b in empty_batches]
+    return history_from_columns(columns).with_segments(segments)
+
+
+def on_disk(h: History, segment_bases: Sequence[int], disk_bytes: int) -> History:
+    """``h`` starting from the segments on disk (their base offsets, empty ones included) and
+    their bytes, as :func:`history` has it from the files (a face with rows: Spark's segment
+    rows give both)."""
+    return replace(h.with_segments([*segment_bases, *h.segment_bases.tolist()]),
+                   disk_bytes=disk_bytes)
 
 
 @dataclass(frozen=True, slots=True)

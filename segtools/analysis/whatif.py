@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from segtools import fanout
 from segtools.analysis import config as cfg
+from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
+    INDEX_INTERVAL_BYTES,
     History,
     Ingest,
     Outcome,
@@ -29,11 +31,13 @@ from segtools.analysis.simulation import (
     extend,
     outcome,
     simulate,
+    too_short,
     topic_grid,
 )
 from segtools.analysis.simulation_input import history
+from segtools.analysis.tiered import highest_remote_offset, is_tiered, remote_by_partition
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.units import format_time
+from segtools.units import format_bytes, format_duration, format_time
 
 DAY_MS = 86_400_000
 DEFAULT_HORIZON_DAYS = 30.0
@@ -47,22 +51,135 @@ WHAT_IF_NAMES = ("segment.bytes", "segment.ms", "segment.jitter.ms", "segment.in
                  "local.retention.ms", "local.retention.bytes")
 
 
-def parse_changes(text: str) -> dict[str, object]:
-    """``NAME=VALUE[,NAME=VALUE...]``; a list value (``cleanup.policy=compact,delete``) keeps
-    its commas because a new pair starts only where ``,name=`` follows."""
+#: Kafka's lower bounds for the changes (``LogConfig``'s ``atLeast`` validators): a
+#: ``segment.bytes`` below a legacy record's overhead cannot hold a batch, a ``segment.ms`` of 0
+#: would roll on every append, and so on; ``retention.ms`` -1 is "no limit".
+MINIMUMS: Mapping[str, int] = {
+    "segment.bytes": 14, "segment.ms": 1, "segment.jitter.ms": 0, "segment.index.bytes": 4,
+    "retention.ms": -1, "retention.bytes": -1, "delete.retention.ms": 0,
+    "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1, "local.retention.ms": -2,
+    "local.retention.bytes": -2}
+#: The longest simulation asked for, in days (ten years).
+MAX_HORIZON_DAYS = 3650.0
+
+
+def parse_changes(changes: str | Mapping[str, object]) -> dict[str, object]:
+    """The one reader of what-if changes, for every face: ``NAME=VALUE[,NAME=VALUE...]`` (a
+    list value, ``cleanup.policy=compact,delete``, keeps its commas because a new pair starts
+    only where ``,name=`` follows), or a mapping of Kafka config names to values (strings,
+    numbers, or a list for ``cleanup.policy``). Each value is parsed as Kafka's config would
+    be and checked against :data:`MINIMUMS`; a ValueError says what is wrong."""
+    if isinstance(changes, str):
+        pairs = []
+        for part in re.split(r",(?=[a-z][a-z.]*=)", changes.strip()):
+            name, sep, value = part.partition("=")
+            if not sep or not value.strip():
+                raise ValueError(f"{part!r} is not NAME=VALUE")
+            pairs.append((name.strip(), value))
+    elif isinstance(changes, Mapping):
+        pairs = [(str(k), ",".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v))
+                 for k, v in changes.items()]
+    else:
+        raise ValueError("changes must be NAME=VALUE[,...] text or a mapping of config names")
     out: dict[str, object] = {}
-    for part in re.split(r",(?=[a-z][a-z.]*=)", text.strip()):
-        name, sep, value = part.partition("=")
-        name = name.strip()
-        if not sep or not value.strip():
-            raise ValueError(f"{part!r} is not NAME=VALUE")
+    for name, value in pairs:
         if name not in WHAT_IF_NAMES:
             raise ValueError(f"{name!r} cannot be changed here (one of: "
                              f"{', '.join(WHAT_IF_NAMES)})")
-        out[name] = cfg.parse_value(name, value)
+        parsed = cfg.parse_value(name, value)
+        low = MINIMUMS.get(name)
+        if low is not None and int(parsed) < low:
+            raise ValueError(f"{name}={value} is below Kafka's minimum of {low}")
+        out[name] = parsed
     if not out:
         raise ValueError("nothing to change")
     return out
+
+
+def check_horizon(days: float) -> float:
+    """The one bound on a horizon, for every face: more than 0 days, at most
+    :data:`MAX_HORIZON_DAYS`."""
+    if not isinstance(days, (int, float)) or isinstance(days, bool) or not \
+            0 < days <= MAX_HORIZON_DAYS:
+        raise ValueError(f"the horizon must be more than 0 and at most {MAX_HORIZON_DAYS:g} "
+                         f"days, not {days!r}")
+    return float(days)
+
+
+def parse_ingest(value: object) -> Ingest:
+    """The one reader of an ingest model, for every face: ``"auto"`` or None (each
+    partition's recent history, repeated), or a topic's rate in bytes per second (more than
+    0, below 1e15)."""
+    if value is None or value == "auto":
+        return AUTO
+    if isinstance(value, Ingest):
+        return value
+    try:
+        rate = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        raise ValueError(f"ingest must be auto or a rate in bytes per second, not {value!r}") \
+            from None
+    if not 0 < rate < 1e15:
+        raise ValueError(f"an ingest rate must be more than 0 bytes per second, not {value!r}")
+    return Ingest(rate)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOverrides:
+    """The one shape of topic configs a Python or Spark caller gives: a mapping of Kafka
+    config names to values for every topic (``{"retention.ms": 86400000}``), of topic names
+    to such mappings (``{"orders": {"cleanup.policy": "compact"}}``), or both in one mapping.
+    Values are checked by Kafka's parsing (:func:`segtools.analysis.config.parse_value`) and
+    kept as the text a flag would carry, so they resolve as the CLI's flags do (above a
+    ``--config`` file, the tree's metadata and Kafka's defaults)."""
+
+    common: Mapping[str, str]
+    topics: Mapping[str, Mapping[str, str]]
+
+    @classmethod
+    def parse(cls, configs: Mapping[str, object] | None) -> ConfigOverrides:
+        """A ValueError names the entry that is wrong."""
+        common: dict[str, str] = {}
+        topics: dict[str, dict[str, str]] = {}
+        for key, value in (configs or {}).items():
+            if isinstance(value, Mapping):
+                topics[str(key)] = {str(k): _config_text(str(k), v) for k, v in value.items()}
+            else:
+                common[str(key)] = _config_text(str(key), value)
+        return cls(common, topics)
+
+    def flags(self, topic: str) -> dict[str, str]:
+        """What applies to ``topic``: its own values over the common ones."""
+        return {**self.common, **self.topics.get(topic, {})}
+
+    def config(self, topic: str) -> cfg.TopicConfig:
+        """``topic``'s config from these values over Kafka's defaults (a face without files:
+        Spark's executors)."""
+        return cfg.resolve(topic, flags=self.flags(topic))
+
+    def apply(self, loaded: Loaded) -> Loaded:
+        """``loaded`` with each topic's own values laid over its resolved config (the common
+        ones were already given to the loading as flags)."""
+        if not self.topics:
+            return loaded
+        parts = tuple(replace(pi, config=_override(pi.config, self.topics[pi.topic]))
+                      if pi.topic in self.topics else pi for pi in loaded.partitions)
+        return replace(loaded, partitions=parts)
+
+
+def _config_text(name: str, value: object) -> str:
+    text = ",".join(map(str, value)) if isinstance(value, (list, tuple)) else \
+        str(value).lower() if isinstance(value, bool) else str(value)
+    cfg.parse_value(name, text)
+    return text
+
+
+def _override(config: cfg.TopicConfig, flags: Mapping[str, str]) -> cfg.TopicConfig:
+    values = {cfg.DEFINITIONS[name].attr: cfg.parse_value(name, text)
+              for name, text in flags.items()}
+    prov = tuple(p for p in config.provenance if p[0] not in flags) + tuple(
+        (name, cfg.ConfigValue(cfg.SOURCE_FLAG, "configs")) for name in flags)
+    return replace(config, **values, provenance=prov)
 
 
 def changes_json(changes: Mapping[str, object]) -> dict:
@@ -76,6 +193,29 @@ def changes_json(changes: Mapping[str, object]) -> dict:
 
 
 @dataclass(frozen=True, slots=True)
+class FullScale:
+    """When the replay cap binds (one simulated batch stands for many, each larger than a
+    segment), the counts at the scale asked: segments at once about the peak size over the
+    roll size (plus each partition's active segment), rolls about the bytes appended over it;
+    never fewer than the simulation counted (time rolls)."""
+
+    segments_max: int
+    rolls: int
+
+    @classmethod
+    def of(cls, o: Outcome, config: cfg.TopicConfig, partitions: int) -> FullScale | None:
+        if o.replay_scale <= 1:
+            return None
+        cap = max(min(config.segment_bytes,
+                      max(config.segment_index_bytes // 12, 1) * INDEX_INTERVAL_BYTES), 1)
+        return cls(max(o.segments_max, partitions + -(-o.peak_bytes // cap)),
+                   max(o.rolls, -(-o.appended_bytes // cap)))
+
+    def to_json(self) -> dict:
+        return {"segments_max": self.segments_max, "rolls": self.rolls}
+
+
+@dataclass(frozen=True, slots=True)
 class WhatIf:
     """``{"type": "what_if", ...}``: one partition (``partition`` set) or one topic."""
 
@@ -85,11 +225,20 @@ class WhatIf:
     current: Outcome
     proposed: Outcome
     label: str = ""
+    #: the partitions whose history is too short to extrapolate (no future appends modelled)
+    too_short: tuple[str, ...] = ()
+    #: the counts at the scale asked, current and proposed, when the replay cap bound
+    full_scale: tuple[FullScale | None, FullScale | None] = (None, None)
 
     def to_json(self) -> dict:
-        return {"type": "what_if", "topic": self.topic, "partition": self.partition,
-                "changes": changes_json(self.changes), "current": self.current.to_json(),
-                "proposed": self.proposed.to_json()}
+        out = {"type": "what_if", "topic": self.topic, "partition": self.partition,
+               "changes": changes_json(self.changes), "current": self.current.to_json(),
+               "proposed": self.proposed.to_json(), "too_short": list(self.too_short)}
+        if self.full_scale != (None, None):
+            out["full_scale"] = {side: None if f is None else f.to_json()
+                                 for side, f in zip(("current", "proposed"), self.full_scale,
+                                                    strict=True)}
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +283,9 @@ class Alternative:
 
 def _brief(o: Outcome) -> dict:
     return {"peak_bytes": o.peak_bytes, "trough_bytes": o.trough_bytes,
-            "swing": round(o.swing, 4), "oldest_age_ms_max": o.oldest_age_ms_max}
+            "swing": round(o.swing, 4), "swing_late": round(o.swing_late, 4),
+            "oldest_age_ms_max": o.oldest_age_ms_max,
+            "oldest_age_ms_late": o.oldest_age_ms_late}
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +302,7 @@ class WhatIfReport:
     def to_json(self) -> dict:
         return {"type": "what_if_report", "version": 1, "at": self.at_ms,
                 "at_iso": format_time(self.at_ms), "until": self.end_ms,
-                "ingest": self.ingest.to_json(),
+                "ingest": self.ingest.to_json(), "ingest_model": self.ingest.describe(),
                 "what_if": [w.to_json() for w in self.items],
                 "recommendations": [r.to_json() for r in self.recommendations]}
 
@@ -167,25 +318,64 @@ class PartitionHistory:
 
     pi: PartitionInput
     history: History
+    #: a tiered partition's ``highestOffsetInRemoteStorage`` at ``now`` (None: not tiered, or
+    #: no ``__remote_log_metadata`` in the tree: every segment is taken as copied)
+    highest_remote_offset: int | None = None
+
+    @property
+    def too_short(self) -> bool:
+        return too_short(self.history)
+
+
+@dataclass(frozen=True, slots=True)
+class Horizon:
+    """What every run of one topic shares: from ``now_ms`` (the disk as it is) to ``end_ms``,
+    the ingest model, and how many partitions split a topic-wide ingest rate."""
+
+    now_ms: int
+    end_ms: int
+    ingest: Ingest
+    partitions: int
+    #: spread a topic's partitions over worker processes (off where the caller already runs
+    #: one task per core: a Spark executor)
+    fan_out: bool = True
+
+    def extend(self, h: History) -> History:
+        return extend(h, now_ms=self.now_ms, end_ms=self.end_ms, ingest=self.ingest,
+                      partitions=self.partitions)
+
+    def tally(self) -> Tally:
+        return Tally(topic_grid(self.now_ms, self.end_ms), self.now_ms, self.end_ms)
 
 
 def _inputs(loaded: Loaded, limit: int) -> dict[str, list[PartitionHistory]]:
+    """Each partition's history, by topic, with what the remote tier has copied (as
+    ``segtools retention`` reads it from ``__remote_log_metadata``)."""
+    remote = tiered_metadata(loaded)
+    by_key = remote_by_partition(remote) if remote is not None else {}
     by_topic: dict[str, list[PartitionHistory]] = {}
     for pi in loaded.partitions:
-        by_topic.setdefault(pi.topic, []).append(PartitionHistory(pi, history(pi, limit=limit)))
+        copied = highest_remote_offset(pi, by_key.get((pi.topic, pi.partition))) \
+            if remote is not None and is_tiered(pi) else None
+        by_topic.setdefault(pi.topic, []).append(
+            PartitionHistory(pi, history(pi, limit=limit), copied))
     return by_topic
 
 
 def run_partition(p: PartitionHistory, config: cfg.TopicConfig, *, now_ms: int, end_ms: int,
-                  ingest: Ingest, partitions: int, extended: History | None = None) -> Run:
-    """One partition under ``config``: its history, then the ingest model, to ``end_ms``
-    (``extended``: that history and replay already built, as :func:`extend` gives it; the
-    replay does not depend on the config, so several configs share one)."""
+                  ingest: Ingest, partitions: int, extended: History | None = None,
+                  from_disk: bool = True) -> Run:
+    """One partition under ``config``: from its segments on disk at ``now_ms`` (with
+    ``from_disk=False``: its whole history replayed from the first batch), then the ingest
+    model, to ``end_ms`` (``extended``: that history and replay already built, as
+    :func:`extend` gives it; the replay does not depend on the config, so several configs
+    share one)."""
     h = extended if extended is not None else extend(
         p.history, now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=partitions)
     cleaner = p.pi.cleaner_offset if config.compact else None
     return simulate(h, config, now_ms=now_ms, end_ms=end_ms, seed=p.pi.label,
-                    cleaner_offset=cleaner)
+                    cleaner_offset=cleaner, from_disk=from_disk,
+                    highest_remote_offset=p.highest_remote_offset)
 
 
 #: A partition's simulation weighed in the segments ``fanout`` counts (summarising one
@@ -202,35 +392,35 @@ def _chunks(parts: Sequence[PartitionHistory]) -> list[Sequence[PartitionHistory
     return [parts[i:i + step] for i in range(0, len(parts), step)]
 
 
-def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str, object]], kw: dict,
-               each: bool, advance: Callable[[int], None]
+def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str, object]],
+               horizon: Horizon, each: bool, advance: Callable[[int], None]
                ) -> tuple[list[list[Outcome]], list[Tally]]:
     """Every partition under today's config with each of ``changes`` applied (``{}``: today's
     config), summed per change on the topic grid; with ``each``, every partition's own
     outcomes too, in the partitions' order. Partitions are independent, so large topics are
     spread over :mod:`segtools.fanout`'s workers, a slice of partitions per job."""
-    now_ms, end_ms = kw["now_ms"], kw["end_ms"]
-    grid = topic_grid(now_ms, end_ms)
+    now_ms, end_ms = horizon.now_ms, horizon.end_ms
 
     def job(chunk: Sequence[PartitionHistory]) -> tuple[list[list[Outcome]], list[Tally], int]:
-        tallies = [Tally(grid, now_ms, end_ms) for _ in changes]
+        tallies = [horizon.tally() for _ in changes]
         own: list[list[Outcome]] = []
         for p in chunk:
             mine = []
-            h = extend(p.history, now_ms=now_ms, end_ms=end_ms, ingest=kw["ingest"],
-                       partitions=kw["partitions"])
+            h = horizon.extend(p.history)
             for change, tally in zip(changes, tallies, strict=True):
-                run = run_partition(p, apply_changes(p.pi.config, change), **kw, extended=h)
+                run = run_partition(p, apply_changes(p.pi.config, change), now_ms=now_ms,
+                                    end_ms=end_ms, ingest=horizon.ingest,
+                                    partitions=horizon.partitions, extended=h)
                 tally.add(run)
                 if each:
                     mine.append(outcome([run], now_ms, end_ms))
             own.append(mine)
         return own, tallies, len(chunk)
 
-    totals = [Tally(grid, now_ms, end_ms) for _ in changes]
+    totals = [horizon.tally() for _ in changes]
     every: list[list[Outcome]] = []
     chunks = _chunks(parts)
-    work = len(parts) * len(changes) * RUN_WEIGHT
+    work = len(parts) * len(changes) * RUN_WEIGHT if horizon.fan_out else 0
     for own, tallies, n in fanout.ordered(job, chunks, segments=work):
         every += own
         for total, t in zip(totals, tallies, strict=True):
@@ -239,16 +429,24 @@ def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str,
     return every, totals
 
 
-def _topic(topic: str, parts: Sequence[PartitionHistory], changes: Mapping[str, object], *,
-           now_ms: int, end_ms: int, ingest: Ingest,
-           advance: Callable[[int], None]) -> list[WhatIf]:
+def _topic(topic: str, parts: Sequence[PartitionHistory], changes: Mapping[str, object],
+           horizon: Horizon, advance: Callable[[int], None]) -> list[WhatIf]:
     """Each partition under today's config and ``changes``, then the topic, summed as the
     partitions finish (nothing of a partition's run is kept but its numbers)."""
-    kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
-    every, (cur_t, prop_t) = _simulated(parts, [{}, changes], kw, True, advance)
-    out = [WhatIf(topic, p.pi.partition, changes, cur, prop, p.pi.label)
+    every, (cur_t, prop_t) = _simulated(parts, [{}, changes], horizon, True, advance)
+    short = tuple(p.pi.label for p in parts if p.too_short)
+    config = parts[0].pi.config
+    proposed = apply_changes(config, changes)
+
+    def scaled(cur: Outcome, prop: Outcome, n: int) -> tuple:
+        return FullScale.of(cur, config, n), FullScale.of(prop, proposed, n)
+
+    out = [WhatIf(topic, p.pi.partition, changes, cur, prop, p.pi.label,
+                  (p.pi.label,) if p.too_short else (), scaled(cur, prop, 1))
            for p, (cur, prop) in zip(parts, every, strict=True)]
-    out.append(WhatIf(topic, None, changes, cur_t.outcome(), prop_t.outcome(), topic))
+    cur, prop = cur_t.outcome(), prop_t.outcome()
+    out.append(WhatIf(topic, None, changes, cur, prop, topic, short,
+                      scaled(cur, prop, len(parts))))
     return out
 
 
@@ -263,6 +461,7 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
                    advance: Callable[[int], None] = lambda n: None) -> WhatIfReport:
     """Every partition and topic of ``loaded`` under the current config and ``changes``
     (``None`` with ``recommend``: the recommended change is what is compared)."""
+    check_horizon(horizon_days)
     end_ms = horizon_end(now_ms, horizon_days)
     items: list[WhatIf] = []
     recs: list[Recommendation] = []
@@ -280,29 +479,51 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
 def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
                   changes: Mapping[str, object] | None, *, now_ms: int, end_ms: int,
                   ingest: Ingest = AUTO, recommend: bool = False,
-                  advance: Callable[[int], None] = lambda n: None
+                  advance: Callable[[int], None] = lambda n: None, fan_out: bool = True
                   ) -> tuple[list[WhatIf], Recommendation | None]:
     """One topic: each partition and the topic under today's config and ``changes`` (with
     ``recommend`` and no ``changes``: the recommended change), and the recommendation when one
     was asked and found. Every face that simulates a topic comes through here."""
+    horizon = Horizon(now_ms, end_ms, ingest, len(parts), fan_out)
     chosen = dict(changes or {})
     rec = None
     if recommend:
-        rec = recommend_topic(topic, parts, now_ms=now_ms, end_ms=end_ms, ingest=ingest)
+        rec = recommend_topic(topic, parts, horizon)
         if rec is not None and changes is None:
             chosen = dict(rec.changes)
-    return _topic(topic, parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
-                  advance=advance), rec
+    return _topic(topic, parts, chosen, horizon, advance), rec
 
 
 # --------------------------------------------------------------------------- recommending
 
 
 def meets(o: Outcome, config: cfg.TopicConfig) -> bool:
-    """Does the topic keep what its time retention promises: no record older than
-    ``retention.ms`` plus :data:`TOLERANCE` of it?"""
+    """Does the topic keep what its (local) time retention promises once a config has had
+    time to act: over the horizon's second half (``oldest_age_ms_late``), no record older than
+    the retention plus :data:`TOLERANCE` of it (an empty log keeps it)? Records on disk at
+    ``now`` that no config can take at once do not count against it."""
     r = config.local_retention_ms_effective
-    return o.oldest_age_ms_max is not None and o.oldest_age_ms_max <= r * (1 + TOLERANCE)
+    if o.oldest_age_ms_late is None:  # empty all along the second half: nothing is kept
+        return True
+    return o.oldest_age_ms_late <= r * (1 + TOLERANCE)
+
+
+def improves(new: Outcome, cur: Outcome) -> bool:
+    """A recommendation is worded as an improvement, so it must be one: over the horizon's
+    second half (once both configs have acted), the oldest record no older than under today's
+    config and the peak size no higher (a point of slack for the grid). The swing is said as
+    it is (:func:`_why`): a change that takes old records sooner can deepen the trough, and a
+    sentence that calls that narrower would be false."""
+    return (new.oldest_age_ms_late or 0) <= (cur.oldest_age_ms_late or 0) and \
+        new.late_peak_bytes <= cur.late_peak_bytes * 1.01
+
+
+def retention_name(config: cfg.TopicConfig) -> str:
+    """The setting whose promise the local log keeps: ``local.retention.ms`` on a tiered
+    topic that sets it (``UnifiedLog.localRetentionMs``), else ``retention.ms``."""
+    if config.remote_copy_enabled and config.local_retention_ms != -2:
+        return "local.retention.ms"
+    return "retention.ms"
 
 
 #: A candidate may cut a partition's retained data into at most this many segments.
@@ -372,21 +593,24 @@ def compaction_candidates(config: cfg.TopicConfig) -> list[dict[str, object]]:
             [{"max.compaction.lag.ms": v} for v in max_lag])
 
 
-def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: int, end_ms: int,
-                    ingest: Ingest) -> Recommendation | None:
+def recommend_topic(topic: str, parts: Sequence[PartitionHistory], horizon: Horizon
+                    ) -> Recommendation | None:
     """The smallest ``segment.bytes``/``segment.ms`` change (and for a ``compact,delete``
     topic the smallest compaction-lag or dirty-ratio change, see
     :func:`compaction_candidates`) that brings the oldest record (and with it the size swing)
-    within :data:`TOLERANCE` of ``retention.ms``; None when time retention is off or the
-    topic already keeps its promise. Each family is searched nearest first and stops at its
-    first change that keeps the promise; of those, a segment family's wins (see
-    :data:`SEGMENT_FAMILIES`), then the one with fewer segments and rolls; the compaction
-    settings that also work are the recommendation's alternatives."""
+    within :data:`TOLERANCE` of the local retention and worsens neither (:func:`improves`);
+    None when time retention is off, the topic already keeps its promise, or a partition's
+    history is too short to extrapolate (advice from seconds of data would be arithmetic, not
+    evidence). Each family is searched nearest first and stops at its first change that
+    keeps the promise; of those, a segment family's wins (see :data:`SEGMENT_FAMILIES`), then
+    the one with fewer segments and rolls; the compaction settings that also work are the
+    recommendation's alternatives."""
     config = parts[0].pi.config
     if not config.delete or config.local_retention_ms_effective < 0:
         return None
-    kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
-    cur = _tally(parts, {}, kw)
+    if horizon.ingest.bytes_per_s is None and any(p.too_short for p in parts):
+        return None
+    cur = _tally(parts, {}, horizon)
     if meets(cur, config):
         return None
     tried: list[tuple[Mapping[str, object], bool]] = []
@@ -398,8 +622,8 @@ def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: in
         family = next(iter(change))
         if family in found:
             continue
-        o = _tally(parts, change, kw)
-        ok = meets(o, config)
+        o = _tally(parts, change, horizon)
+        ok = meets(o, config) and improves(o, cur)
         tried.append((change, ok))
         if ok:
             found[family] = (change, o)
@@ -411,7 +635,7 @@ def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: in
     ranked = sorted(found.values(), key=lambda x: (
         next(iter(x[0])) in COMPACTION_FAMILIES, x[1].segments_max, x[1].rolls,
         order.index(next(iter(x[0])))))
-    days = (end_ms - now_ms) / DAY_MS
+    days = (horizon.end_ms - horizon.now_ms) / DAY_MS
 
     def priced(change: Mapping[str, object], o: Outcome) -> dict:
         return cost(cur, o, len(parts), days, config, apply_changes(config, change))
@@ -423,9 +647,10 @@ def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: in
                           priced(change, o), cur, o, tuple(tried), alternatives)
 
 
-def _tally(parts: Sequence[PartitionHistory], change: Mapping[str, object], kw: dict) -> Outcome:
+def _tally(parts: Sequence[PartitionHistory], change: Mapping[str, object],
+           horizon: Horizon) -> Outcome:
     """A topic under ``change``, its partitions summed on the topic grid."""
-    _, (tally,) = _simulated(parts, [change], kw, False, lambda n: None)
+    _, (tally,) = _simulated(parts, [change], horizon, False, lambda n: None)
     return tally.outcome()
 
 
@@ -443,28 +668,77 @@ def _floor(parts: Sequence[PartitionHistory], retention_ms: int) -> int:
 
 def _why(topic: str, config: cfg.TopicConfig, change: Mapping[str, object], cur: Outcome,
          new: Outcome) -> str:
-    from segtools.units import format_bytes, format_duration
-
+    """The recommendation in one sentence; a figure that does not change is said to stay,
+    not compared with itself."""
     (name, value), = change.items()
-    shown, old_shown = (_shown(name, v) for v in (value, getattr(
+    shown, old_shown = (shown_value(name, v) for v in (value, getattr(
         config, cfg.DEFINITIONS[name].attr)))
-    return (f"topic {topic}: with {name}={value} ({shown}, today {old_shown}) the oldest "
-            f"record is at most {format_duration(new.oldest_age_ms_max or 0)} old instead of "
-            f"{format_duration(cur.oldest_age_ms_max or 0)} (retention.ms "
-            f"{format_duration(config.local_retention_ms_effective)}), and the size swings "
-            f"{100 * new.swing:.0f}% instead of {100 * cur.swing:.0f}% "
-            f"({format_bytes(new.trough_bytes)}..{format_bytes(new.peak_bytes)} instead of "
-            f"{format_bytes(cur.trough_bytes)}..{format_bytes(cur.peak_bytes)})")
+    held = retention_name(config)
+    swing_new, swing_cur = round(100 * new.swing_late), round(100 * cur.swing_late)
+    sizes = (f"{format_bytes(new.late_trough_bytes)}..{format_bytes(new.late_peak_bytes)} "
+             f"instead of {format_bytes(cur.late_trough_bytes)}.."
+             f"{format_bytes(cur.late_peak_bytes)}")
+    if swing_new < swing_cur:
+        swing = f"the size swings {swing_new}% instead of {swing_cur}% ({sizes})"
+    elif swing_new == swing_cur:
+        swing = f"the size swing stays {swing_new}% ({sizes})"
+    else:
+        swing = (f"the size swings wider, {swing_new}% instead of {swing_cur}%, under a peak "
+                 f"no higher ({sizes})")
+    return (f"topic {topic}: with {name}={shown_value(name, value, raw=True)} ({shown}, today "
+            f"{old_shown}) the oldest record is at most "
+            f"{format_duration(new.oldest_age_ms_late or 0)} old over the horizon's second "
+            f"half instead of {format_duration(cur.oldest_age_ms_late or 0)} ({held} "
+            f"{format_duration(config.local_retention_ms_effective)}), and there {swing}")
 
 
-def _shown(name: str, value: object) -> str:
-    from segtools.units import format_bytes, format_duration
-
-    if name == "segment.bytes":
-        return format_bytes(int(value))
+def shown_value(name: str, value: object, raw: bool = False) -> str:
+    """A config value as a person reads it (``raw``: as ``kafka-configs`` takes it, which for a
+    duration or a size is the plain number): sizes in binary units, durations in days and
+    hours, ``max.compaction.lag.ms``'s Long.MAX_VALUE as "never"."""
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if raw:
+        return str(value)
+    if name.endswith(".bytes"):
+        return format_bytes(int(value)) if int(value) >= 0 else str(value)
     if name.endswith(".ms"):
-        return "never" if int(value) >= 2**62 else format_duration(int(value))
+        v = int(value)
+        return "never" if v >= 2**62 else format_duration(v) if v >= 0 else str(v)
     return str(value)
+
+
+def _age(ms: int | None) -> str:
+    return "-" if ms is None else format_duration(ms)
+
+
+def table_rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
+    """The current-against-proposed table as a person reads it (label, current, proposed):
+    the CLI's text and the what-if plot's page show these rows, the report the same labels."""
+    return [("on disk now", format_bytes(c.start_bytes), format_bytes(p.start_bytes)),
+            ("peak size", format_bytes(c.peak_bytes), format_bytes(p.peak_bytes)),
+            ("trough size", format_bytes(c.trough_bytes), format_bytes(p.trough_bytes)),
+            ("swing", f"{100 * c.swing:.0f}%", f"{100 * p.swing:.0f}%"),
+            ("oldest record kept now", _age(c.oldest_age_ms_start),
+             _age(p.oldest_age_ms_start)),
+            ("oldest record, max", _age(c.oldest_age_ms_max), _age(p.oldest_age_ms_max)),
+            ("oldest record, 2nd half", _age(c.oldest_age_ms_late), _age(p.oldest_age_ms_late)),
+            ("oldest record, end", _age(c.oldest_age_ms_end), _age(p.oldest_age_ms_end)),
+            ("segments, most at once", f"{c.segments_max:,}", f"{p.segments_max:,}"),
+            ("rolls / deletions", f"{c.rolls:,} / {c.deletions:,}",
+             f"{p.rolls:,} / {p.deletions:,}")]
+
+
+#: How a cost figure reads for a person: sizes in binary units, durations in days and hours.
+_COST_UNITS = {"index_bytes": "segment.index.bytes", "cleaner_bytes_removed": "x.bytes",
+               "cleaner_bytes_read": "x.bytes", "min_compaction_lag_ms": "min.compaction.lag.ms"}
+
+
+def shown_cost(key: str, value: object) -> str:
+    """One figure of :func:`cost` as the CLI and the report show it."""
+    if key in _COST_UNITS:
+        return shown_value(_COST_UNITS[key], value)
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
 
 
 def cost(cur: Outcome, new: Outcome, partitions: int, days: float,

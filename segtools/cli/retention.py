@@ -185,8 +185,9 @@ def print_partition(say: Lines, e: RetentionExplained) -> None:
         say(f"! {c.code}: {c.message}", "  ")
     if e.forecast is not None and e.forecast.steps:
         say(f"forecast: {format_bytes(e.forecast.start_size)} now -> "
-            f"{format_bytes(e.forecast.end_size)} at {format_time(e.forecast.end_ms)} "
-            f"({len(e.forecast.steps)} step(s))", "  ")
+            f"{format_bytes(e.forecast.end_size)} at {format_time(e.forecast.settled_ms)} "
+            f"({len(e.forecast.steps)} step(s); nothing changes after it until "
+            f"{format_time(e.forecast.end_ms)})", "  ")
 
 
 def print_remote(say: Lines, label: str, remote: tuple[RemoteVerdict, ...]) -> None:

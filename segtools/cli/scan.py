@@ -277,9 +277,8 @@ class SegmentRows:
 def _print_versions(versions: dict, say: Lines) -> None:
     """Which Kafka releases could have written each log dir, and why (docs/kafka-versions.md)."""
     for path, vr in versions.items():
-        say(f"log dir {path}: written by Kafka {vr.label}"
-            + ("" if vr.consistent else " (the evidence disagrees: files from different "
-               "brokers?)"))
+        say(f"log dir {path}: written by Kafka {vr.label}" if vr.consistent else
+            f"log dir {path}: {vr.label} (files from different brokers?)")
         for e in vr.evidence:
             detail = f" [{e.detail}]" if e.detail else ""
             say(f"{e.rule.name}{detail}: {allows(e)} ({e.rule.source})", "  ")

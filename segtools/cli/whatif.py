@@ -9,13 +9,18 @@ import sys
 
 from rich.table import Table
 
-from segtools.analysis.simulation import Ingest, Outcome
+from segtools.analysis.simulation import MIN_HISTORY_MS, Ingest
 from segtools.analysis.whatif import (
     DEFAULT_HORIZON_DAYS,
     WhatIf,
     WhatIfReport,
     changes_json,
+    check_horizon,
     parse_changes,
+    parse_ingest,
+    shown_cost,
+    shown_value,
+    table_rows,
     what_if_report,
 )
 from segtools.cli import render
@@ -33,22 +38,17 @@ def _changes(text: str) -> dict:
 
 
 def _ingest(text: str) -> Ingest:
-    if text == "auto":
-        return Ingest()
     try:
-        rate = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError("auto or a rate in bytes per second") from None
-    if not 0 < rate < 1e15:
-        raise argparse.ArgumentTypeError("BYTES_PER_S must be positive")
-    return Ingest(rate)
+        return parse_ingest(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
-        "what if", "simulate Kafka's log lifecycle (rolls, retention checks, the cleaner) over "
-                   "the partitions' own history and a replay of it, under today's config and "
-                   "a proposed one")
+        "what if", "simulate Kafka's log lifecycle (rolls, retention checks, the cleaner) from "
+                   "the segments on disk at --at and each partition's recent ingest, under "
+                   "today's config and a proposed one")
     g.add_argument("--what-if", type=_changes, metavar="NAME=VALUE[,NAME=VALUE...]",
                    help="the proposed config change, e.g. segment.bytes=134217728")
     g.add_argument("--recommend", action="store_true",
@@ -59,22 +59,33 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--horizon", type=float, default=DEFAULT_HORIZON_DAYS, metavar="DAYS",
                    help=f"days to simulate after --at (default {DEFAULT_HORIZON_DAYS:g})")
     g.add_argument("--ingest", type=_ingest, default=Ingest(), metavar="auto|BYTES_PER_S",
-                   help="future appends: auto replays each partition's observed batches; a "
-                        "number is a topic's rate in bytes/s (split over its partitions)")
+                   help="future appends: auto repeats each partition's last day of history "
+                        "(its recent rate and shape); a number respaces it to a topic's rate "
+                        "in bytes/s (split over its partitions)")
 
 
 def wanted(args: argparse.Namespace) -> bool:
     return bool(args.what_if or args.recommend)
 
 
+def horizon(args: argparse.Namespace) -> float:
+    """``--horizon``, checked by the library's one rule (a face adds only the option's name)."""
+    try:
+        return check_horizon(args.horizon)
+    except ValueError as e:
+        raise SegtoolsError(f"--horizon: {e}") from None
+
+
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.horizon <= 3650:
-        raise SegtoolsError("--horizon DAYS must be between 0 and 3650")
+    days = horizon(args)
+    if args.forecast is not None:
+        raise SegtoolsError("--forecast projects today's segments with no new data; the what-if "
+                            "simulates its own horizon: give --horizon DAYS instead")
     if args.plot and not args.plot.lower().endswith((".png", ".html", ".htm")):
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     loaded = load(args)
     now = now_ms(args)
-    report = what_if_report(loaded, args.what_if, now_ms=now, horizon_days=args.horizon,
+    report = what_if_report(loaded, args.what_if, now_ms=now, horizon_days=days,
                             ingest=args.ingest, recommend=args.recommend,
                             limit=args.max_decompressed_bytes)
     if args.plot:
@@ -106,63 +117,80 @@ def _age(ms: int | None) -> str:
 
 
 def sentence(w: WhatIf) -> str:
-    """One line a person can repeat: what the change does to the size and the oldest record."""
+    """One line a person can repeat: what the change does to the size and the oldest record,
+    beside the current config's simulation over the same horizon and what is on disk now."""
     change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items()) or "no change"
     c, p = w.current, w.proposed
-    return (f"topic {w.topic}: with {change}, the size moves between "
-            f"{format_bytes(p.trough_bytes)} and {format_bytes(p.peak_bytes)} "
-            f"(today {format_bytes(c.trough_bytes)}..{format_bytes(c.peak_bytes)}) and the "
-            f"oldest record is at most {_age(p.oldest_age_ms_max)} old (today "
-            f"{_age(c.oldest_age_ms_max)})")
+    kept = ("the first retention check takes every segment" if c.oldest_age_ms_start is None
+            else f"the oldest record retention keeps is {_age(c.oldest_age_ms_start)} old")
+    return (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; with "
+            f"{change} the size moves between "
+            f"{format_bytes(p.trough_bytes)} and {format_bytes(p.peak_bytes)} (current config "
+            f"{format_bytes(c.trough_bytes)}..{format_bytes(c.peak_bytes)}) and over the "
+            f"horizon's second half the oldest record is at most {_age(p.oldest_age_ms_late)} "
+            f"old (current config {_age(c.oldest_age_ms_late)})")
 
 
-def _rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
-    return [("peak size", format_bytes(c.peak_bytes), format_bytes(p.peak_bytes)),
-            ("trough size", format_bytes(c.trough_bytes), format_bytes(p.trough_bytes)),
-            ("swing", f"{100 * c.swing:.0f}%", f"{100 * p.swing:.0f}%"),
-            ("oldest record, max", _age(c.oldest_age_ms_max), _age(p.oldest_age_ms_max)),
-            ("oldest record, end", _age(c.oldest_age_ms_end), _age(p.oldest_age_ms_end)),
-            ("segments, most at once", str(c.segments_max), str(p.segments_max)),
-            ("rolls / deletions", f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
+def _line(out, text: str, **style) -> None:
+    """A sentence on one line: in a pipe every row is one line (docs/cli.md), and a terminal
+    wraps it where it ends."""
+    out.print(safe(text), soft_wrap=True, **style)
 
 
 def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
     """Per topic: the sentence and a current-vs-proposed table; then the recommendations."""
     out = console()
-    rate = report.ingest.bytes_per_s
-    out.print(safe(f"what-if from {format_time(report.at_ms)} to "
-                   f"{format_time(report.end_ms)}, ingest "
-                   f"{'replayed history' if rate is None else f'{rate:g} B/s per topic'}"))
+    _line(out, f"what-if from {format_time(report.at_ms)} to {format_time(report.end_ms)}, "
+               f"starting from the segments on disk; ingest: {report.ingest.describe()}")
     for w in report.items:
         if w.partition is not None:
             continue
         out.print()
-        out.print(safe(sentence(w)), style="bold")
+        _line(out, sentence(w), style="bold")
+        if w.too_short:
+            then = ("no future appends are modelled and nothing is recommended"
+                    if report.ingest.bytes_per_s is None else
+                    "its batches are only respaced to the --ingest rate")
+            _line(out, f"  {', '.join(w.too_short)}: the history spans less than "
+                       f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
+        scale = max(w.current.replay_scale, w.proposed.replay_scale)
+        if scale > 1:
+            cur, prop = w.full_scale
+            at_scale = "; ".join(
+                f"{side} config about {f.segments_max:,} segments at once and {f.rolls:,} "
+                "rolls" for side, f in (("current", cur), ("proposed", prop)) if f)
+            _line(out, f"  the replay cap binds: each simulated batch stands for {scale:,} "
+                       "batches (the rate is kept; the table counts rolls and segments of "
+                       f"those larger batches); at the scale asked: {at_scale}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("", "current", "proposed"):
             table.add_column(col, justify="left" if not col else "right")
-        for row in _rows(w.current, w.proposed):
+        for row in table_rows(w.current, w.proposed):
             table.add_row(*row)
         out.print(table)
     for r in report.recommendations:
         out.print()
-        out.print(safe("recommendation: " + r.why), style="bold")
+        _line(out, "recommendation: " + r.why, style="bold")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("cost", "before", "after"):
             table.add_column(col, justify="left" if col == "cost" else "right")
         before, after = r.cost["before"], r.cost["after"]
         for key in before:
-            table.add_row(key.replace("_", " "), str(before[key]), str(after[key]))
+            table.add_row(key.replace("_", " "), shown_cost(key, before[key]),
+                          shown_cost(key, after[key]))
         out.print(table)
         for a in r.alternatives:
-            change = ", ".join(f"{k}={v}" for k, v in changes_json(a.changes).items())
+            change = ", ".join(
+                f"{k}={v}" + ("" if shown_value(k, a.changes[k]) == str(v)
+                              else f" ({shown_value(k, a.changes[k])})")
+                for k, v in changes_json(a.changes).items())
             after = a.cost["after"]
             cleaner = (f", {after['cleaner_passes']} cleaner passes reading "
                        f"{format_bytes(after['cleaner_bytes_read'])}"
                        if "cleaner_passes" in after else "")
-            out.print(safe(f"  also keeps it: {change} (oldest record at most "
-                           f"{_age(a.proposed.oldest_age_ms_max)}, swing "
-                           f"{100 * a.proposed.swing:.0f}%, segments at most "
-                           f"{a.proposed.segments_max}{cleaner})"))
+            _line(out, f"  also keeps it: {change} (oldest record at most "
+                       f"{_age(a.proposed.oldest_age_ms_late)}, swing "
+                       f"{100 * a.proposed.swing_late:.0f}%, segments at most "
+                       f"{a.proposed.segments_max}{cleaner})")
     if plot_path:
-        out.print(safe(f"plot written to {plot_path}"))
+        _line(out, f"plot written to {plot_path}")

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from segtools.analysis.whatif import WhatIf, WhatIfReport, changes_json
+from segtools.analysis.whatif import WhatIf, WhatIfReport, changes_json, table_rows
 from segtools.cli.common import refuse_under_log_dir
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_time
@@ -66,6 +66,8 @@ def figure(report: WhatIfReport) -> Figure:
         name = _plain(w.topic)
         size_ax.set_title(f"{name}: bytes on disk", fontsize=10, loc="left")
         age_ax.set_title(f"{name}: age of the oldest record (days)", fontsize=10, loc="left")
+        peak = max((b for o in (w.current, w.proposed) for _, b, _ in o.series), default=0)
+        size_ax.yaxis.set_major_locator(FixedLocator(binary_ticks(peak)))
         size_ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_bytes(v)))
         size_ax.set_ylim(bottom=0)
         age_ax.set_ylim(bottom=0)
@@ -77,22 +79,55 @@ def figure(report: WhatIfReport) -> Figure:
     return fig
 
 
+def binary_ticks(peak: float, most: int = 6) -> list[float]:
+    """Size ticks at round numbers of the unit the labels use (KiB, MiB, ...: 0, 50 KiB,
+    100 KiB, not 97.7 KiB), at most ``most`` of them up to just past ``peak``."""
+    unit = 1.0
+    while peak >= 1024 * unit and unit < 1024.0 ** 5:
+        unit *= 1024
+    span = max(peak / unit, 1e-9)
+    step = next(s for s in (0.1, 0.2, 0.25, 0.5, 1, 2, 2.5, 5, 10, 20, 25, 50, 100, 200, 250,
+                            500, 1000) if span / s <= most - 1)
+    count = int(span // step) + 2
+    return [i * step * unit for i in range(count)]
+
+
 def png_bytes(report: WhatIfReport) -> bytes:
     buf = io.BytesIO()
     figure(report).savefig(buf, format="png")
     return buf.getvalue()
 
 
-def html_page(png: bytes, items: Sequence[WhatIf]) -> str:
-    rows = "".join(
-        f"<tr><td>{html.escape(w.topic)}</td><td>{w.current.peak_bytes}</td>"
-        f"<td>{w.proposed.peak_bytes}</td><td>{w.current.oldest_age_ms_max}</td>"
-        f"<td>{w.proposed.oldest_age_ms_max}</td></tr>" for w in items)
+def html_page(png: bytes, report: WhatIfReport, items: Sequence[WhatIf]) -> str:
+    """The picture and, per topic, the CLI's sentence-free table (sizes and durations in
+    units, the exact figures in each cell's title), with what was simulated above them."""
+    def cell(text: str, exact: object) -> str:
+        return f"<td class=num title='{html.escape(str(exact))}'>{html.escape(text)}</td>"
+
+    tables = []
+    for w in items:
+        change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items()) or \
+            "no change"
+        exact = [w.current.to_json(), w.proposed.to_json()]
+        keys = ("start_bytes", "peak_bytes", "trough_bytes", "swing", "oldest_age_ms_start",
+                "oldest_age_ms_max", "oldest_age_ms_late", "oldest_age_ms_end",
+                "segments_max", "rolls")
+        body = "".join(
+            f"<tr><td>{html.escape(label)}</td>{cell(cur, exact[0][k])}"
+            f"{cell(prop, exact[1][k])}</tr>"
+            for (label, cur, prop), k in zip(table_rows(w.current, w.proposed), keys,
+                                            strict=True))
+        tables.append(f"<h2>{html.escape(w.topic)}: {html.escape(change)}</h2><table>"
+                      "<tr><th></th><th>current</th><th>proposed</th></tr>"
+                      f"{body}</table>")
+    head = (f"what-if from {format_time(report.at_ms)} to {format_time(report.end_ms)}, "
+            f"starting from the segments on disk; ingest: {report.ingest.describe()}")
     return ("<!doctype html><meta charset=utf-8><title>segtools what-if</title>"
+            "<style>body{font-family:sans-serif}td.num{text-align:right}"
+            "td,th{padding:2px 10px}</style>"
+            f"<p>{html.escape(head)}</p>"
             f"<img alt='what-if' src='data:image/png;base64,{base64.b64encode(png).decode()}'>"
-            "<table><tr><th>topic</th><th>peak now</th><th>peak proposed</th>"
-            "<th>oldest age now (ms)</th><th>oldest age proposed (ms)</th></tr>"
-            f"{rows}</table>")
+            f"{''.join(tables)}")
 
 
 def write(path: str, report: WhatIfReport) -> None:
@@ -100,7 +135,7 @@ def write(path: str, report: WhatIfReport) -> None:
     refuse_under_log_dir(path)
     png = png_bytes(report)
     data = png if path.lower().endswith(".png") else \
-        html_page(png, _topics(report)).encode("utf-8")
+        html_page(png, report, _topics(report)).encode("utf-8")
     try:
         with open(path, "wb") as fh:
             fh.write(data)

@@ -18,7 +18,14 @@ from pathlib import Path
 
 from segtools.analysis.partition_input import Loaded
 from segtools.analysis.simulation import Outcome
-from segtools.analysis.whatif import DEFAULT_HORIZON_DAYS, WhatIf, WhatIfReport, changes_json
+from segtools.analysis.whatif import (
+    DEFAULT_HORIZON_DAYS,
+    WhatIf,
+    WhatIfReport,
+    changes_json,
+    check_horizon,
+    shown_cost,
+)
 from segtools.api import LogDirs
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -41,8 +48,10 @@ class Ask:
     def __post_init__(self) -> None:
         if not self.changes and not self.recommend:
             raise SegtoolsError("the what-if section needs --what-if NAME=VALUE or --recommend")
-        if not 0 < self.horizon_days <= 3650:
-            raise SegtoolsError("--horizon DAYS must be between 0 and 3650")
+        try:
+            check_horizon(self.horizon_days)
+        except ValueError as e:
+            raise SegtoolsError(f"--horizon: {e}") from None
 
 
 def script() -> str:
@@ -89,10 +98,15 @@ def rows(current: Outcome, proposed: Outcome) -> list[dict]:
         return f"{100 * x:.0f}%"
 
     c, p = current, proposed
-    return [row("peak size", format_bytes, "bytes", c.peak_bytes, p.peak_bytes),
+    return [row("on disk now", format_bytes, "bytes", c.start_bytes, p.start_bytes),
+            row("peak size", format_bytes, "bytes", c.peak_bytes, p.peak_bytes),
             row("trough size", format_bytes, "bytes", c.trough_bytes, p.trough_bytes),
             row("swing", pct, "", round(c.swing, 4), round(p.swing, 4)),
+            row("oldest record kept now", _age, "ms", c.oldest_age_ms_start,
+                p.oldest_age_ms_start),
             row("oldest record, max", _age, "ms", c.oldest_age_ms_max, p.oldest_age_ms_max),
+            row("oldest record, 2nd half", _age, "ms", c.oldest_age_ms_late,
+                p.oldest_age_ms_late),
             row("oldest record, end", _age, "ms", c.oldest_age_ms_end, p.oldest_age_ms_end),
             row("segments, most at once", str, "", c.segments_max, p.segments_max),
             {"label": "rolls / deletions", "current": f"{c.rolls} / {c.deletions}",
@@ -126,16 +140,17 @@ def chart(w: WhatIf, retention_ms: int | None) -> dict:
 
 def _cost_rows(cost: Mapping[str, Mapping]) -> list[dict]:
     before, after = cost.get("before", {}), cost.get("after", {})
-    return [{"label": k.replace("_", " "), "before": before[k], "after": after.get(k)}
-            for k in before]
+    return [{"label": k.replace("_", " "), "before": shown_cost(k, before[k]),
+             "after": shown_cost(k, after[k]) if k in after else "-"} for k in before]
 
 
 def _alternative(a) -> dict:
     """Another change that also keeps the promise (a recommendation's ``alternatives``)."""
     o = a.proposed
     return {"change_text": _change_text(a.changes),
-            "text": f"the oldest record at most {_age(o.oldest_age_ms_max)} old, the size "
-                    f"{format_bytes(o.trough_bytes)}..{format_bytes(o.peak_bytes)}"}
+            "text": f"over the horizon's second half the oldest record at most "
+                    f"{_age(o.oldest_age_ms_late)} old, the size "
+                    f"{format_bytes(o.late_trough_bytes)}..{format_bytes(o.late_peak_bytes)}"}
 
 
 def _interest(t: dict) -> tuple:
@@ -168,10 +183,8 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
         t["chart"] = chart(t["_w"], t["retention_ms"])
     for t in topics:
         del t["_w"]
-    rate = report.ingest.bytes_per_s
     return {"at": report.at_ms, "at_iso": format_time(report.at_ms), "until": report.end_ms,
             "until_iso": format_time(report.end_ms),
-            "ingest": "the partitions' own history, replayed" if rate is None
-            else f"{rate:g} B/s per topic",
+            "ingest": f"from the segments on disk; {report.ingest.describe()}",
             "topics": ranked,
             "charts_left_out": max(len(topics) - charted, 0)}

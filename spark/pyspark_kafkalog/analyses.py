@@ -468,6 +468,10 @@ _OUTCOME_FIELDS = (
     ("swing", pa.float64(), "double"), ("segments_max", pa.int64(), "long"),
     ("rolls", pa.int64(), "long"), ("deletions", pa.int64(), "long"),
     ("cleaned_bytes", pa.int64(), "long"),
+    ("start_bytes", pa.int64(), "long"), ("oldest_age_ms_start", pa.int64(), "long"),
+    ("oldest_age_ms_late", pa.int64(), "long"), ("late_peak_bytes", pa.int64(), "long"),
+    ("late_trough_bytes", pa.int64(), "long"), ("swing_late", pa.float64(), "double"),
+    ("replay_scale", pa.int64(), "long"), ("appended_bytes", pa.int64(), "long"),
     ("series", _SERIES_TYPE, "array<struct<at_ms:long,bytes:long,oldest_record_ms:long>>"),
 )
 _OUTCOME_ARROW = pa.struct([(name, t) for name, t, _ in _OUTCOME_FIELDS])
@@ -475,30 +479,21 @@ _OUTCOME_DDL = "struct<" + ",".join(f"{name}:{ddl}" for name, _, ddl in _OUTCOME
 #: One row per partition copy and one per topic (``partition`` null), the fields of
 #: ``segtools retention --what-if --format json``'s ``what_if`` objects (``changes`` as that
 #: JSON object's text; a series row ``[at_ms, bytes, oldest_record_ms]`` as a struct);
+#: ``too_short``: the partitions whose history is too short to extrapolate;
 #: ``recommendation``: the topic row's ``--recommend`` object as JSON text, when one was found.
 WHAT_IF_SCHEMA = (f"topic string, partition int, changes string, current {_OUTCOME_DDL}, "
-                  f"proposed {_OUTCOME_DDL}, recommendation string")
+                  f"proposed {_OUTCOME_DDL}, too_short array<string>, "
+                  "recommendation string")
 _WHAT_IF_ARROW = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
                             ("changes", pa.string()), ("current", _OUTCOME_ARROW),
-                            ("proposed", _OUTCOME_ARROW), ("recommendation", pa.string())])
+                            ("proposed", _OUTCOME_ARROW), ("too_short", pa.list_(pa.string())),
+                            ("recommendation", pa.string())])
 #: The batch and segment rows one topic's simulation reads (``kind``: ``batch`` or
 #: ``segment``; a segment row brings its partition's cleaner checkpoint).
 _WHAT_IF_SIDE = ("kind", "log_dir", "topic", "partition", "segment_base_offset", "position",
-                 "base_offset", "last_offset", "size", "count", "max_timestamp", "producer_id",
+                 "base_offset", "last_offset", "size", "count", "base_timestamp",
+                 "max_timestamp", "producer_id",
                  "is_control", "is_transactional", "magic", "delete_horizon", "cleaner_offset")
-
-
-def _parsed_changes(changes: Mapping[str, object] | str | None) -> dict | None:
-    """``"segment.bytes=134217728"`` or ``{"segment.bytes": 134217728}``, checked and typed
-    by the library's parser (as ``segtools.what_if``); ValueError names what is wrong."""
-    from segtools.analysis.whatif import parse_changes
-
-    if not changes:
-        return None
-    if isinstance(changes, str):
-        return parse_changes(changes)
-    return parse_changes(",".join(
-        f"{k}={','.join(v) if isinstance(v, tuple | list) else v}" for k, v in changes.items()))
 
 
 def _record_rows(records: pa.Table) -> dict[str, list]:
@@ -518,6 +513,12 @@ def _what_if_inputs(topic: str, side: pa.Table, records: pa.Table, config: Topic
     rows = side.to_pylist()
     cleaner = {(r["log_dir"], r["partition"]): r["cleaner_offset"] for r in rows
                if r["kind"] == "segment"}
+    # the segments on disk (empty ones too) and their bytes: where the simulation starts
+    segments: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for r in rows:
+        if r["kind"] == "segment":
+            segments.setdefault((r["log_dir"], r["partition"]), []).append(
+                (r["segment_base_offset"], r["size"] or 0))
     batches: dict[tuple[str, int], list[dict]] = {}
     for r in rows:
         batches.setdefault((r["log_dir"], r["partition"]), [])
@@ -541,7 +542,9 @@ def _what_if_inputs(topic: str, side: pa.Table, records: pa.Table, config: Topic
             history = si.from_record_rows(cols, [b for b in bs if b["count"] == 0])
         else:
             history = si.from_batch_rows({c: [b[c] for b in bs] for c in si.BATCH_COLUMNS})
-        out.append((rp, history))
+        on_disk = segments.get((log_dir, partition), [])
+        out.append((rp, si.on_disk(history, [b for b, _ in on_disk],
+                                   sum(size for _, size in on_disk))))
     return out
 
 
@@ -554,23 +557,18 @@ def _outcome_row(o) -> dict:
 
 def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
                   config_for: Callable[[str], TopicConfig], changes: dict | None, now: int,
-                  horizon_days: float, rate: float | None, recommend: bool) -> pa.Table:
+                  horizon_days: float, ingest, recommend: bool) -> pa.Table:
     """One topic's what-if (every partition copy and the topic) by the library's simulation,
     the rows of the CLI's ``what_if`` objects."""
-    import os
-
     from segtools.analysis import whatif
-    from segtools.analysis.simulation import Ingest
 
-    # Spark runs a task per core already: the library's own fan-out to worker processes
-    # (segtools.fanout, for a topic of many partitions) would fork past them
-    os.environ.setdefault("SEGTOOLS_WORKERS", "1")
     topic = key[0].as_py()
     inputs = _what_if_inputs(topic, side, records, config_for(topic))
     parts = [whatif.PartitionHistory(rp, h) for rp, h in inputs]
     items, rec = whatif.what_if_topic(topic, parts, changes, now_ms=now,
                                       end_ms=whatif.horizon_end(now, horizon_days),
-                                      ingest=Ingest(rate), recommend=recommend) \
+                                      ingest=ingest, recommend=recommend,
+                                      fan_out=False) \
         if parts else ([], None)
     rows = []
     for w in items:
@@ -578,6 +576,7 @@ def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
         rows.append({"topic": w.topic, "partition": w.partition,
                      "changes": json.dumps(j["changes"], sort_keys=True),
                      "current": _outcome_row(w.current), "proposed": _outcome_row(w.proposed),
+                     "too_short": list(w.too_short),
                      "recommendation": json.dumps(rec.to_json())
                      if rec is not None and w.partition is None else None})
     return pa.Table.from_pylist(rows, schema=_WHAT_IF_ARROW)
@@ -617,16 +616,25 @@ def what_if(spark: SparkSession, paths: str | Sequence[str],
     (keys and tombstones decide what the cleaner keeps). ``options`` go to the source
     (``topics``, ``partitionStates`` ...).
     """
+    from segtools.analysis.whatif import (
+        ConfigOverrides,
+        check_horizon,
+        parse_changes,
+        parse_ingest,
+    )
+
     now = _now_ms(now_ms)
-    parsed = _parsed_changes(changes)
-    if not 0 < horizon_days <= 3650:
-        raise ValueError("horizon_days must be between 0 and 3650")
-    if ingest_bytes_per_s is not None and not 0 < ingest_bytes_per_s < 1e15:
-        raise ValueError("ingest_bytes_per_s must be positive")
+    parsed = parse_changes(changes) if changes else None
+    check_horizon(horizon_days)
+    ingest = parse_ingest(ingest_bytes_per_s)
+    if isinstance(config, Mapping) and not all(isinstance(v, TopicConfig)
+                                               for v in config.values()):
+        config = ConfigOverrides.parse(config).config  # the Python API's shape
     config_for = _config_for(config)
     batches = load(spark, paths, level="batches", **options).selectExpr(
         "'batch' AS kind", "log_dir", "topic", "partition", "segment_base_offset", "position",
         "base_offset", "last_offset", "size", "count",
+        "coalesce(unix_millis(base_timestamp), -1) AS base_timestamp",
         "coalesce(unix_millis(max_timestamp), -1) AS max_timestamp", "producer_id",
         "is_control", "is_transactional", "magic",
         "coalesce(unix_millis(delete_horizon), -1) AS delete_horizon",
@@ -635,8 +643,9 @@ def what_if(spark: SparkSession, paths: str | Sequence[str],
         "'segment' AS kind", "log_dir", "topic", "partition",
         "base_offset AS segment_base_offset", "CAST(NULL AS long) AS position",
         "CAST(NULL AS long) AS base_offset", "CAST(NULL AS long) AS last_offset",
-        "CAST(NULL AS int) AS size", "CAST(NULL AS int) AS count",
-        "CAST(NULL AS long) AS max_timestamp", "CAST(NULL AS long) AS producer_id",
+        "CAST(size AS int) AS size", "CAST(NULL AS int) AS count",
+        "CAST(NULL AS long) AS base_timestamp", "CAST(NULL AS long) AS max_timestamp",
+        "CAST(NULL AS long) AS producer_id",
         "CAST(NULL AS boolean) AS is_control", "CAST(NULL AS boolean) AS is_transactional",
         "CAST(NULL AS int) AS magic", "CAST(NULL AS long) AS delete_horizon", "cleaner_offset")
     side = batches.unionByName(segments).select(*_WHAT_IF_SIDE)
@@ -650,6 +659,6 @@ def what_if(spark: SparkSession, paths: str | Sequence[str],
     # input first, running every simulation twice
     return (side.groupBy("topic").cogroup(records.groupBy("topic"))
             .applyInArrow(lambda key, left, right: _what_if_rows(
-                key, left, right, config_for, parsed, now, horizon_days, ingest_bytes_per_s,
+                key, left, right, config_for, parsed, now, horizon_days, ingest,
                 recommend), WHAT_IF_SCHEMA)
             .repartition(1).sortWithinPartitions("topic", F.col("partition").asc_nulls_last()))

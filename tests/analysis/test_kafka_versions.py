@@ -28,7 +28,10 @@ def test_bounds_intersect_and_disagreement_is_visible():
     assert combine([zk, json_shutdown]).label == "3.7 to 3.9"
     directory_id = Evidence(RULES["meta.properties directory.id"], "x")
     empty_shutdown = Evidence(RULES[".kafka_cleanshutdown empty"], "x")
-    assert not combine([directory_id, empty_shutdown]).consistent
+    disagree = combine([directory_id, empty_shutdown])
+    assert not disagree.consistent
+    # not an inverted range ("3.7 to 3.6"): no release is named when none fits
+    assert disagree.label == "no Kafka release matches all the evidence"
     assert combine([]).label == "unknown"
     older = Evidence(RULES[OLDER_TIME_INDEX], "x")
     assert not combine([json_shutdown, older]).consistent  # an upgraded broker's old segment

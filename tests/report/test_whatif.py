@@ -183,8 +183,8 @@ def test_charts_stay_within_the_budget_recommendations_first():
     section = from_report(report, charted=1)
     drawn = [t for t in section["topics"] if t["chart"] is not None]
     assert len(drawn) == 1 and drawn[0]["recommendation"] is not None
-    assert section["charts_left_out"] == len(section["topics"]) - 1 == 2
-    assert all(len(t["rows"]) == 7 for t in section["topics"])
+    assert section["charts_left_out"] == len(section["topics"]) - 1 == 3
+    assert all(len(t["rows"]) == 10 for t in section["topics"])
     w = next(x for x in report.items if x.topic == drawn[0]["topic"] and x.partition is None)
     chart = drawn[0]["chart"]
     points = dict(zip(chart["x"], zip(chart["size"][0], chart["age"][0], strict=True),

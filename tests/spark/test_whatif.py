@@ -58,7 +58,7 @@ def as_cli(row: dict) -> dict:
                                 for p in o["series"]]}
     return {"type": "what_if", "topic": row["topic"], "partition": row["partition"],
             "changes": json.loads(row["changes"]), "current": outcome(row["current"]),
-            "proposed": outcome(row["proposed"])}
+            "proposed": outcome(row["proposed"]), "too_short": row["too_short"]}
 
 
 def test_spark_rows_are_the_cli_what_if_objects(rows, cli):
@@ -66,7 +66,8 @@ def test_spark_rows_are_the_cli_what_if_objects(rows, cli):
     order (a topic's partitions, then the topic)."""
     assert [(r["topic"], r["partition"]) for r in rows] == \
         [(w["topic"], w["partition"]) for w in cli["what_if"]]
-    assert {r["topic"] for r in rows} == {"busy-clicks", "ledger-compact", "quiet-events"}
+    assert {r["topic"] for r in rows} == {"busy-clicks", "ledger-compact", "quiet-events",
+                                          "customers.compact"}
     for row, want in zip(rows, cli["what_if"], strict=True):
         assert as_cli(row) == want
     assert any(r["current"]["peak_bytes"] != r["proposed"]["peak_bytes"] for r in rows)
@@ -87,3 +88,26 @@ def test_the_api_gives_the_cli_document(tree, cli):
                            config=CONFIG).to_json()
     assert api["what_if"] == cli["what_if"]
     assert api["recommendations"] == cli["recommendations"]
+
+
+def test_one_config_shape_for_python_and_spark(spark, tree):
+    """Kafka config names to values, for every topic or per topic, are taken alike by
+    ``segtools.what_if(configs=...)`` and ``analyses.what_if(config=...)``, with the same
+    answer; a value Kafka would refuse is refused by both."""
+    configs = {"retention.ms": 3 * 86_400_000, "segment.bytes": 65536,
+               "ledger-compact": {"cleanup.policy": "compact,delete", "segment.ms": 86_400_000},
+               "customers.compact": {"cleanup.policy": ["compact", "delete"],
+                                     "segment.ms": 86_400_000}}
+    api = segtools.what_if(tree, changes={"segment.bytes": 16384}, at=NOW, horizon_days=5,
+                           configs=configs).to_json()
+    df = analyses.what_if(spark, str(tree), {"segment.bytes": 16384}, configs, now_ms=NOW,
+                          horizon_days=5)
+    got = [as_cli(r.asDict(recursive=True)) for r in df.collect()]
+    assert got == api["what_if"]
+    with pytest.raises(segtools.SegtoolsError, match=r"segment\.bytes"):
+        segtools.what_if(tree, changes="segment.bytes=0", at=NOW)
+    with pytest.raises(ValueError, match=r"segment\.bytes"):
+        analyses.what_if(spark, str(tree), "segment.bytes=0", now_ms=NOW)
+    with pytest.raises(ValueError, match=r"retention\.ms"):
+        analyses.what_if(spark, str(tree), CHANGE, {"orders": {"retention.ms": "soon"}},
+                         now_ms=NOW)
