@@ -1,0 +1,200 @@
+"""One payload at a time: what its frame says, which schema, and its value as JSON.
+
+:class:`PayloadDecoder` is the one function every face calls (the CLI's ``--decode``, the API's
+``decode=True``, the Spark source's ``decode`` option, the report, ``verify``). It keeps the
+compiled schemas for the run (a schema id is compiled once), and answers a key or a value with
+a :class:`Decoded` (the value as JSON, the schema it was read with), ``None`` (nothing to
+decode: a null, or bytes the mode does not claim), or raises a
+:class:`~segtools.payloads.errors.PayloadError` whose ``code`` is the finding to report.
+
+Modes, chosen per side (key, value):
+
+- ``schema``: Confluent frames only. A value without the magic byte is a
+  ``payload_unknown_magic`` finding (Confluent's deserializer fails the same way); a key
+  without it is left undecoded, as most framed topics key by ``StringSerializer``;
+- ``auto``: a frame when there is one, otherwise what Kafka's own serializers and plain JSON
+  write, recognised and named (``"type": "JSON_TEXT"`` or ``"STRING"``), never silently;
+- ``string``, ``int``, ``long``, ``uuid``, ``json``: Kafka's ``StringSerializer``,
+  ``IntegerSerializer``, ``LongSerializer``, ``UUIDSerializer`` or a JSON serializer for
+  every payload of that side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from segtools.payloads import avro, framing, plain, protobuf
+from segtools.payloads.decoded import Decoded, SchemaUse
+from segtools.payloads.errors import (
+    FrameTruncated,
+    PayloadError,
+    ReferenceMissing,
+    SchemaHardDeleted,
+    SchemaInvalid,
+    UnknownMagic,
+    UnknownSchemaId,
+)
+from segtools.payloads.schemas import (
+    AVRO,
+    JSON,
+    PROTOBUF,
+    RegisteredSchema,
+    SchemaLookup,
+    subject_for,
+)
+
+#: The modes a side can be decoded in.
+MODES = ("schema", "auto", *plain.KINDS)
+
+#: References nest no deeper than this (a chain longer is treated as a cycle).
+MAX_REFERENCE_DEPTH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Modes:
+    """The mode of each side; parsed from ``MODE`` or ``KEYMODE:VALUEMODE``."""
+
+    key: str = "schema"
+    value: str = "schema"
+
+    @classmethod
+    def parse(cls, text: str) -> Modes:
+        key, _, value = text.partition(":")
+        value = value or key
+        for m in (key, value):
+            if m not in MODES:
+                raise ValueError(f"unknown decode mode {m!r} (one of {', '.join(MODES)}, or "
+                                 "KEYMODE:VALUEMODE)")
+        return cls(key, value)
+
+
+@dataclass(slots=True)
+class PayloadDecoder:
+    """Decodes keys and values with the schemas of ``lookup``; compiled schemas are kept for
+    the decoder's life (per id, and per message for Protobuf)."""
+
+    lookup: SchemaLookup
+    modes: Modes = field(default_factory=Modes)
+    _compiled: dict = field(default_factory=dict)
+    _uses: dict = field(default_factory=dict)
+
+    def decode(self, data: bytes | None, *, topic: str | None, is_key: bool) -> Decoded | None:
+        if data is None:
+            return None
+        mode = self.modes.key if is_key else self.modes.value
+        if mode in plain.KINDS:
+            return Decoded(plain.decode(mode, data), SchemaUse(None, None, None,
+                                                                plain.TYPE_NAMES[mode]))
+        if framing.is_framed(data) and (len(data) >= framing.HEADER_SIZE or mode == "schema"):
+            return self._framed(bytes(data), topic, is_key)
+        if mode == "auto":
+            return plain.recognise(data)
+        if is_key:
+            return None
+        raise UnknownMagic(f"first byte {data[0]:#04x} is not Confluent's magic byte 0"
+                           if data else "an empty value has no frame")
+
+    def _framed(self, data: bytes, topic: str | None, is_key: bool) -> Decoded:
+        try:
+            frame = framing.read_frame(data)
+        except framing.FrameError as e:
+            raise FrameTruncated(str(e)) from None
+        schema = self._schema(frame.schema_id)
+        pos = frame.body_start
+        indexes: tuple[int, ...] | None = None
+        if schema.schema_type == PROTOBUF:
+            try:
+                indexes, pos = framing.read_message_indexes(data, pos)
+            except framing.FrameError as e:
+                raise FrameTruncated(str(e)) from None
+        message, decode = self._decoder(schema, indexes)
+        return Decoded(decode(data[pos:]), self._use(schema, topic, is_key, message))
+
+    def _schema(self, schema_id: int) -> RegisteredSchema:
+        found = self.lookup.by_id(schema_id)
+        if found is not None:
+            return found
+        if self.lookup.hard_deleted(schema_id):
+            raise SchemaHardDeleted(f"schema id {schema_id} was hard-deleted from the registry")
+        raise UnknownSchemaId(f"no schema source knows schema id {schema_id}")
+
+    def _use(self, schema: RegisteredSchema, topic: str | None, is_key: bool,
+             message: str | None) -> SchemaUse:
+        key = (schema.id, topic, is_key, message)
+        use = self._uses.get(key)
+        if use is None:
+            named = subject_for(self.lookup.registrations(schema.id), topic, is_key) or schema
+            use = SchemaUse(schema.id, named.subject, named.version, schema.schema_type, message)
+            self._uses[key] = use
+        return use
+
+    def _decoder(self, schema: RegisteredSchema, indexes: tuple[int, ...] | None
+                 ) -> tuple[str | None, Callable[[bytes], object]]:
+        """The compiled body decoder of a schema (and message), or the error compiling it
+        gave, both kept: a schema that does not compile is tried once per run."""
+        key = (schema.id, indexes)
+        found = self._compiled.get(key)
+        if found is None:
+            try:
+                found = self._compile(schema, indexes)
+            except PayloadError as e:
+                found = e
+            self._compiled[key] = found
+        if isinstance(found, PayloadError):
+            raise type(found)(str(found))
+        return found
+
+    def _compile(self, schema: RegisteredSchema, indexes: tuple[int, ...] | None
+                 ) -> tuple[str | None, Callable[[bytes], object]]:
+        references = self._references(schema)
+        if schema.schema_type == AVRO:
+            named: dict = {}
+            for _, ref in references:
+                avro.compile_schema(ref.schema, named)
+            return None, avro.decoder(avro.compile_schema(schema.schema, named))
+        if schema.schema_type == PROTOBUF:
+            compiled = self._proto(schema, {name: ref.schema for name, ref in references})
+            return compiled.decoder(indexes or (0,))
+        if schema.schema_type == JSON:
+            return None, plain.json_body
+        raise SchemaInvalid(f"unknown schema type {schema.schema_type}")
+
+    def _proto(self, schema: RegisteredSchema, imports: dict[str, str]) -> protobuf.ProtoSchema:
+        """One compiled ``.proto`` per schema id, whichever messages of it are read."""
+        key = ("proto", schema.id)
+        found = self._compiled.get(key)
+        if found is None:
+            try:
+                found = protobuf.ProtoSchema(protobuf.compile_proto(schema.schema, imports))
+            except PayloadError as e:
+                found = e
+            self._compiled[key] = found
+        if isinstance(found, PayloadError):
+            raise type(found)(str(found))
+        return found
+
+    def _references(self, schema: RegisteredSchema) -> list[tuple[str, RegisteredSchema]]:
+        """Every schema ``schema`` references, transitively, dependencies first, each once,
+        with the name it is imported by; a cycle or a missing one is an error."""
+        found: list[tuple[str, RegisteredSchema]] = []
+        self._walk(schema, found, ())
+        return found
+
+    def _walk(self, schema: RegisteredSchema, found: list[tuple[str, RegisteredSchema]],
+              stack: tuple[tuple[str, int], ...]) -> None:
+        if len(stack) > MAX_REFERENCE_DEPTH:
+            raise SchemaInvalid(f"references nest deeper than {MAX_REFERENCE_DEPTH}")
+        here = (schema.subject, schema.version)
+        for ref in schema.references:
+            there = (ref.subject, ref.version)
+            if there == here or there in stack:
+                raise SchemaInvalid(f"{schema.subject} v{schema.version} references itself "
+                                    f"through {ref.subject} v{ref.version}")
+            target = self.lookup.by_subject_version(ref.subject, ref.version)
+            if target is None:
+                raise ReferenceMissing(f"reference {ref.name!r} ({ref.subject} v{ref.version}) "
+                                       "is in no schema source")
+            self._walk(target, found, (*stack, here))
+            if all(name != ref.name for name, _ in found):
+                found.append((ref.name, target))
