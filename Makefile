@@ -21,7 +21,7 @@ NATIVE := $(shell find segtools -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 
 # re-install (and rebuild the compiled parts) whenever the metadata or a compiled source changes
 $(STAMP): pyproject.toml setup.py $(NATIVE) | $(PY)
-	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report]'
+	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report,payloads]'
 	touch $@
 
 # The report's browser tests drive Debian's chromium (never a browser Playwright downloads):

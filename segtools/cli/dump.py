@@ -26,8 +26,10 @@ from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
 from segtools.decode.table import BatchTable
 from segtools.errors import NotAKafkaFileError, SegtoolsError
-from segtools.findings import Finding
+from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
+from segtools.payloads.decoded import json_text
+from segtools.payloads.records import decode_record, topic_of
 from segtools.redact import Redactor, redactor
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.location import resolve
@@ -43,6 +45,7 @@ EXAMPLES = """examples:
   segtools dump --deep --start-time 2024-05-01T14:00Z 00000000000000001000.log
   segtools dump 00000000000000000000.index --verify-index
   segtools dump leader-epoch-checkpoint 00000000000000000020.snapshot
+  segtools dump --deep --decode --format jsonl /var/kafka-logs/orders-0/*.log
 """
 
 
@@ -85,6 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # kafka-dump-log.sh's flag, accepted so a command line copied from it runs; not shown in
     # --help because dump always runs those checks (an option that changes nothing misleads)
     p.add_argument("--index-sanity-check", action="store_true", help=argparse.SUPPRESS)
+    common.add_decode(p)
     common.add_redact(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)
@@ -160,11 +164,17 @@ def run(args: argparse.Namespace) -> int:
                             "decoded keys and values are the data it would hide")
     args.redactor = redact
     out = Output(args.format, redact)
+    args.payloads = common.payload_decoder(
+        args, [resolve(n).parent.parent for n in args.files], out.findings)
+    for f in list(out.findings):  # what reading the schemas met
+        out.findings.remove(f)
+        out.finding(f)
     if redact is not None:
         out.emit({"type": "redaction", "kinds": sorted(redact.kinds), "stable": redact.stable,
                   "note": redact.describe()}, f"# {redact.describe()}")
     window = Window(args.start_offset, args.end_offset, args.start_time, args.end_time)
-    deep = args.deep or args.print_data or args.decoder is not None or (
+    deep = args.deep or args.print_data or args.decoder is not None or \
+        args.payloads is not None or (
         window.bounded and args.format == "jsonl")
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
     total = sum(_size_or_zero(resolve(n)) for n in args.files if is_log_file(n))
@@ -364,7 +374,8 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
         committed = read_committed(path.parent)
     # the compiled renderer writes keys and values straight from the columns: redaction goes
     # through the Python path, record by record
-    compiled = out.raw is not None and args.decoder is None and out.redactor is None
+    compiled = out.raw is not None and args.decoder is None and out.redactor is None and \
+        args.payloads is None
     progressed = start
     reads = _reads(segment, start, end, window, committed, deep, not args.no_crc)
     if segment.size > _AHEAD_BYTES:
@@ -374,7 +385,7 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
         if compiled:
             _jsonl_batches(read, records, findings, window, deep, mode, out)
         else:
-            _python_batches(read, records, findings, window, deep, args, mode, out)
+            _python_batches(read, records, findings, window, deep, args, mode, out, path)
         findings.rest()
         if len(read.table):
             advance(int(read.table.end[-1]) - progressed)
@@ -386,7 +397,7 @@ _AHEAD_BYTES = 8 * 1024 * 1024
 
 
 def _python_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, window: Window,
-                    deep: bool, args, mode: str, out: Output) -> None:
+                    deep: bool, args, mode: str, out: Output, path: Path) -> None:
     """Text output (and the internal-topic decoders): one batch at a time, Kafka's lines."""
     shown = read.shown
     items = batch_records(records) if deep else (
@@ -396,7 +407,7 @@ def _python_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, 
         out.emit(br.batch.to_json(), render.batch_text(br.batch))
         for r in br.records:
             if window.keeps(r):
-                _emit_record(r, br.batch, args, mode, out)
+                _emit_record(r, br.batch, args, mode, out, path)
         findings.upto(br.batch.position, inclusive=True)
         if br.finding is not None:
             out.finding(br.finding)
@@ -460,7 +471,10 @@ def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
             buf = np.empty(max(need + (1 << 10), len(buf)), np.uint8)
 
 
-def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
+def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output, path: Path) -> None:
+    if args.payloads is not None and r.control is None:
+        _emit_decoded(r, batch, args, mode, out, path)
+        return
     if out.redactor is not None:
         r = out.redactor.record(r)
     obj = render.record_json(r, mode)
@@ -474,3 +488,28 @@ def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
     obj["decoded"] = found
     line = render.record_text(r, batch, print_data=False, mode=mode) if out.raw is None else ""
     out.emit(obj, line + render.terminal_safe(decoders.text(found)))
+
+
+def _emit_decoded(r: Record, batch: Batch, args, mode: str, out: Output, path: Path) -> None:
+    """A record with its key and value decoded (``--decode``): the decoded JSON beside the
+    bytes, then a ``payload_*`` finding for each side that did not decode. Redaction hides the
+    decoded values as it hides the bytes (the same token)."""
+    topic = topic_of(path)
+    decoded = decode_record(args.payloads, r.key, r.value, topic)
+    shown = out.redactor.record(r) if out.redactor is not None else r
+    obj = render.record_json(shown, mode)
+    texts: dict[str, str | None] = {}
+    for side, raw in (("key", shown.key), ("value", shown.value)):
+        found = decoded.sides[side]
+        if found is None:
+            continue
+        hide = out.redactor is not None and raw is not None and raw != getattr(r, side)
+        obj[f"{side}_decoded"] = render.render_bytes(raw, "utf8") if hide else found.value
+        obj[f"{side}_schema"] = found.schema.to_json()
+        texts[side] = render.render_bytes(raw, "utf8") if hide else json_text(found.value)
+    out.emit(obj, render.record_text(shown, batch, print_data=True, mode=mode,
+                                     key_text=texts.get("key"), value_text=texts.get("value"))
+             if out.raw is None else "")
+    for side, error in decoded.errors:
+        out.finding(finding(error.code, str(path), f"{side}: {error}",
+                            position=batch.position, offset=r.offset))

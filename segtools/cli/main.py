@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from segtools import __version__
-from segtools.cli.common import EXIT_OK, EXIT_USAGE
+from segtools.cli.common import EXIT_OK, EXIT_USAGE, decode_flag
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 
@@ -87,7 +87,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = decode_flag(sys.argv[1:] if argv is None else list(argv))
     args = build_parser(argv).parse_args(argv)
     try:
         locations = importlib.import_module("segtools.cli.locations")

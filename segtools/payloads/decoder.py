@@ -21,10 +21,13 @@ Modes, chosen per side (key, value):
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 
-from segtools.payloads import avro, framing, plain, protobuf
+from segtools.errors import SegtoolsError
+from segtools.payloads import framing, plain
 from segtools.payloads.decoded import Decoded, SchemaUse
 from segtools.payloads.errors import (
     FrameTruncated,
@@ -49,6 +52,17 @@ MODES = ("schema", "auto", *plain.KINDS)
 
 #: References nest no deeper than this (a chain longer is treated as a cycle).
 MAX_REFERENCE_DEPTH = 32
+
+
+def format_module(name: str) -> ModuleType:
+    """The module of one schema format (``avro``, ``protobuf``), imported when a payload of
+    that format is first met: their libraries are the optional ``payloads`` extra, and a
+    command that decodes nothing must not need them."""
+    try:
+        return importlib.import_module(f"segtools.payloads.{name}")
+    except ImportError as e:
+        raise SegtoolsError(f"decoding {name} payloads needs the payloads extra "
+                            f"(pip install 'segtools[payloads]'): {e}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +101,15 @@ class PayloadDecoder:
             return Decoded(plain.decode(mode, data), SchemaUse(None, None, None,
                                                                 plain.TYPE_NAMES[mode]))
         if framing.is_framed(data) and (len(data) >= framing.HEADER_SIZE or mode == "schema"):
-            return self._framed(bytes(data), topic, is_key)
+            try:
+                return self._framed(bytes(data), topic, is_key)
+            except (UnknownSchemaId, FrameTruncated):
+                # auto: bytes that only look framed (a LongSerializer key starts with zeros)
+                # are still recognised as text or JSON when they are; else the frame's error
+                recognised = plain.recognise(data) if mode == "auto" else None
+                if recognised is None:
+                    raise
+                return recognised
         if mode == "auto":
             return plain.recognise(data)
         if is_key:
@@ -149,6 +171,7 @@ class PayloadDecoder:
                  ) -> tuple[str | None, Callable[[bytes], object]]:
         references = self._references(schema)
         if schema.schema_type == AVRO:
+            avro = format_module("avro")
             named: dict = {}
             for _, ref in references:
                 avro.compile_schema(ref.schema, named)
@@ -160,11 +183,12 @@ class PayloadDecoder:
             return None, plain.json_body
         raise SchemaInvalid(f"unknown schema type {schema.schema_type}")
 
-    def _proto(self, schema: RegisteredSchema, imports: dict[str, str]) -> protobuf.ProtoSchema:
+    def _proto(self, schema: RegisteredSchema, imports: dict[str, str]):
         """One compiled ``.proto`` per schema id, whichever messages of it are read."""
         key = ("proto", schema.id)
         found = self._compiled.get(key)
         if found is None:
+            protobuf = format_module("protobuf")
             try:
                 found = protobuf.ProtoSchema(protobuf.compile_proto(schema.schema, imports))
             except PayloadError as e:

@@ -194,19 +194,34 @@ class RegistryClient:
 # --------------------------------------------------------------------------- the chain
 
 
-def _topic_partitions(log_dirs: Sequence[LogDir]):
-    found = schemas_partitions(p for d in log_dirs for p in d.partitions)
+def _topic_partitions(places: Sequence[LogDir | Path]):
+    """The store topic's partitions among log dirs walked (or beside them: a tree given as
+    some of its partitions), or in the log dirs of paths."""
+    walked = [d for d in places if isinstance(d, LogDir)]
+    found = schemas_partitions(p for d in walked for p in d.partitions)
     if found:
         return found
-    for d in log_dirs:
-        found.extend(beside(Path(d.path)))
-    return found
+    seen: set = set()
+    for place in places:
+        path = Path(place.path) if isinstance(place, LogDir) else Path(place)
+        if path in seen:
+            continue
+        seen.add(path)
+        if path.name.startswith(f"{SCHEMAS_TOPIC}-"):
+            found.extend(beside(path.parent))
+        elif path.is_dir():
+            found.extend(beside(path))
+    unique: dict = {}
+    for p in found:
+        unique.setdefault(Path(p.path), p)
+    return list(unique.values())
 
 
-def gather(log_dirs: Sequence[LogDir], findings: list[Finding], *,
+def gather(log_dirs: Sequence[LogDir | Path], findings: list[Finding], *,
            schemas: Iterable[str] = (), registry: str | None = None,
            say: Callable[[str], None] = lambda _: None) -> SchemaChain:
-    """The schema sources for reading ``log_dirs``: each ``schemas`` location (a log dir, a
+    """The schema sources for reading ``log_dirs`` (walked, or paths of log dirs): each
+    ``schemas`` location (a log dir, a
     ``_schemas`` partition, an archive, ``s3://...``: whatever holds the topic; or a directory
     of schema files), else the ``_schemas`` topic among the log dirs, then the registry."""
     chain = SchemaChain()
