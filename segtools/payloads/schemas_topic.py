@@ -28,6 +28,7 @@ from pathlib import Path
 
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
+from segtools.model import Batch, Record
 from segtools.payloads.schemas import (
     AVRO,
     SCHEMA_TYPES,
@@ -190,7 +191,15 @@ def beside(log_dir: Path) -> list[PartitionDir]:
 
 
 def store_records(partition: PartitionDir, findings: list[Finding]) -> Iterator[StoreRecord]:
-    """Every data record of a store partition, oldest first (control records skipped)."""
+    """Every data record of a store partition, oldest first."""
+    for _, r in data_records(partition, findings):
+        yield StoreRecord(r.offset, r.timestamp, r.key, r.value)
+
+
+def data_records(partition: PartitionDir, findings: list[Finding]
+                 ) -> Iterator[tuple[Batch, Record]]:
+    """Every data record of a partition with its batch, oldest first (control batches
+    skipped); what cannot be read is a finding and the read goes on."""
     for files in partition.segments:
         try:
             segment = Segment.open(files)
@@ -206,7 +215,7 @@ def store_records(partition: PartitionDir, findings: list[Finding]) -> Iterator[
                     if br.batch.is_control:
                         continue
                     for r in br.records:
-                        yield StoreRecord(r.offset, r.timestamp, r.key, r.value)
+                        yield br.batch, r
 
 
 def read_schemas(partitions: Sequence[PartitionDir], findings: list[Finding]) -> Schemas:
