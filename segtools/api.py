@@ -59,6 +59,9 @@ from segtools.fetch import columns as fetch_columns
 from segtools.fetch import plan, rows
 from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
+from segtools.payloads import columns as payload_columns
+from segtools.payloads.decoder import Modes, PayloadDecoder
+from segtools.payloads.sources import gather
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
 from segtools.storage.remote_store import open_store
@@ -67,8 +70,8 @@ from segtools.timestamps import to_millis
 Time = int | float | str | datetime
 Offsets = int | Mapping[str, Mapping[int, int]]
 
-__all__ = ["LogDirs", "Partition", "diverge", "explain_compaction", "explain_retention",
-           "offsets_at", "open", "producers", "transactions", "verify"]
+__all__ = ["LogDirs", "Partition", "decode_table", "diverge", "explain_compaction",
+           "explain_retention", "offsets_at", "open", "producers", "transactions", "verify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +187,9 @@ class LogDirs:
     def to_arrow(self, level: Level | str = Level.RECORDS, *,
                  columns: Iterable[str] | None = None, include_headers: bool = False,
                  strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                 binary: str = "view", **selectors) -> pa.RecordBatchReader:
+                 binary: str = "view", decode: bool | str = False,
+                 schemas: Iterable[str | os.PathLike[str]] = (),
+                 schema_registry: str | None = None, **selectors) -> pa.RecordBatchReader:
         """The selected rows as Arrow record batches, streamed (memory stays flat).
 
         ``level``: ``records`` (one row per record), ``batches`` or ``segments``; ``columns``:
@@ -193,7 +198,13 @@ class LogDirs:
         arrays over the segment's own bytes (the mapping of a sealed segment, or the inflated
         buffer of a compressed batch): no payload is copied, and the arrays keep those bytes
         alive after the dataset is gone; ``"binary"`` copies them into plain ``binary``
-        arrays, for consumers that do not read views (Spark's Arrow exchange)."""
+        arrays, for consumers that do not read views (Spark's Arrow exchange).
+
+        ``decode``: ``True`` (Confluent frames) or a mode of ``segtools dump --decode``
+        (``"auto"``, ``"string:schema"``, ...) adds ``key_decoded``/``value_decoded`` (JSON
+        text) and the schema id, subject, version, type and payload error of each side
+        (docs/payloads.md), with the schemas of the ``_schemas`` topic in these log dirs, or of
+        ``schemas`` (locations or schema-file directories), then ``schema_registry``."""
         if binary not in ("view", "binary"):
             raise ValueError(f"binary must be 'view' or 'binary', not {binary!r}")
         sel = self.selection(level, **selectors)
@@ -211,7 +222,22 @@ class LogDirs:
                          check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
         pieces = plan.ranges(sel)
         report = self._reporter(strict, on_finding)
-        return pa.RecordBatchReader.from_batches(schema, rows.read(pieces, scan, report))
+        batches = rows.read(pieces, scan, report)
+        if decode and sel.level is Level.RECORDS:
+            decoder = self.payload_decoder(decode, schemas, schema_registry)
+            return pa.RecordBatchReader.from_batches(
+                payload_columns.extend_schema(schema),
+                (payload_columns.with_decoded(decoder, b) for b in batches))
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def payload_decoder(self, decode: bool | str = True,
+                        schemas: Iterable[str | os.PathLike[str]] = (),
+                        registry: str | None = None) -> PayloadDecoder:
+        """The decoder ``decode=`` uses: the schemas of these log dirs' ``_schemas`` topic (or
+        of ``schemas``), then a registry; what reading them met joins :attr:`findings`."""
+        chain = gather(self.log_dirs, self.findings, schemas=[os.fspath(s) for s in schemas],
+                       registry=registry)
+        return PayloadDecoder(chain, Modes.parse("schema" if decode is True else str(decode)))
 
     def records(self, **kwargs) -> Iterator[dict]:
         """One dict per record (``offset``, ``timestamp``, ``key``, ``value``, ...), in log
@@ -423,6 +449,24 @@ def _offsets(value: Offsets | None) -> tuple[dict, int | None]:
     if isinstance(value, int):
         return {}, value
     return {t: dict(parts) for t, parts in value.items()}, None
+
+
+def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
+                 schema_registry: str | None = None) -> pa.Table:
+    """``table`` (binary ``key``/``value`` columns, and ``topic`` when it has one: Arrow you
+    already have) with the decode columns of ``to_arrow(decode=True)`` appended. ``schemas``:
+    a :class:`LogDirs`, a decoder's schema source, or paths holding a ``_schemas`` topic or
+    schema files."""
+    if isinstance(schemas, LogDirs):
+        decoder = schemas.payload_decoder(decode, registry=schema_registry)
+    elif hasattr(schemas, "by_id"):
+        decoder = PayloadDecoder(schemas, Modes.parse("schema" if decode is True else str(decode)))
+    else:
+        paths = [schemas] if isinstance(schemas, str | os.PathLike) else list(schemas)
+        decoder = PayloadDecoder(gather([], [], schemas=[os.fspath(p) for p in paths],
+                                        registry=schema_registry),
+                                 Modes.parse("schema" if decode is True else str(decode)))
+    return payload_columns.decode_table(table, decoder)
 
 
 def open(*paths: str | os.PathLike[str],
