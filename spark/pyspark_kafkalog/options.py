@@ -25,6 +25,7 @@ from typing import Any
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch.columns import Level
 from segtools.fetch.plan import EARLIEST, LATEST, PARTITION_STATES, PartitionMap, Selection
+from segtools.payloads.decoder import Modes
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
@@ -69,6 +70,9 @@ class ReadOptions:
     storage_options: Mapping[str, Any] = field(default_factory=dict)  # public ones only
     storage_secrets: Mapping[str, Any] = field(default_factory=dict, repr=False)
     remote_store: str | None = None  # a LocalTieredStorage dir: the remote tier too
+    decode: str | None = None  # a payload decode mode (docs/payloads.md); None: no decoding
+    schemas: tuple[str, ...] = ()  # where the _schemas topic or schema files are
+    schema_registry: str | None = None
 
     @property
     def all_storage_options(self) -> dict[str, Any] | None:
@@ -126,7 +130,23 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         storage_options=storage,
         storage_secrets=secrets,
         remote_store=opts.get("remotestore") or None,
+        decode=_decode(opts),
+        schemas=_list(opts, "schemas"),
+        schema_registry=opts.get("schemaregistry") or None,
     )
+
+
+def _decode(opts: Mapping[str, str]) -> str | None:
+    """``decode``: ``true`` (Confluent frames), ``false``, or a mode of ``dump --decode``."""
+    text = opts.get("decode", "false").strip()
+    if text.lower() in ("false", ""):
+        return None
+    mode = "schema" if text.lower() == "true" else text
+    try:
+        Modes.parse(mode)
+    except ValueError as e:
+        raise OptionError(f"kafkalog: decode: {e}") from None
+    return mode
 
 
 #: Every option the source accepts (documented in docs/spark.md).
@@ -135,7 +155,7 @@ OPTION_NAMES = (
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
     "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
-    "remoteStore",
+    "remoteStore", "decode", "schemas", "schemaRegistry",
 )
 
 
