@@ -15,8 +15,7 @@ from collections.abc import Iterable, Iterator
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
-from segtools.payloads.decoder import Modes, PayloadDecoder
-from segtools.payloads.sources import AUTH_VARIABLE, gather
+from segtools.payloads.decoder import Modes
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir
 from segtools.timestamps import to_millis
@@ -89,22 +88,6 @@ def add_redact(p: argparse.ArgumentParser) -> None:
                         "run); the same key gives the same tokens in every output")
 
 
-def add_decode(p: argparse.ArgumentParser) -> None:
-    """``--decode [MODE]``, ``--schemas LOCATION``, ``--schema-registry URL``: payloads decoded
-    (``segtools.payloads``; docs/payloads.md), the same options on every command that shows
-    records."""
-    p.add_argument("--decode", nargs="?", const="schema", metavar="MODE",
-                   help="decode keys and values: 'schema' (Confluent frames; the default), "
-                        "'auto' (frames, else JSON or text), or Kafka's serializer "
-                        "(string,int,long,uuid,json); KEYMODE:VALUEMODE for two")
-    p.add_argument("--schemas", action="append", default=[], metavar="LOCATION",
-                   help="where the _schemas topic is (a log dir, partition dir, archive, "
-                        "s3://...) or a directory of schema files; default: the log dirs read")
-    p.add_argument("--schema-registry", metavar="URL",
-                   help="a Schema Registry to ask (GETs only) for ids the disk does not hold; "
-                        f"basic auth from ${AUTH_VARIABLE}")
-
-
 def decode_flag(argv: list[str]) -> list[str]:
     """``--decode`` takes a MODE only when the next word is one: ``dump --decode x.log``
     decodes ``x.log`` with the default mode instead of taking the file for a mode (argparse
@@ -123,21 +106,6 @@ def _is_mode(word: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def payload_decoder(args: argparse.Namespace, places, findings: list[Finding]
-                    ) -> PayloadDecoder | None:
-    """The decoder ``--decode`` asks for (None without it), each schema source said once on
-    stderr."""
-    if args.decode is None:
-        return None
-    try:
-        modes = Modes.parse(args.decode)
-    except ValueError as e:
-        raise SegtoolsError(f"--decode: {e}") from None
-    chain = gather(places, findings, schemas=args.schemas, registry=args.schema_registry,
-                   say=lambda line: sys.stderr.write(f"segtools: {line}\n"))
-    return PayloadDecoder(chain, modes)
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from segtools import fanout
-from segtools.cli import _jsonl, common, jsonl, render
+from segtools.cli import _jsonl, common, decoding, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
 from segtools.decode.table import BatchTable
@@ -88,7 +88,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # kafka-dump-log.sh's flag, accepted so a command line copied from it runs; not shown in
     # --help because dump always runs those checks (an option that changes nothing misleads)
     p.add_argument("--index-sanity-check", action="store_true", help=argparse.SUPPRESS)
-    common.add_decode(p)
+    decoding.add_decode(p)
     common.add_redact(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
                             "decoded keys and values are the data it would hide")
     args.redactor = redact
     out = Output(args.format, redact)
-    args.payloads = common.payload_decoder(
+    args.payloads = decoding.payload_decoder(
         args, [resolve(n).parent.parent for n in args.files], out.findings)
     for f in list(out.findings):  # what reading the schemas met
         out.findings.remove(f)

@@ -18,7 +18,7 @@ import argparse
 import sys
 
 from segtools.analysis.tiered import remote_segment_for_offset
-from segtools.cli import common, render
+from segtools.cli import common, decoding, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.payloads.decoded import json_text
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--remote-store", metavar="DIR",
                    help="tiered storage: a LocalTieredStorage directory to read an offset "
                         "below the first local segment from")
-    common.add_decode(p)
+    decoding.add_decode(p)
     common.add_decompress_limit(p)
     p.set_defaults(run=run)
 
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
     found_any = False
     notes = []
     findings: list[Finding] = []
-    payloads = common.payload_decoder(args, log_dirs, findings)
+    payloads = decoding.payload_decoder(args, log_dirs, findings)
     for pdir in pdirs:
         remote_log, result, note = _remote(log_dirs, pdir, args)
         if result is None:

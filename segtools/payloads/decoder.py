@@ -114,8 +114,11 @@ class PayloadDecoder:
             return plain.recognise(data)
         if is_key:
             return None
-        raise UnknownMagic(f"first byte {data[0]:#04x} is not Confluent's magic byte 0"
-                           if data else "an empty value has no frame")
+        if not data:
+            raise UnknownMagic("an empty value has no frame")
+        if data[0] == framing.GUID_MAGIC_BYTE:
+            raise UnknownMagic("magic byte 1: a schema GUID frame, which segtools does not read")
+        raise UnknownMagic(f"first byte {data[0]:#04x} is not Confluent's magic byte 0")
 
     def _framed(self, data: bytes, topic: str | None, is_key: bool) -> Decoded:
         try:

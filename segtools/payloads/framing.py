@@ -7,9 +7,10 @@ in confluent-kafka-python's ``schema_registry/serde.py``). The Protobuf serializ
 *message indexes* after it: which message of the ``.proto`` file the body is, as a path through
 nested declarations, written as a zigzag varint count followed by zigzag varint indexes, with
 the common ``[0]`` (the first message) shortened to the single byte ``0``
-(``MessageIndexes.toByteArray`` in schema-registry's ``protobuf-provider``, ``_encode_varints``
-in confluent-kafka-python's ``schema_registry/common/protobuf.py``). docs/payloads.md cites
-the files.
+(``MessageIndexes`` in schema-registry's ``protobuf-provider``, ``_encode_varints`` in
+confluent-kafka-python's Protobuf serializer). Newer serializers may write magic byte ``1``
+and a 16-byte schema GUID, or carry the id in a header: those are not read here (a magic byte
+1 is reported as such). docs/payloads.md cites the files.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from dataclasses import dataclass
 
 #: The first byte of every Confluent-framed payload.
 MAGIC_BYTE = 0
+#: The magic byte of the newer frame that names a schema by a 16-byte GUID (not read here).
+GUID_MAGIC_BYTE = 1
 #: Magic byte plus the big-endian int32 schema id.
 HEADER_SIZE = 5
 #: More message indexes than any real ``.proto`` nests; a longer array is hostile input.
