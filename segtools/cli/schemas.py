@@ -35,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where the _schemas topic is, when not among PATHS")
     common.add_selection(p)
     common.add_format(p)
+    common.add_decompress_limit(p)
     p.set_defaults(run=run)
 
 
@@ -59,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             _line(jsonl, obj, f"hard-deleted: {v.subject} v{v.version} (id {v.id})")
     if args.usage:
         partitions = [p for d in log_dirs for p in d.partitions if common.selected(p, args)]
-        for row in usage(partitions, findings):
+        for row in usage(partitions, findings, limit=args.max_decompressed_bytes):
             subject = ""
             if row.schema_id is not None:
                 named = chain.registrations(row.schema_id)

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
@@ -196,13 +197,14 @@ def store_records(partition: PartitionDir, findings: list[Finding]) -> Iterator[
         yield StoreRecord(r.offset, r.timestamp, r.key, r.value)
 
 
-def data_records(partition: PartitionDir, findings: list[Finding]
-                 ) -> Iterator[tuple[Batch, Record]]:
+def data_records(partition: PartitionDir, findings: list[Finding], *,
+                 limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Iterator[tuple[Batch, Record]]:
     """Every data record of a partition with its batch, oldest first (control batches
-    skipped); what cannot be read is a finding and the read goes on."""
+    skipped); what cannot be read is a finding and the read goes on. ``limit`` caps what one
+    batch may inflate to."""
     for files in partition.segments:
         try:
-            segment = Segment.open(files)
+            segment = Segment.open(files, decompress_limit=limit)
         except SegtoolsError as e:
             findings.append(unreadable(str(files.log), e))
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.findings import Finding
 from segtools.payloads import framing
 from segtools.payloads.schemas_topic import SCHEMAS_TOPIC, data_records
@@ -51,7 +52,8 @@ def schema_id_of(data: bytes | None) -> int | None:
     return framing.read_frame(data).schema_id
 
 
-def usage(partitions: Iterable[PartitionDir], findings: list[Finding]) -> list[SchemaUsage]:
+def usage(partitions: Iterable[PartitionDir], findings: list[Finding], *,
+          limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[SchemaUsage]:
     """Schema use per topic, side and id, over every live partition but the store topic, in
     topic then first-use order."""
     rows: dict[tuple[str, str, int | None], SchemaUsage] = {}
@@ -59,7 +61,7 @@ def usage(partitions: Iterable[PartitionDir], findings: list[Finding]) -> list[S
         if p.name is None or p.name.state is not PartitionState.LIVE or \
                 p.name.topic == SCHEMAS_TOPIC or p.name.topic.startswith("__"):
             continue
-        for batch, record in data_records(p, findings):
+        for batch, record in data_records(p, findings, limit=limit):
             for side, data in (("key", record.key), ("value", record.value)):
                 if data is None:
                     continue
