@@ -11,7 +11,9 @@ Modes, chosen per side (key, value):
 
 - ``schema``: Confluent frames only. A value without the magic byte is a
   ``payload_unknown_magic`` finding (Confluent's deserializer fails the same way); a key
-  without it is left undecoded, as most framed topics key by ``StringSerializer``;
+  without it, or whose "frame" names an id no source knows or is cut short, is left
+  undecoded: most framed topics key by ``StringSerializer`` or ``LongSerializer``, whose
+  bytes may start with a zero;
 - ``auto``: a frame when there is one, otherwise what Kafka's own serializers and plain JSON
   write, recognised and named (``"type": "JSON_TEXT"`` or ``"STRING"``), never silently;
 - ``string``, ``int``, ``long``, ``uuid``, ``json``: Kafka's ``StringSerializer``,
@@ -104,12 +106,15 @@ class PayloadDecoder:
             try:
                 return self._framed(bytes(data), topic, is_key)
             except (UnknownSchemaId, FrameTruncated):
-                # auto: bytes that only look framed (a LongSerializer key starts with zeros)
-                # are still recognised as text or JSON when they are; else the frame's error
+                # bytes that only look framed (a LongSerializer key below 2^56 starts with a
+                # zero byte): auto still recognises text or JSON; a key in schema mode is left
+                # undecoded, as keys without a frame are; otherwise the frame's error stands
                 recognised = plain.recognise(data) if mode == "auto" else None
-                if recognised is None:
-                    raise
-                return recognised
+                if recognised is not None:
+                    return recognised
+                if is_key and mode == "schema":
+                    return None
+                raise
         if mode == "auto":
             return plain.recognise(data)
         if is_key:

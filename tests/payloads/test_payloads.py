@@ -294,3 +294,16 @@ def test_registry_read_only_and_cached(chain):
         server.shutdown()
     assert all(method == "GET" for method, _ in seen)
     assert len(seen) == len(set(seen))
+
+
+def test_verify_counts_payloads_per_topic_with_a_cap():
+    done = cli("verify", str(TREE), "--decode", "--max-examples", "1", "--format", "jsonl")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    rows = [json.loads(line) for line in done.stdout.splitlines()]
+    summary = {r["topic"]: r for r in rows if r["type"] == "payload_summary"}
+    assert summary["orders"]["undecoded"] == {} and summary["orders"]["decoded"] == 8
+    assert summary["payloads.hostile"]["undecoded"]["payload_body_mismatch"] == 3
+    assert summary["plain"]["undecoded"] == {"payload_unknown_magic": 4}
+    listed = [r for r in rows if r["type"] == "finding" and r["code"] == "payload_body_mismatch"]
+    assert len(listed) == 2  # one example, then one finding counting the other two
+    assert "2 more record(s)" in listed[1]["message"]

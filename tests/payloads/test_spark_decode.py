@@ -36,7 +36,6 @@ def test_spark_decodes_as_the_api(spark, topic):  # noqa: F811
 
 def test_typed_struct_from_the_latest_avro_schema(spark):  # noqa: F811
     from pyspark.sql.types import DateType, DecimalType, LongType, StructType, TimestampType
-
     from pyspark_kafkalog import register
     from pyspark_kafkalog.payloads import with_typed_values
 
