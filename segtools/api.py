@@ -61,7 +61,10 @@ from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
 from segtools.payloads import columns as payload_columns
 from segtools.payloads.decoder import Modes, PayloadDecoder
+from segtools.payloads.schemas import Schemas
 from segtools.payloads.sources import gather
+from segtools.payloads.usage import SchemaUsage
+from segtools.payloads.usage import usage as schema_usage
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
 from segtools.storage.remote_store import open_store
@@ -229,6 +232,23 @@ class LogDirs:
                 payload_columns.extend_schema(schema),
                 (payload_columns.with_decoded(decoder, b) for b in batches))
         return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def schema_history(self) -> Schemas | None:
+        """What Schema Registry's ``_schemas`` topic in these log dirs holds (registrations,
+        deletes, configs, with their times), or None when the tree has no such topic."""
+        histories = gather(self.log_dirs, self.findings).histories()
+        if not histories:
+            return None
+        out = Schemas(source=histories[0].source)
+        for h in histories:
+            out.extend(h)
+        return out
+
+    def schema_usage(self, topics: str | Iterable[str] = "*") -> list[SchemaUsage]:
+        """Per topic, side and schema id: the records using it, from which offset and time to
+        which, and the producers that wrote them (``segtools schemas --usage``)."""
+        return schema_usage([p.directory for p in self.partitions(topics)], self.findings,
+                            limit=self.max_decompressed_bytes)
 
     def payload_decoder(self, decode: bool | str = True,
                         schemas: Iterable[str | os.PathLike[str]] = (),

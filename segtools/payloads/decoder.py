@@ -24,6 +24,7 @@ Modes, chosen per side (key, value):
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -65,6 +66,15 @@ def format_module(name: str) -> ModuleType:
     except ImportError as e:
         raise SegtoolsError(f"decoding {name} payloads needs the payloads extra "
                             f"(pip install 'segtools[payloads]'): {e}") from None
+
+
+def payloads_installed() -> bool:
+    """Whether the ``payloads`` extra's libraries are importable."""
+    try:
+        return all(importlib.util.find_spec(name) is not None
+                   for name in ("fastavro", "google.protobuf", "grpc_tools"))
+    except ModuleNotFoundError:  # "google" itself is missing
+        return False
 
 
 @dataclass(frozen=True, slots=True)

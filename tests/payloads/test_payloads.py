@@ -307,3 +307,42 @@ def test_verify_counts_payloads_per_topic_with_a_cap():
     listed = [r for r in rows if r["type"] == "finding" and r["code"] == "payload_body_mismatch"]
     assert len(listed) == 2  # one example, then one finding counting the other two
     assert "2 more record(s)" in listed[1]["message"]
+
+
+def _sample_rows(model, topic: str) -> list[dict]:
+    rows = model.data["partitions"]
+    texts = dict(zip((r["id"] for r in rows), model.details, strict=False))
+    for r in rows:
+        if r["topic"] == topic and texts.get(r["id"]):
+            detail = json.loads(texts[r["id"]])
+            return detail["samples"]["first"] + detail["samples"]["last"]
+    raise AssertionError(f"no samples of {topic}")
+
+
+def test_report_schema_section_and_decoded_samples():
+    from segtools.report.model import build
+
+    model = build([str(TREE)])
+    section = {t["topic"]: t for t in model.data["schemas"]["topics"]}
+    assert [(v["subject"], v["version"]) for v in section["orders"]["timeline"]] == [
+        ("orders-value", 1), ("orders-value", 2)]
+    usage = [(u["side"], u["schema_id"], u["producer_ids"]) for u in section["orders"]["usage"]]
+    assert ("value", 3, [4002]) in usage
+    samples = _sample_rows(model, "orders")
+    api = segtools.open(TREE).to_arrow(decode=True, topics="orders").read_all()
+    by_offset = dict(zip(api.column("offset").to_pylist(),
+                         api.column("value_decoded").to_pylist(), strict=True))
+    for s in samples:  # the report shows what the other faces decode (cut to its preview)
+        shown = s["value_decoded"].removesuffix("…")
+        assert by_offset[s["offset"]].startswith(shown) and len(shown) > 20
+
+
+def test_report_redaction_hides_decoded_values():
+    from segtools.redact import redactor
+    from segtools.report.model import build
+
+    model = build([str(TREE)], redactor=redactor("values,topics", "k"))
+    text = json.dumps(model.data) + "".join(t or "" for t in model.details)
+    for inside_values in ("order_id", "Customer 0", "Gent", "still readable"):
+        assert inside_values not in text
+    assert "orders-value" not in text  # the subject names the topic
