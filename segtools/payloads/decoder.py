@@ -191,9 +191,10 @@ class PayloadDecoder:
         if schema.schema_type == AVRO:
             avro = format_module("avro")
             named: dict = {}
-            for _, ref in references:
+            for _, ref in references:  # fastavro checks the texts (the reference reader)
                 avro.compile_schema(ref.schema, named)
-            return None, avro.decoder(avro.compile_schema(schema.schema, named))
+            avro.compile_schema(schema.schema, named)
+            return None, avro.Transcoder(schema.schema, [ref.schema for _, ref in references])
         if schema.schema_type == PROTOBUF:
             compiled = self._proto(schema, {name: ref.schema for name, ref in references})
             return compiled.decoder(indexes or (0,))
