@@ -13,12 +13,14 @@ index (Kafka's own sanity checks, and stricter ones) is always reported.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from segtools import fanout
 from segtools.cli import _jsonl, common, decoding, jsonl, render
@@ -28,7 +30,9 @@ from segtools.decode.table import BatchTable
 from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
-from segtools.payloads.decoded import json_text
+from segtools.payloads.columns import Payloads, decode_side
+from segtools.payloads.decoded import SchemaUse, json_text
+from segtools.payloads.decoder import PayloadDecoder
 from segtools.payloads.records import decode_record, topic_of
 from segtools.redact import Redactor, redactor
 from segtools.storage.index import OffsetIndex, TimeIndex
@@ -374,8 +378,7 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
         committed = read_committed(path.parent)
     # the compiled renderer writes keys and values straight from the columns: redaction goes
     # through the Python path, record by record
-    compiled = out.raw is not None and args.decoder is None and out.redactor is None and \
-        args.payloads is None
+    compiled = out.raw is not None and args.decoder is None and out.redactor is None
     progressed = start
     reads = _reads(segment, start, end, window, committed, deep, not args.no_crc)
     if segment.size > _AHEAD_BYTES:
@@ -383,7 +386,8 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
     for read, records in _grouped(reads):
         findings = _Findings(read.findings, out, skip_tail=args.max_bytes is not None)
         if compiled:
-            _jsonl_batches(read, records, findings, window, deep, mode, out)
+            _jsonl_batches(read, records, findings, window, deep, mode, out,
+                           args.payloads, path)
         else:
             _python_batches(read, records, findings, window, deep, args, mode, out, path)
         findings.rest()
@@ -418,7 +422,8 @@ _JSONL_BUFFER = 16 << 20
 
 
 def _jsonl_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, window: Window,
-                   deep: bool, mode: str, out: Output) -> None:
+                   deep: bool, mode: str, out: Output, payloads: PayloadDecoder | None = None,
+                   path: Path | None = None) -> None:
     """``--format jsonl``: batch and record lines from the compiled renderer
     (:mod:`segtools.cli._jsonl`), findings and the rare record it hands back written by
     Python in their places."""
@@ -427,7 +432,9 @@ def _jsonl_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, w
         return
     if deep:
         for chunk in records:
-            _jsonl_chunk(chunk.table, chunk.columns, chunk, findings, window, mode, out)
+            decoded = _DecodedLines(payloads, chunk, window, path, out.findings) \
+                if payloads is not None and path is not None else None
+            _jsonl_chunk(chunk.table, chunk.columns, chunk, findings, window, mode, out, decoded)
             if chunk.truncated is not None:
                 out.finding(chunk.truncated[1])
     else:
@@ -438,7 +445,8 @@ _NO_RECORDS = _empty_columns(np.zeros(0, np.uint8))
 
 
 def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
-                 window: Window, mode: str, out: Output) -> None:
+                 window: Window, mode: str, out: Output,
+                 decoded: _DecodedLines | None = None) -> None:
     keep = _record_mask(cols, window).astype(np.uint8)
     errors = chunk.errors if chunk is not None else {}
     stop_after = findings.pending_before(t.position)
@@ -451,12 +459,16 @@ def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
     findings.upto(int(t.position[0]), inclusive=False)
     while True:
         n, why = _jsonl.render(batches, records, keep, stop_after, jsonl.MODES[mode], buf, state)
-        out.write_bytes(buf[:n])
+        out.write_bytes(buf[:n] if decoded is None else decoded.splice(buf[:n].tobytes()))
         if why == _jsonl.DONE:
             return
         if why == _jsonl.PYTHON_RECORD:
             i = int(state[1])
-            out.emit(render.record_json(record(chunk, i), mode), "")
+            obj = render.record_json(record(chunk, i), mode)
+            out.emit(obj if decoded is None else decoded.fields(obj, i), "")
+            if decoded is not None:
+                for f in decoded.findings(i):
+                    out.finding(f)
             state[1] = i + 1
         elif why == _jsonl.BATCH_END:
             j = int(state[0]) - 1
@@ -513,3 +525,110 @@ def _emit_decoded(r: Record, batch: Batch, args, mode: str, out: Output, path: P
     for side, error in decoded.errors:
         out.finding(finding(error.code, str(path), f"{side}: {error}",
                             position=batch.position, offset=r.offset))
+
+
+class _DecodedLines:
+    """``--decode`` on the compiled JSON-lines path: a chunk's keys and values decoded as
+    columns (Avro through the compiled transcoder), then spliced into the record lines the
+    compiled renderer wrote, each record's ``payload_*`` findings written after its line."""
+
+    RECORD = b'{"type":"record"'
+
+    def __init__(self, decoder: PayloadDecoder, chunk: Chunk, window: Window, path: Path,
+                 found: list[Finding]):
+        cols = chunk.columns
+        topic = topic_of(path)
+        topics = [topic] * len(cols)
+        self.sides = [
+            (side, decode_side(decoder, Payloads(cols.data, pos, length), topics, is_key))
+            for side, pos, length, is_key in (("key", cols.key_pos, cols.key_len, True),
+                                              ("value", cols.value_pos, cols.value_len, False))]
+        self.texts = [_texts(s.columns[0]) for _, s in self.sides]
+        self.schemas = [_schema_json(s.schemas) for _, s in self.sides]
+        self.order = np.flatnonzero(_record_mask(cols, window))
+        self.next = 0
+        self.chunk = chunk
+        self.path = str(path)
+        self.found = found  # the dump's findings: the exit code counts these too
+
+    def _suffix(self, i: int) -> bytes:
+        parts = []
+        for (side, _), texts, schemas in zip(self.sides, self.texts, self.schemas, strict=True):
+            text = texts(i)
+            if text is not None:
+                if b"\xe2\x80\xa8" in text or b"\xe2\x80\xa9" in text:  # one line stays one
+                    text = text.replace(b"\xe2\x80\xa8", b"\\u2028").replace(
+                        b"\xe2\x80\xa9", b"\\u2029")
+                parts.append(b',"%s_decoded":%s,"%s_schema":%s' % (
+                    side.encode(), text, side.encode(), schemas(i)))
+        return b"".join(parts)
+
+    def findings(self, i: int) -> list[Finding]:
+        cols, table = self.chunk.columns, self.chunk.table
+        out = []
+        for side, decoded in self.sides:
+            code = decoded.columns[5][i].as_py()
+            if code is not None:
+                out.append(finding(code, self.path, f"{side}: {decoded.messages[i]}",
+                                   position=int(table.position[cols.batch[i]]),
+                                   offset=int(cols.offset[i])))
+        return out
+
+    def splice(self, data: bytes) -> bytes:
+        if self.RECORD not in data:
+            return data
+        lines = data.split(b"\n")
+        out = []
+        for line in lines[:-1]:
+            if line.startswith(self.RECORD):
+                i = int(self.order[self.next])
+                self.next += 1
+                out.append(line[:-1] + self._suffix(i) + b"}")
+                for f in self.findings(i):
+                    self.found.append(f)
+                    out.append(render.dumps(f.to_json()).encode())
+            else:
+                out.append(line)
+        out.append(lines[-1])
+        return b"\n".join(out)
+
+    def fields(self, obj: dict, i: int) -> dict:
+        """A record Python renders (one the compiled renderer hands back): the same fields."""
+        self.next += 1
+        for (side, decoded), texts in zip(self.sides, self.texts, strict=True):
+            text = texts(i)
+            if text is not None:
+                obj[f"{side}_decoded"] = json.loads(text)
+                obj[f"{side}_schema"] = decoded.schemas[i].to_json()
+        return obj
+
+
+def _texts(column: pa.Array):
+    """Row -> the JSON text's bytes (None for null), straight from the string column's
+    buffers."""
+    buffers = column.buffers()
+    offsets = np.frombuffer(buffers[1], np.int32)[column.offset:column.offset + len(column) + 1] \
+        if buffers[1] is not None else None
+    data = buffers[2].to_pybytes() if buffers[2] is not None else b""
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+
+    def text(i: int) -> bytes | None:
+        if not valid[i]:
+            return None
+        return data[offsets[i]:offsets[i + 1]]
+
+    return text
+
+
+def _schema_json(uses: list[SchemaUse | None]):
+    """Row -> the ``*_schema`` object's JSON bytes, once per distinct schema use."""
+    cache: dict[SchemaUse, bytes] = {}
+
+    def schema(i: int) -> bytes:
+        use = uses[i]
+        found = cache.get(use)
+        if found is None:
+            found = cache[use] = render.dumps(use.to_json()).encode()
+        return found
+
+    return schema

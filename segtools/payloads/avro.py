@@ -233,6 +233,10 @@ class Transcoder:
         return _avro.transcode(self.program, data, starts.astype(np.int64, copy=False),
                                ends.astype(np.int64, copy=False), MAX_VALUE_JSON)
 
+    @staticmethod
+    def why(error: int) -> str:
+        return ERRORS.get(int(error), "does not decode")
+
     def __call__(self, body: bytes) -> RawJson:
         data = np.frombuffer(body, np.uint8) if body else np.zeros(0, np.uint8)
         text, _, errors = self.many(data, np.zeros(1, np.int64),

@@ -135,6 +135,21 @@ class PayloadDecoder:
             raise UnknownMagic("magic byte 1: a schema GUID frame, which segtools does not read")
         raise UnknownMagic(f"first byte {data[0]:#04x} is not Confluent's magic byte 0")
 
+    def transcoder(self, schema_id: int, topic: str | None, is_key: bool):
+        """For the column path: the id's compiled Avro transcoder and the schema use to name,
+        or None (not Avro, unknown, or not compiling: those payloads take :meth:`decode`,
+        which reports why)."""
+        if (self.modes.key if is_key else self.modes.value) not in ("schema", "auto"):
+            return None
+        schema = self.lookup.by_id(schema_id)
+        if schema is None or schema.schema_type != AVRO:
+            return None
+        try:
+            _, transcode = self._decoder(schema, None)
+        except PayloadError:
+            return None
+        return transcode, self._use(schema, topic, is_key, None)
+
     def _framed(self, data: bytes, topic: str | None, is_key: bool) -> Decoded:
         try:
             frame = framing.read_frame(data)
