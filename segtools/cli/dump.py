@@ -543,8 +543,14 @@ class _DecodedLines:
             (side, decode_side(decoder, Payloads(cols.data, pos, length), topics, is_key))
             for side, pos, length, is_key in (("key", cols.key_pos, cols.key_len, True),
                                               ("value", cols.value_pos, cols.value_len, False))]
-        self.texts = [_texts(s.columns[0]) for _, s in self.sides]
-        self.schemas = [_schema_json(s.schemas) for _, s in self.sides]
+        # per side that decoded anything: its name, texts and schema JSON by row
+        self.shown = [(b',"%s_decoded":' % side.encode(), _texts(d.columns[0]),
+                       b',"%s_schema":' % side.encode(), _schema_json(d.schemas))
+                      for side, d in self.sides if d.columns[0].null_count < len(d.columns[0])]
+        failed = np.zeros(len(cols), bool)
+        for _, d in self.sides:
+            failed |= d.columns[5].is_valid().to_numpy(zero_copy_only=False)
+        self.failed = failed
         self.order = np.flatnonzero(_record_mask(cols, window))
         self.next = 0
         self.chunk = chunk
@@ -553,14 +559,13 @@ class _DecodedLines:
 
     def _suffix(self, i: int) -> bytes:
         parts = []
-        for (side, _), texts, schemas in zip(self.sides, self.texts, self.schemas, strict=True):
+        for decoded_key, texts, schema_key, schemas in self.shown:
             text = texts(i)
             if text is not None:
-                if b"\xe2\x80\xa8" in text or b"\xe2\x80\xa9" in text:  # one line stays one
+                if b"\xe2\x80" in text:  # U+2028/2029 escaped: one JSON line stays one line
                     text = text.replace(b"\xe2\x80\xa8", b"\\u2028").replace(
                         b"\xe2\x80\xa9", b"\\u2029")
-                parts.append(b',"%s_decoded":%s,"%s_schema":%s' % (
-                    side.encode(), text, side.encode(), schemas(i)))
+                parts += (decoded_key, text, schema_key, schemas(i))
         return b"".join(parts)
 
     def findings(self, i: int) -> list[Finding]:
@@ -579,26 +584,28 @@ class _DecodedLines:
             return data
         lines = data.split(b"\n")
         out = []
+        append, order, failed, suffix = out.append, self.order, self.failed, self._suffix
+        record = self.RECORD
         for line in lines[:-1]:
-            if line.startswith(self.RECORD):
-                i = int(self.order[self.next])
-                self.next += 1
-                out.append(line[:-1] + self._suffix(i) + b"}")
-                for f in self.findings(i):
+            if not line.startswith(record):
+                append(line)
+                continue
+            i = order[self.next]
+            self.next += 1
+            append(line[:-1] + suffix(i) + b"}")
+            if failed[i]:
+                for f in self.findings(int(i)):
                     self.found.append(f)
-                    out.append(render.dumps(f.to_json()).encode())
-            else:
-                out.append(line)
-        out.append(lines[-1])
+                    append(render.dumps(f.to_json()).encode())
+        append(lines[-1])
         return b"\n".join(out)
 
     def fields(self, obj: dict, i: int) -> dict:
         """A record Python renders (one the compiled renderer hands back): the same fields."""
         self.next += 1
-        for (side, decoded), texts in zip(self.sides, self.texts, strict=True):
-            text = texts(i)
-            if text is not None:
-                obj[f"{side}_decoded"] = json.loads(text)
+        for side, decoded in self.sides:
+            if decoded.columns[0][i].is_valid:
+                obj[f"{side}_decoded"] = json.loads(decoded.columns[0][i].as_py())
                 obj[f"{side}_schema"] = decoded.schemas[i].to_json()
         return obj
 
@@ -622,13 +629,13 @@ def _texts(column: pa.Array):
 
 def _schema_json(uses: list[SchemaUse | None]):
     """Row -> the ``*_schema`` object's JSON bytes, once per distinct schema use."""
-    cache: dict[SchemaUse, bytes] = {}
+    cache: dict[int, bytes] = {}  # by identity: a column's rows share one SchemaUse
 
     def schema(i: int) -> bytes:
         use = uses[i]
-        found = cache.get(use)
+        found = cache.get(id(use))
         if found is None:
-            found = cache[use] = render.dumps(use.to_json()).encode()
+            found = cache[id(use)] = render.dumps(use.to_json()).encode()
         return found
 
     return schema

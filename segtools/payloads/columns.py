@@ -126,8 +126,10 @@ def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: list[str | 
     messages: list[str | None] = [None] * n
     uses: list[SchemaUse | None] = [None] * n
     pieces: list[tuple[np.ndarray, list[pa.Array]]] = []
-    for schema_id, code in sorted({(int(i), int(c)) for i, c in zip(ids, codes, strict=True)
-                                   if i >= 0}):
+    framed = ids >= 0
+    pairs = np.unique(np.stack([ids[framed].astype(np.int64), codes[framed].astype(np.int64)]),
+                      axis=1) if framed.any() else np.zeros((2, 0), np.int64)
+    for schema_id, code in ((int(i), int(c)) for i, c in pairs.T):
         found = decoder.transcoder(schema_id, names[code] if code >= 0 else None, is_key)
         if found is None:
             continue
@@ -151,6 +153,16 @@ def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: list[str | 
             pa.array([use.type] * k, pa.string(), mask=~ok),
             pa.array(np.where(ok, None, BodyMismatch.code).tolist(), pa.string())]))
         fast[rows] = True
+    # nothing to decode, without asking value by value: nulls, and keys without a frame in
+    # schema mode (the decoder leaves those undecoded)
+    skip = payloads.lengths < 0
+    if is_key and decoder.modes.key == "schema":
+        skip |= ids < 0
+    skip &= ~fast
+    if skip.any():
+        rows = np.flatnonzero(skip)
+        pieces.append((rows, [pa.nulls(len(rows), kind) for _, kind in SIDE_FIELDS]))
+        fast |= skip
     rest = np.flatnonzero(~fast)
     if len(rest):
         columns, slow_messages, slow_uses = _slow(decoder, [payloads.get(i) for i in rest],
