@@ -361,3 +361,47 @@ def test_compiled_and_record_by_record_dumps_agree(topic):
     if topic == "customers":
         assert {r["value_schema"]["message"] for r in rows if r["type"] == "record"} == {
             "shop.Customer", "shop.Shipment"}
+
+
+def test_schema_files_directory(tmp_path, chain):
+    """``--schemas DIR``: ``<id>.avsc`` found by id, ``<subject>/<version>.avsc`` naming it."""
+    (history,) = chain.histories()
+    money = history.by_id(1)
+    order = history.by_id(2)
+    # a self-contained copy of the order schema: Money inlined where it was referenced
+    inlined = json.loads(order.schema)
+    inlined["fields"][2]["type"] = json.loads(money.schema)
+    (tmp_path / "2.avsc").write_text(json.dumps(inlined))
+    (tmp_path / "orders-value").mkdir()
+    (tmp_path / "orders-value" / "1.avsc").write_text(json.dumps(inlined))
+    done = cli("dump", "--decode", "--schemas", str(tmp_path), "--format", "jsonl", "-q",
+               "--end-offset", "3", str(segment("orders")))
+    assert done.returncode == 0, done.stderr
+    assert "file(s) from" in done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()
+               if line.startswith('{"type":"record"')]
+    assert records[0]["value_decoded"]["order_id"] == 42
+    assert records[0]["value_schema"] == {"id": 2, "subject": "orders-value", "version": 1,
+                                          "type": "AVRO"}
+    nothing = cli("dump", "--decode", "--schemas", str(tmp_path / "missing"),
+                  str(segment("orders")))
+    assert nothing.returncode == 2
+    assert nothing.stderr.startswith("segtools: error: ") and "Traceback" not in nothing.stderr
+
+
+def test_schemas_named_as_a_partition_dir(tmp_path):
+    """``--schemas`` naming the ``_schemas-0`` directory of another tree."""
+    done = cli("dump", "--decode", "--schemas", str(TREE / "_schemas-0"), "--format", "jsonl",
+               "-q", str(segment("events")))
+    assert done.returncode == 0, done.stderr
+    assert '"value_schema":{"id":6' in done.stdout
+
+
+def test_redacted_dump_hides_what_values_decode_to():
+    done = cli("dump", "--decode", "--redact", "values", "--redact-key", "k", "--format", "jsonl",
+               "-q", str(segment("orders")))
+    assert done.returncode == 0, done.stderr
+    assert "order_id" not in done.stdout and "cust-0" not in done.stdout
+    text = cli("dump", "--decode", "--redact", "values", "--redact-key", "k", "-q",
+               str(segment("orders")))
+    assert "order_id" not in text.stdout and "payload: value." in text.stdout
