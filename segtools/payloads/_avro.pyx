@@ -326,18 +326,13 @@ cdef int put_base64(Out* out, In* src, const uint8_t* s, Py_ssize_t n) except -1
         out.buf[out.length + 3] = B64[v & 63]
         out.length += 4
         i += 3
-    if n - i == 1:
+    if n - i:  # one or two bytes left: padded with "="
         v = <uint32_t>s[i] << 16
+        if n - i == 2:
+            v |= <uint32_t>s[i + 1] << 8
         out.buf[out.length] = B64[(v >> 18) & 63]
         out.buf[out.length + 1] = B64[(v >> 12) & 63]
-        out.buf[out.length + 2] = 61
-        out.buf[out.length + 3] = 61
-        out.length += 4
-    elif n - i == 2:
-        v = (<uint32_t>s[i] << 16) | (<uint32_t>s[i + 1] << 8)
-        out.buf[out.length] = B64[(v >> 18) & 63]
-        out.buf[out.length + 1] = B64[(v >> 12) & 63]
-        out.buf[out.length + 2] = B64[(v >> 6) & 63]
+        out.buf[out.length + 2] = B64[(v >> 6) & 63] if n - i == 2 else 61
         out.buf[out.length + 3] = 61
         out.length += 4
     out.buf[out.length] = 34

@@ -184,21 +184,24 @@ class PayloadDecoder:
             self._uses[key] = use
         return use
 
-    def _decoder(self, schema: RegisteredSchema, indexes: tuple[int, ...] | None
-                 ) -> tuple[str | None, Callable[[bytes], object]]:
-        """The compiled body decoder of a schema (and message), or the error compiling it
-        gave, both kept: a schema that does not compile is tried once per run."""
-        key = (schema.id, indexes)
+    def _kept(self, key: tuple, build: Callable[[], object]):
+        """What ``build`` gives, or the error it raised, both kept under ``key``: a schema
+        is compiled once per run, and one that does not compile is tried once."""
         found = self._compiled.get(key)
         if found is None:
             try:
-                found = self._compile(schema, indexes)
+                found = build()
             except PayloadError as e:
                 found = e
             self._compiled[key] = found
         if isinstance(found, PayloadError):
             raise type(found)(str(found))
         return found
+
+    def _decoder(self, schema: RegisteredSchema, indexes: tuple[int, ...] | None
+                 ) -> tuple[str | None, Callable[[bytes], object]]:
+        """The compiled body decoder of a schema (and, for Protobuf, a message)."""
+        return self._kept((schema.id, indexes), lambda: self._compile(schema, indexes))
 
     def _compile(self, schema: RegisteredSchema, indexes: tuple[int, ...] | None
                  ) -> tuple[str | None, Callable[[bytes], object]]:
@@ -219,18 +222,9 @@ class PayloadDecoder:
 
     def _proto(self, schema: RegisteredSchema, imports: dict[str, str]):
         """One compiled ``.proto`` per schema id, whichever messages of it are read."""
-        key = ("proto", schema.id)
-        found = self._compiled.get(key)
-        if found is None:
-            protobuf = format_module("protobuf")
-            try:
-                found = protobuf.ProtoSchema(protobuf.compile_proto(schema.schema, imports))
-            except PayloadError as e:
-                found = e
-            self._compiled[key] = found
-        if isinstance(found, PayloadError):
-            raise type(found)(str(found))
-        return found
+        protobuf = format_module("protobuf")
+        return self._kept(("proto", schema.id), lambda: protobuf.ProtoSchema(
+            protobuf.compile_proto(schema.schema, imports)))
 
     def _references(self, schema: RegisteredSchema) -> list[tuple[str, RegisteredSchema]]:
         """Every schema ``schema`` references, transitively, dependencies first, each once,
