@@ -30,7 +30,7 @@ from segtools.decode.table import BatchTable
 from segtools.errors import NotAKafkaFileError, SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
-from segtools.payloads.columns import Payloads, decode_side
+from segtools.payloads.columns import Payloads, Topics, decode_side
 from segtools.payloads.decoded import SchemaUse, json_text
 from segtools.payloads.decoder import PayloadDecoder
 from segtools.payloads.records import decode_record, topic_of
@@ -537,8 +537,7 @@ class _DecodedLines:
     def __init__(self, decoder: PayloadDecoder, chunk: Chunk, window: Window, path: Path,
                  found: list[Finding]):
         cols = chunk.columns
-        topic = topic_of(path)
-        topics = [topic] * len(cols)
+        topics = Topics.one(topic_of(path), len(cols))
         self.sides = [
             (side, decode_side(decoder, Payloads(cols.data, pos, length), topics, is_key))
             for side, pos, length, is_key in (("key", cols.key_pos, cols.key_len, True),

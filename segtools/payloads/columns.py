@@ -35,7 +35,8 @@ class Side:
 
     columns: list[pa.Array]
     messages: list[str | None]
-    schemas: list[SchemaUse | None]  # per value, with the Protobuf message the columns omit
+    schemas: np.ndarray  # per value its SchemaUse or None (with the Protobuf message the
+    #                      columns omit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,25 +112,48 @@ def _slow(decoder: PayloadDecoder, values: list, topics: list, is_key: bool
             messages, uses)
 
 
-def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: list[str | None],
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """Each row's topic as a code into ``names`` (-1: none): the subject an id is named by
+    follows the topic, and a column of one topic is one code, not a string per row."""
+
+    codes: np.ndarray
+    names: list[str]
+
+    @classmethod
+    def of_column(cls, column: pa.Array | None, n: int) -> Topics:
+        if column is None:
+            return cls(np.full(n, -1, np.int64), [])
+        encoded = column.dictionary_encode()
+        return cls(encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+                   .astype(np.int64), encoded.dictionary.to_pylist())
+
+    @classmethod
+    def one(cls, topic: str | None, n: int) -> Topics:
+        return cls(np.full(n, -1 if topic is None else 0, np.int64),
+                   [] if topic is None else [topic])
+
+    def name(self, i: int) -> str | None:
+        code = int(self.codes[i])
+        return None if code < 0 else self.names[code]
+
+
+def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: Topics,
                 is_key: bool) -> Side:
     """One side's columns. Avro values of one id and topic are transcoded together (one
     compiled call writing the column's text buffer); the rest go value by value; the pieces
     are put back in row order with one ``take``."""
     n = len(payloads)
     ids = payloads.schema_ids()
-    topic_codes = pa.array(topics, pa.string()).dictionary_encode()
-    codes = topic_codes.indices.fill_null(-1).to_numpy(zero_copy_only=False) if n \
-        else np.zeros(0, np.int64)
-    names = topic_codes.dictionary.to_pylist()
+    codes, names = topics.codes, topics.names
     fast = np.zeros(n, bool)
     messages: list[str | None] = [None] * n
-    uses: list[SchemaUse | None] = [None] * n
+    uses = np.full(n, None, object)
     pieces: list[tuple[np.ndarray, list[pa.Array]]] = []
     framed = ids >= 0
-    pairs = np.unique(np.stack([ids[framed].astype(np.int64), codes[framed].astype(np.int64)]),
-                      axis=1) if framed.any() else np.zeros((2, 0), np.int64)
-    for schema_id, code in ((int(i), int(c)) for i, c in pairs.T):
+    # one key per (schema id, topic): the id in the high bits, the topic code + 1 below
+    keys = np.unique((ids[framed].astype(np.int64) << 32) | (codes[framed] + 1))
+    for schema_id, code in ((int(k >> 32), int(k & 0xFFFFFFFF) - 1) for k in keys):
         found = decoder.transcoder(schema_id, names[code] if code >= 0 else None, is_key)
         if found is None:
             continue
@@ -141,8 +165,7 @@ def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: list[str | 
         ok = failed == 0
         for j in np.flatnonzero(~ok):
             messages[rows[j]] = f"Avro body does not decode: {transcode.why(failed[j])}"
-        for j in np.flatnonzero(ok):
-            uses[rows[j]] = use
+        uses[rows[ok]] = use
         k = len(rows)
         pieces.append((rows, [
             pa.StringArray.from_buffers(k, pa.py_buffer(text_offsets), pa.py_buffer(texts),
@@ -166,7 +189,7 @@ def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: list[str | 
     rest = np.flatnonzero(~fast)
     if len(rest):
         columns, slow_messages, slow_uses = _slow(decoder, [payloads.get(i) for i in rest],
-                                                  [topics[i] for i in rest], is_key)
+                                                  [topics.name(i) for i in rest], is_key)
         for i, message, use in zip(rest, slow_messages, slow_uses, strict=True):
             messages[i] = message
             uses[i] = use
@@ -185,7 +208,10 @@ def decoded_columns(decoder: PayloadDecoder, table: pa.Table | pa.RecordBatch
     """The decode columns of a table with binary ``key`` and ``value`` columns (and
     ``topic``, when it has one: the subject named for an id follows the topic)."""
     n = table.num_rows
-    topics = table.column("topic").to_pylist() if "topic" in table.schema.names else [None] * n
+    topic = table.column("topic") if "topic" in table.schema.names else None
+    if isinstance(topic, pa.ChunkedArray):
+        topic = topic.combine_chunks()
+    topics = Topics.of_column(topic, n)
     out: list[pa.Array] = []
     for side, is_key in (("key", True), ("value", False)):
         if side in table.schema.names:

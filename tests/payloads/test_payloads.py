@@ -319,22 +319,40 @@ def _sample_rows(model, topic: str) -> list[dict]:
     raise AssertionError(f"no samples of {topic}")
 
 
-def test_report_schema_section_and_decoded_samples():
+@pytest.fixture(scope="module")
+def report_model():
     from segtools.report.model import build
 
-    model = build([str(TREE)])
-    section = {t["topic"]: t for t in model.data["schemas"]["topics"]}
+    return build([str(TREE)])
+
+
+def test_report_schema_section(report_model):
+    section = {t["topic"]: t for t in report_model.data["schemas"]["topics"]}
     assert [(v["subject"], v["version"]) for v in section["orders"]["timeline"]] == [
         ("orders-value", 1), ("orders-value", 2)]
     usage = [(u["side"], u["schema_id"], u["producer_ids"]) for u in section["orders"]["usage"]]
     assert ("value", 3, [4002]) in usage
-    samples = _sample_rows(model, "orders")
-    api = segtools.open(TREE).to_arrow(decode=True, topics="orders").read_all()
+    hostile = {u["schema_id"]: u for u in section["payloads.hostile"]["usage"]}
+    assert hostile[8]["hard_deleted"] and hostile[999]["subject"] is None
+
+
+@pytest.mark.parametrize("topic", TOPICS)
+def test_report_samples_decode_as_the_other_faces(report_model, topic):
+    api = segtools.open(TREE).to_arrow(decode=True, topics=topic).read_all()
     by_offset = dict(zip(api.column("offset").to_pylist(),
-                         api.column("value_decoded").to_pylist(), strict=True))
+                         zip(api.column("value_decoded").to_pylist(),
+                             api.column("value_payload_error").to_pylist(), strict=True),
+                         strict=True))
+    samples = _sample_rows(report_model, topic)
+    assert samples
     for s in samples:  # the report shows what the other faces decode (cut to its preview)
-        shown = s["value_decoded"].removesuffix("…")
-        assert by_offset[s["offset"]].startswith(shown) and len(shown) > 20
+        text, error = by_offset[s["offset"]]
+        assert s.get("value_payload_error") == error
+        if text is None:
+            assert "value_decoded" not in s
+        else:
+            shown = s["value_decoded"].removesuffix("…")
+            assert text.startswith(shown) and len(shown) > 10
 
 
 def test_report_redaction_hides_decoded_values():
