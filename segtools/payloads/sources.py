@@ -127,9 +127,12 @@ class RegistryClient:
     and ``/subjects`` resources), every answer kept for the run. Credentials come from
     :data:`AUTH_VARIABLE` and never appear in a message; the URL is shown without them."""
 
-    url: str
-    auth: str | None = None
-    cache: dict = field(default_factory=dict)
+    url: str = field(repr=False)  # may carry user:password itself
+    auth: str | None = field(default=None, repr=False)
+    cache: dict = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        return f"RegistryClient({self.shown})"
 
     @classmethod
     def from_environment(cls, url: str, environ=os.environ) -> RegistryClient:

@@ -423,3 +423,17 @@ def test_redacted_dump_hides_what_values_decode_to():
     text = cli("dump", "--decode", "--redact", "values", "--redact-key", "k", "-q",
                str(segment("orders")))
     assert "order_id" not in text.stdout and "payload: value." in text.stdout
+
+
+def test_registry_credentials_never_shown():
+    from segtools.payloads.sources import AUTH_VARIABLE, RegistryClient
+
+    client = RegistryClient.from_environment("https://user:secret@registry.example:8081/",
+                                             {AUTH_VARIABLE: "alice:s3cret"})
+    assert client.shown == "https://registry.example:8081"
+    assert "s3cret" not in repr(client) and "secret" not in repr(client)
+    assert client.auth == "alice:s3cret"
+    down = RegistryClient("http://127.0.0.1:9", "alice:s3cret")  # nothing listens there
+    with pytest.raises(segtools.SegtoolsError) as e:
+        down.by_id(1)
+    assert "s3cret" not in str(e.value) and "unreachable" in str(e.value)
