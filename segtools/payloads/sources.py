@@ -30,6 +30,7 @@ from segtools.payloads.schemas import (
     Schemas,
 )
 from segtools.payloads.schemas_topic import SCHEMAS_TOPIC, beside, read_schemas, schemas_partitions
+from segtools.storage.location import is_remote
 from segtools.storage.logdirs import LogDir, walk
 
 #: Schema file extensions and the schema type each holds.
@@ -206,14 +207,17 @@ def _topic_partitions(places: Sequence[LogDir | Path]):
         return found
     seen: set = set()
     for place in places:
-        path = Path(place.path) if isinstance(place, LogDir) else Path(place)
+        path = place.path if isinstance(place, LogDir) else place
         if path in seen:
             continue
         seen.add(path)
-        if path.name.startswith(f"{SCHEMAS_TOPIC}-"):
-            found.extend(beside(path.parent))
-        elif path.is_dir():
-            found.extend(beside(path))
+        if is_remote(path):  # an object store or an archive: listed through the seam
+            dirs, _ = walk([str(path)])
+            found.extend(schemas_partitions(p for d in dirs for p in d.partitions))
+        elif Path(path).name.startswith(f"{SCHEMAS_TOPIC}-"):
+            found.extend(beside(Path(path).parent))
+        elif Path(path).is_dir():
+            found.extend(beside(Path(path)))
     unique: dict = {}
     for p in found:
         unique.setdefault(Path(p.path), p)

@@ -437,3 +437,19 @@ def test_registry_credentials_never_shown():
     with pytest.raises(segtools.SegtoolsError) as e:
         down.by_id(1)
     assert "s3cret" not in str(e.value) and "unreachable" in str(e.value)
+
+
+def test_a_segment_inside_an_archive_finds_its_schemas(tmp_path):
+    """A support bundle: the log dir in a .tar, a segment named through it; the _schemas
+    topic beside it is found through the same location seam."""
+    import tarfile
+
+    bundle = tmp_path / "bundle.tar"
+    with tarfile.open(bundle, "w") as tar:
+        tar.add(TREE, arcname="kafka-logs")
+    inside = f"{bundle}/kafka-logs/orders-0/00000000000000000000.log"
+    done = cli("dump", "--decode", "--format", "jsonl", "-q", inside)
+    assert done.returncode == 0, done.stderr
+    assert '"value_decoded":{"order_id":42' in done.stdout
+    listed = cli("schemas", f"{bundle}/kafka-logs", "--format", "jsonl")
+    assert listed.returncode == 0 and '"subject":"orders-value"' in listed.stdout
