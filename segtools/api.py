@@ -227,6 +227,8 @@ class LogDirs:
         report = self._reporter(strict, on_finding)
         batches = rows.read(pieces, scan, report)
         if decode and sel.level is Level.RECORDS:
+            if not {"key", "value"} & set(names):
+                raise ValueError("decode=True needs the key or value column among columns")
             decoder = self.payload_decoder(decode, schemas, schema_registry)
             return pa.RecordBatchReader.from_batches(
                 payload_columns.extend_schema(schema),

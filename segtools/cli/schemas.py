@@ -53,18 +53,21 @@ def run(args: argparse.Namespace) -> int:
         for v in history.versions:
             _line(jsonl, v.to_json(), _schema_text(v))
         for c in history.configs:
-            _line(jsonl, c.to_json(), f"{c.kind} {c.subject or '(global)'}: "
-                                      f"{c.value or '(cleared)'} at {_time(c.at_ms)}")
+            _line(jsonl, c.to_json(),
+                  f"{c.kind} {render.terminal_safe(c.subject or '(global)')}: "
+                  f"{render.terminal_safe(c.value or '(cleared)')} at {_time(c.at_ms)}")
         for v in history.removed:
             obj = {**v.to_json(), "type": "schema_removed"}
-            _line(jsonl, obj, f"hard-deleted: {v.subject} v{v.version} (id {v.id})")
+            _line(jsonl, obj, f"hard-deleted: {render.terminal_safe(v.subject)} v{v.version} "
+                              f"(id {v.id})")
     if args.usage:
         partitions = [p for d in log_dirs for p in d.partitions if common.selected(p, args)]
         for row in usage(partitions, findings, limit=args.max_decompressed_bytes):
             subject = ""
             if row.schema_id is not None:
                 named = chain.registrations(row.schema_id)
-                subject = f" {named[0].subject} v{named[0].version}" if named else \
+                subject = f" {render.terminal_safe(named[0].subject)} v{named[0].version}" \
+                    if named else \
                     (" (hard-deleted)" if chain.hard_deleted(row.schema_id) else " (unknown)")
             what = "no frame" if row.schema_id is None else f"id {row.schema_id}{subject}"
             _line(jsonl, row.to_json(),
@@ -82,7 +85,8 @@ def _time(ms: int | None) -> str:
 
 
 def _schema_text(v) -> str:
-    refs = ", ".join(f"{r.name} -> {r.subject} v{r.version}" for r in v.references)
+    refs = ", ".join(f"{render.terminal_safe(r.name)} -> {render.terminal_safe(r.subject)} "
+                     f"v{r.version}" for r in v.references)
     return (f"{render.terminal_safe(v.subject)} v{v.version}: id {v.id} {v.schema_type}"
             f"{' DELETED' if v.deleted else ''} registered {_time(v.registered_ms)}"
             f"{' references ' + refs if refs else ''}")

@@ -111,7 +111,9 @@ ERRORS = {1: "cut short", 2: "a varint longer than 10 bytes", 3: "a string that 
 def decimal_text(raw: bytes, scale: int) -> str:
     """A decimal's unscaled two's-complement bytes as ``str(Decimal)`` writes it."""
     unscaled = int.from_bytes(raw, "big", signed=True)
-    return str(decimal.Decimal(unscaled).scaleb(-scale))
+    digits = tuple(int(d) for d in str(abs(unscaled)))
+    # built from its digits, exactly: no context rounds a decimal(38) to 28 digits
+    return str(decimal.Decimal((int(unscaled < 0), digits, -scale)))
 
 
 def uuid_text(raw: bytes) -> str:

@@ -162,3 +162,12 @@ def test_recursive_data_nests_no_deeper_than_the_cap():
     assert linked(b"\x02\x02\x00") == '{"next":{"next":{"next":null}}}'
     with pytest.raises(BodyMismatch, match="deep"):
         linked(b"\x02" * 10_000 + b"\x00")
+
+
+def test_wide_decimals_are_exact():
+    """decimal(38, 4): no 28-digit context rounds it (Avro's decimal is exact)."""
+    wide = avro.Transcoder(json.dumps({"type": "bytes", "logicalType": "decimal",
+                                       "precision": 38, "scale": 4}), [])
+    unscaled = -(10**37) - 123456789
+    raw = unscaled.to_bytes(16, "big", signed=True)
+    assert wide(bytes([len(raw) * 2]) + raw) == '"-1000000000000000000000000000012345.6789"'
