@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from segtools.cli import render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.payloads.decoder import Modes, PayloadDecoder
@@ -31,8 +32,9 @@ def add_decode(p: argparse.ArgumentParser) -> None:
 
 def payload_decoder(args: argparse.Namespace, places, findings: list[Finding]
                     ) -> PayloadDecoder | None:
-    """The decoder ``--decode`` asks for (None without it), each schema source said once on
-    stderr."""
+    """The decoder ``--decode`` asks for (None without it). Where its schemas came from is
+    kept on ``args.schema_notes`` for :func:`say_sources`."""
+    args.schema_notes = []
     if args.decode is None:
         return None
     try:
@@ -40,5 +42,12 @@ def payload_decoder(args: argparse.Namespace, places, findings: list[Finding]
     except ValueError as e:
         raise SegtoolsError(f"--decode: {e}") from None
     chain = gather(places, findings, schemas=args.schemas, registry=args.schema_registry,
-                   say=lambda line: sys.stderr.write(f"segtools: {line}\n"))
+                   say=args.schema_notes.append)
     return PayloadDecoder(chain, modes)
+
+
+def say_sources(notes: list[str]) -> None:
+    """Each schema source once on stderr, when the command has run: a command that cannot
+    run prints its one error line and nothing else (the contract of docs/json-contract.md)."""
+    for line in notes:
+        sys.stderr.write(f"segtools: {render.terminal_safe(line)}\n")

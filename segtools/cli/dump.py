@@ -187,6 +187,7 @@ def run(args: argparse.Namespace) -> int:
     with common.progress(total, "dumping", quiet=quiet) as advance:
         for name in args.files:
             _dump_file(name, window, deep, args, mode, out, advance)
+    decoding.say_sources(args.schema_notes)
     return common.exit_code(out.findings)
 
 

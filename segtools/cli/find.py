@@ -179,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{line}\n")
     for note in notes:
         sys.stderr.write(f"segtools: {render.terminal_safe(note)}\n")
+    decoding.say_sources(args.schema_notes)
     for f in findings:
         sys.stdout.write((render.dumps(f.to_json()) if args.format == "jsonl"
                           else render.finding_line(f)) + "\n")

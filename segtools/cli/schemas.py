@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from segtools.cli import common, render
+from segtools.cli import common, decoding, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.payloads.sources import gather
@@ -42,8 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
     findings: list[Finding] = list(loose)
-    chain = gather(log_dirs, findings, schemas=args.schemas,
-                   say=lambda line: sys.stderr.write(f"segtools: {line}\n"))
+    notes: list[str] = []
+    chain = gather(log_dirs, findings, schemas=args.schemas, say=notes.append)
     histories = chain.histories()
     if not histories:
         raise SegtoolsError("no _schemas topic found (name one with --schemas)",
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
                   f"{sorted(row.producer_ids) or '-'}")
     for f in findings:
         _line(jsonl, f.to_json(), render.finding_line(f))
+    decoding.say_sources(notes)
     return common.exit_code(findings)
 
 

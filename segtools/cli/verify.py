@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(f"payloads of {render.terminal_safe(row.topic)}: {row.records} "
                              f"record(s), {row.decoded} key(s)/value(s) decoded"
                              f"{', not decoded: ' + why if why else ''}\n")
+    decoding.say_sources(args.schema_notes)
     return common.exit_code(findings)
 
 
