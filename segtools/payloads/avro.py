@@ -1,17 +1,19 @@
-"""Avro bodies, read with the writer's schema (the schema id's), by fastavro.
+"""Avro bodies, read with the writer's schema (the schema id's).
 
 Confluent's Avro serializer writes the datum in Avro's binary encoding with the schema it
 registered, so the id's schema is the writer schema and no reader schema is needed. Named
 types a schema takes from others come in through ``references`` (each reference's ``name`` is
-the full name it defines): they are parsed first and handed to fastavro as named schemas.
+the full name it defines): they are compiled first. fastavro checks each schema text; the
+compiled :class:`Transcoder` reads the bodies; :func:`plain` renders fastavro's datum the same
+way, the reference the tests hold the transcoder to.
 
-JSON rendering (docs/payloads.md "Avro to JSON"): records as objects, a union's value as the
-branch's value alone (no ``{"type": value}`` wrapper), enums as their symbol, maps as objects,
-long as a JSON number, bytes and fixed as base64, decimal as an exact decimal string,
+JSON rendering (docs/payloads.md "JSON renderings"): records as objects, a union's value as
+the branch's value alone (no ``{"type": value}`` wrapper), enums as their symbol, maps as
+objects, long as a JSON number, bytes and fixed as base64, decimal as an exact decimal string,
 timestamp-millis/micros as ISO-8601 UTC with ``Z``, local-timestamp-millis/micros as ISO-8601
-without a zone, date as ``YYYY-MM-DD``,
-time-millis/micros as ``HH:MM:SS.ffffff``, uuid as its text, NaN and infinities as the strings
-``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (as the proto3 JSON mapping writes them).
+without a zone, date as ``YYYY-MM-DD``, time-millis/micros as ``HH:MM:SS[.ffffff]``, uuid as
+its text, NaN and infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (as the
+proto3 JSON mapping writes them).
 """
 
 from __future__ import annotations
@@ -19,11 +21,9 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
-import io
 import json
 import math
 import uuid
-from collections.abc import Callable
 
 import fastavro
 import numpy as np
@@ -46,24 +46,9 @@ def compile_schema(text: str, named: dict) -> dict:
         raise SchemaInvalid(f"Avro schema does not parse: {type(e).__name__}: {e}") from None
 
 
-def decoder(schema: dict) -> Callable[[bytes], object]:
-    """A function from an Avro body to its JSON value."""
-
-    def decode(body: bytes) -> object:
-        stream = io.BytesIO(body)
-        try:
-            datum = fastavro.schemaless_reader(stream, schema, None)
-        except Exception as e:  # a torn or foreign body fails in many ways
-            raise BodyMismatch(f"Avro body does not decode: {type(e).__name__}: {e}") from None
-        if stream.tell() != len(body):
-            raise BodyMismatch(f"{len(body) - stream.tell()} bytes after the Avro datum")
-        return plain(datum)
-
-    return decode
-
-
 def plain(datum: object) -> object:
-    """fastavro's Python value as JSON (the rendering this module's docstring lists)."""
+    """fastavro's Python value as JSON (the rendering this module's docstring lists): the
+    reference the transcoder is held to, datum by datum, in the tests."""
     if isinstance(datum, dict):
         return {k: plain(v) for k, v in datum.items()}
     if isinstance(datum, list):
