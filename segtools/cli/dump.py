@@ -34,6 +34,7 @@ from segtools.payloads.columns import Payloads, Topics, decode_side
 from segtools.payloads.decoded import SchemaUse, json_text
 from segtools.payloads.decoder import PayloadDecoder
 from segtools.payloads.records import decode_record, topic_of
+from segtools.payloads.schemas import subject_topic
 from segtools.redact import Redactor, redactor
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.location import resolve
@@ -519,6 +520,11 @@ def _emit_decoded(r: Record, batch: Batch, args, mode: str, out: Output, path: P
         hide = out.redactor is not None and raw is not None and raw != getattr(r, side)
         obj[f"{side}_decoded"] = render.render_bytes(raw, "utf8") if hide else found.value
         obj[f"{side}_schema"] = found.schema.to_json()
+        subject = obj[f"{side}_schema"]["subject"]
+        if out.redactor is not None and subject is not None:  # the subject names the topic
+            parts = subject_topic(subject)
+            obj[f"{side}_schema"]["subject"] = out.redactor.text(subject) if parts is None \
+                else out.redactor.topic(parts[0]) + parts[1]
         texts[side] = render.render_bytes(raw, "utf8") if hide else json_text(found.value)
     out.emit(obj, render.record_text(shown, batch, print_data=True, mode=mode,
                                      key_text=texts.get("key"), value_text=texts.get("value"))

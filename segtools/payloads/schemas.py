@@ -145,6 +145,15 @@ class Schemas:
         return iter(self.versions)
 
 
+def subject_topic(subject: str) -> tuple[str, str] | None:
+    """``<topic>-key`` / ``<topic>-value`` (``TopicNameStrategy``) as (topic, suffix); None for
+    a subject of another naming strategy. Redaction hides the topic part as it hides topics."""
+    for suffix in ("-key", "-value"):
+        if subject.endswith(suffix) and len(subject) > len(suffix):
+            return subject[: -len(suffix)], suffix
+    return None
+
+
 def subject_for(candidates: Iterable[RegisteredSchema], topic: str | None,
                 is_key: bool) -> RegisteredSchema | None:
     """Which registration of an id to name: the one under the topic's subject by Confluent's

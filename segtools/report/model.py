@@ -54,7 +54,7 @@ from segtools.findings import Finding
 from segtools.model import Record
 from segtools.payloads.decoder import PayloadDecoder, payloads_installed
 from segtools.payloads.records import decode_record
-from segtools.payloads.schemas import Schemas
+from segtools.payloads.schemas import Schemas, subject_topic
 from segtools.payloads.usage import SchemaUsage
 from segtools.redact import Redactor
 from segtools.report import whatif
@@ -896,10 +896,8 @@ def _subject(subject: str, redactor: Redactor | None) -> str:
     (``TopicNameStrategy`` subjects are ``<topic>-key`` / ``<topic>-value``)."""
     if redactor is None:
         return subject
-    for suffix in ("-key", "-value"):
-        if subject.endswith(suffix):
-            return redactor.topic(subject[: -len(suffix)]) + suffix
-    return redactor.text(subject)
+    parts = subject_topic(subject)
+    return redactor.text(subject) if parts is None else redactor.topic(parts[0]) + parts[1]
 
 
 def _schemas_section(history: Schemas, usage: list[SchemaUsage], redactor: Redactor | None,

@@ -423,6 +423,10 @@ def test_redacted_dump_hides_what_values_decode_to():
     text = cli("dump", "--decode", "--redact", "values", "--redact-key", "k", "-q",
                str(segment("orders")))
     assert "order_id" not in text.stdout and "payload: value." in text.stdout
+    topics = cli("dump", "--decode", "--redact", "topics", "--redact-key", "k", "--format",
+                 "jsonl", "-q", str(segment("orders")))
+    assert topics.returncode == 0 and '"order_id":42' in topics.stdout
+    assert "orders" not in topics.stdout  # not in the path, nor in the subject
 
 
 def test_registry_credentials_never_shown():
