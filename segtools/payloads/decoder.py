@@ -104,6 +104,7 @@ class PayloadDecoder:
     modes: Modes = field(default_factory=Modes)
     _compiled: dict = field(default_factory=dict)
     _uses: dict = field(default_factory=dict)
+    _ids: dict = field(default_factory=dict)  # schema id -> its schema (or None), asked once
 
     def decode(self, data: bytes | None, *, topic: str | None, is_key: bool) -> Decoded | None:
         if data is None:
@@ -141,7 +142,7 @@ class PayloadDecoder:
         which reports why)."""
         if (self.modes.key if is_key else self.modes.value) not in ("schema", "auto"):
             return None
-        schema = self.lookup.by_id(schema_id)
+        schema = self._by_id(schema_id)
         if schema is None or schema.schema_type != AVRO:
             return None
         try:
@@ -166,8 +167,13 @@ class PayloadDecoder:
         message, decode = self._decoder(schema, indexes)
         return Decoded(decode(data[pos:]), self._use(schema, topic, is_key, message))
 
+    def _by_id(self, schema_id: int) -> RegisteredSchema | None:
+        if schema_id not in self._ids:
+            self._ids[schema_id] = self.lookup.by_id(schema_id)
+        return self._ids[schema_id]
+
     def _schema(self, schema_id: int) -> RegisteredSchema:
-        found = self.lookup.by_id(schema_id)
+        found = self._by_id(schema_id)
         if found is not None:
             return found
         if self.lookup.hard_deleted(schema_id):
