@@ -264,10 +264,29 @@ cdef inline int utf8_ok(const uint8_t* s, Py_ssize_t n) noexcept:
     return 1
 
 
+cdef inline char short_escape(uint8_t c) noexcept:
+    """The letter after the backslash of ``json.dumps``' two-character escapes; 0 for the
+    control characters it writes as ``\\u00XX``."""
+    if c == 34 or c == 92:  # " and \
+        return <char>c
+    if c == 10:
+        return 110  # n
+    if c == 13:
+        return 114  # r
+    if c == 9:
+        return 116  # t
+    if c == 8:
+        return 98  # b
+    if c == 12:
+        return 102  # f
+    return 0
+
+
 cdef int put_json_string(Out* out, In* src, const uint8_t* s, Py_ssize_t n) except -1:
     """A JSON string as ``json.dumps(ensure_ascii=False)`` writes it."""
     cdef Py_ssize_t i
     cdef uint8_t c
+    cdef char e
     if not utf8_ok(s, n):
         src.err = E_UTF8
         return 1
@@ -283,31 +302,13 @@ cdef int put_json_string(Out* out, In* src, const uint8_t* s, Py_ssize_t n) exce
             out.buf[out.length] = <char>c
             out.length += 1
             continue
-        if c == 34:
-            if put(out, src, b'\\"', 2):
+        e = short_escape(c)
+        if e:
+            if put_char(out, src, 92) or put_char(out, src, e):
                 return 1
-        elif c == 92:
-            if put(out, src, b'\\\\', 2):
-                return 1
-        elif c == 10:
-            if put(out, src, b'\\n', 2):
-                return 1
-        elif c == 13:
-            if put(out, src, b'\\r', 2):
-                return 1
-        elif c == 9:
-            if put(out, src, b'\\t', 2):
-                return 1
-        elif c == 8:
-            if put(out, src, b'\\b', 2):
-                return 1
-        elif c == 12:
-            if put(out, src, b'\\f', 2):
-                return 1
-        else:
-            if put(out, src, b'\\u00', 4) or put_char(out, src, HEX[c >> 4]) or \
-                    put_char(out, src, HEX[c & 15]):
-                return 1
+        elif put(out, src, b'\\u00', 4) or put_char(out, src, HEX[c >> 4]) or \
+                put_char(out, src, HEX[c & 15]):
+            return 1
     return put_char(out, src, 34)
 
 
