@@ -25,7 +25,7 @@ NATIVE := $(shell find segtools -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 # format("kafkalog") is found with no register() call (docs/spark.md, Install).
 SITE_PTH = $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/pyspark_kafkalog.pth
 $(STAMP): pyproject.toml setup.py Makefile $(NATIVE) | $(PY)
-	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report]'
+	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report,payloads]'
 	echo "$(CURDIR)/spark" > "$(SITE_PTH)"
 	touch $@
 

@@ -169,6 +169,24 @@ def cli_dump() -> Iterator[bytes]:
             yield b"\x00" + data
 
 
+def payloads() -> Iterator[bytes]:
+    """The payloads fixture's framed values, as :func:`fuzz.targets.payloads` reads them: a
+    head byte naming the schema id (high bit: framed), then the bytes after the 5-byte header."""
+    from fuzz.targets import PAYLOAD_IDS
+
+    for line in (ROOT / "fixtures" / "payloads" / "records.tsv").read_text().splitlines():
+        fields = line.split("\t")
+        if line.startswith("#") or fields[0] == "_schemas" or fields[5] == "-":
+            continue
+        value = bytes.fromhex(fields[5])
+        schema_id = int.from_bytes(value[1:5], "big") if len(value) >= 5 and value[0] == 0 \
+            else None
+        if schema_id in PAYLOAD_IDS:
+            yield bytes([0x80 | PAYLOAD_IDS.index(schema_id)]) + value[5:]
+        else:
+            yield b"\x00" + value
+
+
 SEEDS = {name: fn for name, fn in globals().items()
          if callable(fn) and not name.startswith("_") and fn.__module__ == __name__
          and name != "write_seeds"}

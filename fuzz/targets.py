@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import functools
 import io
 import json
 import os
@@ -568,6 +569,49 @@ def cli_dump(data: bytes) -> None:
             assert not any((ord(c) < 32 and c != "\n") or 0x7f <= ord(c) < 0xa0 for c in text)
 
 
+#: Schema ids of the payloads fixture a fuzzed frame names (999: one no source knows).
+PAYLOAD_IDS = (2, 3, 5, 6, 7, 8, 999)
+
+
+@functools.lru_cache(maxsize=1)
+def _payload_decoders() -> tuple:
+    """The payloads fixture's ``_schemas``, read once, in both framed modes (compiled schemas
+    are kept by the decoders across inputs, as in a run)."""
+    from segtools.payloads.decoder import Modes, PayloadDecoder
+    from segtools.payloads.sources import gather
+
+    chain = gather([FIXTURES / "payloads"], [])
+    return tuple(PayloadDecoder(chain, Modes.parse(m)) for m in ("schema", "auto"))
+
+
+def payloads(data: bytes) -> None:
+    """Hostile bytes as a value of the payloads fixture's ``orders`` topic: the first byte's
+    high bit frames the rest with one of :data:`PAYLOAD_IDS` (Avro, Protobuf with its message
+    indexes, JSON Schema, soft- and hard-deleted, unknown). Each decoder gives valid JSON or a
+    ``PayloadError``, never another exception; the column path (the compiled transcoder for
+    Avro) gives the same text as the value path."""
+    import pyarrow as pa
+
+    from segtools.payloads import framing
+    from segtools.payloads.columns import Payloads, Topics, decode_side
+    from segtools.payloads.errors import PayloadError
+
+    if not data:
+        return
+    head, body = data[0], data[1:]
+    value = framing.frame(PAYLOAD_IDS[head % len(PAYLOAD_IDS)], body) if head & 0x80 else body
+    for decoder in _payload_decoders():
+        try:
+            found = decoder.decode(value, topic="orders", is_key=False)
+        except PayloadError:
+            found = None
+        if found is not None:
+            json.loads(found.json_text())
+        side = decode_side(decoder, Payloads.of_column(pa.array([value], pa.binary())),
+                           Topics.one("orders", 1), False)
+        assert side.columns[0][0].as_py() == (None if found is None else found.json_text())
+
+
 TARGETS: dict[str, Callable[[bytes], None]] = {
     "batch_walk": batch_walk,
     "v2_records": v2_records,
@@ -583,4 +627,5 @@ TARGETS: dict[str, Callable[[bytes], None]] = {
     "internal": internal,
     "internal_programs": internal_programs,
     "cli_dump": cli_dump,
+    "payloads": payloads,
 }

@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge",
         "producers", "explain_retention", "explain_compaction", "tiered",
-        "what_if")
+        "what_if", "decode_table")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 _ARGUMENTS = ("ArgumentError",)  # a bad argument or option value, named as it was passed
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from segtools.api import (  # noqa: F401
         LogDirs,
         Partition,
+        decode_table,
         diverge,
         explain_compaction,
         explain_retention,

@@ -63,6 +63,12 @@ from segtools.fetch import arguments, plan, rows
 from segtools.fetch import columns as fetch_columns
 from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
+from segtools.payloads import columns as payload_columns
+from segtools.payloads.decoder import Modes, PayloadDecoder
+from segtools.payloads.schemas import Schemas
+from segtools.payloads.sources import gather
+from segtools.payloads.usage import SchemaUsage
+from segtools.payloads.usage import usage as schema_usage
 from segtools.results import (
     DivergeResult,
     FindingsResult,
@@ -77,8 +83,9 @@ from segtools.units import format_bytes
 Time = int | float | str | datetime
 Offsets = int | str | Mapping[str, Mapping[int | str, int]]
 
-__all__ = ["LogDirs", "Partition", "diverge", "explain_compaction", "explain_retention",
-           "offsets_at", "open", "producers", "tiered", "transactions", "verify", "what_if"]
+__all__ = ["LogDirs", "Partition", "decode_table", "diverge", "explain_compaction",
+           "explain_retention", "offsets_at", "open", "producers", "tiered", "transactions",
+           "verify", "what_if"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -133,7 +140,8 @@ _SELECTOR_NAMES = tuple(name for name in _SELECTORS if name not in ("level", "in
 
 
 #: A read's own keywords besides the selectors (suggested when a name is mistyped).
-_READ_KEYWORDS = ("columns", "include_headers", "strict", "on_finding", "binary")
+_READ_KEYWORDS = ("columns", "include_headers", "strict", "on_finding", "binary", "decode",
+                  "schemas", "schema_registry")
 
 
 def _parse(name: str, value: Any) -> Any:
@@ -250,7 +258,9 @@ class LogDirs:
     def to_arrow(self, level: Level | str = Level.RECORDS, *,
                  columns: Iterable[str] | None = None, include_headers: bool = False,
                  strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                 binary: str = "view", **selectors) -> pa.RecordBatchReader:
+                 binary: str = "view", decode: bool | str = False,
+                 schemas: Iterable[str | os.PathLike[str]] = (),
+                 schema_registry: str | None = None, **selectors) -> pa.RecordBatchReader:
         """The selected rows as Arrow record batches, streamed (memory stays flat).
 
         ``level``: ``records`` (one row per record), ``batches`` or ``segments``; ``columns``:
@@ -261,14 +271,23 @@ class LogDirs:
         alive after the dataset is gone; ``"binary"`` copies them into plain ``binary``
         arrays, for consumers that do not read views (Spark's Arrow exchange). The reader is
         read once, as any ``RecordBatchReader``; call ``to_arrow`` again (or keep
-        ``.read_all()``) to read again."""
+        ``.read_all()``) to read again.
+
+        ``decode``: ``True`` (Confluent frames) or a mode of ``segtools dump --decode``
+        (``"auto"``, ``"string:schema"``, ...) adds ``key_decoded``/``value_decoded`` (JSON
+        text) and the schema id, subject, version, type and payload error of each side
+        (docs/payloads.md), with the schemas of the ``_schemas`` topic in these log dirs, or of
+        ``schemas`` (locations or schema-file directories), then ``schema_registry``."""
         return self._reader("to_arrow()", level, columns, include_headers, strict, on_finding,
-                            binary, selectors)
+                            binary, selectors, decode=decode, schemas=schemas,
+                            schema_registry=schema_registry)
 
     def _reader(self, where: str, level: Level | str, columns: Iterable[str] | None,
                 include_headers: bool, strict: bool,
                 on_finding: Callable[[Finding], None] | None, binary: str,
-                selectors: dict[str, Any]) -> pa.RecordBatchReader:
+                selectors: dict[str, Any], *, decode: bool | str = False,
+                schemas: Iterable[str | os.PathLike[str]] = (),
+                schema_registry: str | None = None) -> pa.RecordBatchReader:
         """One read: its arguments checked at the door (naming ``where`` and the caller's
         argument), its plan made now (so a bad selection fails here, not while iterating)."""
         arguments.unknown_names(selectors, _SELECTOR_NAMES, where, hints=_READ_KEYWORDS)
@@ -301,15 +320,53 @@ class LogDirs:
             raise arguments.ArgumentError(f"{name}: {e.what}") from None
         self._read_findings = []
         report = self._reporter(strict, on_finding, self._read_findings)
-        return pa.RecordBatchReader.from_batches(schema, rows.read(pieces, scan, report))
+        batches = rows.read(pieces, scan, report)
+        if decode and sel.level is Level.RECORDS:
+            if not {"key", "value"} & set(names):
+                raise arguments.ArgumentError(
+                    "decode: needs the key or value column among columns")
+            decoder = self.payload_decoder(decode, schemas, schema_registry)
+            return pa.RecordBatchReader.from_batches(
+                payload_columns.extend_schema(schema),
+                (payload_columns.with_decoded(decoder, b) for b in batches))
+        return pa.RecordBatchReader.from_batches(schema, batches)
+
+    def schema_history(self) -> Schemas | None:
+        """What Schema Registry's ``_schemas`` topic in these log dirs holds (registrations,
+        deletes, configs, with their times), or None when the tree has no such topic."""
+        histories = gather(self.log_dirs, self.findings).histories()
+        if not histories:
+            return None
+        out = Schemas(source=histories[0].source)
+        for h in histories:
+            out.extend(h)
+        return out
+
+    def schema_usage(self, topics: str | Iterable[str] = "*") -> list[SchemaUsage]:
+        """Per topic, side and schema id: the records using it, from which offset and time to
+        which, and the producers that wrote them (``segtools schemas --usage``)."""
+        return schema_usage([p.directory for p in self.partitions(topics)], self.findings,
+                            limit=self.max_decompressed_bytes)
+
+    def payload_decoder(self, decode: bool | str = True,
+                        schemas: Iterable[str | os.PathLike[str]] = (),
+                        registry: str | None = None) -> PayloadDecoder:
+        """The decoder ``decode=`` uses: the schemas of these log dirs' ``_schemas`` topic (or
+        of ``schemas``), then a registry; what reading them met joins :attr:`findings`."""
+        chain = gather(self.log_dirs, self.findings, schemas=[os.fspath(s) for s in schemas],
+                       registry=registry)
+        return PayloadDecoder(chain, Modes.parse("schema" if decode is True else str(decode)))
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
                 strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                **selectors) -> Iterator[dict]:
+                decode: bool | str = False, schemas: Iterable[str | os.PathLike[str]] = (),
+                schema_registry: str | None = None, **selectors) -> Iterator[dict]:
         """One dict per record (``offset``, ``timestamp``, ``key``, ``value``, ...), in log
-        order per partition. For bulk work prefer :meth:`to_arrow`."""
+        order per partition; ``decode`` as :meth:`to_arrow`'s. For bulk work prefer
+        :meth:`to_arrow`."""
         return self._dicts(self._reader("records()", Level.RECORDS, columns, include_headers,
-                                        strict, on_finding, "view", selectors))
+                                        strict, on_finding, "view", selectors, decode=decode,
+                                        schemas=schemas, schema_registry=schema_registry))
 
     def batches(self, *, columns: Iterable[str] | None = None, strict: bool = False,
                 on_finding: Callable[[Finding], None] | None = None,
@@ -513,6 +570,24 @@ class LogDirs:
 def _now(at: Time | None) -> int:
     """``at`` in epoch ms; the wall clock when not given (as the CLI's ``--at``)."""
     return arguments.moment(at, "at") if at is not None else int(time.time() * 1000)
+
+
+def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
+                 schema_registry: str | None = None) -> pa.Table:
+    """``table`` (binary ``key``/``value`` columns, and ``topic`` when it has one: Arrow you
+    already have) with the decode columns of ``to_arrow(decode=True)`` appended. ``schemas``:
+    a :class:`LogDirs`, a decoder's schema source, or paths holding a ``_schemas`` topic or
+    schema files."""
+    if isinstance(schemas, LogDirs):
+        decoder = schemas.payload_decoder(decode, registry=schema_registry)
+    elif hasattr(schemas, "by_id"):
+        decoder = PayloadDecoder(schemas, Modes.parse("schema" if decode is True else str(decode)))
+    else:
+        paths = [schemas] if isinstance(schemas, str | os.PathLike) else list(schemas)
+        decoder = PayloadDecoder(gather([], [], schemas=[os.fspath(p) for p in paths],
+                                        registry=schema_registry),
+                                 Modes.parse("schema" if decode is True else str(decode)))
+    return payload_columns.decode_table(table, decoder)
 
 
 def open(*paths: str | os.PathLike[str],

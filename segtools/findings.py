@@ -53,6 +53,7 @@ class Area(StrEnum):
     REPLICAS = "replicas"
     CONFIG = "configuration"
     REMOTE_LOG = "tiered storage (__remote_log_metadata)"
+    PAYLOADS = "payloads and schemas"
 
 
 @dataclass(frozen=True, slots=True)
@@ -442,6 +443,24 @@ RULES: tuple[Rule, ...] = (
          "chunks that do not add up or do not decompress)"),
     Rule("remote_store_orphan_segment", I, A.REMOTE_LOG,
          "a segment in the remote store that __remote_log_metadata does not name"),
+    # ---------------------------------------------------------------- payloads and schemas
+    Rule("payload_unknown_magic", W, A.PAYLOADS,
+         "a value decoded as Confluent-framed does not start with the magic byte 0 (the "
+         "deserializer's \"Unknown magic byte\")"),
+    Rule("payload_frame_truncated", E, A.PAYLOADS,
+         "a framed payload is cut inside its header or its Protobuf message indexes"),
+    Rule("payload_unknown_schema_id", W, A.PAYLOADS,
+         "the frame names a schema id that no schema source (_schemas, files, registry) knows"),
+    Rule("payload_schema_hard_deleted", W, A.PAYLOADS,
+         "the frame names a schema id whose versions were all hard-deleted from the registry"),
+    Rule("payload_reference_missing", W, A.PAYLOADS,
+         "the payload's schema references a subject version no schema source holds"),
+    Rule("payload_schema_invalid", W, A.PAYLOADS,
+         "the payload's schema text does not compile (or references itself)"),
+    Rule("payload_body_mismatch", E, A.PAYLOADS,
+         "the body does not decode with the schema its frame names (torn, or another format)"),
+    Rule("schemas_record_undecodable", W, A.PAYLOADS,
+         "a _schemas record is not the JSON Schema Registry writes; the registry skips it too"),
 )
 
 del E, W, I, A

@@ -17,6 +17,7 @@ from pathlib import Path
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
+from segtools.payloads.decoder import Modes
 from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, walk
 from segtools.storage.partition import PartitionDir
 from segtools.timestamps import to_millis
@@ -87,6 +88,26 @@ def add_redact(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redact-key", metavar="KEY",
                    help="the key tokens are made with (default: random, forgotten after the "
                         "run); the same key gives the same tokens in every output")
+
+
+def decode_flag(argv: list[str]) -> list[str]:
+    """``--decode`` takes a MODE only when the next word is one: ``dump --decode x.log``
+    decodes ``x.log`` with the default mode instead of taking the file for a mode (argparse
+    alone would)."""
+    out = []
+    for i, word in enumerate(argv):
+        if word == "--decode" and (i + 1 == len(argv) or not _is_mode(argv[i + 1])):
+            word = "--decode=schema"
+        out.append(word)
+    return out
+
+
+def _is_mode(word: str) -> bool:
+    try:
+        Modes.parse(word)
+    except ValueError:
+        return False
+    return True
 
 
 def add_quiet(p: argparse.ArgumentParser) -> None:

@@ -13,22 +13,29 @@ index (Kafka's own sanity checks, and stricter ones) is always reported.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from segtools import fanout
 from segtools.analysis.cluster_metadata import metadata_value
-from segtools.cli import _jsonl, common, jsonl, render
+from segtools.cli import _jsonl, common, decoding, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
 from segtools.decode.table import BatchTable
 from segtools.errors import NotAKafkaFileError, SegtoolsError
-from segtools.findings import Finding
+from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
+from segtools.payloads.columns import Payloads, Topics, decode_side
+from segtools.payloads.decoded import SchemaUse, json_text
+from segtools.payloads.decoder import PayloadDecoder
+from segtools.payloads.records import decode_record, topic_of
+from segtools.payloads.schemas import subject_topic
 from segtools.redact import Redactor, redactor
 from segtools.sensitive import holds_cluster_metadata
 from segtools.storage.index import OffsetIndex, TimeIndex
@@ -45,6 +52,7 @@ EXAMPLES = """examples:
   segtools dump --deep --start-time 2024-05-01T14:00Z 00000000000000001000.log
   segtools dump 00000000000000000000.index --verify-index
   segtools dump leader-epoch-checkpoint 00000000000000000020.snapshot
+  segtools dump --deep --decode --format jsonl /var/kafka-logs/orders-0/*.log
 """
 
 
@@ -87,6 +95,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     # kafka-dump-log.sh's flag, accepted so a command line copied from it runs; not shown in
     # --help because dump always runs those checks (an option that changes nothing misleads)
     p.add_argument("--index-sanity-check", action="store_true", help=argparse.SUPPRESS)
+    decoding.add_decode(p)
     common.add_redact(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)
@@ -164,11 +173,17 @@ def run(args: argparse.Namespace) -> int:
                             "decoded keys and values are the data it would hide")
     args.redactor = redact
     out = Output(args.format, redact)
+    args.payloads = decoding.payload_decoder(
+        args, [resolve(n).parent.parent for n in args.files], out.findings)
+    for f in list(out.findings):  # what reading the schemas met
+        out.findings.remove(f)
+        out.finding(f)
     if redact is not None:
         out.emit({"type": "redaction", "kinds": sorted(redact.kinds), "stable": redact.stable,
                   "note": redact.describe()}, f"# {redact.describe()}")
     window = Window(args.start_offset, args.end_offset, args.start_time, args.end_time)
-    deep = args.deep or args.print_data or args.decoder is not None or (
+    deep = args.deep or args.print_data or args.decoder is not None or \
+        args.payloads is not None or (
         window.bounded and args.format == "jsonl")
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
     total = sum(_size_or_zero(resolve(n)) for n in args.files if is_log_file(n))
@@ -177,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
     with common.progress(total, "dumping", quiet=quiet) as advance:
         for name in args.files:
             _dump_file(name, window, deep, args, mode, out, advance)
+    decoding.say_sources(args.schema_notes)
     return common.exit_code(out.findings)
 
 
@@ -378,9 +394,10 @@ def _dump_log(segment: Segment, path: Path, window: Window, deep: bool, args, mo
     for read, records in _grouped(reads):
         findings = _Findings(read.findings, out, skip_tail=args.max_bytes is not None)
         if compiled:
-            _jsonl_batches(read, records, findings, window, deep, mode, out)
+            _jsonl_batches(read, records, findings, window, deep, mode, out,
+                           args.payloads, path)
         else:
-            _python_batches(read, records, findings, window, deep, args, mode, out)
+            _python_batches(read, records, findings, window, deep, args, mode, out, path)
         findings.rest()
         if len(read.table):
             advance(int(read.table.end[-1]) - progressed)
@@ -392,7 +409,7 @@ _AHEAD_BYTES = 8 * 1024 * 1024
 
 
 def _python_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, window: Window,
-                    deep: bool, args, mode: str, out: Output) -> None:
+                    deep: bool, args, mode: str, out: Output, path: Path) -> None:
     """Text output (and the internal-topic decoders): one batch at a time, Kafka's lines."""
     shown = read.shown
     items = batch_records(records) if deep else (
@@ -402,7 +419,7 @@ def _python_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, 
         out.emit(br.batch.to_json(), render.batch_text(br.batch))
         for r in br.records:
             if window.keeps(r):
-                _emit_record(r, br.batch, args, mode, out)
+                _emit_record(r, br.batch, args, mode, out, path)
         findings.upto(br.batch.position, inclusive=True)
         if br.finding is not None:
             out.finding(br.finding)
@@ -413,7 +430,8 @@ _JSONL_BUFFER = 16 << 20
 
 
 def _jsonl_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, window: Window,
-                   deep: bool, mode: str, out: Output) -> None:
+                   deep: bool, mode: str, out: Output, payloads: PayloadDecoder | None = None,
+                   path: Path | None = None) -> None:
     """``--format jsonl``: batch and record lines from the compiled renderer
     (:mod:`segtools.cli._jsonl`), findings and the rare record it hands back written by
     Python in their places."""
@@ -422,7 +440,9 @@ def _jsonl_batches(read: _Read, records: Iterator[Chunk], findings: _Findings, w
         return
     if deep:
         for chunk in records:
-            _jsonl_chunk(chunk.table, chunk.columns, chunk, findings, window, mode, out)
+            decoded = _DecodedLines(payloads, chunk, window, path, out.findings) \
+                if payloads is not None and path is not None else None
+            _jsonl_chunk(chunk.table, chunk.columns, chunk, findings, window, mode, out, decoded)
             if chunk.truncated is not None:
                 out.finding(chunk.truncated[1])
     else:
@@ -433,7 +453,8 @@ _NO_RECORDS = _empty_columns(np.zeros(0, np.uint8))
 
 
 def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
-                 window: Window, mode: str, out: Output) -> None:
+                 window: Window, mode: str, out: Output,
+                 decoded: _DecodedLines | None = None) -> None:
     keep = _record_mask(cols, window).astype(np.uint8)
     errors = chunk.errors if chunk is not None else {}
     stop_after = findings.pending_before(t.position)
@@ -446,12 +467,16 @@ def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
     findings.upto(int(t.position[0]), inclusive=False)
     while True:
         n, why = _jsonl.render(batches, records, keep, stop_after, jsonl.MODES[mode], buf, state)
-        out.write_bytes(buf[:n])
+        out.write_bytes(buf[:n] if decoded is None else decoded.splice(buf[:n].tobytes()))
         if why == _jsonl.DONE:
             return
         if why == _jsonl.PYTHON_RECORD:
             i = int(state[1])
-            out.emit(render.record_json(record(chunk, i), mode), "")
+            obj = render.record_json(record(chunk, i), mode)
+            out.emit(obj if decoded is None else decoded.fields(obj, i), "")
+            if decoded is not None:
+                for f in decoded.findings(i):
+                    out.finding(f)
             state[1] = i + 1
         elif why == _jsonl.BATCH_END:
             j = int(state[0]) - 1
@@ -466,9 +491,12 @@ def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
             buf = np.empty(max(need + (1 << 10), len(buf)), np.uint8)
 
 
-def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
+def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output, path: Path) -> None:
     if out.metadata and r.control is None:
         r = replace(r, value=metadata_value(r.value))
+    if args.payloads is not None and r.control is None:
+        _emit_decoded(r, batch, args, mode, out, path)
+        return
     if out.redactor is not None:
         r = out.redactor.record(r)
     obj = render.record_json(r, mode)
@@ -482,3 +510,146 @@ def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output) -> None:
     obj["decoded"] = found
     line = render.record_text(r, batch, print_data=False, mode=mode) if out.raw is None else ""
     out.emit(obj, line + render.terminal_safe(decoders.text(found)))
+
+
+def _emit_decoded(r: Record, batch: Batch, args, mode: str, out: Output, path: Path) -> None:
+    """A record with its key and value decoded (``--decode``): the decoded JSON beside the
+    bytes, then a ``payload_*`` finding for each side that did not decode. Redaction hides the
+    decoded values as it hides the bytes (the same token)."""
+    topic = topic_of(path)
+    decoded = decode_record(args.payloads, r.key, r.value, topic)
+    shown = out.redactor.record(r) if out.redactor is not None else r
+    obj = render.record_json(shown, mode)
+    texts: dict[str, str | None] = {}
+    for side, raw in (("key", shown.key), ("value", shown.value)):
+        found = decoded.sides[side]
+        if found is None:
+            continue
+        hide = out.redactor is not None and raw is not None and raw != getattr(r, side)
+        obj[f"{side}_decoded"] = render.render_bytes(raw, "utf8") if hide else found.value
+        obj[f"{side}_schema"] = found.schema.to_json()
+        subject = obj[f"{side}_schema"]["subject"]
+        if out.redactor is not None and subject is not None:  # the subject names the topic
+            parts = subject_topic(subject)
+            obj[f"{side}_schema"]["subject"] = out.redactor.text(subject) if parts is None \
+                else out.redactor.topic(parts[0]) + parts[1]
+        texts[side] = render.render_bytes(raw, "utf8") if hide else json_text(found.value)
+    out.emit(obj, render.record_text(shown, batch, print_data=True, mode=mode,
+                                     key_text=texts.get("key"), value_text=texts.get("value"))
+             if out.raw is None else "")
+    for side, error in decoded.errors:
+        out.finding(finding(error.code, str(path), f"{side}: {error}",
+                            position=batch.position, offset=r.offset))
+
+
+class _DecodedLines:
+    """``--decode`` on the compiled JSON-lines path: a chunk's keys and values decoded as
+    columns (Avro through the compiled transcoder), then spliced into the record lines the
+    compiled renderer wrote, each record's ``payload_*`` findings written after its line."""
+
+    RECORD = b'{"type":"record"'
+
+    def __init__(self, decoder: PayloadDecoder, chunk: Chunk, window: Window, path: Path,
+                 found: list[Finding]):
+        cols = chunk.columns
+        topics = Topics.one(topic_of(path), len(cols))
+        self.sides = [
+            (side, decode_side(decoder, Payloads(cols.data, pos, length), topics, is_key))
+            for side, pos, length, is_key in (("key", cols.key_pos, cols.key_len, True),
+                                              ("value", cols.value_pos, cols.value_len, False))]
+        # per side that decoded anything: its name, texts and schema JSON by row
+        self.shown = [(b',"%s_decoded":' % side.encode(), _texts(d.columns[0]),
+                       b',"%s_schema":' % side.encode(), _schema_json(d.schemas))
+                      for side, d in self.sides if d.columns[0].null_count < len(d.columns[0])]
+        failed = np.zeros(len(cols), bool)
+        for _, d in self.sides:
+            failed |= d.columns[5].is_valid().to_numpy(zero_copy_only=False)
+        self.failed = failed
+        self.order = np.flatnonzero(_record_mask(cols, window))
+        self.next = 0
+        self.chunk = chunk
+        self.path = str(path)
+        self.found = found  # the dump's findings: the exit code counts these too
+
+    def _suffix(self, i: int) -> bytes:
+        parts = []
+        for decoded_key, texts, schema_key, schemas in self.shown:
+            text = texts(i)
+            if text is not None:
+                if b"\xe2\x80" in text:  # U+2028/2029 escaped: one JSON line stays one line
+                    text = text.replace(b"\xe2\x80\xa8", b"\\u2028").replace(
+                        b"\xe2\x80\xa9", b"\\u2029")
+                parts += (decoded_key, text, schema_key, schemas(i))
+        return b"".join(parts)
+
+    def findings(self, i: int) -> list[Finding]:
+        cols, table = self.chunk.columns, self.chunk.table
+        out = []
+        for side, decoded in self.sides:
+            code = decoded.columns[5][i].as_py()
+            if code is not None:
+                out.append(finding(code, self.path, f"{side}: {decoded.messages[i]}",
+                                   position=int(table.position[cols.batch[i]]),
+                                   offset=int(cols.offset[i])))
+        return out
+
+    def splice(self, data: bytes) -> bytes:
+        if self.RECORD not in data:
+            return data
+        lines = data.split(b"\n")
+        out = []
+        append, order, failed, suffix = out.append, self.order, self.failed, self._suffix
+        record = self.RECORD
+        for line in lines[:-1]:
+            if not line.startswith(record):
+                append(line)
+                continue
+            i = order[self.next]
+            self.next += 1
+            append(line[:-1] + suffix(i) + b"}")
+            if failed[i]:
+                for f in self.findings(int(i)):
+                    self.found.append(f)
+                    append(render.dumps(f.to_json()).encode())
+        append(lines[-1])
+        return b"\n".join(out)
+
+    def fields(self, obj: dict, i: int) -> dict:
+        """A record Python renders (one the compiled renderer hands back): the same fields."""
+        self.next += 1
+        for side, decoded in self.sides:
+            if decoded.columns[0][i].is_valid:
+                obj[f"{side}_decoded"] = json.loads(decoded.columns[0][i].as_py())
+                obj[f"{side}_schema"] = decoded.schemas[i].to_json()
+        return obj
+
+
+def _texts(column: pa.Array):
+    """Row -> the JSON text's bytes (None for null), straight from the string column's
+    buffers."""
+    buffers = column.buffers()
+    offsets = np.frombuffer(buffers[1], np.int32)[column.offset:column.offset + len(column) + 1] \
+        if buffers[1] is not None else None
+    data = buffers[2].to_pybytes() if buffers[2] is not None else b""
+    valid = column.is_valid().to_numpy(zero_copy_only=False)
+
+    def text(i: int) -> bytes | None:
+        if not valid[i]:
+            return None
+        return data[offsets[i]:offsets[i + 1]]
+
+    return text
+
+
+def _schema_json(uses: list[SchemaUse | None]):
+    """Row -> the ``*_schema`` object's JSON bytes, once per distinct schema use."""
+    cache: dict[int, bytes] = {}  # by identity: a column's rows share one SchemaUse
+
+    def schema(i: int) -> bytes:
+        use = uses[i]
+        found = cache.get(id(use))
+        if found is None:
+            found = cache[id(use)] = render.dumps(use.to_json()).encode()
+        return found
+
+    return schema

@@ -18,8 +18,11 @@ import argparse
 import sys
 
 from segtools.analysis.tiered import remote_segment_for_offset
-from segtools.cli import common, render
+from segtools.cli import common, decoding, render
 from segtools.errors import SegtoolsError
+from segtools.findings import Finding, finding
+from segtools.payloads.decoded import json_text
+from segtools.payloads.records import decode_record
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import LocalTieredStorage, open_store
@@ -31,6 +34,7 @@ EXAMPLES = """examples:
   segtools find /var/kafka-logs/orders-3 --offset 1234567
   segtools find /var/kafka-logs --topic orders --partition 3 --offset 1234567
   segtools find /var/kafka-logs/orders-3 --timestamp 1714572120000 --format json
+  segtools find /var/kafka-logs/orders-3 --offset 42 --decode
 """
 
 
@@ -48,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--remote-store", metavar="DIR",
                    help="tiered storage: a LocalTieredStorage directory to read an offset "
                         "below the first local segment from")
+    decoding.add_decode(p)
     common.add_decompress_limit(p)
     p.set_defaults(run=run)
 
@@ -125,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
     found_any = False
     notes = []
+    findings: list[Finding] = []
+    payloads = decoding.payload_decoder(args, log_dirs, findings)
     for pdir in pdirs:
         remote_log, result, note = _remote(log_dirs, pdir, args)
         if result is None:
@@ -144,9 +151,23 @@ def run(args: argparse.Namespace) -> int:
             "index_used": result.index_used, "scan_start_position": result.start_position,
             "batches_scanned": result.batches_scanned, "batch": result.batch.to_json(),
             "record": render.record_json(result.record, mode)}
+        texts: dict[str, str] = {}
+        if payloads is not None and result.record.control is None:
+            decoded = decode_record(payloads, result.record.key, result.record.value,
+                                    pdir.name.topic if pdir.name else None)
+            for side, found in decoded.sides.items():
+                if found is not None:
+                    out["record"][f"{side}_decoded"] = found.value
+                    out["record"][f"{side}_schema"] = found.schema.to_json()
+                    texts[side] = json_text(found.value)
+            findings.extend(finding(e.code, str(log), f"{side}: {e}",
+                                    position=result.batch.position,
+                                    offset=result.record.offset) for side, e in decoded.errors)
         if args.format == "jsonl":
             sys.stdout.write(render.dumps(out) + "\n")
         else:
+            line = render.record_text(result.record, result.batch, print_data=True, mode=mode,
+                                      key_text=texts.get("key"), value_text=texts.get("value"))
             how = (f"offset index -> byte {result.start_position}" if result.index_used
                    else "no usable index: scanned from byte 0")
             sys.stdout.write(
@@ -155,13 +176,16 @@ def run(args: argparse.Namespace) -> int:
                 f"at byte {result.batch.position} "
                 f"({how}, {result.batches_scanned} batch(es) read)\n"
                 f"{render.batch_text(result.batch)}\n"
-                f"{render.record_text(result.record, result.batch, print_data=True, mode=mode)}"
-                "\n")
+                f"{line}\n")
     for note in notes:
         sys.stderr.write(f"segtools: {render.terminal_safe(note)}\n")
+    decoding.say_sources(args.schema_notes)
+    for f in findings:
+        sys.stdout.write((render.dumps(f.to_json()) if args.format == "jsonl"
+                          else render.finding_line(f)) + "\n")
     if not found_any:
         what = f"offset {args.offset}" if args.offset is not None else \
             f"timestamp {args.timestamp}"
         sys.stderr.write(f"segtools: no record at or after {what}\n")
         return common.EXIT_FINDINGS
-    return common.EXIT_OK
+    return common.exit_code(findings)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from segtools import __version__
-from segtools.cli.common import EXIT_OK, EXIT_USAGE
+from segtools.cli.common import EXIT_OK, EXIT_USAGE, decode_flag
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 from segtools.sensitive import text_without_credentials, without_credentials
@@ -48,6 +48,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "how producers batch, their sequences, retried duplicates"),
     "report": ("segtools.cli.report", "one self-contained HTML report of a tree, to share"),
     "tiered": ("segtools.cli.tiered", "tiered storage: remote segments, stuck copies, both tiers"),
+    "schemas": ("segtools.cli.schemas", "the schemas in _schemas, and where the data uses them"),
 }
 
 
@@ -114,7 +115,7 @@ def _ending_cleanly() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
+    argv = decode_flag(sys.argv[1:] if argv is None else list(argv))
     args = build_parser(argv).parse_args(argv)
     with _ending_cleanly():
         return _run(args)

@@ -102,8 +102,10 @@ def batch_text(batch: Batch) -> str:
             f"compresscodec: {batch.compression} crc: {batch.crc} isvalid: {valid}")
 
 
-def record_text(record: Record, batch: Batch, *, print_data: bool, mode: str) -> str:
-    """Kafka's ``| offset: ...`` record line; data escaped for the terminal."""
+def record_text(record: Record, batch: Batch, *, print_data: bool, mode: str,
+                key_text: str | None = None, value_text: str | None = None) -> str:
+    """Kafka's ``| offset: ...`` record line; data escaped for the terminal. ``key_text`` /
+    ``value_text`` stand where the bytes would (a decoded payload's compact JSON)."""
     key_size = -1 if record.key is None else len(record.key)
     value_size = -1 if record.value is None else len(record.value)
     line = (f"| offset: {record.offset} {batch.timestamp_type}: {record.timestamp} "
@@ -119,9 +121,11 @@ def record_text(record: Record, batch: Batch, *, print_data: bool, mode: str) ->
             line += f" controlType: {record.control.type}"
     elif print_data:
         if record.key is not None:
-            line += f" key: {terminal_safe(render_bytes(record.key, mode))}"
+            key = key_text if key_text is not None else render_bytes(record.key, mode)
+            line += f" key: {terminal_safe(key)}"
         if record.value is not None:
-            line += f" payload: {terminal_safe(render_bytes(record.value, mode))}"
+            value = value_text if value_text is not None else render_bytes(record.value, mode)
+            line += f" payload: {terminal_safe(value)}"
         if record.headers:
             hs = ", ".join(f"{terminal_safe(k)}={terminal_safe(render_bytes(v, mode) or 'null')}"
                            for k, v in record.headers)

@@ -19,14 +19,16 @@ from functools import partial
 
 from segtools import fanout
 from segtools.analysis.verify import verify_log_dir_files, verify_partition
-from segtools.cli import common, render
+from segtools.cli import common, decoding, render
 from segtools.cli.table import Lines, terminal_width
 from segtools.findings import Finding, Severity
+from segtools.payloads.check import MAX_EXAMPLES, TopicPayloads, check_payloads
 
 EXAMPLES = """examples:
   segtools verify /var/kafka-logs
   segtools verify /var/kafka-logs/orders-3 --deep
   segtools verify --salvage --format jsonl orders-3/00000000000000123456.log
+  segtools verify /var/kafka-logs --decode --max-examples 3
 """
 
 
@@ -39,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="also decompress and decode every record")
     p.add_argument("--salvage", action="store_true",
                    help="resynchronise past corrupt batches and report what was lost")
+    decoding.add_decode(p)
+    p.add_argument("--max-examples", type=int, default=MAX_EXAMPLES, metavar="N",
+                   help="with --decode: findings listed per topic and code before the rest "
+                        f"are only counted (default {MAX_EXAMPLES})")
     common.add_format(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)
@@ -68,17 +74,38 @@ def run(args: argparse.Namespace) -> int:
             if args.format == "jsonl":
                 for f in found:
                     sys.stdout.write(render.dumps(f.to_json()) + "\n")
+    payload_findings: list[Finding] = []
+    payloads = _payloads(args, log_dirs, [p for _, p in chosen], payload_findings)
+    findings.extend(payload_findings)
     by_severity = Counter(str(f.severity) for f in findings)
     if args.format == "jsonl":
-        for f in tree_level:
+        for f in tree_level + payload_findings:
             sys.stdout.write(render.dumps(f.to_json()) + "\n")
+        for row in payloads:
+            sys.stdout.write(render.dumps(row.to_json()) + "\n")
         sys.stdout.write(render.dumps({
             "type": "summary", "partitions": counts["partitions"],
             "segments": counts["segments"], "errors": by_severity["error"],
             "warnings": by_severity["warning"], "info": by_severity["info"]}) + "\n")
     else:
         _print_text(findings, counts, by_severity)
+        for row in payloads:
+            why = ", ".join(f"{n} {code}" for code, n in sorted(row.undecoded.items()))
+            sys.stdout.write(f"payloads of {render.terminal_safe(row.topic)}: {row.records} "
+                             f"record(s), {row.decoded} key(s)/value(s) decoded"
+                             f"{', not decoded: ' + why if why else ''}\n")
+    decoding.say_sources(args.schema_notes)
     return common.exit_code(findings)
+
+
+def _payloads(args: argparse.Namespace, log_dirs, partitions, findings: list[Finding]
+              ) -> list[TopicPayloads]:
+    """``--decode``: every key and value decoded, counted per topic (none without it)."""
+    decoder = decoding.payload_decoder(args, log_dirs, findings)
+    if decoder is None:
+        return []
+    return check_payloads(partitions, decoder, findings, max_examples=args.max_examples,
+                          limit=args.max_decompressed_bytes)
 
 
 def _verify_one(job: tuple, *, deep: bool, salvage: bool, limit: int) -> list[Finding]:

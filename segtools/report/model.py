@@ -53,6 +53,10 @@ from segtools.decode.chunks import batch_records
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Record
+from segtools.payloads.decoder import PayloadDecoder, payloads_installed
+from segtools.payloads.records import decode_record
+from segtools.payloads.schemas import Schemas, subject_topic
+from segtools.payloads.usage import SchemaUsage
 from segtools.redact import Redactor
 from segtools.report import whatif
 from segtools.sensitive import without_credentials
@@ -318,23 +322,35 @@ def _records(files: SegmentFiles, *, first: bool, n: int, limit: int) -> list[Re
     return out[-n:] if n else []
 
 
-def _record(r: Record, redactor: Redactor | None, budget: Budget, *,
+def _record(r: Record, redactor: Redactor | None, budget: Budget,
+            decoder: PayloadDecoder | None = None, topic: str | None = None, *,
             metadata: bool = False) -> dict:
     """One sample record as shown; a ``__cluster_metadata`` record with its sensitive config
     or SCRAM credential hidden (:func:`segtools.sensitive.metadata_value`), whatever the
-    redaction asked."""
+    redaction asked; with ``decoder``, its key and value decoded beside the bytes."""
     if metadata:
         r = replace(r, value=metadata_value(r.value))
-    if redactor is not None:
-        r = redactor.record(r)
-    return {"offset": r.offset, "timestamp": r.timestamp,
-            "key": preview(r.key, budget.preview), "value": preview(r.value, budget.preview),
-            "headers": [[k, preview(v, budget.preview)] for k, v in r.headers[:8]]}
+    shown = redactor.record(r) if redactor is not None else r
+    out = {"offset": r.offset, "timestamp": r.timestamp,
+           "key": preview(shown.key, budget.preview), "value": preview(shown.value, budget.preview),
+           "headers": [[k, preview(v, budget.preview)] for k, v in shown.headers[:8]]}
+    if decoder is not None:
+        decoded = decode_record(decoder, r.key, r.value, topic)
+        for side in ("key", "value"):
+            found = decoded.sides[side]
+            # a redacted side shows its token, never what it decodes to
+            if found is not None and getattr(shown, side) == getattr(r, side):
+                out[f"{side}_decoded"] = preview(found.json_text().encode(), budget.preview)
+                out[f"{side}_schema"] = found.schema.to_json()
+        for side, error in decoded.errors:
+            out[f"{side}_payload_error"] = error.code
+    return out
 
 
 def samples(pdir: PartitionDir, redactor: Redactor | None, budget: Budget,
-            limit: int) -> dict:
-    """The first and the last few records of a partition: what it holds, at a glance."""
+            limit: int, decoder: PayloadDecoder | None = None) -> dict:
+    """The first and the last few records of a partition: what it holds, at a glance (decoded
+    when the tree holds the schemas its payloads name)."""
     segs = [s for s in pdir.segments if s.log_size]
     if not segs:
         return {"first": [], "last": []}
@@ -347,8 +363,11 @@ def samples(pdir: PartitionDir, redactor: Redactor | None, budget: Budget,
         seen = {r.offset for r in first}
         last = [r for r in last if r.offset not in seen]
     metadata = pdir.name is not None and pdir.name.topic == CLUSTER_METADATA_TOPIC
-    return {"first": [_record(r, redactor, budget, metadata=metadata) for r in first],
-            "last": [_record(r, redactor, budget, metadata=metadata) for r in last]}
+    topic = pdir.name.topic if pdir.name is not None else None
+    return {"first": [_record(r, redactor, budget, decoder, topic, metadata=metadata)
+                      for r in first],
+            "last": [_record(r, redactor, budget, decoder, topic, metadata=metadata)
+                     for r in last]}
 
 
 # --------------------------------------------------------------------------- sections
@@ -705,7 +724,9 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     if redactor is not None:
         redactor.learn(_topics_named(logs, a))
     rows, pdirs = _partition_rows(logs, a)
-    details = _details(rows, pdirs, a, redactor, budget, limit, left_out)
+    history = logs.schema_history()
+    decoder = _sample_decoder(logs, history)
+    details = _details(rows, pdirs, a, redactor, budget, limit, left_out, decoder)
     largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
     if len(largest) > budget.series:
         left_out["topics left off the forecast chart (the largest are drawn)"] += \
@@ -755,6 +776,8 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         "divergence": [_divergence(rs) for rs in _bounded(
             replicas, budget.rows, "replica sets not shown (diverged ones first; segtools "
             "diverge compares all)", left_out)],
+        "schemas": (_schemas_section(history, logs.schema_usage(), redactor, budget, left_out)
+                    if history is not None else None),
         "tiered": [_tiered(tp) for tp in _bounded(
             a.tiers.partitions, budget.rows, "tiered partitions not listed (segtools tiered "
             "lists all)", left_out)],
@@ -842,7 +865,7 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
 
 def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
              redactor: Redactor | None, budget: Budget, limit: int,
-             left_out: Counter) -> list[str | None]:
+             left_out: Counter, decoder: PayloadDecoder | None = None) -> list[str | None]:
     """Each partition's detail as JSON text (by row id), the most telling first
     (``_interest``) until ``budget.detail_bytes`` is spent; the first ``listed_partitions``
     of them are listed on the page with their first and last records. A detail is built,
@@ -873,7 +896,7 @@ def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
             cut.update(seen.cut)
         if p.name is not None and p.name.state == "live":
             if listed:
-                detail["samples"] = samples(p, redactor, budget, limit)
+                detail["samples"] = samples(p, redactor, budget, limit, decoder)
             else:
                 detail["samples_read"] = False
                 cut[SAMPLES_LEFT_OUT] += 1
@@ -920,6 +943,56 @@ def _divergence(rs) -> dict:
             "only_on": [u.to_json("only_on") for u in rs.divergence.unique],
             "truncations": [{**t.to_json(), "text": t.sentence}
                             for t in rs.divergence.truncations]}
+
+
+def _sample_decoder(logs: LogDirs, history: Schemas | None) -> PayloadDecoder | None:
+    """The decoder of the partitions' samples: when the tree holds a ``_schemas`` topic and
+    the payloads extra is installed (a report never needs it)."""
+    if history is None or not payloads_installed():
+        return None
+    return PayloadDecoder(history)
+
+
+def _subject(subject: str, redactor: Redactor | None) -> str:
+    """A subject as shown: under ``--redact topics`` its topic part is the topic's token
+    (``TopicNameStrategy`` subjects are ``<topic>-key`` / ``<topic>-value``)."""
+    if redactor is None:
+        return subject
+    parts = subject_topic(subject)
+    return redactor.text(subject) if parts is None else redactor.topic(parts[0]) + parts[1]
+
+
+def _schemas_section(history: Schemas, usage: list[SchemaUsage], redactor: Redactor | None,
+                     budget: Budget, left_out: Counter) -> dict:
+    """Per topic, the schema timeline of its subjects (``<topic>-key``/``-value``: versions,
+    ids, types, when registered, deleted flags) and the usage table (which ids its keys and
+    values carry, from when to when, written by which producers)."""
+    topics = sorted({u.topic for u in usage} | {
+        v.subject.rsplit("-", 1)[0] for v in history.versions
+        if v.subject.endswith(("-key", "-value"))})
+    out = []
+    for topic in topics:
+        subjects = (f"{topic}-key", f"{topic}-value")
+        timeline = sorted((v for v in history.versions if v.subject in subjects),
+                          key=lambda v: (v.registered_ms or 0, v.subject, v.version))
+        rows = []
+        for u in (u for u in usage if u.topic == topic):
+            named = history.registrations(u.schema_id) if u.schema_id is not None else []
+            rows.append({**u.to_json(), "partitions": len(u.partitions),
+                         "subject": _subject(named[0].subject, redactor) if named else None,
+                         "version": named[0].version if named else None,
+                         "hard_deleted": u.schema_id is not None
+                         and history.hard_deleted(u.schema_id)})
+        out.append({"topic": redactor.topic(topic) if redactor is not None else topic,
+                    "timeline": [{"subject": _subject(v.subject, redactor),
+                                  "version": v.version, "id": v.id, "type": v.schema_type,
+                                  "registered": v.registered_ms, "deleted": v.deleted,
+                                  "references": len(v.references)} for v in timeline],
+                    "usage": rows})
+    shown = _bounded(out, budget.rows, "topics left out of the schema section", left_out)
+    return {"source": history.source, "subjects": len(history.subjects()),
+            "versions": len(history.versions), "removed": len(history.removed),
+            "compatibility": history.compatibility(None), "topics": list(shown)}
 
 
 _PATH_FIELDS = frozenset({"path", "log_dir", "where", "paths"})

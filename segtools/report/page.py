@@ -125,7 +125,7 @@ def render(model: ReportModel) -> str:
         with_detail=sum(1 for r in rows if r["detail"] is not None), meta=meta, title=title,
         generated=format_time(meta["generated_at"] // 1000 * 1000),  # ISO UTC, as every time
         summary=data["summary"], codes=data["finding_codes"], left_out=data["left_out"],
-        skipped=data["skipped"], tiered=data["tiered"],
+        skipped=data["skipped"], tiered=data["tiered"], schemas=data.get("schemas"),
         finding_total=sum(c["count"] for c in data["finding_codes"]),
         sources=data["finding_sources"], merged=data["findings_merged"],
         worst={3: "error", 2: "warning", 1: "info", 0: "none"}[worst],

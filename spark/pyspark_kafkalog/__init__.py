@@ -39,7 +39,8 @@ class DefaultSource(DataSource):
 
     def schema(self) -> StructType:
         opts = parse_options(self.options)
-        return default_schema(opts.level, opts.include_headers, opts.remote_store is not None)
+        return default_schema(opts.level, opts.include_headers, opts.remote_store is not None,
+                              opts.decode is not None)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from pyspark_kafkalog.reader import KafkaLogReader, PushdownKafkaLogReader

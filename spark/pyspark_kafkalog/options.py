@@ -27,6 +27,7 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch import arguments
 from segtools.fetch.arguments import EARLIEST, LATEST, ArgumentError, PartitionMap
 from segtools.fetch.columns import Level
+from segtools.payloads.decoder import Modes
 from segtools.sensitive import uri_credentials, without_credentials
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
@@ -75,6 +76,9 @@ class ReadOptions:
     storage_options: Mapping[str, Any] = field(default_factory=dict)  # public ones only
     storage_secrets: Mapping[str, Any] = field(default_factory=dict, repr=False)
     remote_store: str | None = None  # a LocalTieredStorage dir: the remote tier too
+    decode: str | None = None  # a payload decode mode (docs/payloads.md); None: no decoding
+    schemas: tuple[str, ...] = ()  # where the _schemas topic or schema files are
+    schema_registry: str | None = None
 
     @property
     def all_storage_options(self) -> dict[str, Any] | None:
@@ -129,6 +133,9 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         storage_options=storage,
         storage_secrets=secrets,
         remote_store=_shared(opts, "remoteStore"),
+        decode=_decode(opts),
+        schemas=_list(opts, "schemas"),
+        schema_registry=opts.get("schemaregistry") or None,
     )
 
 
@@ -152,6 +159,24 @@ def _spelling(lower: str) -> str:
     return next(n for n in OPTION_NAMES if n.lower() == lower)
 
 
+def _decode(opts: Mapping[str, str]) -> str | None:
+    """``decode``: ``true`` (Confluent frames), ``false``, or a mode of ``dump --decode``."""
+    text = opts.get("decode", "false").strip()
+    if text.lower() in ("false", ""):
+        return None
+    mode = "schema" if text.lower() == "true" else text
+    try:
+        Modes.parse(mode)
+    except ValueError as e:
+        raise OptionError(f"kafkalog: decode: {e}") from None
+    return mode
+
+
+def _list(opts: dict[str, str], name: str) -> tuple[str, ...]:
+    """A comma-separated option (``schemas``): its non-empty items, in order."""
+    return tuple(p.strip() for p in opts.get(name.lower(), "").split(",") if p.strip())
+
+
 #: Every option the source accepts (documented in docs/spark.md).
 OPTION_NAMES = (
     "path", "paths", "level", "topics", "partitions", "partitionStates", "startingOffsets",
@@ -159,7 +184,7 @@ OPTION_NAMES = (
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
     "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
-    "remoteStore",
+    "remoteStore", "decode", "schemas", "schemaRegistry",
 )
 
 

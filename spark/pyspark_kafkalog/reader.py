@@ -13,6 +13,7 @@ only plain values: the parsed options, the schema and the pushed constraints.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
@@ -24,7 +25,13 @@ from pyspark_kafkalog.options import ReadOptions
 from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
 from pyspark_kafkalog.scan import make_scan, read_task
-from pyspark_kafkalog.schema import requested_columns
+from pyspark_kafkalog.schema import requested_columns, without_decoded
+from segtools.payloads.columns import with_decoded
+from segtools.payloads.decoder import Modes, PayloadDecoder
+from segtools.payloads.sources import gather
+from segtools.storage.logdirs import walk
+
+log = logging.getLogger("pyspark_kafkalog")
 
 
 class KafkaLogReader(DataSourceReader):
@@ -32,17 +39,23 @@ class KafkaLogReader(DataSourceReader):
 
     def __init__(self, opts: ReadOptions, schema: StructType):
         self.opts = opts
-        self.schema = schema
-        self.columns = requested_columns(schema, opts.level)  # fails early on a bad name
+        self.schema = without_decoded(schema) if opts.decode is not None else schema
+        self.columns = requested_columns(self.schema, opts.level)  # fails early on a bad name
         self.constraints: Constraints | None = None
+        # the schemas are read once, here on the driver, and travel to the executors with
+        # the reader (plain values: no compiled schema exists yet)
+        self.payloads = payload_decoder(opts) if opts.decode is not None else None
 
     def partitions(self) -> list[InputPartition]:
         return list(plan(self.opts, self.constraints))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         scan = make_scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
-        return read_task(partition, scan, self.opts.fail_on_corruption,
-                         self.opts.storage_secrets)
+        batches = read_task(partition, scan, self.opts.fail_on_corruption,
+                            self.opts.storage_secrets)
+        if self.payloads is None:
+            return batches
+        return (with_decoded(self.payloads, b) for b in batches)
 
 
 class PushdownKafkaLogReader(KafkaLogReader):
@@ -53,3 +66,15 @@ class PushdownKafkaLogReader(KafkaLogReader):
         all, so correctness never depends on the pruning."""
         self.constraints = constraints_from(filters)
         return filters
+
+
+def payload_decoder(opts: ReadOptions) -> PayloadDecoder:
+    """The decoder of the ``decode`` option: the ``_schemas`` topic of the paths read (or of
+    ``schemas``), then ``schemaRegistry``; what reading them met is logged on the driver."""
+    log_dirs, _ = walk(opts.paths, opts.all_storage_options)
+    findings: list = []
+    chain = gather(log_dirs, findings, schemas=opts.schemas, registry=opts.schema_registry,
+                   say=lambda line: log.info("kafkalog: %s", line))
+    for f in findings:
+        log.warning("kafkalog: %s: %s: %s", f.path, f.code, f.message)
+    return PayloadDecoder(chain, Modes.parse(opts.decode or "schema"))

@@ -20,6 +20,7 @@ from pyspark.sql.types import DataType, StructField, StructType
 from pyspark_kafkalog.options import Level, OptionError
 from segtools.fetch import columns as cols
 from segtools.fetch.columns import PER_RECORD, TIMESTAMP_TYPE_IDS
+from segtools.payloads import columns as payload_columns
 
 __all__ = ["FIELDS", "PER_RECORD", "TIMESTAMP_TYPE_IDS", "default_schema", "requested_columns"]
 
@@ -32,12 +33,24 @@ def _spark(fields) -> list[tuple[str, DataType]]:
 FIELDS = {level: _spark(fields) for level, fields in cols.FIELDS.items()}
 
 
-def default_schema(level: Level, include_headers: bool, tier: bool = False) -> StructType:
+#: The decode option's columns (:mod:`segtools.payloads.columns`), as Spark types.
+DECODED_FIELDS = [StructField(f.name, from_arrow_type(f.type)) for f in payload_columns.FIELDS]
+
+
+def default_schema(level: Level, include_headers: bool, tier: bool = False,
+                   decode: bool = False) -> StructType:
     """The schema ``load()`` reports when the user gives none; with ``remoteStore``, also the
-    ``tier`` each row was read from."""
+    ``tier`` each row was read from; with ``decode``, the decoded payloads' columns."""
     types = dict(FIELDS[level])
     names = cols.default_columns(level, include_headers) + (("tier",) if tier else ())
-    return StructType([StructField(name, types[name]) for name in names])
+    extra = DECODED_FIELDS if decode and level is Level.RECORDS else []
+    return StructType([StructField(name, types[name]) for name in names] + extra)
+
+
+def without_decoded(schema: StructType) -> StructType:
+    """The schema the file reader fills: the decode columns are added after it."""
+    decoded = {f.name for f in DECODED_FIELDS}
+    return StructType([f for f in schema.fields if f.name not in decoded])
 
 
 def requested_columns(schema: StructType, level: Level) -> tuple[str, ...]:

@@ -71,6 +71,8 @@ ArgSets = Callable[[Tree], list[list[str]]]
 ARGUMENT_SETS: dict[str, ArgSets] = {
     "dump": lambda t: [
         ["dump", *t.logs()],
+        ["dump", "--deep", "--decode", "auto", "--format", "jsonl", *t.logs()],
+        ["dump", "--decode", *t.logs()],
         ["dump", "--deep", "--print-data", "--format", "jsonl", *t.logs()],
         ["dump", "--deep", "--print-data", *t.logs()],
         ["dump", "--deep", "--print-data", "--bytes", "hex", *t.files("*.log")[:12]],
@@ -88,6 +90,7 @@ ARGUMENT_SETS: dict[str, ArgSets] = {
     ],
     "verify": lambda t: [
         ["verify", "-q", str(t.root)],
+        ["verify", "-q", "--decode", "--format", "jsonl", str(t.root)],
         ["verify", "-q", "--deep", "--salvage", "--format", "jsonl", str(t.root)],
     ],
     "find": lambda t: [
@@ -125,6 +128,10 @@ ARGUMENT_SETS: dict[str, ArgSets] = {
     "producers": lambda t: [
         ["producers", "-q", str(t.root)],
         ["producers", "-q", "--format", "jsonl", "--duplicates", str(t.sample)],
+    ],
+    "schemas": lambda t: [
+        ["schemas", "--usage", str(t.root)],
+        ["schemas", "--format", "jsonl", "--usage", str(t.root / "payloads")],
     ],
     "tiered": lambda t: [
         ["tiered", "-q", str(t.root)],

@@ -587,9 +587,14 @@
     var rows = [];
     [["first", s.first], ["last", s.last]].forEach(function (part) {
       part[1].forEach(function (r) {
+        // a decoded payload (its schema's JSON) stands where the bytes would
+        var key = r.key_decoded !== undefined ? r.key_decoded : (r.key === null ? "null" : r.key);
+        var value = r.value_decoded !== undefined ? r.value_decoded
+          : (r.value === null ? "null (tombstone)" : r.value);
+        if (r.value_payload_error) value += "  [" + r.value_payload_error + "]";
         rows.push([el("td", "dim", part[0]), num(r.offset), el("td", null, fmtTime(r.timestamp)),
-                   el("td", "mono data", r.key === null ? "null" : r.key),
-                   el("td", "mono data", r.value === null ? "null (tombstone)" : r.value),
+                   el("td", "mono data", key),
+                   el("td", "mono data", value),
                    el("td", "mono data", r.headers.map(function (h) { return h[0] + "=" + (h[1] === null ? "null" : h[1]); }).join("\n"))]);
       });
     });

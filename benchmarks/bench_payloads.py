@@ -1,0 +1,171 @@
+"""Decoded payloads: segtools' faces against the decoding library's own loop, in the same run.
+
+The tree: one partition of 200,000 Avro values (an order: long, strings, a nested record, an
+array of records, a map, a union, a timestamp-millis), each framed as Confluent's serializer
+frames it, in uncompressed batches of 500 records built by kafka-python (not by segtools), and
+a ``_schemas`` partition holding the schema as Schema Registry writes it.
+
+The peer: the values held in memory (bytes), decoded one by one with fastavro's
+``schemaless_reader`` and the parsed writer schema, each written as JSON (``json.dumps``): what
+a script with the library and no segtools does, without reading any file.
+
+* ``dump --deep --decode --format jsonl`` (the whole command, a fresh process, output to
+  /dev/null) against the loop: target <= 1.0x;
+* ``to_arrow(decode=True)`` read to the end (in process): target <= 0.5x;
+* Spark ``.option("decode", "true")`` on ``local[2]``, every decoded value read: records per
+  second, best of three; target >= 0.5 M/s.
+
+Prints JSON with the load average beside the figures. ``--records N`` for a shorter run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import io
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import fastavro
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from benchmarks.common import OUT, best_of
+
+ORDER = {"type": "record", "name": "Order", "namespace": "bench", "fields": [
+    {"name": "order_id", "type": "long"},
+    {"name": "customer", "type": "string"},
+    {"name": "total", "type": {"type": "record", "name": "Money", "fields": [
+        {"name": "cents", "type": "long"}, {"name": "currency", "type": "string"}]}},
+    {"name": "placed_at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "lines", "type": {"type": "array", "items": {
+        "type": "record", "name": "Line", "fields": [
+            {"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}]}}},
+    {"name": "tags", "type": {"type": "map", "values": "string"}},
+    {"name": "note", "type": ["null", "string"], "default": None}]}
+SCHEMA_ID = 1
+PER_BATCH = 500
+T0 = 1_714_572_000_000
+
+
+def values(n: int) -> list[bytes]:
+    parsed = fastavro.parse_schema(ORDER)
+    rnd = random.Random(7)
+    out = []
+    for i in range(n):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, {
+            "order_id": 10_000 + i, "customer": f"customer-{rnd.randrange(5000)}",
+            "total": {"cents": rnd.randrange(100, 100_000), "currency": "EUR"},
+            "placed_at": dt.datetime.fromtimestamp((T0 + i) / 1000, dt.UTC),
+            "lines": [{"sku": f"SKU-{rnd.randrange(900)}", "qty": rnd.randrange(1, 5)}
+                      for _ in range(1 + i % 3)],
+            "tags": {"channel": "web"} if i % 2 else {},
+            "note": None if i % 3 else "gift wrap"})
+        out.append(b"\x00" + SCHEMA_ID.to_bytes(4, "big") + buf.getvalue())
+    return out
+
+
+def write_partition(path: Path, records: list[tuple[bytes | None, bytes | None]]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    with open(path / "00000000000000000000.log", "wb") as f:
+        for start in range(0, len(records), PER_BATCH):
+            b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                          producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                          batch_size=1 << 26)
+            for i, (key, value) in enumerate(records[start:start + PER_BATCH]):
+                b.append(i, timestamp=T0 + start + i, key=key, value=value, headers=[])
+            batch = bytearray(b.build())
+            batch[0:8] = start.to_bytes(8, "big")
+            f.write(batch)
+
+
+def tree(n: int) -> tuple[Path, list[bytes]]:
+    root = OUT / f"payloads-{n}"
+    vals = values(n)
+    if not (root / "orders-0" / "00000000000000000000.log").exists():
+        write_partition(root / "orders-0", [(b"order-%d" % i, v) for i, v in enumerate(vals)])
+        key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1,
+                          "magic": 1}).encode()
+        value = json.dumps({"subject": "orders-value", "version": 1, "id": SCHEMA_ID,
+                            "schema": json.dumps(ORDER), "deleted": False}).encode()
+        write_partition(root / "_schemas-0", [(key, value)])
+    return root, vals
+
+
+def loop(vals: list[bytes]) -> None:
+    """The peer: fastavro one value at a time, each written as JSON."""
+    parsed = fastavro.parse_schema(ORDER)
+    sink = io.StringIO()
+    for v in vals:
+        datum = fastavro.schemaless_reader(io.BytesIO(v[5:]), parsed, None)
+        sink.write(json.dumps(datum, default=str))
+        sink.write("\n")
+
+
+def dump(root: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    subprocess.run([sys.executable, "-m", "segtools.cli.main", "dump", "--deep", "--decode",
+                    "--format", "jsonl", "-q", str(root / "orders-0" / "00000000000000000000.log")],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, env=env)
+
+
+def arrow(root: Path) -> None:
+    import segtools
+
+    for _ in segtools.open(root).to_arrow(decode=True, topics="orders", partitions=0):
+        pass
+
+
+def spark_rate(root: Path, n: int) -> float:
+    """Records per second through ``decode`` on local[2]: the tree's partition copied once
+    more (``orders-1``), so each of the two cores has a partition to read."""
+    from pyspark_kafkalog import register
+
+    from benchmarks.bench_spark import session
+
+    twin = root / "orders-1"
+    if not twin.exists():
+        twin.mkdir()
+        shutil.copyfile(root / "orders-0" / "00000000000000000000.log",
+                        twin / "00000000000000000000.log")
+    spark = session("local[2]")
+    register(spark)
+    df = (spark.read.format("kafkalog").option("decode", "true").option("topics", "orders")
+          .load(str(root)).select("value_decoded"))
+    best = best_of(lambda: df.write.format("noop").mode("overwrite").save(), repeat=3)
+    spark.stop()
+    return 2 * n / best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=200_000)
+    ap.add_argument("--no-spark", action="store_true")
+    args = ap.parse_args()
+    root, vals = tree(args.records)
+    results: dict = {"records": args.records, "load_average_before": os.getloadavg()}
+    peer = best_of(lambda: loop(vals))
+    results["loop_s"] = round(peer, 3)
+    d = best_of(lambda: dump(root))
+    results["dump_s"] = round(d, 3)
+    results["dump_vs_loop"] = round(d / peer, 2)
+    a = best_of(lambda: arrow(root))
+    results["to_arrow_s"] = round(a, 3)
+    results["to_arrow_vs_loop"] = round(a / peer, 2)
+    if not args.no_spark:
+        results["spark_records_per_s"] = round(spark_rate(root, args.records))
+    results["load_average_after"] = os.getloadavg()
+    results["targets"] = {"dump_vs_loop": "<= 1.0", "to_arrow_vs_loop": "<= 0.5",
+                          "spark_records_per_s": ">= 500000"}
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    started = time.time()
+    main()

@@ -1,0 +1,53 @@
+"""The ``--decode`` options of the commands that show records (``dump``, ``find``), and the
+decoder they ask for: one definition, so the options mean the same everywhere (the CLI's
+side of docs/payloads.md)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from segtools.cli import render
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding
+from segtools.payloads.decoder import Modes, PayloadDecoder
+from segtools.payloads.sources import AUTH_VARIABLE, gather
+
+
+def add_decode(p: argparse.ArgumentParser) -> None:
+    """``--decode [MODE]``, ``--schemas LOCATION``, ``--schema-registry URL``: payloads decoded
+    (``segtools.payloads``; docs/payloads.md), the same options on every command that shows
+    records."""
+    p.add_argument("--decode", nargs="?", const="schema", metavar="MODE",
+                   help="decode keys and values: 'schema' (Confluent frames; the default), "
+                        "'auto' (frames, else JSON or text), or Kafka's serializer "
+                        "(string,int,long,uuid,json); KEYMODE:VALUEMODE for two")
+    p.add_argument("--schemas", action="append", default=[], metavar="LOCATION",
+                   help="where the _schemas topic is (a log dir, partition dir, archive, "
+                        "s3://...) or a directory of schema files; default: the log dirs read")
+    p.add_argument("--schema-registry", metavar="URL",
+                   help="a Schema Registry to ask (GETs only) for ids the disk does not hold; "
+                        f"basic auth from ${AUTH_VARIABLE}")
+
+
+def payload_decoder(args: argparse.Namespace, places, findings: list[Finding]
+                    ) -> PayloadDecoder | None:
+    """The decoder ``--decode`` asks for (None without it). Where its schemas came from is
+    kept on ``args.schema_notes`` for :func:`say_sources`."""
+    args.schema_notes = []
+    if args.decode is None:
+        return None
+    try:
+        modes = Modes.parse(args.decode)
+    except ValueError as e:
+        raise SegtoolsError(f"--decode: {e}") from None
+    chain = gather(places, findings, schemas=args.schemas, registry=args.schema_registry,
+                   say=args.schema_notes.append)
+    return PayloadDecoder(chain, modes)
+
+
+def say_sources(notes: list[str]) -> None:
+    """Each schema source once on stderr, when the command has run: a command that cannot
+    run prints its one error line and nothing else (the contract of docs/json-contract.md)."""
+    for line in notes:
+        sys.stderr.write(f"segtools: {render.terminal_safe(line)}\n")

@@ -1,0 +1,245 @@
+"""Decoded payloads as Arrow columns: what ``to_arrow(decode=True)``, ``records(decode=True)``,
+``segtools.decode_table`` and the Spark source's ``decode`` option add to a record table.
+
+Per side (``key_`` and ``value_``): ``*_decoded`` (the value as JSON text), ``*_schema_id``,
+``*_schema_subject``, ``*_schema_version``, ``*_schema_type`` and ``*_payload_error`` (the
+``payload_*`` finding code when the payload did not decode; its bytes stay in ``key``/``value``).
+The SQL views of the query face are built on these names: they do not change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from segtools.payloads import framing
+from segtools.payloads.decoded import SchemaUse
+from segtools.payloads.decoder import PayloadDecoder
+from segtools.payloads.errors import BodyMismatch, PayloadError
+
+SIDE_FIELDS = (("decoded", pa.string()), ("schema_id", pa.int32()),
+               ("schema_subject", pa.string()), ("schema_version", pa.int32()),
+               ("schema_type", pa.string()), ("payload_error", pa.string()))
+#: The columns added, in order.
+FIELDS = tuple(pa.field(f"{side}_{name}", kind) for side in ("key", "value")
+               for name, kind in SIDE_FIELDS)
+SCHEMA = pa.schema(FIELDS)
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    """One side's payloads, decoded: the six columns, and for each value that did not decode
+    the reason (what a finding says; the column holds only the code)."""
+
+    columns: list[pa.Array]
+    messages: list[str | None]
+    schemas: np.ndarray  # per value its SchemaUse or None (with the Protobuf message the
+    #                      columns omit)
+
+
+@dataclass(frozen=True, slots=True)
+class Payloads:
+    """Values as spans of one buffer: ``data[starts[i]:starts[i] + lengths[i]]``, length -1
+    for null (the record decoder's columns, or an Arrow binary column's buffers)."""
+
+    data: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    @classmethod
+    def of_column(cls, column: pa.Array) -> Payloads:
+        """A binary column's buffers (views copied once into plain ``binary``)."""
+        column = column.cast(pa.binary()) if column.type != pa.binary() else column
+        n = len(column)
+        buffers = column.buffers()
+        offsets = (np.frombuffer(buffers[1], np.int32)[column.offset:column.offset + n + 1]
+                   .astype(np.int64) if buffers[1] is not None else np.zeros(n + 1, np.int64))
+        data = np.frombuffer(buffers[2], np.uint8) if buffers[2] is not None and \
+            buffers[2].size else np.zeros(0, np.uint8)
+        valid = column.is_valid().to_numpy(zero_copy_only=False)
+        return cls(data, offsets[:-1], np.where(valid, offsets[1:] - offsets[:-1], -1))
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def get(self, i: int) -> bytes | None:
+        n = int(self.lengths[i])
+        return None if n < 0 else self.data[self.starts[i]:self.starts[i] + n].tobytes()
+
+    def schema_ids(self) -> np.ndarray:
+        """Each value's frame schema id, -1 without a frame (null, short, no magic byte)."""
+        framed = self.lengths >= framing.HEADER_SIZE
+        head = np.zeros((len(self), framing.HEADER_SIZE), np.int64)
+        where = self.starts[framed]
+        for i in range(framing.HEADER_SIZE):
+            head[framed, i] = self.data[where + i]
+        framed &= head[:, 0] == framing.MAGIC_BYTE
+        ids = (head[:, 1] << 24) | (head[:, 2] << 16) | (head[:, 3] << 8) | head[:, 4]
+        return np.where(framed, ids.astype(np.uint32).astype(np.int32), -1)
+
+
+def _slow(decoder: PayloadDecoder, values: list, topics: list, is_key: bool
+          ) -> tuple[list[pa.Array], list[str | None], list[SchemaUse | None]]:
+    """Value by value (what the column path leaves: other formats, unknown ids, no frame)."""
+    decoded, ids, subjects, versions, types, errors, messages = [], [], [], [], [], [], []
+    uses: list[SchemaUse | None] = []
+    for data, topic in zip(values, topics, strict=True):
+        try:
+            found = decoder.decode(data, topic=topic, is_key=is_key)
+        except PayloadError as e:
+            found, error, message = None, e.code, str(e)
+        else:
+            error = message = None
+        if found is None:
+            decoded.append(None)
+            ids.append(None)
+            subjects.append(None)
+            versions.append(None)
+            types.append(None)
+        else:
+            decoded.append(found.json_text())
+            ids.append(found.schema.id)
+            subjects.append(found.schema.subject)
+            versions.append(found.schema.version)
+            types.append(found.schema.type)
+        errors.append(error)
+        messages.append(message)
+        uses.append(None if found is None else found.schema)
+    lists = (decoded, ids, subjects, versions, types, errors)
+    return ([pa.array(v, kind) for v, (_, kind) in zip(lists, SIDE_FIELDS, strict=True)],
+            messages, uses)
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """Each row's topic as a code into ``names`` (-1: none): the subject an id is named by
+    follows the topic, and a column of one topic is one code, not a string per row."""
+
+    codes: np.ndarray
+    names: list[str]
+
+    @classmethod
+    def of_column(cls, column: pa.Array | None, n: int) -> Topics:
+        if column is None:
+            return cls(np.full(n, -1, np.int64), [])
+        encoded = column.dictionary_encode()
+        return cls(encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+                   .astype(np.int64), encoded.dictionary.to_pylist())
+
+    @classmethod
+    def one(cls, topic: str | None, n: int) -> Topics:
+        return cls(np.full(n, -1 if topic is None else 0, np.int64),
+                   [] if topic is None else [topic])
+
+    def name(self, i: int) -> str | None:
+        code = int(self.codes[i])
+        return None if code < 0 else self.names[code]
+
+
+def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: Topics,
+                is_key: bool) -> Side:
+    """One side's columns. Avro values of one id and topic are transcoded together (one
+    compiled call writing the column's text buffer); the rest go value by value; the pieces
+    are put back in row order with one ``take``."""
+    n = len(payloads)
+    ids = payloads.schema_ids()
+    codes, names = topics.codes, topics.names
+    fast = np.zeros(n, bool)
+    messages: list[str | None] = [None] * n
+    uses = np.full(n, None, object)
+    pieces: list[tuple[np.ndarray, list[pa.Array]]] = []
+    framed = ids >= 0
+    # one key per (schema id, topic): the id in the high bits, the topic code + 1 below
+    keys = np.unique((ids[framed].astype(np.int64) << 32) | (codes[framed] + 1))
+    for schema_id, code in ((int(k >> 32), int(k & 0xFFFFFFFF) - 1) for k in keys):
+        found = decoder.transcoder(schema_id, names[code] if code >= 0 else None, is_key)
+        if found is None:
+            continue
+        transcode, use = found
+        rows = np.flatnonzero((ids == schema_id) & (codes == code))
+        starts = payloads.starts[rows]
+        texts, text_offsets, failed = transcode.many(
+            payloads.data, starts + framing.HEADER_SIZE, starts + payloads.lengths[rows])
+        ok = failed == 0
+        for j in np.flatnonzero(~ok):
+            messages[rows[j]] = f"Avro body does not decode: {transcode.why(failed[j])}"
+        uses[rows[ok]] = use
+        k = len(rows)
+        pieces.append((rows, [
+            pa.StringArray.from_buffers(k, pa.py_buffer(text_offsets), pa.py_buffer(texts),
+                                        pa.py_buffer(np.packbits(ok, bitorder="little"))),
+            pa.array(np.full(k, use.id, np.int32), pa.int32(), mask=~ok),
+            pa.array([use.subject] * k, pa.string(), mask=~ok),
+            pa.array(np.full(k, use.version or 0, np.int32), pa.int32(), mask=~ok),
+            pa.array([use.type] * k, pa.string(), mask=~ok),
+            pa.array(np.where(ok, None, BodyMismatch.code).tolist(), pa.string())]))
+        fast[rows] = True
+    # nothing to decode, without asking value by value: nulls, and keys without a frame in
+    # schema mode (the decoder leaves those undecoded)
+    skip = payloads.lengths < 0
+    if is_key and decoder.modes.key == "schema":
+        skip |= ids < 0
+    skip &= ~fast
+    if skip.any():
+        rows = np.flatnonzero(skip)
+        pieces.append((rows, [pa.nulls(len(rows), kind) for _, kind in SIDE_FIELDS]))
+        fast |= skip
+    rest = np.flatnonzero(~fast)
+    if len(rest):
+        columns, slow_messages, slow_uses = _slow(decoder, [payloads.get(i) for i in rest],
+                                                  [topics.name(i) for i in rest], is_key)
+        for i, message, use in zip(rest, slow_messages, slow_uses, strict=True):
+            messages[i] = message
+            uses[i] = use
+        pieces.append((rest, columns))
+    if len(pieces) == 1:
+        return Side(pieces[0][1], messages, uses)
+    if not pieces:
+        return Side([pa.nulls(0, kind) for _, kind in SIDE_FIELDS], messages, uses)
+    order = np.argsort(np.concatenate([rows for rows, _ in pieces]), kind="stable")
+    return Side([pa.concat_arrays([p[1][j] for p in pieces]).take(pa.array(order))
+                 for j in range(len(SIDE_FIELDS))], messages, uses)
+
+
+def decoded_columns(decoder: PayloadDecoder, table: pa.Table | pa.RecordBatch
+                    ) -> list[pa.Array]:
+    """The decode columns of a table with binary ``key`` and ``value`` columns (and
+    ``topic``, when it has one: the subject named for an id follows the topic)."""
+    n = table.num_rows
+    topic = table.column("topic") if "topic" in table.schema.names else None
+    if isinstance(topic, pa.ChunkedArray):
+        topic = topic.combine_chunks()
+    topics = Topics.of_column(topic, n)
+    out: list[pa.Array] = []
+    for side, is_key in (("key", True), ("value", False)):
+        if side in table.schema.names:
+            column = table.column(side)
+            if isinstance(column, pa.ChunkedArray):
+                column = column.combine_chunks()
+        else:
+            column = pa.nulls(n, pa.binary())
+        out.extend(decode_side(decoder, Payloads.of_column(column), topics, is_key).columns)
+    return out
+
+
+def with_decoded(decoder: PayloadDecoder, batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with the decode columns appended."""
+    columns = decoded_columns(decoder, batch)
+    return pa.RecordBatch.from_arrays(list(batch.columns) + columns,
+                                      schema=extend_schema(batch.schema))
+
+
+def extend_schema(schema: pa.Schema) -> pa.Schema:
+    for f in FIELDS:
+        schema = schema.append(f)
+    return schema
+
+
+def decode_table(table: pa.Table, decoder: PayloadDecoder) -> pa.Table:
+    """``table`` with the decode columns appended (Arrow the user already has)."""
+    columns = decoded_columns(decoder, table)
+    for f, column in zip(FIELDS, columns, strict=True):
+        table = table.append_column(f, column)
+    return table

@@ -1,0 +1,130 @@
+"""Protobuf bodies: the registry's ``.proto`` text compiled at run time, the message chosen by
+the frame's message indexes, rendered by the proto3 JSON mapping.
+
+No system ``protoc`` is needed: grpcio-tools ships protoc as a Python extension together with
+the well-known types' ``.proto`` files (``google/protobuf/*.proto``). protoc reads files, so the
+schema and its references (each reference's ``name`` is the import path it satisfies) are
+written to a private temporary directory (never under a log dir), compiled in a child process
+(a hostile schema cannot crash or hang segtools: it has a time limit) into a
+``FileDescriptorSet``, and the directory is removed. The descriptors go into a pool of their
+own per schema id (two ids may define the same message names differently).
+
+JSON (docs/payloads.md "Protobuf to JSON"): Google's ``json_format`` with the field names as
+written in the ``.proto`` (``preserving_proto_field_name``), every field shown (proto3 defaults
+included), int64/uint64/fixed64 as decimal strings and enums by name (the proto3 JSON
+mapping's choices), bytes as base64, well-known types in their JSON forms.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import grpc_tools
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+from google.protobuf.message import DecodeError
+
+from segtools.payloads.errors import BodyMismatch, SchemaInvalid
+
+#: Where grpcio-tools keeps the well-known types' .proto files.
+WELL_KNOWN = Path(grpc_tools.__file__).parent / "_proto"
+#: How long protoc may take over one schema.
+COMPILE_SECONDS = 30
+#: The file name the main schema is compiled under (its imports use their own names).
+MAIN_FILE = "segtools_schema.proto"
+
+
+def _safe_name(name: str) -> str:
+    """An import path as a relative path inside the temporary directory, or an error (a
+    reference named ``../../etc/x`` must not reach outside it)."""
+    parts = Path(name).parts
+    if not name or Path(name).is_absolute() or ".." in parts or not name.endswith(".proto"):
+        raise SchemaInvalid(f"reference name {name!r} is not a relative .proto path")
+    return name
+
+
+def compile_proto(text: str, imports: Mapping[str, str]) -> descriptor_pb2.FileDescriptorSet:
+    """The descriptors of ``text`` and what it imports (``imports``: import path -> text),
+    dependencies first."""
+    with tempfile.TemporaryDirectory(prefix="segtools-proto-") as tmp:
+        root = Path(tmp)
+        for name, body in {MAIN_FILE: text, **imports}.items():
+            target = root / _safe_name(name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(body, encoding="utf-8")
+        out = root / "descriptors.pb"
+        command = [sys.executable, "-m", "grpc_tools.protoc", f"-I{root}", f"-I{WELL_KNOWN}",
+                   f"--descriptor_set_out={out}", "--include_imports", str(root / MAIN_FILE)]
+        try:
+            done = subprocess.run(command, capture_output=True, timeout=COMPILE_SECONDS,
+                                  env={k: v for k, v in os.environ.items()
+                                       if k in ("PATH", "PYTHONPATH", "HOME")}, check=False)
+        except subprocess.TimeoutExpired:
+            raise SchemaInvalid(f"protoc took more than {COMPILE_SECONDS}s") from None
+        if done.returncode != 0 or not out.exists():
+            why = done.stderr.decode("utf-8", "replace").replace(str(root) + "/", "").strip()
+            first = why.splitlines()[0] if why else f"protoc exited {done.returncode}"
+            raise SchemaInvalid(f"the .proto does not compile: {first}")
+        return descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+
+
+def message_name(file: descriptor_pb2.FileDescriptorProto, indexes: tuple[int, ...]) -> str:
+    """The full name of the message the indexes point at: the first index among the file's
+    top-level messages, each next one among the previous message's nested ones."""
+    scope = file.package
+    messages = file.message_type
+    name = ""
+    for index in indexes:
+        if index >= len(messages):
+            raise BodyMismatch(f"message index {index} past the {len(messages)} message(s) "
+                               f"declared {'in the file' if not name else 'in ' + name}")
+        m = messages[index]
+        name = f"{scope}.{m.name}" if scope else m.name
+        scope, messages = name, m.nested_type
+    return name
+
+
+class ProtoSchema:
+    """One compiled schema: its pool, and a decoder per message (built on first use)."""
+
+    def __init__(self, files: descriptor_pb2.FileDescriptorSet):
+        self.pool = descriptor_pool.DescriptorPool()
+        main = None
+        for f in files.file:
+            try:
+                self.pool.Add(f)
+            except Exception as e:  # the pool refuses inconsistent files
+                raise SchemaInvalid(f"descriptors refused: {e}") from None
+            if f.name == MAIN_FILE:
+                main = f
+        if main is None:
+            raise SchemaInvalid("protoc returned no descriptor for the schema")
+        self.main = main
+        self.classes: dict[tuple[int, ...], tuple[str, type]] = {}
+
+    def message(self, indexes: tuple[int, ...]) -> tuple[str, type]:
+        found = self.classes.get(indexes)
+        if found is None:
+            name = message_name(self.main, indexes)
+            descriptor = self.pool.FindMessageTypeByName(name)
+            found = (name, message_factory.GetMessageClass(descriptor))
+            self.classes[indexes] = found
+        return found
+
+    def decoder(self, indexes: tuple[int, ...]) -> tuple[str, Callable[[bytes], object]]:
+        name, cls = self.message(indexes)
+
+        def decode(body: bytes) -> object:
+            msg = cls()
+            try:
+                msg.ParseFromString(body)
+            except (DecodeError, RuntimeError, ValueError) as e:
+                raise BodyMismatch(f"Protobuf body does not decode as {name}: {e}") from None
+            return json_format.MessageToDict(msg, preserving_proto_field_name=True,
+                                             always_print_fields_with_no_presence=True)
+
+        return name, decode

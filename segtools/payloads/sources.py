@@ -1,0 +1,263 @@
+"""Where schemas come from, in the order they are asked: the ``_schemas`` topic on the disk
+being read (or named by ``--schemas``), a directory of schema files, a registry URL.
+
+Each source is a :class:`~segtools.payloads.schemas.SchemaLookup`; :class:`SchemaChain` asks
+them in order. :func:`gather` builds the chain the faces use and tells ``say`` once per source
+what it found (the CLI prints that on stderr; data stays on stdout).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from segtools.errors import SegtoolsError
+from segtools.findings import Finding
+from segtools.payloads.schemas import (
+    AVRO,
+    JSON,
+    PROTOBUF,
+    RegisteredSchema,
+    SchemaLookup,
+    SchemaReference,
+    Schemas,
+)
+from segtools.payloads.schemas_topic import SCHEMAS_TOPIC, beside, read_schemas, schemas_partitions
+from segtools.storage.location import is_remote
+from segtools.storage.logdirs import LogDir, walk
+
+#: Schema file extensions and the schema type each holds.
+EXTENSIONS = {".avsc": AVRO, ".proto": PROTOBUF, ".json": JSON}
+#: The environment variable holding ``user:password`` for a registry (Confluent's
+#: ``basic.auth.user.info``); read, never printed.
+AUTH_VARIABLE = "SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO"
+#: Seconds a registry request may take.
+REGISTRY_TIMEOUT = 10
+#: The largest registry answer read (a schema is kilobytes; a larger answer is not one).
+MAX_ANSWER_BYTES = 16 << 20
+
+
+@dataclass(slots=True)
+class SchemaChain:
+    """Sources asked in order: the first that knows an id or a subject version answers."""
+
+    sources: list[SchemaLookup] = field(default_factory=list)
+
+    def by_id(self, schema_id: int) -> RegisteredSchema | None:
+        for s in self.sources:
+            found = s.by_id(schema_id)
+            if found is not None:
+                return found
+        return None
+
+    def registrations(self, schema_id: int) -> list[RegisteredSchema]:
+        for s in self.sources:
+            found = s.registrations(schema_id)
+            if found:
+                return found
+        return []
+
+    def by_subject_version(self, subject: str, version: int) -> RegisteredSchema | None:
+        for s in self.sources:
+            found = s.by_subject_version(subject, version)
+            if found is not None:
+                return found
+        return None
+
+    def hard_deleted(self, schema_id: int) -> bool:
+        return self.by_id(schema_id) is None and any(s.hard_deleted(schema_id)
+                                                     for s in self.sources)
+
+    def histories(self) -> list[Schemas]:
+        """The sources that hold a history (the topic, the files), for ``segtools schemas``."""
+        return [s for s in self.sources if isinstance(s, Schemas)]
+
+
+# --------------------------------------------------------------------------- files
+
+
+def read_directory(root: Path) -> Schemas:
+    """Schema files: ``<id>.avsc|.proto|.json`` (found by id) and
+    ``<subject>/<version>.avsc|.proto|.json`` (found by subject and version, for references
+    and the latest version); a subject version whose text is an id file's is that id's."""
+    by_id: dict[int, tuple[str, str]] = {}
+    versions: list[tuple[str, int, str, str]] = []
+    for path in sorted(root.rglob("*")):
+        kind = EXTENSIONS.get(path.suffix)
+        if kind is None or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        rel = path.relative_to(root)
+        if len(rel.parts) == 1 and path.stem.isdigit():
+            by_id[int(path.stem)] = (kind, text)
+        elif len(rel.parts) >= 2 and path.stem.isdigit():
+            versions.append(("/".join(rel.parts[:-1]), int(path.stem), kind, text))
+    out = Schemas(source=str(root))
+    linked: set[int] = set()
+    for subject, version, kind, text in versions:
+        schema_id = next((i for i, (k, t) in by_id.items() if k == kind and t == text), None)
+        if schema_id is not None:
+            linked.add(schema_id)
+        out.versions.append(RegisteredSchema(-1 if schema_id is None else schema_id, subject,
+                                             version, kind, text))
+    for schema_id, (kind, text) in sorted(by_id.items()):
+        if schema_id not in linked:
+            out.versions.append(RegisteredSchema(schema_id, f"(id {schema_id})", 0, kind, text))
+    return out
+
+
+# --------------------------------------------------------------------------- a registry
+
+
+def _references(obj) -> tuple[SchemaReference, ...]:
+    refs = obj.get("references") or []
+    return tuple(SchemaReference(r["name"], r["subject"], int(r["version"]))
+                 for r in refs if isinstance(r, dict))
+
+
+@dataclass(slots=True)
+class RegistryClient:
+    """A Schema Registry (or Karapace) read with GETs only (its REST API's ``/schemas/ids``
+    and ``/subjects`` resources), every answer kept for the run. Credentials come from
+    :data:`AUTH_VARIABLE` and never appear in a message; the URL is shown without them."""
+
+    url: str = field(repr=False)  # may carry user:password itself
+    auth: str | None = field(default=None, repr=False)
+    cache: dict = field(default_factory=dict, repr=False)
+
+    def __repr__(self) -> str:
+        return f"RegistryClient({self.shown})"
+
+    @classmethod
+    def from_environment(cls, url: str, environ=os.environ) -> RegistryClient:
+        return cls(url.rstrip("/"), environ.get(AUTH_VARIABLE))
+
+    @property
+    def shown(self) -> str:
+        parts = urllib.parse.urlsplit(self.url)
+        return parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")
+                              ).geturl() if parts.hostname else self.url
+
+    def _get(self, path: str):
+        if path in self.cache:
+            return self.cache[path]
+        request = urllib.request.Request(self.url + path, method="GET", headers={
+            "Accept": "application/vnd.schemaregistry.v1+json, application/json"})
+        if self.auth:
+            token = base64.b64encode(self.auth.encode()).decode("ascii")
+            request.add_header("Authorization", f"Basic {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=REGISTRY_TIMEOUT) as answer:
+                found = json.loads(answer.read(MAX_ANSWER_BYTES))
+        except urllib.error.HTTPError as e:
+            if e.code != 404:
+                raise SegtoolsError(f"schema registry answered {e.code} to GET {path}",
+                                    path=self.shown) from None
+            found = None
+        except (urllib.error.URLError, OSError, ValueError) as e:
+            reason = getattr(e, "reason", e)
+            raise SegtoolsError(f"schema registry unreachable: {reason}", path=self.shown
+                                ) from None
+        self.cache[path] = found
+        return found
+
+    def by_id(self, schema_id: int) -> RegisteredSchema | None:
+        found = self.registrations(schema_id)
+        return found[0] if found else None
+
+    def registrations(self, schema_id: int) -> list[RegisteredSchema]:
+        body = self._get(f"/schemas/ids/{schema_id}")
+        if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
+            return []
+        kind = body.get("schemaType") or AVRO
+        where = self._get(f"/schemas/ids/{schema_id}/versions?deleted=true") or []
+        pairs = [(w["subject"], int(w["version"])) for w in where if isinstance(w, dict)]
+        return [RegisteredSchema(schema_id, s, v, kind, body["schema"], _references(body))
+                for s, v in pairs or [(f"(id {schema_id})", 0)]]
+
+    def by_subject_version(self, subject: str, version: int) -> RegisteredSchema | None:
+        quoted = urllib.parse.quote(subject, safe="")
+        body = self._get(f"/subjects/{quoted}/versions/{version}?deleted=true")
+        if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
+            return None
+        return RegisteredSchema(int(body.get("id", -1)), subject, version,
+                                body.get("schemaType") or AVRO, body["schema"],
+                                _references(body), bool(body.get("deleted")))
+
+    def hard_deleted(self, schema_id: int) -> bool:
+        return False
+
+
+# --------------------------------------------------------------------------- the chain
+
+
+def _topic_partitions(places: Sequence[LogDir | Path]):
+    """The store topic's partitions among log dirs walked (or beside them: a tree given as
+    some of its partitions), or in the log dirs of paths."""
+    walked = [d for d in places if isinstance(d, LogDir)]
+    found = schemas_partitions(p for d in walked for p in d.partitions)
+    if found:
+        return found
+    seen: set = set()
+    for place in places:
+        path = place.path if isinstance(place, LogDir) else place
+        if path in seen:
+            continue
+        seen.add(path)
+        if is_remote(path):  # an object store or an archive: listed through the seam
+            dirs, _ = walk([str(path)])
+            found.extend(schemas_partitions(p for d in dirs for p in d.partitions))
+        elif Path(path).name.startswith(f"{SCHEMAS_TOPIC}-"):
+            found.extend(beside(Path(path).parent))
+        elif Path(path).is_dir():
+            found.extend(beside(Path(path)))
+    unique: dict = {}
+    for p in found:
+        unique.setdefault(Path(p.path), p)
+    return list(unique.values())
+
+
+def gather(log_dirs: Sequence[LogDir | Path], findings: list[Finding], *,
+           schemas: Iterable[str] = (), registry: str | None = None,
+           say: Callable[[str], None] = lambda _: None) -> SchemaChain:
+    """The schema sources for reading ``log_dirs`` (walked, or paths of log dirs): each
+    ``schemas`` location (a log dir, a
+    ``_schemas`` partition, an archive, ``s3://...``: whatever holds the topic; or a directory
+    of schema files), else the ``_schemas`` topic among the log dirs, then the registry."""
+    chain = SchemaChain()
+    named = list(schemas)
+    for location in named:
+        dirs, _ = walk([location])
+        partitions = _topic_partitions(dirs)
+        if partitions:
+            history = read_schemas(partitions, findings)
+            say(f"schemas: {len(history)} version(s) from {SCHEMAS_TOPIC} in {location}")
+        elif Path(location).is_dir():
+            history = read_directory(Path(location))
+            say(f"schemas: {len(history)} file(s) from {location}")
+        else:
+            raise SegtoolsError(f"holds neither a {SCHEMAS_TOPIC} topic nor schema files",
+                                path=location)
+        chain.sources.append(history)
+    if not named:
+        partitions = _topic_partitions(log_dirs)
+        if partitions:
+            history = read_schemas(partitions, findings)
+            say(f"schemas: {len(history)} version(s) from "
+                f"{', '.join(str(p.path) for p in partitions)}")
+            chain.sources.append(history)
+    if registry is not None:
+        client = RegistryClient.from_environment(registry)
+        say(f"schemas: asking the registry at {client.shown} for what the disk does not hold")
+        chain.sources.append(client)
+    if not chain.sources:
+        say(f"schemas: no {SCHEMAS_TOPIC} topic found and none named (--schemas, "
+            "--schema-registry): framed payloads will not decode")
+    return chain
