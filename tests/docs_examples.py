@@ -5,8 +5,7 @@ be shown, fails the suite.
 
 The docs name the paths a reader has (``/var/kafka-logs``, ``/var/lib/kafka/data``); each
 doc says once that the suite reads them as the bundled ``fixtures/logdirs/sample`` tree, and
-:func:`blocks` makes that substitution. Lines calling ``what_if`` are left out until the
-what-if branch (issue 38) settles those examples' argument shapes; :data:`PENDING` says so.
+:func:`blocks` makes that substitution.
 """
 
 from __future__ import annotations
@@ -28,22 +27,19 @@ PATHS = {
     "/mnt/broker-2": str(REPO / "fixtures" / "logdirs" / "replicas" / "broker2"),
     "fixtures/logdirs/": str(REPO / "fixtures" / "logdirs") + "/",
 }
-#: Examples not run yet: the what-if calls, whose argument shapes issue 38 changes.
-PENDING = re.compile(r"\bwhat_if\(")
 
 _FENCE = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def blocks(doc: Path, extra: Mapping[str, str] | None = None) -> list[str]:
     """The doc's Python blocks in order, the broker paths replaced (in one pass, longest
-    first), the pending lines left out."""
+    first)."""
     text = doc.read_text(encoding="utf-8")
     swaps = {**PATHS, **(extra or {})}
     pattern = re.compile("|".join(re.escape(k) for k in sorted(swaps, key=len, reverse=True)))
     out = []
     for match in _FENCE.finditer(text):
         code = pattern.sub(lambda m: swaps[m.group(0)], match.group(1))
-        code = "\n".join(line for line in code.splitlines() if not PENDING.search(line))
         out.append(code + "\n")
     return out
 
