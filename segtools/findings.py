@@ -379,6 +379,9 @@ RULES: tuple[Rule, ...] = (
     # ---------------------------------------------------------------- replicas
     Rule("leader_epoch_checkpoint_mismatch", W, A.REPLICAS,
          "a replica's batch leader epochs disagree with its leader-epoch-checkpoint"),
+    Rule("replica_diverged", W, A.REPLICAS,
+         "copies of a partition hold different batches at the same offset: a follower "
+         "truncates to the leader's epoch end (ReplicaFetcherThread) and loses what follows"),
     # ---------------------------------------------------------------- configuration
     Rule("cluster_metadata_decoder_missing", I, A.CONFIG,
          "topic configs not read from __cluster_metadata (its decoder is unavailable)"),
@@ -420,7 +423,8 @@ RULES: tuple[Rule, ...] = (
          "local segment"),
     Rule("remote_leader_epoch_mismatch", W, A.REMOTE_LOG,
          "a copied remote segment whose leader epochs are not in the local leader epoch "
-         "lineage (isRemoteSegmentWithinLeaderEpochs): Kafka neither serves it nor counts it"),
+         "lineage (isRemoteSegmentWithinLeaderEpochs): the expiration task never deletes it, "
+         "and only the offsets of epochs the lineage shares count as copied"),
     Rule("remote_segment_missing", W, A.REMOTE_LOG,
          "a segment that finished copying has no .log in the remote store given"),
     Rule("remote_segment_incomplete", W, A.REMOTE_LOG,

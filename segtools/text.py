@@ -9,6 +9,7 @@ where each can import them without importing another face.
 from __future__ import annotations
 
 import os
+from pathlib import PurePath
 
 _CONTROL_ESCAPES = {i: f"\\x{i:02x}" for i in range(32)} | {127: "\\x7f"}
 _CONTROL_ESCAPES |= {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
@@ -37,3 +38,16 @@ def shown_path(path) -> str:
     except ValueError:
         return str(path)
     return str(path) if relative.startswith("..") else relative
+
+
+def distinct_names(paths) -> list[str]:
+    """A short name per path that tells them apart: the last part (``broker-1``) when those
+    differ, else the fewest trailing parts that do (``broker-1/kafka-logs`` for a bundle of
+    brokers that each keep ``kafka-logs``), never a whole archive path when less will do."""
+    paths = [str(p) for p in paths]
+    parts = [PurePath(p).parts for p in paths]
+    for n in range(1, max((len(p) for p in parts), default=0) + 1):
+        names = ["/".join(p[-n:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return paths

@@ -474,6 +474,14 @@ def remote_by_partition(remote: RemoteLogMetadata) -> dict[tuple[str, int], Remo
     return {(p.topic, p.partition): p for p in remote.partitions}
 
 
+def metadata_partitions_walked(loaded: Loaded) -> frozenset[int]:
+    """The ``__remote_log_metadata`` partitions among what was named. A partition whose data
+    this log dir does not hold is shown only when its metadata partition was named (the log
+    dir, or that partition): a run on ``orders-0`` answers for ``orders-0``, whatever else
+    the metadata beside it describes, so it agrees with the run on the whole log dir."""
+    return frozenset(pi.partition for pi in loaded.partitions if pi.topic == TOPIC)
+
+
 def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | None = None,
                   store: RemoteStore | None = None) -> TieredReport:
     """Every tiered partition of ``loaded`` (``remote.storage.enable``, or named by the remote
@@ -481,6 +489,7 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
     ``store`` the remote segments are found and read there."""
     remote = remote if remote is not None else remote_metadata(loaded_log_dirs(loaded))
     by_key = remote_by_partition(remote)
+    walked = metadata_partitions_walked(loaded)
     out = []
     seen = set()
     for pi in loaded.partitions:
@@ -492,8 +501,18 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
         out.append(tiered_partition(pi, rp, now_ms=now_ms,
                                     metadata_path=_metadata_path(remote, rp), store=store))
     for key, rp in sorted(by_key.items()):
-        if key not in seen:
+        if key not in seen and rp.metadata_partition in walked:
             out.append(tiered_partition(None, rp, now_ms=now_ms,
                                         metadata_path=_metadata_path(remote, rp), store=store))
+    shown = [str(tp.local.dir.path) for tp in out if tp.local is not None]
+    read = findings_under(loaded.findings, [*shown, *remote.metadata_partitions])
     return TieredReport(now_ms, tuple(out), remote.metadata_partitions, remote.records,
-                        remote.findings, store)
+                        tuple(read) + remote.findings, store)
+
+
+def findings_under(findings: Sequence[Finding], dirs: Sequence[str]) -> list[Finding]:
+    """What reading the tree met in the directories this view answers for: a damaged segment
+    of a tiered partition is part of its answer, one of an unrelated topic is not (the exit
+    code follows what the view shows)."""
+    roots = tuple(str(Path(d)) + "/" for d in dirs)
+    return [f for f in findings if f.path and (f.path + "/").startswith(roots)]

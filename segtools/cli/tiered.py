@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_text(report)
-    return exit_code(loaded.findings + report.all_findings)
+    return exit_code(report.all_findings)
 
 
 _STATE_STYLE = {"COPY_SEGMENT_FINISHED": "green", "COPY_SEGMENT_STARTED": "yellow",

@@ -58,7 +58,7 @@ from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, SegmentFiles, parse_partition_dir_name
 from segtools.storage.segment import Segment
-from segtools.text import shown_path
+from segtools.text import distinct_names, shown_path
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
@@ -735,6 +735,16 @@ def _bounded(items: Sequence, limit: int, what: str, left_out: Counter) -> list:
     return list(items[:limit])
 
 
+def broker_names(log_dirs: Sequence) -> list[str]:
+    """What tells a tree's log dirs apart on the page: the log dir's short name
+    (:func:`segtools.text.distinct_names`), with its broker's node id when meta.properties
+    names one, so a bundle's copies of one partition are never two identical rows."""
+    names = distinct_names(d.path for d in log_dirs)
+    return [f"{name} (node {d.meta.node_id})" if d.meta is not None and
+            d.meta.node_id is not None else name
+            for name, d in zip(names, log_dirs, strict=True)]
+
+
 def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple]]:
     """One summary row per partition directory (its detail filled later, for some), and the
     partition and its retention answer behind each row."""
@@ -746,7 +756,8 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
     for f in a.findings:
         finding_count[in_partition(f.path)][str(f.severity)] += 1
     rows, pdirs = [], []
-    for d in logs.log_dirs:
+    brokers = broker_names(logs.log_dirs)
+    for d, broker in zip(logs.log_dirs, brokers, strict=True):
         log_dir = shown_path(d.path)
         for p in d.partitions:
             path = str(p.path)
@@ -759,7 +770,7 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
             rows.append({
                 "id": len(rows), "topic": topic, "partition": name.partition if name else None,
                 "state": str(name.state) if name else "unknown",
-                "log_dir": log_dir, "path": shown_path(path),
+                "broker": broker, "log_dir": log_dir, "path": shown_path(path),
                 "size": p.size_bytes, "segments": len(p.segments),
                 "records": sum(s.record_count for s in summaries) if e else None,
                 "first_timestamp": min((s.first_timestamp for s in summaries

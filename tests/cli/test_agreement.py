@@ -1,0 +1,116 @@
+"""Commands that answer the same question give the same answer, on every fixture tree and on a
+two-broker bundle: ``tiered`` on a partition and on its tree, the report and ``diverge``,
+``find`` and ``dump``, ``retention`` and ``tiered``. An operator acts on whichever they ran;
+two answers that disagree leave one of them wrong."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from segtools.cli.main import main
+from segtools.report.model import build
+from tests.fixtures_manifest import FIXTURES
+
+LOGDIRS = FIXTURES / "logdirs"
+TREES = sorted(p.name for p in LOGDIRS.iterdir() if p.is_dir())
+#: One moment for every command of a comparison: answers measured against two clocks differ.
+AT = "2024-06-01T12:00:00Z"
+
+
+def cli(*argv: str) -> tuple[int, str]:
+    """A command run in this process: its exit code and stdout."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(argv))
+    return code, out.getvalue()
+
+
+def lines(*argv: str) -> tuple[int, list[dict]]:
+    code, text = cli(*argv)
+    return code, [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    """Two brokers' log dirs in one support bundle, each kept as ``kafka-logs`` (as they are
+    on the brokers), packed as a ``.tar.gz``."""
+    path = tmp_path_factory.mktemp("bundle") / "support-bundle.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for n in (1, 2):
+            tar.add(LOGDIRS / "replicas" / f"broker{n}", f"broker-{n}/kafka-logs")
+    return path
+
+
+def every_input(bundle: Path) -> list[str]:
+    return [str(LOGDIRS / t) for t in TREES] + [str(bundle)]
+
+
+# --------------------------------------------------------------------------- tiered
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_tiered_on_a_partition_says_what_tiered_on_its_tree_says(tree):
+    """The partition's own run lists that partition only, with the same local tier, highest
+    remote offset, verdicts and findings as the run over its whole log dir."""
+    code, (whole,) = lines("tiered", str(LOGDIRS / tree), "--at", AT, "--format", "json")
+    for p in whole["partitions"]:
+        if p["local"] is None:
+            continue
+        one_code, (alone,) = lines("tiered", p["local"]["path"], "--at", AT, "--format", "json")
+        assert [x["partition"] for x in alone["partitions"]] == [p["partition"]]
+        assert alone["partitions"][0] == p
+        assert one_code == (1 if p["findings"] else 0)
+    if not whole["partitions"]:
+        assert code == 0, "a tree with no tiered partition is not a finding"
+
+
+def test_the_highest_remote_offset_is_the_one_the_lineage_counts():
+    """clicks.tiered-1's segment 100..199 (epochs 0@100, 1@150) is outside the local lineage
+    (0@0, 2@150): Kafka's findHighestRemoteOffset still counts its epoch-0 part, up to 149,
+    and the finding says so rather than that none of it counts."""
+    _, (alone,) = lines("tiered", str(LOGDIRS / "tiered" / "clicks.tiered-1"), "--at", AT,
+                        "--format", "json")
+    (p,) = alone["partitions"]
+    assert p["highest_offset_in_remote_storage"] == 149
+    (mismatch,) = [f for f in p["findings"] if f["code"] == "remote_leader_epoch_mismatch"]
+    assert "up to 149" in mismatch["message"]
+    assert "nor treats its offsets as copied" not in mismatch["message"]
+
+
+# --------------------------------------------------------------------------- replicas
+
+
+def test_the_report_finds_what_diverge_finds(bundle):
+    """Every finding ``diverge`` reports is in the report of the same input, and both exit
+    with findings; on the bundle, each copy is named by its broker, not by the archive."""
+    for path in [str(LOGDIRS / "replicas"), str(bundle)]:
+        code, out = lines("diverge", path, "--format", "jsonl")
+        assert code == 1
+        said = {(f["code"], f["offset"]) for f in out if f["type"] == "finding"}
+        assert ("replica_diverged", 40) in said
+        model = build([path], at=1717243200000)
+        assert said <= {(f.code, f.offset) for f in model.findings}
+        replicas = [x["replica"] for x in out if x["type"] == "replica"]
+        assert all(".tar.gz" not in r for r in replicas), replicas
+        brokers = [row["broker"] for row in model.data["partitions"]]
+        assert len(set(brokers)) == 2 and all(".tar.gz" not in b for b in brokers), brokers
+        sources = {s["source"] for s in model.data["finding_sources"]}
+        assert "segtools diverge" in sources
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_diverge_and_the_report_agree_on_every_tree(tree):
+    """On a tree without two copies of a partition, neither reports a divergence."""
+    path = str(LOGDIRS / tree)
+    _, out = lines("diverge", path, "--format", "jsonl")
+    said = {(f["code"], f["offset"]) for f in out if f["type"] == "finding"
+            and f["code"] == "replica_diverged"}
+    model = build([path], at=1717243200000)
+    shown = {(f.code, f.offset) for f in model.findings if f.code == "replica_diverged"}
+    assert said == shown
