@@ -267,11 +267,12 @@ class LogDirs:
                      ) -> TransactionsReport:
         """Transactions per partition, hanging ones, open transactional ids (as
         ``segtools transactions``); the latest ``changes`` state changes of each
-        transactional id (0: all). ``analysed``: partitions already analysed (by their
-        directory's path), walked beside another analysis."""
+        transactional id (0: all). Ages are measured at ``now`` (default: the wall clock),
+        one moment for every log. ``analysed``: partitions already analysed (by their
+        directory's path, at the same ``now``), walked beside another analysis."""
         pdirs = [p.directory for p in self.partitions(topics, states=plan.PARTITION_STATES)]
-        return transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
-                                   now=None if now is None else to_millis(now), keep=changes,
+        return transactions_report(pdirs, max_timeout_ms=max_timeout_ms, now=_now(now),
+                                   keep=changes,
                                    limit=self.max_decompressed_bytes, analysed=analysed)
 
     def offsets_at(self, at: Time | None = None, *,

@@ -10,7 +10,8 @@ import argparse
 import contextlib
 import fnmatch
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
@@ -18,6 +19,7 @@ from segtools.findings import Finding, Severity
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir
 from segtools.timestamps import to_millis
+from segtools.units import format_time
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -42,9 +44,21 @@ def add_paths(p: argparse.ArgumentParser, help: str, *, metavar: str = "PATH") -
     p.add_argument("paths", nargs="+", metavar=metavar, help=help)
 
 
-def add_at(p: argparse.ArgumentParser, help: str) -> None:
+def add_at(p: argparse.ArgumentParser, help: str, *, aliases: Sequence[str] = ()) -> None:
     """``--at TIME``: the moment a command answers for (:func:`parse_time`)."""
-    p.add_argument("--at", type=parse_time, metavar="TIME", help=help)
+    p.add_argument("--at", *aliases, dest="at", type=parse_time, metavar="TIME", help=help)
+
+
+def moment(args: argparse.Namespace) -> int:
+    """The one clock of a run: ``--at``, else the wall clock, read once (every age, verdict
+    and hanging transaction of the run is measured against it, never each log's own last
+    timestamp)."""
+    return args.at if args.at is not None else int(time.time() * 1000)
+
+
+def moment_line(args: argparse.Namespace, at_ms: int) -> str:
+    """The run's clock, said once at the top of a text answer."""
+    return f"at {format_time(at_ms)} ({'--at' if args.at is not None else 'now'})"
 
 
 def add_decompress_limit(p: argparse.ArgumentParser) -> None:

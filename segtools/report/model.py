@@ -557,7 +557,7 @@ class _Analyses:
         # the rest, in forked workers on the other cores, and come back as results
         segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
         jobs = _beside_jobs(logs)
-        beside = fanout.ordered(partial(_beside, logs, budget), jobs, segments=segments)
+        beside = fanout.ordered(partial(_beside, logs, budget, now), jobs, segments=segments)
         inputs = logs.inputs(at=at, config=config)
         retention = logs.explain_retention(at=now, inputs=inputs,
                                            forecast_days=budget.forecast_days)
@@ -570,7 +570,7 @@ class _Analyses:
         done = list(beside)  # in the jobs' order
         verified = done[0]
         producers = [pp for part, _ in done[1:] for pp in part]
-        txns = logs.transactions(analysed={path: result for _, analysed in done[1:]
+        txns = logs.transactions(now=now, analysed={path: result for _, analysed in done[1:]
                                            for path, result in analysed.items()})
         sourced, merged = _dedupe([
             ("segtools verify", verified),
@@ -604,12 +604,12 @@ def _beside_jobs(logs: LogDirs) -> list[tuple]:
                            for i in range(0, len(pdirs), step))]
 
 
-def _beside(logs: LogDirs, budget: Budget, job: tuple):
+def _beside(logs: LogDirs, budget: Budget, now: int, job: tuple):
     """One job of :func:`_beside_jobs` (:func:`segtools.fanout.ordered` may run it in a
     forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
     if job[0] == "verify":
         return logs.verify()
-    return _producers_and_transactions(job[1], logs.max_decompressed_bytes, budget)
+    return _producers_and_transactions(job[1], logs.max_decompressed_bytes, budget, now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -630,7 +630,8 @@ def _seen(pp: PartitionProducers, budget: Budget) -> ProducersSeen:
                          _producers(pp, budget, cut) if pp.producers else None, cut)
 
 
-def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budget: Budget
+def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budget: Budget,
+                                now: int
                                 ) -> tuple[list[ProducersSeen], dict[str, PartitionAnalysis]]:
     """Each partition's producers (as ``segtools producers``) and transactions (as ``segtools
     transactions``, with its defaults), from one walk of its segments. A transactions scan
@@ -644,7 +645,8 @@ def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budge
         elif beside:
             fold_tables(pdir, beside, limit=limit)
         for fold in beside:
-            scan, hanging, findings = analyse_transactions(pdir, limit=limit, scan=fold.scan())
+            scan, hanging, findings = analyse_transactions(pdir, limit=limit, now=now,
+                                                           scan=fold.scan())
             analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, findings)
     return found, analysed
 

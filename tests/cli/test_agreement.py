@@ -15,6 +15,8 @@ import pytest
 
 from segtools.cli.main import main
 from segtools.report.model import build
+from segtools.timestamps import to_millis
+from segtools.units import format_duration, format_time
 from tests.fixtures_manifest import FIXTURES
 
 LOGDIRS = FIXTURES / "logdirs"
@@ -114,3 +116,35 @@ def test_diverge_and_the_report_agree_on_every_tree(tree):
     model = build([path], at=1717243200000)
     shown = {(f.code, f.offset) for f in model.findings if f.code == "replica_diverged"}
     assert said == shown
+
+
+# --------------------------------------------------------------------------- one clock
+
+
+@pytest.mark.parametrize("tree", ["hostile", "forensics"])
+def test_one_transaction_has_one_age(tree):
+    """The hanging producer and its transactional id are one transaction: both ages are
+    measured at ``--at``, not each at its own log's last timestamp."""
+    at = "2023-12-08T03:00:00Z"
+    at_ms = to_millis(at)
+    _, out = lines("transactions", str(LOGDIRS / tree), "--at", at, "--format", "jsonl")
+    (hanging,) = [x for x in out if x["type"] == "hanging_transaction"]
+    assert hanging["age_ms"] == at_ms - hanging["first_timestamp"]
+    (coordinator,) = [f for f in out if f["type"] == "finding"
+                      and f["code"].startswith("transactional_id_")]
+    changes = [x for x in out if x["type"] == "transaction_state"
+               and x["transactional_id"] == hanging["transactional_id"]]
+    start = changes[-1]["start_timestamp"]
+    assert f"open for {format_duration(at_ms - start)}," in coordinator["message"]
+    _, text = cli("transactions", str(LOGDIRS / tree), "--at", at)
+    assert text.splitlines()[0] == f"transactions at {format_time(at_ms)} (--at)"
+    model = build([str(LOGDIRS / tree)], at=at_ms)
+    assert [(h["producer_id"], h["age_ms"]) for h in model.data["hanging"]] == \
+        [(hanging["producer_id"], hanging["age_ms"])]
+
+
+def test_without_at_the_clock_is_now_and_said_once():
+    _, text = cli("transactions", str(LOGDIRS / "forensics"))
+    first, *rest = text.splitlines()
+    assert first.startswith("transactions at ") and first.endswith(" (now)")
+    assert not any(line.startswith("transactions at ") for line in rest)
