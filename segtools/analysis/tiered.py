@@ -107,13 +107,20 @@ def remote_segment_for_offset(log_dirs: Sequence[LogDir], topic: str, partition:
                               offset: int) -> tuple[RemotePartition, RemoteSegment] | None:
     """The copied remote segment that holds ``offset`` of a partition, from the log dirs'
     ``__remote_log_metadata`` (the latest copy when several do): where a fetch below the local
-    log start offset is served from (``RemoteLogManager.read``)."""
+    log start offset is served from (``RemoteLogManager.read``); for an offset below every
+    copied segment, the first one after it (where the first record at or after it is)."""
     remote = remote_metadata(log_dirs)
     rp = remote_by_partition(remote).get((topic, partition))
     if rp is None:
         return None
     holding = [s for s in rp.live_segments if s.start_offset <= offset <= s.end_offset]
-    return (rp, max(holding, key=lambda s: s.copy_started_ms)) if holding else None
+    if holding:
+        return rp, max(holding, key=lambda s: s.copy_started_ms)
+    # below the remote log start (its segment deleted): a fetch there is out of range, and
+    # the first record at or after it is the start of the next copied segment
+    later = [s for s in rp.live_segments if s.start_offset > offset]
+    return (rp, min(later, key=lambda s: (s.start_offset, -s.copy_started_ms))) if later \
+        else None
 
 
 # --------------------------------------------------------------------------- remote retention

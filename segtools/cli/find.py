@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 from segtools.analysis.tiered import remote_segment_for_offset
 from segtools.cli import common, render
 from segtools.errors import SegtoolsError
+from segtools.findings import Finding, finding
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import LocalTieredStorage, open_store
@@ -67,15 +70,15 @@ def _largest_timestamp(pdir: PartitionDir, files: SegmentFiles) -> int:
 
 def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | None]:
     if args.offset is not None:
-        candidates = [_segment_for_offset(pdir, args.offset)]
-        candidates += [s for s in pdir.segments if candidates[0] is not None
-                       and s.base_offset > candidates[0].base_offset]
+        floor = _segment_for_offset(pdir, args.offset)
+        # below the first segment (deleted by retention) the first record at or after the
+        # offset is in the first segment, as a fetch from the log start offset would read
+        candidates = list(pdir.segments) if floor is None else \
+            [s for s in pdir.segments if s.base_offset >= floor.base_offset]
     else:
         candidates = [s for s in pdir.segments
                       if _largest_timestamp(pdir, s) >= args.timestamp]
     for files in candidates:
-        if files is None:
-            continue
         oi = (OffsetIndex(files.index, files.base_offset, sealed=files.sealed)
               if files.index else None)
         ti = (TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed)
@@ -88,36 +91,68 @@ def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | N
     return None, None
 
 
-def _remote(log_dirs, pdir: PartitionDir, args) -> tuple[object, SeekResult | None, str]:
-    """An offset below the first local segment: the remote segment holding it, read from
-    ``--remote-store`` when given (file, result, note)."""
+@dataclass(frozen=True, slots=True)
+class Remote:
+    """An offset below the first local segment of a tiered partition: what the remote tier
+    answers (``RemoteLogManager.read``), read from ``--remote-store`` when it can be."""
+
+    log: Path | None
+    result: SeekResult | None
+    note: str
+
+
+def _remote(log_dirs, pdir: PartitionDir, args) -> Remote | None:
+    """None when the offset is not below the local log, or the remote metadata knows nothing
+    of the partition (then the local log answers)."""
     if args.offset is None or pdir.name is None or not pdir.segments or \
             args.offset >= pdir.segments[0].base_offset:
-        return None, None, ""
+        return None
     found = remote_segment_for_offset(log_dirs, pdir.name.topic, pdir.name.partition,
                                       args.offset)
     if found is None:
-        return None, None, ""
+        return None
     rp, seg = found
-    where = (f"offset {args.offset} is in remote storage: segment {seg.segment_id} "
-             f"({seg.start_offset}-{seg.end_offset}) per __remote_log_metadata")
+    if seg.start_offset > args.offset:
+        where = (f"offset {args.offset} is below the remote log start (its remote segment "
+                 f"was deleted); the first offset after it is {seg.start_offset}, in remote "
+                 f"segment {seg.segment_id} ({seg.start_offset}-{seg.end_offset})")
+    else:
+        where = (f"offset {args.offset} is in remote storage: segment {seg.segment_id} "
+                 f"({seg.start_offset}-{seg.end_offset}) per __remote_log_metadata")
     if not args.remote_store:
-        return None, None, where + "; pass --remote-store DIR to read it"
+        return Remote(None, None, where + "; pass --remote-store DIR to read it")
     store = open_store(args.remote_store)
     if not isinstance(store, LocalTieredStorage):
-        return None, None, where + f"; find reads LocalTieredStorage stores, not {store.layout}"
+        return Remote(None, None,
+                      where + f"; find reads LocalTieredStorage stores, not {store.layout}")
     files = store.files(rp.topic, rp.partition, rp.topic_id, seg.start_offset, seg.segment_id)
     if files.log is None:
-        return None, None, where + f"; the store has no .log of it in {files.directory}"
+        return Remote(None, None, where + f"; the store has no .log of it in {files.directory}")
     index = files.found.get("offset_index")
     oi = OffsetIndex(index, seg.start_offset) if index is not None else None
     with Segment(files.log, decompress_limit=args.max_decompressed_bytes) as segment:
         result = seek_offset(segment, oi, args.offset)
-    return files.log, (result if result.record is not None else None), where
+    if result.record is None:
+        return Remote(files.log, None, where + f"; its .log in the store holds no record "
+                                               f"at or after {args.offset}")
+    return Remote(files.log, result, where)
+
+
+def _crc_finding(log: Path, result: SeekResult) -> Finding | None:
+    """The batch a record is returned from must be intact: a consumer checks its CRC
+    (``check.crcs``, ``DefaultRecordBatch.ensureValid``) and refuses the whole batch."""
+    batch = result.batch
+    if batch.crc_valid is not False:
+        return None
+    return finding("crc_mismatch", str(log),
+                   f"the record at offset {result.record.offset} is in a batch "
+                   f"({batch.base_offset}..{batch.last_offset}) whose stored CRC {batch.crc} "
+                   "does not match its bytes: a consumer would refuse this batch",
+                   position=batch.position, offset=batch.base_offset)
 
 
 def run(args: argparse.Namespace) -> int:
-    log_dirs, _ = common.open_tree(args.paths)
+    log_dirs, loose = common.open_tree(args.paths)
     pdirs = [p for d in log_dirs for p in d.partitions if common.selected(p, args)
              and (p.name is None or str(p.name.state) == "live")]
     if not pdirs:
@@ -125,18 +160,23 @@ def run(args: argparse.Namespace) -> int:
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
     found_any = False
     notes = []
+    findings: list[Finding] = list(loose)
     for pdir in pdirs:
-        remote_log, result, note = _remote(log_dirs, pdir, args)
-        if result is None:
-            if note:
-                notes.append(f"{pdir.path.name}: {note}")
+        remote = _remote(log_dirs, pdir, args)
+        if remote is not None:
+            notes.append(f"{pdir.path.name}: {remote.note}")
+            log, result = remote.log, remote.result
+            shown = str(log)
+        else:
             files, result = _seek(pdir, args)
             log = files.log if files is not None else None
-        else:
-            log = remote_log
+            shown = log.name if log is not None else ""
         if result is None:
             continue
         found_any = True
+        bad = _crc_finding(log, result)
+        if bad is not None:
+            findings.append(bad)
         out = {
             "type": "found", "topic": pdir.name.topic if pdir.name else None,
             "partition": pdir.name.partition if pdir.name else None,
@@ -151,17 +191,22 @@ def run(args: argparse.Namespace) -> int:
                    else "no usable index: scanned from byte 0")
             sys.stdout.write(
                 f"{render.terminal_safe(pdir.path.name)}: offset {result.record.offset} in "
-                f"{render.terminal_safe(str(log) if log is remote_log else log.name)} "
-                f"at byte {result.batch.position} "
+                f"{render.terminal_safe(shown)} at byte {result.batch.position} "
                 f"({how}, {result.batches_scanned} batch(es) read)\n"
                 f"{render.batch_text(result.batch)}\n"
                 f"{render.record_text(result.record, result.batch, print_data=True, mode=mode)}"
                 "\n")
+    for f in findings:
+        if args.format == "jsonl":
+            sys.stdout.write(render.dumps(f.to_json()) + "\n")
+        else:
+            sys.stdout.write(render.finding_line(f) + "\n")
     for note in notes:
         sys.stderr.write(f"segtools: {render.terminal_safe(note)}\n")
-    if not found_any:
+    if not found_any and not notes:
         what = f"offset {args.offset}" if args.offset is not None else \
             f"timestamp {args.timestamp}"
         sys.stderr.write(f"segtools: no record at or after {what}\n")
+    if not found_any:
         return common.EXIT_FINDINGS
-    return common.EXIT_OK
+    return common.exit_code(findings)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from segtools.units import format_duration, format_time
 from tests.fixtures_manifest import FIXTURES
 
 LOGDIRS = FIXTURES / "logdirs"
+SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
 TREES = sorted(p.name for p in LOGDIRS.iterdir() if p.is_dir())
 #: One moment for every command of a comparison: answers measured against two clocks differ.
 AT = "2024-06-01T12:00:00Z"
@@ -36,6 +39,13 @@ def cli(*argv: str) -> tuple[int, str]:
 def lines(*argv: str) -> tuple[int, list[dict]]:
     code, text = cli(*argv)
     return code, [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def console(*argv: str) -> tuple[int, list[dict]]:
+    """The console script in a child process: ``dump`` writes its lines to the stdout file
+    itself, which an in-process run cannot capture."""
+    proc = subprocess.run([SEGTOOLS, *argv], capture_output=True, text=True, timeout=120)
+    return proc.returncode, [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +158,62 @@ def test_without_at_the_clock_is_now_and_said_once():
     first, *rest = text.splitlines()
     assert first.startswith("transactions at ") and first.endswith(" (now)")
     assert not any(line.startswith("transactions at ") for line in rest)
+
+
+# --------------------------------------------------------------------------- find and dump
+
+
+def _live_partitions(tree: str) -> list[Path]:
+    return sorted(p for p in (LOGDIRS / tree).rglob("*") if p.is_dir()
+                  and any(p.glob("*.log")) and "-delete" not in p.name
+                  and not p.name.startswith("__cluster_metadata"))
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_find_returns_the_record_dump_shows(tree):
+    """For offsets at the start, middle and end of each partition, ``find`` returns the record
+    ``dump --deep`` shows at that offset, from a batch in the same state (a batch whose CRC
+    fails is said to, with a finding, by both)."""
+    compared = 0
+    for pdir in _live_partitions(tree):
+        _, dumped = console("dump", "--deep", "--format", "jsonl",
+                            *map(str, sorted(pdir.glob("*.log"))))
+        records, batch_of = {}, {}
+        batch = None
+        for x in dumped:
+            if x["type"] == "batch":
+                batch = x
+            elif x["type"] == "record" and batch is not None:
+                records.setdefault(x["offset"], x)
+                batch_of.setdefault(x["offset"], batch)
+        if not records:
+            continue
+        offsets = sorted(records)
+        for offset in {offsets[0], offsets[len(offsets) // 2], offsets[-1]}:
+            code, found = lines("find", str(pdir), "--offset", str(offset), "--format", "jsonl")
+            (hit,) = [x for x in found if x["type"] == "found"]
+            want = records[offset]
+            assert {k: hit["record"][k] for k in ("offset", "timestamp", "key", "value")} == \
+                {k: want[k] for k in ("offset", "timestamp", "key", "value")}, (pdir, offset)
+            assert hit["batch"]["crc_valid"] == batch_of[offset]["crc_valid"], (pdir, offset)
+            crc = [x for x in found if x["type"] == "finding" and x["code"] == "crc_mismatch"]
+            assert bool(crc) == (batch_of[offset]["crc_valid"] is False), (pdir, offset)
+            assert code == (1 if crc else 0), (pdir, offset)
+            compared += 1
+    assert compared
+
+def test_find_below_the_local_log_of_a_tiered_partition():
+    """Offset 50 of clicks.tiered-0: its remote segment was deleted; the first record after
+    it is 100, in remote storage. Read there with --remote-store; without it, a hint and no
+    false "no record" line."""
+    pdir = str(LOGDIRS / "tiered" / "clicks.tiered-0")
+    store = str(FIXTURES / "remote" / "tiered")
+    code, found = lines("find", pdir, "--offset", "50", "--remote-store", store,
+                        "--format", "jsonl")
+    (hit,) = [x for x in found if x["type"] == "found"]
+    assert (code, hit["record"]["offset"]) == (0, 100)
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["find", pdir, "--offset", "150"])
+    assert code == 1
+    assert "pass --remote-store" in err.getvalue() and "no record" not in err.getvalue()
