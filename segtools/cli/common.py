@@ -41,7 +41,15 @@ def add_command(sub: argparse._SubParsersAction, name: str, help_line: str,
 
 def add_paths(p: argparse.ArgumentParser, help: str, *, metavar: str = "PATH") -> None:
     """The positional paths every tree-reading command takes (one or more)."""
-    p.add_argument("paths", nargs="+", metavar=metavar, help=help)
+    p.add_argument("paths", nargs="+", metavar=metavar, type=_path, help=help)
+
+
+def _path(text: str) -> str:
+    """A path as typed; an empty one (``segtools scan ""``, an unset shell variable) is a
+    mistake, never the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    return text
 
 
 def add_at(p: argparse.ArgumentParser, help: str, *, aliases: Sequence[str] = ()) -> None:

@@ -13,6 +13,7 @@ index (Kafka's own sanity checks, and stricter ones) is always reported.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -95,6 +96,13 @@ def is_log_file(path: str) -> bool:
     """Record batches: a ``.log`` (or one the broker renamed on its way out: evidence too), a
     KRaft snapshot or ``bootstrap.checkpoint``."""
     return is_record_batch_file(path)
+
+
+def is_kraft_snapshot(path: str) -> bool:
+    """A record-batch file that is not a segment (a KRaft snapshot, ``bootstrap.checkpoint``):
+    its offsets count from 0 inside it. A ``.log`` without a segment's name is not one."""
+    return not os.path.basename(path).endswith((".log", ".log.deleted", ".log.cleaned",
+                                                ".log.swap"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,10 +205,15 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
                 out.emit({"type": "file", "path": shown, "base_offset": segment.base_offset},
                          f"Dumping {render.terminal_safe(shown)}\n"
                          f"Log starting offset: {segment.base_offset}")
-            else:  # a KRaft snapshot or bootstrap.checkpoint: offsets count from 0 inside it
+            elif is_kraft_snapshot(name):  # offsets count from 0 inside it
                 out.emit({"type": "file", "path": shown, "kind": "kraft_snapshot"},
                          f"Dumping {render.terminal_safe(shown)}\n"
                          "KRaft snapshot (record batches, offsets from 0 inside the file)")
+            else:
+                out.emit({"type": "file", "path": shown, "kind": "unnamed_log"},
+                         f"Dumping {render.terminal_safe(shown)}\n"
+                         "not named as a Kafka segment (<20-digit base offset>.log): read as "
+                         "record batches, offsets as stored")
             _dump_log(segment, path, window, deep, args, mode, out, advance)
         return
     dumper = dumper_for(name)

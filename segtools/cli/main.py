@@ -54,10 +54,17 @@ class _Parser(argparse.ArgumentParser):
         kwargs["formatter_class"] = HelpFormatter
         super().__init__(*args, **kwargs)
 
+    #: The command the line names (``segtools retention``), so that an option the top-level
+    #: parser refuses points at that command's help.
+    command_prog: str | None = None
+
     def error(self, message: str):
-        """One line, as every other error: what is wrong and where to read more."""
-        self.exit(EXIT_USAGE, f"segtools: error: {self.prog}: {message} "
-                              f"(see '{self.prog} --help')\n")
+        """One line, as every other error: ``segtools: error: <command>: <what>`` and where
+        to read more (the program's name once, not as the error's subject)."""
+        prog = self.command_prog or self.prog
+        command = prog.removeprefix("segtools").strip()
+        self.exit(EXIT_USAGE, f"segtools: error: {command + ': ' if command else ''}{message} "
+                              f"(see '{prog} --help')\n")
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
@@ -76,6 +83,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="<command>")
     wanted = None if argv is None else _command_in(argv)
+    if wanted in COMMANDS:
+        parser.command_prog = f"segtools {wanted}"
     for name, (module, help_line) in COMMANDS.items():
         if argv is None or name == wanted:
             importlib.import_module(module).register(sub)

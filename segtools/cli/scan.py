@@ -277,7 +277,9 @@ class SegmentRows:
 def _print_versions(versions: dict, say: Lines) -> None:
     """Which Kafka releases could have written each log dir, and why (docs/kafka-versions.md)."""
     for path, vr in versions.items():
-        say(f"log dir {path}: written by Kafka {vr.label}"
+        written = f"written by Kafka {vr.label}" if vr.evidence else \
+            "no file in it names the Kafka version that wrote it"
+        say(f"log dir {path}: {written}"
             + ("" if vr.consistent else " (the evidence disagrees: files from different "
                "brokers?)"))
         for e in vr.evidence:
@@ -285,15 +287,22 @@ def _print_versions(versions: dict, say: Lines) -> None:
             say(f"{e.rule.name}{detail}: {allows(e)} ({e.rule.source})", "  ")
 
 
+#: What a broker leaves behind on its way (renamed files, directories being deleted, moved or
+#: no longer owned): evidence, not damage. An unreadable partition dir is not one of them.
+LEFTOVER_CODES = ("leftover_", "partition_delete", "partition_future", "partition_stray")
+
+
+def _is_leftover(f: Finding) -> bool:
+    return f.code.startswith(LEFTOVER_CODES)
+
+
 def _print_findings(findings: list[Finding], say: Lines) -> None:
-    leftovers = [f for f in findings if f.code.startswith(("leftover_", "partition_"))]
+    leftovers = [f for f in findings if _is_leftover(f)]
     if leftovers:
         say("leftovers (evidence a broker left behind):")
         for f in leftovers:
             say(f"{f.code}: {f.path}", "  ")
-    problems = [f for f in findings
-                if not f.code.startswith(("leftover_", "partition_"))
-                and str(f.severity) != "info"]
+    problems = [f for f in findings if not _is_leftover(f) and str(f.severity) != "info"]
     if problems:
         say(f"{len(problems)} finding(s):")
         for f in problems:

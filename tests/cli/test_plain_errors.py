@@ -1,0 +1,57 @@
+"""Errors and plain lines as the contract writes them: ``segtools: error: <subject>: <what>``
+once, in words rather than Python's, and nothing said that the input is not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fixtures_manifest import FIXTURES, SAMPLE
+
+SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
+
+
+def run(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([SEGTOOLS, *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_an_unknown_option_names_the_command_once():
+    proc = run("scan", "--topcs", "x", str(SAMPLE))
+    assert proc.returncode == 2
+    assert proc.stderr == ("segtools: error: scan: unrecognized arguments: --topcs "
+                           "(see 'segtools scan --help')\n")
+    proc = run("retention", "--bogus", str(SAMPLE))
+    assert proc.stderr.startswith("segtools: error: retention: unrecognized arguments")
+
+
+def test_a_bad_config_value_is_said_in_words():
+    proc = run("retention", str(SAMPLE), "--retention-ms", "abc")
+    assert proc.returncode == 2
+    assert "invalid literal" not in proc.stderr and "base 10" not in proc.stderr
+    assert "retention.ms='abc': not a whole number" in proc.stderr
+
+
+def test_an_empty_path_is_refused_not_the_current_directory(tmp_path):
+    proc = run("scan", "", cwd=str(FIXTURES / "logdirs" / "sample"))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith("segtools: error: scan: argument PATH: empty path")
+
+
+def test_a_log_file_without_a_segment_name_is_not_a_kraft_snapshot(tmp_path):
+    odd = tmp_path / "notkafka.log"
+    odd.write_bytes((SAMPLE / "orders.v2-eu-1" / "00000000000000000000.log").read_bytes())
+    proc = run("dump", str(odd))
+    assert "KRaft snapshot" not in proc.stdout
+    assert "not named as a Kafka segment" in proc.stdout
+
+
+def test_a_log_dir_without_version_evidence_is_not_written_by_kafka_unknown(tmp_path):
+    bare = tmp_path / "bare"
+    (bare / "orders-0").mkdir(parents=True)
+    (bare / "orders-0" / "00000000000000000000.log").write_bytes(b"")
+    proc = run("scan", str(bare))
+    assert "written by Kafka unknown" not in proc.stdout
+    assert "no file in it names the Kafka version" in proc.stdout
