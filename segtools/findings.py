@@ -241,7 +241,9 @@ RULES: tuple[Rule, ...] = (
          "a log dir without meta.properties (a copy, or a broker that never started on it)"),
     Rule("clean_shutdown_malformed", W, A.CHECKPOINTS,
          ".kafka_cleanshutdown is not the JSON Kafka writes"),
-    Rule("file_unreadable", E, A.CHECKPOINTS, "a small metadata file could not be read"),
+    Rule("file_unreadable", E, A.CHECKPOINTS,
+         "a file beside the segments (checkpoint, index, snapshot) could not be read; the "
+         "answer goes on without it"),
     Rule("file_too_large", E, A.CHECKPOINTS,
          "a metadata file far larger than Kafka ever writes (not read)"),
     Rule("file_not_utf8", E, A.CHECKPOINTS, "a text metadata file that is not UTF-8"),

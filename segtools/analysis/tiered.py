@@ -26,13 +26,14 @@ finish is retried only if the walk reaches it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from segtools.analysis.config import TopicConfig
-from segtools.analysis.partition_input import Loaded, PartitionInput
+from segtools.analysis.partition_input import Loaded, PartitionInput, Skipped
 from segtools.analysis.remote_input import (
     StoredSegment,
     StoreHoldings,
@@ -55,6 +56,7 @@ from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.formats.internal.remote_log_metadata import TOPIC
 from segtools.storage.logdirs import LogDir
+from segtools.storage.partition import parse_partition_dir_name
 from segtools.storage.remote_store import RemoteStore
 from segtools.units import format_bytes, format_duration, format_retention, format_time
 
@@ -352,6 +354,7 @@ class TieredPartition:
     verdicts: tuple[RemoteVerdict, ...]
     findings: tuple[Finding, ...]
     stored: tuple[StoredSegment, ...] | None = None  # None: no remote store was given
+    local_note: str | None = None  # why a partition this log dir holds has no local answer
 
     @property
     def label(self) -> str:
@@ -393,7 +396,8 @@ class TieredPartition:
                 "metadata_partition": remote.metadata_partition if remote else None,
                 "partition_delete": remote.delete.to_json() if remote and remote.delete
                 else None,
-                "local": local, "remote_segments": segments,
+                "local": local, "local_not_read": self.local_note,
+                "remote_segments": segments,
                 "findings": [f.to_json() for f in self.findings]}
 
     def rows(self) -> list[dict]:
@@ -497,6 +501,7 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
     remote = remote if remote is not None else remote_metadata(loaded_log_dirs(loaded))
     by_key = remote_by_partition(remote)
     walked = metadata_partitions_walked(loaded)
+    not_read = unread_partitions(loaded)
     out = []
     seen = set()
     for pi in loaded.partitions:
@@ -508,13 +513,29 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
         out.append(tiered_partition(pi, rp, now_ms=now_ms,
                                     metadata_path=_metadata_path(remote, rp), store=store))
     for key, rp in sorted(by_key.items()):
-        if key not in seen and rp.metadata_partition in walked:
-            out.append(tiered_partition(None, rp, now_ms=now_ms,
-                                        metadata_path=_metadata_path(remote, rp), store=store))
+        if key not in seen and (rp.metadata_partition in walked or key in not_read):
+            tp = tiered_partition(None, rp, now_ms=now_ms,
+                                  metadata_path=_metadata_path(remote, rp), store=store)
+            if key in not_read:
+                tp = dataclasses.replace(tp, local_note=not_read[key].reason)
+            out.append(tp)
     shown = [str(tp.local.dir.path) for tp in out if tp.local is not None]
+    shown += [not_read[(tp.topic, tp.partition)].path for tp in out if tp.local_note]
     read = findings_under(loaded.findings, [*shown, *remote.metadata_partitions])
     return TieredReport(now_ms, tuple(out), remote.metadata_partitions, remote.records,
-                        tuple(read) + remote.findings, store)
+                        tuple(dict.fromkeys([*read, *remote.findings])), store)
+
+
+def unread_partitions(loaded: Loaded) -> dict[tuple[str, int], Skipped]:
+    """The partitions this log dir holds but could not read (a segment at mode 000): their
+    remote tier is still answered for, and their local one is said to be unread, not
+    absent."""
+    out = {}
+    for s in loaded.skipped:
+        name = parse_partition_dir_name(Path(s.path).name)
+        if name is not None and s.unread is not None:
+            out[(name.topic, name.partition)] = s
+    return out
 
 
 def findings_under(findings: Sequence[Finding], dirs: Sequence[str]) -> list[Finding]:

@@ -58,6 +58,7 @@ from segtools.analysis.transaction_state import (
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable
+from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir, PartitionState
@@ -133,8 +134,12 @@ def aborted_ranges(partition_dir: PartitionDir | str | os.PathLike[str], *,
     fetch does (cheaper on a large partition; trusts the indexes)."""
     partition = as_partition(partition_dir)
     if from_txnindex:
-        return [AbortedRange(t.producer_id, t.first_offset, t.last_offset)
-                for _, index in transaction_indexes(partition) for t in index.entries()]
+        unread: list[Finding] = []
+        found = [AbortedRange(t.producer_id, t.first_offset, t.last_offset)
+                 for _, index in transaction_indexes(partition, unread) for t in index.entries()]
+        if unread:  # a fetch would fail on it too: no partial list passed off as the whole
+            raise SegtoolsError(unread[0].message, path=unread[0].path)
+        return found
     return aborted_ranges_of(scan_transactions(partition).transactions)
 
 
@@ -304,7 +309,7 @@ def check_txnindex(scan: TransactionScan) -> list[Finding]:
     aborts_without_data = {(t.producer_id, t.marker_offset) for t in scan.transactions
                            if t.marker == "ABORT" and t.first_offset is None}
     seen = set()
-    for seg, idx in transaction_indexes(partition):
+    for seg, idx in transaction_indexes(partition, findings):
         findings.extend(idx.sanity_check())
         for e in idx.entries():
             key = (e.producer_id, e.last_offset)

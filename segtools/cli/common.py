@@ -122,10 +122,27 @@ def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
     if missing:
         raise SegtoolsError("no such file or directory", path=missing[0].path)
     if not any(d.partitions for d in log_dirs) and not loose:
+        unlisted = next((f for d in log_dirs for f in d.findings
+                         if f.code == "log_dir_unreadable"), None)
+        if unlisted is not None:  # mode 000: say so, not that it holds no partition
+            raise SegtoolsError(unlisted.message, path=unlisted.path)
         bad = next((d for d in log_dirs), None)
         raise SegtoolsError("no Kafka partitions found here",
                             path=str(bad.path) if bad else None)
     return log_dirs, loose
+
+
+def with_listing(log_dirs: Iterable[LogDir], partitions: Iterable[PartitionDir],
+                 findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` with what listing the tree met for the partitions a command answers about
+    (their log dirs' root files, each partition's checkpoints, a directory that cannot be
+    listed): every command says what it could not read, not only those that read it twice.
+    Each finding once, in order."""
+    wanted = list(partitions)
+    roots = {str(p.path.parent) for p in wanted}
+    listing = [f for d in log_dirs if str(d.path) in roots for f in d.findings]
+    listing += [f for p in wanted for f in p.findings]
+    return list(dict.fromkeys([*listing, *findings]))
 
 
 @contextlib.contextmanager

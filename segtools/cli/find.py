@@ -27,8 +27,11 @@ from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.seek import SeekResult, seek_offset, seek_timestamp
-from segtools.storage.segment import Segment
+from segtools.storage.segment import Segment, file_unreadable, unreadable
 from segtools.storage.summary import summarize
+
+#: Later than any record: a segment whose timestamps cannot be read is still tried.
+MAX_TIMESTAMP = 2**63 - 1
 
 EXAMPLES = """examples:
   segtools find /var/kafka-logs/orders-3 --offset 1234567
@@ -61,14 +64,35 @@ def _segment_for_offset(pdir: PartitionDir, offset: int) -> SegmentFiles | None:
 
 
 def _largest_timestamp(pdir: PartitionDir, files: SegmentFiles) -> int:
-    if files.timeindex is not None and files is not pdir.active_segment:
-        with TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed) as ti:
-            if ti.trusted and ti.valid_entries:
-                return ti.last_entry.timestamp
-    return summarize(files, is_active=files is pdir.active_segment).largest_timestamp
+    """The segment's largest timestamp (its time index's last entry, else a walk); a segment
+    that cannot be read counts as reaching every timestamp, so the seek tries it and says
+    what stopped it."""
+    try:
+        if files.timeindex is not None and files is not pdir.active_segment:
+            with TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed) as ti:
+                if ti.trusted and ti.valid_entries:
+                    return ti.last_entry.timestamp
+        return summarize(files, is_active=files is pdir.active_segment).largest_timestamp
+    except SegtoolsError:
+        return MAX_TIMESTAMP
 
 
-def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | None]:
+def _index(kind, path: Path | None, files: SegmentFiles, findings: list[Finding]):
+    """The segment's index of ``kind``, or None (a scan from the segment's start) when it
+    has none or it cannot be opened, which is then a finding."""
+    if path is None:
+        return None
+    try:
+        return kind(path, files.base_offset, sealed=files.sealed)
+    except SegtoolsError as e:
+        findings.append(file_unreadable(str(path), e))
+        return None
+
+
+def _seek(pdir: PartitionDir, args, findings: list[Finding]
+          ) -> tuple[SegmentFiles | None, SeekResult | None]:
+    """The first record at or after the target in ``pdir``; a segment that cannot be read
+    is a finding, and the search goes on in the next (what a fetch past it would read)."""
     if args.offset is not None:
         floor = _segment_for_offset(pdir, args.offset)
         # below the first segment (deleted by retention) the first record at or after the
@@ -79,13 +103,15 @@ def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | N
         candidates = [s for s in pdir.segments
                       if _largest_timestamp(pdir, s) >= args.timestamp]
     for files in candidates:
-        oi = (OffsetIndex(files.index, files.base_offset, sealed=files.sealed)
-              if files.index else None)
-        ti = (TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed)
-              if files.timeindex else None)
-        with Segment.open(files, decompress_limit=args.max_decompressed_bytes) as segment:
-            result = (seek_offset(segment, oi, args.offset) if args.offset is not None
-                      else seek_timestamp(segment, oi, ti, args.timestamp))
+        oi = _index(OffsetIndex, files.index, files, findings)
+        ti = _index(TimeIndex, files.timeindex, files, findings)
+        try:
+            with Segment.open(files, decompress_limit=args.max_decompressed_bytes) as segment:
+                result = (seek_offset(segment, oi, args.offset) if args.offset is not None
+                          else seek_timestamp(segment, oi, ti, args.timestamp))
+        except SegtoolsError as e:
+            findings.append(unreadable(str(files.log), e))
+            continue
         if result.record is not None:
             return files, result
     return None, None
@@ -168,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
             log, result = remote.log, remote.result
             shown = str(log)
         else:
-            files, result = _seek(pdir, args)
+            files, result = _seek(pdir, args, findings)
             log = files.log if files is not None else None
             shown = log.name if log is not None else ""
         if result is None:
@@ -196,6 +222,7 @@ def run(args: argparse.Namespace) -> int:
                 f"{render.batch_text(result.batch)}\n"
                 f"{render.record_text(result.record, result.batch, print_data=True, mode=mode)}"
                 "\n")
+    findings = common.with_listing(log_dirs, pdirs, findings)
     for f in findings:
         if args.format == "jsonl":
             sys.stdout.write(render.dumps(f.to_json()) + "\n")

@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             for p, r in zip(chosen, results, strict=True)} if args.duplicates else {}
     for r in results:
         findings += r.findings
+    findings = common.with_listing(log_dirs, chosen, findings)
     if args.plot:
         try:  # matplotlib is optional and heavy: imported only when a picture is wanted
             from segtools.cli import producers_plot

@@ -43,6 +43,7 @@ from segtools.cli.common import (
     moment_line,
     open_tree,
     progress,
+    with_listing,
 )
 from segtools.findings import Finding
 from segtools.units import format_duration
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         report = transactions_report(partitions, max_timeout_ms=args.max_timeout_ms,
                                      now=at_ms, keep=max(args.changes, 0),
                                      limit=args.max_decompressed_bytes, advance=advance)
-    findings = list(loose) + list(report.findings)
+    findings = with_listing(log_dirs, partitions, [*loose, *report.findings])
     results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
                if args.producer_id is None or args.producer_id in pt.scan.producers]
     out = sys.stdout
