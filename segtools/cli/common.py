@@ -16,8 +16,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
-from segtools.storage.logdirs import LogDir, walk
-from segtools.storage.partition import PartitionDir
+from segtools.storage.logdirs import LogDir, settled, walk
+from segtools.storage.partition import PartitionDir, load_partition_dir
 from segtools.timestamps import to_millis
 from segtools.units import format_time
 
@@ -130,6 +130,15 @@ def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
         raise SegtoolsError("no Kafka partitions found here",
                             path=str(bad.path) if bad else None)
     return log_dirs, loose
+
+
+def whole_partition(log_dir: LogDir, p: PartitionDir) -> PartitionDir:
+    """The partition ``p`` belongs to, every segment of it, when only some of its segment
+    files were named: a transaction's state (its marker, the last stable offset) depends on
+    the whole log, so one segment is never answered for as if it were the partition."""
+    if p.complete or not p.segments:
+        return p
+    return settled(load_partition_dir(p.path), log_dir.checkpoints)
 
 
 def with_listing(log_dirs: Iterable[LogDir], partitions: Iterable[PartitionDir],

@@ -43,6 +43,7 @@ from segtools.cli.common import (
     moment_line,
     open_tree,
     progress,
+    whole_partition,
     with_listing,
 )
 from segtools.findings import Finding
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     at_ms = moment(args)
     log_dirs, loose = open_tree(args.paths)
-    partitions = [p for d in log_dirs for p in d.partitions
+    partitions = [whole_partition(d, p) for d in log_dirs for p in d.partitions
                   if p.name is not None and (args.topic is None or p.name.topic == args.topic)]
     with progress(sum(p.size_bytes for p in partitions), "transactions",
                   quiet=args.quiet) as advance:

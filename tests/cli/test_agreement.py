@@ -217,3 +217,44 @@ def test_find_below_the_local_log_of_a_tiered_partition():
         code = main(["find", pdir, "--offset", "150"])
     assert code == 1
     assert "pass --remote-store" in err.getvalue() and "no record" not in err.getvalue()
+
+
+# --------------------------------------------------------------------------- transactions
+
+
+def test_transactions_on_a_segment_answer_for_its_partition():
+    """A transaction's marker may be in a later segment: naming one segment file answers for
+    the partition it belongs to (as retention does), never as if the segment were all of
+    it (a COMMITted transaction reported OPEN, a last stable offset of 15)."""
+    pdir = LOGDIRS / "sample" / "payments.txn-0"
+    at = "2023-11-16T00:00:00Z"
+    _, whole = lines("transactions", str(pdir), "--at", at, "--format", "jsonl")
+    _, one = lines("transactions", str(pdir / "00000000000000000000.log"), "--at", at,
+                   "--format", "jsonl")
+    assert one == whole
+    (summary,) = [x for x in one if x["type"] == "partition_transactions"]
+    assert summary["open"] == 0 and summary["last_stable_offset"] == 28
+
+
+# --------------------------------------------------------------------------- retention
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_retention_and_tiered_give_the_remote_tier_one_verdict(tree):
+    """Per remote segment, the same verdict and reason from ``retention`` and ``tiered``; and
+    both commands show, in text, every warning their exit code counts."""
+    path = str(LOGDIRS / tree)
+    r_code, (ret,) = lines("retention", path, "--at", AT, "--format", "json")
+    _, (tie,) = lines("tiered", path, "--at", AT, "--format", "json")
+    by_retention = {(p["topic"], p["partition"], s["segment_id"]): (s["deletable"], s["reason"])
+                    for p in ret["partitions"] for s in p.get("remote_segments", ())}
+    by_tiered = {(p["topic"], p["partition"], s["segment_id"]): (s["deletable"], s["reason"])
+                 for p in tie["partitions"] if p["local"] is not None
+                 for s in p["remote_segments"] if "reason" in s}
+    assert by_retention == by_tiered
+    for command, code in (("retention", r_code), ("tiered", None)):
+        text_code, text = cli(command, path, "--at", AT)
+        shown = [line for line in text.splitlines() if line.startswith(("WARNING ", "ERROR "))]
+        assert bool(shown) == (text_code == 1), (command, text[-1500:])
+        if code is not None:
+            assert text_code == code
