@@ -27,6 +27,7 @@ from segtools.cli.common import (
     exit_code,
     open_tree,
 )
+from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 
@@ -55,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
                             + (f" (no two copies of {args.partition})" if args.partition
                                else ""), path=" ".join(args.paths))
     findings: list[Finding] = list(loose)
-    out = sys.stdout
+    out = Wrapping(sys.stdout) if args.format != "jsonl" else sys.stdout
     for key, copies in comparable.items():
         rs = compare_copies(key, copies, limit=args.max_decompressed_bytes)
         read = list(rs.read_findings)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from segtools.analysis.tiered import remote_segment_for_offset
 from segtools.cli import common, render
+from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.storage.index import OffsetIndex, TimeIndex
@@ -184,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
     if not pdirs:
         raise SegtoolsError("no partition matches", path=args.paths[0])
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
+    out = sys.stdout if args.format == "jsonl" else Wrapping(sys.stdout)
     found_any = False
     notes = []
     findings: list[Finding] = list(loose)
@@ -203,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         bad = _crc_finding(log, result)
         if bad is not None:
             findings.append(bad)
-        out = {
+        found = {
             "type": "found", "topic": pdir.name.topic if pdir.name else None,
             "partition": pdir.name.partition if pdir.name else None,
             "segment": str(log), "position": result.batch.position,
@@ -211,11 +213,11 @@ def run(args: argparse.Namespace) -> int:
             "batches_scanned": result.batches_scanned, "batch": result.batch.to_json(),
             "record": render.record_json(result.record, mode)}
         if args.format == "jsonl":
-            sys.stdout.write(render.dumps(out) + "\n")
+            out.write(render.dumps(found) + "\n")
         else:
             how = (f"offset index -> byte {result.start_position}" if result.index_used
                    else "no usable index: scanned from byte 0")
-            sys.stdout.write(
+            out.write(
                 f"{render.terminal_safe(pdir.path.name)}: offset {result.record.offset} in "
                 f"{render.terminal_safe(shown)} at byte {result.batch.position} "
                 f"({how}, {result.batches_scanned} batch(es) read)\n"
@@ -225,9 +227,9 @@ def run(args: argparse.Namespace) -> int:
     findings = common.with_listing(log_dirs, pdirs, findings)
     for f in findings:
         if args.format == "jsonl":
-            sys.stdout.write(render.dumps(f.to_json()) + "\n")
+            out.write(render.dumps(f.to_json()) + "\n")
         else:
-            sys.stdout.write(render.finding_line(f) + "\n")
+            out.write(render.finding_line(f) + "\n")
     for note in notes:
         sys.stderr.write(f"segtools: {render.terminal_safe(note)}\n")
     if not found_any and not notes:

@@ -17,6 +17,7 @@ import sys
 
 from segtools.analysis import producers as prod
 from segtools.cli import common, render
+from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.units import format_bytes, format_duration
@@ -108,7 +109,7 @@ def _transaction(e) -> str:
 
 
 def _write_text(results, dups, findings, args) -> None:
-    out = sys.stdout
+    out = Wrapping(sys.stdout)
     for r in results:
         if not r.producers:
             continue

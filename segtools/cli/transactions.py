@@ -46,6 +46,7 @@ from segtools.cli.common import (
     whole_partition,
     with_listing,
 )
+from segtools.cli.table import Wrapping
 from segtools.findings import Finding
 from segtools.units import format_duration
 
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     findings = with_listing(log_dirs, partitions, [*loose, *report.findings])
     results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
                if args.producer_id is None or args.producer_id in pt.scan.producers]
-    out = sys.stdout
+    out = Wrapping(sys.stdout) if args.format != "jsonl" else sys.stdout
     if args.format == "jsonl":
         write_json(results, list(report.changes), findings, args, out)
     else:
