@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from segtools import fanout
+from segtools.analysis.remote_input import AivenObject, aiven_object
 from segtools.cli import _jsonl, common, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
@@ -199,6 +201,11 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
     shown = out.redactor.path(name) if out.redactor is not None else name
     if path.is_dir():
         raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
+    aiven = aiven_object(path, limit=args.max_decompressed_bytes) \
+        if isinstance(path, Path) and is_log_file(name) else None
+    if aiven is not None:
+        _dump_aiven(aiven, path, shown, window, deep, args, mode, out, advance)
+        return
     if is_log_file(name):
         with Segment(path, decompress_limit=args.max_decompressed_bytes) as segment:
             if segment.base_offset is not None:
@@ -224,6 +231,26 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
     out.emit({"type": "file", "path": shown}, f"Dumping {render.terminal_safe(shown)}")
     for f in dumper(path, args, out.emit):
         out.finding(f)
+
+
+def _dump_aiven(aiven: AivenObject, path: Path, shown: str, window: Window, deep: bool, args,
+                mode: str, out: Output, advance) -> None:
+    """An Aiven plugin's ``.log`` object: dumped as the segment its chunks make (put back
+    together in a temporary file outside the store), or, encrypted, said to be so."""
+    out.emit({"type": "file", "path": shown, "kind": "aiven_segment_object",
+              "manifest": aiven.manifest},
+             f"Dumping {render.terminal_safe(shown)}\n"
+             "an Aiven tiered-storage object: "
+             + ("its chunks put back together per its .rsm-manifest"
+                if aiven.data is not None else "not read, see below"))
+    if aiven.data is None:
+        out.finding(aiven.note)
+        return
+    with tempfile.TemporaryDirectory(prefix="segtools-aiven-") as scratch:
+        whole = Path(scratch) / path.name
+        whole.write_bytes(aiven.data)
+        with Segment(whole, decompress_limit=args.max_decompressed_bytes) as segment:
+            _dump_log(segment, whole, window, deep, args, mode, out, advance)
 
 
 def _start_position(path: Path, segment: Segment, window: Window) -> int:

@@ -151,7 +151,7 @@ def _text_entries(path: Path, parse) -> tuple[object, list[Finding]]:
 
 def dump_checkpoint(path: Path, args, emit: Emit) -> list[Finding]:
     name = path.name
-    if name == "leader-epoch-checkpoint":
+    if name == "leader-epoch-checkpoint" or name.endswith(REMOTE_EPOCH_SUFFIX):
         entries, findings = _text_entries(path, parse_leader_epoch_checkpoint)
         for e in entries or ():
             emit({"type": "checkpoint_entry", "epoch": e.epoch, "start_offset": e.start_offset},
@@ -183,7 +183,12 @@ CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata", "meta.prope
                     "recovery-point-offset-checkpoint", "replication-offset-checkpoint",
                     "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 
+#: A remote segment's leader-epoch checkpoint as Kafka's ``LocalTieredStorage`` stores it
+#: (``<start offset>-<segment id>.leader_epoch_checkpoint``): the same text format.
+REMOTE_EPOCH_SUFFIX = ".leader_epoch_checkpoint"
+
 DUMPERS: dict[str, Callable[[Path, object, Emit], list[Finding]]] = {
+    REMOTE_EPOCH_SUFFIX: dump_checkpoint,
     ".index": dump_offset_index,
     ".timeindex": dump_time_index,
     ".txnindex": dump_txn_index,

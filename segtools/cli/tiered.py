@@ -62,6 +62,9 @@ SEGMENT_COLUMNS = (Column("offsets"), Column("segment id", width=22), Column("si
                    Column("verdict"))
 STORE_COLUMN = Column("in the store")
 WHY_COLUMN = Column("why")
+#: Notes that explain a cell of the table (what reading a segment needs), printed although
+#: they are not problems.
+SAID_WHEN_INFO = frozenset({"remote_segment_encrypted"})
 
 
 def print_text(report: TieredReport) -> None:
@@ -73,7 +76,8 @@ def print_text(report: TieredReport) -> None:
         say("no tiered partition (remote.storage.enable) and no remote log metadata here")
     for p in report.partitions:
         print_partition(say, p)
-    shown = [f for f in report.all_findings if f.severity != "info"]
+    shown = [f for f in report.all_findings
+             if f.severity != "info" or f.code in SAID_WHEN_INFO]
     if shown:
         say()
     for f in shown:
@@ -116,8 +120,16 @@ def _stored(store: dict | None) -> str:
     if store is None:
         return "-"
     content = store["content"]
-    text = "no .log" if content is None else (
-        f"{content['records']} records, {content['first_offset']}..{content['last_offset']}")
+    codes = {f["code"] for f in content["findings"]} if content is not None else set()
+    if content is None:
+        text = "no .log"
+    elif "remote_segment_encrypted" in codes:
+        text = "encrypted: not read, needs the plugin's private key (see INFO below)"
+    elif not content["batches"] and codes:
+        text = f"not read: {', '.join(sorted(codes))} (see below)"
+    else:
+        text = (f"{content['records']} records, "
+                f"{content['first_offset']}..{content['last_offset']}")
     if store["missing"]:
         text += f"; missing {', '.join(store['missing'])}"
     return text

@@ -345,6 +345,13 @@ class AivenStore:
 RemoteStore = LocalTieredStorage | AivenStore
 
 
+#: Files only a broker's log dir holds: a log dir given as a store is said to be one.
+_LOG_DIR_FILES = ("meta.properties", "recovery-point-offset-checkpoint",
+                  "replication-offset-checkpoint")
+#: A LocalTieredStorage partition directory: ``<topic>-<partition>-<22-character topic id>``.
+_LTS_PARTITION = re.compile(r".+-\d+-[A-Za-z0-9_-]{22}")
+
+
 def open_store(path: str | Path) -> RemoteStore:
     """The store at ``path``, its layout recognised: a ``kafka-tiered-storage`` directory or
     ``<topic>-<partition>-<topic id>`` directories of segment files (LocalTieredStorage), or
@@ -352,11 +359,15 @@ def open_store(path: str | Path) -> RemoteStore:
     root = local_tiered_storage_root(path)
     if root.name == LOCAL_TIERED_STORAGE_DIR:
         return LocalTieredStorage(root)
+    if any((root / name).is_file() for name in _LOG_DIR_FILES):
+        raise SegtoolsError("a Kafka log dir, not a remote store: --remote-store takes the "
+                            "LocalTieredStorage directory (its 'dir' setting) or the Aiven "
+                            "plugin's bucket under its prefix", path=str(root))
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         if any(q.is_dir() and _AIVEN_PARTITION.fullmatch(q.name) and
                any(q.glob("*.rsm-manifest")) for q in sub.iterdir()):
             return AivenStore(root)
-        if any(sub.glob("*.log")):
+        if _LTS_PARTITION.fullmatch(sub.name) and any(sub.glob("*.log")):
             return LocalTieredStorage(root)
     raise SegtoolsError("no remote segments here in a layout segtools knows (LocalTieredStorage "
                         "or Aiven tiered-storage-for-apache-kafka)", path=str(root))
