@@ -57,7 +57,13 @@ def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[
     with index:
         findings = list(index.sanity_check())
         if args.verify_index:
-            return findings + check(str(path), *index.entry_arrays(), _log_table(path))
+            findings += check(str(path), *index.entry_arrays(), _log_table(path))
+            if not findings:  # silence would read as "nothing was checked"
+                emit({"type": "note", "path": str(path), "message": "index verified",
+                      "entries": index.valid_entries},
+                     f"{index.valid_entries} entr{'y' if index.valid_entries == 1 else 'ies'} "
+                     "checked against the .log: every one agrees with the batch it names")
+            return findings
         slots = index.dumped_slots()
         if not len(slots):
             emit({"type": "note", "path": str(path), "message": "empty"},

@@ -2,8 +2,8 @@
 
 By offset: the segment whose base offset is the largest at or below the target
 (``LogSegments.floorSegment``), then its offset index and a short forward scan. By timestamp:
-the first segment whose largest timestamp reaches the target (``UnifiedLog.
-fetchOffsetByTimestamp``), then its time index, offset index and scan
+the first segment whose largest timestamp reaches the target
+(``UnifiedLog.fetchOffsetByTimestamp``), then its time index, offset index and scan
 (``LogSegment.findOffsetByTimestamp``). Prints the record with its segment, byte position and
 batch, and how much the index saved (where the scan started, how many batches it read).
 

@@ -107,6 +107,7 @@ def summarize_partition(pdir: PartitionDir, *, verify_crc: bool, limit: int
 def _row(ps: PartitionScan, s: SegmentSummary, remote: RemoteSummary | None = None) -> dict:
     name = ps.partition.name
     return {
+        "type": "segment",  # first, as on every JSON line (docs/json-contract.md)
         "log_dir": str(ps.log_dir.path),
         "topic": name.topic if name else None,
         "partition": name.partition if name else None,

@@ -55,3 +55,37 @@ def test_a_log_dir_without_version_evidence_is_not_written_by_kafka_unknown(tmp_
     proc = run("scan", str(bare))
     assert "written by Kafka unknown" not in proc.stdout
     assert "no file in it names the Kafka version" in proc.stdout
+
+
+def test_the_verify_example_in_the_docs_is_what_verify_prints():
+    """docs/cli.md shows ``segtools verify fixtures/logdirs``: its summary line is the one the
+    command prints on the fixtures as they are now."""
+    docs = (FIXTURES.parent / "docs" / "cli.md").read_text()
+    shown = next(line for line in docs.splitlines() if line.startswith("verified "))
+    proc = run("verify", "-q", str(FIXTURES / "logdirs"))
+    assert proc.stdout.splitlines()[-1] == shown
+
+
+def test_scan_json_lines_have_type_first():
+    proc = run("scan", "--format", "jsonl", str(SAMPLE))
+    assert all(line.startswith('{"type":') for line in proc.stdout.splitlines()), \
+        proc.stdout[:300]
+
+
+def test_verify_index_says_when_the_index_is_fine():
+    proc = run("dump", "--verify-index", str(SAMPLE / "orders.v2-eu-1" /
+                                             "00000000000000000000.index"))
+    assert proc.returncode == 0
+    assert "checked against the .log" in proc.stdout
+
+
+def test_the_chain_of_custody_shows_times_as_times():
+    proc = run("scan", "--hashes", str(SAMPLE / "orders.v2-eu-1"))
+    custody = proc.stdout.split("chain of custody:", 1)[1]
+    assert " ms " not in custody and "modified 20" in custody
+
+
+def test_find_help_names_kafkas_method_whole():
+    proc = run("find", "--help")
+    assert "UnifiedLog.fetchOffsetByTimestamp" in " ".join(proc.stdout.split())
+    assert "UnifiedLog. " not in proc.stdout
