@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
 from segtools import __version__
-from segtools.cli.common import EXIT_OK, EXIT_USAGE
+from segtools.cli.common import EXIT_USAGE
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 
@@ -44,6 +45,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("segtools.cli.report", "one self-contained HTML report of a tree, to share"),
     "tiered": ("segtools.cli.tiered", "tiered storage: remote segments, stuck copies, both tiers"),
 }
+
+
+#: The answer was cut short because its reader went away: what a shell reports for a command
+#: ended by SIGPIPE (128 + 13), not 0 ("read fully"), so ``set -o pipefail`` sees it.
+EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE
 
 
 class _Parser(argparse.ArgumentParser):
@@ -110,10 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{e.path}: " if e.path else ""
         print(f"segtools: error: {where}{e}", file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:  # `segtools dump ... | head` is normal use
+    except BrokenPipeError:  # `segtools dump ... | head`: normal use, but not a full read
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        return EXIT_OUTPUT_CLOSED
     except KeyboardInterrupt:
         return 130
     except MemoryError:

@@ -89,3 +89,14 @@ def test_find_help_names_kafkas_method_whole():
     proc = run("find", "--help")
     assert "UnifiedLog.fetchOffsetByTimestamp" in " ".join(proc.stdout.split())
     assert "UnifiedLog. " not in proc.stdout
+
+
+def test_an_answer_cut_by_its_reader_is_not_exit_0():
+    """``segtools ... | head`` under ``set -o pipefail``: the cut answer shows, as 141 (a
+    command ended by SIGPIPE), not as 0, "read fully"."""
+    big = SAMPLE / "big-value-0" / "00000000000000000000.log"
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; '{SEGTOOLS}' dump --deep "
+                           f"--print-data '{big}' | head -c 10 >/dev/null"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr
