@@ -41,6 +41,8 @@ from segtools.storage.location import Entry, Location, close_all, note_read
 
 #: Default bound on temporary space for inflated members (``tmp_limit`` storage option).
 TMP_LIMIT = 16 * 1024**3
+#: zlib's window bits for a gzip header and trailer around the deflate stream.
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
 _COPY_CHUNK = 1 << 20
 _ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature ... name length, extra length
 _ZIP_LOCAL_MAGIC = b"PK\x03\x04"
@@ -192,18 +194,28 @@ class ArchiveLocation(Location):
             tf.members = []
 
     def _inflate_stream(self) -> Path:
-        """A ``.tar.gz`` inflated once, as a stream, into one temporary ``.tar``."""
-        import gzip
+        """A ``.tar.gz`` inflated once, as a stream, into one temporary ``.tar``. Every byte
+        the stream yields before damage is kept (as ``gzip -dc`` does), so the members before
+        a truncation are read; ``gzip.GzipFile.read`` would drop the whole last read."""
         out = self._tmpdir() / "archive.tar"
+        inflater = zlib.decompressobj(wbits=_GZIP_WBITS)
         try:
-            with gzip.open(self.archive, "rb") as src, open(out, "wb") as dst:
-                while True:
-                    chunk = src.read(_COPY_CHUNK)
-                    if not chunk:
-                        break
-                    self._reserve(len(chunk), "the compressed archive")
-                    dst.write(chunk)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            with open(self.archive, "rb") as src, open(out, "wb") as dst:
+                while raw := src.read(_COPY_CHUNK):
+                    full = True  # output capped at _COPY_CHUNK: more may be held inside
+                    while raw or (full and not inflater.eof):
+                        chunk = inflater.decompress(raw, _COPY_CHUNK)
+                        full = len(chunk) == _COPY_CHUNK
+                        self._reserve(len(chunk), "the compressed archive")
+                        dst.write(chunk)
+                        raw = inflater.unconsumed_tail
+                        if inflater.eof and inflater.unused_data.strip(b"\0"):
+                            # a gzip of several members (cat a.gz b.gz)
+                            raw = inflater.unused_data
+                            inflater = zlib.decompressobj(wbits=_GZIP_WBITS)
+            if not inflater.eof:
+                raise EOFError("the compressed file ends before the end-of-stream marker")
+        except (EOFError, zlib.error) as e:
             self._damaged(f"the compressed stream breaks off after {self._tmp_used} bytes: "
                           f"{e}; the members before it are read")
         return out

@@ -145,3 +145,22 @@ def test_scan_does_not_call_an_unreadable_partition_a_leftover(tree):
     assert len(leftovers) == 1 or "partition_dir_unreadable" not in leftovers[1].split(
         "finding(s):")[0]
     assert "partition_dir_unreadable" in proc.stdout
+
+
+def test_a_truncated_bundle_answers_for_the_members_before_the_damage(tmp_path):
+    """A support bundle cut in the middle of its second broker: the first is read whole (as
+    ``gzip -dc`` recovers it), the damage is a finding."""
+    import tarfile
+
+    whole = tmp_path / "bundle.tar.gz"
+    with tarfile.open(whole, "w:gz") as tar:
+        tar.add(FIXTURES / "logdirs" / "replicas" / "broker1", "broker-1/kafka-logs")
+        tar.add(FIXTURES / "logdirs" / "sample", "broker-2/kafka-logs")
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(data[:len(data) // 2])
+    proc = subprocess.run([SEGTOOLS, "scan", str(cut)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 1, proc.stderr
+    assert "orders.v2-eu-9" in proc.stdout
+    assert "archive_damaged" in proc.stdout and "breaks off" in proc.stdout
