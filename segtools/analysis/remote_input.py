@@ -33,13 +33,11 @@ from segtools.storage.partition import (
     load_partition_dir,
 )
 from segtools.storage.remote_store import (
-    MANIFEST_CAP,
     LocalTieredStorage,
     RemoteSegmentContent,
     RemoteSegmentFiles,
     RemoteStore,
-    assemble,
-    parse_manifest,
+    aiven_segment_bytes,
 )
 from segtools.storage.segment import unreadable
 from segtools.storage.summary import SegmentSummary, summarize
@@ -170,29 +168,11 @@ class AivenObject:
 
 
 def aiven_object(log: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> AivenObject | None:
-    """None when ``log`` is not an Aiven segment object (no ``.rsm-manifest`` beside it, or
-    a manifest that says nothing is transformed: then the object is the segment, read as it
-    is). Its chunks are zstd frames when ``compression`` is on (read whole bytes would look
+    """None when ``log`` is not an Aiven segment object (no ``.rsm-manifest`` beside it).
+    Its chunks are zstd frames when ``compression`` is on (read as they are they would look
     like a torn batch) and AES-GCM when ``encryption`` is set (like a corrupt length)."""
     manifest_path = log.with_name(log.name.removesuffix(".log") + ".rsm-manifest")
     if log.suffix != ".log" or not manifest_path.is_file():
         return None
-    try:
-        if manifest_path.stat().st_size > MANIFEST_CAP:
-            raise SegtoolsError("the manifest is too large to be one")
-        manifest = parse_manifest(manifest_path.read_bytes(), limit=limit)
-        if manifest.encryption_key_id is not None:
-            return AivenObject(str(manifest_path), None, finding(
-                "remote_segment_encrypted", str(log),
-                "an Aiven tiered-storage object encrypted by the plugin (AES-GCM chunks; the "
-                f"data key is wrapped by the key pair {manifest.encryption_key_id!r}): reading "
-                "it needs that private key, which segtools does not have and does not guess"))
-        if not manifest.compression:
-            return None
-        if manifest.original_file_size > limit:
-            raise SegtoolsError(f"the segment is {manifest.original_file_size} bytes, over "
-                                "--max-decompressed-bytes")
-        return AivenObject(str(manifest_path), assemble(manifest, log.read_bytes()), None)
-    except (SegtoolsError, OSError, ValueError) as e:
-        return AivenObject(str(manifest_path), None,
-                           finding("remote_segment_unreadable", str(log), str(e)))
+    data, note = aiven_segment_bytes(log, manifest_path, limit=limit)
+    return AivenObject(str(manifest_path), data, note)
