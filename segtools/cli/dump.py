@@ -29,7 +29,7 @@ from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
 from segtools.decode.table import BatchTable
 from segtools.errors import NotAKafkaFileError, SegtoolsError
-from segtools.findings import Finding
+from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
 from segtools.redact import Redactor, redactor
 from segtools.storage.index import OffsetIndex, TimeIndex
@@ -182,7 +182,18 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or sys.stdout.isatty()
     with common.progress(total, "dumping", quiet=quiet) as advance:
         for name in args.files:
-            _dump_file(name, window, deep, args, mode, out, advance)
+            try:
+                _dump_file(name, window, deep, args, mode, out, advance)
+            except NotAKafkaFileError:
+                raise
+            except SegtoolsError as e:
+                if len(args.files) == 1:  # nothing else to answer: the error line, exit 2
+                    raise
+                # one unreadable file among several: a finding that names it (dump's finding
+                # lines leave the path to the file's heading), and the others are dumped
+                out.finding(finding("segment_unreadable" if is_log_file(name)
+                                    else "file_unreadable", name,
+                                    f"{render.terminal_safe(name)} could not be read: {e}"))
     return common.exit_code(out.findings)
 
 

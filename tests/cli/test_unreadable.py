@@ -164,3 +164,17 @@ def test_a_truncated_bundle_answers_for_the_members_before_the_damage(tmp_path):
     assert proc.returncode == 1, proc.stderr
     assert "orders.v2-eu-9" in proc.stdout
     assert "archive_damaged" in proc.stdout and "breaks off" in proc.stdout
+
+
+def test_dump_of_several_files_goes_past_an_unreadable_one(tree):
+    pdir = tree / "orders.v2-eu-0"
+    target = pdir / "00000000000000000005.log"
+    target.chmod(0)
+    try:
+        proc = run(["dump", *(str(p) for p in sorted(pdir.glob("*.log")))])
+    finally:
+        target.chmod(0o644)
+    assert proc.returncode == 1, proc.stderr
+    assert "Dumping " + str(pdir / "00000000000000000205.log") in proc.stdout
+    (line,) = [x for x in proc.stdout.splitlines() if "segment_unreadable" in x]
+    assert target.name in line and "ermission denied" in line
