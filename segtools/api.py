@@ -424,13 +424,14 @@ class LogDirs:
                      ) -> TransactionsReport:
         """Transactions per partition, hanging ones, open transactional ids (as
         ``segtools transactions``); the latest ``changes`` state changes of each
-        transactional id (0: all). ``analysed``: partitions already analysed (by their
-        directory's path), walked beside another analysis."""
+        transactional id (0: all). Ages are measured at ``now`` (default: the wall clock),
+        one moment for every log. ``analysed``: partitions already analysed (by their
+        directory's path, at the same ``now``), walked beside another analysis."""
         pdirs = [p.directory for p in self.partitions(topics, states=arguments.PARTITION_STATES)]
         return as_result(transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
-                                   now=None if now is None else arguments.moment(now, "now"),
-                                   keep=changes,
-                                   limit=self.max_decompressed_bytes, analysed=analysed))
+                                             now=_now(now, "now"), keep=changes,
+                                             limit=self.max_decompressed_bytes,
+                                             analysed=analysed))
 
     def offsets_at(self, at: Time | None = None, *,
                    groups: str | Iterable[str] | None = None, history: bool = False,
@@ -567,9 +568,10 @@ class LogDirs:
             for key, copies in copies_by_partition(self.log_dirs, partition).items())
 
 
-def _now(at: Time | None) -> int:
-    """``at`` in epoch ms; the wall clock when not given (as the CLI's ``--at``)."""
-    return arguments.moment(at, "at") if at is not None else int(time.time() * 1000)
+def _now(at: Time | None, name: str = "at") -> int:
+    """``at`` in epoch ms (an error names the caller's argument, ``name``); the wall clock when
+    not given (as the CLI's ``--at``)."""
+    return arguments.moment(at, name) if at is not None else int(time.time() * 1000)
 
 
 def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,

@@ -242,7 +242,9 @@ RULES: tuple[Rule, ...] = (
          "a log dir without meta.properties (a copy, or a broker that never started on it)"),
     Rule("clean_shutdown_malformed", W, A.CHECKPOINTS,
          ".kafka_cleanshutdown is not the JSON Kafka writes"),
-    Rule("file_unreadable", E, A.CHECKPOINTS, "a small metadata file could not be read"),
+    Rule("file_unreadable", E, A.CHECKPOINTS,
+         "a file beside the segments (checkpoint, index, snapshot) could not be read; the "
+         "answer goes on without it"),
     Rule("file_too_large", E, A.CHECKPOINTS,
          "a metadata file far larger than Kafka ever writes (not read)"),
     Rule("file_not_utf8", E, A.CHECKPOINTS, "a text metadata file that is not UTF-8"),
@@ -383,6 +385,9 @@ RULES: tuple[Rule, ...] = (
     # ---------------------------------------------------------------- replicas
     Rule("leader_epoch_checkpoint_mismatch", W, A.REPLICAS,
          "a replica's batch leader epochs disagree with its leader-epoch-checkpoint"),
+    Rule("replica_diverged", W, A.REPLICAS,
+         "copies of a partition hold different batches at the same offset: a follower "
+         "truncates to the leader's epoch end (ReplicaFetcherThread) and loses what follows"),
     # ---------------------------------------------------------------- configuration
     Rule("cluster_metadata_decoder_missing", I, A.CONFIG,
          "topic configs not read from __cluster_metadata (its decoder is unavailable)"),
@@ -424,7 +429,8 @@ RULES: tuple[Rule, ...] = (
          "local segment"),
     Rule("remote_leader_epoch_mismatch", W, A.REMOTE_LOG,
          "a copied remote segment whose leader epochs are not in the local leader epoch "
-         "lineage (isRemoteSegmentWithinLeaderEpochs): Kafka neither serves it nor counts it"),
+         "lineage (isRemoteSegmentWithinLeaderEpochs): the expiration task never deletes it, "
+         "and only the offsets of epochs the lineage shares count as copied"),
     Rule("remote_segment_missing", W, A.REMOTE_LOG,
          "a segment that finished copying has no .log in the remote store given"),
     Rule("remote_segment_incomplete", W, A.REMOTE_LOG,

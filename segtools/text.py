@@ -9,6 +9,7 @@ where each can import them without importing another face.
 from __future__ import annotations
 
 import os
+from pathlib import PurePath
 
 from segtools.sensitive import without_credentials
 
@@ -84,3 +85,16 @@ def quoted(text: str, limit: int = QUOTE_CHARS) -> str:
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}... ({len(text) - limit} more characters)"
+
+
+def distinct_names(paths) -> list[str]:
+    """A short name per path that tells them apart: the last part (``broker-1``) when those
+    differ, else the fewest trailing parts that do (``broker-1/kafka-logs`` for a bundle of
+    brokers that each keep ``kafka-logs``), never a whole archive path when less will do."""
+    paths = [str(p) for p in paths]
+    parts = [PurePath(p).parts for p in paths]
+    for n in range(1, max((len(p) for p in parts), default=0) + 1):
+        names = ["/".join(p[-n:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return paths

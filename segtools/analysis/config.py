@@ -54,11 +54,18 @@ def _policy(text: str) -> tuple[str, ...]:
 
 
 def _long(text: str) -> int:
-    return int(text.strip())
+    """A Java long, as ``ConfigDef.Type.LONG`` parses it; the error in words, not Python's."""
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise ValueError("not a whole number") from None
 
 
 def _ratio(text: str) -> float:
-    value = float(text.strip())
+    try:
+        value = float(text.strip())
+    except ValueError:
+        raise ValueError("not a number") from None
     if not 0 <= value <= 1:
         raise ValueError("must be between 0 and 1")
     return value

@@ -29,6 +29,7 @@ from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir, PartitionState
+from segtools.text import distinct_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,9 +328,28 @@ def compare(replicas: Sequence[Replica]) -> Divergence:
         truncate_to = min(end, r.end_offset)
         truncations.append(Truncation(r.label, leader.label, epoch, end, truncate_to,
                                       r.end_offset - truncate_to))
+    if first_difference is not None:
+        findings += _divergence_findings(replicas, leader, first_difference, truncations)
     return Divergence(tuple(replicas), common_start, agreed, first_difference, status,
                       tuple(differing), tuple(unique), tuple(truncations),
                       tuple(findings))
+
+
+def _divergence_findings(replicas: Sequence[Replica], leader: Replica, first_difference: int,
+                         truncations: Sequence[Truncation]) -> list[Finding]:
+    """A divergence is a finding, whoever shows it (``diverge``, the report, the API): the
+    copy that truncates loses what follows the leader's epoch end; without a truncation to
+    name (no leader epoch to compare), the split itself is the finding."""
+    names = ", ".join(r.label for r in replicas)
+    lossy = [t for t in truncations if t.discarded > 0]
+    if not lossy:
+        return [finding("replica_diverged", str(leader.partition.path),
+                        f"copies {names} hold different batches from offset "
+                        f"{first_difference}", offset=first_difference)]
+    by_label = {r.label: r for r in replicas}
+    return [finding("replica_diverged", str(by_label[t.replica].partition.path),
+                    f"copies {names} differ from offset {first_difference}; {t.sentence}",
+                    offset=t.truncate_to) for t in lossy]
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,10 +364,8 @@ class ReplicaSet:
 
 
 def _labels(copies: list[tuple[LogDir, PartitionDir]]) -> list[str]:
-    """The log dir's name (``broker-1``); its full path when names repeat."""
-    names = [d.path.name for d, _ in copies]
-    return [n if names.count(n) == 1 else str(d.path)
-            for n, (d, _) in zip(names, copies, strict=True)]
+    """Each copy by its log dir's short name (:func:`segtools.text.distinct_names`)."""
+    return distinct_names(d.path for d, _ in copies)
 
 
 def copies_by_partition(log_dirs: Iterable[LogDir], partition: str | None = None

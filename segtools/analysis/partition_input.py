@@ -40,7 +40,7 @@ from segtools.storage.partition import (
     SegmentFiles,
     load_partition_dir,
 )
-from segtools.storage.segment import Segment
+from segtools.storage.segment import Segment, unreadable
 from segtools.storage.summary import SegmentSummary, summarize
 
 
@@ -70,6 +70,7 @@ class PartitionInput:
 class Skipped:
     path: str
     reason: str
+    unread: Finding | None = None  # what could not be read, when that is why
 
     def to_json(self) -> dict:
         return {"path": self.path, "reason": self.reason}
@@ -185,9 +186,15 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
     out = []
     summarised = fanout.ordered(partial(_summaries, limit=limit), [p for _, p in todo],
                                 segments=sum(len(p.segments) for _, p in todo))
-    for (d, p), summaries in zip(todo, summarised, strict=True):
+    for (d, p), (summaries, unread) in zip(todo, summarised, strict=True):
         advance(sum(s.log_size or 0 for s in p.segments))
         findings += [f for s in summaries for f in s.findings]
+        if unread is not None:
+            findings.append(unread)
+            skipped.append(Skipped(str(p.path), f"{Path(unread.path).name} could not be read "
+                                   f"({unread.message.removeprefix('could not be read: ')}): "
+                                   "its retention and cleaning are not explained", unread))
+            continue
         tp = (p.name.topic, p.name.partition)
         out.append(PartitionInput(
             d, p, p.name.topic, p.name.partition, tuple(summaries),
@@ -198,10 +205,19 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
     return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
 
 
-def _summaries(p: PartitionDir, *, limit: int) -> tuple[SegmentSummary, ...]:
-    """Every segment of one partition, summarised (a job for :func:`fanout.ordered`)."""
-    return tuple(summarize(s, is_active=s is p.active_segment, decompress_limit=limit)
-                 for s in p.segments)
+def _summaries(p: PartitionDir, *, limit: int
+               ) -> tuple[tuple[SegmentSummary, ...], Finding | None]:
+    """Every segment of one partition, summarised (a job for :func:`fanout.ordered`), or the
+    finding of the first segment that could not be read: retention and the cleaner decide
+    over a partition's whole log (sizes, the newest timestamps), so a partition with a hole
+    is not explained; the rest of the tree still is."""
+    out = []
+    for s in p.segments:
+        try:
+            out.append(summarize(s, is_active=s is p.active_segment, decompress_limit=limit))
+        except SegtoolsError as e:
+            return (), unreadable(str(s.log), e)
+    return tuple(out), None
 
 
 def input_bytes(log_dirs: Sequence[LogDir]) -> int:

@@ -39,7 +39,7 @@ from segtools.storage.partition import (
     SegmentFiles,
     load_partition_dir,
 )
-from segtools.storage.segment import Segment, read_small, unreadable
+from segtools.storage.segment import Segment, file_unreadable, read_small, unreadable
 
 #: KRaft's metadata log is one partition, always 0 (``KafkaRaftServer.MetadataPartition``).
 METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
@@ -156,14 +156,21 @@ def batch_records(segment: Segment, batch: Batch, findings: list[Finding]) -> li
     return out
 
 
-def transaction_indexes(partition: PartitionDir
+def transaction_indexes(partition: PartitionDir, findings: list[Finding]
                         ) -> Iterator[tuple[SegmentFiles, TransactionIndex]]:
     """Each live segment's ``.txnindex``, open (closed when the next is asked for), oldest
-    first; segments without one are passed over."""
+    first; segments without one are passed over, and one that cannot be opened is a finding
+    in ``findings`` (the others are still read)."""
     for files in partition.segments:
-        if files.txnindex is not None:
-            with TransactionIndex(files.txnindex, files.base_offset) as index:
-                yield files, index
+        if files.txnindex is None:
+            continue
+        try:
+            index = TransactionIndex(files.txnindex, files.base_offset)
+        except SegtoolsError as e:
+            findings.append(file_unreadable(str(files.txnindex), e))
+            continue
+        with index:
+            yield files, index
 
 
 def producer_snapshots(partition: PartitionDir) -> list[SnapshotFile]:

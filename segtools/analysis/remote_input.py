@@ -37,6 +37,7 @@ from segtools.storage.remote_store import (
     RemoteSegmentContent,
     RemoteSegmentFiles,
     RemoteStore,
+    aiven_segment_bytes,
 )
 from segtools.storage.segment import unreadable
 from segtools.storage.summary import SegmentSummary, summarize
@@ -150,3 +151,28 @@ def remote_summaries(rp: RemotePartition, store: RemoteStore, *, verify_crc: boo
             continue
         out.append(RemoteSummary(s, summary))
     return tuple(out), tuple(findings)
+
+
+# --------------------------------------------------------------------------- one object
+
+
+@dataclass(frozen=True, slots=True)
+class AivenObject:
+    """An Aiven plugin's ``.log`` object found on its own (``dump`` of a file in the bucket):
+    the segment put back together from its chunks, or, when that needs what segtools does
+    not have (the plugin's private key), the finding that says so instead of damage."""
+
+    manifest: str
+    data: bytes | None
+    note: Finding | None
+
+
+def aiven_object(log: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> AivenObject | None:
+    """None when ``log`` is not an Aiven segment object (no ``.rsm-manifest`` beside it).
+    Its chunks are zstd frames when ``compression`` is on (read as they are they would look
+    like a torn batch) and AES-GCM when ``encryption`` is set (like a corrupt length)."""
+    manifest_path = log.with_name(log.name.removesuffix(".log") + ".rsm-manifest")
+    if log.suffix != ".log" or not manifest_path.is_file():
+        return None
+    data, note = aiven_segment_bytes(log, manifest_path, limit=limit)
+    return AivenObject(str(manifest_path), data, note)

@@ -410,6 +410,27 @@ def is_within_leader_epochs(segment: RemoteSegment, log_end_offset: int,
     return True
 
 
+def counted_as_copied(segment: RemoteSegment, log_end_offset: int,
+                      lineage: Sequence[EpochEntry]) -> int | None:
+    """The highest offset of ``segment`` that ``findHighestRemoteOffset`` can count as copied:
+    the metadata cache keeps the highest offset per leader epoch whatever the lineage, and the
+    broker caps each epoch it shares with the local lineage at that epoch's local end
+    (``LeaderEpochFileCache.endOffsetFor``). None when it shares no epoch."""
+    local = sorted(lineage, key=lambda e: e.epoch)
+    starts = {e.epoch: e.start_offset for e in local}
+    seg = sorted(segment.leader_epochs, key=lambda e: e.epoch)
+    best = None
+    for i, e in enumerate(seg):
+        if e.epoch not in starts:
+            continue
+        j = next(k for k, x in enumerate(local) if x.epoch == e.epoch)
+        lineage_end = local[j + 1].start_offset - 1 if j + 1 < len(local) else log_end_offset - 1
+        epoch_end = seg[i + 1].start_offset - 1 if i + 1 < len(seg) else segment.end_offset
+        if e.start_offset <= lineage_end:
+            best = max(best if best is not None else -1, min(epoch_end, lineage_end))
+    return best
+
+
 def _age(now_ms: int, since: int) -> str:
     return format_duration(max(0, now_ms - since))
 
@@ -475,10 +496,15 @@ def check(rp: RemotePartition, *, now_ms: int, path: str,
             if not is_within_leader_epochs(s, log_end_offset, local_epochs):
                 epochs = ", ".join(f"{e.epoch}@{e.start_offset}" for e in s.leader_epochs)
                 local = ", ".join(f"{e.epoch}@{e.start_offset}" for e in local_epochs)
+                counted = counted_as_copied(s, log_end_offset, local_epochs)
+                copied = (f"findHighestRemoteOffset still counts its offsets up to {counted} "
+                          "(the epochs the lineage shares) as copied") if counted is not None \
+                    else "none of its offsets count as copied (findHighestRemoteOffset)"
                 out.append(finding("remote_leader_epoch_mismatch", path,
                                    f"{label}: remote segment {s.segment_id} "
                                    f"({s.start_offset}-{s.end_offset}, epochs {epochs}) is not in "
-                                   f"the local leader epoch lineage ({local}): Kafka neither "
-                                   "counts it for retention nor treats its offsets as copied",
+                                   f"the local leader epoch lineage ({local}): the expiration "
+                                   "task skips it (isRemoteSegmentWithinLeaderEpochs), so "
+                                   f"remote retention never deletes it; {copied}",
                                    offset=s.start_offset))
     return out

@@ -26,13 +26,14 @@ finish is retried only if the walk reaches it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from segtools.analysis.config import TopicConfig
-from segtools.analysis.partition_input import Loaded, PartitionInput
+from segtools.analysis.partition_input import Loaded, PartitionInput, Skipped
 from segtools.analysis.remote_input import (
     StoredSegment,
     StoreHoldings,
@@ -55,6 +56,7 @@ from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.formats.internal.remote_log_metadata import TOPIC
 from segtools.storage.logdirs import LogDir
+from segtools.storage.partition import parse_partition_dir_name
 from segtools.storage.remote_store import RemoteStore
 from segtools.units import format_bytes, format_duration, format_retention, format_time
 
@@ -107,13 +109,20 @@ def remote_segment_for_offset(log_dirs: Sequence[LogDir], topic: str, partition:
                               offset: int) -> tuple[RemotePartition, RemoteSegment] | None:
     """The copied remote segment that holds ``offset`` of a partition, from the log dirs'
     ``__remote_log_metadata`` (the latest copy when several do): where a fetch below the local
-    log start offset is served from (``RemoteLogManager.read``)."""
+    log start offset is served from (``RemoteLogManager.read``); for an offset below every
+    copied segment, the first one after it (where the first record at or after it is)."""
     remote = remote_metadata(log_dirs)
     rp = remote_by_partition(remote).get((topic, partition))
     if rp is None:
         return None
     holding = [s for s in rp.live_segments if s.start_offset <= offset <= s.end_offset]
-    return (rp, max(holding, key=lambda s: s.copy_started_ms)) if holding else None
+    if holding:
+        return rp, max(holding, key=lambda s: s.copy_started_ms)
+    # below the remote log start (its segment deleted): a fetch there is out of range, and
+    # the first record at or after it is the start of the next copied segment
+    later = [s for s in rp.live_segments if s.start_offset > offset]
+    return (rp, min(later, key=lambda s: (s.start_offset, -s.copy_started_ms))) if later \
+        else None
 
 
 # --------------------------------------------------------------------------- remote retention
@@ -345,6 +354,7 @@ class TieredPartition:
     verdicts: tuple[RemoteVerdict, ...]
     findings: tuple[Finding, ...]
     stored: tuple[StoredSegment, ...] | None = None  # None: no remote store was given
+    local_note: str | None = None  # why a partition this log dir holds has no local answer
 
     @property
     def label(self) -> str:
@@ -386,7 +396,8 @@ class TieredPartition:
                 "metadata_partition": remote.metadata_partition if remote else None,
                 "partition_delete": remote.delete.to_json() if remote and remote.delete
                 else None,
-                "local": local, "remote_segments": segments,
+                "local": local, "local_not_read": self.local_note,
+                "remote_segments": segments,
                 "findings": [f.to_json() for f in self.findings]}
 
     def rows(self) -> list[dict]:
@@ -474,6 +485,14 @@ def remote_by_partition(remote: RemoteLogMetadata) -> dict[tuple[str, int], Remo
     return {(p.topic, p.partition): p for p in remote.partitions}
 
 
+def metadata_partitions_walked(loaded: Loaded) -> frozenset[int]:
+    """The ``__remote_log_metadata`` partitions among what was named. A partition whose data
+    this log dir does not hold is shown only when its metadata partition was named (the log
+    dir, or that partition): a run on ``orders-0`` answers for ``orders-0``, whatever else
+    the metadata beside it describes, so it agrees with the run on the whole log dir."""
+    return frozenset(pi.partition for pi in loaded.partitions if pi.topic == TOPIC)
+
+
 def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | None = None,
                   store: RemoteStore | None = None) -> TieredReport:
     """Every tiered partition of ``loaded`` (``remote.storage.enable``, or named by the remote
@@ -481,6 +500,8 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
     ``store`` the remote segments are found and read there."""
     remote = remote if remote is not None else remote_metadata(loaded_log_dirs(loaded))
     by_key = remote_by_partition(remote)
+    walked = metadata_partitions_walked(loaded)
+    not_read = unread_partitions(loaded)
     out = []
     seen = set()
     for pi in loaded.partitions:
@@ -492,8 +513,34 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
         out.append(tiered_partition(pi, rp, now_ms=now_ms,
                                     metadata_path=_metadata_path(remote, rp), store=store))
     for key, rp in sorted(by_key.items()):
-        if key not in seen:
-            out.append(tiered_partition(None, rp, now_ms=now_ms,
-                                        metadata_path=_metadata_path(remote, rp), store=store))
+        if key not in seen and (rp.metadata_partition in walked or key in not_read):
+            tp = tiered_partition(None, rp, now_ms=now_ms,
+                                  metadata_path=_metadata_path(remote, rp), store=store)
+            if key in not_read:
+                tp = dataclasses.replace(tp, local_note=not_read[key].reason)
+            out.append(tp)
+    shown = [str(tp.local.dir.path) for tp in out if tp.local is not None]
+    shown += [not_read[(tp.topic, tp.partition)].path for tp in out if tp.local_note]
+    read = findings_under(loaded.findings, [*shown, *remote.metadata_partitions])
     return TieredReport(now_ms, tuple(out), remote.metadata_partitions, remote.records,
-                        remote.findings, store)
+                        tuple(dict.fromkeys([*read, *remote.findings])), store)
+
+
+def unread_partitions(loaded: Loaded) -> dict[tuple[str, int], Skipped]:
+    """The partitions this log dir holds but could not read (a segment at mode 000): their
+    remote tier is still answered for, and their local one is said to be unread, not
+    absent."""
+    out = {}
+    for s in loaded.skipped:
+        name = parse_partition_dir_name(Path(s.path).name)
+        if name is not None and s.unread is not None:
+            out[(name.topic, name.partition)] = s
+    return out
+
+
+def findings_under(findings: Sequence[Finding], dirs: Sequence[str]) -> list[Finding]:
+    """What reading the tree met in the directories this view answers for: a damaged segment
+    of a tiered partition is part of its answer, one of an unrelated topic is not (the exit
+    code follows what the view shows)."""
+    roots = tuple(str(Path(d)) + "/" for d in dirs)
+    return [f for f in findings if f.path and (f.path + "/").startswith(roots)]

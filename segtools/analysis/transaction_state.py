@@ -41,6 +41,7 @@ from segtools.formats.internal.transaction_state import (
     decode_record,
 )
 from segtools.storage.partition import PartitionDir
+from segtools.units import format_duration
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 
@@ -264,7 +265,8 @@ def open_transactional_ids(replay: TransactionStateReplay, *, now: int | None = 
         findings.append(finding(
             "transactional_id_past_timeout" if late else "transactional_id_open", c.path,
             f"transactional id {tid!r} (producer {c.value['producerId']}, epoch "
-            f"{c.value['producerEpoch']}) is {c.status} since offset {c.offset}; open for "
-            f"{age} ms, timeout {timeout} ms" + ("; the coordinator should have aborted it"
-                                                 if late else ""), offset=c.offset))
+            f"{c.value['producerEpoch']}) is {c.status} since offset {c.offset}; "
+            + (f"open for {format_duration(max(age, 0))}, " if start >= 0 else "")
+            + f"timeout {format_duration(timeout)}"
+            + ("; the coordinator should have aborted it" if late else ""), offset=c.offset))
     return open_ids, findings

@@ -58,9 +58,11 @@ from segtools.analysis.transaction_state import (
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable
+from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir, PartitionState
+from segtools.units import format_duration
 
 #: ``transaction.max.timeout.ms`` default: no transaction may stay open longer.
 DEFAULT_MAX_TIMEOUT_MS = 900_000
@@ -132,8 +134,12 @@ def aborted_ranges(partition_dir: PartitionDir | str | os.PathLike[str], *,
     fetch does (cheaper on a large partition; trusts the indexes)."""
     partition = as_partition(partition_dir)
     if from_txnindex:
-        return [AbortedRange(t.producer_id, t.first_offset, t.last_offset)
-                for _, index in transaction_indexes(partition) for t in index.entries()]
+        unread: list[Finding] = []
+        found = [AbortedRange(t.producer_id, t.first_offset, t.last_offset)
+                 for _, index in transaction_indexes(partition, unread) for t in index.entries()]
+        if unread:  # a fetch would fail on it too: no partial list passed off as the whole
+            raise SegtoolsError(unread[0].message, path=unread[0].path)
+        return found
     return aborted_ranges_of(scan_transactions(partition).transactions)
 
 
@@ -303,7 +309,7 @@ def check_txnindex(scan: TransactionScan) -> list[Finding]:
     aborts_without_data = {(t.producer_id, t.marker_offset) for t in scan.transactions
                            if t.marker == "ABORT" and t.first_offset is None}
     seen = set()
-    for seg, idx in transaction_indexes(partition):
+    for seg, idx in transaction_indexes(partition, findings):
         findings.extend(idx.sanity_check())
         for e in idx.entries():
             key = (e.producer_id, e.last_offset)
@@ -375,7 +381,8 @@ def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_
         findings.append(finding(
             "hanging_transaction", str(partition.path),
             f"producer {t.producer_id} (epoch {t.producer_epoch}) has had a transaction open "
-            f"since offset {t.first_offset} for {h.age_ms} ms with no COMMIT/ABORT marker; it "
+            f"since offset {t.first_offset} for {format_duration(h.age_ms)} with no "
+            "COMMIT/ABORT marker; it "
             f"pins the last stable offset at {h.pinned_lso} ({h.log_end_offset - h.pinned_lso} "
             f"offsets invisible to read_committed consumers)", offset=t.first_offset))
     findings += check_txnindex(scan)
@@ -443,15 +450,18 @@ def scanned(partition: PartitionDir) -> bool:
             and name.topic not in (CLUSTER_METADATA_TOPIC, TRANSACTION_STATE_TOPIC))
 
 
-def transactions_report(partitions: Iterable[PartitionDir], *,
-                        max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS, now: int | None = None,
+def transactions_report(partitions: Iterable[PartitionDir], *, now: int,
+                        max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
                         keep: int = CHANGES_PER_ID, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                         advance: Callable[[int], None] = lambda n: None,
                         analysed: Mapping[str, PartitionAnalysis] | None = None
                         ) -> TransactionsReport:
     """Read ``__transaction_state`` for the coordinator's view (the latest ``keep`` changes
     of each transactional id), then every other live partition for the data's view (markers,
-    ``.txnindex``, snapshots, hanging transactions). ``analysed``: partitions already
+    ``.txnindex``, snapshots, hanging transactions). Every age is measured at ``now``, one
+    clock for the run: a transaction open in one partition and Ongoing in the coordinator's
+    log is one transaction, and must not get two ages from two logs' last timestamps.
+    ``analysed``: partitions already
     analysed (:func:`analyse_partition` of a scan walked beside another analysis, with the
     same ``max_timeout_ms`` and ``now``), by their directory's path; each scan is given its
     partition's listing here (one made in another process comes without)."""

@@ -24,7 +24,7 @@ from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
-from segtools.storage.segment import Segment, unreadable
+from segtools.storage.segment import Segment, file_unreadable, unreadable
 from segtools.storage.summary import small_segment_checks
 
 
@@ -139,7 +139,10 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
             result = _check_segment(files, epochs, previous_last, deep=deep, salvage=salvage,
                                     limit=limit, compacted=compacted)
         except SegtoolsError as e:
-            findings.append(unreadable(str(files.log), e))
+            # an index that cannot be opened is its own finding, not the segment's
+            index_path = e.path is not None and str(e.path) != str(files.log)
+            findings.append(file_unreadable(str(e.path), e) if index_path
+                            else unreadable(str(files.log), e))
         else:
             results.append(result)
             findings.extend(result.index_findings)

@@ -11,16 +11,18 @@ import contextlib
 import fnmatch
 import os
 import sys
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.payloads.decoder import Modes
-from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, walk
-from segtools.storage.partition import PartitionDir
+from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, settled, walk
+from segtools.storage.partition import PartitionDir, load_partition_dir
 from segtools.timestamps import to_millis
+from segtools.units import format_time
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -42,12 +44,32 @@ def add_command(sub: argparse._SubParsersAction, name: str, help_line: str,
 
 def add_paths(p: argparse.ArgumentParser, help: str, *, metavar: str = "PATH") -> None:
     """The positional paths every tree-reading command takes (one or more)."""
-    p.add_argument("paths", nargs="+", metavar=metavar, help=help)
+    p.add_argument("paths", nargs="+", metavar=metavar, type=_path, help=help)
 
 
-def add_at(p: argparse.ArgumentParser, help: str) -> None:
+def _path(text: str) -> str:
+    """A path as typed; an empty one (``segtools scan ""``, an unset shell variable) is a
+    mistake, never the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    return text
+
+
+def add_at(p: argparse.ArgumentParser, help: str, *, aliases: Sequence[str] = ()) -> None:
     """``--at TIME``: the moment a command answers for (:func:`parse_time`)."""
-    p.add_argument("--at", type=parse_time, metavar="TIME", help=help)
+    p.add_argument("--at", *aliases, dest="at", type=parse_time, metavar="TIME", help=help)
+
+
+def moment(args: argparse.Namespace) -> int:
+    """The one clock of a run: ``--at``, else the wall clock, read once (every age, verdict
+    and hanging transaction of the run is measured against it, never each log's own last
+    timestamp)."""
+    return args.at if args.at is not None else int(time.time() * 1000)
+
+
+def moment_line(args: argparse.Namespace, at_ms: int) -> str:
+    """The run's clock, said once at the top of a text answer."""
+    return f"at {format_time(at_ms)} ({'--at' if args.at is not None else 'now'})"
 
 
 def add_decompress_limit(p: argparse.ArgumentParser) -> None:
@@ -123,10 +145,36 @@ def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
     if missing:
         raise SegtoolsError("no such file or directory", path=missing[0].path)
     if not any(d.partitions for d in log_dirs) and not loose:
+        unlisted = next((f for d in log_dirs for f in d.findings
+                         if f.code == "log_dir_unreadable"), None)
+        if unlisted is not None:  # mode 000: say so, not that it holds no partition
+            raise SegtoolsError(unlisted.message, path=unlisted.path)
         bad = next((d for d in log_dirs), None)
         raise SegtoolsError("no Kafka partitions found here",
                             path=str(bad.path) if bad else None)
     return log_dirs, loose
+
+
+def whole_partition(log_dir: LogDir, p: PartitionDir) -> PartitionDir:
+    """The partition ``p`` belongs to, every segment of it, when only some of its segment
+    files were named: a transaction's state (its marker, the last stable offset) depends on
+    the whole log, so one segment is never answered for as if it were the partition."""
+    if p.complete or not p.segments:
+        return p
+    return settled(load_partition_dir(p.path), log_dir.checkpoints)
+
+
+def with_listing(log_dirs: Iterable[LogDir], partitions: Iterable[PartitionDir],
+                 findings: Iterable[Finding]) -> list[Finding]:
+    """``findings`` with what listing the tree met for the partitions a command answers about
+    (their log dirs' root files, each partition's checkpoints, a directory that cannot be
+    listed): every command says what it could not read, not only those that read it twice.
+    Each finding once, in order."""
+    wanted = list(partitions)
+    roots = {str(p.path.parent) for p in wanted}
+    listing = [f for d in log_dirs if str(d.path) in roots for f in d.findings]
+    listing += [f for p in wanted for f in p.findings]
+    return list(dict.fromkeys([*listing, *findings]))
 
 
 @contextlib.contextmanager

@@ -18,9 +18,6 @@ import base64
 import binascii
 import sys
 
-from rich.table import Table
-from rich.text import Text
-
 from segtools.analysis import compaction as comp
 from segtools.analysis.explain import (
     CompactionReport,
@@ -31,7 +28,8 @@ from segtools.analysis.explain import (
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.cli import explain, render
 from segtools.cli.common import add_command, exit_code
-from segtools.cli.explain import config_line, console, load, now_ms, safe
+from segtools.cli.explain import config_line, load, now_ms
+from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
 
@@ -102,101 +100,103 @@ def _k(key: bytes | None, mode: str) -> str:
     return "null" if key is None else render.terminal_safe(render.render_bytes(key, mode))
 
 
+#: A key's history (docs/cli.md, "Text tables"): its fate last, whole, wrapped only on a
+#: terminal too narrow for it.
+HISTORY_COLUMNS = (Column("offset", right=True), Column("segment"), Column("timestamp"),
+                   Column("value"), Column("next clean"))
+
+
 def print_text(loaded: Loaded, report: CompactionReport, mode: str) -> None:
     now = report.at_ms
-    out = console()
-    out.print(safe(f"compaction at {format_time(now)} ({now} ms); config from: "
-                   f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}"))
+    out = Lines(sys.stdout, terminal_width(sys.stdout))
+    out(f"compaction at {format_time(now)} ({now} ms); config from: "
+        f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}")
     if not report.partitions:
-        out.print(safe("no compacted partition here (see the skipped list)"))
+        out("no compacted partition here (see the skipped list)")
     for e in report.partitions:
         print_partition(out, e.input, e.compaction, now, mode)
     for s in report.skipped:
-        out.print(safe(f"skipped {s.path}: {s.reason}"), style="dim")
+        out(f"skipped {s.path}: {s.reason}")
     for f in loaded.findings:
         if f.severity != "info":
-            out.print(safe(f"{f.severity.upper()} {f.code} {f.path}: {f.message}"))
+            out(f"{f.severity.upper()} {f.code} {f.path}: {f.message}")
 
 
 def print_partition(out, pi: PartitionInput, pc: comp.PartitionCompaction, now: int,
                     mode: str) -> None:
     c = pc.config
-    out.print()
-    out.print(Text.assemble((render.terminal_safe(pi.label), "bold"), "  ",
-                            (render.terminal_safe(str(pi.dir.path)), "dim")))
-    out.print(safe("  " + config_line(c, ("cleanup.policy", "delete.retention.ms",
+    out()
+    out(f"{pi.label}  {pi.dir.path}")
+    out("  " + config_line(c, ("cleanup.policy", "delete.retention.ms",
                                           "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
-                                          "max.compaction.lag.ms"))))
-    out.print(safe(
+                                          "max.compaction.lag.ms")))
+    out(
         f"  log start {pc.log_start_offset} · first dirty {pc.first_dirty_offset} "
         f"({pc.first_dirty_source}) · first uncleanable {pc.first_uncleanable_offset} "
         f"({pc.first_uncleanable_reason}) · last stable {pc.last_stable_offset} · high "
         f"watermark {pc.high_watermark}{' (assumed)' if pc.high_watermark_assumed else ''} · "
-        f"log end {pc.log_end_offset}"))
-    out.print(safe(f"  clean {format_bytes(pc.clean_bytes)} | cleanable (dirty) "
-                   f"{format_bytes(pc.cleanable_bytes)}: {pc.would_clean_text}"))
-    out.print(safe(
+        f"log end {pc.log_end_offset}")
+    out(f"  clean {format_bytes(pc.clean_bytes)} | cleanable (dirty) "
+                   f"{format_bytes(pc.cleanable_bytes)}: {pc.would_clean_text}")
+    out(
         f"  key reuse: {pc.records} records, {pc.keyed_records} keyed, {pc.null_key_records} "
         f"without key, {pc.distinct_keys} distinct keys; {pc.superseded_records} superseded by "
-        f"a later record ({format_bytes(pc.superseded_bytes)})"))
+        f"a later record ({format_bytes(pc.superseded_bytes)})")
     if pc.top_keys:
         tops = "; ".join(f"{_k(k.key, mode)} ×{k.versions} (@{k.first_offset}..@"
                          f"{k.last_offset}, {k.segments} segment(s)"
                          f"{', latest is a tombstone' if k.latest_is_tombstone else ''})"
                          for k in pc.top_keys)
-        out.print(safe(f"  most versions: {tops}"))
+        out(f"  most versions: {tops}")
     oldest = "" if pc.oldest_tombstone_timestamp is None else (
         f", oldest {format_time(pc.oldest_tombstone_timestamp)} "
         f"({format_duration(now - pc.oldest_tombstone_timestamp)} old)")
-    out.print(safe(f"  tombstones: {pc.tombstone_count}{oldest}; delete.retention.ms "
-                   f"{format_duration(c.delete_retention_ms)}"))
+    out(f"  tombstones: {pc.tombstone_count}{oldest}; delete.retention.ms "
+                   f"{format_duration(c.delete_retention_ms)}")
     for t in pc.tombstones:
-        out.print(safe(f"    @{t.offset} key {_k(t.key, mode)} written {_when(t.timestamp, now)}"
-                       f", segment @{t.segment_base_offset}: {t.fate_text}"))
+        out(f"    @{t.offset} key {_k(t.key, mode)} written {_when(t.timestamp, now)}"
+                       f", segment @{t.segment_base_offset}: {t.fate_text}")
     if pc.tombstone_count > len(pc.tombstones):
-        out.print(safe(f"    ... {pc.tombstone_count - len(pc.tombstones)} more (--limit)"))
+        out(f"    ... {pc.tombstone_count - len(pc.tombstones)} more (--limit)")
     if pc.markers or pc.open_transactions:
-        out.print(safe(f"  transaction markers: {len(pc.markers)}; open transactions: "
-                       f"{pc.open_transactions}"))
+        out(f"  transaction markers: {len(pc.markers)}; open transactions: "
+                       f"{pc.open_transactions}")
         for m in pc.markers:
-            out.print(safe(f"    @{m.offset} {m.control} producer {m.producer_id}: "
-                           f"{m.fate_text}"))
-    out.print(safe(
+            out(f"    @{m.offset} {m.control} producer {m.producer_id}: "
+                           f"{m.fate_text}")
+    out(
         f"  next clean, if run at --at: removes ~{pc.removed_records} records "
         f"(~{format_bytes(pc.removed_bytes)})"
         + (f" and {pc.removed_empty_batches} empty batch(es)" if pc.removed_empty_batches
            else "")
-        + f", stamps a delete horizon on {pc.horizons_stamped} batch(es)"))
+        + f", stamps a delete horizon on {pc.horizons_stamped} batch(es)")
     for fate, n, size in pc.removal:
         if fate.startswith("removed"):
-            out.print(safe(f"    {fate}: {n} ({format_bytes(size)})"))
+            out(f"    {fate}: {n} ({format_bytes(size)})")
     for g in pc.merge_groups:
         if len(g.base_offsets) > 1:
-            out.print(safe(f"    merges {', '.join(f'@{b}' for b in g.base_offsets)} into one "
-                           f"segment ({format_bytes(g.size)})"))
+            out(f"    merges {', '.join(f'@{b}' for b in g.base_offsets)} into one "
+                           f"segment ({format_bytes(g.size)})")
     if pc.retention is not None:
         for line in merged_survivors(pc):
-            out.print(Text.assemble(("  ! ", "yellow"), render.terminal_safe(line)))
+            out(f"  ! {line}")
     for note in pc.notes:
-        out.print(safe(f"  note: {note}"), style="dim")
+        out(f"  note: {note}")
     if pc.key_history is not None:
         print_history(out, pc, now, mode)
 
 
 def print_history(out, pc: comp.PartitionCompaction, now: int, mode: str) -> None:
-    out.print(safe(f"  history of key {_k(pc.key, mode)}: {len(pc.key_history)} version(s)"))
+    out(f"  history of key {_k(pc.key, mode)}: {len(pc.key_history)} version(s)")
     if not pc.key_history:
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    for col in ("offset", "segment", "timestamp", "value", "next clean"):
-        table.add_column(col)
     last = comp.survivor(pc.key_history)
-    for r in pc.key_history:
-        value = "tombstone" if r.tombstone else "value"
-        if r.aborted:
-            value += " (aborted txn)"
-        mark = " ← survives" if last is not None and r.offset == last.offset else ""
-        table.add_row(str(r.offset), f"@{r.segment_base_offset}", _when(r.timestamp, now),
-                      value + mark, safe(r.fate_text))
-    out.print(table)
-    out.print(safe(f"  survivor: {describe_survivor(pc.key_history, now)}"))
+    with out.table(HISTORY_COLUMNS) as table:
+        for r in pc.key_history:
+            value = "tombstone" if r.tombstone else "value"
+            if r.aborted:
+                value += " (aborted txn)"
+            mark = " ← survives" if last is not None and r.offset == last.offset else ""
+            table.add(str(r.offset), f"@{r.segment_base_offset}", _when(r.timestamp, now),
+                      value + mark, render.terminal_safe(r.fate_text))
+    out(f"  survivor: {describe_survivor(pc.key_history, now)}")

@@ -21,13 +21,13 @@ import sys
 from segtools.analysis.diverge import Divergence, Replica, compare_copies, copies_by_partition
 from segtools.cli import render
 from segtools.cli.common import (
-    EXIT_FINDINGS,
     add_command,
     add_paths,
     add_run_options,
     exit_code,
     open_tree,
 )
+from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 
@@ -56,20 +56,17 @@ def run(args: argparse.Namespace) -> int:
                             + (f" (no two copies of {args.partition})" if args.partition
                                else ""), path=" ".join(args.paths))
     findings: list[Finding] = list(loose)
-    diverged = False
-    out = sys.stdout
+    out = Wrapping(sys.stdout) if args.format != "jsonl" else sys.stdout
     for key, copies in comparable.items():
         rs = compare_copies(key, copies, limit=args.max_decompressed_bytes)
         read = list(rs.read_findings)
         result = rs.divergence
         findings += read + list(result.findings)
-        diverged |= result.status == "diverged"
         if args.format == "jsonl":
             write_json(key, result, read, out)
         else:
             write_text(key, result, copies, read, out)
-    code = exit_code(findings)
-    return EXIT_FINDINGS if diverged else code
+    return exit_code(findings)
 
 
 def _epochs(r: Replica) -> str:

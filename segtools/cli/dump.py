@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +26,7 @@ import pyarrow as pa
 
 from segtools import fanout
 from segtools.analysis.cluster_metadata import metadata_value
+from segtools.analysis.remote_input import AivenObject, aiven_object
 from segtools.cli import _jsonl, common, decoding, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
@@ -106,6 +109,13 @@ def is_log_file(path: str) -> bool:
     """Record batches: a ``.log`` (or one the broker renamed on its way out: evidence too), a
     KRaft snapshot or ``bootstrap.checkpoint``."""
     return is_record_batch_file(path)
+
+
+def is_kraft_snapshot(path: str) -> bool:
+    """A record-batch file that is not a segment (a KRaft snapshot, ``bootstrap.checkpoint``):
+    its offsets count from 0 inside it. A ``.log`` without a segment's name is not one."""
+    return not os.path.basename(path).endswith((".log", ".log.deleted", ".log.cleaned",
+                                                ".log.swap"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +201,18 @@ def run(args: argparse.Namespace) -> int:
     quiet = args.quiet or sys.stdout.isatty()
     with common.progress(total, "dumping", quiet=quiet) as advance:
         for name in args.files:
-            _dump_file(name, window, deep, args, mode, out, advance)
+            try:
+                _dump_file(name, window, deep, args, mode, out, advance)
+            except NotAKafkaFileError:
+                raise
+            except SegtoolsError as e:
+                if len(args.files) == 1:  # nothing else to answer: the error line, exit 2
+                    raise
+                # one unreadable file among several: a finding that names it (dump's finding
+                # lines leave the path to the file's heading), and the others are dumped
+                out.finding(finding("segment_unreadable" if is_log_file(name)
+                                    else "file_unreadable", name,
+                                    f"{render.terminal_safe(name)} could not be read: {e}"))
     decoding.say_sources(args.schema_notes)
     return common.exit_code(out.findings)
 
@@ -211,16 +232,26 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
     shown = out.redactor.path(name) if out.redactor is not None else name
     if path.is_dir():
         raise NotAKafkaFileError("is a directory (use 'segtools scan' for trees)", path=name)
+    aiven = aiven_object(path, limit=args.max_decompressed_bytes) \
+        if isinstance(path, Path) and is_log_file(name) else None
+    if aiven is not None:
+        _dump_aiven(aiven, path, shown, window, deep, args, mode, out, advance)
+        return
     if is_log_file(name):
         with Segment(path, decompress_limit=args.max_decompressed_bytes) as segment:
             if segment.base_offset is not None:
                 out.emit({"type": "file", "path": shown, "base_offset": segment.base_offset},
                          f"Dumping {render.terminal_safe(shown)}\n"
                          f"Log starting offset: {segment.base_offset}")
-            else:  # a KRaft snapshot or bootstrap.checkpoint: offsets count from 0 inside it
+            elif is_kraft_snapshot(name):  # offsets count from 0 inside it
                 out.emit({"type": "file", "path": shown, "kind": "kraft_snapshot"},
                          f"Dumping {render.terminal_safe(shown)}\n"
                          "KRaft snapshot (record batches, offsets from 0 inside the file)")
+            else:
+                out.emit({"type": "file", "path": shown, "kind": "unnamed_log"},
+                         f"Dumping {render.terminal_safe(shown)}\n"
+                         "not named as a Kafka segment (<20-digit base offset>.log): read as "
+                         "record batches, offsets as stored")
             _dump_log(segment, path, window, deep, args, mode, out, advance)
         return
     dumper = dumper_for(name)
@@ -231,6 +262,26 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
     out.emit({"type": "file", "path": shown}, f"Dumping {render.terminal_safe(shown)}")
     for f in dumper(path, args, out.emit):
         out.finding(f)
+
+
+def _dump_aiven(aiven: AivenObject, path: Path, shown: str, window: Window, deep: bool, args,
+                mode: str, out: Output, advance) -> None:
+    """An Aiven plugin's ``.log`` object: dumped as the segment its chunks make (put back
+    together in a temporary file outside the store), or, encrypted, said to be so."""
+    out.emit({"type": "file", "path": shown, "kind": "aiven_segment_object",
+              "manifest": aiven.manifest},
+             f"Dumping {render.terminal_safe(shown)}\n"
+             "an Aiven tiered-storage object: "
+             + ("its chunks put back together per its .rsm-manifest"
+                if aiven.data is not None else "not read, see below"))
+    if aiven.data is None:
+        out.finding(aiven.note)
+        return
+    with tempfile.TemporaryDirectory(prefix="segtools-aiven-") as scratch:
+        whole = Path(scratch) / path.name
+        whole.write_bytes(aiven.data)
+        with Segment(whole, decompress_limit=args.max_decompressed_bytes) as segment:
+            _dump_log(segment, whole, window, deep, args, mode, out, advance)
 
 
 def _start_position(path: Path, segment: Segment, window: Window) -> int:

@@ -57,7 +57,13 @@ def _dump_index(path: Path, args, emit: Emit, index, check, entry_line) -> list[
     with index:
         findings = list(index.sanity_check())
         if args.verify_index:
-            return findings + check(str(path), *index.entry_arrays(), _log_table(path))
+            findings += check(str(path), *index.entry_arrays(), _log_table(path))
+            if not findings:  # silence would read as "nothing was checked"
+                emit({"type": "note", "path": str(path), "message": "index verified",
+                      "entries": index.valid_entries},
+                     f"{index.valid_entries} entr{'y' if index.valid_entries == 1 else 'ies'} "
+                     "checked against the .log: every one agrees with the batch it names")
+            return findings
         slots = index.dumped_slots()
         if not len(slots):
             emit({"type": "note", "path": str(path), "message": "empty"},
@@ -151,7 +157,7 @@ def _text_entries(path: Path, parse) -> tuple[object, list[Finding]]:
 
 def dump_checkpoint(path: Path, args, emit: Emit) -> list[Finding]:
     name = path.name
-    if name == "leader-epoch-checkpoint":
+    if name == "leader-epoch-checkpoint" or name.endswith(REMOTE_EPOCH_SUFFIX):
         entries, findings = _text_entries(path, parse_leader_epoch_checkpoint)
         for e in entries or ():
             emit({"type": "checkpoint_entry", "epoch": e.epoch, "start_offset": e.start_offset},
@@ -183,7 +189,12 @@ CHECKPOINT_NAMES = ("leader-epoch-checkpoint", "partition.metadata", "meta.prope
                     "recovery-point-offset-checkpoint", "replication-offset-checkpoint",
                     "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 
+#: A remote segment's leader-epoch checkpoint as Kafka's ``LocalTieredStorage`` stores it
+#: (``<start offset>-<segment id>.leader_epoch_checkpoint``): the same text format.
+REMOTE_EPOCH_SUFFIX = ".leader_epoch_checkpoint"
+
 DUMPERS: dict[str, Callable[[Path, object, Emit], list[Finding]]] = {
+    REMOTE_EPOCH_SUFFIX: dump_checkpoint,
     ".index": dump_offset_index,
     ".timeindex": dump_time_index,
     ".txnindex": dump_txn_index,

@@ -2,8 +2,8 @@
 
 By offset: the segment whose base offset is the largest at or below the target
 (``LogSegments.floorSegment``), then its offset index and a short forward scan. By timestamp:
-the first segment whose largest timestamp reaches the target (``UnifiedLog.
-fetchOffsetByTimestamp``), then its time index, offset index and scan
+the first segment whose largest timestamp reaches the target
+(``UnifiedLog.fetchOffsetByTimestamp``), then its time index, offset index and scan
 (``LogSegment.findOffsetByTimestamp``). Prints the record with its segment, byte position and
 batch, and how much the index saved (where the scan started, how many batches it read).
 
@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 from segtools.analysis.tiered import remote_segment_for_offset
 from segtools.cli import common, decoding, render
+from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.payloads.decoded import json_text
@@ -27,8 +30,11 @@ from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.seek import SeekResult, seek_offset, seek_timestamp
-from segtools.storage.segment import Segment
+from segtools.storage.segment import Segment, file_unreadable, unreadable
 from segtools.storage.summary import summarize
+
+#: Later than any record: a segment whose timestamps cannot be read is still tried.
+MAX_TIMESTAMP = 2**63 - 1
 
 EXAMPLES = """examples:
   segtools find /var/kafka-logs/orders-3 --offset 1234567
@@ -63,88 +69,148 @@ def _segment_for_offset(pdir: PartitionDir, offset: int) -> SegmentFiles | None:
 
 
 def _largest_timestamp(pdir: PartitionDir, files: SegmentFiles) -> int:
-    if files.timeindex is not None and files is not pdir.active_segment:
-        with TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed) as ti:
-            if ti.trusted and ti.valid_entries:
-                return ti.last_entry.timestamp
-    return summarize(files, is_active=files is pdir.active_segment).largest_timestamp
+    """The segment's largest timestamp (its time index's last entry, else a walk); a segment
+    that cannot be read counts as reaching every timestamp, so the seek tries it and says
+    what stopped it."""
+    try:
+        if files.timeindex is not None and files is not pdir.active_segment:
+            with TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed) as ti:
+                if ti.trusted and ti.valid_entries:
+                    return ti.last_entry.timestamp
+        return summarize(files, is_active=files is pdir.active_segment).largest_timestamp
+    except SegtoolsError:
+        return MAX_TIMESTAMP
 
 
-def _seek(pdir: PartitionDir, args) -> tuple[SegmentFiles | None, SeekResult | None]:
+def _index(kind, path: Path | None, files: SegmentFiles, findings: list[Finding]):
+    """The segment's index of ``kind``, or None (a scan from the segment's start) when it
+    has none or it cannot be opened, which is then a finding."""
+    if path is None:
+        return None
+    try:
+        return kind(path, files.base_offset, sealed=files.sealed)
+    except SegtoolsError as e:
+        findings.append(file_unreadable(str(path), e))
+        return None
+
+
+def _seek(pdir: PartitionDir, args, findings: list[Finding]
+          ) -> tuple[SegmentFiles | None, SeekResult | None]:
+    """The first record at or after the target in ``pdir``; a segment that cannot be read
+    is a finding, and the search goes on in the next (what a fetch past it would read)."""
     if args.offset is not None:
-        candidates = [_segment_for_offset(pdir, args.offset)]
-        candidates += [s for s in pdir.segments if candidates[0] is not None
-                       and s.base_offset > candidates[0].base_offset]
+        floor = _segment_for_offset(pdir, args.offset)
+        # below the first segment (deleted by retention) the first record at or after the
+        # offset is in the first segment, as a fetch from the log start offset would read
+        candidates = list(pdir.segments) if floor is None else \
+            [s for s in pdir.segments if s.base_offset >= floor.base_offset]
     else:
         candidates = [s for s in pdir.segments
                       if _largest_timestamp(pdir, s) >= args.timestamp]
     for files in candidates:
-        if files is None:
+        oi = _index(OffsetIndex, files.index, files, findings)
+        ti = _index(TimeIndex, files.timeindex, files, findings)
+        try:
+            with Segment.open(files, decompress_limit=args.max_decompressed_bytes) as segment:
+                result = (seek_offset(segment, oi, args.offset) if args.offset is not None
+                          else seek_timestamp(segment, oi, ti, args.timestamp))
+        except SegtoolsError as e:
+            findings.append(unreadable(str(files.log), e))
             continue
-        oi = (OffsetIndex(files.index, files.base_offset, sealed=files.sealed)
-              if files.index else None)
-        ti = (TimeIndex(files.timeindex, files.base_offset, sealed=files.sealed)
-              if files.timeindex else None)
-        with Segment.open(files, decompress_limit=args.max_decompressed_bytes) as segment:
-            result = (seek_offset(segment, oi, args.offset) if args.offset is not None
-                      else seek_timestamp(segment, oi, ti, args.timestamp))
         if result.record is not None:
             return files, result
     return None, None
 
 
-def _remote(log_dirs, pdir: PartitionDir, args) -> tuple[object, SeekResult | None, str]:
-    """An offset below the first local segment: the remote segment holding it, read from
-    ``--remote-store`` when given (file, result, note)."""
+@dataclass(frozen=True, slots=True)
+class Remote:
+    """An offset below the first local segment of a tiered partition: what the remote tier
+    answers (``RemoteLogManager.read``), read from ``--remote-store`` when it can be."""
+
+    log: Path | None
+    result: SeekResult | None
+    note: str
+
+
+def _remote(log_dirs, pdir: PartitionDir, args) -> Remote | None:
+    """None when the offset is not below the local log, or the remote metadata knows nothing
+    of the partition (then the local log answers)."""
     if args.offset is None or pdir.name is None or not pdir.segments or \
             args.offset >= pdir.segments[0].base_offset:
-        return None, None, ""
+        return None
     found = remote_segment_for_offset(log_dirs, pdir.name.topic, pdir.name.partition,
                                       args.offset)
     if found is None:
-        return None, None, ""
+        return None
     rp, seg = found
-    where = (f"offset {args.offset} is in remote storage: segment {seg.segment_id} "
-             f"({seg.start_offset}-{seg.end_offset}) per __remote_log_metadata")
+    if seg.start_offset > args.offset:
+        where = (f"offset {args.offset} is below the remote log start (its remote segment "
+                 f"was deleted); the first offset after it is {seg.start_offset}, in remote "
+                 f"segment {seg.segment_id} ({seg.start_offset}-{seg.end_offset})")
+    else:
+        where = (f"offset {args.offset} is in remote storage: segment {seg.segment_id} "
+                 f"({seg.start_offset}-{seg.end_offset}) per __remote_log_metadata")
     if not args.remote_store:
-        return None, None, where + "; pass --remote-store DIR to read it"
+        return Remote(None, None, where + "; pass --remote-store DIR to read it")
     store = open_store(args.remote_store)
     if not isinstance(store, LocalTieredStorage):
-        return None, None, where + f"; find reads LocalTieredStorage stores, not {store.layout}"
+        return Remote(None, None,
+                      where + f"; find reads LocalTieredStorage stores, not {store.layout}")
     files = store.files(rp.topic, rp.partition, rp.topic_id, seg.start_offset, seg.segment_id)
     if files.log is None:
-        return None, None, where + f"; the store has no .log of it in {files.directory}"
+        return Remote(None, None, where + f"; the store has no .log of it in {files.directory}")
     index = files.found.get("offset_index")
     oi = OffsetIndex(index, seg.start_offset) if index is not None else None
     with Segment(files.log, decompress_limit=args.max_decompressed_bytes) as segment:
         result = seek_offset(segment, oi, args.offset)
-    return files.log, (result if result.record is not None else None), where
+    if result.record is None:
+        return Remote(files.log, None, where + f"; its .log in the store holds no record "
+                                               f"at or after {args.offset}")
+    return Remote(files.log, result, where)
+
+
+def _crc_finding(log: Path, result: SeekResult) -> Finding | None:
+    """The batch a record is returned from must be intact: a consumer checks its CRC
+    (``check.crcs``, ``DefaultRecordBatch.ensureValid``) and refuses the whole batch."""
+    batch = result.batch
+    if batch.crc_valid is not False:
+        return None
+    return finding("crc_mismatch", str(log),
+                   f"the record at offset {result.record.offset} is in a batch "
+                   f"({batch.base_offset}..{batch.last_offset}) whose stored CRC {batch.crc} "
+                   "does not match its bytes: a consumer would refuse this batch",
+                   position=batch.position, offset=batch.base_offset)
 
 
 def run(args: argparse.Namespace) -> int:
-    log_dirs, _ = common.open_tree(args.paths)
+    log_dirs, loose = common.open_tree(args.paths)
     pdirs = [p for d in log_dirs for p in d.partitions if common.selected(p, args)
              and (p.name is None or str(p.name.state) == "live")]
     if not pdirs:
         raise SegtoolsError("no partition matches", path=args.paths[0])
     mode = args.bytes or ("base64" if args.format == "jsonl" else "utf8")
+    out = sys.stdout if args.format == "jsonl" else Wrapping(sys.stdout)
     found_any = False
     notes = []
-    findings: list[Finding] = []
+    findings: list[Finding] = list(loose)
     payloads = decoding.payload_decoder(args, log_dirs, findings)
     for pdir in pdirs:
-        remote_log, result, note = _remote(log_dirs, pdir, args)
-        if result is None:
-            if note:
-                notes.append(f"{pdir.path.name}: {note}")
-            files, result = _seek(pdir, args)
-            log = files.log if files is not None else None
+        remote = _remote(log_dirs, pdir, args)
+        if remote is not None:
+            notes.append(f"{pdir.path.name}: {remote.note}")
+            log, result = remote.log, remote.result
+            shown = str(log)
         else:
-            log = remote_log
+            files, result = _seek(pdir, args, findings)
+            log = files.log if files is not None else None
+            shown = log.name if log is not None else ""
         if result is None:
             continue
         found_any = True
-        out = {
+        bad = _crc_finding(log, result)
+        if bad is not None:
+            findings.append(bad)
+        found = {
             "type": "found", "topic": pdir.name.topic if pdir.name else None,
             "partition": pdir.name.partition if pdir.name else None,
             "segment": str(log), "position": result.batch.position,
@@ -155,37 +221,40 @@ def run(args: argparse.Namespace) -> int:
         if payloads is not None and result.record.control is None:
             decoded = decode_record(payloads, result.record.key, result.record.value,
                                     pdir.name.topic if pdir.name else None)
-            for side, found in decoded.sides.items():
-                if found is not None:
-                    out["record"][f"{side}_decoded"] = found.value
-                    out["record"][f"{side}_schema"] = found.schema.to_json()
-                    texts[side] = json_text(found.value)
+            for side, payload in decoded.sides.items():
+                if payload is not None:
+                    found["record"][f"{side}_decoded"] = payload.value
+                    found["record"][f"{side}_schema"] = payload.schema.to_json()
+                    texts[side] = json_text(payload.value)
             findings.extend(finding(e.code, str(log), f"{side}: {e}",
                                     position=result.batch.position,
                                     offset=result.record.offset) for side, e in decoded.errors)
         if args.format == "jsonl":
-            sys.stdout.write(render.dumps(out) + "\n")
+            out.write(render.dumps(found) + "\n")
         else:
             line = render.record_text(result.record, result.batch, print_data=True, mode=mode,
                                       key_text=texts.get("key"), value_text=texts.get("value"))
             how = (f"offset index -> byte {result.start_position}" if result.index_used
                    else "no usable index: scanned from byte 0")
-            sys.stdout.write(
+            out.write(
                 f"{render.terminal_safe(pdir.path.name)}: offset {result.record.offset} in "
-                f"{render.terminal_safe(str(log) if log is remote_log else log.name)} "
-                f"at byte {result.batch.position} "
+                f"{render.terminal_safe(shown)} at byte {result.batch.position} "
                 f"({how}, {result.batches_scanned} batch(es) read)\n"
                 f"{render.batch_text(result.batch)}\n"
                 f"{line}\n")
+    findings = common.with_listing(log_dirs, pdirs, findings)
+    for f in findings:
+        if args.format == "jsonl":
+            out.write(render.dumps(f.to_json()) + "\n")
+        else:
+            out.write(render.finding_line(f) + "\n")
     for note in notes:
         sys.stderr.write(f"segtools: {render.terminal_safe(note)}\n")
     decoding.say_sources(args.schema_notes)
-    for f in findings:
-        sys.stdout.write((render.dumps(f.to_json()) if args.format == "jsonl"
-                          else render.finding_line(f)) + "\n")
-    if not found_any:
+    if not found_any and not notes:
         what = f"offset {args.offset}" if args.offset is not None else \
             f"timestamp {args.timestamp}"
         sys.stderr.write(f"segtools: no record at or after {what}\n")
+    if not found_any:
         return common.EXIT_FINDINGS
     return common.exit_code(findings)

@@ -18,6 +18,7 @@ from segtools.cli import render
 from segtools.errors import SegtoolsError
 from segtools.storage import location
 from segtools.storage.files import open_regular_file
+from segtools.units import format_time
 
 
 def _option(text: str) -> tuple[str, str]:
@@ -107,7 +108,7 @@ def finish(args: argparse.Namespace) -> None:
     out = sys.stderr if fmt == "csv" else sys.stdout
     print(f"chain of custody: {len(records)} file(s) read", file=out)
     for r in records:
-        seen = f"etag {r['etag']}" if r["etag"] else f"mtime {r['mtime_ms']} ms"
+        seen = f"etag {r['etag']}" if r["etag"] else f"modified {format_time(r['mtime_ms'])}"
         mark = "  CHANGED since read" if r["changed"] else ""
         print(f"  {r['sha256'] or '-' * 64}  {r['size']:>12}  {seen}  "
               f"{render.terminal_safe(r['path'])}{mark}", file=out)

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from segtools import __version__
-from segtools.cli.common import EXIT_OK, EXIT_USAGE, decode_flag
+from segtools.cli.common import EXIT_USAGE, decode_flag
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 from segtools.sensitive import text_without_credentials, without_credentials
@@ -52,6 +52,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: The answer was cut short because its reader went away: what a shell reports for a command
+#: ended by SIGPIPE (128 + 13), not 0 ("read fully"), so ``set -o pipefail`` sees it.
+EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE
+
+
 class _Parser(argparse.ArgumentParser):
     """Every command's parser: one help layout for all (:class:`HelpFormatter`, whatever
     formatter a command asks for), one line per error."""
@@ -60,10 +65,17 @@ class _Parser(argparse.ArgumentParser):
         kwargs["formatter_class"] = HelpFormatter
         super().__init__(*args, **kwargs)
 
+    #: The command the line names (``segtools retention``), so that an option the top-level
+    #: parser refuses points at that command's help.
+    command_prog: str | None = None
+
     def error(self, message: str):
-        """One line, as every other error: what is wrong and where to read more."""
-        self.exit(EXIT_USAGE, f"segtools: error: {self.prog}: {message} "
-                              f"(see '{self.prog} --help')\n")
+        """One line, as every other error: ``segtools: error: <command>: <what>`` and where
+        to read more (the program's name once, not as the error's subject)."""
+        prog = self.command_prog or self.prog
+        command = prog.removeprefix("segtools").strip()
+        self.exit(EXIT_USAGE, f"segtools: error: {command + ': ' if command else ''}{message} "
+                              f"(see '{prog} --help')\n")
 
 
 def _command_in(argv: Sequence[str]) -> str | None:
@@ -82,6 +94,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="<command>")
     wanted = None if argv is None else _command_in(argv)
+    if wanted in COMMANDS:
+        parser.command_prog = f"segtools {wanted}"
     for name, (module, help_line) in COMMANDS.items():
         if argv is None or name == wanted:
             importlib.import_module(module).register(sub)
@@ -133,10 +147,10 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(error_line(e), file=sys.stderr)
         return EXIT_USAGE
-    except BrokenPipeError:  # `segtools dump ... | head` is normal use
+    except BrokenPipeError:  # `segtools dump ... | head`: normal use, but not a full read
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_OK
+        return EXIT_OUTPUT_CLOSED
     except KeyboardInterrupt:
         return 130
     except MemoryError:

@@ -36,6 +36,7 @@ from segtools.cli.common import (
     progress,
 )
 from segtools.cli.render import finding_line
+from segtools.cli.table import Wrapping
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC
 
 #: Bytes of the text timeline held in memory before its spool moves to a temporary file.
@@ -119,7 +120,7 @@ def event_line(e: MetadataEvent, args) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     partition = metadata_partition(args.path)
-    out = sys.stdout
+    out = Wrapping(sys.stdout) if args.format != "jsonl" else sys.stdout
     with tempfile.SpooledTemporaryFile(SPOOL_BYTES, "w+", encoding="utf-8") as spool, \
             progress(partition.size_bytes, CLUSTER_METADATA_TOPIC, quiet=args.quiet) as advance:
         timeline_out = spool if args.format != "jsonl" else out

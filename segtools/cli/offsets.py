@@ -53,6 +53,7 @@ from segtools.cli.common import (
     progress,
 )
 from segtools.cli.render import finding_line
+from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 
 EXAMPLES = """examples:
@@ -145,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "jsonl":
             write_json(replay, anomalies, args, sys.stdout)
         else:
-            write_text(replay, anomalies, args, sys.stdout)
+            write_text(replay, anomalies, args, Wrapping(sys.stdout))
     code = exit_code(replay.findings)
     return EXIT_FINDINGS if anomalies.counts["regressions"] else code
 

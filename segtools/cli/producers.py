@@ -17,6 +17,7 @@ import sys
 
 from segtools.analysis import producers as prod
 from segtools.cli import common, render
+from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.units import format_bytes, format_duration
@@ -71,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
             for p, r in zip(chosen, results, strict=True)} if args.duplicates else {}
     for r in results:
         findings += r.findings
+    findings = common.with_listing(log_dirs, chosen, findings)
     if args.plot:
         try:  # matplotlib is optional and heavy: imported only when a picture is wanted
             from segtools.cli import producers_plot
@@ -107,7 +109,7 @@ def _transaction(e) -> str:
 
 
 def _write_text(results, dups, findings, args) -> None:
-    out = sys.stdout
+    out = Wrapping(sys.stdout)
     for r in results:
         if not r.producers:
             continue

@@ -141,7 +141,7 @@ def print_text(loaded: Loaded, report: RetentionReport, plot_path: str | None,
         say(f"skipped {s.path}: {s.reason}")
     for name, fc in report.topics.items():
         print_forecast(say, name, fc)
-    for f in loaded.findings:
+    for f in report.findings:  # what the exit code counts, the remote tier's included
         if f.severity != "info":
             say(f"{f.severity.upper()} {f.code} {f.path}: {f.message}")
     if plot_path:

@@ -107,6 +107,7 @@ def summarize_partition(pdir: PartitionDir, *, verify_crc: bool, limit: int
 def _row(ps: PartitionScan, s: SegmentSummary, remote: RemoteSummary | None = None) -> dict:
     name = ps.partition.name
     return {
+        "type": "segment",  # first, as on every JSON line (docs/json-contract.md)
         "log_dir": str(ps.log_dir.path),
         "topic": name.topic if name else None,
         "partition": name.partition if name else None,
@@ -277,22 +278,33 @@ class SegmentRows:
 def _print_versions(versions: dict, say: Lines) -> None:
     """Which Kafka releases could have written each log dir, and why (docs/kafka-versions.md)."""
     for path, vr in versions.items():
-        say(f"log dir {path}: written by Kafka {vr.label}" if vr.consistent else
-            f"log dir {path}: {vr.label} (files from different brokers?)")
+        if not vr.evidence:
+            say(f"log dir {path}: no file in it names the Kafka version that wrote it")
+        elif vr.consistent:
+            say(f"log dir {path}: written by Kafka {vr.label}")
+        else:
+            say(f"log dir {path}: {vr.label} (files from different brokers?)")
         for e in vr.evidence:
             detail = f" [{e.detail}]" if e.detail else ""
             say(f"{e.rule.name}{detail}: {allows(e)} ({e.rule.source})", "  ")
 
 
+#: What a broker leaves behind on its way (renamed files, directories being deleted, moved or
+#: no longer owned): evidence, not damage. An unreadable partition dir is not one of them.
+LEFTOVER_CODES = ("leftover_", "partition_delete", "partition_future", "partition_stray")
+
+
+def _is_leftover(f: Finding) -> bool:
+    return f.code.startswith(LEFTOVER_CODES)
+
+
 def _print_findings(findings: list[Finding], say: Lines) -> None:
-    leftovers = [f for f in findings if f.code.startswith(("leftover_", "partition_"))]
+    leftovers = [f for f in findings if _is_leftover(f)]
     if leftovers:
         say("leftovers (evidence a broker left behind):")
         for f in leftovers:
             say(f"{f.code}: {f.path}", "  ")
-    problems = [f for f in findings
-                if not f.code.startswith(("leftover_", "partition_"))
-                and str(f.severity) != "info"]
+    problems = [f for f in findings if not _is_leftover(f) and str(f.severity) != "info"]
     if problems:
         say(f"{len(problems)} finding(s):")
         for f in problems:

@@ -194,6 +194,42 @@ class TextTable:
             self._flush()
 
 
+def wrap_line(line: str, width: int | None) -> str:
+    """One line as :class:`Lines` lays it out: whole in a pipe; on a terminal wrapped at its
+    width, the continuation lines indented under the line's own indent."""
+    if width is None or len(line) <= width:
+        return line
+    lead = line[:len(line) - len(line.lstrip(" "))]
+    return textwrap.fill(line, width, subsequent_indent=lead + INDENT, break_on_hyphens=False,
+                         drop_whitespace=True)
+
+
+class Wrapping:
+    """A text stream for the commands that print lines rather than tables (``diverge``,
+    ``transactions``, ``find``, ...): each whole line is laid out by :func:`wrap_line`, so on
+    a terminal nothing runs past its width and in a pipe every line passes whole, whatever
+    ``COLUMNS`` says. Text is escaped by the caller."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.width = terminal_width(out)
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        if self.width is None:
+            return self.out.write(text)
+        *done, self._pending = (self._pending + text).split("\n")
+        for line in done:
+            self.out.write(wrap_line(line, self.width) + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self.out.write(wrap_line(self._pending, self.width))
+            self._pending = ""
+        self.out.flush()
+
+
 class Lines:
     """Plain lines, escaped for the terminal; on a terminal, wrapped at its width with the
     continuation lines indented (a pipe gets each line whole)."""

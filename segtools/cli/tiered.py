@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from rich.table import Table
-from rich.text import Text
-
 from segtools.analysis.tiered import TieredPartition, TieredReport, tiered_report
 from segtools.cli import explain, render
 from segtools.cli.common import add_command, exit_code
-from segtools.cli.explain import console, load, now_ms, safe
+from segtools.cli.explain import load, now_ms
+from segtools.cli.render import terminal_safe
+from segtools.cli.table import Column, Lines, terminal_width
 from segtools.storage.remote_store import open_store
 from segtools.units import format_bytes, format_time
 
@@ -53,78 +52,84 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         print_text(report)
-    return exit_code(loaded.findings + report.all_findings)
+    return exit_code(report.all_findings)
 
 
-_STATE_STYLE = {"COPY_SEGMENT_FINISHED": "green", "COPY_SEGMENT_STARTED": "yellow",
-                "DELETE_SEGMENT_STARTED": "yellow", "DELETE_SEGMENT_FINISHED": "dim"}
+#: The remote segments' table (docs/cli.md, "Text tables"): the reason code whole, its words
+#: last, where a narrow terminal wraps them under themselves.
+SEGMENT_COLUMNS = (Column("offsets"), Column("segment id", width=22), Column("size", right=True),
+                   Column("newest record", width=20), Column("epochs"), Column("state"),
+                   Column("verdict"))
+STORE_COLUMN = Column("in the store")
+WHY_COLUMN = Column("why")
+#: Notes that explain a cell of the table (what reading a segment needs), printed although
+#: they are not problems.
+SAID_WHEN_INFO = frozenset({"remote_segment_encrypted"})
 
 
 def print_text(report: TieredReport) -> None:
-    out = console()
-    out.print(safe(f"tiered storage at {format_time(report.at_ms)} ({report.at_ms} ms): "
-                   f"{report.records} __remote_log_metadata record(s) in "
-                   f"{len(report.metadata_partitions)} partition(s)"))
+    say = Lines(sys.stdout, terminal_width(sys.stdout))
+    say(f"tiered storage at {format_time(report.at_ms)} ({report.at_ms} ms): "
+        f"{report.records} __remote_log_metadata record(s) in "
+        f"{len(report.metadata_partitions)} partition(s)")
     if not report.partitions:
-        out.print(safe("no tiered partition (remote.storage.enable) and no remote log "
-                       "metadata here"))
+        say("no tiered partition (remote.storage.enable) and no remote log metadata here")
     for p in report.partitions:
-        print_partition(out, p)
-    for f in report.all_findings:
-        if f.severity != "info":
-            out.print(safe(f"{f.severity.upper()} {f.code} {f.path}: {f.message}"))
+        print_partition(say, p)
+    shown = [f for f in report.all_findings
+             if f.severity != "info" or f.code in SAID_WHEN_INFO]
+    if shown:
+        say()
+    for f in shown:
+        say(f"{f.severity.upper()} {f.code} {f.path}: {f.message}")
 
 
-def print_partition(out, p: TieredPartition) -> None:
+def print_partition(say: Lines, p: TieredPartition) -> None:
     doc = p.to_json()
-    out.print()
-    out.print(Text.assemble((render.terminal_safe(p.label), "bold"), "  ",
-                            (f"topic id {doc['topic_id']}", "dim")))
+    say()
+    say(f"{p.label}  topic id {doc['topic_id']}")
     local = doc["local"]
     if local is None:
-        out.print(safe("  local: not in this log dir"))
+        say(f"  local: {p.local_note or 'not in this log dir'}")
     else:
         epochs = ", ".join(f"{e['epoch']}@{e['start_offset']}" for e in local["leader_epochs"])
-        out.print(safe(f"  local: offsets {local['local_log_start_offset']} up to the log end "
-                       f"offset {local['log_end_offset']} in {local['segments']} segment(s), "
-                       f"{format_bytes(local['size'])}; log start offset "
-                       f"{local['log_start_offset']}; leader epochs {epochs or 'none'}"))
-    out.print(safe(f"  highest offset in remote storage: "
-                   f"{doc['highest_offset_in_remote_storage']} · remote size "
-                   f"{format_bytes(doc['remote_size'])}"
-                   + (f" · partition delete: {doc['partition_delete']['state']}"
-                      if doc["partition_delete"] else "")))
+        say(f"  local: offsets {local['local_log_start_offset']} up to the log end offset "
+            f"{local['log_end_offset']} in {local['segments']} segment(s), "
+            f"{format_bytes(local['size'])}; log start offset {local['log_start_offset']}; "
+            f"leader epochs {epochs or 'none'}")
+    say(f"  highest offset in remote storage: {doc['highest_offset_in_remote_storage']} · "
+        f"remote size {format_bytes(doc['remote_size'])}"
+        + (f" · partition delete: {doc['partition_delete']['state']}"
+           if doc["partition_delete"] else ""))
     if not doc["remote_segments"]:
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    columns = ["offsets", "segment id", "size", "newest record", "epochs", "state", "verdict"]
-    if p.stored is not None:
-        columns.append("in the store")
-    for col in columns:
-        table.add_column(col, no_wrap=col not in ("verdict", "in the store"))
-    for s in doc["remote_segments"]:
-        epochs = ", ".join(f"{e['epoch']}@{e['start_offset']}" for e in s["leader_epochs"])
-        verdict = Text("")
-        if "reason" in s:
-            verdict = Text.assemble(("DELETE " if s["deletable"] else "keep ",
-                                     "bold red" if s["deletable"] else "green"),
-                                    (s["reason"], "bold"), "\n",
-                                    (render.terminal_safe(s["reason_text"]), "dim"))
-        cells = [f"{s['start_offset']}..{s['end_offset']}", safe(s["segment_id"]),
-                 format_bytes(s["size"]), format_time(s["max_timestamp"]), epochs,
-                 Text(s["state"], style=_STATE_STYLE.get(s["state"], "")), verdict]
-        if p.stored is not None:
-            cells.append(safe(_stored(s.get("store"))))
-        table.add_row(*cells)
-    out.print(table)
-
-
+    columns = [*SEGMENT_COLUMNS, *((STORE_COLUMN,) if p.stored is not None else ()), WHY_COLUMN]
+    with say.table(columns) as table:
+        for s in doc["remote_segments"]:
+            epochs = ", ".join(f"{e['epoch']}@{e['start_offset']}" for e in s["leader_epochs"])
+            verdict = ("DELETE " if s["deletable"] else "keep ") + s["reason"] \
+                if "reason" in s else "-"
+            cells = [f"{s['start_offset']}..{s['end_offset']}", s["segment_id"],
+                     format_bytes(s["size"]), format_time(s["max_timestamp"]), epochs,
+                     s["state"], verdict]
+            if p.stored is not None:
+                cells.append(_stored(s.get("store")))
+            cells.append(s.get("reason_text", ""))
+            table.add(*(terminal_safe(c) for c in cells))
 def _stored(store: dict | None) -> str:
     if store is None:
         return "-"
     content = store["content"]
-    text = "no .log" if content is None else (
-        f"{content['records']} records, {content['first_offset']}..{content['last_offset']}")
+    codes = {f["code"] for f in content["findings"]} if content is not None else set()
+    if content is None:
+        text = "no .log"
+    elif "remote_segment_encrypted" in codes:
+        text = "encrypted: not read, needs the plugin's private key (see INFO below)"
+    elif not content["batches"] and codes:
+        text = f"not read: {', '.join(sorted(codes))} (see below)"
+    else:
+        text = (f"{content['records']} records, "
+                f"{content['first_offset']}..{content['last_offset']}")
     if store["missing"]:
         text += f"; missing {', '.join(store['missing'])}"
     return text

@@ -35,15 +35,21 @@ from segtools.analysis.transactions import (
 )
 from segtools.cli import render
 from segtools.cli.common import (
+    add_at,
     add_command,
     add_paths,
     add_run_options,
     exit_code,
+    moment,
+    moment_line,
     open_tree,
-    parse_time,
     progress,
+    whole_partition,
+    with_listing,
 )
+from segtools.cli.table import Wrapping
 from segtools.findings import Finding
+from segtools.units import format_duration
 
 EXAMPLES = """examples:
   segtools transactions /var/kafka-logs
@@ -62,8 +68,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-timeout-ms", type=int, default=DEFAULT_MAX_TIMEOUT_MS,
                    help="transaction.max.timeout.ms: an open transaction older than this "
                         "hangs (default %(default)s)")
-    p.add_argument("--now", type=parse_time, metavar="TIME",
-                   help="measure ages at this time (default: the last timestamp in each log)")
+    add_at(p, "measure every age at this moment, one clock for every log: epoch ms or "
+              "ISO-8601 (default: now)", aliases=("--now",))
     p.add_argument("--changes", type=int, default=CHANGES_PER_ID, metavar="N",
                    help="__transaction_state changes kept per transactional id, the latest "
                         "(default %(default)s; 0: all)")
@@ -71,31 +77,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def duration(ms: int) -> str:
-    seconds = ms // 1000
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m{secs:02d}s"
-    return f"{minutes}m{secs:02d}s" if minutes else f"{ms / 1000:.1f}s"
-
-
 def run(args: argparse.Namespace) -> int:
+    at_ms = moment(args)
     log_dirs, loose = open_tree(args.paths)
-    partitions = [p for d in log_dirs for p in d.partitions
+    partitions = [whole_partition(d, p) for d in log_dirs for p in d.partitions
                   if p.name is not None and (args.topic is None or p.name.topic == args.topic)]
     with progress(sum(p.size_bytes for p in partitions), "transactions",
                   quiet=args.quiet) as advance:
         report = transactions_report(partitions, max_timeout_ms=args.max_timeout_ms,
-                                     now=args.now, keep=max(args.changes, 0),
+                                     now=at_ms, keep=max(args.changes, 0),
                                      limit=args.max_decompressed_bytes, advance=advance)
-    findings = list(loose) + list(report.findings)
+    findings = with_listing(log_dirs, partitions, [*loose, *report.findings])
     results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
                if args.producer_id is None or args.producer_id in pt.scan.producers]
-    out = sys.stdout
+    out = Wrapping(sys.stdout) if args.format != "jsonl" else sys.stdout
     if args.format == "jsonl":
         write_json(results, list(report.changes), findings, args, out)
     else:
+        out.write(f"transactions {moment_line(args, at_ms)}\n")
         write_text(results, report.state.ids, list(report.open_ids), findings, args, out)
     return exit_code(findings)
 
@@ -162,8 +161,9 @@ def _partition_text(scan: TransactionScan, hanging: list[HangingTransaction],
         owner = f" (transactional.id {h.transactional_id})" if h.transactional_id else ""
         out.write(f"  HANGING: producer {t.producer_id} epoch {t.producer_epoch}{owner}: first "
                   f"offset {t.first_offset}, {t.records} records in {t.batches} batch(es), "
-                  f"open for {duration(h.age_ms)} with no marker; pins the last stable offset "
-                  f"at {h.pinned_lso} ({h.log_end_offset - h.pinned_lso} offsets held back)\n")
+                  f"open for {format_duration(h.age_ms)} with no marker; pins the last stable "
+                  f"offset at {h.pinned_lso} ({h.log_end_offset - h.pinned_lso} offsets held "
+                  "back)\n")
     aborted = sum(t.marker == "ABORT" and t.first_offset is not None for t in scan.transactions)
     indexes = sum(s.txnindex is not None for s in scan.partition.segments)
     out.write(f"  .txnindex: {indexes} file(s) for {aborted} aborted transaction(s): "

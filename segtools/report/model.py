@@ -69,7 +69,7 @@ from segtools.storage.partition import (
     parse_partition_dir_name,
 )
 from segtools.storage.segment import Segment
-from segtools.text import INVISIBLE, mark_invisible, shown_path
+from segtools.text import INVISIBLE, distinct_names, mark_invisible, shown_path
 from segtools.units import format_time
 
 SEVERITY_RANK = {"error": 3, "warning": 2, "info": 1}
@@ -612,7 +612,7 @@ class _Analyses:
         # the rest, in forked workers on the other cores, and come back as results
         segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
         jobs = _beside_jobs(logs)
-        beside = fanout.ordered(partial(_beside, logs, budget), jobs, segments=segments)
+        beside = fanout.ordered(partial(_beside, logs, budget, now), jobs, segments=segments)
         inputs = logs.inputs(at=at, config=config)
         retention = logs.explain_retention(at=now, inputs=inputs,
                                            forecast_days=budget.forecast_days)
@@ -625,7 +625,7 @@ class _Analyses:
         done = list(beside)  # in the jobs' order
         verified = done[0]
         producers = [pp for part, _ in done[1:] for pp in part]
-        txns = logs.transactions(analysed={path: result for _, analysed in done[1:]
+        txns = logs.transactions(now=now, analysed={path: result for _, analysed in done[1:]
                                            for path, result in analysed.items()})
         sourced, merged = _dedupe([
             ("segtools verify", verified),
@@ -659,12 +659,12 @@ def _beside_jobs(logs: LogDirs) -> list[tuple]:
                            for i in range(0, len(pdirs), step))]
 
 
-def _beside(logs: LogDirs, budget: Budget, job: tuple):
+def _beside(logs: LogDirs, budget: Budget, now: int, job: tuple):
     """One job of :func:`_beside_jobs` (:func:`segtools.fanout.ordered` may run it in a
     forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
     if job[0] == "verify":
         return logs.verify()
-    return _producers_and_transactions(job[1], logs.max_decompressed_bytes, budget)
+    return _producers_and_transactions(job[1], logs.max_decompressed_bytes, budget, now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -685,7 +685,8 @@ def _seen(pp: PartitionProducers, budget: Budget) -> ProducersSeen:
                          _producers(pp, budget, cut) if pp.producers else None, cut)
 
 
-def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budget: Budget
+def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budget: Budget,
+                                now: int
                                 ) -> tuple[list[ProducersSeen], dict[str, PartitionAnalysis]]:
     """Each partition's producers (as ``segtools producers``) and transactions (as ``segtools
     transactions``, with its defaults), from one walk of its segments. A transactions scan
@@ -699,7 +700,8 @@ def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budge
         elif beside:
             fold_tables(pdir, beside, limit=limit)
         for fold in beside:
-            scan, hanging, findings = analyse_transactions(pdir, limit=limit, scan=fold.scan())
+            scan, hanging, findings = analyse_transactions(pdir, limit=limit, now=now,
+                                                           scan=fold.scan())
             analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, findings)
     return found, analysed
 
@@ -818,6 +820,16 @@ def _bounded(items: Sequence, limit: int, what: str, left_out: Counter) -> list:
     return list(items[:limit])
 
 
+def broker_names(log_dirs: Sequence) -> list[str]:
+    """What tells a tree's log dirs apart on the page: the log dir's short name
+    (:func:`segtools.text.distinct_names`), with its broker's node id when meta.properties
+    names one, so a bundle's copies of one partition are never two identical rows."""
+    names = distinct_names(d.path for d in log_dirs)
+    return [f"{name} (node {d.meta.node_id})" if d.meta is not None and
+            d.meta.node_id is not None else name
+            for name, d in zip(names, log_dirs, strict=True)]
+
+
 def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple]]:
     """One summary row per partition directory (its detail filled later, for some), and the
     partition and its retention answer behind each row."""
@@ -829,7 +841,8 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
     for f in a.findings:
         finding_count[in_partition(f.path)][str(f.severity)] += 1
     rows, pdirs = [], []
-    for d in logs.log_dirs:
+    brokers = broker_names(logs.log_dirs)
+    for d, broker in zip(logs.log_dirs, brokers, strict=True):
         log_dir = shown_path(d.path)
         for p in d.partitions:
             path = str(p.path)
@@ -842,7 +855,7 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
             rows.append({
                 "id": len(rows), "topic": topic, "partition": name.partition if name else None,
                 "state": str(name.state) if name else "unknown",
-                "log_dir": log_dir, "path": shown_path(path),
+                "broker": broker, "log_dir": log_dir, "path": shown_path(path),
                 "size": p.size_bytes, "segments": len(p.segments),
                 "records": sum(s.record_count for s in summaries) if e else None,
                 "first_timestamp": min((s.first_timestamp for s in summaries

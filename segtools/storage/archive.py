@@ -63,6 +63,8 @@ MAX_MEMBERS = 100_000
 #: Seconds after which an empty temporary directory of a killed run is removed.
 STALE_AFTER_S = 3600
 _TMP_PREFIX = "segtools-archive-"
+#: zlib's window bits for a gzip header and trailer around the deflate stream.
+_GZIP_WBITS = 16 + zlib.MAX_WBITS
 _COPY_CHUNK = 1 << 20
 _ZIP_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # signature ... name length, extra length
 _ZIP_LOCAL_MAGIC = b"PK\x03\x04"
@@ -312,18 +314,28 @@ class ArchiveLocation(Location):
         tf.members = []
 
     def _inflate_stream(self) -> int:
-        """A ``.tar.gz`` inflated once, as a stream, into one unnamed temporary ``.tar``."""
-        import gzip
+        """A ``.tar.gz`` inflated once, as a stream, into one unnamed temporary ``.tar``. Every
+        byte the stream yields before damage is kept (as ``gzip -dc`` does), so the members
+        before a truncation are read; ``gzip.GzipFile.read`` would drop the whole last read."""
         fd, self._stream = self._tmpfile()
+        inflater = zlib.decompressobj(wbits=_GZIP_WBITS)
         try:
-            with gzip.open(self.archive, "rb") as src:
-                while True:
-                    chunk = src.read(_COPY_CHUNK)
-                    if not chunk:
-                        break
-                    self._reserve(len(chunk), "the compressed archive")
-                    _write_all(fd, chunk)
-        except (EOFError, gzip.BadGzipFile, zlib.error) as e:
+            with open(self.archive, "rb") as src:
+                while raw := src.read(_COPY_CHUNK):
+                    full = True  # output capped at _COPY_CHUNK: more may be held inside
+                    while raw or (full and not inflater.eof):
+                        chunk = inflater.decompress(raw, _COPY_CHUNK)
+                        full = len(chunk) == _COPY_CHUNK
+                        self._reserve(len(chunk), "the compressed archive")
+                        _write_all(fd, chunk)
+                        raw = inflater.unconsumed_tail
+                        if inflater.eof and inflater.unused_data.strip(b"\0"):
+                            # a gzip of several members (cat a.gz b.gz)
+                            raw = inflater.unused_data
+                            inflater = zlib.decompressobj(wbits=_GZIP_WBITS)
+            if not inflater.eof:
+                raise EOFError("the compressed file ends before the end-of-stream marker")
+        except (EOFError, zlib.error) as e:
             self._damaged(f"the compressed stream breaks off after {self._tmp_used} bytes: "
                           f"{e}; the members before it are read")
         return fd

@@ -9,6 +9,7 @@ directories whose names Kafka truncated.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import functools
 import os
 import re
@@ -395,8 +396,22 @@ class _Listing:
         group = self.groups.get(pf.base_offset)
         if group is None:
             group = self.groups[pf.base_offset] = {}
-        group[pf.kind] = (_child(self.pdir, name), st)
+        fpath = _child(self.pdir, name)
+        group[pf.kind] = (fpath, st)
+        if pf.kind is not FileKind.LOG:
+            self._readable(fpath, st)
         return True
+
+    def _readable(self, fpath: Path, st: os.stat_result) -> None:
+        """A companion file (index, snapshot) this process cannot read is a finding at
+        listing time, so every command says so, not only those that open it (the ``.log``
+        itself is reported by whoever reads it). Files readable by all, as Kafka writes
+        them, cost no extra call."""
+        if st.st_mode & stat.S_IROTH or os.access(fpath, os.R_OK):
+            return
+        self.findings.append(finding(
+            "file_unreadable", str(fpath),
+            f"could not be read: {os.strerror(errno.EACCES)}; the answer goes on without it"))
 
     def _regular(self, entry: os.DirEntry, fpath: Path) -> os.stat_result | None:
         """The entry's stat when it is a regular file still there; a finding otherwise."""
@@ -428,12 +443,16 @@ class _Listing:
             findings.append(finding(code, str(fpath), why, offset=pf.base_offset))
         elif pf.kind is FileKind.SNAPSHOT and pf.base_offset is not None:
             self.snapshots.append(SnapshotFile(pf.base_offset, fpath, st.st_size))
+            if isinstance(self.pdir, Path):
+                self._readable(fpath, st)
         elif pf.base_offset is not None and pf.kind in (
                 FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
             if len(file_name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
                 findings.append(finding("segment_name_not_canonical",
                                         str(fpath), "base offset is not 20 zero-padded digits"))
             self.groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, st)
+            if pf.kind is not FileKind.LOG and isinstance(self.pdir, Path):
+                self._readable(fpath, st)
         elif pf.kind is FileKind.PARTITION_METADATA:
             text, more = read_text_capped(fpath)
             findings.extend(more)

@@ -314,24 +314,11 @@ class AivenStore:
         log, manifest_path = files.found.get("segment"), files.found.get("manifest")
         if log is None or manifest_path is None:
             return None
-        try:
-            if manifest_path.stat().st_size > MANIFEST_CAP:
-                raise SegtoolsError("the manifest is too large to be one")
-            manifest = parse_manifest(manifest_path.read_bytes(), limit=limit)
-            if manifest.encryption_key_id is not None:
-                note = finding(
-                    "remote_segment_encrypted", str(log),
-                    "encrypted by the plugin (AES-GCM chunks; the data key is wrapped by the "
-                    f"key pair {manifest.encryption_key_id!r}): reading it needs that private "
-                    "key, which segtools does not have and does not guess")
-                return RemoteSegmentContent(0, 0, None, None, (), log.stat().st_size, (note,))
-            if manifest.original_file_size > limit:
-                raise SegtoolsError(f"the segment is {manifest.original_file_size} bytes, over "
-                                    "--max-decompressed-bytes")
-            data = assemble(manifest, log.read_bytes())
-        except (SegtoolsError, OSError) as e:
-            return RemoteSegmentContent(0, 0, None, None, (), 0, (finding(
-                "remote_segment_unreadable", str(log), str(e)),))
+        data, note = aiven_segment_bytes(log, manifest_path, limit=limit)
+        if data is None:
+            encrypted = note.code == "remote_segment_encrypted"
+            return RemoteSegmentContent(0, 0, None, None, (),
+                                        _size(log) if encrypted else 0, (note,))
         return read_bytes(data, str(log), limit=limit)
 
     def listed(self, topic: str, partition: int, topic_id: str) -> Sequence[str]:
@@ -345,6 +332,44 @@ class AivenStore:
 RemoteStore = LocalTieredStorage | AivenStore
 
 
+#: Files only a broker's log dir holds: a log dir given as a store is said to be one.
+_LOG_DIR_FILES = ("meta.properties", "recovery-point-offset-checkpoint",
+                  "replication-offset-checkpoint")
+#: A LocalTieredStorage partition directory: ``<topic>-<partition>-<22-character topic id>``.
+_LTS_PARTITION = re.compile(r".+-\d+-[A-Za-z0-9_-]{22}")
+
+
+def aiven_segment_bytes(log: Path, manifest_path: Path, *,
+                        limit: int = DEFAULT_DECOMPRESS_LIMIT) -> tuple[bytes | None,
+                                                                         Finding | None]:
+    """The segment an Aiven ``.log`` object holds, put back together from its chunks per its
+    ``.rsm-manifest``; or None and the finding that says why not: encrypted (reading needs
+    the plugin's private key), or a manifest or chunks that do not add up."""
+    try:
+        if manifest_path.stat().st_size > MANIFEST_CAP:
+            raise SegtoolsError("the manifest is too large to be one")
+        manifest = parse_manifest(manifest_path.read_bytes(), limit=limit)
+        if manifest.encryption_key_id is not None:
+            return None, finding(
+                "remote_segment_encrypted", str(log),
+                "an Aiven tiered-storage object encrypted by the plugin (AES-GCM chunks; the "
+                f"data key is wrapped by the key pair {manifest.encryption_key_id!r}): reading "
+                "it needs that private key, which segtools does not have and does not guess")
+        if manifest.original_file_size > limit:
+            raise SegtoolsError(f"the segment is {manifest.original_file_size} bytes, over "
+                                "--max-decompressed-bytes")
+        return assemble(manifest, log.read_bytes()), None
+    except (SegtoolsError, OSError, ValueError) as e:
+        return None, finding("remote_segment_unreadable", str(log), str(e))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def open_store(path: str | Path) -> RemoteStore:
     """The store at ``path``, its layout recognised: a ``kafka-tiered-storage`` directory or
     ``<topic>-<partition>-<topic id>`` directories of segment files (LocalTieredStorage), or
@@ -352,11 +377,15 @@ def open_store(path: str | Path) -> RemoteStore:
     root = local_tiered_storage_root(path)
     if root.name == LOCAL_TIERED_STORAGE_DIR:
         return LocalTieredStorage(root)
+    if any((root / name).is_file() for name in _LOG_DIR_FILES):
+        raise SegtoolsError("a Kafka log dir, not a remote store: --remote-store takes the "
+                            "LocalTieredStorage directory (its 'dir' setting) or the Aiven "
+                            "plugin's bucket under its prefix", path=str(root))
     for sub in sorted(p for p in root.iterdir() if p.is_dir()):
         if any(q.is_dir() and _AIVEN_PARTITION.fullmatch(q.name) and
                any(q.glob("*.rsm-manifest")) for q in sub.iterdir()):
             return AivenStore(root)
-        if any(sub.glob("*.log")):
+        if _LTS_PARTITION.fullmatch(sub.name) and any(sub.glob("*.log")):
             return LocalTieredStorage(root)
     raise SegtoolsError("no remote segments here in a layout segtools knows (LocalTieredStorage "
                         "or Aiven tiered-storage-for-apache-kafka)", path=str(root))

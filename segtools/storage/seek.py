@@ -46,7 +46,7 @@ def _first_record(segment: Segment, start: int, candidate, keep) -> tuple:
     """Walk from ``start``; decode the batches ``candidate(table)`` selects, in order, until
     one holds a record ``keep`` accepts. Returns (batch, record, batches walked)."""
     walked = 0
-    for chunk in segment.walk(start, verify_crc=False):
+    for chunk in segment.walk(start, verify_crc=True):
         t = chunk.table
         for row in np.flatnonzero(candidate(t)):
             one = t.take(slice(int(row), int(row) + 1))

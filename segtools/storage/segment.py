@@ -56,6 +56,13 @@ def unreadable(path: str, error: SegtoolsError) -> Finding:
     return finding("segment_unreadable", path, f"could not be read: {error}")
 
 
+def file_unreadable(path: str, error: SegtoolsError) -> Finding:
+    """The finding for a file beside the segments (an index, a ``.txnindex``, a checkpoint)
+    that could not be opened: the answer goes on without it, and says so."""
+    return finding("file_unreadable", path, f"could not be read: {error}; the answer goes on "
+                                            "without it")
+
+
 def read_small(files: SegmentFiles) -> bytes | None:
     """The whole ``.log`` of a small local segment (up to :data:`SMALL_FILE`), in one read;
     None when it is not one, or cannot be read so (the ordinary :class:`Segment` then

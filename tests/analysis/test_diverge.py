@@ -31,7 +31,8 @@ def test_divergent_follower():
     (t,) = d.truncations
     assert (t.replica, t.epoch, t.leader_end_offset, t.truncate_to, t.discarded) == (
         "r1", 1, 40, 40, 5)
-    assert d.findings == ()
+    assert [(f.code, f.offset, f.path) for f in d.findings] == [
+        ("replica_diverged", 40, str(d.replicas[0].partition.path))]
 
 
 def test_leader_epochs_of_the_agreed_part():
@@ -70,7 +71,8 @@ def test_checkpoint_that_disagrees_with_the_batches(tmp_path):
     shutil.copytree(B1, bad)
     (bad / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n1 20\n")
     d = compare(replicas(bad, B2))
-    assert [(f.code, f.offset) for f in d.findings] == [("leader_epoch_checkpoint_mismatch", 20)]
+    assert [(f.code, f.offset) for f in d.findings] == [("leader_epoch_checkpoint_mismatch", 20),
+                                                        ("replica_diverged", 40)]
 
 
 def test_three_replicas_one_behind(tmp_path):

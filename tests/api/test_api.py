@@ -66,9 +66,10 @@ def test_verify_matches_cli(tree):
 
 @pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
 def test_transactions_match_cli(tree):
-    cli = [o for o in cli_jsonl("transactions", str(tree), "--format", "json", "--quiet")
-           if o["type"] == "hanging_transaction"]
-    report = segtools.transactions(tree)
+    at = "2023-12-08T03:00:00Z"  # one clock for both faces
+    cli = [o for o in cli_jsonl("transactions", str(tree), "--format", "json", "--quiet",
+                                "--at", at) if o["type"] == "hanging_transaction"]
+    report = segtools.transactions(tree, now=at)
     api = [h.to_json() for pt in report.partitions for h in pt.hanging]
     assert api == cli
 

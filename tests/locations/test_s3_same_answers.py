@@ -21,7 +21,7 @@ from tests.robustness.commands import ARGUMENT_SETS
 
 #: Commands that measure ages against the clock: both runs are given the same moment.
 AT = {command: ["--at", "2026-01-01T00:00:00Z"]
-      for command in ("retention", "compaction", "tiered")}
+      for command in ("retention", "compaction", "tiered", "transactions")}
 
 
 def _json_argvs(copies, command: str) -> list[list[str]]:

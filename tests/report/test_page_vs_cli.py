@@ -136,7 +136,7 @@ def test_retention_verdicts_are_the_commands(pages, tree):
 
 @pytest.mark.parametrize("tree", TREES)
 def test_transactions_are_the_commands(pages, tree):
-    lines = cli("transactions", str(FIXTURES / "logdirs" / tree))
+    lines = cli("transactions", str(FIXTURES / "logdirs" / tree), "--at", AT)
     per_partition = {visible(shown_path(x["path"])): x for x in lines
                      if x["type"] == "partition_transactions"}
     for row in pages[tree]["transactions"]:

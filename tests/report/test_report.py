@@ -96,7 +96,7 @@ def test_the_report_shows_the_analyses_own_answers(tmp_path):
     assert data["offset_regressions"] == len(replay.regressions) > 0
     marked = [p for g in data["groups"] for line in g["lines"] for p in line["points"] if p[4]]
     assert len(marked) == len(replay.regressions)
-    hanging = segtools.transactions(tree)
+    hanging = segtools.transactions(tree, now=AT)
     assert [(h["producer_id"], h["first_offset"]) for h in data["hanging"]] == \
         [(h.transaction.producer_id, h.transaction.first_offset)
          for pt in hanging.partitions for h in pt.hanging]

@@ -389,11 +389,12 @@
         } else {
           cell.appendChild(el("span", "dim", "summary only"));
         }
-        [nameCell(p.topic), num(p.partition), el("td", null, p.state), num(fmtBytes(p.size)),
+        var where = D.summary.log_dirs.length > 1 ? [el("td", null, p.broker)] : [];
+        [nameCell(p.topic), num(p.partition)].concat(where, [el("td", null, p.state), num(fmtBytes(p.size)),
          num(p.segments), num(p.records), timeCell(p.last_timestamp),
          num(p.deletable_bytes ? fmtBytes(p.deletable_bytes) : "-"), num(p.dirty_ratio),
          num(p.transactions + (p.hanging ? " (" + p.hanging + " hanging)" : "")),
-         el("td", "sev-" + worst, found), cell].forEach(function (c) { tr.appendChild(c); });
+         el("td", "sev-" + worst, found), cell]).forEach(function (c) { tr.appendChild(c); });
         return tr;
       },
       counted: function (n) {

@@ -1,0 +1,260 @@
+"""Commands that answer the same question give the same answer, on every fixture tree and on a
+two-broker bundle: ``tiered`` on a partition and on its tree, the report and ``diverge``,
+``find`` and ``dump``, ``retention`` and ``tiered``. An operator acts on whichever they ran;
+two answers that disagree leave one of them wrong."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from segtools.cli.main import main
+from segtools.report.model import build
+from segtools.timestamps import to_millis
+from segtools.units import format_duration, format_time
+from tests.fixtures_manifest import FIXTURES
+
+LOGDIRS = FIXTURES / "logdirs"
+SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
+TREES = sorted(p.name for p in LOGDIRS.iterdir() if p.is_dir())
+#: One moment for every command of a comparison: answers measured against two clocks differ.
+AT = "2024-06-01T12:00:00Z"
+
+
+def cli(*argv: str) -> tuple[int, str]:
+    """A command run in this process: its exit code and stdout."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(argv))
+    return code, out.getvalue()
+
+
+def lines(*argv: str) -> tuple[int, list[dict]]:
+    code, text = cli(*argv)
+    return code, [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def console(*argv: str) -> tuple[int, list[dict]]:
+    """The console script in a child process: ``dump`` writes its lines to the stdout file
+    itself, which an in-process run cannot capture."""
+    proc = subprocess.run([SEGTOOLS, *argv], capture_output=True, text=True, timeout=120)
+    return proc.returncode, [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    """Two brokers' log dirs in one support bundle, each kept as ``kafka-logs`` (as they are
+    on the brokers), packed as a ``.tar.gz``."""
+    path = tmp_path_factory.mktemp("bundle") / "support-bundle.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for n in (1, 2):
+            tar.add(LOGDIRS / "replicas" / f"broker{n}", f"broker-{n}/kafka-logs")
+    return path
+
+
+def every_input(bundle: Path) -> list[str]:
+    return [str(LOGDIRS / t) for t in TREES] + [str(bundle)]
+
+
+# --------------------------------------------------------------------------- tiered
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_tiered_on_a_partition_says_what_tiered_on_its_tree_says(tree):
+    """The partition's own run lists that partition only, with the same local tier, highest
+    remote offset, verdicts and findings as the run over its whole log dir."""
+    code, (whole,) = lines("tiered", str(LOGDIRS / tree), "--at", AT, "--format", "json")
+    for p in whole["partitions"]:
+        if p["local"] is None:
+            continue
+        one_code, (alone,) = lines("tiered", p["local"]["path"], "--at", AT, "--format", "json")
+        assert [x["partition"] for x in alone["partitions"]] == [p["partition"]]
+        assert alone["partitions"][0] == p
+        assert one_code == (1 if p["findings"] else 0)
+    if not whole["partitions"]:
+        assert code == 0, "a tree with no tiered partition is not a finding"
+
+
+def test_the_highest_remote_offset_is_the_one_the_lineage_counts():
+    """clicks.tiered-1's segment 100..199 (epochs 0@100, 1@150) is outside the local lineage
+    (0@0, 2@150): Kafka's findHighestRemoteOffset still counts its epoch-0 part, up to 149,
+    and the finding says so rather than that none of it counts."""
+    _, (alone,) = lines("tiered", str(LOGDIRS / "tiered" / "clicks.tiered-1"), "--at", AT,
+                        "--format", "json")
+    (p,) = alone["partitions"]
+    assert p["highest_offset_in_remote_storage"] == 149
+    (mismatch,) = [f for f in p["findings"] if f["code"] == "remote_leader_epoch_mismatch"]
+    assert "up to 149" in mismatch["message"]
+    assert "nor treats its offsets as copied" not in mismatch["message"]
+
+
+# --------------------------------------------------------------------------- replicas
+
+
+def test_the_report_finds_what_diverge_finds(bundle):
+    """Every finding ``diverge`` reports is in the report of the same input, and both exit
+    with findings; on the bundle, each copy is named by its broker, not by the archive."""
+    for path in [str(LOGDIRS / "replicas"), str(bundle)]:
+        code, out = lines("diverge", path, "--format", "jsonl")
+        assert code == 1
+        said = {(f["code"], f["offset"]) for f in out if f["type"] == "finding"}
+        assert ("replica_diverged", 40) in said
+        model = build([path], at=1717243200000)
+        assert said <= {(f.code, f.offset) for f in model.findings}
+        replicas = [x["replica"] for x in out if x["type"] == "replica"]
+        assert all(".tar.gz" not in r for r in replicas), replicas
+        brokers = [row["broker"] for row in model.data["partitions"]]
+        assert len(set(brokers)) == 2 and all(".tar.gz" not in b for b in brokers), brokers
+        sources = {s["source"] for s in model.data["finding_sources"]}
+        assert "segtools diverge" in sources
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_diverge_and_the_report_agree_on_every_tree(tree):
+    """On a tree without two copies of a partition, neither reports a divergence."""
+    path = str(LOGDIRS / tree)
+    _, out = lines("diverge", path, "--format", "jsonl")
+    said = {(f["code"], f["offset"]) for f in out if f["type"] == "finding"
+            and f["code"] == "replica_diverged"}
+    model = build([path], at=1717243200000)
+    shown = {(f.code, f.offset) for f in model.findings if f.code == "replica_diverged"}
+    assert said == shown
+
+
+# --------------------------------------------------------------------------- one clock
+
+
+@pytest.mark.parametrize("tree", ["hostile", "forensics"])
+def test_one_transaction_has_one_age(tree):
+    """The hanging producer and its transactional id are one transaction: both ages are
+    measured at ``--at``, not each at its own log's last timestamp."""
+    at = "2023-12-08T03:00:00Z"
+    at_ms = to_millis(at)
+    _, out = lines("transactions", str(LOGDIRS / tree), "--at", at, "--format", "jsonl")
+    (hanging,) = [x for x in out if x["type"] == "hanging_transaction"]
+    assert hanging["age_ms"] == at_ms - hanging["first_timestamp"]
+    (coordinator,) = [f for f in out if f["type"] == "finding"
+                      and f["code"].startswith("transactional_id_")]
+    changes = [x for x in out if x["type"] == "transaction_state"
+               and x["transactional_id"] == hanging["transactional_id"]]
+    start = changes[-1]["start_timestamp"]
+    assert f"open for {format_duration(at_ms - start)}," in coordinator["message"]
+    _, text = cli("transactions", str(LOGDIRS / tree), "--at", at)
+    assert text.splitlines()[0] == f"transactions at {format_time(at_ms)} (--at)"
+    model = build([str(LOGDIRS / tree)], at=at_ms)
+    assert [(h["producer_id"], h["age_ms"]) for h in model.data["hanging"]] == \
+        [(hanging["producer_id"], hanging["age_ms"])]
+
+
+def test_without_at_the_clock_is_now_and_said_once():
+    _, text = cli("transactions", str(LOGDIRS / "forensics"))
+    first, *rest = text.splitlines()
+    assert first.startswith("transactions at ") and first.endswith(" (now)")
+    assert not any(line.startswith("transactions at ") for line in rest)
+
+
+# --------------------------------------------------------------------------- find and dump
+
+
+def _live_partitions(tree: str) -> list[Path]:
+    return sorted(p for p in (LOGDIRS / tree).rglob("*") if p.is_dir()
+                  and any(p.glob("*.log")) and "-delete" not in p.name
+                  and not p.name.startswith("__cluster_metadata"))
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_find_returns_the_record_dump_shows(tree):
+    """For offsets at the start, middle and end of each partition, ``find`` returns the record
+    ``dump --deep`` shows at that offset, from a batch in the same state (a batch whose CRC
+    fails is said to, with a finding, by both)."""
+    compared = 0
+    for pdir in _live_partitions(tree):
+        _, dumped = console("dump", "--deep", "--format", "jsonl",
+                            *map(str, sorted(pdir.glob("*.log"))))
+        records, batch_of = {}, {}
+        batch = None
+        for x in dumped:
+            if x["type"] == "batch":
+                batch = x
+            elif x["type"] == "record" and batch is not None:
+                records.setdefault(x["offset"], x)
+                batch_of.setdefault(x["offset"], batch)
+        if not records:
+            continue
+        offsets = sorted(records)
+        for offset in {offsets[0], offsets[len(offsets) // 2], offsets[-1]}:
+            code, found = lines("find", str(pdir), "--offset", str(offset), "--format", "jsonl")
+            (hit,) = [x for x in found if x["type"] == "found"]
+            want = records[offset]
+            assert {k: hit["record"][k] for k in ("offset", "timestamp", "key", "value")} == \
+                {k: want[k] for k in ("offset", "timestamp", "key", "value")}, (pdir, offset)
+            assert hit["batch"]["crc_valid"] == batch_of[offset]["crc_valid"], (pdir, offset)
+            crc = [x for x in found if x["type"] == "finding" and x["code"] == "crc_mismatch"]
+            assert bool(crc) == (batch_of[offset]["crc_valid"] is False), (pdir, offset)
+            assert code == (1 if crc else 0), (pdir, offset)
+            compared += 1
+    assert compared
+
+def test_find_below_the_local_log_of_a_tiered_partition():
+    """Offset 50 of clicks.tiered-0: its remote segment was deleted; the first record after
+    it is 100, in remote storage. Read there with --remote-store; without it, a hint and no
+    false "no record" line."""
+    pdir = str(LOGDIRS / "tiered" / "clicks.tiered-0")
+    store = str(FIXTURES / "remote" / "tiered")
+    code, found = lines("find", pdir, "--offset", "50", "--remote-store", store,
+                        "--format", "jsonl")
+    (hit,) = [x for x in found if x["type"] == "found"]
+    assert (code, hit["record"]["offset"]) == (0, 100)
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["find", pdir, "--offset", "150"])
+    assert code == 1
+    assert "pass --remote-store" in err.getvalue() and "no record" not in err.getvalue()
+
+
+# --------------------------------------------------------------------------- transactions
+
+
+def test_transactions_on_a_segment_answer_for_its_partition():
+    """A transaction's marker may be in a later segment: naming one segment file answers for
+    the partition it belongs to (as retention does), never as if the segment were all of
+    it (a COMMITted transaction reported OPEN, a last stable offset of 15)."""
+    pdir = LOGDIRS / "sample" / "payments.txn-0"
+    at = "2023-11-16T00:00:00Z"
+    _, whole = lines("transactions", str(pdir), "--at", at, "--format", "jsonl")
+    _, one = lines("transactions", str(pdir / "00000000000000000000.log"), "--at", at,
+                   "--format", "jsonl")
+    assert one == whole
+    (summary,) = [x for x in one if x["type"] == "partition_transactions"]
+    assert summary["open"] == 0 and summary["last_stable_offset"] == 28
+
+
+# --------------------------------------------------------------------------- retention
+
+
+@pytest.mark.parametrize("tree", TREES)
+def test_retention_and_tiered_give_the_remote_tier_one_verdict(tree):
+    """Per remote segment, the same verdict and reason from ``retention`` and ``tiered``; and
+    both commands show, in text, every warning their exit code counts."""
+    path = str(LOGDIRS / tree)
+    r_code, (ret,) = lines("retention", path, "--at", AT, "--format", "json")
+    _, (tie,) = lines("tiered", path, "--at", AT, "--format", "json")
+    by_retention = {(p["topic"], p["partition"], s["segment_id"]): (s["deletable"], s["reason"])
+                    for p in ret["partitions"] for s in p.get("remote_segments", ())}
+    by_tiered = {(p["topic"], p["partition"], s["segment_id"]): (s["deletable"], s["reason"])
+                 for p in tie["partitions"] if p["local"] is not None
+                 for s in p["remote_segments"] if "reason" in s}
+    assert by_retention == by_tiered
+    for command, code in (("retention", r_code), ("tiered", None)):
+        text_code, text = cli(command, path, "--at", AT)
+        shown = [line for line in text.splitlines() if line.startswith(("WARNING ", "ERROR "))]
+        assert bool(shown) == (text_code == 1), (command, text[-1500:])
+        if code is not None:
+            assert text_code == code

@@ -1,0 +1,102 @@
+"""Errors and plain lines as the contract writes them: ``segtools: error: <subject>: <what>``
+once, in words rather than Python's, and nothing said that the input is not."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fixtures_manifest import FIXTURES, SAMPLE
+
+SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
+
+
+def run(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([SEGTOOLS, *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env={**os.environ, "COLUMNS": "200"})
+
+
+def test_an_unknown_option_names_the_command_once():
+    proc = run("scan", "--topcs", "x", str(SAMPLE))
+    assert proc.returncode == 2
+    assert proc.stderr == ("segtools: error: scan: unrecognized arguments: --topcs "
+                           "(see 'segtools scan --help')\n")
+    proc = run("retention", "--bogus", str(SAMPLE))
+    assert proc.stderr.startswith("segtools: error: retention: unrecognized arguments")
+
+
+def test_a_bad_config_value_is_said_in_words():
+    proc = run("retention", str(SAMPLE), "--retention-ms", "abc")
+    assert proc.returncode == 2
+    assert "invalid literal" not in proc.stderr and "base 10" not in proc.stderr
+    assert "retention.ms='abc': not a whole number" in proc.stderr
+
+
+def test_an_empty_path_is_refused_not_the_current_directory(tmp_path):
+    proc = run("scan", "", cwd=str(FIXTURES / "logdirs" / "sample"))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith("segtools: error: scan: argument PATH: empty path")
+
+
+def test_a_log_file_without_a_segment_name_is_not_a_kraft_snapshot(tmp_path):
+    odd = tmp_path / "notkafka.log"
+    odd.write_bytes((SAMPLE / "orders.v2-eu-1" / "00000000000000000000.log").read_bytes())
+    proc = run("dump", str(odd))
+    assert "KRaft snapshot" not in proc.stdout
+    assert "not named as a Kafka segment" in proc.stdout
+
+
+def test_a_log_dir_without_version_evidence_is_not_written_by_kafka_unknown(tmp_path):
+    bare = tmp_path / "bare"
+    (bare / "orders-0").mkdir(parents=True)
+    (bare / "orders-0" / "00000000000000000000.log").write_bytes(b"")
+    proc = run("scan", str(bare))
+    assert "written by Kafka unknown" not in proc.stdout
+    assert "no file in it names the Kafka version" in proc.stdout
+
+
+def test_the_verify_example_in_the_docs_is_what_verify_prints():
+    """docs/cli.md shows ``segtools verify fixtures/logdirs``: its summary line is the one the
+    command prints on the fixtures as they are now."""
+    docs = (FIXTURES.parent / "docs" / "cli.md").read_text()
+    shown = next(line for line in docs.splitlines() if line.startswith("verified "))
+    proc = run("verify", "-q", str(FIXTURES / "logdirs"))
+    assert proc.stdout.splitlines()[-1] == shown
+
+
+def test_scan_json_lines_have_type_first():
+    proc = run("scan", "--format", "jsonl", str(SAMPLE))
+    assert all(line.startswith('{"type":') for line in proc.stdout.splitlines()), \
+        proc.stdout[:300]
+
+
+def test_verify_index_says_when_the_index_is_fine():
+    proc = run("dump", "--verify-index", str(SAMPLE / "orders.v2-eu-1" /
+                                             "00000000000000000000.index"))
+    assert proc.returncode == 0
+    assert "checked against the .log" in proc.stdout
+
+
+def test_the_chain_of_custody_shows_times_as_times():
+    proc = run("scan", "--hashes", str(SAMPLE / "orders.v2-eu-1"))
+    custody = proc.stdout.split("chain of custody:", 1)[1]
+    assert " ms " not in custody and "modified 20" in custody
+
+
+def test_find_help_names_kafkas_method_whole():
+    proc = run("find", "--help")
+    assert "UnifiedLog.fetchOffsetByTimestamp" in " ".join(proc.stdout.split())
+    assert "UnifiedLog. " not in proc.stdout
+
+
+def test_an_answer_cut_by_its_reader_is_not_exit_0():
+    """``segtools ... | head`` under ``set -o pipefail``: the cut answer shows, as 141 (a
+    command ended by SIGPIPE), not as 0, "read fully"."""
+    big = SAMPLE / "big-value-0" / "00000000000000000000.log"
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; '{SEGTOOLS}' dump --deep "
+                           f"--print-data '{big}' | head -c 10 >/dev/null"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 141, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,180 @@
+"""One unreadable file never stops an answer: every command, on a copy of the sample tree with
+one file (or directory) at mode 000, answers for the rest and reports the unreadable one as a
+finding (exit 1), never exits 2 with nothing.
+
+segtools runs as root in CI, and root reads a file at mode 000; the commands are run without
+the two capabilities that let it (``setpriv --bounding-set -dac_override,-dac_read_search``),
+which is what an unprivileged user sees."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_manifest import FIXTURES
+
+SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
+SETPRIV = shutil.which("setpriv")
+
+#: Each kind of file a log dir holds, one of each in the sample tree.
+KINDS = {
+    "segment": "orders.v2-eu-0/00000000000000000005.log",
+    "offset index": "orders.v2-eu-0/00000000000000000005.index",
+    "time index": "orders.v2-eu-0/00000000000000000005.timeindex",
+    "transaction index": "payments.txn-0/00000000000000000000.txnindex",
+    "producer snapshot": "payments.txn-0/00000000000000000020.snapshot",
+    "leader-epoch-checkpoint": "orders.v2-eu-0/leader-epoch-checkpoint",
+    "partition.metadata": "orders.v2-eu-0/partition.metadata",
+    "offset checkpoint": "replication-offset-checkpoint",
+    "meta.properties": "meta.properties",
+    "partition directory": "orders.v2-eu-0",
+}
+
+#: Every command that reads a tree, with what it needs besides the path, and a line that
+#: shows it answered for the rest of the tree (a partition no chmod touches).
+COMMANDS = {
+    "scan": ((), "orders.v2-eu-3"),
+    "verify": ((), "verified 13 partition(s)"),
+    "retention": (("--at", "2023-11-16T00:00:00Z"), "orders.v2-eu-3"),
+    "compaction": (("--at", "2023-11-16T00:00:00Z"), "payments-compact-1"),
+    "transactions": (("--at", "2023-11-16T00:00:00Z"), "payments.txn-0"),
+    "producers": ((), "payments.txn-0"),
+    "find": (("--offset", "100"), "orders.v2-eu-3: offset 100"),
+}
+
+
+def as_unprivileged(argv: list[str]) -> list[str]:
+    if os.geteuid() != 0:
+        return argv
+    if SETPRIV is None:
+        pytest.skip("running as root without setpriv: mode 000 cannot be tested")
+    return [SETPRIV, "--bounding-set", "-dac_override,-dac_read_search", "--", *argv]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("unreadable")
+    root.chmod(0o755)
+    copy = root / "sample"
+    shutil.copytree(FIXTURES / "logdirs" / "sample", copy)
+    return copy
+
+
+def run(argv: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run(as_unprivileged([SEGTOOLS, *argv]), capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "200"})
+
+
+@pytest.fixture
+def unreadable(tree, request):
+    """``tree`` with the file of ``request.param`` at mode 000 for the test's duration."""
+    target = tree / KINDS[request.param]
+    mode = target.stat().st_mode
+    target.chmod(0)
+    try:
+        yield tree, target
+    finally:
+        target.chmod(mode & 0o7777)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("unreadable", sorted(KINDS), indirect=True)
+def test_one_unreadable_file_is_a_finding_and_the_rest_is_answered(unreadable, command):
+    tree, target = unreadable
+    extra, answered = COMMANDS[command]
+    proc = run([command, str(tree), *extra])
+    assert "Traceback" not in proc.stderr
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    unread = [line for line in proc.stdout.splitlines()
+              if target.name in line and "ermission denied" in line]
+    assert unread, proc.stdout[-2000:]
+    assert answered in proc.stdout, "the rest of the tree is answered"
+
+
+@pytest.mark.parametrize("name", ["clicks.tiered-0/00000000000000000300.log",
+                                  "__remote_log_metadata-22/00000000000000000000.log"])
+def test_tiered_says_what_it_could_not_read(tmp_path, name):
+    copy = tmp_path / "tiered"
+    shutil.copytree(FIXTURES / "logdirs" / "tiered", copy)
+    tmp_path.chmod(0o755)
+    (copy / name).chmod(0)
+    proc = run(["tiered", str(copy), "--at", "2024-06-01T12:00:00Z"])
+    assert proc.returncode == 1, proc.stderr
+    assert any(Path(name).name in line and "ermission denied" in line
+               for line in proc.stdout.splitlines()), proc.stdout
+    assert "clicks.tiered-1" in proc.stdout
+
+
+def test_the_report_says_what_it_could_not_read(tree, tmp_path):
+    target = tree / KINDS["segment"]
+    target.chmod(0)
+    try:
+        out = tmp_path / "r.html"
+        proc = run(["report", str(tree), "-o", str(out), "--at", "2023-11-16T00:00:00Z"])
+    finally:
+        target.chmod(0o644)
+    assert proc.returncode == 1, proc.stderr
+    page = out.read_text()
+    assert "segment_unreadable" in page and "orders.v2-eu-3" in page
+
+
+def test_a_log_dir_that_cannot_be_listed_says_permission_denied(tree):
+    tree.chmod(0)
+    try:
+        proc = run(["scan", str(tree)])
+    finally:
+        tree.chmod(0o755)
+    assert proc.returncode == 2
+    assert "ermission denied" in proc.stderr
+    assert "no Kafka partitions found here" not in proc.stderr
+
+
+def test_scan_does_not_call_an_unreadable_partition_a_leftover(tree):
+    target = tree / KINDS["partition directory"]
+    target.chmod(0)
+    try:
+        proc = run(["scan", str(tree)])
+    finally:
+        target.chmod(0o755)
+    leftovers = proc.stdout.split("leftovers (evidence a broker left behind):")
+    assert len(leftovers) == 1 or "partition_dir_unreadable" not in leftovers[1].split(
+        "finding(s):")[0]
+    assert "partition_dir_unreadable" in proc.stdout
+
+
+def test_a_truncated_bundle_answers_for_the_members_before_the_damage(tmp_path):
+    """A support bundle cut in the middle of its second broker: the first is read whole (as
+    ``gzip -dc`` recovers it), the damage is a finding."""
+    import tarfile
+
+    whole = tmp_path / "bundle.tar.gz"
+    with tarfile.open(whole, "w:gz") as tar:
+        tar.add(FIXTURES / "logdirs" / "replicas" / "broker1", "broker-1/kafka-logs")
+        tar.add(FIXTURES / "logdirs" / "sample", "broker-2/kafka-logs")
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.tar.gz"
+    cut.write_bytes(data[:len(data) // 2])
+    proc = subprocess.run([SEGTOOLS, "scan", str(cut)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 1, proc.stderr
+    assert "orders.v2-eu-9" in proc.stdout
+    assert "archive_damaged" in proc.stdout and "breaks off" in proc.stdout
+
+
+def test_dump_of_several_files_goes_past_an_unreadable_one(tree):
+    pdir = tree / "orders.v2-eu-0"
+    target = pdir / "00000000000000000005.log"
+    target.chmod(0)
+    try:
+        proc = run(["dump", *(str(p) for p in sorted(pdir.glob("*.log")))])
+    finally:
+        target.chmod(0o644)
+    assert proc.returncode == 1, proc.stderr
+    assert "Dumping " + str(pdir / "00000000000000000205.log") in proc.stdout
+    (line,) = [x for x in proc.stdout.splitlines() if "segment_unreadable" in x]
+    assert target.name in line and "ermission denied" in line
