@@ -220,13 +220,16 @@ def test_dump_claims_no_index_entry_in_an_all_zero_index():
 
 
 def test_dump_verify_index_matches_the_log(tmp_path):
-    """Every index of a Kafka-written partition checks out (one file line each, no finding);
-    the same index with one entry moved by 7 bytes is reported at that entry, exit 1."""
+    """Every index of a Kafka-written partition checks out (a file line and an "index
+    verified" note with its entry count each, no finding); the same index with one entry moved by 7 bytes is reported at that entry, exit 1."""
     part = tmp_path / "payments-compact-1"
     shutil.copytree(SAMPLE / "payments-compact-1", part)
     indexes = list(map(str, sorted(part.glob("*.index"))))
     clean = jsonl(run("dump", "--verify-index", "--format", "jsonl", *indexes, check_code=0))
-    assert clean == [{"type": "file", "path": p} for p in indexes]
+    assert [x["type"] for x in clean] == ["file", "note"] * len(indexes)
+    assert [x["path"] for x in clean] == [p for p in indexes for _ in range(2)]
+    notes = [x for x in clean if x["type"] == "note"]
+    assert all(x["message"] == "index verified" and x["entries"] > 0 for x in notes), notes
     index = part / "00000000000000000000.index"
     entry = bytearray(index.read_bytes())
     relative, position = int.from_bytes(entry[0:4], "big"), int.from_bytes(entry[4:8], "big")
