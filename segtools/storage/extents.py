@@ -79,6 +79,14 @@ class Extents(Generic[V]):
             raise KeyError(start)
         self._values[i] = value
 
+    def drop_one(self, start: int) -> V:
+        """Let go of the extent starting at ``start``; its value."""
+        i = bisect.bisect_left(self._starts, start)
+        if i == len(self._starts) or self._starts[i] != start:
+            raise KeyError(start)
+        del self._starts[i], self._ends[i]
+        return self._values.pop(i)
+
     def drop(self, keep: tuple[int, int]) -> list[V]:
         """Let go of every extent outside ``[keep[0], keep[1])``; their values, for cancelling."""
         lo, hi = keep

@@ -19,9 +19,11 @@ from __future__ import annotations
 import os
 import re
 import threading
+import weakref
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -211,6 +213,19 @@ def _gcs_filesystem(options: Mapping[str, Any]):
 
 _AZURE_SCHEMES = ("abfs", "abfss", "az")
 
+#: Set once this process has made an Azure client. The Azure SDK keeps one connection pool
+#: for the whole process (``CurlConnectionPool``, with a cleanup thread), which no client
+#: owns and Python cannot reach: a forked worker inherits its open connections and, making
+#: requests on them beside its parent, reads the parent's answers (pyarrow then aborts the
+#: worker: ``terminate ... stoi``). This mirrors that process-wide fact of the SDK, so that
+#: :func:`segtools.fanout.ordered` does not fork such a process.
+_PROCESS_POOLED_CONNECTIONS = threading.Event()
+
+
+def fork_shares_connections() -> bool:
+    """Whether a fork of this process would share open store connections with its parent."""
+    return _PROCESS_POOLED_CONNECTIONS.is_set()
+
 
 def _azure_filesystem(netloc: str, options: Mapping[str, Any]):
     """pyarrow's Azure client. The account comes from the URI
@@ -231,6 +246,7 @@ def _azure_filesystem(netloc: str, options: Mapping[str, Any]):
         raise ValueError("no storage account: name it in the URI "
                          "(abfs://container@account.dfs.core.windows.net/...) or give the "
                          "account_name option")
+    _PROCESS_POOLED_CONNECTIONS.set()
     return pafs.AzureFileSystem(**kw)
 
 
@@ -299,18 +315,54 @@ class ObjectStoreLocation(Location):
         super().__init__(uri, options)
         self.concurrency = int(options.get("concurrency", 8))
         self.ranges = RangeSizes.from_options(options, self.display("/"))
+        self._netloc, self._query = parts.netloc, parts.query
+        self._listed: set[str] = set()
+        self._missing: set[str] = set()
+        self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
+        self._own_clients()
+        os.register_at_fork(before=partial(_quiesce, weakref.ref(self)))
+
+    def _own_clients(self) -> None:
+        """The store's client, the range threads and the downloads in flight, for this
+        process. A worker forked while downloads run inherits neither the threads nor the
+        client's connections in a usable state (a thread does not survive a fork, and a
+        lock it held stays held in the child), so a forked copy of a location starts over
+        with its own: the answer to "is it safe to fork now?" is that it no longer matters."""
+        self._pid = os.getpid()
         try:
-            self.fs = _filesystem(self.scheme, parts.netloc, parts.query, dict(options))
+            self._fs = _filesystem(self.scheme, self._netloc, self._query, dict(self.options))
         except (OSError, ValueError, TypeError, ImportError) as e:
             raise SegtoolsError(f"cannot open the store: {_describe(e, self.options)}",
                                 path=self.display("/")) from None
-        self._listed: set[str] = set()
-        self._missing: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._small: dict[str, Future] = {}
         self._small_bytes = 0
-        self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
+
+    def quiesce(self) -> None:
+        """Before this process forks: ranges not started are cancelled (whoever wants them
+        fetches them again), those being downloaded are finished, and the range threads
+        end. pyarrow's S3 client takes a process-wide lock for each request; a thread in the
+        middle of one when the process forks leaves that lock held in the child for good, and
+        the child's first request (even on a new client) then waits forever. Measured with
+        ``tests/locations/fork_runs.py`` on moto's server: with fresh clients in the workers
+        but no quiescing, 3 of 5 batches of runs hung there (pyarrow's
+        ``ClientBuilder::BuildClient``, a write lock); with it, none."""
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+
+    @property
+    def forked(self) -> bool:
+        """Whether this is a forked process's copy of a location opened by its parent."""
+        return self._pid != os.getpid()
+
+    @property
+    def fs(self):
+        if self.forked:
+            self._own_clients()
+        return self._fs
 
     def display(self, key: str) -> str:
         return f"{self.scheme}://{self.shown}{'' if key == '/' else key}"
@@ -323,6 +375,8 @@ class ObjectStoreLocation(Location):
 
     @property
     def pool(self) -> ThreadPoolExecutor:
+        if self.forked:
+            self._own_clients()
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.concurrency,
@@ -402,8 +456,14 @@ class ObjectStoreLocation(Location):
     def small_file(self, key: str, entry: Entry) -> bytes | None:
         """A small file fetched when its directory was listed, or None. One response of one
         object version, checked against the listing's size."""
+        if self.forked:
+            self._own_clients()
         got = self._small.get(key)
         if got is None:
+            return None
+        if got.cancelled():  # cancelled before a fork: read it as any other file
+            del self._small[key]
+            self._small_bytes -= entry.size
             return None
         self._consumed.setdefault(key)
         data = got.result()
@@ -460,9 +520,15 @@ class ObjectStoreLocation(Location):
         return RangeSource(self, key, entry, f)
 
     def close(self) -> None:
-        if self._pool is not None:
+        if self._pool is not None and not self.forked:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
+
+
+def _quiesce(location: weakref.ref[ObjectStoreLocation]) -> None:
+    found = location()
+    if found is not None and not found.forked:
+        found.quiesce()
 
 
 def _read_at(loc: ObjectStoreLocation, key: str, f, lo: int, hi: int) -> bytes:
@@ -495,6 +561,7 @@ class RangeSource:
         self.seek = loc.ranges.seek_bytes
         self.stride = STRIDE
         self._held: Extents[Future | np.ndarray] = Extents()
+        self._pid = os.getpid()
         self._last_end = -1
         self._sequential = False
         self._checked_end = False
@@ -524,7 +591,8 @@ class RangeSource:
             return None
         start, end, got = found
         if isinstance(got, Future):
-            got = got.result()
+            # a range cancelled before a fork is fetched now instead
+            got = self._fetch(start, end) if got.cancelled() else got.result()
             self._held.replace(start, got)
         return start, end, got
 
@@ -550,10 +618,22 @@ class RangeSource:
             pos = end
         return out
 
+    def _own_file(self) -> None:
+        """In a forked worker: the parent's open file and its ranges in flight are not this
+        process's (see :meth:`ObjectStoreLocation._own_clients`); the bytes already held
+        are, and are kept."""
+        self._pid = os.getpid()
+        self.file = self.loc.open_file(self.key)
+        for start, _, got in list(self._held):
+            if isinstance(got, Future):
+                self._held.drop_one(start)
+
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
         if lo >= hi:
             return np.zeros(0, np.uint8), lo, lo
+        if self._pid != os.getpid():
+            self._own_file()
         self._sequential = self._sequential or (self._last_end >= 0 and
                                                 self._last_end - self.block <= lo
                                                 <= self._last_end + self.block)
@@ -594,8 +674,9 @@ class RangeSource:
     def close(self) -> None:
         """Ranges not started are cancelled; those being read are waited for (the file they
         read must outlive them), their bytes or errors dropped."""
+        mine = self._pid == os.getpid()
         for got in self._held.clear():
-            if isinstance(got, Future) and not got.cancel():
+            if mine and isinstance(got, Future) and not got.cancel():
                 wait([got])
         self.buffers.clear()
         self.file.close()
