@@ -194,17 +194,18 @@ def run_partition(p: PartitionHistory, config: cfg.TopicConfig, *, now_ms: int, 
 RUN_WEIGHT = 20
 
 
-def _chunks(parts: Sequence[PartitionHistory]) -> list[Sequence[PartitionHistory]]:
+def _chunks(parts: Sequence[PartitionHistory],
+            processes: int | None) -> list[Sequence[PartitionHistory]]:
     """Consecutive slices of the partitions, a few per worker, so a worker returns the summed
     tally of many partitions rather than each partition's arrays."""
-    k = max(1, min(len(parts), 4 * fanout.workers()))
+    k = max(1, min(len(parts), 4 * (fanout.workers() if processes is None else processes)))
     step = -(-len(parts) // k)
     return [parts[i:i + step] for i in range(0, len(parts), step)]
 
 
 def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str, object]], kw: dict,
-               each: bool, advance: Callable[[int], None]
-               ) -> tuple[list[list[Outcome]], list[Tally]]:
+               each: bool, advance: Callable[[int], None],
+               processes: int | None = None) -> tuple[list[list[Outcome]], list[Tally]]:
     """Every partition under today's config with each of ``changes`` applied (``{}``: today's
     config), summed per change on the topic grid; with ``each``, every partition's own
     outcomes too, in the partitions' order. Partitions are independent, so large topics are
@@ -229,9 +230,9 @@ def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str,
 
     totals = [Tally(grid, now_ms, end_ms) for _ in changes]
     every: list[list[Outcome]] = []
-    chunks = _chunks(parts)
+    chunks = _chunks(parts, processes)
     work = len(parts) * len(changes) * RUN_WEIGHT
-    for own, tallies, n in fanout.ordered(job, chunks, segments=work):
+    for own, tallies, n in fanout.ordered(job, chunks, segments=work, processes=processes):
         every += own
         for total, t in zip(totals, tallies, strict=True):
             total.merge(t)
@@ -241,11 +242,11 @@ def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str,
 
 def _topic(topic: str, parts: Sequence[PartitionHistory], changes: Mapping[str, object], *,
            now_ms: int, end_ms: int, ingest: Ingest,
-           advance: Callable[[int], None]) -> list[WhatIf]:
+           advance: Callable[[int], None], processes: int | None) -> list[WhatIf]:
     """Each partition under today's config and ``changes``, then the topic, summed as the
     partitions finish (nothing of a partition's run is kept but its numbers)."""
     kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
-    every, (cur_t, prop_t) = _simulated(parts, [{}, changes], kw, True, advance)
+    every, (cur_t, prop_t) = _simulated(parts, [{}, changes], kw, True, advance, processes)
     out = [WhatIf(topic, p.pi.partition, changes, cur, prop, p.pi.label)
            for p, (cur, prop) in zip(parts, every, strict=True)]
     out.append(WhatIf(topic, None, changes, cur_t.outcome(), prop_t.outcome(), topic))
@@ -280,19 +281,23 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
 def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
                   changes: Mapping[str, object] | None, *, now_ms: int, end_ms: int,
                   ingest: Ingest = AUTO, recommend: bool = False,
-                  advance: Callable[[int], None] = lambda n: None
+                  advance: Callable[[int], None] = lambda n: None,
+                  processes: int | None = None
                   ) -> tuple[list[WhatIf], Recommendation | None]:
     """One topic: each partition and the topic under today's config and ``changes`` (with
     ``recommend`` and no ``changes``: the recommended change), and the recommendation when one
-    was asked and found. Every face that simulates a topic comes through here."""
+    was asked and found. Every face that simulates a topic comes through here. ``processes``:
+    worker processes for a large topic (None: :func:`segtools.fanout.workers`; a Spark task,
+    which has its core already, asks for 1)."""
     chosen = dict(changes or {})
     rec = None
     if recommend:
-        rec = recommend_topic(topic, parts, now_ms=now_ms, end_ms=end_ms, ingest=ingest)
+        rec = recommend_topic(topic, parts, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
+                              processes=processes)
         if rec is not None and changes is None:
             chosen = dict(rec.changes)
     return _topic(topic, parts, chosen, now_ms=now_ms, end_ms=end_ms, ingest=ingest,
-                  advance=advance), rec
+                  advance=advance, processes=processes), rec
 
 
 # --------------------------------------------------------------------------- recommending
@@ -373,7 +378,7 @@ def compaction_candidates(config: cfg.TopicConfig) -> list[dict[str, object]]:
 
 
 def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: int, end_ms: int,
-                    ingest: Ingest) -> Recommendation | None:
+                    ingest: Ingest, processes: int | None = None) -> Recommendation | None:
     """The smallest ``segment.bytes``/``segment.ms`` change (and for a ``compact,delete``
     topic the smallest compaction-lag or dirty-ratio change, see
     :func:`compaction_candidates`) that brings the oldest record (and with it the size swing)
@@ -386,7 +391,7 @@ def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: in
     if not config.delete or config.local_retention_ms_effective < 0:
         return None
     kw = dict(now_ms=now_ms, end_ms=end_ms, ingest=ingest, partitions=len(parts))
-    cur = _tally(parts, {}, kw)
+    cur = _tally(parts, {}, kw, processes)
     if meets(cur, config):
         return None
     tried: list[tuple[Mapping[str, object], bool]] = []
@@ -398,7 +403,7 @@ def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: in
         family = next(iter(change))
         if family in found:
             continue
-        o = _tally(parts, change, kw)
+        o = _tally(parts, change, kw, processes)
         ok = meets(o, config)
         tried.append((change, ok))
         if ok:
@@ -423,9 +428,10 @@ def recommend_topic(topic: str, parts: Sequence[PartitionHistory], *, now_ms: in
                           priced(change, o), cur, o, tuple(tried), alternatives)
 
 
-def _tally(parts: Sequence[PartitionHistory], change: Mapping[str, object], kw: dict) -> Outcome:
+def _tally(parts: Sequence[PartitionHistory], change: Mapping[str, object], kw: dict,
+           processes: int | None) -> Outcome:
     """A topic under ``change``, its partitions summed on the topic grid."""
-    _, (tally,) = _simulated(parts, [change], kw, False, lambda n: None)
+    _, (tally,) = _simulated(parts, [change], kw, False, lambda n: None, processes)
     return tally.outcome()
 
 

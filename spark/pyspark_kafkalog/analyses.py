@@ -557,20 +557,18 @@ def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
                   horizon_days: float, rate: float | None, recommend: bool) -> pa.Table:
     """One topic's what-if (every partition copy and the topic) by the library's simulation,
     the rows of the CLI's ``what_if`` objects."""
-    import os
-
     from segtools.analysis import whatif
     from segtools.analysis.simulation import Ingest
 
-    # Spark runs a task per core already: the library's own fan-out to worker processes
-    # (segtools.fanout, for a topic of many partitions) would fork past them
-    os.environ.setdefault("SEGTOOLS_WORKERS", "1")
     topic = key[0].as_py()
     inputs = _what_if_inputs(topic, side, records, config_for(topic))
     parts = [whatif.PartitionHistory(rp, h) for rp, h in inputs]
     items, rec = whatif.what_if_topic(topic, parts, changes, now_ms=now,
                                       end_ms=whatif.horizon_end(now, horizon_days),
-                                      ingest=Ingest(rate), recommend=recommend) \
+                                      ingest=Ingest(rate), recommend=recommend,
+                                      # Spark runs a task per core already: the library's
+                                      # own worker processes would fork past them
+                                      processes=1) \
         if parts else ([], None)
     rows = []
     for w in items:
