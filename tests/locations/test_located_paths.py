@@ -4,6 +4,7 @@ store, not looked for on the local disk under the same key."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from segtools.analysis.remote_input import metadata_dirs
@@ -24,3 +25,29 @@ def test_metadata_partitions_of_two_buckets(s3_server):
     assert len(found) == 2 * len(local)
     assert sorted(str(p.path) for p in found) == sorted(
         str(p.path).replace(str(TIERED), u) for u in uris for p in local)
+
+
+REMOTE = Path(__file__).resolve().parents[2] / "fixtures" / "remote" / "tiered"
+
+
+def test_remote_store_in_an_object_store(s3_server):
+    """``--remote-store s3://...``: the tiered storage's copies are read through the same
+    seam as the log dirs, and ``tiered`` and ``scan`` answer as with the local copy."""
+    from tests.robustness.commands import run_cli
+    uri = s3_server.upload_tree(REMOTE, "tiered-remote", "rsm")
+    flags = [f"--storage-option={k}={v}" for k, v in s3_server.options.items()]
+    for argv in (["tiered", "--at", "2024-06-01T12:00:00Z", "--format", "json", str(TIERED)],
+                 ["scan", "-q", "--format", "jsonl", str(TIERED)]):
+        location.close_all()
+        local = run_cli([*argv, "--remote-store", str(REMOTE)])
+        location.close_all()
+        remote = run_cli([*argv, "--remote-store", uri, *flags])
+        assert local.code in (0, 1) and remote.code == local.code, remote.stderr
+        assert "remote" in local.stdout.decode()
+        # an object's modification time is its upload's (docs/locations.md)
+        assert _times_out(remote.stdout.decode().replace(uri, str(REMOTE))) == \
+            _times_out(local.stdout.decode()), argv
+
+
+def _times_out(text: str) -> str:
+    return re.sub(r'"mtime_ms":\d+', "", text)

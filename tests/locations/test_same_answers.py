@@ -1,9 +1,9 @@
 """Every fixture tree read from each object store gives the answers it gives from local disk.
 
 The trees are the Kafka-written fixtures, uploaded unchanged to moto's server (a real
-S3-protocol server on 127.0.0.1), fake-gcs-server and Azurite (``store_copies``: on S3 and
-GCS once more with 4 KiB ranges). Every command runs with the argument sets the robustness
-tests use (tests/robustness/commands.py) that print JSON (the whole answer, every field),
+S3-protocol server on 127.0.0.1), fake-gcs-server and Azurite (``store_copies``: on S3
+once more with 64 KiB blocks and 4 KiB seeks). Every command runs with the argument sets the
+robustness tests use (tests/robustness/commands.py) that print JSON (the whole answer, every field),
 once on the local copy and once on ``s3://``, in this process; the report runs too (its
 document is the analyses' answers). Only names (the URI for the path) and modification
 times may differ (docs/locations.md).
