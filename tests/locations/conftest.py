@@ -69,12 +69,13 @@ def store_copies(request, tmp_path_factory) -> Copies:
 
 
 def _drop_control_names(root: Path) -> None:
-    """The hostile tree's names with terminal escapes: pyarrow's Azure writer aborts the
-    process on Azurite's answer to such a name, so that copy goes without them (on both
-    sides: the local answer is the one of the same files)."""
+    """The hostile tree's names that Azure cannot hold as they are: terminal escapes
+    (pyarrow's Azure writer aborts the process on Azurite's answer to such a name) and
+    backslashes (Azure reads one in a blob name as a slash). That copy goes without them, on
+    both sides: the local answer is the one of the same files."""
     import shutil
     for path in sorted(root.rglob("*"), reverse=True):
-        if any(ord(c) < 32 or ord(c) == 127 for c in path.name) and path.exists():
+        if any(ord(c) < 32 or ord(c) == 127 or c == "\\" for c in path.name) and path.exists():
             shutil.rmtree(path) if path.is_dir() else path.unlink()
 
 
