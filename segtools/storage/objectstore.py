@@ -402,9 +402,14 @@ class ObjectStoreLocation(Location):
         from pyarrow import fs as pafs
         try:
             info = self.fs.get_file_info(self.store_path(key))
-            if info.type == pafs.FileType.Directory:
+            if info.type != pafs.FileType.File:
+                # asked of a prefix that is no object, pyarrow's Azure client answers
+                # NotFound when a longer name sorts first ("t/tiered-x/..." before
+                # "t/tiered/..."): the listing below the prefix is what decides
                 found = self.fs.get_file_info(pafs.FileSelector(
                     self.store_path(key), recursive=True, allow_not_found=True))
+                if found and info.type == pafs.FileType.NotFound:
+                    info = pafs.FileInfo(self.store_path(key), pafs.FileType.Directory)
             else:
                 found = [info]
         except (OSError, ValueError) as e:
