@@ -213,18 +213,18 @@ def _gcs_filesystem(options: Mapping[str, Any]):
 
 _AZURE_SCHEMES = ("abfs", "abfss", "az")
 
-#: Set once this process has made an Azure client. The Azure SDK keeps one connection pool
-#: for the whole process (``CurlConnectionPool``, with a cleanup thread), which no client
-#: owns and Python cannot reach: a forked worker inherits its open connections and, making
-#: requests on them beside its parent, reads the parent's answers (pyarrow then aborts the
-#: worker: ``terminate ... stoi``). This mirrors that process-wide fact of the SDK, so that
-#: :func:`segtools.fanout.ordered` does not fork such a process.
-_PROCESS_POOLED_CONNECTIONS = threading.Event()
+#: The Azure locations open in this process. The Azure SDK keeps one connection pool for the
+#: whole process (``CurlConnectionPool``, with a cleanup thread), which no client owns and
+#: Python cannot reach: a forked worker that reads through an inherited Azure location makes
+#: requests on the parent's open connections and reads the parent's answers (pyarrow then
+#: aborts the worker: ``terminate ... stoi``). This mirrors that process-wide fact of the
+#: SDK, so that :func:`segtools.fanout.ordered` does not fork while such a location is open.
+_OPEN_AZURE: weakref.WeakSet = weakref.WeakSet()
 
 
 def fork_shares_connections() -> bool:
-    """Whether a fork of this process would share open store connections with its parent."""
-    return _PROCESS_POOLED_CONNECTIONS.is_set()
+    """Whether a forked worker could read through connections its parent shares."""
+    return len(_OPEN_AZURE) > 0
 
 
 def _azure_filesystem(netloc: str, options: Mapping[str, Any]):
@@ -246,7 +246,6 @@ def _azure_filesystem(netloc: str, options: Mapping[str, Any]):
         raise ValueError("no storage account: name it in the URI "
                          "(abfs://container@account.dfs.core.windows.net/...) or give the "
                          "account_name option")
-    _PROCESS_POOLED_CONNECTIONS.set()
     return pafs.AzureFileSystem(**kw)
 
 
@@ -321,6 +320,8 @@ class ObjectStoreLocation(Location):
         self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
         self._own_clients()
         os.register_at_fork(before=partial(_quiesce, weakref.ref(self)))
+        if self.scheme in _AZURE_SCHEMES:
+            _OPEN_AZURE.add(self)
 
     def _own_clients(self) -> None:
         """The store's client, the range threads and the downloads in flight, for this
@@ -525,6 +526,7 @@ class ObjectStoreLocation(Location):
         return RangeSource(self, key, entry, f)
 
     def close(self) -> None:
+        _OPEN_AZURE.discard(self)
         if self._pool is not None and not self.forked:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None

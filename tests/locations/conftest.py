@@ -47,6 +47,14 @@ STORE_COPIES = {"s3": ("s3_server", {}), "gs": ("gcs_server", {}),
                 "abfs": ("azurite_server", {}), "s3-small": ("s3_server", SMALL)}
 
 
+@pytest.fixture(autouse=True)
+def _locations_closed():
+    """Each test leaves no location open behind it (an open Azure location keeps the worker
+    pool from forking in this process: segtools.storage.objectstore.fork_shares_connections)."""
+    yield
+    location.close_all()
+
+
 @pytest.fixture(scope="session", params=list(STORE_COPIES))
 def store_copies(request, tmp_path_factory) -> Copies:
     """The fixture trees in each store, and on S3 again with small ranges."""
