@@ -10,7 +10,7 @@ DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
 # shows that tree as text); tiered-hostile's metadata records carry terminal escapes too
 TOUR_TREES := $(filter-out fixtures/logdirs/hostile fixtures/logdirs/tiered-hostile,$(wildcard fixtures/logdirs/*))
 
-.PHONY: demo test fixtures bench lint fuzz clean browser dist dist-check
+.PHONY: demo test fixtures bench lint fuzz clean browser emulators dist dist-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,16 @@ browser:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 			|| echo "could not install chromium: the report's browser tests will skip"; \
 	else echo "no $(CHROMIUM) and cannot apt-get it: the report's browser tests will skip"; fi
+
+# The abfs:// tests read from Azurite, Microsoft's storage emulator, from npm (tests/stores.py
+# starts it; the gs:// emulator comes with the test extra). Installed under .cache/azurite.
+AZURITE_VERSION := 3.37.0
+AZURITE := .cache/azurite/node_modules/.bin/azurite-blob
+emulators: $(AZURITE)
+$(AZURITE):
+	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
+	npm install --silent --no-audit --no-fund --prefix .cache/azurite azurite@$(AZURITE_VERSION)
 
 # segtools exits 1 when it reports findings (the sample trees have some on purpose) and 2
 # when it cannot run: the demo accepts the first and stops on the second.
@@ -73,7 +83,7 @@ demo: $(STAMP)
 	@echo; echo "== report: everything above as one HTML page, to open in a browser or share =="
 	$(VENV)/bin/segtools report fixtures/logdirs -o $(CURDIR)/.cache/demo-report.html --config $(DEMO_CONFIG) --at 2023-11-16T00:00:00Z $(FINDINGS_OK)
 
-test: $(STAMP) browser dist-check
+test: $(STAMP) browser emulators dist-check
 	$(PY) -m pytest
 
 # A wheel for hosts with no C compiler (a broker host): the compiled parts are built here, once,

@@ -9,10 +9,15 @@ when more than ``index.interval.bytes`` = 4096 bytes were appended since the las
   first run and best of three), against the floor: a plain ``pyarrow.fs`` sequential read of
   the same object by a process of its own, in the same run. Target: a ratio (floor / segtools)
   of at least 0.8.
+* every timed command is checked once more, outside the timing: the bytes it asked the
+  server for (from the server's request log) must cover the object, and its output must be
+  the output of the same command on the local copy (every batch, every record), so a read
+  that stopped early can no longer pass for a fast one.
 * ``find --offset`` of an offset near the end: the bytes it asked the server for (from the
   server's request log), against the segment's size. Target: a few MiB at most.
 
-Run from the repository root: ``.venv/bin/python -m benchmarks.bench_objstore``
+Run from the repository root: ``.venv/bin/python -m benchmarks.bench_objstore [MiB]`` (the
+segment's size, 1024 by default).
 """
 
 from __future__ import annotations
@@ -95,6 +100,28 @@ def run(cmd: list[str], env: dict) -> float:
     return seconds
 
 
+def digest(cmd: list[str], env: dict, replace: tuple[str, str] = ("", "")
+           ) -> tuple[str, int, bytes]:
+    """SHA-256, line count and first line of a command's output, with the copy's names made
+    local and modification times left out (an object's is its upload time)."""
+    import hashlib
+    import re
+    h, lines, first = hashlib.sha256(), 0, b""
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          env=env) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if replace[0]:
+                line = line.replace(replace[0].encode(), replace[1].encode())
+            line = re.sub(rb'"mtime_ms":\d+', b"", line)
+            h.update(line)
+            lines += 1
+            first = first or line[:300]
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{cmd[:3]} exited {proc.returncode}")
+    return h.hexdigest(), lines
+
+
 def first_and_best(cmd: list[str], env: dict, repeat: int = 3) -> tuple[float, float]:
     times = [run(cmd, env) for _ in range(repeat)]
     return times[0], min(times)
@@ -115,9 +142,9 @@ def requested_bytes(requests: list[dict], sizes: dict[str, int]) -> int:
     return total
 
 
-def main() -> None:
+def main(mib: int = 1024) -> None:
     one = next(s for s in SHAPES if s.name == "one")
-    pdir = own_copy(rolled(one, 1024 << 20))
+    pdir = own_copy(rolled(one, mib << 20))
     offset_index(pdir)
     root = pdir.parent
     log = pdir / "00000000000000000000.log"
@@ -131,11 +158,26 @@ def main() -> None:
         floor = [sys.executable, "-c", FLOOR, s3.endpoint.split("://", 1)[1],
                  s3.options["access_key"], s3.options["secret_key"], key]
         target = f"{uri}/{pdir.name}"
-        for name, cmd in (("scan --crc", [SEGTOOLS, "scan", "-q", "--crc", target]),
-                          ("dump --deep", [SEGTOOLS, "dump", "--deep", f"{target}/{log.name}"])):
+        sizes = {f"logdir/{p.relative_to(root).as_posix()}": p.stat().st_size
+                 for p in root.rglob("*") if p.is_file()}
+        for name, cmd in (("scan --crc", [SEGTOOLS, "scan", "-q", "--crc", "--format", "jsonl",
+                                          target]),
+                          ("dump --deep", [SEGTOOLS, "dump", "--deep", "--format", "jsonl",
+                                           f"{target}/{log.name}"])):
+            s3.start_recording()
+            remote = digest(cmd, env, (uri, str(root)))
+            asked = requested_bytes(s3.recorded(), {k: v for k, v in sizes.items()
+                                                    if k.endswith(log.name)})
+            local = digest([a.replace(target, str(pdir)) for a in cmd], env)
+            if asked < size or remote[:2] != local[:2]:
+                raise SystemExit(f"{name}: the read from the store is not the local read "
+                                 f"({asked} of {size} bytes asked; output {remote} vs {local})")
+            results[name] = {"requested_bytes": asked, "output_lines": remote[1]}
+            print(f"{name}: complete ({asked / 2**20:.1f} MiB asked of a {size / 2**20:.1f} MiB "
+                  f"object; {remote[1]} output lines, identical to the local read)")
             floor_first, floor_best = first_and_best(floor, env)
             ours_first, ours_best = first_and_best(cmd, env)
-            results[name] = {"segtools_first_s": ours_first, "segtools_best_s": ours_best,
+            results[name] |= {"segtools_first_s": ours_first, "segtools_best_s": ours_best,
                              "pyarrow_first_s": floor_first, "pyarrow_best_s": floor_best,
                              "ratio_best": floor_best / ours_best,
                              "ratio_first": floor_first / ours_first}
@@ -145,8 +187,6 @@ def main() -> None:
                   f"best, {floor_first / ours_first:.2f} first (target >= 0.8)")
         from benchmarks.common import last_offset
         wanted = last_offset(log) - 1000
-        sizes = {f"logdir/{p.relative_to(root).as_posix()}": p.stat().st_size
-                 for p in root.rglob("*") if p.is_file()}
         s3.start_recording()
         run([SEGTOOLS, "find", target, "--offset", str(wanted)], env)
         asked = requested_bytes(s3.recorded(), sizes)
@@ -159,4 +199,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(*(int(a) for a in sys.argv[1:2]))

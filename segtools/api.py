@@ -166,6 +166,8 @@ class LogDirs:
         if not self.paths:
             raise SegtoolsError("segtools.open() needs at least one path")
         self.max_decompressed_bytes = max_decompressed_bytes
+        #: the options of this tree's stores: a remote store named later is opened with them
+        self.storage_options = dict(storage_options or {})
         log_dirs, loose = walk(self.paths, storage_options)
         for f in loose:
             if f.code == "path_not_found":
@@ -510,7 +512,8 @@ class LogDirs:
         also finds and reads each remote segment there;
         ``inputs`` as for :meth:`explain_retention`."""
         now = _now(at)
-        store = open_store(remote_store) if remote_store is not None else None
+        store = open_store(remote_store, self.storage_options) \
+            if remote_store is not None else None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
         return as_result(tiered_report(loaded, now_ms=now, store=store))

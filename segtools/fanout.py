@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
+from segtools.storage.objectstore import fork_shares_connections
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -48,15 +50,24 @@ def _run(i: int):
     return fn(items[i])
 
 
-def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int) -> Iterator[R]:
+def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
+            processes: int | None = None) -> Iterator[R]:
     """``map(fn, items)``, spread over worker processes when the work is large enough.
+
+    ``processes``: how many (None: :func:`workers`; 1: this process only, as a Spark task
+    that already has a core of its own asks).
 
     The workers are forked here, before the caller starts anything else (a progress bar's
     thread), and start at once; ``fn`` and ``items`` reach them through the fork, so neither
     is pickled, and each result must pickle. Stopping early (a closed pipe) terminates the
-    workers."""
-    n = min(workers(), len(items))
-    if n < 2 or segments < MIN_SEGMENTS or \
+    workers. An object-store location may have downloads in flight on its threads when the
+    fork happens: a worker's copy of it notices it is in another process and opens its own
+    client and threads (:meth:`segtools.storage.objectstore.ObjectStoreLocation.fs`), so no
+    worker waits on a download only the parent's threads could finish. A process whose
+    store client keeps process-wide connections (Azure's SDK) is not forked at all: the work
+    stays in this process (:func:`segtools.storage.objectstore.fork_shares_connections`)."""
+    n = min(workers() if processes is None else max(1, processes), len(items))
+    if n < 2 or segments < MIN_SEGMENTS or fork_shares_connections() or \
             "fork" not in multiprocessing.get_all_start_methods():
         return map(fn, items)
     global _WORK

@@ -37,6 +37,8 @@ def _free_port() -> int:
 class S3Server:
     """One moto server process, started on a free port and stopped on exit."""
 
+    scheme = "s3"
+
     def __init__(self, env: dict[str, str] | None = None) -> None:
         """``env``: extra settings for the server (``INITIAL_NO_AUTH_ACTION_COUNT=0``: every
         request must carry credentials the server knows)."""
@@ -116,6 +118,9 @@ class S3Server:
             if path.is_file() and not path.is_symlink():
                 key = "/".join(filter(None, [prefix, path.relative_to(local).as_posix()]))
                 c.upload_file(str(path), bucket, key)
+        return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
+
+    def uri(self, bucket: str, prefix: str = "") -> str:
         return f"s3://{bucket}/{prefix}" if prefix else f"s3://{bucket}"
 
     def put(self, bucket: str, key: str, data: bytes) -> None:

@@ -41,3 +41,11 @@ def test_small_work_stays_in_this_process(monkeypatch):
     monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
     assert isinstance(fanout.ordered(abs, [-1, 2], segments=10), map)
     assert list(fanout.ordered(abs, [-1, 2, -3], segments=10**6)) == [1, 2, 3]
+
+
+def test_processes_one_keeps_the_work_in_this_process():
+    """``processes=1`` (a Spark task's choice) forks nothing however large the work."""
+    import os
+    pids = set(fanout.ordered(lambda _: os.getpid(), list(range(8)), segments=10**9,
+                              processes=1))
+    assert pids == {os.getpid()}

@@ -126,3 +126,26 @@ def test_analysis_rules_open_no_file():
             continue
         bad = {m for m in imports(path) if m.startswith(READERS)}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_no_module_writes_the_environment():
+    """Settings travel as arguments (worker counts, storage options, credentials): a write to
+    ``os.environ`` would hand one caller's setting to every other in the process."""
+    writers = []
+    for path in sorted([*(ROOT / "segtools").rglob("*.py"),
+                        *(ROOT / "spark" / "pyspark_kafkalog").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+                targets = node.targets if not isinstance(node, ast.AugAssign) else [node.target]
+                hit = any(isinstance(t, ast.Subscript) and ast.unparse(t.value) == "os.environ"
+                          for t in targets)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner, name = ast.unparse(node.func.value), node.func.attr
+                hit = (owner == "os.environ" and name in ("setdefault", "update", "pop",
+                                                           "clear", "popitem")) or \
+                    (owner == "os" and name in ("putenv", "unsetenv"))
+            else:
+                hit = False
+            if hit:
+                writers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert writers == []

@@ -25,6 +25,7 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.formats.internal.remote_log_metadata import TOPIC
+from segtools.storage.location import RemotePath, as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import (
     PartitionDir,
@@ -48,13 +49,19 @@ from segtools.storage.summary import SegmentSummary, summarize
 def metadata_dirs(log_dirs: Sequence[LogDir]) -> list[PartitionDir]:
     """The live ``__remote_log_metadata-N`` partitions of these log dirs: those walked, and
     those beside a partition directory given on its own (its log dir holds them)."""
-    found: dict[Path, PartitionDir] = {}
+    # keyed by the located paths themselves: Path(...) of an object-store path would keep
+    # only its key, look on the local disk and fold two buckets with the same keys into one
+    found: dict[Path | RemotePath, PartitionDir] = {}
     for d in log_dirs:
         for p in d.partitions:
             if p.name is not None and p.name.topic == TOPIC and \
                     p.name.state is PartitionState.LIVE:
-                found[Path(p.path)] = p
-        for beside in sorted(Path(d.path).glob(f"{TOPIC}-*")):
+                found[as_path(p.path)] = p
+        root = as_path(d.path)
+        beside_dirs = sorted(root.iterdir(), key=str) if root.is_dir() else []
+        for beside in beside_dirs:
+            if not beside.name.startswith(f"{TOPIC}-"):
+                continue
             if beside.is_dir() and not beside.is_symlink() and beside not in found:
                 p = load_partition_dir(beside)
                 if p.name is not None and p.name.state is PartitionState.LIVE:

@@ -55,6 +55,7 @@ from segtools.analysis.remote_log import (
 from segtools.findings import Finding, finding
 from segtools.formats.checkpoints import EpochEntry
 from segtools.formats.internal.remote_log_metadata import TOPIC
+from segtools.storage.location import RemotePath, as_path
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import parse_partition_dir_name
 from segtools.storage.remote_store import RemoteStore
@@ -79,9 +80,10 @@ REMOTE_DELETE_POLICY_DISABLED = "remote_delete_policy_disabled"
 
 def loaded_log_dirs(loaded: Loaded) -> list[LogDir]:
     """The distinct log dirs the partition inputs come from."""
-    seen: dict[Path, LogDir] = {}
+    seen: dict[Path | RemotePath, LogDir] = {}
     for pi in loaded.partitions:
-        seen.setdefault(Path(pi.log_dir.path), pi.log_dir)
+        # the located path, not Path(...) of it: two buckets with the same keys stay two
+        seen.setdefault(as_path(pi.log_dir.path), pi.log_dir)
     return list(seen.values())
 
 

@@ -49,7 +49,8 @@ def configure(args: argparse.Namespace) -> None:
     """Make the command's storage options the default for every path it resolves."""
     options = {**read_options_file(getattr(args, "storage_options_file", None)),
                **dict(getattr(args, "storage_options", None) or [])}
-    for name in ("tmp_limit", "concurrency", "block_size", "max_attempts"):
+    for name in ("tmp_limit", "concurrency", "block_size", "block_bytes", "seek_bytes",
+                 "small_file_bytes", "max_attempts"):
         if name in options:
             try:
                 options[name] = int(options[name])

@@ -18,6 +18,7 @@ the process that unpickles it: a Spark executor on another host reads the same o
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import stat as stat_mod
 import threading
@@ -211,6 +212,14 @@ class RemotePath(PurePosixPath):
     def iterdir(self) -> Iterator[RemotePath]:
         for e in self.location.children(self.key):
             yield self.location.path(e.key)
+
+    def glob(self, pattern: str) -> Iterator[RemotePath]:
+        """The entries of this directory whose names match ``pattern`` (one level, as the
+        storage rooms use :meth:`pathlib.Path.glob`), from the listing."""
+        if "/" in pattern or "**" in pattern:
+            raise ValueError(f"only one-level patterns are listed: {pattern!r}")
+        if self.is_dir():
+            yield from (p for p in self.iterdir() if fnmatch.fnmatchcase(p.name, pattern))
 
     def absolute(self) -> RemotePath:
         return self

@@ -19,8 +19,11 @@ from __future__ import annotations
 import os
 import re
 import threading
+import weakref
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -30,6 +33,7 @@ from segtools.decode.buffers import BufferPool
 from segtools.decode.walk import first_nonzero
 from segtools.errors import SegtoolsError
 from segtools.sensitive import refuse_uri_credentials, without_credentials
+from segtools.storage.extents import Extents
 from segtools.storage.location import Entry, Location, ObjectChangedError
 
 #: Readahead range per request: object stores serve 8-16 MiB ranges at full speed.
@@ -59,7 +63,8 @@ _S3_ALIASES = {"endpoint_url": "endpoint_override", "key": "access_key",
                "aws_secret_access_key": "secret_key", "token": "session_token",
                "aws_session_token": "session_token", "region_name": "region"}
 #: segtools' own options (not passed to the file system).
-_OWN = ("concurrency", "block_size", "max_attempts")
+_OWN = ("concurrency", "block_size", "block_bytes", "seek_bytes", "small_file_bytes",
+        "max_attempts")
 _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID",
                "GOOGLE_APPLICATION_CREDENTIALS", "AZURE_STORAGE_KEY",
                "AZURE_STORAGE_SAS_TOKEN", "AZURE_CLIENT_SECRET")
@@ -132,8 +137,7 @@ def _s3_filesystem(netloc: str, query: str, options: dict[str, Any]):
         kw[_S3_ALIASES.get(k, k)] = unquote(v)
     for k, v in options.items():
         if k in ("profile", "profile_name"):
-            # the SDK's chain reads the profile named by AWS_PROFILE when it is built
-            os.environ["AWS_PROFILE"] = str(v)
+            kw.update(_profile_credentials(str(v)))
         elif k not in _OWN:
             kw[_S3_ALIASES.get(k, k)] = v
     endpoint = kw.get("endpoint_override") or os.environ.get("AWS_ENDPOINT_URL_S3") \
@@ -155,6 +159,100 @@ def _s3_filesystem(netloc: str, query: str, options: dict[str, Any]):
     return pafs.S3FileSystem(**kw)
 
 
+def _profile_credentials(profile: str) -> dict[str, Any]:
+    """A named profile of the shared AWS files, resolved by botocore's own chain (keys,
+    ``credential_process``, assume-role, SSO) into the keyword arguments of the file system:
+    pyarrow's S3 only reads a profile named in the environment, and a process-wide variable
+    would hand one location's profile to every other."""
+    import botocore.exceptions
+    import botocore.session
+    try:
+        session = botocore.session.Session(profile=profile)
+        found = session.get_credentials()
+        region = session.get_config_variable("region")
+    except botocore.exceptions.BotoCoreError as e:
+        raise ValueError(f"profile {profile!r}: {e}") from None
+    if found is None:
+        raise ValueError(f"profile {profile!r} gives no credentials")
+    frozen = found.get_frozen_credentials()
+    kw: dict[str, Any] = {"access_key": frozen.access_key, "secret_key": frozen.secret_key}
+    if frozen.token:
+        kw["session_token"] = frozen.token
+    if region:
+        kw["region"] = region
+    return kw
+
+
+def _endpoint(options: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """``endpoint_url`` (``http://127.0.0.1:4443``) as (scheme, host[:port])."""
+    url = options.get("endpoint_url") or options.get("endpoint_override")
+    if not url:
+        return None, None
+    scheme, sep, rest = str(url).partition("://")
+    return (scheme, rest.strip("/")) if sep else (None, scheme.strip("/"))
+
+
+def _truth(value: Any) -> bool:
+    return value.lower() in ("1", "true", "yes") if isinstance(value, str) else bool(value)
+
+
+def _gcs_filesystem(options: Mapping[str, Any]):
+    """pyarrow's GCS client; ``endpoint_url`` for an emulator, seconds as plain numbers."""
+    from datetime import timedelta
+
+    from pyarrow import fs as pafs
+    kw = {k: v for k, v in options.items()
+          if k not in _OWN and k not in ("endpoint_url", "endpoint_override")}
+    scheme, host = _endpoint(options)
+    if host:
+        kw["endpoint_override"] = host
+        kw.setdefault("scheme", scheme or "https")
+    if "anonymous" in kw:
+        kw["anonymous"] = _truth(kw["anonymous"])
+    limit = kw.get("retry_time_limit", REQUEST_TIMEOUT)
+    kw["retry_time_limit"] = (limit if isinstance(limit, timedelta)
+                              else timedelta(seconds=float(limit)))
+    return pafs.GcsFileSystem(**kw)
+
+
+_AZURE_SCHEMES = ("abfs", "abfss", "az")
+
+#: The Azure locations open in this process. The Azure SDK keeps one connection pool for the
+#: whole process (``CurlConnectionPool``, with a cleanup thread), which no client owns and
+#: Python cannot reach: a forked worker that reads through an inherited Azure location makes
+#: requests on the parent's open connections and reads the parent's answers (pyarrow then
+#: aborts the worker: ``terminate ... stoi``). This mirrors that process-wide fact of the
+#: SDK, so that :func:`segtools.fanout.ordered` does not fork while such a location is open.
+_OPEN_AZURE: weakref.WeakSet = weakref.WeakSet()
+
+
+def fork_shares_connections() -> bool:
+    """Whether a forked worker could read through connections its parent shares."""
+    return len(_OPEN_AZURE) > 0
+
+
+def _azure_filesystem(netloc: str, options: Mapping[str, Any]):
+    """pyarrow's Azure client. The account comes from the URI
+    (``abfs://container@account.dfs.core.windows.net``) or ``account_name``; one
+    ``endpoint_url`` (an emulator, a private endpoint) stands for both the blob and the dfs
+    authority and scheme, which are the same service there."""
+    from pyarrow import fs as pafs
+    kw = {k: v for k, v in options.items()
+          if k not in _OWN and k not in ("endpoint_url", "endpoint_override")}
+    if "@" in netloc and "account_name" not in kw:
+        kw["account_name"] = netloc.rsplit("@", 1)[1].split(".", 1)[0]
+    scheme, host = _endpoint(options)
+    if host:
+        for service in ("blob", "dfs"):
+            kw.setdefault(f"{service}_storage_authority", host)
+            kw.setdefault(f"{service}_storage_scheme", scheme or "https")
+    if "account_name" not in kw:
+        raise ValueError("no storage account: name it in the URI "
+                         "(abfs://container@account.dfs.core.windows.net/...) or give the "
+                         "account_name option")
+    return pafs.AzureFileSystem(**kw)
+
+
 def _filesystem(scheme: str, netloc: str, query: str, options: dict[str, Any]):
     """The file system for a scheme: pyarrow's own where it has one, fsspec's otherwise."""
     from pyarrow import fs as pafs
@@ -162,10 +260,9 @@ def _filesystem(scheme: str, netloc: str, query: str, options: dict[str, Any]):
     if scheme in ("s3", "s3a"):
         return _s3_filesystem(netloc, query, options)
     if scheme in ("gs", "gcs") and hasattr(pafs, "GcsFileSystem"):
-        own.setdefault("retry_time_limit", REQUEST_TIMEOUT)
-        return pafs.GcsFileSystem(**own)
-    if scheme in ("abfs", "abfss", "az") and hasattr(pafs, "AzureFileSystem") and own:
-        return pafs.AzureFileSystem(**own)
+        return _gcs_filesystem(options)
+    if scheme in _AZURE_SCHEMES and hasattr(pafs, "AzureFileSystem"):
+        return _azure_filesystem(netloc, options)
     if scheme == "hdfs" and not own:
         return pafs.FileSystem.from_uri(f"hdfs://{netloc}")[0]
     try:
@@ -176,6 +273,35 @@ def _filesystem(scheme: str, netloc: str, query: str, options: dict[str, Any]):
     return pafs.PyFileSystem(pafs.FSSpecHandler(fsspec.filesystem(scheme, **own)))
 
 
+@dataclass(frozen=True, slots=True)
+class RangeSizes:
+    """How an object is cut into requests. Location options (``block_bytes``,
+    ``seek_bytes``, ``small_file_bytes``; ``block_size`` is the older name of the first), so
+    a store with other costs can be tuned and a test can make every size a few KiB and reach
+    every stitching path with small objects."""
+
+    block_bytes: int = BLOCK_BYTES
+    seek_bytes: int = SEEK_BYTES
+    small_file_bytes: int = SMALL_FILE
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], path: str) -> RangeSizes:
+        def whole(name: str, default: int, least: int) -> int:
+            text = options.get(name, default)
+            try:
+                value = int(text)
+            except (TypeError, ValueError):
+                value = least - 1
+            if value < least:
+                raise SegtoolsError(f"storage option {name} must be a whole number of bytes "
+                                    f"of at least {least}", path=path)
+            return value
+
+        block = whole("block_bytes", whole("block_size", BLOCK_BYTES, 1), 1)
+        return cls(block_bytes=block, seek_bytes=whole("seek_bytes", SEEK_BYTES, 1),
+                   small_file_bytes=whole("small_file_bytes", SMALL_FILE, 0))
+
+
 class ObjectStoreLocation(Location):
     """One bucket (or container) of an object store, listed lazily by the prefixes asked."""
 
@@ -184,25 +310,67 @@ class ObjectStoreLocation(Location):
     def __init__(self, uri: str, options: Mapping[str, Any]):
         parts = urlsplit(uri)
         self.scheme = parts.scheme
-        self.bucket = parts.netloc.rsplit("@", 1)[-1]
+        if self.scheme in _AZURE_SCHEMES:  # abfs://container@account.dfs.core.windows.net
+            self.bucket = parts.netloc.split("@", 1)[0]
+            self.shown = parts.netloc
+        else:  # s3://bucket (credentials before an "@" are never shown)
+            self.bucket = self.shown = parts.netloc.rsplit("@", 1)[-1]
         super().__init__(uri, options)
         self.concurrency = int(options.get("concurrency", 8))
-        self.block = int(options.get("block_size", BLOCK_BYTES))
+        self.ranges = RangeSizes.from_options(options, self.display("/"))
+        self._netloc, self._query = parts.netloc, parts.query
+        self._listed: set[str] = set()
+        self._missing: set[str] = set()
+        self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
+        self._own_clients()
+        os.register_at_fork(before=partial(_quiesce, weakref.ref(self)))
+        if self.scheme in _AZURE_SCHEMES:
+            _OPEN_AZURE.add(self)
+
+    def _own_clients(self) -> None:
+        """The store's client, the range threads and the downloads in flight, for this
+        process. A worker forked while downloads run inherits neither the threads nor the
+        client's connections in a usable state (a thread does not survive a fork, and a
+        lock it held stays held in the child), so a forked copy of a location starts over
+        with its own: the answer to "is it safe to fork now?" is that it no longer matters."""
+        self._pid = os.getpid()
         try:
-            self.fs = _filesystem(self.scheme, parts.netloc, parts.query, dict(options))
+            self._fs = _filesystem(self.scheme, self._netloc, self._query, dict(self.options))
         except (OSError, ValueError, TypeError, ImportError) as e:
             raise SegtoolsError(f"cannot open the store: {_describe(e, self.options)}",
                                 path=self.display("/")) from None
-        self._listed: set[str] = set()
-        self._missing: set[str] = set()
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._small: dict[str, Future] = {}
         self._small_bytes = 0
-        self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
+
+    def quiesce(self) -> None:
+        """Before this process forks: ranges not started are cancelled (whoever wants them
+        fetches them again), those being downloaded are finished, and the range threads
+        end. pyarrow's S3 client takes a process-wide lock for each request; a thread in the
+        middle of one when the process forks leaves that lock held in the child for good, and
+        the child's first request (even on a new client) then waits forever. Measured with
+        ``tests/locations/fork_runs.py`` on moto's server: with fresh clients in the workers
+        but no quiescing, 3 of 5 batches of runs hung there (pyarrow's
+        ``ClientBuilder::BuildClient``, a write lock); with it, none."""
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+                self._pool = None
+
+    @property
+    def forked(self) -> bool:
+        """Whether this is a forked process's copy of a location opened by its parent."""
+        return self._pid != os.getpid()
+
+    @property
+    def fs(self):
+        if self.forked:
+            self._own_clients()
+        return self._fs
 
     def display(self, key: str) -> str:
-        return f"{self.scheme}://{self.bucket}{'' if key == '/' else key}"
+        return f"{self.scheme}://{self.shown}{'' if key == '/' else key}"
 
     def store_path(self, key: str) -> str:
         return self.bucket + ("" if key == "/" else key)
@@ -212,6 +380,8 @@ class ObjectStoreLocation(Location):
 
     @property
     def pool(self) -> ThreadPoolExecutor:
+        if self.forked:
+            self._own_clients()
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.concurrency,
@@ -237,9 +407,14 @@ class ObjectStoreLocation(Location):
         from pyarrow import fs as pafs
         try:
             info = self.fs.get_file_info(self.store_path(key))
-            if info.type == pafs.FileType.Directory:
+            if info.type != pafs.FileType.File:
+                # asked of a prefix that is no object, pyarrow's Azure client answers
+                # NotFound when a longer name sorts first ("t/tiered-x/..." before
+                # "t/tiered/..."): the listing below the prefix is what decides
                 found = self.fs.get_file_info(pafs.FileSelector(
                     self.store_path(key), recursive=True, allow_not_found=True))
+                if found and info.type == pafs.FileType.NotFound:
+                    info = pafs.FileInfo(self.store_path(key), pafs.FileType.Directory)
             else:
                 found = [info]
         except (OSError, ValueError) as e:
@@ -268,7 +443,7 @@ class ObjectStoreLocation(Location):
         return found
 
     def _prefetch(self, key: str, size: int) -> None:
-        if size > SMALL_FILE or key in self._small:
+        if size > self.ranges.small_file_bytes or key in self._small:
             return
         while self._small_bytes + size > SMALL_FILES_TOTAL and self._consumed:
             old = next(iter(self._consumed))  # the oldest small file already read goes first
@@ -291,8 +466,14 @@ class ObjectStoreLocation(Location):
     def small_file(self, key: str, entry: Entry) -> bytes | None:
         """A small file fetched when its directory was listed, or None. One response of one
         object version, checked against the listing's size."""
+        if self.forked:
+            self._own_clients()
         got = self._small.get(key)
         if got is None:
+            return None
+        if got.cancelled():  # cancelled before a fork: read it as any other file
+            del self._small[key]
+            self._small_bytes -= entry.size
             return None
         self._consumed.setdefault(key)
         data = got.result()
@@ -349,12 +530,21 @@ class ObjectStoreLocation(Location):
         return RangeSource(self, key, entry, f)
 
     def close(self) -> None:
-        if self._pool is not None:
+        _OPEN_AZURE.discard(self)
+        if self._pool is not None and not self.forked:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
 
 
+def _quiesce(location: weakref.ref[ObjectStoreLocation]) -> None:
+    found = location()
+    if found is not None and not found.forked:
+        found.quiesce()
+
+
 def _read_at(loc: ObjectStoreLocation, key: str, f, lo: int, hi: int) -> bytes:
+    if hi <= lo:  # no request: GCS answers a range of nothing with HTTP 416 (an empty object)
+        return b""
     try:
         return f.read_at(hi - lo, lo)
     except (OSError, ValueError) as e:
@@ -366,11 +556,13 @@ class RangeSource:
     """The walk's :class:`~segtools.decode.source.Source` over an object: byte ranges, fetched
     concurrently ahead of a sequential walk and read singly for a seek.
 
-    Ranges are fetched into immutable blocks, so a window inside one block is a view of it
-    (no copy, safe to keep); a window across blocks is copied. Memory is bounded by the
-    blocks in flight and the two kept behind the walk."""
+    Every range asked of the store goes into one :class:`~segtools.storage.extents.Extents`
+    and covers only bytes no held range covers, so a window is stitched from disjoint ranges
+    found by position: no byte is ever taken from a range that was fetched for another place.
+    Ranges are immutable arrays, so a window inside one range is a view of it (no copy, safe
+    to keep); a window across ranges is copied. Memory is bounded by the ranges in flight
+    ahead of the walk and two blocks kept behind it."""
 
-    stride = STRIDE
     chunk_per_window = True
 
     def __init__(self, loc: ObjectStoreLocation, key: str, entry: Entry, f):
@@ -378,8 +570,11 @@ class RangeSource:
         self.path = loc.display(key)
         self.size = entry.size
         self.buffers = BufferPool(CHUNK_BUFFER)
-        self.block = loc.block
-        self._blocks: dict[int, Future | np.ndarray] = {}  # block start -> bytes
+        self.block = loc.ranges.block_bytes
+        self.seek = loc.ranges.seek_bytes
+        self.stride = STRIDE
+        self._held: Extents[Future | np.ndarray] = Extents()
+        self._pid = os.getpid()
         self._last_end = -1
         self._sequential = False
         self._checked_end = False
@@ -391,57 +586,67 @@ class RangeSource:
         data = _read_at(self.loc, self.key, self.file, lo, hi)
         return np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
 
-    def _schedule(self, start: int, end: int) -> None:
-        if start not in self._blocks and start < self.size:
-            self.requested += end - start
-            self._blocks[start] = self.loc.pool.submit(self._fetch, start, end)
+    def _ask(self, lo: int, hi: int, *, ahead: bool) -> None:
+        """Fetch the bytes of ``[lo, hi)`` not held yet, in ranges of at most one block cut
+        at block boundaries; ahead of the walk on the pool, otherwise now."""
+        hi = min(hi, self.size)
+        for a, b in self._held.gaps(lo, hi):
+            while a < b:
+                end = min(b, a - a % self.block + self.block)
+                self.requested += end - a
+                got = self.loc.pool.submit(self._fetch, a, end) if ahead else self._fetch(a, end)
+                self._held.add(a, end, got)
+                a = end
 
-    def _block(self, start: int) -> np.ndarray:
-        got = self._blocks[start]
+    def _bytes_at(self, pos: int) -> tuple[int, int, np.ndarray] | None:
+        found = self._held.holding(pos)
+        if found is None:
+            return None
+        start, end, got = found
         if isinstance(got, Future):
-            got = got.result()
-            self._blocks[start] = got
-        return got
+            # a range cancelled before a fork is fetched now instead
+            got = self._fetch(start, end) if got.cancelled() else got.result()
+            self._held.replace(start, got)
+        return start, end, got
 
     def _span(self, lo: int, hi: int) -> list[tuple[int, np.ndarray]]:
-        """The blocks covering ``[lo, hi)``, fetching what is missing."""
+        """The held ranges covering ``[lo, hi)``, in order, fetching what is missing."""
         if self._sequential:
             first = lo - lo % self.block
-            for k in range(READAHEAD_BLOCKS + 1):
-                s = first + k * self.block
-                self._schedule(s, min(self.size, s + self.block))
-            for s in [s for s in self._blocks if s + self.block <= first - self.block]:
-                del self._blocks[s]  # two blocks are kept behind the walk
+            self._held.drop((first - self.block, self.size))  # two blocks kept behind
+            self._ask(first, first + (READAHEAD_BLOCKS + 1) * self.block, ahead=True)
+            self._ask(lo, hi, ahead=True)
+        else:
+            self._ask(lo, max(hi, lo + self.seek), ahead=False)
         out, pos = [], lo
         while pos < hi:
-            held = next((s for s in self._blocks if s <= pos < s + self._extent(s)), None)
-            if held is None:
-                end = hi if self._sequential else max(hi, min(self.size, pos + SEEK_BYTES))
-                if self._sequential:
-                    end = min(self.size, pos - pos % self.block + self.block)
-                    held = pos - pos % self.block
-                    self._schedule(held, end)
-                else:
-                    held = pos
-                    self.requested += end - pos
-                    self._blocks[pos] = self._fetch(pos, end)
-            data = self._block(held)
-            out.append((held, data))
-            if len(data) == 0 or held + len(data) <= pos:
+            found = self._bytes_at(pos)
+            if found is None:
+                break
+            start, end, data = found
+            if start + len(data) > pos:
+                out.append((start, data))
+            if start + len(data) < end:
                 break  # the object ended early: the walk sees a short window
-            pos = held + len(data)
+            pos = end
         return out
 
-    def _extent(self, start: int) -> int:
-        got = self._blocks[start]
-        if isinstance(got, Future):
-            return self.block if start % self.block == 0 else SEEK_BYTES
-        return len(got)
+    def _own_file(self) -> None:
+        """In a forked worker: the parent's open file and its ranges in flight are not this
+        process's (see :meth:`ObjectStoreLocation._own_clients`); the bytes already held
+        are, and are kept."""
+        self._pid = os.getpid()
+        self.file = self.loc.open_file(self.key)
+        for start, _, got in list(self._held):
+            if isinstance(got, Future):
+                self._held.drop_one(start)
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
         if lo >= hi:
             return np.zeros(0, np.uint8), lo, lo
+        if self._pid != os.getpid():
+            self._own_file()
         self._sequential = self._sequential or (self._last_end >= 0 and
                                                 self._last_end - self.block <= lo
                                                 <= self._last_end + self.block)
@@ -454,10 +659,11 @@ class RangeSource:
             self._checked_end = True
             if self.requests > 1:
                 self.loc.check_unchanged(self.key, self.entry)
+        if not parts:
+            return np.zeros(0, np.uint8), lo, lo
         if len(parts) == 1:
             start, data = parts[0]
-            avail = min(hi, start + len(data))
-            return data, start, max(avail, lo)
+            return data, start, max(min(hi, start + len(data)), lo)
         start = parts[0][0]
         joined = np.concatenate([d for _, d in parts])
         avail = min(hi, start + len(joined))
@@ -479,9 +685,11 @@ class RangeSource:
         return None
 
     def close(self) -> None:
-        for got in self._blocks.values():
-            if isinstance(got, Future):
-                got.cancel()
-        self._blocks.clear()
+        """Ranges not started are cancelled; those being read are waited for (the file they
+        read must outlive them), their bytes or errors dropped."""
+        mine = self._pid == os.getpid()
+        for got in self._held.clear():
+            if mine and isinstance(got, Future) and not got.cancel():
+                wait([got])
         self.buffers.clear()
         self.file.close()

@@ -30,11 +30,13 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -43,6 +45,7 @@ from segtools.decode import walk
 from segtools.decode.source import BufferSource
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
+from segtools.storage.location import RemotePath, resolve
 from segtools.storage.segment import Segment, unreadable
 
 #: ``LocalTieredStorage.ROOT_STORAGE_DIR_NAME``: the directory made under its ``dir`` setting.
@@ -61,10 +64,14 @@ _AIVEN_PARTITION = re.compile(r"\d+")
 MANIFEST_CAP = 16 * 1024 * 1024
 
 
-def local_tiered_storage_root(path: str | Path) -> Path:
+def local_tiered_storage_root(path: str | os.PathLike[str],
+                              storage_options: Mapping[str, Any] | None = None
+                              ) -> Path | RemotePath:
     """The storage directory: ``path`` itself, or its ``kafka-tiered-storage`` (what
-    ``LocalTieredStorage`` creates under the ``dir`` it is given)."""
-    root = Path(path)
+    ``LocalTieredStorage`` creates under the ``dir`` it is given). ``path`` may be any
+    location (``s3://bucket/tiered``, an archive): a remote store's objects are read through
+    the same seam as the log dirs."""
+    root = resolve(path, storage_options)
     if not root.is_dir():
         raise SegtoolsError("not a directory (a LocalTieredStorage dir was expected)",
                             path=str(root))
@@ -370,11 +377,12 @@ def _size(path: Path) -> int:
         return 0
 
 
-def open_store(path: str | Path) -> RemoteStore:
+def open_store(path: str | os.PathLike[str],
+               storage_options: Mapping[str, Any] | None = None) -> RemoteStore:
     """The store at ``path``, its layout recognised: a ``kafka-tiered-storage`` directory or
     ``<topic>-<partition>-<topic id>`` directories of segment files (LocalTieredStorage), or
     ``<topic>-<topic id>/<partition>/`` directories of ``.rsm-manifest`` objects (Aiven)."""
-    root = local_tiered_storage_root(path)
+    root = local_tiered_storage_root(path, storage_options)
     if root.name == LOCAL_TIERED_STORAGE_DIR:
         return LocalTieredStorage(root)
     if any((root / name).is_file() for name in _LOG_DIR_FILES):

@@ -40,7 +40,8 @@ STORAGE_PREFIX = "storage."
 #: and account keys, whatever the store calls them): never in a task nor printed.
 SECRET_NAME = re.compile(r"key|secret|token|password|credential|sas", re.IGNORECASE)
 #: Storage options that are numbers (the CLI's ``--storage-option`` converts the same ones).
-_INT_STORAGE_OPTIONS = ("tmp_limit", "concurrency", "block_size", "max_attempts")
+_INT_STORAGE_OPTIONS = ("tmp_limit", "concurrency", "block_size", "block_bytes", "seek_bytes",
+                        "small_file_bytes", "max_attempts")
 
 
 class OptionError(ArgumentError):

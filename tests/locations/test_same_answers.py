@@ -1,8 +1,9 @@
-"""Every fixture tree read from the S3 server gives the answers it gives from local disk.
+"""Every fixture tree read from each object store gives the answers it gives from local disk.
 
 The trees are the Kafka-written fixtures, uploaded unchanged to moto's server (a real
-S3-protocol server on 127.0.0.1). Every command runs with the argument sets the robustness
-tests use (tests/robustness/commands.py) that print JSON (the whole answer, every field),
+S3-protocol server on 127.0.0.1), fake-gcs-server and Azurite (``store_copies``: on S3
+once more with 64 KiB blocks and 4 KiB seeks). Every command runs with the argument sets the
+robustness tests use (tests/robustness/commands.py) that print JSON (the whole answer, every field),
 once on the local copy and once on ``s3://``, in this process; the report runs too (its
 document is the analyses' answers). Only names (the URI for the path) and modification
 times may differ (docs/locations.md).
@@ -31,7 +32,8 @@ def _json_argvs(copies, command: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("command", [c for c in ARGUMENT_SETS if c != "report"])
-def test_command_same_from_s3(copies, command):
+def test_command_same_from_each_store(store_copies, command):
+    copies = store_copies
     for argv in _json_argvs(copies, command):
         local, remote = copies.run_both(argv)
         assert remote.code == local.code, (argv, remote.stderr)
@@ -40,9 +42,10 @@ def test_command_same_from_s3(copies, command):
                 == copies.normalise(local.stdout.decode(), False)), argv
 
 
-def test_api_same_from_s3(copies):
+def test_api_same_from_each_store(store_copies):
     """``segtools.open(uri, storage_options=...)``: the same records, batches, segments and
     verify findings as the local tree."""
+    copies = store_copies
     local = segtools.open(copies.local.root)
     remote = segtools.open(copies.uri, storage_options=copies.options)
     for level in ("records", "batches", "segments"):
