@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from segtools import __version__
-from segtools.cli.common import EXIT_OK, EXIT_USAGE
+from segtools.cli.common import EXIT_OK, EXIT_USAGE, add_gentle, gentle_run
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 
@@ -81,6 +81,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module(module).register(sub)
             importlib.import_module("segtools.cli.locations").add_location_arguments(
                 sub.choices[name])
+            add_gentle(sub.choices[name])
         else:
             sub.add_parser(name, help=help_line, add_help=False)
     return parser
@@ -92,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         locations = importlib.import_module("segtools.cli.locations")
         locations.configure(args)
-        code = args.run(args)
+        with gentle_run(args):
+            code = args.run(args)
         locations.finish(args)
         return code
     except SegtoolsError as e:
