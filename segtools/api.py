@@ -22,12 +22,13 @@ into :class:`~segtools.errors.CorruptDataError` instead.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -59,9 +60,12 @@ from segtools.fetch import columns as fetch_columns
 from segtools.fetch import plan, rows
 from segtools.fetch.columns import Level
 from segtools.findings import Finding, Severity
+from segtools.storage import gentle
+from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
 from segtools.storage.remote_store import open_store
+from segtools.storage.throttle import parse_rate
 from segtools.timestamps import to_millis
 
 Time = int | float | str | datetime
@@ -100,18 +104,38 @@ def _tuple(value: str | int | Iterable | None) -> tuple | None:
     return tuple(value)
 
 
+R = TypeVar("R")
+
+
+def _gently(method: Callable[..., R]) -> Callable[..., R]:
+    """An analysis of the dataset, run under its gentle settings (:attr:`LogDirs.gentle`)."""
+    @functools.wraps(method)
+    def run(self: LogDirs, *args, **kwargs) -> R:
+        with gentle.applied(self.gentle):
+            return method(self, *args, **kwargs)
+    return run
+
+
 class LogDirs:
     """The log dirs found under some paths (a ``log.dirs`` entry, a directory of copies, a
     partition directory or segment files), read-only. Build it with :func:`open`."""
 
     def __init__(self, paths: Iterable[str | os.PathLike[str]], *,
                  max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
-                 storage_options: Mapping[str, Any] | None = None):
+                 storage_options: Mapping[str, Any] | None = None,
+                 page_cache: PageCacheMode | str | None = None,
+                 max_read_rate: int | str | None = None, jobs: int | None = None):
         self.paths = tuple(os.fspath(p) for p in paths)
         if not self.paths:
             raise SegtoolsError("segtools.open() needs at least one path")
         self.max_decompressed_bytes = max_decompressed_bytes
-        log_dirs, loose = walk(self.paths, storage_options)
+        #: what this dataset's reads do on a broker's host (docs/robustness.md)
+        self.gentle = gentle.decide(
+            self.paths, page_cache=None if page_cache is None else PageCacheMode(page_cache),
+            max_read_rate=parse_rate(max_read_rate) if isinstance(max_read_rate, str)
+            else max_read_rate, jobs=jobs)
+        with gentle.applied(self.gentle):
+            log_dirs, loose = walk(self.paths, storage_options)
         for f in loose:
             if f.code == "path_not_found":
                 raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
@@ -209,9 +233,11 @@ class LogDirs:
         scan = rows.Scan(sel.level, names, schema, include_control=sel.include_control,
                          read_committed=sel.read_committed, verify_crc=sel.verify_crc,
                          check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
-        pieces = plan.ranges(sel)
+        with gentle.applied(self.gentle):
+            pieces = plan.ranges(sel)
         report = self._reporter(strict, on_finding)
-        return pa.RecordBatchReader.from_batches(schema, rows.read(pieces, scan, report))
+        return pa.RecordBatchReader.from_batches(
+            schema, gentle.iterate(self.gentle, rows.read(pieces, scan, report)))
 
     def records(self, **kwargs) -> Iterator[dict]:
         """One dict per record (``offset``, ``timestamp``, ``key``, ``value``, ...), in log
@@ -244,6 +270,7 @@ class LogDirs:
 
     # ------------------------------------------------------------------ analyses
 
+    @_gently
     def verify(self, *, deep: bool = False, topics: str | Iterable[str] = "*",
                partitions: int | Iterable[int] | None = None) -> list[Finding]:
         """Every finding ``segtools verify`` reports for the selected partitions."""
@@ -259,6 +286,7 @@ class LogDirs:
                                             limit=self.max_decompressed_bytes)
         return out
 
+    @_gently
     def transactions(self, *, now: Time | None = None,
                      max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
                      topics: str | Iterable[str] = "*",
@@ -274,6 +302,7 @@ class LogDirs:
                                    now=None if now is None else to_millis(now), keep=changes,
                                    limit=self.max_decompressed_bytes, analysed=analysed)
 
+    @_gently
     def offsets_at(self, at: Time | None = None, *,
                    groups: str | Iterable[str] | None = None, history: bool = False,
                    topic: str | None = None, partition: int | None = None) -> OffsetsReplay:
@@ -289,6 +318,7 @@ class LogDirs:
                               history=history, topic=topic, partition=partition,
                               limit=self.max_decompressed_bytes)
 
+    @_gently
     def producers(self, *, topics: str | Iterable[str] = "*",
                   partitions: int | Iterable[int] | None = None,
                   duplicates_window: int | None = None) -> list[PartitionProducers]:
@@ -304,6 +334,7 @@ class LogDirs:
                                                  limit=self.max_decompressed_bytes)
         return results
 
+    @_gently
     def inputs(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None) -> Loaded:
         """Every live partition summarised with its resolved topic config (``configs`` >
@@ -324,6 +355,7 @@ class LogDirs:
         return Loaded(loaded.partitions, loaded.skipped, self._loose + loaded.findings,
                       loaded.config_sources)
 
+    @_gently
     def explain_retention(self, *, at: Time | None = None,
                           config: str | os.PathLike[str] | None = None,
                           configs: Mapping[str, object] | None = None,
@@ -342,6 +374,7 @@ class LogDirs:
                                 now_ms=now, forecast_days=forecast_days, deep=deep,
                                 limit=self.max_decompressed_bytes)
 
+    @_gently
     def tiered(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None, inputs: Loaded | None = None,
                remote_store: str | os.PathLike[str] | None = None) -> TieredReport:
@@ -357,6 +390,7 @@ class LogDirs:
                                                                configs=configs)
         return tiered_report(loaded, now_ms=now, store=store)
 
+    @_gently
     def what_if(self, changes: Mapping[str, object] | str | None = None, *,
                 at: Time | None = None, horizon_days: float = 30.0,
                 ingest_bytes_per_s: float | None = None, recommend: bool = False,
@@ -388,6 +422,7 @@ class LogDirs:
                                      ingest=Ingest(ingest_bytes_per_s), recommend=recommend,
                                      limit=self.max_decompressed_bytes)
 
+    @_gently
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,
                            configs: Mapping[str, object] | None = None,
@@ -406,6 +441,7 @@ class LogDirs:
                                  tombstone_limit=tombstone_limit,
                                  limit=self.max_decompressed_bytes)
 
+    @_gently
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
         return [compare_copies(key, copies, limit=self.max_decompressed_bytes)
@@ -427,13 +463,20 @@ def _offsets(value: Offsets | None) -> tuple[dict, int | None]:
 
 def open(*paths: str | os.PathLike[str],
          max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
-         storage_options: Mapping[str, Any] | None = None) -> LogDirs:
+         storage_options: Mapping[str, Any] | None = None,
+         page_cache: PageCacheMode | str | None = None,
+         max_read_rate: int | str | None = None, jobs: int | None = None) -> LogDirs:
     """Walk log dirs, partition dirs or segment files (read-only) into a :class:`LogDirs`.
 
     A path may be a URI of an object store (``s3://bucket/logs``) or an archive
-    (``bundle.tar.gz``); ``storage_options`` configure the store (docs/locations.md)."""
+    (``bundle.tar.gz``); ``storage_options`` configure the store (docs/locations.md).
+    ``page_cache`` (``"restore"``/``"keep"``), ``max_read_rate`` (bytes per second, or
+    ``"50MiB"``) and ``jobs``: as the command line's ``--page-cache``, ``--max-read-rate``
+    and ``--jobs``; by default gentle when a running broker holds a log dir
+    (docs/robustness.md)."""
     return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes,
-                   storage_options=storage_options)
+                   storage_options=storage_options, page_cache=page_cache,
+                   max_read_rate=max_read_rate, jobs=jobs)
 
 
 def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:

@@ -21,10 +21,13 @@ import enum
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from segtools.storage.pagecache import LOCK_FILE, PageCacheKeeper, broker_lock_holder
 from segtools.storage.throttle import ReadRate
 from segtools.units import format_bytes
+
+T = TypeVar("T")
 
 
 class PageCacheMode(enum.Enum):
@@ -67,6 +70,25 @@ def applied(settings: Gentle) -> Iterator[Gentle]:
         yield settings
     finally:
         _CURRENT.reset(token)
+        if settings.keeper is not None:
+            settings.keeper.restore_all()
+
+
+def iterate(settings: Gentle, items: Iterable[T]) -> Iterator[T]:
+    """``items`` pulled under ``settings`` one step at a time, in a context of their own (a
+    lazy reader handed to a caller, who may pull it from anywhere); what the steps noted is
+    handed back when it ends."""
+    context = contextvars.copy_context()
+    context.run(_CURRENT.set, settings)
+    it = iter(items)
+    try:
+        while True:
+            try:
+                item = context.run(next, it)
+            except StopIteration:
+                return
+            yield item
+    finally:
         if settings.keeper is not None:
             settings.keeper.restore_all()
 

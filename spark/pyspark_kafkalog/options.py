@@ -25,6 +25,8 @@ from typing import Any
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch.columns import Level
 from segtools.fetch.plan import EARLIEST, LATEST, PARTITION_STATES, PartitionMap, Selection
+from segtools.storage.gentle import PageCacheMode
+from segtools.storage.throttle import parse_rate
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
@@ -69,6 +71,9 @@ class ReadOptions:
     storage_options: Mapping[str, Any] = field(default_factory=dict)  # public ones only
     storage_secrets: Mapping[str, Any] = field(default_factory=dict, repr=False)
     remote_store: str | None = None  # a LocalTieredStorage dir: the remote tier too
+    #: On a broker's host (docs/robustness.md): None lets the lock decide, as the CLI does.
+    page_cache: PageCacheMode | None = None
+    max_read_rate: int | None = None  # bytes per second, per reading task
 
     @property
     def all_storage_options(self) -> dict[str, Any] | None:
@@ -126,6 +131,8 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         storage_options=storage,
         storage_secrets=secrets,
         remote_store=opts.get("remotestore") or None,
+        page_cache=_page_cache(opts),
+        max_read_rate=_rate(opts, "maxReadRate"),
     )
 
 
@@ -135,8 +142,24 @@ OPTION_NAMES = (
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
     "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
-    "remoteStore",
+    "remoteStore", "pageCache", "maxReadRate",
 )
+
+
+def _page_cache(opts: dict[str, str]) -> PageCacheMode | None:
+    if "pagecache" not in opts:
+        return None
+    return PageCacheMode(_choice(opts, "pageCache", [m.value for m in PageCacheMode], ""))
+
+
+def _rate(opts: dict[str, str], name: str) -> int | None:
+    raw = opts.get(name.lower())
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return parse_rate(raw)
+    except ValueError as e:
+        raise OptionError(f"kafkalog: option {name}: {e}") from None
 
 
 def _paths(opts: dict[str, str]) -> tuple[str, ...]:

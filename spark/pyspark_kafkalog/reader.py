@@ -25,6 +25,7 @@ from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
 from pyspark_kafkalog.scan import make_scan, read_task
 from pyspark_kafkalog.schema import requested_columns
+from segtools.storage import gentle
 
 
 class KafkaLogReader(DataSourceReader):
@@ -37,12 +38,22 @@ class KafkaLogReader(DataSourceReader):
         self.constraints: Constraints | None = None
 
     def partitions(self) -> list[InputPartition]:
-        return list(plan(self.opts, self.constraints))
+        """The plan (the driver reads listings and indexes: as gently as the executors)."""
+        with gentle.applied(self._gentle()):
+            return list(plan(self.opts, self.constraints))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The task's rows, read as gently as the CLI would on this host (a broker's lock
+        held: the page cache restored; ``maxReadRate``: capped for this task)."""
         scan = make_scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
-        return read_task(partition, scan, self.opts.fail_on_corruption,
-                         self.opts.storage_secrets)
+        with gentle.applied(self._gentle()):
+            yield from read_task(partition, scan, self.opts.fail_on_corruption,
+                                 self.opts.storage_secrets)
+
+
+    def _gentle(self) -> gentle.Gentle:
+        return gentle.decide(self.opts.paths, page_cache=self.opts.page_cache,
+                             max_read_rate=self.opts.max_read_rate)
 
 
 class PushdownKafkaLogReader(KafkaLogReader):

@@ -53,3 +53,16 @@ def test_bad_values_name_the_option(options, message):
 def test_all_partition_states():
     assert parse_options({"path": "/x", "partitionStates": "all"}).partition_states == (
         "live", "delete", "future", "stray")
+
+
+def test_gentle_options():
+    from segtools.storage.gentle import PageCacheMode
+
+    o = parse_options({"path": "/x", "pageCache": "RESTORE", "maxReadRate": "50MiB"})
+    assert o.page_cache is PageCacheMode.RESTORE and o.max_read_rate == 50 * 2**20
+    plain = parse_options({"path": "/x"})
+    assert plain.page_cache is None and plain.max_read_rate is None
+    with pytest.raises(OptionError, match="pageCache must be one of"):
+        parse_options({"path": "/x", "pageCache": "drop"})
+    with pytest.raises(OptionError, match="maxReadRate"):
+        parse_options({"path": "/x", "maxReadRate": "fast"})

@@ -218,3 +218,35 @@ def test_f_getlk_is_a_query(trees: Tree, broker):
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
         os.close(fd)
+
+
+def test_the_spark_source_leaves_the_page_cache_as_found(trees: Tree, broker):
+    pytest.importorskip("pyspark")
+    from tests.spark.inprocess import read
+
+    files = files_of(trees.sample)
+    make_cold(files)
+    table = read({"path": str(trees.sample), "includeHeaders": "true"})
+    assert table.num_rows > 0
+    sealed_logs = [p for p in files if p.suffix == ".log" and not is_active(p)]
+    assert sealed_logs
+    assert not any(residency(p).any() for p in files if not is_active(p))
+    make_cold(sealed_logs)
+    read({"path": str(trees.sample), "pageCache": "keep"})
+    assert any(residency(p).any() for p in sealed_logs)
+
+
+def test_the_python_api_leaves_the_page_cache_as_found(trees: Tree, broker):
+    import segtools
+
+    files = files_of(trees.sample)
+    make_cold(files)
+    logs = segtools.open(trees.sample)
+    assert logs.gentle.keeper is not None and logs.gentle.rate is None
+    assert logs.verify(deep=True)
+    assert logs.to_arrow("records").read_all().num_rows > 0
+    assert not any(residency(p).any() for p in files if not is_active(p))
+    kept = segtools.open(trees.sample, page_cache="keep", max_read_rate="1GiB")
+    assert kept.gentle.keeper is None and kept.gentle.rate.rate == 2**30
+    kept.to_arrow("records").read_all()
+    assert any(residency(p).any() for p in files if not is_active(p))

@@ -47,8 +47,7 @@ def read_through(source_type, path: str) -> int:
         source = source_type(fd, SIZE)
         done = 0
         while done < SIZE:
-            _, lo, hi = source.window(done, done + source.stride)
-            done = hi if source_type is WindowSource else min(SIZE, done + source.stride)
+            done = source.window(done, done + source.stride)[2]
             source.release(done)
         source.close()
         return done
