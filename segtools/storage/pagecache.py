@@ -132,9 +132,10 @@ class PageCacheKeeper:
         self.found[inode] = _Found(path, inode, resident(fd, st.st_size))
 
     def restore(self, fd: int) -> None:
-        """Drop what this run brought into the cache of the file open on ``fd``."""
+        """Drop what this run brought into the cache of the file open on ``fd``; the file
+        is then as found, so a later read of it is noted afresh."""
         st = os.fstat(fd)
-        known = self.found.get((st.st_dev, st.st_ino))
+        known = self.found.pop((st.st_dev, st.st_ino), None)
         if known is not None:
             drop(fd, cold_runs(known.before))
 

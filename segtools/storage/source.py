@@ -139,13 +139,15 @@ class MappedSource:
         return zero_from(self.fd, lo, min(hi, self.size))
 
     def close(self) -> None:
-        # unmapped from this process first: the kernel hands back no page that is still
-        # mapped, and the page cache may be asked to drop this file's pages next
-        advise(self.array, 0, self.size - self.size % mmap.PAGESIZE, mmap.MADV_DONTNEED)
         self.array = np.zeros(0, np.uint8)
-        # a numpy view handed out earlier may still refer to the map; the GC closes it then
-        with contextlib.suppress(BufferError):
+        try:
             self._map.close()
+        except BufferError:
+            # a numpy view handed out earlier still refers to the map; the GC closes it
+            # then. Its pages leave this process now: the kernel drops no page that is still
+            # mapped, and the page cache may be asked to drop this file's pages next
+            with contextlib.suppress(OSError, ValueError):
+                self._map.madvise(mmap.MADV_DONTNEED)
 
 
 class WindowSource:
