@@ -49,6 +49,11 @@ class Gentle:
     yield_cpu: bool = False
     #: The broker's pid and log dir when one holds a log dir of the run.
     broker: tuple[int, str] | None = None
+    #: No broker holds any of the run's (local) log dirs: nothing will truncate their
+    #: files, so the active segment may be mapped like a sealed one.
+    still: bool = False
+    #: The run's log dirs whose ``.lock`` is there but free (a stopped broker's).
+    free: tuple[str, ...] = ()
 
 
 #: Outside any run's settings: nothing gentle, as segtools read before gentle mode.
@@ -101,17 +106,26 @@ def watched(*paths: str | os.PathLike[str] | None) -> contextlib.AbstractContext
 
 
 def held_by_broker(paths: Iterable[str | os.PathLike[str]]) -> tuple[int, str] | None:
-    """The first ``(pid, log dir)`` among ``paths`` whose log dir a running broker holds.
+    """The first ``(pid, log dir)`` among ``paths`` whose log dir a running broker holds."""
+    return lock_states(paths)[0]
+
+
+def lock_states(paths: Iterable[str | os.PathLike[str]]
+                ) -> tuple[tuple[int, str] | None, list[str]]:
+    """The first ``(pid, log dir)`` a running broker holds among ``paths``' log dirs (or
+    None), and the log dirs whose ``.lock`` nobody holds (a stopped broker's).
 
     A path is a log dir (it has a ``.lock``), a partition dir or a file in one (its log dir
     is the parent or the grandparent), or a directory of log dirs (each child with a
     ``.lock``)."""
+    free: list[str] = []
     for path in paths:
         for log_dir in log_dirs_of(os.path.abspath(os.fspath(path))):
             pid = broker_lock_holder(log_dir)
             if pid is not None:
-                return pid, log_dir
-    return None
+                return (pid, log_dir), free
+            free.append(log_dir)
+    return None, free
 
 
 def log_dirs_of(path: str) -> list[str]:
@@ -133,20 +147,27 @@ def decide(paths: Iterable[str | os.PathLike[str]], *, page_cache: PageCacheMode
            max_read_rate: int | None = None, jobs: int | None = None) -> Gentle:
     """The settings for a run over ``paths``: gentle by default when a broker holds one of
     the local log dirs, the caller's choices otherwise (None: the default)."""
-    local = [p for p in paths if "://" not in os.fspath(p)]
-    broker = held_by_broker(local)
+    paths = [os.fspath(p) for p in paths]
+    local = [p for p in paths if "://" not in p]
+    broker, free = lock_states(local)
     mode = page_cache or (PageCacheMode.RESTORE if broker else PageCacheMode.KEEP)
     if jobs is None and broker is not None:
         jobs = max(1, _cores() // 2)
     return Gentle(keeper=PageCacheKeeper() if mode is PageCacheMode.RESTORE else None,
                   rate=ReadRate(max_read_rate) if max_read_rate else None,
-                  jobs=jobs, yield_cpu=broker is not None, broker=broker)
+                  jobs=jobs, yield_cpu=broker is not None, broker=broker,
+                  still=broker is None and len(local) == len(paths), free=tuple(free))
 
 
 def notice(settings: Gentle) -> str | None:
-    """The one line said on stderr about gentle mode, or None when no broker holds the
-    paths (nothing will truncate the files then, which the line for a copy does not need)."""
+    """The one line said on stderr about gentle mode; for a stopped broker's log dir (its
+    ``.lock`` free), that nothing will truncate its files; None for a copy (no ``.lock``),
+    where both go without saying."""
     if settings.broker is None:
+        if settings.still and settings.free:
+            return (f"segtools: no running broker holds {settings.free[0]} (its .lock is "
+                    "free): nothing will truncate its files, the active segments are read "
+                    "like sealed ones")
         return None
     pid, log_dir = settings.broker
     cache = "restored as found" if settings.keeper is not None else "kept (--page-cache keep)"

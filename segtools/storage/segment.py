@@ -108,7 +108,9 @@ class Segment:
             self.mtime_ms = st.st_mtime_ns // 1_000_000
             unchanged = listed is None or (listed[0] == st.st_size and
                                            listed[1] in (None, st.st_mtime_ns))
-            self.is_mapped = bool(sealed and unchanged and self.size > SMALL_FILE)
+            # no broker holds the log dir: nothing will shrink even the active segment
+            still = sealed or gentle.current().still
+            self.is_mapped = bool(still and unchanged and self.size > SMALL_FILE)
             if (rate := gentle.current().rate) is not None and 0 < self.size <= SMALL_FILE:
                 rate.take(self.size)
             small = os.pread(self._fd, self.size, 0) if 0 < self.size <= SMALL_FILE else b""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,8 @@ import pytest
 from segtools.storage import gentle
 from segtools.storage.logdirs import walk
 from segtools.storage.pagecache import PAGE, PageCacheKeeper, broker_lock_holder, resident
-from tests.robustness.commands import ARGUMENT_SETS, Tree, copy_fixture_trees
+from segtools.storage.segment import SMALL_FILE, Segment
+from tests.robustness.commands import ARGUMENT_SETS, LOGDIRS, Tree, copy_fixture_trees
 
 ROOT = Path(__file__).resolve().parents[2]
 #: A partition the broker's consumers are reading: resident before, resident after.
@@ -140,12 +142,40 @@ def test_the_lock_is_seen_without_being_taken(trees: Tree, broker):
         (before.st_size, before.st_mtime_ns, before.st_ino)
 
 
-def test_no_lock_means_no_broker(trees: Tree):
-    assert broker_lock_holder(trees.sample) is None  # the file is there, nobody holds it
+def test_no_running_broker_means_nothing_will_truncate(trees: Tree, tmp_path):
+    (trees.sample / ".lock").touch()  # a stopped broker's log dir: the lock file, free
+    assert broker_lock_holder(trees.sample) is None
     assert broker_lock_holder(trees.sample / "orders.v2-eu-0") is None  # no .lock at all
     settings = gentle.decide([trees.sample])
     assert settings.keeper is None and settings.jobs is None and not settings.yield_cpu
-    assert gentle.notice(settings) is None
+    assert settings.still and settings.free == (str(trees.sample),)
+    said = gentle.notice(settings)
+    assert "no running broker holds" in said and "nothing will truncate" in said
+    shutil.copytree(LOGDIRS / "legacy", tmp_path / "legacy")
+    copy = gentle.decide([tmp_path / "legacy"])  # a copy without .lock: nothing to say
+    assert copy.still and gentle.notice(copy) is None
+    assert not gentle.decide([trees.sample, "s3://bucket/logs"]).still
+
+
+def active_is_mapped(trees: Tree) -> bool:
+    from segtools.storage.partition import load_partition_dir
+
+    pdir = load_partition_dir(trees.sample / "big-value-0")
+    active = pdir.segments[-1]
+    assert active.log_size > SMALL_FILE and not active.sealed
+    with Segment.open(active) as segment:
+        return segment.is_mapped
+
+
+def test_the_active_segment_is_mapped_only_when_no_broker_holds_it(trees: Tree):
+    assert not active_is_mapped(trees)  # outside any run: as before
+    with gentle.applied(gentle.decide([trees.sample])):
+        assert active_is_mapped(trees)
+
+
+def test_a_broker_s_active_segment_is_read_through_windows(trees: Tree, broker):
+    with gentle.applied(gentle.decide([trees.sample])):
+        assert not active_is_mapped(trees)
 
 
 @pytest.mark.parametrize("command", sorted(ARGUMENT_SETS))
