@@ -280,3 +280,26 @@ def test_the_python_api_leaves_the_page_cache_as_found(trees: Tree, broker):
     assert kept.gentle.keeper is None and kept.gentle.rate.rate == 2**30
     kept.to_arrow("records").read_all()
     assert any(residency(p).any() for p in files if not is_active(p))
+
+
+def _priority(_: int) -> tuple[int, int, int]:
+    import psutil
+
+    me = psutil.Process()
+    io = me.ionice()
+    return me.nice(), int(io.ioclass), io.value
+
+
+def test_workers_yield_to_the_broker_and_jobs_caps_them():
+    from segtools import fanout
+
+    with gentle.applied(gentle.Gentle(jobs=1)):
+        assert fanout.workers() == 1
+    with gentle.applied(gentle.Gentle(jobs=2, yield_cpu=True)):
+        assert fanout.workers() == min(2, len(os.sched_getaffinity(0)))
+        seen = list(fanout.ordered(_priority, list(range(8)), segments=fanout.MIN_SEGMENTS))
+    if fanout.workers() > 1:  # forked workers, each lowered
+        assert all(nice >= fanout.GENTLE_NICE for nice, _, _ in seen)
+        assert all((cls, level) == (2, fanout.GENTLE_IO_LEVEL) for _, cls, level in seen)
+    mine = _priority(0)
+    assert mine[0] < fanout.GENTLE_NICE  # the test runner itself was left alone
