@@ -7,6 +7,7 @@ never write, lock, rename or truncate anything in a log dir (docs/architecture.m
 from __future__ import annotations
 
 import errno
+import io
 import mmap
 import os
 import re
@@ -55,6 +56,15 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
     if (keeper := gentle.current().keeper) is not None:
         keeper.note(path, fd, st)  # before the first byte is read: the cache as found
     return fd, st
+
+
+def hand_back(f: object) -> None:
+    """A local file read to the end of its use: the pages the read brought into the cache
+    are dropped when the run leaves the cache as found (:mod:`segtools.storage.pagecache`);
+    an object store's file has none."""
+    keeper = gentle.current().keeper
+    if keeper is not None and isinstance(f, io.IOBase) and not f.closed:
+        keeper.restore(f.fileno())
 
 
 def open_regular_file(path: str | os.PathLike[str]) -> BinaryIO:

@@ -303,3 +303,20 @@ def test_workers_yield_to_the_broker_and_jobs_caps_them():
         assert all((cls, level) == (2, fanout.GENTLE_IO_LEVEL) for _, cls, level in seen)
     mine = _priority(0)
     assert mine[0] < fanout.GENTLE_NICE  # the test runner itself was left alone
+
+
+def test_an_index_is_handed_back_when_it_is_closed(trees: Tree):
+    """Not left for the end of the run: a serial run over many segments would otherwise
+    hold every index it read in the cache until it ends."""
+    from segtools.storage.index import OffsetIndex
+
+    sealed = next(p for p in sorted(trees.root.rglob("*.index"))
+                  if not is_active(p) and p.stat().st_size >= 16)
+    make_cold([sealed])
+    keeper = PageCacheKeeper()
+    with gentle.applied(gentle.Gentle(keeper=keeper)):
+        with OffsetIndex(sealed, sealed=True) as index:
+            assert len(index.entry_arrays()[0]) > 0
+            assert residency(sealed).any()  # read: in the cache while in use
+        assert not residency(sealed).any()  # closed: handed back at once
+        assert not keeper.found
