@@ -14,9 +14,7 @@ from collections.abc import Iterable, Iterator
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
-from segtools.fanout import yield_to_broker
 from segtools.findings import Finding, Severity
-from segtools.storage import gentle
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir
 from segtools.storage.throttle import parse_rate
@@ -69,13 +67,18 @@ def add_run_options(p: argparse.ArgumentParser, *, quiet: bool = True,
         add_quiet(p)
 
 
+#: ``--page-cache`` (:class:`segtools.storage.gentle.PageCacheMode`'s values; spelled here so
+#: that ``--help`` loads no reader).
+PAGE_CACHE_MODES = ("restore", "keep")
+
+
 def add_gentle(p: argparse.ArgumentParser) -> None:
     """``--page-cache``, ``--max-read-rate``, ``--jobs``: what a run may do to a live broker
-    (:mod:`segtools.storage.gentle`), on every command, as every command reads files."""
+    (:mod:`segtools.cli.gentle` applies them), on every command, as every command reads
+    files."""
     g = p.add_argument_group("on a live broker (the robustness guide: 'Running on a "
                                  "production broker')")
-    g.add_argument("--page-cache", type=gentle.PageCacheMode,
-                   choices=list(gentle.PageCacheMode), metavar="{restore,keep}",
+    g.add_argument("--page-cache", choices=PAGE_CACHE_MODES,
                    help="restore: hand back the pages this run brought into the page cache "
                         "(the default when a running broker holds the log dir); keep: leave "
                         "them cached (the default otherwise)")
@@ -92,24 +95,6 @@ def _rate(text: str) -> int:
         return parse_rate(text)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-
-
-@contextlib.contextmanager
-def gentle_run(args: argparse.Namespace) -> Iterator[gentle.Gentle]:
-    """The run under its gentle settings: decided from the paths it reads and its options,
-    said once on stderr when a broker holds a log dir, the CLI process itself yielding too."""
-    paths = [*(getattr(args, "paths", None) or getattr(args, "files", None) or []),
-             *([args.path] if getattr(args, "path", None) else [])]
-    settings = gentle.decide(paths, page_cache=getattr(args, "page_cache", None),
-                             max_read_rate=getattr(args, "max_read_rate", None),
-                             jobs=getattr(args, "jobs", None))
-    said = gentle.notice(settings)
-    if said is not None:
-        print(said, file=sys.stderr)
-    if settings.yield_cpu:
-        yield_to_broker()
-    with gentle.applied(settings):
-        yield settings
 
 
 def _positive_int(text: str) -> int:

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 
 from segtools import __version__
-from segtools.cli.common import EXIT_OK, EXIT_USAGE, add_gentle, gentle_run
+from segtools.cli.common import EXIT_OK, EXIT_USAGE, add_gentle
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 
@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         locations = importlib.import_module("segtools.cli.locations")
         locations.configure(args)
-        with gentle_run(args):
+        with importlib.import_module("segtools.cli.gentle").applied(args):
             code = args.run(args)
         locations.finish(args)
         return code

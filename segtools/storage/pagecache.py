@@ -21,12 +21,11 @@ import ctypes.util
 import fcntl
 import mmap
 import os
+import re
 import stat
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-
-import numpy as np
 
 PAGE = mmap.PAGESIZE
 #: The lock file a broker holds in each of its log dirs (``LogManager.LockFileName``).
@@ -41,6 +40,9 @@ _LIBC.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 _MAP_FAILED = ctypes.c_void_p(-1).value
 #: ``struct flock`` on Linux: l_type, l_whence (short), l_start, l_len (off_t), l_pid (int).
 _FLOCK = "hhqqi"
+#: ``mincore``'s vector: only the low bit of each byte says whether the page is resident.
+_LOW_BIT = bytes(i & 1 for i in range(256))
+_COLD = re.compile(b"\x00+")
 
 
 def broker_lock_holder(log_dir: str | os.PathLike[str]) -> int | None:
@@ -64,34 +66,32 @@ def broker_lock_holder(log_dir: str | os.PathLike[str]) -> int | None:
     return pid if kind != fcntl.F_UNLCK else None
 
 
-def resident(fd: int, size: int) -> np.ndarray:
-    """One bool per page of the file's first ``size`` bytes: in the page cache now or not.
+def resident(fd: int, size: int) -> bytes:
+    """One byte per page of the file's first ``size`` bytes: 1 when it is in the page cache
+    now, 0 when not.
 
     ``mincore`` on a fresh shared mapping reads the cache's state without faulting a page in.
     A file that cannot be mapped (gone, a kernel refusal) reads as all resident, so nothing of
-    it is ever dropped."""
+    it is ever dropped. Plain bytes, not an array: this module is loaded by every command,
+    ``--help`` included."""
     pages = -(-size // PAGE)
     if pages == 0:
-        return np.zeros(0, bool)
+        return b""
     addr = _LIBC.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
     if addr in (None, _MAP_FAILED):
-        return np.ones(pages, bool)
+        return b"\x01" * pages
     try:
-        vec = np.zeros(pages, np.uint8)
-        if _LIBC.mincore(addr, size, vec.ctypes.data) != 0:
-            return np.ones(pages, bool)
-        return (vec & 1).astype(bool)
+        vec = ctypes.create_string_buffer(pages)
+        if _LIBC.mincore(addr, size, vec) != 0:
+            return b"\x01" * pages
+        return vec.raw[:pages].translate(_LOW_BIT)
     finally:
         _LIBC.munmap(addr, size)
 
 
-def cold_runs(before: np.ndarray) -> list[tuple[int, int]]:
+def cold_runs(before: bytes) -> list[tuple[int, int]]:
     """The ``(first page, end page)`` runs of pages that were not resident."""
-    if not len(before):
-        return []
-    edges = np.diff(np.concatenate(([1], before.view(np.uint8), [1])).astype(np.int8))
-    return list(zip(np.flatnonzero(edges == -1).tolist(), np.flatnonzero(edges == 1).tolist(),
-                    strict=True))
+    return [m.span() for m in _COLD.finditer(before)]
 
 
 def drop(fd: int, runs: list[tuple[int, int]]) -> None:
@@ -108,7 +108,7 @@ class _Found:
 
     path: str
     inode: tuple[int, int]
-    before: np.ndarray
+    before: bytes
 
 
 @dataclass(slots=True)

@@ -52,7 +52,7 @@ def files_of(root: Path) -> list[Path]:
 def residency(path: Path) -> np.ndarray:
     fd = os.open(path, os.O_RDONLY)
     try:
-        return resident(fd, os.fstat(fd).st_size)
+        return np.frombuffer(resident(fd, os.fstat(fd).st_size), np.uint8).astype(bool)
     finally:
         os.close(fd)
 
