@@ -117,8 +117,8 @@ class PageCacheKeeper:
     opened, so they can be left so. One per run (and per forked worker, which inherits it);
     a file opened twice keeps the residency of its first opening, the state it was found in.
 
-    ``hot`` says which files are the broker's to keep warm (the active segment and its
-    indexes): those are never noted, so never advised away."""
+    The broker's hot files (its active segments and the files named after them,
+    :meth:`is_hot`) are never noted, so never advised away."""
 
     found: dict[tuple[int, int], _Found] = field(default_factory=dict)
     #: Each partition directory's active base offset, listed once per run.
