@@ -26,12 +26,13 @@ instead. Each analysis returns its library type with a notebook face
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -75,9 +76,12 @@ from segtools.results import (
     ProducersResult,
     as_result,
 )
+from segtools.storage import gentle
+from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import open_store
+from segtools.storage.throttle import parse_rate
 from segtools.units import format_bytes
 
 Time = int | float | str | datetime
@@ -155,20 +159,40 @@ def _parse_columns(columns: Iterable[str]) -> tuple[str, ...]:
     return tuple(columns)
 
 
+R = TypeVar("R")
+
+
+def _gently(method: Callable[..., R]) -> Callable[..., R]:
+    """An analysis of the dataset, run under its gentle settings (:attr:`LogDirs.gentle`)."""
+    @functools.wraps(method)
+    def run(self: LogDirs, *args, **kwargs) -> R:
+        with gentle.applied(self.gentle):
+            return method(self, *args, **kwargs)
+    return run
+
+
 class LogDirs:
     """The log dirs found under some paths (a ``log.dirs`` entry, a directory of copies, a
     partition directory or segment files), read-only. Build it with :func:`open`."""
 
     def __init__(self, paths: Iterable[str | os.PathLike[str]], *,
                  max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
-                 storage_options: Mapping[str, Any] | None = None):
+                 storage_options: Mapping[str, Any] | None = None,
+                 page_cache: PageCacheMode | str | None = None,
+                 max_read_rate: int | str | None = None, jobs: int | None = None):
         self.paths = tuple(os.fspath(p) for p in paths)
         if not self.paths:
             raise SegtoolsError("segtools.open() needs at least one path")
         self.max_decompressed_bytes = max_decompressed_bytes
         #: the options of this tree's stores: a remote store named later is opened with them
         self.storage_options = dict(storage_options or {})
-        log_dirs, loose = walk(self.paths, storage_options)
+        #: what this dataset's reads do on a broker's host (docs/robustness.md)
+        self.gentle = gentle.decide(
+            self.paths, page_cache=None if page_cache is None else PageCacheMode(page_cache),
+            max_read_rate=parse_rate(max_read_rate) if isinstance(max_read_rate, str)
+            else max_read_rate, jobs=jobs)
+        with gentle.applied(self.gentle):
+            log_dirs, loose = walk(self.paths, storage_options)
         for f in loose:
             if f.code == "path_not_found":
                 raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
@@ -315,14 +339,15 @@ class LogDirs:
                          read_committed=sel.read_committed, verify_crc=sel.verify_crc,
                          check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
         try:
-            pieces = plan.ranges(sel)
+            with gentle.applied(self.gentle):
+                pieces = plan.ranges(sel)
         except plan.SelectionError as e:
             selector = arguments.by_field(e.field)
             name = selector.python if selector is not None else e.field
             raise arguments.ArgumentError(f"{name}: {e.what}") from None
         self._read_findings = []
         report = self._reporter(strict, on_finding, self._read_findings)
-        batches = rows.read(pieces, scan, report)
+        batches = gentle.iterate(self.gentle, rows.read(pieces, scan, report))
         if decode and sel.level is Level.RECORDS:
             if not {"key", "value"} & set(names):
                 raise arguments.ArgumentError(
@@ -403,6 +428,7 @@ class LogDirs:
 
     # ------------------------------------------------------------------ analyses
 
+    @_gently
     def verify(self, *, deep: bool = False, topics: str | Iterable[str] = "*",
                partitions: int | Iterable[int] | None = None) -> list[Finding]:
         """Every finding ``segtools verify`` reports for the selected partitions."""
@@ -418,6 +444,7 @@ class LogDirs:
                                             limit=self.max_decompressed_bytes)
         return FindingsResult(out)
 
+    @_gently
     def transactions(self, *, now: Time | None = None,
                      max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
                      topics: str | Iterable[str] = "*",
@@ -435,6 +462,7 @@ class LogDirs:
                                              limit=self.max_decompressed_bytes,
                                              analysed=analysed))
 
+    @_gently
     def offsets_at(self, at: Time | None = None, *,
                    groups: str | Iterable[str] | None = None, history: bool = False,
                    topic: str | None = None, partition: int | None = None) -> OffsetsReplay:
@@ -450,6 +478,7 @@ class LogDirs:
             groups=None if groups is None else list(_tuple(groups)), history=history,
             topic=topic, partition=partition, limit=self.max_decompressed_bytes))
 
+    @_gently
     def producers(self, *, topics: str | Iterable[str] = "*",
                   partitions: int | Iterable[int] | None = None,
                   duplicates_window: int | None = None) -> list[PartitionProducers]:
@@ -465,6 +494,7 @@ class LogDirs:
                                                  limit=self.max_decompressed_bytes)
         return ProducersResult(results)
 
+    @_gently
     def inputs(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None) -> Loaded:
         """Every live partition summarised with its resolved topic config (``configs`` >
@@ -485,6 +515,7 @@ class LogDirs:
         return Loaded(loaded.partitions, loaded.skipped, self._loose + loaded.findings,
                       loaded.config_sources)
 
+    @_gently
     def explain_retention(self, *, at: Time | None = None,
                           config: str | os.PathLike[str] | None = None,
                           configs: Mapping[str, object] | None = None,
@@ -502,6 +533,7 @@ class LogDirs:
         return as_result(retention_report(loaded, now_ms=now, forecast_days=forecast_days,
                                           deep=deep, limit=self.max_decompressed_bytes))
 
+    @_gently
     def tiered(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
                configs: Mapping[str, object] | None = None, inputs: Loaded | None = None,
                remote_store: str | os.PathLike[str] | None = None) -> TieredReport:
@@ -518,6 +550,7 @@ class LogDirs:
                                                                configs=configs)
         return as_result(tiered_report(loaded, now_ms=now, store=store))
 
+    @_gently
     def what_if(self, changes: Mapping[str, object] | str | None = None, *,
                 at: Time | None = None, horizon_days: float = 30.0,
                 ingest_bytes_per_s: float | None = None, recommend: bool = False,
@@ -547,6 +580,7 @@ class LogDirs:
             loaded, parsed, now_ms=_now(at), horizon_days=horizon_days, ingest=ingest,
             recommend=recommend, limit=self.max_decompressed_bytes))
 
+    @_gently
     def explain_compaction(self, *, at: Time | None = None,
                            config: str | os.PathLike[str] | None = None,
                            configs: Mapping[str, object] | None = None,
@@ -564,6 +598,7 @@ class LogDirs:
                                            tombstone_limit=tombstone_limit,
                                            limit=self.max_decompressed_bytes))
 
+    @_gently
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
         return DivergeResult(
@@ -597,13 +632,20 @@ def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
 
 def open(*paths: str | os.PathLike[str],
          max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
-         storage_options: Mapping[str, Any] | None = None) -> LogDirs:
+         storage_options: Mapping[str, Any] | None = None,
+         page_cache: PageCacheMode | str | None = None,
+         max_read_rate: int | str | None = None, jobs: int | None = None) -> LogDirs:
     """Walk log dirs, partition dirs or segment files (read-only) into a :class:`LogDirs`.
 
     A path may be a URI of an object store (``s3://bucket/logs``) or an archive
-    (``bundle.tar.gz``); ``storage_options`` configure the store (docs/locations.md)."""
+    (``bundle.tar.gz``); ``storage_options`` configure the store (docs/locations.md).
+    ``page_cache`` (``"restore"``/``"keep"``), ``max_read_rate`` (bytes per second, or
+    ``"50MiB"``) and ``jobs``: as the command line's ``--page-cache``, ``--max-read-rate``
+    and ``--jobs``; by default gentle when a running broker holds a log dir
+    (docs/robustness.md)."""
     return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes,
-                   storage_options=storage_options)
+                   storage_options=storage_options, page_cache=page_cache,
+                   max_read_rate=max_read_rate, jobs=jobs)
 
 
 def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:

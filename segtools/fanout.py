@@ -8,11 +8,16 @@ index is sent and only the result, a few frozen values, comes back) and the resu
 in the jobs' order, so the output is the same as a serial run's. Small trees stay in one
 process: a worker's start and the pickling would cost more than they save.
 
-``SEGTOOLS_WORKERS=N`` sets the number of processes (1: serial).
+``SEGTOOLS_WORKERS=N`` sets the number of processes (1: serial); ``--jobs N`` caps it for a
+run. In gentle mode (a running broker holds the log dir, :mod:`segtools.storage.gentle`) the
+workers run at a lower CPU priority and in the best-effort class's lowest I/O priority, so the
+broker's own threads are served first; each worker hands back the page cache it filled after
+each job.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import os
@@ -21,6 +26,9 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
+import psutil
+
+from segtools.storage import gentle
 from segtools.storage.objectstore import fork_shares_connections
 
 T = TypeVar("T")
@@ -29,25 +37,57 @@ R = TypeVar("R")
 #: Below this many segments the work stays in this process.
 MIN_SEGMENTS = 2000
 
+#: How much nicer than the broker a gentle worker is (``nice`` 0..19: 10 is below every
+#: thread of a default broker, and still gets the CPU the broker leaves idle).
+GENTLE_NICE = 10
+#: The best-effort I/O class's lowest level: served after the broker's requests, but never
+#: starved the way the idle class would be on a disk the broker keeps busy.
+GENTLE_IO_LEVEL = 7
+
 #: The work a forked worker finds in its copy of this module.
 _WORK: tuple[Callable, Sequence] | None = None
 
 
 def workers() -> int:
-    """Processes to use: ``SEGTOOLS_WORKERS``, else the CPUs this process may run on."""
+    """Processes to use: ``SEGTOOLS_WORKERS``, else the CPUs this process may run on; never
+    more than the run's ``--jobs``."""
     wanted = os.environ.get("SEGTOOLS_WORKERS", "")
     if wanted.isdigit():
-        return max(1, int(wanted))
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        n = max(1, int(wanted))
+    else:
+        try:
+            n = len(os.sched_getaffinity(0))
+        except AttributeError:  # pragma: no cover - not Linux
+            n = os.cpu_count() or 1
+    jobs = gentle.current().jobs
+    return n if jobs is None else max(1, min(n, jobs))
+
+
+def yield_to_broker() -> None:
+    """Lower this process's CPU and I/O priority (for good: a process cannot raise them
+    back without privileges, so only a worker or a command-line run calls this)."""
+    me = psutil.Process()
+    with contextlib.suppress(psutil.Error, OSError):
+        me.nice(max(me.nice(), GENTLE_NICE))
+    if hasattr(psutil, "IOPRIO_CLASS_BE"):  # Linux
+        with contextlib.suppress(psutil.Error, OSError):
+            me.ionice(psutil.IOPRIO_CLASS_BE, GENTLE_IO_LEVEL)
+
+
+def _start_worker() -> None:
+    if gentle.current().yield_cpu:
+        yield_to_broker()
 
 
 def _run(i: int):
     assert _WORK is not None
     fn, items = _WORK
-    return fn(items[i])
+    try:
+        return fn(items[i])
+    finally:
+        keeper = gentle.current().keeper
+        if keeper is not None:  # this job's files are done: hand back what it brought in
+            keeper.restore_all()
 
 
 def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
@@ -76,7 +116,7 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     # never walk (and so never copy, page by page) the listing it inherited
     gc.freeze()
     try:
-        pool = multiprocessing.get_context("fork").Pool(n)
+        pool = multiprocessing.get_context("fork").Pool(n, initializer=_start_worker)
     finally:
         _WORK = None  # the workers hold their own copy
     # the jobs are handed out now: the caller may do other work before it reads the results

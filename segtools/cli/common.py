@@ -21,6 +21,7 @@ from segtools.findings import Finding, Severity
 from segtools.payloads.decoder import Modes
 from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, settled, walk
 from segtools.storage.partition import PartitionDir, load_partition_dir
+from segtools.storage.throttle import parse_rate
 from segtools.timestamps import to_millis
 from segtools.units import format_time
 
@@ -89,6 +90,36 @@ def add_run_options(p: argparse.ArgumentParser, *, quiet: bool = True,
     add_decompress_limit(p)
     if quiet:
         add_quiet(p)
+
+
+#: ``--page-cache`` (:class:`segtools.storage.gentle.PageCacheMode`'s values; spelled here so
+#: that ``--help`` loads no reader).
+PAGE_CACHE_MODES = ("restore", "keep")
+
+
+def add_gentle(p: argparse.ArgumentParser) -> None:
+    """``--page-cache``, ``--max-read-rate``, ``--jobs``: what a run may do to a live broker
+    (:mod:`segtools.cli.gentle` applies them), on every command, as every command reads
+    files."""
+    g = p.add_argument_group("on a live broker (the robustness guide: 'Running on a "
+                                 "production broker')")
+    g.add_argument("--page-cache", choices=PAGE_CACHE_MODES,
+                   help="restore: hand back the pages this run brought into the page cache "
+                        "(the default when a running broker holds the log dir); keep: leave "
+                        "them cached (the default otherwise)")
+    g.add_argument("--max-read-rate", type=_rate, metavar="RATE",
+                   help="cap the bytes read per second, across all workers (e.g. 50MiB, "
+                        "1GiB; default: no cap)")
+    g.add_argument("--jobs", type=_positive_int, metavar="N",
+                   help="at most N worker processes (default: every core, half of them when "
+                        "a running broker holds the log dir)")
+
+
+def _rate(text: str) -> int:
+    try:
+        return parse_rate(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _positive_int(text: str) -> int:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from segtools import __version__
-from segtools.cli.common import EXIT_USAGE, decode_flag
+from segtools.cli.common import EXIT_USAGE, add_gentle, decode_flag
 from segtools.cli.helptext import HelpFormatter
 from segtools.errors import SegtoolsError
 from segtools.sensitive import text_without_credentials, without_credentials
@@ -101,6 +101,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module(module).register(sub)
             importlib.import_module("segtools.cli.locations").add_location_arguments(
                 sub.choices[name])
+            add_gentle(sub.choices[name])
         else:
             sub.add_parser(name, help=help_line, add_help=False)
     return parser
@@ -139,7 +140,8 @@ def _run(args: argparse.Namespace) -> int:
     try:
         locations = importlib.import_module("segtools.cli.locations")
         locations.configure(args)
-        code = args.run(args)
+        with importlib.import_module("segtools.cli.gentle").applied(args):
+            code = args.run(args)
         locations.finish(args)
         return code
     except SegtoolsError as e:

@@ -7,6 +7,7 @@ never write, lock, rename or truncate anything in a log dir (docs/architecture.m
 from __future__ import annotations
 
 import errno
+import io
 import mmap
 import os
 import re
@@ -16,6 +17,7 @@ from typing import BinaryIO
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
 from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
+from segtools.storage import gentle
 from segtools.storage.location import is_remote, note_read, open_remote
 
 #: Read-only, and never blocking: a FIFO or a terminal under a Kafka file name must not hang the
@@ -67,7 +69,18 @@ def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.s
         os.close(fd)
         raise NotAKafkaFileError("not a regular file", path=path)
     note_read(path, st.st_size, st.st_mtime_ns)
+    if (keeper := gentle.current().keeper) is not None:
+        keeper.note(path, fd, st)  # before the first byte is read: the cache as found
     return fd, st
+
+
+def hand_back(f: object) -> None:
+    """A local file read to the end of its use: the pages the read brought into the cache
+    are dropped when the run leaves the cache as found (:mod:`segtools.storage.pagecache`);
+    an object store's file has none."""
+    keeper = gentle.current().keeper
+    if keeper is not None and isinstance(f, io.IOBase) and not f.closed:
+        keeper.restore(f.fileno())
 
 
 def open_regular_file(path: str | os.PathLike[str], *, follow_symlinks: bool = False
@@ -139,6 +152,8 @@ def _read_upto(path: str, limit: int) -> bytes:
         chunks = []
         got = 0
         want = min(st.st_size + 1, limit)
+        if (rate := gentle.current().rate) is not None:
+            rate.take(want)
         while got < limit:
             chunk = os.read(fd, want - got)
             if not chunk:
@@ -196,6 +211,8 @@ def pread_exact_or_short(fd: int, length: int, position: int) -> bytes:
     mmapped page beyond the new end of file raises SIGBUS and kills the process, while ``pread``
     just returns fewer bytes.
     """
+    if (rate := gentle.current().rate) is not None:
+        rate.take(length)
     chunks = []
     while length > 0:
         chunk = os.pread(fd, length, position)

@@ -46,6 +46,7 @@ from segtools.formats.indexes import (
     WARM_SECTION_BYTES,
 )
 from segtools.storage.files import (
+    hand_back,
     next_data,
     offset_from_file_name,
     open_regular_file,
@@ -169,6 +170,7 @@ class _MappedIndex(_IndexFile):
             self._mmap = None
         self._private = None
         self._closed = True
+        hand_back(self._file)
         self._file.close()
 
     def __reduce__(self) -> tuple:
@@ -775,6 +777,7 @@ class TransactionIndex(_IndexFile):
         self._findings: tuple[Finding, ...] | None = None
 
     def close(self) -> None:
+        hand_back(self._file)
         self._file.close()
 
     def __reduce__(self) -> tuple:

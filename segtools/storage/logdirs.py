@@ -2,8 +2,9 @@
 
 Input paths may be log dirs, partition dirs or single segment files; the result is always a
 list of :class:`LogDir`, sorted by path, each with its partitions sorted by name. Nothing is
-opened for writing and ``.lock`` is never opened at all (opening it is harmless, but locking it
-would stop a broker from starting). Problems become findings, never tracebacks.
+opened for writing and the listing never opens ``.lock`` (locking it would stop a broker from
+starting; gentle mode only asks who holds it, :mod:`segtools.storage.pagecache`). Problems
+become findings, never tracebacks.
 """
 
 from __future__ import annotations

@@ -33,6 +33,7 @@ from segtools.decode.buffers import BufferPool
 from segtools.decode.walk import first_nonzero
 from segtools.errors import SegtoolsError
 from segtools.sensitive import refuse_uri_credentials, without_credentials
+from segtools.storage import gentle
 from segtools.storage.extents import Extents
 from segtools.storage.location import Entry, Location, ObjectChangedError
 
@@ -580,9 +581,12 @@ class RangeSource:
         self._checked_end = False
         self.requested = 0  # bytes asked of the store (the benchmark reports it)
         self.requests = 0
+        self._rate = gentle.current().rate  # read here: the fetches run on the pool's threads
 
     def _fetch(self, lo: int, hi: int) -> np.ndarray:
         self.requests += 1
+        if self._rate is not None:
+            self._rate.take(hi - lo)
         data = _read_at(self.loc, self.key, self.file, lo, hi)
         return np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, np.uint8)
 

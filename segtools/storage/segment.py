@@ -21,6 +21,7 @@ from segtools.decode.table import BatchTable
 from segtools.decode.walk import TABLE_ROWS, Walked
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
+from segtools.storage import gentle
 from segtools.storage.files import REMOTE_SEGMENT_STEM, open_regular
 from segtools.storage.location import ObjectChangedError, as_path, is_remote, open_source
 from segtools.storage.partition import SegmentFiles
@@ -73,11 +74,16 @@ def read_small(files: SegmentFiles) -> bytes | None:
         fd, st = open_regular(str(files.log))
     except SegtoolsError:
         return None
+    settings = gentle.current()
     try:
+        if settings.rate is not None:
+            settings.rate.take(st.st_size)
         data = os.pread(fd, st.st_size, 0) if 0 < st.st_size <= SMALL_FILE else b""
     except OSError:
         return None
     finally:
+        if settings.keeper is not None:
+            settings.keeper.restore(fd)
         os.close(fd)
     return data if len(data) == st.st_size else None
 
@@ -109,7 +115,11 @@ class Segment:
             self.mtime_ms = st.st_mtime_ns // 1_000_000
             unchanged = listed is None or (listed[0] == st.st_size and
                                            listed[1] in (None, st.st_mtime_ns))
-            self.is_mapped = bool(sealed and unchanged and self.size > SMALL_FILE)
+            # no broker holds the log dir: nothing will shrink even the active segment
+            still = sealed or gentle.current().still
+            self.is_mapped = bool(still and unchanged and self.size > SMALL_FILE)
+            if (rate := gentle.current().rate) is not None and 0 < self.size <= SMALL_FILE:
+                rate.take(self.size)
             small = os.pread(self._fd, self.size, 0) if 0 < self.size <= SMALL_FILE else b""
             if not self.size or len(small) == self.size:
                 # a small file is one read into private memory, sealed or not: cheaper than
@@ -142,6 +152,8 @@ class Segment:
         if source is not None and hasattr(source, "close"):
             source.close()
         if self._fd is not None:
+            if (keeper := gentle.current().keeper) is not None:
+                keeper.restore(self._fd)  # the walk has passed it: drop what it brought in
             os.close(self._fd)
             self._fd = None
 

@@ -35,6 +35,7 @@ import numpy as np
 from segtools.decode.buffers import BufferPool
 from segtools.decode.source import advise
 from segtools.decode.walk import first_nonzero
+from segtools.storage import gentle
 from segtools.storage.files import next_data
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
@@ -100,11 +101,17 @@ class MappedSource:
         self._checked = 0
         self._released = 0
         self._populate = _POPULATE_READ
+        self._rate = gentle.current().rate
+        self._charged = 0  # bytes counted against the read-rate cap (walked front to back)
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         if hi > self._checked:  # the guard: never touch a page the file no longer has
             self._checked = min(self.size, os.fstat(self.fd).st_size)
-        return self.array, 0, min(hi, self._checked)
+        end = min(hi, self._checked)
+        if self._rate is not None and end > self._charged:
+            self._rate.take(end - self._charged)
+            self._charged = end
+        return self.array, 0, end
 
     def release(self, upto: int) -> None:
         """Drop the pages already walked from this process (they stay in the page cache), so
@@ -133,9 +140,14 @@ class MappedSource:
 
     def close(self) -> None:
         self.array = np.zeros(0, np.uint8)
-        # a numpy view handed out earlier may still refer to the map; the GC closes it then
-        with contextlib.suppress(BufferError):
+        try:
             self._map.close()
+        except BufferError:
+            # a numpy view handed out earlier still refers to the map; the GC closes it
+            # then. Its pages leave this process now: the kernel drops no page that is still
+            # mapped, and the page cache may be asked to drop this file's pages next
+            with contextlib.suppress(OSError, ValueError):
+                self._map.madvise(mmap.MADV_DONTNEED)
 
 
 class WindowSource:
@@ -156,6 +168,7 @@ class WindowSource:
         self.origin = origin  # where the file starts in ``fd`` (an archive member: its offset)
         self.buffers = BufferPool(self.stride)
         self._last: tuple[np.ndarray, int, int] | None = None  # buffer, lo, avail
+        self._rate = gentle.current().rate
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
@@ -164,6 +177,8 @@ class WindowSource:
             if last_lo <= lo and hi <= last_avail:
                 return buf[lo - last_lo:hi - last_lo], lo, hi
         n = max(0, hi - lo)
+        if self._rate is not None:
+            self._rate.take(n)
         buf = self.buffers.get(n)
         got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
         if not keep:

@@ -24,7 +24,7 @@ import numpy as np
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
 from segtools.findings import Finding, Severity, finding
-from segtools.storage import _summary
+from segtools.storage import _summary, gentle
 from segtools.storage.index import TimeIndex
 from segtools.storage.location import is_remote, note_read
 from segtools.storage.partition import SegmentFiles
@@ -117,10 +117,11 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
     when nothing in it calls for a finding; anything else takes the table walk, which names
     every finding. Both give the same summary."""
     if time_index is None and not is_remote(files.log):
-        fast = _summary.summarize_small(
-            os.fsencode(files.log),
-            None if files.timeindex is None else os.fsencode(files.timeindex),
-            verify_crc, SMALL_FILE, SMALL_TIME_INDEX)
+        with gentle.watched(files.log, files.timeindex):
+            fast = _summary.summarize_small(
+                os.fsencode(files.log),
+                None if files.timeindex is None else os.fsencode(files.timeindex),
+                verify_crc, SMALL_FILE, SMALL_TIME_INDEX)
         if fast is not None:
             return _compiled(files, is_active, fast)
     return _walked(files, is_active=is_active, verify_crc=verify_crc, time_index=time_index,
@@ -142,9 +143,10 @@ def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_ep
     convention, offset steps as (previous last, base, position, first batch))``."""
     if is_remote(files.log):
         return None
-    fast = _summary.verify_small(
-        os.fsencode(files.log), _fsencode(files.index), _fsencode(files.timeindex),
-        files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX)
+    with gentle.watched(files.log, files.index, files.timeindex):
+        fast = _summary.verify_small(
+            os.fsencode(files.log), _fsencode(files.index), _fsencode(files.timeindex),
+            files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX)
     if fast is None:
         return None
     log, index, timeindex, *checked = fast

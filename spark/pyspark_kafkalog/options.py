@@ -29,6 +29,8 @@ from segtools.fetch.arguments import EARLIEST, LATEST, ArgumentError, PartitionM
 from segtools.fetch.columns import Level
 from segtools.payloads.decoder import Modes
 from segtools.sensitive import uri_credentials, without_credentials
+from segtools.storage.gentle import PageCacheMode
+from segtools.storage.throttle import parse_rate
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
@@ -80,6 +82,9 @@ class ReadOptions:
     decode: str | None = None  # a payload decode mode (docs/payloads.md); None: no decoding
     schemas: tuple[str, ...] = ()  # where the _schemas topic or schema files are
     schema_registry: str | None = None
+    #: On a broker's host (docs/robustness.md): None lets the lock decide, as the CLI does.
+    page_cache: PageCacheMode | None = None
+    max_read_rate: int | None = None  # bytes per second, per reading task
 
     @property
     def all_storage_options(self) -> dict[str, Any] | None:
@@ -137,6 +142,8 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         decode=_decode(opts),
         schemas=_list(opts, "schemas"),
         schema_registry=opts.get("schemaregistry") or None,
+        page_cache=_page_cache(opts),
+        max_read_rate=_rate(opts, "maxReadRate"),
     )
 
 
@@ -185,8 +192,30 @@ OPTION_NAMES = (
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
     "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
-    "remoteStore", "decode", "schemas", "schemaRegistry",
+    "remoteStore", "decode", "schemas", "schemaRegistry", "pageCache", "maxReadRate",
 )
+
+
+def _page_cache(opts: dict[str, str]) -> PageCacheMode | None:
+    """``pageCache``: ``restore`` or ``keep``; absent, the broker's lock decides."""
+    if "pagecache" not in opts:
+        return None
+    value = opts["pagecache"].strip().lower()
+    choices = [m.value for m in PageCacheMode]
+    if value not in choices:
+        raise OptionError(f"kafkalog: option pageCache must be one of {', '.join(choices)}, "
+                          f"not {value!r}")
+    return PageCacheMode(value)
+
+
+def _rate(opts: dict[str, str], name: str) -> int | None:
+    raw = opts.get(name.lower())
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        return parse_rate(raw)
+    except ValueError as e:
+        raise OptionError(f"kafkalog: option {name}: {e}") from None
 
 
 def _paths(opts: dict[str, str]) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from pyspark_kafkalog.schema import requested_columns, without_decoded
 from segtools.payloads.columns import with_decoded
 from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.sources import gather
+from segtools.storage import gentle
 from segtools.storage.logdirs import walk
 
 log = logging.getLogger("pyspark_kafkalog")
@@ -47,15 +48,25 @@ class KafkaLogReader(DataSourceReader):
         self.payloads = payload_decoder(opts) if opts.decode is not None else None
 
     def partitions(self) -> list[InputPartition]:
-        return list(plan(self.opts, self.constraints))
+        """The plan (the driver reads listings and indexes: as gently as the executors)."""
+        with gentle.applied(self._gentle()):
+            return list(plan(self.opts, self.constraints))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        """The task's rows, read as gently as the CLI would on this host (a broker's lock
+        held: the page cache restored; ``maxReadRate``: capped for this task)."""
         scan = make_scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
-        batches = read_task(partition, scan, self.opts.fail_on_corruption,
-                            self.opts.storage_secrets)
-        if self.payloads is None:
-            return batches
-        return (with_decoded(self.payloads, b) for b in batches)
+        with gentle.applied(self._gentle()):
+            batches = read_task(partition, scan, self.opts.fail_on_corruption,
+                                self.opts.storage_secrets)
+            if self.payloads is None:
+                yield from batches
+            else:
+                yield from (with_decoded(self.payloads, b) for b in batches)
+
+    def _gentle(self) -> gentle.Gentle:
+        return gentle.decide(self.opts.paths, page_cache=self.opts.page_cache,
+                             max_read_rate=self.opts.max_read_rate)
 
 
 class PushdownKafkaLogReader(KafkaLogReader):

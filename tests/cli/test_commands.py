@@ -221,7 +221,8 @@ def test_dump_claims_no_index_entry_in_an_all_zero_index():
 
 def test_dump_verify_index_matches_the_log(tmp_path):
     """Every index of a Kafka-written partition checks out (a file line and an "index
-    verified" note with its entry count each, no finding); the same index with one entry moved by 7 bytes is reported at that entry, exit 1."""
+    verified" note with its entry count each, no finding); the same index with one entry
+    moved by 7 bytes is reported at that entry, exit 1."""
     part = tmp_path / "payments-compact-1"
     shutil.copytree(SAMPLE / "payments-compact-1", part)
     indexes = list(map(str, sorted(part.glob("*.index"))))

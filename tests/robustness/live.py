@@ -18,6 +18,7 @@ ended with exit 0/1, or 2 with a single ``segtools: error:`` line.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
@@ -238,6 +239,10 @@ def read(root: Path, seconds: float) -> None:
 def main() -> int:
     action, path, seconds = sys.argv[1], Path(sys.argv[2]), float(sys.argv[3])
     if action == "write":
+        # as LogManager does at startup: the log dir's .lock, held exclusively while it runs
+        # (readers see a live broker by it, and read its active segments with pread)
+        lock = os.open(path.parent / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         broker = Broker(path, seed=int(sys.argv[5]) if len(sys.argv) > 5 else 1,
                         truncate=sys.argv[4] == "truncate")
         print(json.dumps({"next_offset": broker.run(seconds)}))

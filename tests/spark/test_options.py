@@ -76,3 +76,16 @@ def test_the_python_api_forms_are_accepted_too():
 def test_errors_name_the_spark_option(options, message):
     with pytest.raises(OptionError, match=message):
         parse_options(options)
+
+
+def test_gentle_options():
+    from segtools.storage.gentle import PageCacheMode
+
+    o = parse_options({"path": "/x", "pageCache": "RESTORE", "maxReadRate": "50MiB"})
+    assert o.page_cache is PageCacheMode.RESTORE and o.max_read_rate == 50 * 2**20
+    plain = parse_options({"path": "/x"})
+    assert plain.page_cache is None and plain.max_read_rate is None
+    with pytest.raises(OptionError, match="pageCache must be one of"):
+        parse_options({"path": "/x", "pageCache": "drop"})
+    with pytest.raises(OptionError, match="maxReadRate"):
+        parse_options({"path": "/x", "maxReadRate": "fast"})

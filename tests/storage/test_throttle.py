@@ -1,0 +1,94 @@
+"""``--max-read-rate`` (issue 36): the token bucket holds the rate within 10 % over a long
+read, through both local readers and across forked workers sharing one bucket."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import pytest
+
+from segtools.storage import gentle
+from segtools.storage.source import MappedSource, WindowSource
+from segtools.storage.throttle import ReadRate, parse_rate
+
+MiB = 2**20
+RATE = 16 * MiB
+#: Long enough that the bucket's initial burst (a tenth of a second) is under 4 %.
+SIZE = 48 * MiB
+
+
+@pytest.mark.parametrize(("text", "rate"), [
+    ("50MiB", 50 * MiB), ("1GiB", 2**30), ("200MB/s", 200_000_000), ("1048576", MiB),
+    ("1.5KiB", 1536), ("2 gb", 2_000_000_000)])
+def test_rates_read_as_people_write_them(text, rate):
+    assert parse_rate(text) == rate
+
+
+@pytest.mark.parametrize("text", ["", "fast", "0", "-1MiB", "5XB", "1e9"])
+def test_a_bad_rate_is_refused(text):
+    with pytest.raises(ValueError):
+        parse_rate(text)
+
+
+@pytest.fixture
+def big(tmp_path) -> str:
+    """A sparse file: reading it costs no disk, so the elapsed time is the cap's alone."""
+    path = tmp_path / "00000000000000000000.log"
+    with open(path, "wb") as f:
+        f.truncate(SIZE)
+    return str(path)
+
+
+def read_through(source_type, path: str) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = source_type(fd, SIZE)
+        done = 0
+        while done < SIZE:
+            done = source.window(done, done + source.stride)[2]
+            source.release(done)
+        source.close()
+        return done
+    finally:
+        os.close(fd)
+
+
+def within_ten_percent(nbytes: int, elapsed: float) -> None:
+    achieved = nbytes / elapsed
+    assert 0.9 * RATE <= achieved <= 1.1 * RATE, f"{achieved / MiB:.1f} MiB/s"
+
+
+@pytest.mark.parametrize("source_type", [WindowSource, MappedSource])
+def test_the_cap_holds_over_a_long_read(big, source_type):
+    with gentle.applied(gentle.Gentle(rate=ReadRate(RATE))):
+        start = time.monotonic()
+        nbytes = read_through(source_type, big)
+        elapsed = time.monotonic() - start
+    assert nbytes == SIZE
+    within_ten_percent(nbytes, elapsed)
+
+
+def test_uncapped_is_not_slowed(big):
+    start = time.monotonic()
+    read_through(WindowSource, big)
+    assert time.monotonic() - start < SIZE / RATE / 2
+
+
+def test_the_cap_is_for_all_workers_together(big):
+    """Two forked workers reading at once share the one bucket: together they get the rate,
+    not twice it."""
+    rate = ReadRate(RATE)
+    ctx = multiprocessing.get_context("fork")
+    with gentle.applied(gentle.Gentle(rate=rate)):
+        start = time.monotonic()
+        workers = [ctx.Process(target=read_through, args=(WindowSource, big))
+                   for _ in range(2)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+        elapsed = time.monotonic() - start
+    assert all(w.exitcode == 0 for w in workers)
+    within_ten_percent(2 * SIZE, elapsed)
