@@ -115,7 +115,7 @@ def lock_states(paths: Iterable[str | os.PathLike[str]]
     """The first ``(pid, log dir)`` a running broker holds among ``paths``' log dirs (or
     None), and the log dirs whose ``.lock`` nobody holds (a stopped broker's).
 
-    A path is a log dir (it has a ``.lock``), a partition dir or a file in one (its log dir
+    A path is a log dir (it has a ``.lock`` and ``meta.properties``), a partition dir or a file in one (its log dir
     is the parent or the grandparent), or a directory of log dirs (each child with a
     ``.lock``)."""
     free: list[str] = []
@@ -128,17 +128,27 @@ def lock_states(paths: Iterable[str | os.PathLike[str]]
     return None, free
 
 
+#: Kafka writes it into every log dir it locks (``meta.properties``: the broker's or node's
+#: id and the cluster id); a ``.lock`` without it is someone else's (pytest's numbered
+#: temporary directories hold one, as other tools' work directories may).
+_LOG_DIR_MARK = "meta.properties"
+
+
+def _is_locked_log_dir(directory: str) -> bool:
+    return all(os.path.isfile(os.path.join(directory, name))
+               for name in (LOCK_FILE, _LOG_DIR_MARK))
+
+
 def log_dirs_of(path: str) -> list[str]:
     """The log dirs whose lock speaks for ``path`` (see :func:`held_by_broker`)."""
     here = path if os.path.isdir(path) else os.path.dirname(path)
     for candidate in (here, os.path.dirname(here)):
-        if os.path.isfile(os.path.join(candidate, LOCK_FILE)):
+        if _is_locked_log_dir(candidate):
             return [candidate]
     try:
         with os.scandir(here) as entries:
             return [e.path for e in entries
-                    if e.is_dir(follow_symlinks=False) and
-                    os.path.isfile(os.path.join(e.path, LOCK_FILE))]
+                    if e.is_dir(follow_symlinks=False) and _is_locked_log_dir(e.path)]
     except OSError:
         return []
 
