@@ -123,3 +123,16 @@ def test_compaction_with_no_config_says_why_in_its_repr():
     text = repr(segtools.explain_compaction(SAMPLE, at=AT))
     assert "no compacted partition" in text and "cleanup.policy=compact" in text
     assert "--" not in text
+
+
+def test_a_replays_commits_are_filtered_by_commits_for_and_history_is_deprecated():
+    """``history=True`` is the replay's argument; the filter over the commits it kept is
+    ``commits_for``. The old method name still answers, for one release, with a warning."""
+    replay = segtools.open(str(LOGDIRS / "forensics")).offsets_at(history=True)
+    every = replay.commits_for()
+    assert every == list(replay.commits) and every
+    topic, partition = every[0].topic, every[0].partition
+    mine = replay.commits_for(topic, partition)
+    assert mine and all(c.topic == topic and c.partition == partition for c in mine)
+    with pytest.warns(DeprecationWarning, match="commits_for"):
+        assert replay.history(topic, partition) == mine
