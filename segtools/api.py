@@ -5,8 +5,9 @@ not in segtools' modules, so this module maps those terms onto the library:
 
 - :func:`open` walks the paths once into a :class:`LogDirs` (log dirs -> partitions ->
   segments, with what the walk found wrong);
-- ``records()``/``batches()``/``segments()`` iterate rows as dicts and ``to_arrow()`` returns a
-  :class:`pyarrow.RecordBatchReader` with exactly the Spark source's schema: both are
+- ``records()``/``batches()``/``segments()`` iterate rows as dicts and ``to_arrow()`` returns an
+  :class:`~segtools.fetch.stream.ArrowRead` (an Arrow stream that reads afresh at each use)
+  with exactly the Spark source's schema: both are
   :func:`segtools.fetch.rows.read` over :func:`segtools.fetch.plan.ranges`, the code Spark's
   executors run, so the faces cannot disagree;
 - the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`,
@@ -62,6 +63,7 @@ from segtools.errors import CorruptDataError, SegtoolsError
 from segtools.fetch import arguments, plan, rows
 from segtools.fetch import columns as fetch_columns
 from segtools.fetch.columns import Level
+from segtools.fetch.stream import ArrowRead, payloads_as_text, payloads_as_text_schema
 from segtools.findings import Finding, Severity
 from segtools.results import (
     DivergeResult,
@@ -133,7 +135,7 @@ _SELECTOR_NAMES = tuple(name for name in _SELECTORS if name not in ("level", "in
 
 
 #: A read's own keywords besides the selectors (suggested when a name is mistyped).
-_READ_KEYWORDS = ("columns", "include_headers", "strict", "on_finding", "binary")
+_READ_KEYWORDS = ("columns", "include_headers", "strict", "on_finding", "binary", "strings")
 
 
 def _parse(name: str, value: Any) -> Any:
@@ -250,7 +252,7 @@ class LogDirs:
     def to_arrow(self, level: Level | str = Level.RECORDS, *,
                  columns: Iterable[str] | None = None, include_headers: bool = False,
                  strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                 binary: str = "view", **selectors) -> pa.RecordBatchReader:
+                 binary: str = "view", strings: bool = False, **selectors) -> ArrowRead:
         """The selected rows as Arrow record batches, streamed (memory stays flat).
 
         ``level``: ``records`` (one row per record), ``batches`` or ``segments``; ``columns``:
@@ -259,16 +261,20 @@ class LogDirs:
         arrays over the segment's own bytes (the mapping of a sealed segment, or the inflated
         buffer of a compressed batch): no payload is copied, and the arrays keep those bytes
         alive after the dataset is gone; ``"binary"`` copies them into plain ``binary``
-        arrays, for consumers that do not read views (Spark's Arrow exchange). The reader is
-        read once, as any ``RecordBatchReader``; call ``to_arrow`` again (or keep
-        ``.read_all()``) to read again."""
+        arrays, for consumers that do not read views (Spark's Arrow exchange).
+        ``strings=True`` gives ``key`` and ``value`` as UTF-8 text (``string``) instead, for
+        SQL on JSON or text payloads; bytes that are not UTF-8 become U+FFFD.
+
+        The answer is an :class:`ArrowRead`: each use (``read_all()``, iteration, a DuckDB or
+        polars scan through the Arrow stream interface) reads the planned ranges again, so a
+        notebook cell that reads it can be run twice and gets the same rows."""
         return self._reader("to_arrow()", level, columns, include_headers, strict, on_finding,
-                            binary, selectors)
+                            binary, selectors, strings)
 
     def _reader(self, where: str, level: Level | str, columns: Iterable[str] | None,
                 include_headers: bool, strict: bool,
                 on_finding: Callable[[Finding], None] | None, binary: str,
-                selectors: dict[str, Any]) -> pa.RecordBatchReader:
+                selectors: dict[str, Any], strings: bool = False) -> ArrowRead:
         """One read: its arguments checked at the door (naming ``where`` and the caller's
         argument), its plan made now (so a bad selection fails here, not while iterating)."""
         arguments.unknown_names(selectors, _SELECTOR_NAMES, where, hints=_READ_KEYWORDS)
@@ -276,6 +282,7 @@ class LogDirs:
             raise arguments.ArgumentError(f"binary: must be 'view' or 'binary', not {binary!r}")
         include_headers = _parse("include_headers", include_headers)
         strict = arguments.boolean(strict, "strict")
+        strings = arguments.boolean(strings, "strings")
         sel = self.selection(level, **selectors)
         try:
             names = (fetch_columns.canonical(_parse_columns(columns), sel.level)
@@ -299,17 +306,24 @@ class LogDirs:
             selector = arguments.by_field(e.field)
             name = selector.python if selector is not None else e.field
             raise arguments.ArgumentError(f"{name}: {e.what}") from None
-        self._read_findings = []
-        report = self._reporter(strict, on_finding, self._read_findings)
-        return pa.RecordBatchReader.from_batches(schema, rows.read(pieces, scan, report))
+        text = strings and sel.level is Level.RECORDS
+
+        def start() -> Iterator[pa.RecordBatch]:
+            self._read_findings = []
+            batches = rows.read(pieces, scan, self._reporter(strict, on_finding,
+                                                             self._read_findings))
+            return map(payloads_as_text, batches) if text else batches
+
+        return ArrowRead(payloads_as_text_schema(schema) if text else schema, start)
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
                 strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                **selectors) -> Iterator[dict]:
+                strings: bool = False, **selectors) -> Iterator[dict]:
         """One dict per record (``offset``, ``timestamp``, ``key``, ``value``, ...), in log
-        order per partition. For bulk work prefer :meth:`to_arrow`."""
+        order per partition; ``strings=True`` as in :meth:`to_arrow`. For bulk work prefer
+        :meth:`to_arrow`."""
         return self._dicts(self._reader("records()", Level.RECORDS, columns, include_headers,
-                                        strict, on_finding, "view", selectors))
+                                        strict, on_finding, "view", selectors, strings))
 
     def batches(self, *, columns: Iterable[str] | None = None, strict: bool = False,
                 on_finding: Callable[[Finding], None] | None = None,
@@ -326,7 +340,7 @@ class LogDirs:
                                         on_finding, "view", selectors))
 
     @staticmethod
-    def _dicts(reader: pa.RecordBatchReader) -> Iterator[dict]:
+    def _dicts(reader: ArrowRead) -> Iterator[dict]:
         for batch in reader:
             yield from batch.to_pylist()
 

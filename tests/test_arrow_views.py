@@ -95,7 +95,7 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) * 1024
 
-        reader = segtools.open({str(pdir)!r}).to_arrow(columns=["offset", "value"])
+        reader = segtools.open({str(pdir)!r}).to_arrow(columns=["offset", "value"]).reader()
         rows = reader.read_next_batch().num_rows
         before = hwm()
         for batch in reader:
@@ -179,7 +179,7 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
     assert threaded == read()
     assert ("crc_mismatch", size * 17) in threaded[1]
     monkeypatch.setattr(fanout, "ahead", real)
-    reader = segtools.open(pdir).to_arrow()
+    reader = segtools.open(pdir).to_arrow().reader()
     reader.read_next_batch()
     reader.close()
     del reader
