@@ -8,6 +8,8 @@ import contextlib
 import io
 import json
 
+from datetime import UTC, datetime
+
 import pyarrow as pa
 import pytest
 
@@ -17,6 +19,7 @@ from segtools.analysis.offsets import OffsetsReplay
 from segtools.analysis.tiered import TieredReport
 from segtools.analysis.transactions import TransactionsReport
 from segtools.cli.main import main
+from segtools.results import is_moment
 from tests.fixtures_manifest import FIXTURES
 
 LOGDIRS = FIXTURES / "logdirs"
@@ -136,3 +139,15 @@ def test_a_replays_commits_are_filtered_by_commits_for_and_history_is_deprecated
     assert mine and all(c.topic == topic and c.partition == partition for c in mine)
     with pytest.warns(DeprecationWarning, match="commits_for"):
         assert replay.history(topic, partition) == mine
+
+
+def test_rows_give_every_moment_as_a_utc_datetime(case):
+    """One type for a moment in the Python face: ``rows()`` as the records' ``timestamp``
+    (a UTC datetime), never the CLI's epoch ms, which only ``to_json()`` keeps."""
+    name, result, _, _, _ = case
+    moments = [(k, v) for r in result.rows() for k, v in r.items() if is_moment(k)]
+    for key, value in moments:
+        assert value is None or (isinstance(value, datetime) and value.tzinfo == UTC), \
+            (name, key, value)
+    if name in ("retention", "tiered"):
+        assert any(isinstance(v, datetime) for _, v in moments), name
