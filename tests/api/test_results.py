@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-
 from datetime import UTC, datetime
 
 import pyarrow as pa
