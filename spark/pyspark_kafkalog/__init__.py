@@ -41,7 +41,8 @@ class DefaultSource(DataSource):
         from pyspark_kafkalog.schema import default_schema
 
         opts = parse_options(self.options)
-        return default_schema(opts.level, opts.include_headers, opts.remote_store is not None)
+        return default_schema(opts.level, opts.include_headers, opts.remote_store is not None,
+                              opts.strings)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         from pyspark_kafkalog.options import parse_options

@@ -24,7 +24,8 @@ from pyspark_kafkalog.options import ReadOptions
 from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
 from pyspark_kafkalog.scan import make_scan, read_task
-from pyspark_kafkalog.schema import requested_columns
+from pyspark_kafkalog.schema import requested_columns, text_payloads
+from segtools.fetch.stream import payloads_as_text
 
 
 class KafkaLogReader(DataSourceReader):
@@ -40,9 +41,10 @@ class KafkaLogReader(DataSourceReader):
         return list(plan(self.opts, self.constraints))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        scan = make_scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
-        return read_task(partition, scan, self.opts.fail_on_corruption,
-                         self.opts.storage_secrets)
+        arrow, text = text_payloads(to_arrow_schema(self.schema, timezone="UTC"))
+        batches = read_task(partition, make_scan(self.opts, self.columns, arrow),
+                            self.opts.fail_on_corruption, self.opts.storage_secrets)
+        return map(payloads_as_text, batches) if text else batches
 
 
 class PushdownKafkaLogReader(KafkaLogReader):
