@@ -26,8 +26,9 @@ _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", 
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 _ARGUMENTS = ("ArgumentError",)  # a bad argument or option value, named as it was passed
+_READS = ("ArrowRead",)  # what to_arrow() returns: an Arrow stream read afresh at each use
 
-__all__ = [*_API, *_FINDINGS, *_ERRORS, *_ARGUMENTS, "__version__"]
+__all__ = [*_API, *_FINDINGS, *_ERRORS, *_ARGUMENTS, *_READS, "__version__"]
 
 if TYPE_CHECKING:  # pragma: no cover
     from segtools.api import (  # noqa: F401
@@ -47,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from segtools.errors import CorruptDataError, SegtoolsError  # noqa: F401
     from segtools.fetch.arguments import ArgumentError  # noqa: F401
+    from segtools.fetch.stream import ArrowRead  # noqa: F401
     from segtools.findings import REGISTRY, Finding, Severity  # noqa: F401
 
 
@@ -55,7 +57,8 @@ def __getattr__(name: str):
 
     for module, names in (("segtools.api", _API), ("segtools.findings", _FINDINGS),
                           ("segtools.errors", _ERRORS),
-                          ("segtools.fetch.arguments", _ARGUMENTS)):
+                          ("segtools.fetch.arguments", _ARGUMENTS),
+                          ("segtools.fetch.stream", _READS)):
         if name in names:
             value = getattr(importlib.import_module(module), name)
             globals()[name] = value

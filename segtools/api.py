@@ -5,8 +5,9 @@ not in segtools' modules, so this module maps those terms onto the library:
 
 - :func:`open` walks the paths once into a :class:`LogDirs` (log dirs -> partitions ->
   segments, with what the walk found wrong);
-- ``records()``/``batches()``/``segments()`` iterate rows as dicts and ``to_arrow()`` returns a
-  :class:`pyarrow.RecordBatchReader` with exactly the Spark source's schema: both are
+- ``records()``/``batches()``/``segments()`` iterate rows as dicts and ``to_arrow()`` returns an
+  :class:`~segtools.fetch.stream.ArrowRead` (an Arrow stream that reads afresh at each use)
+  with exactly the Spark source's schema: both are
   :func:`segtools.fetch.rows.read` over :func:`segtools.fetch.plan.ranges`, the code Spark's
   executors run, so the faces cannot disagree;
 - the analyses (:func:`verify`, :func:`transactions`, :func:`offsets_at`, :func:`diverge`,
@@ -63,6 +64,7 @@ from segtools.errors import CorruptDataError, SegtoolsError
 from segtools.fetch import arguments, plan, rows
 from segtools.fetch import columns as fetch_columns
 from segtools.fetch.columns import Level
+from segtools.fetch.stream import ArrowRead, payloads_as_text, payloads_as_text_schema
 from segtools.findings import Finding, Severity
 from segtools.payloads import columns as payload_columns
 from segtools.payloads.decoder import Modes, PayloadDecoder
@@ -144,8 +146,8 @@ _SELECTOR_NAMES = tuple(name for name in _SELECTORS if name not in ("level", "in
 
 
 #: A read's own keywords besides the selectors (suggested when a name is mistyped).
-_READ_KEYWORDS = ("columns", "include_headers", "strict", "on_finding", "binary", "decode",
-                  "schemas", "schema_registry")
+_READ_KEYWORDS = ("columns", "include_headers", "strict", "on_finding", "binary", "strings",
+                  "decode", "schemas", "schema_registry")
 
 
 def _parse(name: str, value: Any) -> Any:
@@ -284,9 +286,9 @@ class LogDirs:
     def to_arrow(self, level: Level | str = Level.RECORDS, *,
                  columns: Iterable[str] | None = None, include_headers: bool = False,
                  strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                 binary: str = "view", decode: bool | str = False,
+                 binary: str = "view", strings: bool = False, decode: bool | str = False,
                  schemas: Iterable[str | os.PathLike[str]] = (),
-                 schema_registry: str | None = None, **selectors) -> pa.RecordBatchReader:
+                 schema_registry: str | None = None, **selectors) -> ArrowRead:
         """The selected rows as Arrow record batches, streamed (memory stays flat).
 
         ``level``: ``records`` (one row per record), ``batches`` or ``segments``; ``columns``:
@@ -295,25 +297,29 @@ class LogDirs:
         arrays over the segment's own bytes (the mapping of a sealed segment, or the inflated
         buffer of a compressed batch): no payload is copied, and the arrays keep those bytes
         alive after the dataset is gone; ``"binary"`` copies them into plain ``binary``
-        arrays, for consumers that do not read views (Spark's Arrow exchange). The reader is
-        read once, as any ``RecordBatchReader``; call ``to_arrow`` again (or keep
-        ``.read_all()``) to read again.
+        arrays, for consumers that do not read views (Spark's Arrow exchange).
+        ``strings=True`` gives ``key`` and ``value`` as UTF-8 text (``string``) instead, for
+        SQL on JSON or text payloads; bytes that are not UTF-8 become U+FFFD.
 
         ``decode``: ``True`` (Confluent frames) or a mode of ``segtools dump --decode``
         (``"auto"``, ``"string:schema"``, ...) adds ``key_decoded``/``value_decoded`` (JSON
         text) and the schema id, subject, version, type and payload error of each side
         (docs/payloads.md), with the schemas of the ``_schemas`` topic in these log dirs, or of
-        ``schemas`` (locations or schema-file directories), then ``schema_registry``."""
+        ``schemas`` (locations or schema-file directories), then ``schema_registry``.
+
+        The answer is an :class:`ArrowRead`: each use (``read_all()``, iteration, a DuckDB or
+        polars scan through the Arrow stream interface) reads the planned ranges again, so a
+        notebook cell that reads it can be run twice and gets the same rows."""
         return self._reader("to_arrow()", level, columns, include_headers, strict, on_finding,
-                            binary, selectors, decode=decode, schemas=schemas,
+                            binary, selectors, strings, decode=decode, schemas=schemas,
                             schema_registry=schema_registry)
 
     def _reader(self, where: str, level: Level | str, columns: Iterable[str] | None,
                 include_headers: bool, strict: bool,
                 on_finding: Callable[[Finding], None] | None, binary: str,
-                selectors: dict[str, Any], *, decode: bool | str = False,
-                schemas: Iterable[str | os.PathLike[str]] = (),
-                schema_registry: str | None = None) -> pa.RecordBatchReader:
+                selectors: dict[str, Any], strings: bool = False, *,
+                decode: bool | str = False, schemas: Iterable[str | os.PathLike[str]] = (),
+                schema_registry: str | None = None) -> ArrowRead:
         """One read: its arguments checked at the door (naming ``where`` and the caller's
         argument), its plan made now (so a bad selection fails here, not while iterating)."""
         arguments.unknown_names(selectors, _SELECTOR_NAMES, where, hints=_READ_KEYWORDS)
@@ -321,6 +327,7 @@ class LogDirs:
             raise arguments.ArgumentError(f"binary: must be 'view' or 'binary', not {binary!r}")
         include_headers = _parse("include_headers", include_headers)
         strict = arguments.boolean(strict, "strict")
+        strings = arguments.boolean(strings, "strings")
         sel = self.selection(level, **selectors)
         try:
             names = (fetch_columns.canonical(_parse_columns(columns), sel.level)
@@ -345,19 +352,24 @@ class LogDirs:
             selector = arguments.by_field(e.field)
             name = selector.python if selector is not None else e.field
             raise arguments.ArgumentError(f"{name}: {e.what}") from None
-        self._read_findings = []
-        report = self._reporter(strict, on_finding, self._read_findings)
-        batches = gentle.iterate(self.gentle, rows.read(pieces, scan, report))
+        text = strings and sel.level is Level.RECORDS
+        decoder = None
         if decode and sel.level is Level.RECORDS:
             if not {"key", "value"} & set(names):
                 raise arguments.ArgumentError(
                     "decode: needs the key or value column among columns")
             decoder = self.payload_decoder(decode, schemas, schema_registry)
-            return pa.RecordBatchReader.from_batches(
-                payload_columns.extend_schema(schema),
-                (payload_columns.with_decoded(decoder, b) for b in batches))
-        return pa.RecordBatchReader.from_batches(schema, batches)
+        shown = payload_columns.extend_schema(schema) if decoder is not None else schema
 
+        def start() -> Iterator[pa.RecordBatch]:
+            self._read_findings = []
+            report = self._reporter(strict, on_finding, self._read_findings)
+            batches = gentle.iterate(self.gentle, rows.read(pieces, scan, report))
+            if decoder is not None:  # decoded from the bytes, before they may become text
+                batches = (payload_columns.with_decoded(decoder, b) for b in batches)
+            return map(payloads_as_text, batches) if text else batches
+
+        return ArrowRead(payloads_as_text_schema(shown) if text else shown, start)
     def schema_history(self) -> Schemas | None:
         """What Schema Registry's ``_schemas`` topic in these log dirs holds (registrations,
         deletes, configs, with their times), or None when the tree has no such topic."""
@@ -386,14 +398,16 @@ class LogDirs:
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
                 strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
-                decode: bool | str = False, schemas: Iterable[str | os.PathLike[str]] = (),
+                strings: bool = False, decode: bool | str = False,
+                schemas: Iterable[str | os.PathLike[str]] = (),
                 schema_registry: str | None = None, **selectors) -> Iterator[dict]:
         """One dict per record (``offset``, ``timestamp``, ``key``, ``value``, ...), in log
-        order per partition; ``decode`` as :meth:`to_arrow`'s. For bulk work prefer
-        :meth:`to_arrow`."""
+        order per partition; ``strings`` and ``decode`` as in :meth:`to_arrow`. For bulk work
+        prefer :meth:`to_arrow`."""
         return self._dicts(self._reader("records()", Level.RECORDS, columns, include_headers,
-                                        strict, on_finding, "view", selectors, decode=decode,
-                                        schemas=schemas, schema_registry=schema_registry))
+                                        strict, on_finding, "view", selectors, strings,
+                                        decode=decode, schemas=schemas,
+                                        schema_registry=schema_registry))
 
     def batches(self, *, columns: Iterable[str] | None = None, strict: bool = False,
                 on_finding: Callable[[Finding], None] | None = None,
@@ -410,7 +424,7 @@ class LogDirs:
                                         on_finding, "view", selectors))
 
     @staticmethod
-    def _dicts(reader: pa.RecordBatchReader) -> Iterator[dict]:
+    def _dicts(reader: ArrowRead) -> Iterator[dict]:
         for batch in reader:
             yield from batch.to_pylist()
 

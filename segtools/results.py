@@ -10,7 +10,8 @@ library's own type (an ``isinstance`` of it, with every field) that adds one fac
 - ``rows()``: one dict per row in the CLI's JSON vocabulary (the level each kind's rows are
   at is in :attr:`Result.row_kind`), ``to_arrow()`` and ``to_pandas()`` of them, with every
   time (a field named ``*timestamp``, ``at``, ``*_at`` or a point in time ending ``_ms``) as
-  a UTC timestamp, the Python API's one type for a moment;
+  a UTC ``datetime`` in ``rows()`` and a UTC timestamp in the tables: the Python API's one
+  type for a moment, as the records' ``timestamp`` (only ``to_json()`` keeps epoch ms);
 - ``to_json()``: what the command prints with ``--format json``/``jsonl``: its document, or
   its objects in order;
 - ``_repr_html_``: findings first, then the first rows, for Jupyter.
@@ -24,6 +25,7 @@ import html
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -44,6 +46,8 @@ __all__ = ["CompactionResult", "DivergeResult", "FindingsResult", "OffsetsResult
 HTML_ROWS = 20
 #: Findings an HTML table shows before the count of the rest.
 HTML_FINDINGS = 10
+#: Where epoch milliseconds count from.
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 #: Fields that are points in time although their name does not end in ``timestamp``.
 _MOMENTS = frozenset({"at", "now_ms", "at_ms", "until", "eligible_at", "copy_started_ms",
                       "state_changed_ms", "event_timestamp_ms"})
@@ -53,6 +57,13 @@ def is_moment(name: str) -> bool:
     """Whether a row field is a point in time (epoch ms in the CLI's JSON); ages and
     durations (``age_ms``, ``retention_ms``) are not."""
     return name.endswith("timestamp") or name.endswith("_at") or name in _MOMENTS
+
+
+def _moment(value: Any) -> Any:
+    """An epoch-ms moment as a UTC datetime (negative: none); other values as they are."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        return value
+    return None if value < 0 else EPOCH + timedelta(milliseconds=value)
 
 
 def _flat(obj: dict, prefix: str = "") -> dict:
@@ -96,6 +107,13 @@ class Result:
     row_kind: ClassVar[str] = "row"
 
     def rows(self) -> list[dict]:
+        """One dict per row, every moment a UTC ``datetime`` (None where the CLI's JSON has
+        -1 for "none"), as the records' own ``timestamp``."""
+        return [{k: _moment(v) if is_moment(k) else v for k, v in r.items()}
+                for r in self._rows()]
+
+    def _rows(self) -> list[dict]:
+        """The rows in the CLI's JSON vocabulary (moments as epoch ms)."""
         raise NotImplementedError
 
     def summary(self) -> str:
@@ -107,7 +125,7 @@ class Result:
 
     def to_arrow(self) -> pa.Table:
         """``rows()`` as an Arrow table (times as UTC timestamps)."""
-        return table_of(self.rows())
+        return table_of(self._rows())
 
     def to_pandas(self):
         """``rows()`` as a pandas DataFrame (times as UTC timestamps)."""
@@ -176,7 +194,7 @@ class RetentionResult(Result, RetentionReport):
 
     row_kind: ClassVar[str] = "segment"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         out = []
         for p in RetentionReport.to_json(self)["partitions"]:
             for s in p["segments"]:
@@ -197,7 +215,7 @@ class CompactionResult(Result, CompactionReport):
 
     row_kind: ClassVar[str] = "partition"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         return [_flat(p) for p in CompactionReport.to_json(self)["partitions"]]
 
     def summary(self) -> str:
@@ -215,7 +233,7 @@ class TieredResult(Result, TieredReport):
 
     row_kind: ClassVar[str] = "remote segment"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         return TieredReport.rows(self)
 
     def _findings(self) -> tuple[Finding, ...]:
@@ -233,7 +251,7 @@ class TransactionsResult(Result, TransactionsReport):
 
     row_kind: ClassVar[str] = "transaction"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         return [o for p in self.partitions
                 for o in partition_json(p.scan, p.scan.transactions)[1:]]
 
@@ -262,7 +280,7 @@ class OffsetsResult(Result, OffsetsReplay):
 
     row_kind: ClassVar[str] = "committed offset"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         if self.commits:
             return [c.to_json() for c in self.commits]
         return [c.to_json("committed_offset") for g in self.groups.values()
@@ -295,7 +313,7 @@ class WhatIfResult(Result, WhatIfReport):
 
     row_kind: ClassVar[str] = "simulated log"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         return [_flat({k: v for k, v in w.items() if k != "type"})
                 for w in WhatIfReport.to_json(self)["what_if"]]
 
@@ -324,7 +342,7 @@ class ProducersResult(_ListResult):
     __slots__ = ()
     row_kind: ClassVar[str] = "producer"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         return [g.to_json() for r in self for g in r.producers.values()]
 
     def to_json(self) -> list[dict]:
@@ -351,7 +369,7 @@ class DivergeResult(_ListResult):
     __slots__ = ()
     row_kind: ClassVar[str] = "replica"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         return [o for o in self.to_json() if o["type"] == "replica"]
 
     def to_json(self) -> list[dict]:
@@ -387,7 +405,7 @@ class FindingsResult(_ListResult):
     __slots__ = ()
     row_kind: ClassVar[str] = "finding"
 
-    def rows(self) -> list[dict]:
+    def _rows(self) -> list[dict]:
         return self.to_json()
 
     def to_json(self) -> list[dict]:

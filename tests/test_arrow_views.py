@@ -16,12 +16,14 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 import segtools
+from segtools.fetch import arrow
 from segtools.storage import segment as segment_room
-from tests.fixtures_manifest import SAMPLE
+from tests.fixtures_manifest import FIXTURES, SAMPLE
 
 SEALED = SAMPLE / "orders.v2-eu-0"  # segments 0 and 5 are below both checkpoints: sealed
 BATCH = SEALED / "00000000000000000005.log"  # one uncompressed batch of 200 records
@@ -95,7 +97,7 @@ def test_memory_stays_flat_in_the_segment_size(tmp_path):
                 if line.startswith("VmHWM:"):
                     return int(line.split()[1]) * 1024
 
-        reader = segtools.open({str(pdir)!r}).to_arrow(columns=["offset", "value"])
+        reader = segtools.open({str(pdir)!r}).to_arrow(columns=["offset", "value"]).reader()
         rows = reader.read_next_batch().num_rows
         before = hwm()
         for batch in reader:
@@ -179,7 +181,7 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
     assert threaded == read()
     assert ("crc_mismatch", size * 17) in threaded[1]
     monkeypatch.setattr(fanout, "ahead", real)
-    reader = segtools.open(pdir).to_arrow()
+    reader = segtools.open(pdir).to_arrow().reader()
     reader.read_next_batch()
     reader.close()
     del reader
@@ -262,3 +264,29 @@ def test_pages_mapped_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
     assert mapped, "the waiting reader mapped no page ahead"
     assert all(3 * size <= lo < hi <= total for lo, hi, total in mapped)
     assert max(hi for _, hi, _ in mapped) > 3 * size + fetch_rows.PREFAULT_STEP
+
+
+def test_a_first_read_of_records_does_not_import_pandas():
+    """``pa.array`` imports pandas on its first call (1.4-2.5 s here, most of a Spark
+    executor's first task): the records level builds every column from buffers, the mixed
+    ``compression`` labels of a chunk included, so a fresh process reads without it."""
+    script = textwrap.dedent(f"""
+        import sys
+        import segtools
+        logs = segtools.open({str(FIXTURES / "logdirs")!r})
+        table = logs.to_arrow(columns=["topic", "offset", "key", "value", "compression"])
+        print(table.read_all().num_rows, "pandas" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    rows, pandas = out.stdout.split()
+    assert int(rows) > 0 and pandas == "False"
+
+
+def test_a_column_of_labels_from_buffers_keeps_nulls():
+    labels = np.array(["gzip", "x", None, "zstd", ""], dtype=object)
+    valid = np.array([True, False, True, True, True])
+    assert arrow.column(labels, pa.string(), valid).to_pylist() == ["gzip", None, None, "zstd",
+                                                                     ""]
+    assert arrow.column(labels[:0], pa.string()).to_pylist() == []

@@ -33,6 +33,7 @@ they are found when one is given (the CLI spools them), else into the result.
 from __future__ import annotations
 
 import fnmatch
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -245,12 +246,22 @@ class OffsetsReplay:
     findings: tuple[Finding, ...]
     records: int
 
-    def history(self, topic: str | None = None, partition: int | None = None
-                ) -> list[OffsetCommit]:
-        """Commits and tombstones for a topic(-partition), in the order they happened."""
+    def commits_for(self, topic: str | None = None, partition: int | None = None
+                    ) -> list[OffsetCommit]:
+        """Commits and tombstones for a topic(-partition), in the order they happened. Named
+        apart from the replay's ``history=True`` argument, which decides whether there are
+        any commits to filter."""
         return [c for c in self.commits
                 if (topic is None or c.topic == topic)
                 and (partition is None or c.partition == partition)]
+
+    def history(self, topic: str | None = None, partition: int | None = None
+                ) -> list[OffsetCommit]:
+        """Deprecated name of :meth:`commits_for` (it read as the ``history=True`` flag);
+        kept for one release."""
+        warnings.warn("OffsetsReplay.history() is deprecated; use commits_for()",
+                      DeprecationWarning, stacklevel=2)
+        return self.commits_for(topic, partition)
 
 
 # ---------------------------------------------------------------------------- decoding helpers

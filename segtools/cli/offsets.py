@@ -167,7 +167,7 @@ def write_json(replay: OffsetsReplay, anomalies: Anomalies, args, out) -> None:
                 if _tp_matches(topic, partition, args):
                     emit(c.to_json("committed_offset"))
     if args.history:
-        for c in replay.history(args.topic, args.partition):
+        for c in replay.commits_for(args.topic, args.partition):
             emit(c.to_json())
     for section in ("regressions", "deletions", "groups"):
         anomalies.copy(section, out)
@@ -278,7 +278,7 @@ def write_history(replay: OffsetsReplay, args, out) -> None:
     out.write("\ncommit history"
               + (f" of {args.topic}" + (f"-{args.partition}" if args.partition is not None
                                         else "") if args.topic else "") + ":\n")
-    for c in replay.history(args.topic, args.partition):
+    for c in replay.commits_for(args.topic, args.partition):
         key = (c.group, c.topic, c.partition)
         head = (f"  {render.human_time(c.effective_timestamp)}  "
                 f"{render.terminal_safe(c.group)}  {_tp(c.topic, c.partition)}  ")

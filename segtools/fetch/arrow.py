@@ -53,9 +53,29 @@ def column(values: np.ndarray, target: pa.DataType, valid: np.ndarray | None = N
     elif pa.types.is_integer(target) or pa.types.is_timestamp(target):
         kind = "u" if pa.types.is_unsigned_integer(target) else "i"
         data = np.ascontiguousarray(values, dtype=f"{kind}{target.bit_width // 8}")
+    elif pa.types.is_string(target) or pa.types.is_binary(target):
+        return _text_column(values, target, valid)
     else:
         return pa.array(values, mask=None if valid is None else ~valid, type=target)
     return pa.Array.from_buffers(target, n, [validity, pa.py_buffer(data)], null_count=nulls)
+
+
+def _text_column(values: np.ndarray, target: pa.DataType, valid: np.ndarray | None
+                 ) -> pa.Array:
+    """A string (or binary) column of a few distinct labels (a chunk's mixed ``compression``)
+    from buffers: ``pa.array`` imports pandas on its first call, seconds that a Spark
+    executor would pay on its first task."""
+    items = values.tolist()
+    if valid is not None:
+        items = [v if ok else None for v, ok in zip(items, valid.tolist(), strict=True)]
+    encoded = [b"" if v is None else v if isinstance(v, bytes) else str(v).encode()
+               for v in items]
+    lengths = np.array([-1 if v is None else len(b)
+                        for v, b in zip(items, encoded, strict=True)], np.int64)
+    starts = np.zeros(len(encoded), np.int64)
+    np.cumsum(lengths[:-1].clip(0), out=starts[1:])
+    data = np.frombuffer(b"".join(encoded), np.uint8)
+    return binary_from_spans(data, starts, lengths, target)
 
 
 def binary_from_spans(data: np.ndarray, pos: np.ndarray, lengths: np.ndarray,

@@ -18,11 +18,8 @@ import fnmatch
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from segtools.analysis.remote_input import remote_metadata
-from segtools.analysis.remote_log import RemotePartition
-from segtools.analysis.tiered import remote_by_partition
 from segtools.analysis.transactions import AbortedRange, aborted_ranges
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
@@ -34,6 +31,9 @@ from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.remote_store import LocalTieredStorage, open_store
 from segtools.storage.seek import seek_timestamp
 from segtools.storage.segment import Segment
+
+if TYPE_CHECKING:
+    from segtools.analysis.remote_log import RemotePartition
 
 
 @dataclass(frozen=True, slots=True)
@@ -447,7 +447,14 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange
 
 def _remote_tier(sel: Selection, log_dirs: list[LogDir]
                  ) -> tuple[LocalTieredStorage, dict[tuple[str, int], RemotePartition]]:
-    """The store and the tiered partitions its log dirs' ``__remote_log_metadata`` names."""
+    """The store and the tiered partitions its log dirs' ``__remote_log_metadata`` names.
+
+    The metadata replay is imported here, only for a read with a remote store: its modules
+    cost about as much to import as the rest of the planner, and every Spark executor
+    imports the planner to unpickle its task."""
+    from segtools.analysis.remote_input import remote_metadata
+    from segtools.analysis.tiered import remote_by_partition
+
     store = open_store(sel.remote_store)
     if not isinstance(store, LocalTieredStorage):
         raise SegtoolsError(f"remote segments are read from a LocalTieredStorage directory, "

@@ -115,9 +115,9 @@ def lock_states(paths: Iterable[str | os.PathLike[str]]
     """The first ``(pid, log dir)`` a running broker holds among ``paths``' log dirs (or
     None), and the log dirs whose ``.lock`` nobody holds (a stopped broker's).
 
-    A path is a log dir (it has a ``.lock`` and ``meta.properties``), a partition dir or a file in one (its log dir
-    is the parent or the grandparent), or a directory of log dirs (each child with a
-    ``.lock``)."""
+    A path is a log dir (it has a ``.lock`` and ``meta.properties``), a partition dir or a
+    file in one (its log dir is the parent or the grandparent), or a directory of log dirs
+    (each child with both)."""
     free: list[str] = []
     for path in paths:
         for log_dir in log_dirs_of(os.path.abspath(os.fspath(path))):

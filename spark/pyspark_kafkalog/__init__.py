@@ -6,9 +6,11 @@ Spark 4 finds this source by itself: at the first unknown ``format(...)`` it imp
 top-level module named ``pyspark_*`` and registers each ``DefaultSource`` under its ``name()``.
 That lookup runs once per JVM, in the Python of ``PYSPARK_PYTHON``, and is skipped entirely if
 any ``pyspark_*`` module fails to import, so :func:`register` does the same explicitly. This
-module therefore imports only what the lookup and ``load()`` need (the decoder, numba and the
-planner are imported when a read is planned); the analyses live in
-:mod:`pyspark_kafkalog.analyses`.
+module therefore imports only Spark's ``DataSource``: the lookup imports it in a Python of its
+own just to find :class:`DefaultSource`, and the options, the schema (pyarrow, numpy, the
+batch format) and the planner are imported by the method that needs them, in the planner
+process that calls it (``schema()`` at ``load()``, ``reader()`` at the first action). The
+analyses live in :mod:`pyspark_kafkalog.analyses`.
 """
 
 from __future__ import annotations
@@ -16,13 +18,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSource, DataSourceReader
-from pyspark.sql.types import StructType
-
-from pyspark_kafkalog.options import parse_options
-from pyspark_kafkalog.schema import default_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
 
 __all__ = ["FORMAT", "DefaultSource", "enable_pushdown", "register"]
 
@@ -38,11 +37,15 @@ class DefaultSource(DataSource):
         return FORMAT
 
     def schema(self) -> StructType:
+        from pyspark_kafkalog.options import parse_options
+        from pyspark_kafkalog.schema import default_schema
+
         opts = parse_options(self.options)
         return default_schema(opts.level, opts.include_headers, opts.remote_store is not None,
-                              opts.decode is not None)
+                              strings=opts.strings, decode=opts.decode is not None)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        from pyspark_kafkalog.options import parse_options
         from pyspark_kafkalog.reader import KafkaLogReader, PushdownKafkaLogReader
 
         opts = parse_options(self.options)

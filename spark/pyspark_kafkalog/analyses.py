@@ -163,15 +163,25 @@ def partition_stats(segments: DataFrame) -> DataFrame:
 
 # ------------------------------------------------------------------------------ retention
 
+#: A point in time in the verdict tables: a Spark ``timestamp`` (UTC), as the source's own
+#: time columns, so one type holds a moment in every DataFrame of this face.
+MOMENT = pa.timestamp("us", tz="UTC")
+
+
+def _micros(ms: int | None) -> int | None:
+    """A library moment (epoch ms, -1 for none) as the microseconds of :data:`MOMENT`."""
+    return None if ms is None or ms < 0 else ms * 1000
+
+
 _RETENTION_FIELDS = (
     ("log_dir", pa.string(), "string"), ("topic", pa.string(), "string"),
     ("partition", pa.int32(), "int"), ("base_offset", pa.int64(), "long"),
     ("last_offset", pa.int64(), "long"), ("size", pa.int64(), "long"),
-    ("record_count", pa.int64(), "long"), ("max_timestamp", pa.int64(), "long"),
+    ("record_count", pa.int64(), "long"), ("max_timestamp", MOMENT, "timestamp"),
     ("max_timestamp_source", pa.string(), "string"), ("age_ms", pa.int64(), "long"),
     ("is_active", pa.bool_(), "boolean"), ("deletable", pa.bool_(), "boolean"),
     ("reason", pa.string(), "string"), ("reason_text", pa.string(), "string"),
-    ("eligible_at", pa.int64(), "long"), ("blocked_by", pa.int64(), "long"),
+    ("eligible_at", MOMENT, "timestamp"), ("blocked_by", pa.int64(), "long"),
     ("high_watermark", pa.int64(), "long"), ("high_watermark_assumed", pa.bool_(), "boolean"),
     ("log_start_offset", pa.int64(), "long"), ("log_end_offset", pa.int64(), "long"),
     ("retention_ms", pa.int64(), "long"), ("retention_bytes", pa.int64(), "long"),
@@ -213,10 +223,10 @@ def _retention_rows(key: tuple, table: pa.Table, config_for: Callable[[str], Top
     rows = [{
         "log_dir": log_dir, "topic": topic, "partition": partition,
         "base_offset": v.base_offset, "last_offset": v.last_offset, "size": v.size,
-        "record_count": v.record_count, "max_timestamp": v.max_timestamp,
+        "record_count": v.record_count, "max_timestamp": _micros(v.max_timestamp),
         "max_timestamp_source": v.max_timestamp_source, "age_ms": v.age_ms,
         "is_active": v.is_active, "deletable": v.deletable, "reason": v.reason,
-        "reason_text": v.reason_text, "eligible_at": v.eligible_at,
+        "reason_text": v.reason_text, "eligible_at": _micros(v.eligible_at),
         "blocked_by": v.blocked_by, "high_watermark": result.high_watermark,
         "high_watermark_assumed": result.high_watermark_assumed,
         "log_start_offset": result.log_start_offset, "log_end_offset": result.log_end_offset,
@@ -263,7 +273,7 @@ _COMPACTION_FIELDS = (
     ("keyed_records", pa.int64(), "long"), ("null_key_records", pa.int64(), "long"),
     ("distinct_keys", pa.int64(), "long"), ("superseded_records", pa.int64(), "long"),
     ("superseded_bytes", pa.float64(), "double"), ("tombstones", pa.int64(), "long"),
-    ("oldest_tombstone_timestamp", pa.int64(), "long"),
+    ("oldest_tombstone_timestamp", MOMENT, "timestamp"),
     ("first_dirty_offset", pa.int64(), "long"),
     ("first_uncleanable_offset", pa.int64(), "long"),
     ("first_uncleanable_reason", pa.string(), "string"), ("dirty_ratio", pa.float64(), "double"),
@@ -315,7 +325,7 @@ def _compaction_rows(key: tuple, records: pa.Table, side: pa.Table,
         "keyed_records": pc.keyed_records, "null_key_records": pc.null_key_records,
         "distinct_keys": pc.distinct_keys, "superseded_records": pc.superseded_records,
         "superseded_bytes": pc.superseded_bytes, "tombstones": pc.tombstone_count,
-        "oldest_tombstone_timestamp": pc.oldest_tombstone_timestamp,
+        "oldest_tombstone_timestamp": _micros(pc.oldest_tombstone_timestamp),
         "first_dirty_offset": pc.first_dirty_offset,
         "first_uncleanable_offset": pc.first_uncleanable_offset,
         "first_uncleanable_reason": pc.first_uncleanable_reason, "dirty_ratio": pc.dirty_ratio,
@@ -436,12 +446,13 @@ def producer_batching(batches: DataFrame) -> DataFrame:
 
 # ------------------------------------------------------------------------------ tiered storage
 
-#: The tiered view's columns (Spark DDL): one row per remote segment, as
-#: :meth:`segtools.analysis.tiered.TieredReport.rows` gives them.
+#: The tiered view's columns (Spark DDL): one row per remote segment, as the Python API's
+#: ``segtools.tiered(...).rows()`` gives them (moments as UTC timestamps).
 TIERED_SCHEMA = ("topic string, partition int, highest_offset_in_remote_storage long, "
                  "segment_id string, start_offset long, end_offset long, size long, "
-                 "max_timestamp long, broker_id int, state string, copy_started_ms long, "
-                 "state_changed_ms long, deletable boolean, reason string")
+                 "max_timestamp timestamp, broker_id int, state string, "
+                 "copy_started_ms timestamp, state_changed_ms timestamp, deletable boolean, "
+                 "reason string")
 
 
 def tiered_segments(spark: SparkSession, paths: str | Sequence[str], *,

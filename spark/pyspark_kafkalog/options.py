@@ -75,6 +75,7 @@ class ReadOptions:
     min_partitions: int | None = None
     max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
     pushdown: bool = False
+    strings: bool = False  # key and value as UTF-8 text in the default schema
     max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
     storage_options: Mapping[str, Any] = field(default_factory=dict)  # public ones only
     storage_secrets: Mapping[str, Any] = field(default_factory=dict, repr=False)
@@ -135,6 +136,7 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         max_partition_bytes=_int(opts, "maxPartitionBytes", minimum=1)
         or DEFAULT_MAX_PARTITION_BYTES,
         pushdown=_bool(opts, "pushdown", False),
+        strings=_bool(opts, "strings", False),
         max_decompressed_bytes=_shared(opts, "maxDecompressedBytes", DEFAULT_DECOMPRESS_LIMIT),
         storage_options=storage,
         storage_secrets=secrets,
@@ -191,8 +193,9 @@ OPTION_NAMES = (
     "endingOffsets",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
-    "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "maxDecompressedBytes",
-    "remoteStore", "decode", "schemas", "schemaRegistry", "pageCache", "maxReadRate",
+    "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "strings",
+    "maxDecompressedBytes", "remoteStore", "decode", "schemas", "schemaRegistry", "pageCache",
+    "maxReadRate",
 )
 
 

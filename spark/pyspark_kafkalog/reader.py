@@ -25,7 +25,8 @@ from pyspark_kafkalog.options import ReadOptions
 from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
 from pyspark_kafkalog.scan import make_scan, read_task
-from pyspark_kafkalog.schema import requested_columns, without_decoded
+from pyspark_kafkalog.schema import requested_columns, text_payloads, without_decoded
+from segtools.fetch.stream import payloads_as_text
 from segtools.payloads.columns import with_decoded
 from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.sources import gather
@@ -55,14 +56,14 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The task's rows, read as gently as the CLI would on this host (a broker's lock
         held: the page cache restored; ``maxReadRate``: capped for this task)."""
-        scan = make_scan(self.opts, self.columns, to_arrow_schema(self.schema, timezone="UTC"))
+        arrow, text = text_payloads(to_arrow_schema(self.schema, timezone="UTC"))
+        scan = make_scan(self.opts, self.columns, arrow)
         with gentle.applied(self._gentle()):
             batches = read_task(partition, scan, self.opts.fail_on_corruption,
                                 self.opts.storage_secrets)
-            if self.payloads is None:
-                yield from batches
-            else:
-                yield from (with_decoded(self.payloads, b) for b in batches)
+            if self.payloads is not None:  # decoded from the bytes, before they become text
+                batches = (with_decoded(self.payloads, b) for b in batches)
+            yield from (map(payloads_as_text, batches) if text else batches)
 
     def _gentle(self) -> gentle.Gentle:
         return gentle.decide(self.opts.paths, page_cache=self.opts.page_cache,

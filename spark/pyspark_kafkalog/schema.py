@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql.types import DataType, StringType, StructField, StructType
 
 from pyspark_kafkalog.options import Level, OptionError
 from segtools.fetch import columns as cols
 from segtools.fetch.columns import PER_RECORD, TIMESTAMP_TYPE_IDS
+from segtools.fetch.stream import PAYLOADS
 from segtools.payloads import columns as payload_columns
 
-__all__ = ["FIELDS", "PER_RECORD", "TIMESTAMP_TYPE_IDS", "default_schema", "requested_columns"]
+__all__ = ["FIELDS", "PER_RECORD", "TIMESTAMP_TYPE_IDS", "default_schema", "requested_columns",
+           "text_payloads"]
 
 
 def _spark(fields) -> list[tuple[str, DataType]]:
@@ -38,10 +40,13 @@ DECODED_FIELDS = [StructField(f.name, from_arrow_type(f.type)) for f in payload_
 
 
 def default_schema(level: Level, include_headers: bool, tier: bool = False,
-                   decode: bool = False) -> StructType:
+                   strings: bool = False, decode: bool = False) -> StructType:
     """The schema ``load()`` reports when the user gives none; with ``remoteStore``, also the
-    ``tier`` each row was read from; with ``decode``, the decoded payloads' columns."""
+    ``tier`` each row was read from; with ``strings``, key and value as text; with
+    ``decode``, the decoded payloads' columns."""
     types = dict(FIELDS[level])
+    if strings and level is Level.RECORDS:
+        types.update((name, StringType()) for name in PAYLOADS)
     names = cols.default_columns(level, include_headers) + (("tier",) if tier else ())
     extra = DECODED_FIELDS if decode and level is Level.RECORDS else []
     return StructType([StructField(name, types[name]) for name in names] + extra)
@@ -67,12 +72,26 @@ def requested_columns(schema: StructType, level: Level) -> tuple[str, ...]:
     have = dict(cols.FIELDS[level])
     for field, name in zip(schema.fields, names, strict=True):
         wanted = to_arrow_type(field.dataType, timezone="UTC")
+        if name in PAYLOADS and level is Level.RECORDS and pa.types.is_string(wanted):
+            continue  # a payload as UTF-8 text (see text_payloads)
         if not _widens(have[name], wanted):
             wider = " (or a wider integer)" if pa.types.is_integer(have[name]) else ""
             raise OptionError(
                 f"kafkalog: column {field.name} is {FIELD_TYPES[level][name].simpleString()}; "
                 f"the schema may declare it so{wider}, not {field.dataType.simpleString()}")
     return names
+
+
+def text_payloads(schema: pa.Schema) -> tuple[pa.Schema, bool]:
+    """The Arrow schema the library builds for Spark's ``schema`` (payloads declared as text
+    are read as bytes) and whether any payload is to be turned into text afterwards."""
+    text = False
+    for name in PAYLOADS:
+        if name in schema.names and pa.types.is_string(schema.field(name).type):
+            i = schema.get_field_index(name)
+            schema = schema.set(i, schema.field(i).with_type(pa.binary()))
+            text = True
+    return schema, text
 
 
 #: Spark's type of each column, by level (for messages).

@@ -56,10 +56,10 @@ def test_offsets_at_a_time():
 
 def test_history_of_one_partition():
     r = replay(groups=["billing"], history=True)
-    assert [c.offset for c in r.history("orders.v2-eu", 0)] == [50, 100, 150, 200, 240, 0,
+    assert [c.offset for c in r.commits_for("orders.v2-eu", 0)] == [50, 100, 150, 200, 240, 0,
                                                                 30, 60]
     only = replay(groups=["billing"], history=True, topic="orders.v2-eu", partition=0)
-    assert list(only.commits) == r.history("orders.v2-eu", 0)
+    assert list(only.commits) == r.commits_for("orders.v2-eu", 0)
     assert replay(groups=["billing"]).commits == ()  # the live state only, unless asked
 
 
@@ -79,7 +79,7 @@ def test_tombstones_make_offsets_and_groups_vanish():
 
 def test_transactional_commits_follow_their_markers():
     r = replay(groups=["payments-processor"], history=True)
-    history = r.history("payments.txn", 0)
+    history = r.commits_for("payments.txn", 0)
     assert [(c.offset, c.status, c.producer_id) for c in history] == [
         (12, APPLIED, 4001), (20, ABORTED, 4001)]
     assert history[0].applied_at.offset == 2 and history[1].applied_at.offset == 4

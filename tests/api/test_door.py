@@ -8,10 +8,12 @@ from __future__ import annotations
 import shutil
 from datetime import UTC, datetime
 
+import pyarrow as pa
 import pytest
 
 import segtools
 from segtools.fetch.arguments import ArgumentError
+from segtools.fetch.stream import payloads_as_text
 from tests.fixtures_manifest import FIXTURES
 
 SAMPLE = FIXTURES / "logdirs" / "sample"
@@ -150,3 +152,46 @@ def test_findings_are_per_read_never_accumulating():
     walk_only = len(segtools.open(SAMPLE).findings)
     logs.to_arrow(topics="orders*").read_all()  # a read without damage leaves the walk's
     assert len(logs.findings) == walk_only
+
+
+def test_to_arrow_reads_again_at_each_use(logs):
+    """A notebook cell run twice over the same ``to_arrow()`` answer gets the same rows each
+    time, from ``read_all()`` as from DuckDB's scan (a spent ``RecordBatchReader`` gave an
+    empty table the second time), and each pass reports its own findings."""
+    duckdb = pytest.importorskip("duckdb")
+    reader = logs.to_arrow(topics="corrupt-crc")
+    first = reader.read_all()
+    assert first.num_rows > 0
+    assert reader.read_all().equals(first)
+    assert [f.code for f in logs.findings].count("crc_mismatch") == 1
+    records = reader  # noqa: F841 (DuckDB finds it by its variable name)
+    for _ in range(2):
+        assert duckdb.sql('SELECT count(*) FROM records').fetchall()[0][0] == first.num_rows
+    assert sum(b.num_rows for b in reader) == first.num_rows
+
+
+def test_strings_gives_keys_and_values_as_utf8_text(logs):
+    """``strings=True``: key and value as UTF-8 ``string`` columns, the same payloads as the
+    bytes decoded, so DuckDB's JSON functions run on them without ``decode()``."""
+    duckdb = pytest.importorskip("duckdb")
+    raw = logs.to_arrow(topics="orders.v2-eu", columns=["key", "value"]).read_all()
+    text = logs.to_arrow(topics="orders.v2-eu", columns=["key", "value"], strings=True)
+    assert text.schema.field("value").type == pa.string()
+    table = text.read_all()
+    assert table.column("value").to_pylist() == [
+        None if v is None else v.decode() for v in raw.column("value").to_pylist()]
+    records = text  # noqa: F841 (DuckDB finds it by its variable name)
+    assert duckdb.sql("SELECT count(*) FROM records WHERE value LIKE '%'").fetchall()[0][0] \
+        == table.num_rows
+    first = next(logs.records(topics="orders.v2-eu", strings=True))
+    assert isinstance(first["value"], str)
+    with pytest.raises(ArgumentError, match="strings"):
+        logs.to_arrow(strings="perhaps")
+
+
+def test_bytes_that_are_not_utf8_become_replacement_characters():
+    batch = pa.record_batch({"key": pa.array([b"k", None], pa.binary()),
+                             "value": pa.array([b"ok", b"\xff\xfe"], pa.binary_view())})
+    out = payloads_as_text(batch)
+    assert out.column("key").to_pylist() == ["k", None]
+    assert out.column("value").to_pylist() == ["ok", "\ufffd\ufffd"]

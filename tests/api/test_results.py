@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
@@ -17,6 +18,7 @@ from segtools.analysis.offsets import OffsetsReplay
 from segtools.analysis.tiered import TieredReport
 from segtools.analysis.transactions import TransactionsReport
 from segtools.cli.main import main
+from segtools.results import is_moment
 from tests.fixtures_manifest import FIXTURES
 
 LOGDIRS = FIXTURES / "logdirs"
@@ -123,3 +125,28 @@ def test_compaction_with_no_config_says_why_in_its_repr():
     text = repr(segtools.explain_compaction(SAMPLE, at=AT))
     assert "no compacted partition" in text and "cleanup.policy=compact" in text
     assert "--" not in text
+
+
+def test_a_replays_commits_are_filtered_by_commits_for_and_history_is_deprecated():
+    """``history=True`` is the replay's argument; the filter over the commits it kept is
+    ``commits_for``. The old method name still answers, for one release, with a warning."""
+    replay = segtools.open(str(LOGDIRS / "forensics")).offsets_at(history=True)
+    every = replay.commits_for()
+    assert every == list(replay.commits) and every
+    topic, partition = every[0].topic, every[0].partition
+    mine = replay.commits_for(topic, partition)
+    assert mine and all(c.topic == topic and c.partition == partition for c in mine)
+    with pytest.warns(DeprecationWarning, match="commits_for"):
+        assert replay.history(topic, partition) == mine
+
+
+def test_rows_give_every_moment_as_a_utc_datetime(case):
+    """One type for a moment in the Python face: ``rows()`` as the records' ``timestamp``
+    (a UTC datetime), never the CLI's epoch ms, which only ``to_json()`` keeps."""
+    name, result, _, _, _ = case
+    moments = [(k, v) for r in result.rows() for k, v in r.items() if is_moment(k)]
+    for key, value in moments:
+        assert value is None or (isinstance(value, datetime) and value.tzinfo == UTC), \
+            (name, key, value)
+    if name in ("retention", "tiered"):
+        assert any(isinstance(v, datetime) for _, v in moments), name

@@ -3,6 +3,8 @@ the retention report checked against the CLI's function called directly on the s
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from pyspark_kafkalog import analyses
 
@@ -15,6 +17,16 @@ from tests.spark.conftest import expected_rows
 pytestmark = pytest.mark.spark
 
 NOW = 1_700_100_000_000  # a little after the fixtures were written
+
+
+def epoch_ms(value: datetime | None) -> int | None:
+    """A Spark timestamp as collected (a naive datetime in this process's zone) in epoch ms."""
+    return None if value is None else round(value.timestamp() * 1000)
+
+
+def moment(ms: int | None) -> int | None:
+    """A library moment as the verdict tables hold it: Kafka's -1 ("none") is null."""
+    return None if ms is None or ms < 0 else ms
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +98,10 @@ def test_segment_and_partition_stats(segments):
 ])
 def test_retention_report_is_the_cli_function(segments, trees, config):
     report = analyses.retention_report(segments, config, now_ms=NOW).collect()
+    assert report and all(isinstance(r["max_timestamp"], datetime) for r in report)
     got = {(r["log_dir"], r["topic"], r["partition"], r["base_offset"]):
-           (r["deletable"], r["reason"], r["eligible_at"], r["max_timestamp"])
+           (r["deletable"], r["reason"], epoch_ms(r["eligible_at"]),
+            epoch_ms(r["max_timestamp"]))
            for r in report}
     want = {}
     for log_dir in walk([trees])[0]:
@@ -102,7 +116,7 @@ def test_retention_report_is_the_cli_function(segments, trees, config):
                                        log_start_offset=log_dir.log_start_offsets.get(tp))
             for v in result.segments:
                 want[(str(log_dir.path), *tp, v.base_offset)] = (
-                    v.deletable, v.reason, v.eligible_at, v.max_timestamp)
+                    v.deletable, v.reason, moment(v.eligible_at), moment(v.max_timestamp))
     assert got == want
     assert any(deletable for deletable, *_ in got.values()) == config.delete
 

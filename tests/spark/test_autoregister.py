@@ -74,3 +74,19 @@ def test_format_is_found_without_register_after_a_pip_install(trees, tmp_path):
     pip_install(target, tmp_path)
     assert (target / "pyspark_kafkalog" / "__init__.py").exists()
     assert counts_without_register(trees, tmp_path, target) == {"orders.v2-eu-1": 252}
+
+
+def test_the_lookup_imports_only_the_source_class():
+    """Spark's lookup imports every ``pyspark_*`` module in a Python of its own just to find
+    ``DefaultSource``: importing the package loads neither segtools nor pyarrow, numpy or
+    the batch format (they cost 300-450 ms there, as much again as Spark's own datasource
+    module); ``schema()`` and ``reader()`` import them in the planner that calls them."""
+    heavy = ("segtools", "pyarrow", "numpy", "construct", "pyspark_kafkalog.options")
+    code = ("import sys, pyspark_kafkalog; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).parents[2] / "spark"), str(Path(__file__).parents[2])])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

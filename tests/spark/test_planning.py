@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, In, LessThan
@@ -179,3 +183,17 @@ def test_named_partition_must_exist(trees):
 
     with pytest.raises(OptionError, match="names nope-3"):
         plan(parse_options({"path": str(trees), "startingOffsets": '{"nope": {"3": 5}}'}))
+
+
+def test_an_executor_does_not_import_the_tiered_replay():
+    """Every executor imports the planner to unpickle its task; the replay of
+    ``__remote_log_metadata`` (about a fifth of that import) is loaded only by a read with a
+    remote store."""
+    code = ("import sys, pyspark_kafkalog.scan; print([m for m in ('segtools.analysis.tiered', "
+            "'segtools.analysis.remote_input') if m in sys.modules])")
+    root = Path(__file__).parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "spark"), str(root)])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

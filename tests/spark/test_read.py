@@ -301,3 +301,26 @@ def test_a_schema_type_the_column_cannot_take_fails_on_the_driver(trees, declare
 
     with pytest.raises(OptionError, match=message):
         plan({"path": str(trees / "sample")}, StructType([StructField(declared, IntegerType())]))
+
+
+def test_strings_gives_keys_and_values_as_text_in_sparks_exact_schema(trees):
+    """``strings=true`` (or a user schema declaring ``key string``/``value string``): the
+    payloads as UTF-8 text, each batch in exactly the Arrow form Spark checks."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+    from pyspark_kafkalog import DefaultSource
+
+    path = str(trees / "sample" / "orders.v2-eu-0")
+    raw = read({"path": path})
+    source = DefaultSource({"path": path, "strings": "true"})
+    assert source.schema()["value"].dataType == StringType()
+    text = read({"path": path, "strings": "true"})
+    assert text.schema.equals(to_arrow_schema(source.schema(), timezone="UTC"))
+    assert text.column("value").to_pylist() == [
+        None if v is None else v.decode() for v in raw.column("value").to_pylist()]
+    declared = read({"path": path}, StructType([StructField("offset", LongType()),
+                                                StructField("key", StringType())]))
+    assert declared.column("key").to_pylist() == [
+        None if k is None else k.decode() for k in raw.column("key").to_pylist()]
+    with pytest.raises(OptionError, match="strings"):
+        read({"path": path, "strings": "perhaps"})
