@@ -1,0 +1,145 @@
+"""``segtools query``: SQL over log dirs, on the embedded DuckDB engine.
+
+The views (``records``, ``batches``, ``segments``, ``findings``; docs/query.md) are segtools'
+own reads; conditions on topic, partition, offset and a lower time bound choose the partitions,
+segments and byte positions before anything is decoded, and only the columns the query names
+are decoded. ``offset`` is a keyword in DuckDB: write it ``"offset"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import decimal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+
+from segtools.api import LogDirs
+from segtools.cli import common, render
+from segtools.cli.decoding import add_decode
+from segtools.cli.table import Column, TextTable
+from segtools.errors import SegtoolsError
+from segtools.sql import engine
+from segtools.sql.views import Options
+
+EXAMPLES = """examples:
+  segtools query /var/kafka-logs -c "select topic, count(*) from records group by topic"
+  segtools query /var/kafka-logs -c "select * from records where topic = 'orders'
+      and partition = 3 and \\"offset\\" between 1000 and 1010" --format jsonl
+  segtools query bundle.tar.gz -c "select * from records where topic = 'gone'" -o gone.parquet
+  segtools query /var/kafka-logs -c "select code, count(*) from findings group by code"
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = common.add_command(sub, "query", "SQL over log dirs: records, batches, segments, findings",
+                           __doc__, EXAMPLES)
+    common.add_paths(p, "log dirs, partition dirs, segment files, archives or s3:// locations")
+    p.add_argument("-c", "--command", required=True, metavar="SQL", dest="sql",
+                   help="the query (DuckDB's SQL) over the views records, batches, segments, "
+                        "findings")
+    common.add_format(p, extra=("csv",))
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the rows with the engine's writer: .parquet, .csv or .jsonl")
+    p.add_argument("--bytes", choices=render.BYTES_MODES, default="base64",
+                   help="how keys, values and header values are shown (default base64)")
+    p.add_argument("--memory", default=engine.DEFAULT_MEMORY, metavar="SIZE",
+                   help=f"the engine's memory limit; beyond it, it spills to a temporary "
+                        f"directory (default {engine.DEFAULT_MEMORY})")
+    p.add_argument("--temp-limit", default=engine.DEFAULT_TEMP_LIMIT, metavar="SIZE",
+                   help=f"cap on the spill files (default {engine.DEFAULT_TEMP_LIMIT})")
+    add_decode(p)
+    common.add_decompress_limit(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    tree = LogDirs(args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
+    if args.output is not None:
+        _refuse_inside(args.output, tree.paths)
+    options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
+                      schema_registry=args.schema_registry)
+    met = len(tree.findings)
+    with engine.session(engine.Limits(args.memory, args.temp_limit)) as con:
+        engine.register(con, tree, args.sql, options)
+        if args.output is not None:
+            engine.export(con, args.sql, args.output)
+        else:
+            _print(engine.run(con, args.sql), args)
+    read = tree.findings[met:]
+    if read:
+        print(f"segtools: query: {len(read)} finding(s) met while reading "
+              f"(the findings view lists them)", file=sys.stderr)
+    return common.exit_code(read)
+
+
+def _refuse_inside(output: str, paths: tuple[str, ...]) -> None:
+    """Nothing under the locations read is ever written: not even the user's own export."""
+    target = Path(output).resolve()
+    for place in paths:
+        if "://" in place:
+            continue
+        root = Path(place).resolve()
+        if target == root or root in target.parents:
+            raise SegtoolsError(f"refusing to write under a location read ({place})",
+                                path=output)
+
+
+def _print(reader: pa.RecordBatchReader, args: argparse.Namespace) -> None:
+    names = reader.schema.names
+    out = sys.stdout
+    if args.format == "jsonl":
+        for row in _rows(reader, args.bytes):
+            out.write(render.dumps(row) + "\n")
+    elif args.format == "csv":
+        writer = csv.writer(out)
+        writer.writerow(names)
+        for row in _rows(reader, args.bytes):
+            writer.writerow(["" if v is None else _cell(v) for v in row.values()])
+    else:
+        numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                   or pa.types.is_decimal(f.type) for f in reader.schema]
+        with TextTable([Column(n, right=r) for n, r in zip(names, numeric, strict=True)],
+                       out) as table:
+            for row in _rows(reader, args.bytes):
+                table.add(*(render.terminal_safe("null" if v is None else _cell(v))
+                            for v in row.values()))
+
+
+def _rows(reader: pa.RecordBatchReader, bytes_mode: str) -> Iterator[dict]:
+    """Rows as JSON-ready dicts, keyed by column name, streamed batch by batch."""
+    for batch in reader:
+        for row in batch.to_pylist():
+            yield {name: _plain(value, bytes_mode) for name, value in row.items()}
+
+
+def _plain(value, bytes_mode: str):
+    """A value as JSON has it: bytes by ``--bytes``, times as ISO-8601, decimals as text."""
+    if isinstance(value, bytes):
+        return render.render_bytes(value, bytes_mode)
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, bytes_mode) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, bytes_mode) for v in value]
+    return value
+
+
+def _cell(value) -> str:
+    """One table or CSV cell: text as it is, anything nested as its JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return render.dumps({"v": value})[5:-1]
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+

@@ -1,0 +1,150 @@
+"""The embedded engine (DuckDB): a session with bounded memory and temporary files, the views
+registered over one tree, and a query's rows as Arrow or written by the engine's writer.
+
+Nothing is written under the locations read: the engine's spill files go to a temporary
+directory of its own, capped in size, removed when the session ends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from segtools.errors import SegtoolsError
+from segtools.sql import pushdown
+from segtools.sql.views import VIEWS, Options
+
+if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
+    from segtools.api import LogDirs
+
+#: DuckDB's own default is 80% of the machine's memory, too much beside a running broker
+DEFAULT_MEMORY = "1GB"
+#: what the spill files may grow to before the query fails (DuckDB's ``max_temp_directory_size``)
+DEFAULT_TEMP_LIMIT = "20GB"
+ROWS_PER_BATCH = 65_536
+#: the views without decoding
+PLAIN = Options()
+
+#: ``-o`` file suffixes and the engine's ``COPY ... (FORMAT ...)`` that writes each
+EXPORT_FORMATS = {".parquet": "PARQUET", ".csv": "CSV", ".jsonl": "JSON", ".json": "JSON"}
+
+
+class QueryError(SegtoolsError):
+    """A query the engine refused: its message, one line, with the position in the query."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one session may use: memory (DuckDB sizes: ``"1GB"``, ``"512MiB"``) and the
+    temporary files' total size."""
+
+    memory: str = DEFAULT_MEMORY
+    temp_limit: str = DEFAULT_TEMP_LIMIT
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def duckdb_module() -> ModuleType:
+    """DuckDB, the optional ``query`` extra: a command that queries nothing must not need it."""
+    try:
+        return importlib.import_module("duckdb")
+    except ImportError as e:
+        raise SegtoolsError(f"segtools query needs the query extra "
+                            f"(pip install 'segtools[query]'): {e}") from None
+
+
+@contextmanager
+def session(limits: Limits = DEFAULT_LIMITS) -> Iterator:
+    """A DuckDB connection in memory whose spill files go to a fresh temporary directory
+    (bounded by ``limits.temp_limit``, removed on exit); times compare in UTC, as Kafka's
+    timestamps and the pushdown's reading of time literals are."""
+    duckdb = duckdb_module()
+    with tempfile.TemporaryDirectory(prefix="segtools-query-") as spill:
+        try:
+            con = duckdb.connect(":memory:", config={
+                "memory_limit": limits.memory, "temp_directory": spill,
+                "max_temp_directory_size": limits.temp_limit,
+                "preserve_insertion_order": False})
+        except duckdb.Error as e:
+            raise QueryError(f"engine settings: {one_line(e)}") from None
+        try:
+            con.execute("SET TimeZone = 'UTC'")
+            yield con
+        finally:
+            con.close()
+
+
+def register(con, tree: LogDirs, sql: str | None, options: Options = PLAIN) -> None:
+    """The views ``sql`` names, each narrowed by what its conditions allow (``sql=None``:
+    every view, whole). A view named once is streamed into the query; one named more often
+    is loaded once into a temporary table (which spills under the memory limit)."""
+    parsed = pushdown.parse(sql) if sql is not None else None
+    for name, view in VIEWS.items():
+        push = pushdown.for_view(parsed, name) if sql is not None else pushdown.Pushdown(
+            references=2)
+        if push.references == 0:
+            continue
+        reader = view(tree, push, options)
+        con.unregister(name)  # a view of an earlier query in the same session
+        con.execute(f'DROP TABLE IF EXISTS "{name}"')
+        if push.references == 1:
+            con.register(name, reader)
+        else:
+            con.register(f"_segtools_{name}", reader)
+            con.execute(f'CREATE TEMP TABLE "{name}" AS SELECT * FROM "_segtools_{name}"')
+            con.unregister(f"_segtools_{name}")
+
+
+def run(con, sql: str) -> pa.RecordBatchReader:
+    """The query's rows, streamed as the engine produces them."""
+    duckdb = duckdb_module()
+    try:
+        return con.sql(sql).to_arrow_reader(ROWS_PER_BATCH)
+    except duckdb.Error as e:
+        raise QueryError(one_line(e)) from None
+
+
+def export(con, sql: str, target: str | os.PathLike[str]) -> None:
+    """The query's rows written by the engine's own writer, in the format the suffix names."""
+    duckdb = duckdb_module()
+    suffix = Path(target).suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise QueryError(f"{target}: the output's suffix must be one of "
+                         f"{', '.join(EXPORT_FORMATS)}")
+    quoted = os.fspath(target).replace("'", "''")
+    try:
+        con.execute(f"COPY ({strip(sql)}) TO '{quoted}' (FORMAT {EXPORT_FORMATS[suffix]})")
+    except duckdb.Error as e:
+        raise QueryError(one_line(e)) from None
+
+
+def strip(sql: str) -> str:
+    """The query without its closing semicolons, to sit inside ``COPY (...)``."""
+    return sql.strip().rstrip(";").rstrip()
+
+
+_CARET = re.compile(r"^LINE (\d+): (.*)\n(\s*)\^", re.MULTILINE)
+
+
+def one_line(error: Exception) -> str:
+    """DuckDB's message on one line: its first line, then the line and column of the query
+    it points at (DuckDB draws them as a ``LINE n:`` excerpt and a caret)."""
+    text = str(error)
+    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    found = _CARET.search(text)
+    if found is None:
+        return first
+    line = int(found.group(1))
+    column = len(found.group(3)) - len(f"LINE {found.group(1)}: ") + 1
+    return f"{first} (line {line}, column {column})"
