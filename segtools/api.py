@@ -65,6 +65,8 @@ from segtools.payloads.schemas import Schemas
 from segtools.payloads.sources import gather
 from segtools.payloads.usage import SchemaUsage
 from segtools.payloads.usage import usage as schema_usage
+from segtools.sql import engine as sql_engine
+from segtools.sql.views import Options as ViewOptions
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, PartitionState, SegmentFiles
 from segtools.storage.remote_store import open_store
@@ -74,7 +76,8 @@ Time = int | float | str | datetime
 Offsets = int | Mapping[str, Mapping[int, int]]
 
 __all__ = ["LogDirs", "Partition", "decode_table", "diverge", "explain_compaction",
-           "explain_retention", "offsets_at", "open", "producers", "transactions", "verify"]
+           "explain_retention", "offsets_at", "open", "producers", "query", "transactions",
+           "verify"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,6 +276,20 @@ class LogDirs:
     def segments(self, **kwargs) -> Iterator[dict]:
         """One dict per segment file (offsets, sizes, max timestamp, ...)."""
         return self._dicts(Level.SEGMENTS, kwargs)
+
+    def duckdb(self, *, decode: bool | str = False,
+               schemas: Iterable[str | os.PathLike[str]] = (),
+               schema_registry: str | None = None,
+               memory: str = sql_engine.DEFAULT_MEMORY,
+               temp_limit: str = sql_engine.DEFAULT_TEMP_LIMIT):
+        """A DuckDB connection with the views of ``segtools query`` (docs/query.md), for a
+        notebook's many queries. No query is known in advance, so nothing is pushed down: each
+        view is read once, whole, into a temporary table (spilled past ``memory`` to a
+        temporary directory removed with the connection). For one query over a large tree,
+        :func:`query` reads only what its conditions select."""
+        con = sql_engine.connect(sql_engine.Limits(memory, temp_limit))
+        sql_engine.register(con, self, None, _view_options(decode, schemas, schema_registry))
+        return con
 
     def _dicts(self, level: Level, kwargs: dict) -> Iterator[dict]:
         for batch in self.to_arrow(level, **kwargs):
@@ -500,6 +517,27 @@ def open(*paths: str | os.PathLike[str],
     (``bundle.tar.gz``); ``storage_options`` configure the store (docs/locations.md)."""
     return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes,
                    storage_options=storage_options)
+
+
+def _view_options(decode: bool | str, schemas: Iterable[str | os.PathLike[str]],
+                  schema_registry: str | None) -> ViewOptions:
+    return ViewOptions(decode, tuple(os.fspath(s) for s in schemas), schema_registry)
+
+
+def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql: str, *,
+          decode: bool | str = False, schemas: Iterable[str | os.PathLike[str]] = (),
+          schema_registry: str | None = None, memory: str = sql_engine.DEFAULT_MEMORY,
+          temp_limit: str = sql_engine.DEFAULT_TEMP_LIMIT,
+          max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
+          storage_options: Mapping[str, Any] | None = None) -> pa.Table:
+    """``segtools query PATH... -c SQL`` as a function: the rows as an Arrow table, with the
+    views narrowed by the query's conditions before anything is decoded (docs/query.md)."""
+    places = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    tree = open(*places, max_decompressed_bytes=max_decompressed_bytes,
+                storage_options=storage_options)
+    with sql_engine.session(sql_engine.Limits(memory, temp_limit)) as con:
+        sql_engine.register(con, tree, sql, _view_options(decode, schemas, schema_registry))
+        return sql_engine.run(con, sql).read_all()
 
 
 def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:

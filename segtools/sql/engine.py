@@ -10,7 +10,9 @@ from __future__ import annotations
 import importlib
 import os
 import re
+import shutil
 import tempfile
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -64,25 +66,34 @@ def duckdb_module() -> ModuleType:
                             f"(pip install 'segtools[query]'): {e}") from None
 
 
+def connect(limits: Limits = DEFAULT_LIMITS):
+    """A DuckDB connection in memory whose spill files go to a fresh temporary directory
+    (bounded by ``limits.temp_limit``), removed once the connection is gone; times compare in
+    UTC, as Kafka's timestamps and the pushdown's reading of time literals are."""
+    duckdb = duckdb_module()
+    spill = tempfile.mkdtemp(prefix="segtools-query-")
+    try:
+        con = duckdb.connect(":memory:", config={
+            "memory_limit": limits.memory, "temp_directory": spill,
+            "max_temp_directory_size": limits.temp_limit,
+            "preserve_insertion_order": False})
+    except duckdb.Error as e:
+        shutil.rmtree(spill, ignore_errors=True)
+        raise QueryError(f"engine settings: {one_line(e)}") from None
+    weakref.finalize(con, shutil.rmtree, spill, True)
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
 @contextmanager
 def session(limits: Limits = DEFAULT_LIMITS) -> Iterator:
-    """A DuckDB connection in memory whose spill files go to a fresh temporary directory
-    (bounded by ``limits.temp_limit``, removed on exit); times compare in UTC, as Kafka's
-    timestamps and the pushdown's reading of time literals are."""
-    duckdb = duckdb_module()
-    with tempfile.TemporaryDirectory(prefix="segtools-query-") as spill:
-        try:
-            con = duckdb.connect(":memory:", config={
-                "memory_limit": limits.memory, "temp_directory": spill,
-                "max_temp_directory_size": limits.temp_limit,
-                "preserve_insertion_order": False})
-        except duckdb.Error as e:
-            raise QueryError(f"engine settings: {one_line(e)}") from None
-        try:
-            con.execute("SET TimeZone = 'UTC'")
-            yield con
-        finally:
-            con.close()
+    """:func:`connect`, closed (and its spill directory removed) on exit."""
+    con = connect(limits)
+    try:
+        yield con
+    finally:
+        con.close()
+        del con
 
 
 def register(con, tree: LogDirs, sql: str | None, options: Options = PLAIN) -> None:
