@@ -123,7 +123,20 @@ def run(con, sql: str) -> pa.RecordBatchReader:
     try:
         return con.sql(sql).to_arrow_reader(ROWS_PER_BATCH)
     except duckdb.Error as e:
-        raise QueryError(one_line(e)) from None
+        raise QueryError(one_line(_positioned(con, sql, e))) from None
+
+
+def _positioned(con, sql: str, error: Exception) -> Exception:
+    """The error as the statement API words it: DuckDB's relation API drops the ``LINE n:``
+    excerpt that says where in the query the error is, so the query is prepared (bound, not
+    run) once more to have it."""
+    duckdb = duckdb_module()
+    try:
+        con.execute(f"PREPARE _segtools_where AS {strip(sql)}")
+    except duckdb.Error as again:
+        return again if type(again) is type(error) else error
+    con.execute("DEALLOCATE _segtools_where")
+    return error
 
 
 def export(con, sql: str, target: str | os.PathLike[str]) -> None:
