@@ -17,6 +17,7 @@ import pyarrow as pa
 from segtools.fetch.columns import FIELDS, Level
 from segtools.findings import Finding
 from segtools.payloads import columns as payload_columns
+from segtools.sql.analyses import ANALYSES
 from segtools.sql.pushdown import Pushdown
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
@@ -135,7 +136,19 @@ def _with_nulls(reader: pa.RecordBatchReader, fields: Iterable[pa.Field]
     return pa.RecordBatchReader.from_batches(schema, extended())
 
 
+def _analysis(read: Callable[[LogDirs], pa.RecordBatchReader]
+              ) -> Callable[[LogDirs, Pushdown, Options], pa.RecordBatchReader]:
+    """An analysis view: it reads what its analysis needs, whatever the query's conditions."""
+
+    def view(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
+        return read(tree)
+
+    view.__doc__ = read.__doc__
+    return view
+
+
 #: the views by name, in the order ``docs/query.md`` lists them
 VIEWS: dict[str, Callable[[LogDirs, Pushdown, Options], pa.RecordBatchReader]] = {
     "records": records, "batches": batches, "segments": segments, "findings": findings,
+    **{name: _analysis(read) for name, read in ANALYSES.items()},
 }
