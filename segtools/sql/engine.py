@@ -8,6 +8,7 @@ directory of its own, capped in size, removed when the session ends.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
 import shutil
@@ -15,7 +16,7 @@ import tempfile
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -23,8 +24,10 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from segtools.errors import SegtoolsError
-from segtools.sql import pushdown
-from segtools.sql.views import VIEWS, Options
+from segtools.payloads.schemas import Schemas
+from segtools.payloads.sources import gather
+from segtools.sql import pushdown, typed
+from segtools.sql.views import VIEWS, Options, records
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
     from segtools.api import LogDirs
@@ -98,23 +101,80 @@ def session(limits: Limits = DEFAULT_LIMITS) -> Iterator:
 
 def register(con, tree: LogDirs, sql: str | None, options: Options = PLAIN) -> None:
     """The views ``sql`` names, each narrowed by what its conditions allow (``sql=None``:
-    every view, whole). A view named once is streamed into the query; one named more often
-    is loaded once into a temporary table (which spills under the memory limit)."""
+    every view, whole); with decoding, also a typed view per topic whose values have an Avro
+    subject. A view named once is streamed into the query; one named more often is loaded
+    once into a temporary table (which spills under the memory limit)."""
     parsed = pushdown.parse(sql) if sql is not None else None
+    every = pushdown.Pushdown(references=2)
     for name, view in VIEWS.items():
-        push = pushdown.for_view(parsed, name) if sql is not None else pushdown.Pushdown(
-            references=2)
-        if push.references == 0:
+        push = pushdown.for_view(parsed, name) if sql is not None else every
+        if push.references:
+            _install(con, name, view(tree, push, options), push.references,
+                     _JSON_DECODED if options.decode and name == "records" else "*")
+    if options.decode:
+        _typed_views(con, tree, parsed if sql is not None else None, every, options)
+
+
+#: the decoded payloads as DuckDB's JSON type (``value_decoded->>'$.id'``)
+_JSON_DECODED = ("* REPLACE (key_decoded::JSON AS key_decoded, "
+                 "value_decoded::JSON AS value_decoded)")
+
+
+def _install(con, name: str, reader: pa.RecordBatchReader, references: int,
+             projection: str) -> None:
+    """``name`` as a view of ``projection`` over the stream, which is registered under a
+    hidden name (or loaded into a temporary table when the query reads it more than once)."""
+    hidden = f"_segtools_{len(name)}_{name}"
+    con.execute(f"DROP VIEW IF EXISTS {typed.quoted(name)}")
+    con.execute(f"DROP TABLE IF EXISTS {typed.quoted(hidden)}")
+    con.unregister(hidden)
+    if references == 1:
+        con.register(hidden, reader)
+    else:
+        con.register(f"{hidden}_stream", reader)
+        con.execute(f"CREATE TEMP TABLE {typed.quoted(hidden)} AS "
+                    f"SELECT * FROM {typed.quoted(hidden + '_stream')}")
+        con.unregister(f"{hidden}_stream")
+    con.execute(f"CREATE TEMP VIEW {typed.quoted(name)} AS "
+                f"SELECT {projection} FROM {typed.quoted(hidden)}")
+
+
+#: the record columns a typed topic view keeps beside its schema's fields
+TYPED_RECORD_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "key_decoded",
+                        "value_schema_id", "value_schema_version", "value_payload_error")
+
+
+def _typed_views(con, tree: LogDirs, parsed, every: pushdown.Pushdown,
+                 options: Options) -> None:
+    """One view per topic with an Avro value subject, named after the topic: the record's
+    place and key, then the latest schema's fields as typed columns (``typed``)."""
+    history = _history(tree, options)
+    if history is None:
+        return
+    for topic in tree.topics:
+        if topic.lower() in VIEWS:
             continue
-        reader = view(tree, push, options)
-        con.unregister(name)  # a view of an earlier query in the same session
-        con.execute(f'DROP TABLE IF EXISTS "{name}"')
-        if push.references == 1:
-            con.register(name, reader)
-        else:
-            con.register(f"_segtools_{name}", reader)
-            con.execute(f'CREATE TEMP TABLE "{name}" AS SELECT * FROM "_segtools_{name}"')
-            con.unregister(f"_segtools_{name}")
+        shape = typed.value_structure(history, topic)
+        push = pushdown.for_view(parsed, topic) if parsed is not None else every
+        if shape is None or not push.references:
+            continue
+        push = replace(push, columns=None, topics=(topic,) if push.topics is None
+                       or topic in push.topics else ())
+        fields = {k.lower() for k in shape}
+        kept = ", ".join(typed.quoted(c) for c in TYPED_RECORD_COLUMNS if c not in fields)
+        text = json.dumps(shape).replace("'", "''")
+        _install(con, topic, records(tree, push, options), push.references,
+                 f"{kept}, unnest(from_json(value_decoded, '{text}'))")
+
+
+def _history(tree: LogDirs, options: Options) -> Schemas | None:
+    """The schemas the decoding reads: the tree's ``_schemas``, or the ``schemas`` given."""
+    if not options.schemas:
+        return tree.schema_history()
+    out = Schemas()
+    for history in gather([], [], schemas=list(options.schemas)).histories():
+        out.extend(history)
+    return out
 
 
 def run(con, sql: str) -> pa.RecordBatchReader:
