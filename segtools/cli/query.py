@@ -1,7 +1,8 @@
 """``segtools query``: SQL over log dirs, on the embedded DuckDB engine.
 
-The views (``records``, ``batches``, ``segments``, ``findings``; docs/query.md) are segtools'
-own reads; conditions on topic, partition, offset and a lower time bound choose the partitions,
+The views (``records``, ``batches``, ``segments``, ``findings``, ``retention``,
+``producers``, ``transactions``, ``offsets``, ``schemas``, and with ``--decode`` one typed view
+per Avro topic; docs/query.md) are segtools' own reads and analyses; conditions on topic, partition, offset and a lower time bound choose the partitions,
 segments and byte positions before anything is decoded, and only the columns the query names
 are decoded. ``offset`` is a keyword in DuckDB: write it ``"offset"``.
 """
@@ -27,11 +28,13 @@ from segtools.sql import engine
 from segtools.sql.views import Options
 
 EXAMPLES = """examples:
-  segtools query /var/kafka-logs -c "select topic, count(*) from records group by topic"
-  segtools query /var/kafka-logs -c "select * from records where topic = 'orders'
-      and partition = 3 and \\"offset\\" between 1000 and 1010" --format jsonl
-  segtools query bundle.tar.gz -c "select * from records where topic = 'gone'" -o gone.parquet
-  segtools query /var/kafka-logs -c "select code, count(*) from findings group by code"
+  segtools query /data/kafka -c "select topic, count(*) from records group by 1"
+  segtools query /data/kafka --format jsonl -c "select * from records
+      where topic = 'orders' and partition = 3 and \\"offset\\" = 1000"
+  segtools query bundle.tar.gz -o gone.parquet \\
+      -c "select * from records where topic = 'gone'"
+  segtools query /data/kafka -c "select code, count(*) from findings group by 1"
+  segtools query /data/kafka --decode -c "select order_id, total from orders"
 """
 
 
@@ -41,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     common.add_paths(p, "log dirs, partition dirs, segment files, archives or s3:// locations")
     p.add_argument("-c", "--command", required=True, metavar="SQL", dest="sql",
                    help="the query (DuckDB's SQL) over the views records, batches, segments, "
-                        "findings")
+                        "findings, retention, producers, transactions, offsets, schemas")
     common.add_format(p, extra=("csv",))
     p.add_argument("-o", "--output", metavar="FILE",
                    help="write the rows with the engine's writer: .parquet, .csv or .jsonl")
