@@ -2,7 +2,7 @@
 
 The views (``records``, ``batches``, ``segments``, ``findings``, ``retention``,
 ``producers``, ``transactions``, ``offsets``, ``schemas``, and with ``--decode`` one typed view
-per Avro topic; docs/query.md) are segtools' own reads and analyses; conditions on topic, partition, offset and a lower time bound choose the partitions,
+per Avro topic) are segtools' own reads and analyses; conditions on topic, partition, offset and a lower time bound choose the partitions,
 segments and byte positions before anything is decoded, and only the columns the query names
 are decoded. ``offset`` is a keyword in DuckDB: write it ``"offset"``.
 """
