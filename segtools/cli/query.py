@@ -1,10 +1,11 @@
 """``segtools query``: SQL over log dirs, on the embedded DuckDB engine.
 
 The views (``records``, ``batches``, ``segments``, ``findings``, ``retention``,
-``producers``, ``transactions``, ``offsets``, ``schemas``, and with ``--decode`` one typed view
-per Avro topic) are segtools' own reads and analyses; conditions on topic, partition, offset and a lower time bound choose the partitions,
-segments and byte positions before anything is decoded, and only the columns the query names
-are decoded. ``offset`` is a keyword in DuckDB: write it ``"offset"``.
+``producers``, ``transactions``, ``offsets``, ``schemas``, and with ``--decode`` one typed
+view per Avro topic) are segtools' own reads and analyses; conditions on topic, partition,
+offset and a lower time bound choose the partitions, segments and byte positions before
+anything is decoded, and only the columns the query names are decoded. ``offset`` is a
+keyword in DuckDB: write it ``"offset"``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import csv
 import datetime
 import decimal
+import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         if args.output is not None:
             engine.export(con, args.sql, args.output)
         else:
-            _print(engine.run(con, args.sql), args)
+            _print(engine.result(con, args.sql), args)
     read = tree.findings[met:]
     if read:
         print(f"segtools: query: {len(read)} finding(s) met while reading "
@@ -92,11 +94,15 @@ def _refuse_inside(output: str, paths: tuple[str, ...]) -> None:
                                 path=output)
 
 
-def _print(reader: pa.RecordBatchReader, args: argparse.Namespace) -> None:
+def _print(result: engine.Result, args: argparse.Namespace) -> None:
+    reader = result.reader
     names = reader.schema.names
     out = sys.stdout
     if args.format == "jsonl":
         for row in _rows(reader, args.bytes):
+            for name in result.json_columns & row.keys():
+                if row[name] is not None:
+                    row[name] = json.loads(row[name])
             out.write(render.dumps(row) + "\n")
     elif args.format == "csv":
         writer = csv.writer(out)

@@ -177,11 +177,28 @@ def _history(tree: LogDirs, options: Options) -> Schemas | None:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A query's rows, streamed, and which columns are DuckDB ``JSON`` (Arrow carries them as
+    plain text; a JSON Lines face nests them as JSON instead of quoting them)."""
+
+    reader: pa.RecordBatchReader
+    json_columns: frozenset[str]
+
+
 def run(con, sql: str) -> pa.RecordBatchReader:
     """The query's rows, streamed as the engine produces them."""
+    return result(con, sql).reader
+
+
+def result(con, sql: str) -> Result:
+    """:func:`run`, with the names of the columns whose type is ``JSON``."""
     duckdb = duckdb_module()
     try:
-        return con.sql(sql).to_arrow_reader(ROWS_PER_BATCH)
+        relation = con.sql(sql)
+        kinds = dict(zip(relation.columns, (str(t) for t in relation.types), strict=True))
+        return Result(relation.to_arrow_reader(ROWS_PER_BATCH),
+                      frozenset(n for n, kind in kinds.items() if kind == "JSON"))
     except duckdb.Error as e:
         raise QueryError(one_line(_positioned(con, sql, e))) from None
 

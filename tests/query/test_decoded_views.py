@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 
 import segtools
+from segtools.cli.main import main
 from tests.fixtures_manifest import FIXTURES
 
 PAYLOADS = FIXTURES / "logdirs" / "payloads"
@@ -41,3 +42,11 @@ def test_typed_view_pushdown_and_no_view_without_decode():
     assert got.column("n")[0].as_py() == len(decoded("orders")) - 2
     names = {r[0] for r in segtools.open(PAYLOADS).duckdb().execute("show tables").fetchall()}
     assert "orders" not in names
+
+
+def test_jsonl_nests_the_json_columns(capsys):
+    code = main(["query", str(PAYLOADS), "--decode", "--format", "jsonl", "-c",
+                 "select value_decoded from records where topic = 'orders' "
+                 "order by \"offset\" limit 1"])
+    out = capsys.readouterr().out
+    assert code == 0 and json.loads(out)["value_decoded"] == decoded("orders")[0]
