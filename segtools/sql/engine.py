@@ -148,7 +148,7 @@ def _typed_views(con, tree: LogDirs, parsed, every: pushdown.Pushdown,
                  options: Options) -> None:
     """One view per topic with an Avro value subject, named after the topic: the record's
     place and key, then the latest schema's fields as typed columns (``typed``)."""
-    history = _history(tree, options)
+    history = schema_history(tree, options)
     if history is None:
         return
     for topic in tree.topics:
@@ -167,7 +167,7 @@ def _typed_views(con, tree: LogDirs, parsed, every: pushdown.Pushdown,
                  f"{kept}, unnest(from_json(value_decoded, '{text}'))")
 
 
-def _history(tree: LogDirs, options: Options) -> Schemas | None:
+def schema_history(tree: LogDirs, options: Options) -> Schemas | None:
     """The schemas the decoding reads: the tree's ``_schemas``, or the ``schemas`` given."""
     if not options.schemas:
         return tree.schema_history()
