@@ -7,9 +7,9 @@ import datetime as dt
 from decimal import Decimal
 
 import pytest
+from pyspark_kafkalog.views import register_views
 
 import segtools
-from pyspark_kafkalog.views import register_views
 from tests.fixtures_manifest import FIXTURES
 
 TREES = sorted(p.name for p in (FIXTURES / "logdirs").iterdir() if p.is_dir())
