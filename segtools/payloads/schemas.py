@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from segtools.errors import SegtoolsError
+
 #: The registry's schema types (``schemaType``; absent means AVRO, the registry's default).
 AVRO, PROTOBUF, JSON = "AVRO", "PROTOBUF", "JSON"
 SCHEMA_TYPES = (AVRO, PROTOBUF, JSON)
@@ -111,6 +113,22 @@ class Schemas:
             if v.subject == subject and v.version == version:
                 return v
         return None
+
+    def referenced(self, schema: RegisteredSchema) -> list[RegisteredSchema]:
+        """The versions ``schema`` references, transitively, each before those that use it
+        (the order a reader must learn their named types in)."""
+        out: list[RegisteredSchema] = []
+        pending = list(schema.references)
+        while pending:
+            ref = pending.pop()
+            found = self.by_subject_version(ref.subject, ref.version)
+            if found is None:
+                raise SegtoolsError(f"reference {ref.name!r} ({ref.subject} v{ref.version}) "
+                                    "missing")
+            if found not in out:
+                out.insert(0, found)
+                pending.extend(found.references)
+        return out
 
     def latest(self, subject: str, *, include_deleted: bool = False) -> RegisteredSchema | None:
         """The subject's highest version (what ``/subjects/{s}/versions/latest`` serves)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from segtools.errors import SegtoolsError
-from segtools.payloads.schemas import AVRO, RegisteredSchema, Schemas
+from segtools.payloads.schemas import AVRO, Schemas
 
 PRIMITIVES = {"boolean": "BOOLEAN", "int": "INTEGER", "long": "BIGINT", "float": "FLOAT",
               "double": "DOUBLE", "bytes": "VARCHAR", "string": "VARCHAR", "null": "VARCHAR"}
@@ -92,25 +92,10 @@ def value_structure(history: Schemas, topic: str) -> dict | None:
     if latest is None or latest.schema_type != AVRO:
         return None
     named: dict = {}
-    for ref in _references(history, latest):
+    for ref in history.referenced(latest):
         structure(json.loads(ref.schema), named)
     shape = structure(json.loads(latest.schema), named)
     return shape if isinstance(shape, dict) and shape else None
-
-
-def _references(history: Schemas, schema: RegisteredSchema) -> list[RegisteredSchema]:
-    """The versions ``schema`` references, transitively, those referenced first."""
-    out: list[RegisteredSchema] = []
-    pending = list(schema.references)
-    while pending:
-        ref = pending.pop()
-        found = history.by_subject_version(ref.subject, ref.version)
-        if found is None:
-            raise SegtoolsError(f"reference {ref.name!r} ({ref.subject} v{ref.version}) missing")
-        if found not in out:
-            out.insert(0, found)
-            pending.extend(found.references)
-    return out
 
 
 def quoted(name: str) -> str:

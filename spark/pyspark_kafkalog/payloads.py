@@ -128,16 +128,7 @@ def latest_schema(schemas: Schemas | Iterable[str], subject: str
     latest = history.latest(subject)
     if latest is None:
         raise SegtoolsError(f"no version of subject {subject!r} in the schemas read")
-    refs: list[RegisteredSchema] = []
-    pending = list(latest.references)
-    while pending:
-        ref = pending.pop()
-        found = history.by_subject_version(ref.subject, ref.version)
-        if found is None:
-            raise SegtoolsError(f"reference {ref.name!r} ({ref.subject} v{ref.version}) missing")
-        if found not in refs:
-            refs.insert(0, found)
-            pending.extend(found.references)
+    refs = history.referenced(latest)
     return latest, refs
 
 
