@@ -26,7 +26,7 @@ RETENTION = pa.schema([
     ("first_timestamp", TIMESTAMP), ("max_timestamp", TIMESTAMP),
     ("max_timestamp_source", pa.string()), ("is_active", pa.bool_()),
     ("deletable", pa.bool_()), ("reason", pa.string()), ("reason_text", pa.string()),
-    ("eligible_at", TIMESTAMP), ("blocked_by", pa.string())])
+    ("eligible_at", TIMESTAMP), ("blocked_by", pa.int64())])  # the blocking segment's base offset
 
 PRODUCERS = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("producer_id", pa.int64()),

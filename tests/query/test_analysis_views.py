@@ -56,3 +56,12 @@ def test_schemas_versions():
     history = segtools.open(PAYLOADS).schema_history()
     assert got == sorted(({"id": v.id, "subject": v.subject, "version": v.version}
                           for v in history.versions), key=lambda r: r["id"])
+
+
+def test_retention_blocked_by_is_the_blocking_segments_base_offset():
+    tiered = FIXTURES / "logdirs" / "tiered"
+    got = rows(tiered, "select blocked_by from retention where blocked_by is not null")
+    report = segtools.open(tiered).explain_retention().to_json()
+    expected = [s["blocked_by"] for p in report["partitions"] for s in p["segments"]
+                if s["blocked_by"] is not None]
+    assert sorted(r["blocked_by"] for r in got) == sorted(expected) and expected
