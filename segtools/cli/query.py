@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
                       schema_registry=args.schema_registry)
     met = len(tree.findings)
-    with engine.session(engine.Limits(args.memory, args.temp_limit)) as con:
+    with engine.session(engine.Limits(args.memory, args.temp_limit),
+                        output=args.output) as con:
         engine.register(con, tree, args.sql, options)
         if args.output is not None:
             engine.export(con, args.sql, args.output)

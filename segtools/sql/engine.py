@@ -69,10 +69,15 @@ def duckdb_module() -> ModuleType:
                             f"(pip install 'segtools[query]'): {e}") from None
 
 
-def connect(limits: Limits = DEFAULT_LIMITS):
+def connect(limits: Limits = DEFAULT_LIMITS, *, sealed: bool = False,
+            output: str | os.PathLike[str] | None = None):
     """A DuckDB connection in memory whose spill files go to a fresh temporary directory
     (bounded by ``limits.temp_limit``), removed once the connection is gone; times compare in
-    UTC, as Kafka's timestamps and the pushdown's reading of time literals are."""
+    UTC, as Kafka's timestamps and the pushdown's reading of time literals are.
+
+    ``sealed``: the query's SQL may touch no file at all (no ``COPY ... TO`` into a log dir,
+    no ``read_csv``, ``ATTACH`` or extension download): DuckDB's external access is turned
+    off for good, leaving only its spill directory and ``output`` (the ``-o`` file)."""
     duckdb = duckdb_module()
     spill = tempfile.mkdtemp(prefix="segtools-query-")
     try:
@@ -85,13 +90,20 @@ def connect(limits: Limits = DEFAULT_LIMITS):
         raise QueryError(f"engine settings: {one_line(e)}") from None
     weakref.finalize(con, shutil.rmtree, spill, True)
     con.execute("SET TimeZone = 'UTC'")
+    if sealed:
+        allowed = [] if output is None else [os.path.abspath(output)]
+        con.execute("SET allowed_paths = $1", [allowed])
+        con.execute("SET allowed_directories = $1", [[spill + os.sep]])
+        con.execute("SET enable_external_access = false")
     return con
 
 
 @contextmanager
-def session(limits: Limits = DEFAULT_LIMITS) -> Iterator:
-    """:func:`connect`, closed (and its spill directory removed) on exit."""
-    con = connect(limits)
+def session(limits: Limits = DEFAULT_LIMITS, *,
+            output: str | os.PathLike[str] | None = None) -> Iterator:
+    """A sealed :func:`connect` (only ``output`` may be written), closed (and its spill
+    directory removed) on exit."""
+    con = connect(limits, sealed=True, output=output)
     try:
         yield con
     finally:
@@ -223,7 +235,7 @@ def export(con, sql: str, target: str | os.PathLike[str]) -> None:
     if suffix not in EXPORT_FORMATS:
         raise QueryError(f"{target}: the output's suffix must be one of "
                          f"{', '.join(EXPORT_FORMATS)}")
-    quoted = os.fspath(target).replace("'", "''")
+    quoted = os.path.abspath(target).replace("'", "''")
     try:
         con.execute(f"COPY ({strip(sql)}) TO '{quoted}' (FORMAT {EXPORT_FORMATS[suffix]})")
     except duckdb.Error as e:

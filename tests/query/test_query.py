@@ -183,3 +183,20 @@ def test_duckdb_connection_holds_every_view():
     names = {row[0] for row in con.execute("show tables").fetchall()}
     assert {"records", "batches", "segments", "findings"} <= names
     assert os.path.isdir(SAMPLE)
+
+
+@pytest.mark.parametrize("sql", [
+    "copy (select 1) to '{dir}/evil.csv'",
+    "copy (select * from segments) to '{sample}/evil.csv'",
+    "attach '{dir}/evil.db'",
+])
+def test_the_query_itself_cannot_write(capsys, tmp_path, sql):
+    before = tree_state(SAMPLE)
+    code, _, err = query(capsys, str(SAMPLE), "-c", sql.format(dir=tmp_path, sample=SAMPLE))
+    assert code == 2 and err.count("\n") == 1 and "Permission Error" in err
+    assert list(tmp_path.iterdir()) == [] and tree_state(SAMPLE) == before
+
+
+def test_bad_memory_is_one_line(capsys):
+    code, _, err = query(capsys, str(SAMPLE), "-c", "select 1", "--memory", "lots")
+    assert code == 2 and err.startswith("segtools: error: ") and err.count("\n") == 1
