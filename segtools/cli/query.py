@@ -97,34 +97,51 @@ def _refuse_inside(output: str, paths: tuple[str, ...]) -> None:
 
 def _print(result: engine.Result, args: argparse.Namespace) -> None:
     reader = result.reader
-    names = reader.schema.names
+    names = unique(reader.schema.names)
     out = sys.stdout
     if args.format == "jsonl":
-        for row in _rows(reader, args.bytes):
-            for name in result.json_columns & row.keys():
-                if row[name] is not None:
-                    row[name] = json.loads(row[name])
+        nested = [name in result.json_columns for name in reader.schema.names]
+        for values in _rows(reader, args.bytes):
+            row = {name: json.loads(v) if is_json and v is not None else v
+                   for name, v, is_json in zip(names, values, nested, strict=True)}
             out.write(render.dumps(row) + "\n")
     elif args.format == "csv":
         writer = csv.writer(out)
         writer.writerow(names)
-        for row in _rows(reader, args.bytes):
-            writer.writerow(["" if v is None else _cell(v) for v in row.values()])
+        for values in _rows(reader, args.bytes):
+            writer.writerow(["" if v is None else _cell(v) for v in values])
     else:
         numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                    or pa.types.is_decimal(f.type) for f in reader.schema]
         with TextTable([Column(n, right=r) for n, r in zip(names, numeric, strict=True)],
                        out) as table:
-            for row in _rows(reader, args.bytes):
+            for values in _rows(reader, args.bytes):
                 table.add(*(render.terminal_safe("null" if v is None else _cell(v))
-                            for v in row.values()))
+                            for v in values))
 
 
-def _rows(reader: pa.RecordBatchReader, bytes_mode: str) -> Iterator[dict]:
-    """Rows as JSON-ready dicts, keyed by column name, streamed batch by batch."""
+def unique(names: list[str]) -> list[str]:
+    """Column names made unique for a JSON object's keys (a join's two ``path`` columns:
+    ``path``, ``path_2``), in order."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        candidate, n = name, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}_{n}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def _rows(reader: pa.RecordBatchReader, bytes_mode: str) -> Iterator[list]:
+    """Rows as lists of JSON-ready values, by position (names may repeat), streamed batch by
+    batch."""
     for batch in reader:
-        for row in batch.to_pylist():
-            yield {name: _plain(value, bytes_mode) for name, value in row.items()}
+        columns = [column.to_pylist() for column in batch.columns]
+        for values in zip(*columns, strict=True):
+            yield [_plain(v, bytes_mode) for v in values]
 
 
 def _plain(value, bytes_mode: str):

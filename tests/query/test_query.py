@@ -200,3 +200,17 @@ def test_the_query_itself_cannot_write(capsys, tmp_path, sql):
 def test_bad_memory_is_one_line(capsys):
     code, _, err = query(capsys, str(SAMPLE), "-c", "select 1", "--memory", "lots")
     assert code == 2 and err.startswith("segtools: error: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("fmt", ["text", "csv", "jsonl"])
+def test_repeated_column_names(capsys, fmt):
+    code, out, err = query(capsys, str(SAMPLE), "--format", fmt, "-c",
+                           "select f.path, s.path, f.code from findings f join segments s "
+                           "on f.path = s.path order by all")
+    assert code in (0, 1) and "error" not in err
+    lines = out.splitlines()
+    if fmt == "jsonl":
+        assert lines and all(set(json.loads(r)) == {"path", "path_2", "code"} for r in lines)
+    else:
+        assert lines[0].replace(",", " ").split() == ["path", "path_2", "code"]
+        assert len(lines) > 1
