@@ -59,6 +59,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"cap on the spill files (default {engine.DEFAULT_TEMP_LIMIT})")
     add_decode(p)
     common.add_decompress_limit(p)
+    common.add_quiet(p)
     p.set_defaults(run=run)
 
 
@@ -66,11 +67,12 @@ def run(args: argparse.Namespace) -> int:
     tree = LogDirs(args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
     if args.output is not None:
         _refuse_inside(args.output, tree.paths)
-    options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
-                      schema_registry=args.schema_registry)
     met = len(tree.findings)
-    with engine.session(engine.Limits(args.memory, args.temp_limit),
-                        output=args.output) as con:
+    with common.rows_progress("reading", quiet=args.quiet) as advance, \
+            engine.session(engine.Limits(args.memory, args.temp_limit),
+                           output=args.output) as con:
+        options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
+                          schema_registry=args.schema_registry, on_rows=advance)
         engine.register(con, tree, args.sql, options)
         if args.output is not None:
             engine.export(con, args.sql, args.output)

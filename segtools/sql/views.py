@@ -31,6 +31,8 @@ class Options:
     decode: bool | str = False
     schemas: tuple[str, ...] = ()
     schema_registry: str | None = None
+    #: told the number of rows of each batch read (a face's progress display), or None
+    on_rows: Callable[[int], None] | None = None
 
 
 def record_columns(options: Options) -> tuple[str, ...]:
@@ -64,16 +66,16 @@ def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
                            decode=decode, schemas=options.schemas,
                            schema_registry=options.schema_registry, **_selectors(push))
     if options.decode and not decode:
-        return _with_nulls(reader, payload_columns.FIELDS)
-    return reader
+        reader = _with_nulls(reader, payload_columns.FIELDS)
+    return _counted(reader, options.on_rows)
 
 
 def batches(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
     """Batch headers (shallow: no record is decoded), narrowed to the pushed partitions."""
     names = _chosen((n for n, _ in FIELDS[Level.BATCHES] if n != "tier"), push.columns,
                     "base_offset")
-    return tree.to_arrow(Level.BATCHES, columns=names, topics=push.topic_globs,
-                         partitions=push.partitions)
+    return _counted(tree.to_arrow(Level.BATCHES, columns=names, topics=push.topic_globs,
+                                  partitions=push.partitions), options.on_rows)
 
 
 def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
@@ -117,6 +119,20 @@ def _selectors(push: Pushdown) -> dict:
     return {"topics": push.topic_globs, "partitions": push.partitions,
             "start_offset": push.offset_min, "end_offset": push.offset_max,
             "start_time": push.timestamp_min_ms}
+
+
+def _counted(reader: pa.RecordBatchReader, on_rows: Callable[[int], None] | None
+             ) -> pa.RecordBatchReader:
+    """The stream, telling ``on_rows`` how many rows each batch holds as it passes."""
+    if on_rows is None:
+        return reader
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            on_rows(batch.num_rows)
+            yield batch
+
+    return pa.RecordBatchReader.from_batches(reader.schema, counted())
 
 
 def _with_nulls(reader: pa.RecordBatchReader, fields: Iterable[pa.Field]

@@ -214,3 +214,16 @@ def test_repeated_column_names(capsys, fmt):
     else:
         assert lines[0].replace(",", " ").split() == ["path", "path_2", "code"]
         assert len(lines) > 1
+
+
+def test_rows_read_are_told_to_the_progress_display():
+    from segtools.sql import engine
+    from segtools.sql.views import Options
+
+    told: list[int] = []
+    tree = segtools.open(SAMPLE)
+    sql = "select count(*) from records where topic = 'orders.v2-eu'"
+    with engine.session() as con:
+        engine.register(con, tree, sql, Options(on_rows=told.append))
+        (n,) = engine.run(con, sql).read_all().to_pylist()[0].values()
+    assert sum(told) == n > 0
