@@ -186,7 +186,8 @@ def rows_progress(description: str, *, quiet: bool, after_s: float = 2.0) -> Ite
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     bar = Progress(SpinnerColumn(), TextColumn("{task.description}: {task.completed:,} rows"),
-                   TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+                   TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                   redirect_stdout=False, redirect_stderr=False)  # rows stay plain on stdout
     start = time.monotonic()
     with bar:
         task = bar.add_task(description, total=None, visible=False)
