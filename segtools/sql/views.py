@@ -62,7 +62,7 @@ def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     if decode and wanted is not None:
         wanted = wanted | {"key", "value"}
     names = _chosen((c for c in record_columns(options) if c not in payload), wanted, "offset")
-    reader = tree.to_arrow(Level.RECORDS, columns=names, binary="binary",
+    reader = tree.to_arrow(Level.RECORDS, columns=names, binary="view",
                            decode=decode, schemas=options.schemas,
                            schema_registry=options.schema_registry, **_selectors(push))
     if options.decode and not decode:
