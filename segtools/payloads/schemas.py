@@ -163,6 +163,17 @@ class Schemas:
         return iter(self.versions)
 
 
+def avro_named(name: str, named: dict, namespace: str | None) -> dict:
+    """The definition of the Avro named type ``name`` met so far (``named``: full name ->
+    definition), looked up as Avro's spec resolves a name: qualified by the enclosing
+    namespace unless it has a dot, else as written."""
+    full = name if "." in name or not namespace else f"{namespace}.{name}"
+    found = named.get(full, named.get(name))
+    if found is None:
+        raise SegtoolsError(f"Avro type {name!r} is not defined")
+    return found
+
+
 def subject_topic(subject: str) -> tuple[str, str] | None:
     """``<topic>-key`` / ``<topic>-value`` (``TopicNameStrategy``) as (topic, suffix); None for
     a subject of another naming strategy. Redaction hides the topic part as it hides topics."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 
 from segtools.errors import SegtoolsError
-from segtools.payloads.schemas import AVRO, Schemas
+from segtools.payloads.schemas import AVRO, Schemas, avro_named
 
 PRIMITIVES = {"boolean": "BOOLEAN", "int": "INTEGER", "long": "BIGINT", "float": "FLOAT",
               "double": "DOUBLE", "bytes": "VARCHAR", "string": "VARCHAR", "null": "VARCHAR"}
@@ -40,11 +40,7 @@ def structure(schema, named: dict, namespace: str | None = None, depth: int = 0)
     if isinstance(schema, str):
         if schema in PRIMITIVES:
             return PRIMITIVES[schema]
-        full = schema if "." in schema or not namespace else f"{namespace}.{schema}"
-        found = named.get(full, named.get(schema))
-        if found is None:
-            raise SegtoolsError(f"Avro type {schema!r} is not defined")
-        return structure(found, named, namespace, depth + 1)
+        return structure(avro_named(schema, named, namespace), named, namespace, depth + 1)
     if isinstance(schema, list):
         branches = [b for b in schema if b != "null"]
         return (structure(branches[0], named, namespace, depth + 1) if len(branches) == 1
