@@ -25,7 +25,7 @@ NATIVE := $(shell find segtools -name '*.pyx' -o -name '*.pxd' -o -name '*.h')
 # format("kafkalog") is found with no register() call (docs/spark.md, Install).
 SITE_PTH = $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/pyspark_kafkalog.pth
 $(STAMP): pyproject.toml setup.py Makefile $(NATIVE) | $(PY)
-	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report,payloads]'
+	$(PY) -m pip install -q -e '.[test,plot,spark,frames,report,payloads,query]'
 	echo "$(CURDIR)/spark" > "$(SITE_PTH)"
 	touch $@
 
@@ -75,6 +75,8 @@ demo: $(STAMP)
 	$(VENV)/bin/segtools producers fixtures/logdirs/producers --duplicates --plot .cache/demo-producers.png $(FINDINGS_OK)
 	@echo; echo "== tiered storage: both tiers, a copy that never finished, the remote store read =="
 	$(VENV)/bin/segtools tiered fixtures/logdirs/tiered --at 2024-06-01T12:00Z --remote-store fixtures/remote/tiered $(FINDINGS_OK)
+	@echo; echo "== segtools query: SQL over the tree (DuckDB) =="
+	$(VENV)/bin/segtools query $(SAMPLE) -c "select topic, count(*) as records, sum(value_size) as value_bytes from records group by topic order by topic" $(FINDINGS_OK)
 	@echo; echo "== python: segtools.open() and its Arrow output in DuckDB =="
 	$(PY) -c "import segtools, duckdb; records = segtools.open('$(SAMPLE)').to_arrow(columns=['topic', 'offset', 'key', 'value']); duckdb.sql('SELECT topic, count(*) AS records FROM records GROUP BY topic ORDER BY topic').show()"
 	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree (Spark's log: .cache/demo-spark.log) =="

@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 _API = ("open", "LogDirs", "Partition", "verify", "transactions", "offsets_at", "diverge",
         "producers", "explain_retention", "explain_compaction", "tiered",
-        "what_if", "decode_table")
+        "what_if", "decode_table", "query")
 _FINDINGS = ("Finding", "Severity", "REGISTRY")
 _ERRORS = ("SegtoolsError", "CorruptDataError")
 _ARGUMENTS = ("ArgumentError",)  # a bad argument or option value, named as it was passed
@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
         offsets_at,
         open,
         producers,
+        query,
         tiered,
         transactions,
         verify,

@@ -78,6 +78,8 @@ from segtools.results import (
     ProducersResult,
     as_result,
 )
+from segtools.sql import engine as sql_engine
+from segtools.sql.views import Options as ViewOptions
 from segtools.storage import gentle
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
@@ -90,8 +92,8 @@ Time = int | float | str | datetime
 Offsets = int | str | Mapping[str, Mapping[int | str, int]]
 
 __all__ = ["LogDirs", "Partition", "decode_table", "diverge", "explain_compaction",
-           "explain_retention", "offsets_at", "open", "producers", "tiered", "transactions",
-           "verify", "what_if"]
+           "explain_retention", "offsets_at", "open", "producers", "query", "tiered",
+           "transactions", "verify", "what_if"]
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -423,6 +425,20 @@ class LogDirs:
         return self._dicts(self._reader("segments()", Level.SEGMENTS, columns, False, strict,
                                         on_finding, "view", selectors))
 
+    def duckdb(self, *, decode: bool | str = False,
+               schemas: Iterable[str | os.PathLike[str]] = (),
+               schema_registry: str | None = None,
+               memory: str = sql_engine.DEFAULT_MEMORY,
+               temp_limit: str = sql_engine.DEFAULT_TEMP_LIMIT):
+        """A DuckDB connection with the views of ``segtools query`` (docs/query.md), for a
+        notebook's many queries. No query is known in advance, so nothing is pushed down: each
+        view is read once, whole, into a temporary table (spilled past ``memory`` to a
+        temporary directory removed with the connection). For one query over a large tree,
+        :func:`query` reads only what its conditions select."""
+        con = sql_engine.connect(sql_engine.Limits(memory, temp_limit))
+        sql_engine.register(con, self, None, _view_options(decode, schemas, schema_registry))
+        return con
+
     @staticmethod
     def _dicts(reader: ArrowRead) -> Iterator[dict]:
         for batch in reader:
@@ -660,6 +676,27 @@ def open(*paths: str | os.PathLike[str],
     return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes,
                    storage_options=storage_options, page_cache=page_cache,
                    max_read_rate=max_read_rate, jobs=jobs)
+
+
+def _view_options(decode: bool | str, schemas: Iterable[str | os.PathLike[str]],
+                  schema_registry: str | None) -> ViewOptions:
+    return ViewOptions(decode, tuple(os.fspath(s) for s in schemas), schema_registry)
+
+
+def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql: str, *,
+          decode: bool | str = False, schemas: Iterable[str | os.PathLike[str]] = (),
+          schema_registry: str | None = None, memory: str = sql_engine.DEFAULT_MEMORY,
+          temp_limit: str = sql_engine.DEFAULT_TEMP_LIMIT,
+          max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
+          storage_options: Mapping[str, Any] | None = None) -> pa.Table:
+    """``segtools query PATH... -c SQL`` as a function: the rows as an Arrow table, with the
+    views narrowed by the query's conditions before anything is decoded (docs/query.md)."""
+    places = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
+    tree = open(*places, max_decompressed_bytes=max_decompressed_bytes,
+                storage_options=storage_options)
+    with sql_engine.session(sql_engine.Limits(memory, temp_limit)) as con:
+        sql_engine.register(con, tree, sql, _view_options(decode, schemas, schema_registry))
+        return sql_engine.run(con, sql).read_all()
 
 
 def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:

@@ -253,6 +253,33 @@ def progress(total_bytes: int, description: str, *, quiet: bool) -> Iterator:
         yield lambda n: bar.advance(task, n)
 
 
+@contextlib.contextmanager
+def rows_progress(description: str, *, quiet: bool, after_s: float = 2.0) -> Iterator:
+    """A rows-read counter on stderr for reads of unknown length (a query); yields
+    ``advance(n)``. Shown only once the read has taken ``after_s`` seconds (a quick query
+    draws nothing), and never when stderr is not a terminal (rich is then not imported)."""
+    if quiet or not sys.stderr.isatty():
+        yield lambda n: None
+        return
+    import time
+
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}: {task.completed:,} rows"),
+                   TimeElapsedColumn(), console=Console(stderr=True), transient=True,
+                   redirect_stdout=False, redirect_stderr=False)  # rows stay plain on stdout
+    start = time.monotonic()
+    with bar:
+        task = bar.add_task(description, total=None, visible=False)
+
+        def advance(n: int) -> None:
+            bar.update(task, advance=n,
+                       visible=time.monotonic() - start >= after_s)
+
+        yield advance
+
+
 def parse_time(text: str) -> int:
     """``--at`` / ``--timestamp`` values: epoch milliseconds, or ISO-8601 (naive = UTC)."""
     try:

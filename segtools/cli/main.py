@@ -49,6 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("segtools.cli.report", "one self-contained HTML report of a tree, to share"),
     "tiered": ("segtools.cli.tiered", "tiered storage: remote segments, stuck copies, both tiers"),
     "schemas": ("segtools.cli.schemas", "the schemas in _schemas, and where the data uses them"),
+    "query": ("segtools.cli.query", "SQL over log dirs: records, batches, segments, findings"),
 }
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from segtools.errors import SegtoolsError
+
 #: The registry's schema types (``schemaType``; absent means AVRO, the registry's default).
 AVRO, PROTOBUF, JSON = "AVRO", "PROTOBUF", "JSON"
 SCHEMA_TYPES = (AVRO, PROTOBUF, JSON)
@@ -112,6 +114,22 @@ class Schemas:
                 return v
         return None
 
+    def referenced(self, schema: RegisteredSchema) -> list[RegisteredSchema]:
+        """The versions ``schema`` references, transitively, each before those that use it
+        (the order a reader must learn their named types in)."""
+        out: list[RegisteredSchema] = []
+        pending = list(schema.references)
+        while pending:
+            ref = pending.pop()
+            found = self.by_subject_version(ref.subject, ref.version)
+            if found is None:
+                raise SegtoolsError(f"reference {ref.name!r} ({ref.subject} v{ref.version}) "
+                                    "missing")
+            if found not in out:
+                out.insert(0, found)
+                pending.extend(found.references)
+        return out
+
     def latest(self, subject: str, *, include_deleted: bool = False) -> RegisteredSchema | None:
         """The subject's highest version (what ``/subjects/{s}/versions/latest`` serves)."""
         found = [v for v in self.versions
@@ -143,6 +161,17 @@ class Schemas:
 
     def __iter__(self) -> Iterator[RegisteredSchema]:
         return iter(self.versions)
+
+
+def avro_named(name: str, named: dict, namespace: str | None) -> dict:
+    """The definition of the Avro named type ``name`` met so far (``named``: full name ->
+    definition), looked up as Avro's spec resolves a name: qualified by the enclosing
+    namespace unless it has a dot, else as written."""
+    full = name if "." in name or not namespace else f"{namespace}.{name}"
+    found = named.get(full, named.get(name))
+    if found is None:
+        raise SegtoolsError(f"Avro type {name!r} is not defined")
+    return found
 
 
 def subject_topic(subject: str) -> tuple[str, str] | None:

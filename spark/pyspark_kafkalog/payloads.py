@@ -38,7 +38,7 @@ from pyspark.sql.types import (
 )
 
 from segtools.errors import SegtoolsError
-from segtools.payloads.schemas import AVRO, RegisteredSchema, Schemas
+from segtools.payloads.schemas import AVRO, RegisteredSchema, Schemas, avro_named
 from segtools.payloads.sources import gather
 
 PRIMITIVES: dict[str, DataType] = {
@@ -72,11 +72,7 @@ def spark_type(schema, named: dict, namespace: str | None = None, depth: int = 0
             return PRIMITIVES[schema], False
         if schema == "null":
             return StringType(), True
-        full = schema if "." in schema or not namespace else f"{namespace}.{schema}"
-        found = named.get(full, named.get(schema))
-        if found is None:
-            raise SegtoolsError(f"Avro type {schema!r} is not defined")
-        return spark_type(found, named, namespace, depth + 1)
+        return spark_type(avro_named(schema, named, namespace), named, namespace, depth + 1)
     if isinstance(schema, list):
         branches = [b for b in schema if b != "null"]
         if len(branches) == 1:
@@ -128,16 +124,7 @@ def latest_schema(schemas: Schemas | Iterable[str], subject: str
     latest = history.latest(subject)
     if latest is None:
         raise SegtoolsError(f"no version of subject {subject!r} in the schemas read")
-    refs: list[RegisteredSchema] = []
-    pending = list(latest.references)
-    while pending:
-        ref = pending.pop()
-        found = history.by_subject_version(ref.subject, ref.version)
-        if found is None:
-            raise SegtoolsError(f"reference {ref.name!r} ({ref.subject} v{ref.version}) missing")
-        if found not in refs:
-            refs.insert(0, found)
-            pending.extend(found.references)
+    refs = history.referenced(latest)
     return latest, refs
 
 

@@ -163,6 +163,7 @@ def test_every_command_takes_the_decompression_cap():
         args = build_parser([name]).parse_args(
             [name, "x", *(["--offset", "0"] if name == "find" else []),
              *(["-o", "x.html"] if name == "report" else []),
+             *(["-c", "select 1"] if name == "query" else []),
              "--max-decompressed-bytes", "1024"])
         assert args.max_decompressed_bytes == 1024, name
     tree = FIXTURES / "logdirs" / "sample" / "orders.v2-eu-4"   # zstd batches

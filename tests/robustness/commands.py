@@ -133,6 +133,20 @@ ARGUMENT_SETS: dict[str, ArgSets] = {
         ["schemas", "--usage", str(t.root)],
         ["schemas", "--format", "jsonl", "--usage", str(t.root / "payloads")],
     ],
+    "query": lambda t: [
+        ["query", str(t.root), "-c", "select topic, count(*), sum(octet_length(value)) "
+         "from records group by topic"],
+        ["query", str(t.root), "--format", "jsonl", "-c",
+         "select * from records where partition = 0 and \"offset\" >= 2"],
+        ["query", str(t.root), "--decode", "auto", "--format", "csv", "-c",
+         "select * from records"],
+        ["query", str(t.root), "-c", "select * from findings f join segments s "
+         "on f.path = s.path"],
+        ["query", str(t.root), "--format", "jsonl", "-c",
+         "select (select count(*) from retention), (select count(*) from producers), "
+         "(select count(*) from transactions), (select count(*) from offsets), "
+         "(select count(*) from schemas), (select count(*) from batches)"],
+    ],
     "tiered": lambda t: [
         ["tiered", "-q", str(t.root)],
         ["tiered", "-q", "--format", "json", str(t.root / "tiered"),

@@ -1,0 +1,174 @@
+"""``segtools query``: SQL over log dirs, on the embedded DuckDB engine.
+
+The views (``records``, ``batches``, ``segments``, ``findings``, ``retention``,
+``producers``, ``transactions``, ``offsets``, ``schemas``, and with ``--decode`` one typed
+view per Avro topic) are segtools' own reads and analyses; conditions on topic, partition,
+offset and a lower time bound choose the partitions, segments and byte positions before
+anything is decoded, and only the columns the query names are decoded. ``offset`` is a
+keyword in DuckDB: write it ``"offset"``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime
+import decimal
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+
+from segtools.api import LogDirs
+from segtools.cli import common, render
+from segtools.cli.decoding import add_decode
+from segtools.cli.table import Column, TextTable
+from segtools.errors import SegtoolsError
+from segtools.sql import engine
+from segtools.sql.views import Options
+
+EXAMPLES = """examples:
+  segtools query /data/kafka -c "select topic, count(*) from records group by 1"
+  segtools query /data/kafka --format jsonl -c "select * from records
+      where topic = 'orders' and partition = 3 and \\"offset\\" = 1000"
+  segtools query bundle.tar.gz -o gone.parquet \\
+      -c "select * from records where topic = 'gone'"
+  segtools query /data/kafka -c "select code, count(*) from findings group by 1"
+  segtools query /data/kafka --decode -c "select order_id, total from orders"
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = common.add_command(sub, "query", "SQL over log dirs: records, batches, segments, findings",
+                           __doc__, EXAMPLES)
+    common.add_paths(p, "log dirs, partition dirs, segment files, archives or s3:// locations")
+    p.add_argument("-c", "--command", required=True, metavar="SQL", dest="sql",
+                   help="the query (DuckDB's SQL) over the views records, batches, segments, "
+                        "findings, retention, producers, transactions, offsets, schemas")
+    common.add_format(p, extra=("csv",))
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="write the rows with the engine's writer: .parquet, .csv or .jsonl")
+    p.add_argument("--bytes", choices=render.BYTES_MODES, default="base64",
+                   help="how keys, values and header values are shown (default base64)")
+    p.add_argument("--memory", default=engine.DEFAULT_MEMORY, metavar="SIZE",
+                   help=f"the engine's memory limit; beyond it, it spills to a temporary "
+                        f"directory (default {engine.DEFAULT_MEMORY})")
+    p.add_argument("--temp-limit", default=engine.DEFAULT_TEMP_LIMIT, metavar="SIZE",
+                   help=f"cap on the spill files (default {engine.DEFAULT_TEMP_LIMIT})")
+    add_decode(p)
+    common.add_decompress_limit(p)
+    common.add_quiet(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    tree = LogDirs(args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
+    if args.output is not None:
+        _refuse_inside(args.output, tree.paths)
+    met = len(tree.findings)
+    with common.rows_progress("reading", quiet=args.quiet) as advance, \
+            engine.session(engine.Limits(args.memory, args.temp_limit),
+                           output=args.output) as con:
+        options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
+                          schema_registry=args.schema_registry, on_rows=advance)
+        engine.register(con, tree, args.sql, options)
+        if args.output is not None:
+            engine.export(con, args.sql, args.output)
+        else:
+            _print(engine.result(con, args.sql), args)
+    read = tree.findings[met:]
+    if read:
+        print(f"segtools: query: {len(read)} finding(s) met while reading "
+              f"(the findings view lists them)", file=sys.stderr)
+    return common.exit_code(read)
+
+
+def _refuse_inside(output: str, paths: tuple[str, ...]) -> None:
+    """Nothing under the locations read is ever written: not even the user's own export."""
+    target = Path(output).resolve()
+    for place in paths:
+        if "://" in place:
+            continue
+        root = Path(place).resolve()
+        if target == root or root in target.parents:
+            raise SegtoolsError(f"refusing to write under a location read ({place})",
+                                path=output)
+
+
+def _print(result: engine.Result, args: argparse.Namespace) -> None:
+    reader = result.reader
+    names = unique(reader.schema.names)
+    out = sys.stdout
+    if args.format == "jsonl":
+        nested = [name in result.json_columns for name in reader.schema.names]
+        for values in _rows(reader, args.bytes):
+            row = {name: json.loads(v) if is_json and v is not None else v
+                   for name, v, is_json in zip(names, values, nested, strict=True)}
+            out.write(render.dumps(row) + "\n")
+    elif args.format == "csv":
+        writer = csv.writer(out)
+        writer.writerow(names)
+        for values in _rows(reader, args.bytes):
+            writer.writerow(["" if v is None else _cell(v) for v in values])
+    else:
+        numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
+                   or pa.types.is_decimal(f.type) for f in reader.schema]
+        with TextTable([Column(n, right=r) for n, r in zip(names, numeric, strict=True)],
+                       out) as table:
+            for values in _rows(reader, args.bytes):
+                table.add(*(render.terminal_safe("null" if v is None else _cell(v))
+                            for v in values))
+
+
+def unique(names: list[str]) -> list[str]:
+    """Column names made unique for a JSON object's keys (a join's two ``path`` columns:
+    ``path``, ``path_2``), in order."""
+    seen: set[str] = set()
+    out = []
+    for name in names:
+        candidate, n = name, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}_{n}"
+        seen.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def _rows(reader: pa.RecordBatchReader, bytes_mode: str) -> Iterator[list]:
+    """Rows as lists of JSON-ready values, by position (names may repeat), streamed batch by
+    batch."""
+    for batch in reader:
+        columns = [column.to_pylist() for column in batch.columns]
+        for values in zip(*columns, strict=True):
+            yield [_plain(v, bytes_mode) for v in values]
+
+
+def _plain(value, bytes_mode: str):
+    """A value as JSON has it: bytes by ``--bytes``, times as ISO-8601, decimals as text."""
+    if isinstance(value, bytes):
+        return render.render_bytes(value, bytes_mode)
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, bytes_mode) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v, bytes_mode) for v in value]
+    return value
+
+
+def _cell(value) -> str:
+    """One table or CSV cell: text as it is, anything nested as its JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return render.dumps({"v": value})[5:-1]
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+

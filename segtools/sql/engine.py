@@ -1,0 +1,263 @@
+"""The embedded engine (DuckDB): a session with bounded memory and temporary files, the views
+registered over one tree, and a query's rows as Arrow or written by the engine's writer.
+
+Nothing is written under the locations read: the engine's spill files go to a temporary
+directory of its own, capped in size, removed when the session ends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from segtools.errors import SegtoolsError
+from segtools.payloads.schemas import Schemas
+from segtools.payloads.sources import gather
+from segtools.sql import pushdown, typed
+from segtools.sql.views import VIEWS, Options, records
+
+if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
+    from segtools.api import LogDirs
+
+#: DuckDB's own default is 80% of the machine's memory, too much beside a running broker
+DEFAULT_MEMORY = "1GB"
+#: what the spill files may grow to before the query fails (DuckDB's ``max_temp_directory_size``)
+DEFAULT_TEMP_LIMIT = "20GB"
+ROWS_PER_BATCH = 65_536
+#: the views without decoding
+PLAIN = Options()
+
+#: ``-o`` file suffixes and the engine's ``COPY ... (FORMAT ...)`` that writes each
+EXPORT_FORMATS = {".parquet": "PARQUET", ".csv": "CSV", ".jsonl": "JSON", ".json": "JSON"}
+
+
+class QueryError(SegtoolsError):
+    """A query the engine refused: its message, one line, with the position in the query."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one session may use: memory (DuckDB sizes: ``"1GB"``, ``"512MiB"``) and the
+    temporary files' total size."""
+
+    memory: str = DEFAULT_MEMORY
+    temp_limit: str = DEFAULT_TEMP_LIMIT
+
+
+DEFAULT_LIMITS = Limits()
+
+
+def duckdb_module() -> ModuleType:
+    """DuckDB, the optional ``query`` extra: a command that queries nothing must not need it."""
+    try:
+        return importlib.import_module("duckdb")
+    except ImportError as e:
+        raise SegtoolsError(f"segtools query needs the query extra "
+                            f"(pip install 'segtools[query]'): {e}") from None
+
+
+def connect(limits: Limits = DEFAULT_LIMITS, *, sealed: bool = False,
+            output: str | os.PathLike[str] | None = None):
+    """A DuckDB connection in memory whose spill files go to a fresh temporary directory
+    (bounded by ``limits.temp_limit``), removed once the connection is gone; times compare in
+    UTC, as Kafka's timestamps and the pushdown's reading of time literals are.
+
+    ``sealed``: the query's SQL may touch no file at all (no ``COPY ... TO`` into a log dir,
+    no ``read_csv``, ``ATTACH`` or extension download): DuckDB's external access is turned
+    off for good, leaving only its spill directory and ``output`` (the ``-o`` file)."""
+    duckdb = duckdb_module()
+    spill = tempfile.mkdtemp(prefix="segtools-query-")
+    try:
+        con = duckdb.connect(":memory:", config={
+            "memory_limit": limits.memory, "temp_directory": spill,
+            "max_temp_directory_size": limits.temp_limit,
+            "preserve_insertion_order": False})
+    except duckdb.Error as e:
+        shutil.rmtree(spill, ignore_errors=True)
+        raise QueryError(f"engine settings: {one_line(e)}") from None
+    weakref.finalize(con, shutil.rmtree, spill, True)
+    con.execute("SET TimeZone = 'UTC'")
+    if sealed:
+        allowed = [] if output is None else [os.path.abspath(output)]
+        con.execute("SET allowed_paths = $1", [allowed])
+        con.execute("SET allowed_directories = $1", [[spill + os.sep]])
+        con.execute("SET enable_external_access = false")
+    return con
+
+
+@contextmanager
+def session(limits: Limits = DEFAULT_LIMITS, *,
+            output: str | os.PathLike[str] | None = None) -> Iterator:
+    """A sealed :func:`connect` (only ``output`` may be written), closed (and its spill
+    directory removed) on exit."""
+    con = connect(limits, sealed=True, output=output)
+    try:
+        yield con
+    finally:
+        con.close()
+        del con
+
+
+def register(con, tree: LogDirs, sql: str | None, options: Options = PLAIN) -> None:
+    """The views ``sql`` names, each narrowed by what its conditions allow (``sql=None``:
+    every view, whole); with decoding, also a typed view per topic whose values have an Avro
+    subject. A view named once is streamed into the query; one named more often is loaded
+    once into a temporary table (which spills under the memory limit)."""
+    parsed = pushdown.parse(sql) if sql is not None else None
+    every = pushdown.Pushdown(references=2)
+    for name, view in VIEWS.items():
+        push = pushdown.for_view(parsed, name) if sql is not None else every
+        if push.references:
+            _install(con, name, view(tree, push, options), push.references,
+                     _JSON_DECODED if options.decode and name == "records" else "*")
+    if options.decode:
+        _typed_views(con, tree, parsed if sql is not None else None, every, options)
+
+
+#: the decoded payloads as DuckDB's JSON type (``value_decoded->>'$.id'``)
+_JSON_DECODED = ("* REPLACE (key_decoded::JSON AS key_decoded, "
+                 "value_decoded::JSON AS value_decoded)")
+
+
+def _install(con, name: str, reader: pa.RecordBatchReader, references: int,
+             projection: str) -> None:
+    """``name`` as a view of ``projection`` over the stream, which is registered under a
+    hidden name (or loaded into a temporary table when the query reads it more than once)."""
+    hidden = f"_segtools_{len(name)}_{name}"
+    con.execute(f"DROP VIEW IF EXISTS {typed.quoted(name)}")
+    con.execute(f"DROP TABLE IF EXISTS {typed.quoted(hidden)}")
+    con.unregister(hidden)
+    if references == 1:
+        con.register(hidden, reader)
+    else:
+        con.register(f"{hidden}_stream", reader)
+        con.execute(f"CREATE TEMP TABLE {typed.quoted(hidden)} AS "
+                    f"SELECT * FROM {typed.quoted(hidden + '_stream')}")
+        con.unregister(f"{hidden}_stream")
+    con.execute(f"CREATE TEMP VIEW {typed.quoted(name)} AS "
+                f"SELECT {projection} FROM {typed.quoted(hidden)}")
+
+
+#: the record columns a typed topic view keeps beside its schema's fields
+TYPED_RECORD_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "key_decoded",
+                        "value_schema_id", "value_schema_version", "value_payload_error")
+
+
+def _typed_views(con, tree: LogDirs, parsed, every: pushdown.Pushdown,
+                 options: Options) -> None:
+    """One view per topic with an Avro value subject, named after the topic: the record's
+    place and key, then the latest schema's fields as typed columns (``typed``)."""
+    history = schema_history(tree, options)
+    if history is None:
+        return
+    for topic in tree.topics:
+        if topic.lower() in VIEWS:
+            continue
+        shape = typed.value_structure(history, topic)
+        push = pushdown.for_view(parsed, topic) if parsed is not None else every
+        if shape is None or not push.references:
+            continue
+        push = replace(push, columns=None, topics=(topic,) if push.topics is None
+                       or topic in push.topics else ())
+        fields = {k.lower() for k in shape}
+        kept = ", ".join(typed.quoted(c) for c in TYPED_RECORD_COLUMNS if c not in fields)
+        text = json.dumps(shape).replace("'", "''")
+        _install(con, topic, records(tree, push, options), push.references,
+                 f"{kept}, unnest(from_json(value_decoded, '{text}'))")
+
+
+def schema_history(tree: LogDirs, options: Options) -> Schemas | None:
+    """The schemas the decoding reads: the tree's ``_schemas``, or the ``schemas`` given."""
+    if not options.schemas:
+        return tree.schema_history()
+    out = Schemas()
+    for history in gather([], [], schemas=list(options.schemas)).histories():
+        out.extend(history)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """A query's rows, streamed, and which columns are DuckDB ``JSON`` (Arrow carries them as
+    plain text; a JSON Lines face nests them as JSON instead of quoting them)."""
+
+    reader: pa.RecordBatchReader
+    json_columns: frozenset[str]
+
+
+def run(con, sql: str) -> pa.RecordBatchReader:
+    """The query's rows, streamed as the engine produces them."""
+    return result(con, sql).reader
+
+
+def result(con, sql: str) -> Result:
+    """:func:`run`, with the names of the columns whose type is ``JSON``."""
+    duckdb = duckdb_module()
+    try:
+        relation = con.sql(sql)
+        kinds = dict(zip(relation.columns, (str(t) for t in relation.types), strict=True))
+        return Result(relation.to_arrow_reader(ROWS_PER_BATCH),
+                      frozenset(n for n, kind in kinds.items() if kind == "JSON"))
+    except duckdb.Error as e:
+        raise QueryError(one_line(_positioned(con, sql, e))) from None
+
+
+def _positioned(con, sql: str, error: Exception) -> Exception:
+    """The error as the statement API words it: DuckDB's relation API drops the ``LINE n:``
+    excerpt that says where in the query the error is, so the query is prepared (bound, not
+    run) once more to have it."""
+    duckdb = duckdb_module()
+    try:
+        con.execute(f"PREPARE _segtools_where AS {strip(sql)}")
+    except duckdb.Error as again:
+        return again if type(again) is type(error) else error
+    con.execute("DEALLOCATE _segtools_where")
+    return error
+
+
+def export(con, sql: str, target: str | os.PathLike[str]) -> None:
+    """The query's rows written by the engine's own writer, in the format the suffix names."""
+    duckdb = duckdb_module()
+    suffix = Path(target).suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise QueryError(f"{target}: the output's suffix must be one of "
+                         f"{', '.join(EXPORT_FORMATS)}")
+    quoted = os.path.abspath(target).replace("'", "''")
+    try:
+        con.execute(f"COPY ({strip(sql)}) TO '{quoted}' (FORMAT {EXPORT_FORMATS[suffix]})")
+    except duckdb.Error as e:
+        raise QueryError(one_line(e)) from None
+
+
+def strip(sql: str) -> str:
+    """The query without its closing semicolons, to sit inside ``COPY (...)``."""
+    return sql.strip().rstrip(";").rstrip()
+
+
+_CARET = re.compile(r"^LINE (\d+): (.*)\n(\s*)\^", re.MULTILINE)
+
+
+def one_line(error: Exception) -> str:
+    """DuckDB's message on one line: its first line, then the line and column of the query
+    it points at (DuckDB draws them as a ``LINE n:`` excerpt and a caret)."""
+    text = str(error)
+    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    found = _CARET.search(text)
+    if found is None:
+        return first
+    line = int(found.group(1))
+    column = len(found.group(3)) - len(f"LINE {found.group(1)}: ") + 1
+    return f"{first} (line {line}, column {column})"

@@ -1,0 +1,170 @@
+"""The views a query sees, each one a library read the other faces print.
+
+``records``, ``batches`` and ``segments`` are :meth:`LogDirs.to_arrow` at that level (the
+Spark source's columns, the code Spark's executors run); ``findings`` is
+:meth:`LogDirs.verify`, what ``segtools verify`` reports. A view is read only when the query
+names it, narrowed by its :class:`~segtools.sql.pushdown.Pushdown`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from segtools.fetch.columns import FIELDS, Level
+from segtools.findings import Finding
+from segtools.payloads import columns as payload_columns
+from segtools.sql.analyses import ANALYSES
+from segtools.sql.pushdown import Pushdown
+
+if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
+    from segtools.api import LogDirs
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How the views read: the decode mode (False: none) and where schemas come from."""
+
+    decode: bool | str = False
+    schemas: tuple[str, ...] = ()
+    schema_registry: str | None = None
+    #: told the number of rows of each batch read (a face's progress display), or None
+    on_rows: Callable[[int], None] | None = None
+
+
+def record_columns(options: Options) -> tuple[str, ...]:
+    """The ``records`` view's columns: every record column of the Spark source (``tier``
+    only exists with a remote store), then the decoded ones when decoding."""
+    base = tuple(name for name, _ in FIELDS[Level.RECORDS] if name != "tier")
+    return base + (tuple(f.name for f in payload_columns.FIELDS) if options.decode else ())
+
+
+def _chosen(view_columns: Iterable[str], wanted: frozenset[str] | None,
+            fallback: str) -> tuple[str, ...]:
+    """The view's columns the query uses (all when it may use any), never none: ``count(*)``
+    still needs one column to count rows of."""
+    view_columns = tuple(view_columns)
+    if wanted is None:
+        return view_columns
+    chosen = tuple(c for c in view_columns if c.lower() in wanted)
+    return chosen or (fallback,)
+
+
+def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
+    """Record rows, reading only the partitions, segments and byte ranges the pushed
+    conditions leave (the selection's index searches), and only the columns named."""
+    payload = {f.name for f in payload_columns.FIELDS}
+    wanted = push.columns
+    decode = options.decode and (wanted is None or bool(wanted & {p.lower() for p in payload}))
+    if decode and wanted is not None:
+        wanted = wanted | {"key", "value"}
+    names = _chosen((c for c in record_columns(options) if c not in payload), wanted, "offset")
+    reader = tree.to_arrow(Level.RECORDS, columns=names, binary="view",
+                           decode=decode, schemas=options.schemas,
+                           schema_registry=options.schema_registry, **_selectors(push))
+    if options.decode and not decode:
+        reader = _with_nulls(reader, payload_columns.FIELDS)
+    return _counted(reader, options.on_rows)
+
+
+def batches(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
+    """Batch headers (shallow: no record is decoded), narrowed to the pushed partitions."""
+    names = _chosen((n for n, _ in FIELDS[Level.BATCHES] if n != "tier"), push.columns,
+                    "base_offset")
+    return _counted(tree.to_arrow(Level.BATCHES, columns=names, topics=push.topic_globs,
+                                  partitions=push.partitions), options.on_rows)
+
+
+def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
+    """One row per segment, what ``segtools scan`` lists."""
+    names = _chosen((n for n, _ in FIELDS[Level.SEGMENTS] if n != "tier"), push.columns,
+                    "base_offset")
+    return tree.to_arrow(Level.SEGMENTS, columns=names, topics=push.topic_globs,
+                         partitions=push.partitions)
+
+
+FINDINGS_SCHEMA = pa.schema([("code", pa.string()), ("severity", pa.string()),
+                             ("path", pa.string()), ("position", pa.int64()),
+                             ("offset", pa.int64()), ("message", pa.string())])
+
+
+def findings_table(found: Iterable[Finding]) -> pa.Table:
+    """Findings as rows, the ``verify --format jsonl`` fields as columns."""
+    found = list(found)
+    return pa.table([
+        pa.array([f.code for f in found], pa.string()),
+        pa.array([str(f.severity) for f in found], pa.string()),
+        pa.array([f.path for f in found], pa.string()),
+        pa.array([f.position for f in found], pa.int64()),
+        pa.array([f.offset for f in found], pa.int64()),
+        pa.array([f.message for f in found], pa.string()),
+    ], schema=FINDINGS_SCHEMA)
+
+
+def findings(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
+    """What ``segtools verify`` reports for the selected partitions (a hostile tree's
+    damage as rows, never an error of the query)."""
+    return findings_table(tree.verify(topics=push.topic_globs,
+                                      partitions=push.partitions)).to_reader()
+
+
+def _selectors(push: Pushdown) -> dict:
+    """The pushdown as :meth:`LogDirs.selection`'s selectors. A lower time bound is the
+    broker's ``ListOffsets`` answer (every earlier offset holds an earlier time, so no row at
+    or after the bound is skipped); an upper one is not pushed: Kafka keeps no smallest
+    timestamp per segment, and a later record may carry an earlier time."""
+    return {"topics": push.topic_globs, "partitions": push.partitions,
+            "start_offset": push.offset_min, "end_offset": push.offset_max,
+            "start_time": push.timestamp_min_ms}
+
+
+def _counted(reader: pa.RecordBatchReader, on_rows: Callable[[int], None] | None
+             ) -> pa.RecordBatchReader:
+    """The stream, telling ``on_rows`` how many rows each batch holds as it passes."""
+    if on_rows is None:
+        return reader
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            on_rows(batch.num_rows)
+            yield batch
+
+    return pa.RecordBatchReader.from_batches(reader.schema, counted())
+
+
+def _with_nulls(reader: pa.RecordBatchReader, fields: Iterable[pa.Field]
+                ) -> pa.RecordBatchReader:
+    """The stream with ``fields`` appended as nulls: the view keeps its columns when the
+    query names none of the decoded ones, without decoding anything."""
+    fields = tuple(fields)
+    schema = reader.schema
+    for f in fields:
+        schema = schema.append(f)
+
+    def extended() -> Iterator[pa.RecordBatch]:
+        for batch in reader:
+            nulls = [pa.nulls(batch.num_rows, f.type) for f in fields]
+            yield pa.RecordBatch.from_arrays([*batch.columns, *nulls], schema=schema)
+
+    return pa.RecordBatchReader.from_batches(schema, extended())
+
+
+def _analysis(read: Callable[[LogDirs], pa.RecordBatchReader]
+              ) -> Callable[[LogDirs, Pushdown, Options], pa.RecordBatchReader]:
+    """An analysis view: it reads what its analysis needs, whatever the query's conditions."""
+
+    def view(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
+        return read(tree)
+
+    view.__doc__ = read.__doc__
+    return view
+
+
+#: the views by name, in the order ``docs/query.md`` lists them
+VIEWS: dict[str, Callable[[LogDirs, Pushdown, Options], pa.RecordBatchReader]] = {
+    "records": records, "batches": batches, "segments": segments, "findings": findings,
+    **{name: _analysis(read) for name, read in ANALYSES.items()},
+}

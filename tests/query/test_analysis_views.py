@@ -1,0 +1,67 @@
+"""The analysis views hold what the analyses (and so the commands' JSON Lines) say."""
+
+from __future__ import annotations
+
+import pytest
+
+import segtools
+from tests.fixtures_manifest import FIXTURES, SAMPLE
+
+FORENSICS = FIXTURES / "logdirs" / "forensics"
+PAYLOADS = FIXTURES / "logdirs" / "payloads"
+
+
+def rows(path, sql) -> list[dict]:
+    return segtools.query(path, sql).to_pylist()
+
+
+def test_retention_verdict_per_segment():
+    got = rows(SAMPLE, "select topic, partition, base_offset, deletable, reason from retention")
+    report = segtools.open(SAMPLE).explain_retention().to_json()
+    expected = [(p["topic"], p["partition"], s["base_offset"], s["deletable"], s["reason"])
+                for p in report["partitions"] for s in p["segments"]]
+    assert sorted(tuple(r.values()) for r in got) == sorted(expected)
+
+
+def test_transactions_and_producers():
+    got = rows(SAMPLE, "select producer_id, marker, marker_offset from transactions "
+                       "where topic = 'payments.txn' order by first_offset")
+    scans = [p.scan for p in segtools.open(SAMPLE).transactions().partitions]
+    expected = [(t.producer_id, t.marker, t.to_json()["marker_offset"])
+                for s in scans if s.partition.name.topic == "payments.txn"
+                for t in sorted(s.transactions, key=lambda t: t.first_offset)]
+    assert [tuple(r.values()) for r in got] == expected and expected
+    (n,) = rows(SAMPLE, "select count(*) as n from producers")[0].values()
+    assert n == sum(len(r.producers) for r in segtools.open(SAMPLE).producers())
+
+
+def test_offsets_are_the_commit_history():
+    got = rows(FORENSICS, 'select "group", topic, partition, "offset" from offsets')
+    commits = segtools.open(FORENSICS).offsets_at(history=True).commits
+    assert [tuple(r.values()) for r in got] == [
+        (c.to_json()["group"], c.to_json()["topic"], c.to_json()["partition"],
+         c.to_json()["offset"]) for c in commits] and got
+    assert rows(SAMPLE, "select count(*) as n from offsets") == [{"n": 0}]
+
+
+@pytest.mark.parametrize("view", ["retention", "producers", "transactions", "offsets",
+                                  "schemas"])
+def test_same_columns_on_every_tree(view):
+    first = segtools.query(SAMPLE, f"select * from {view} limit 0").schema
+    assert segtools.query(PAYLOADS, f"select * from {view} limit 0").schema == first
+
+
+def test_schemas_versions():
+    got = rows(PAYLOADS, "select id, subject, version from schemas order by id")
+    history = segtools.open(PAYLOADS).schema_history()
+    assert got == sorted(({"id": v.id, "subject": v.subject, "version": v.version}
+                          for v in history.versions), key=lambda r: r["id"])
+
+
+def test_retention_blocked_by_is_the_blocking_segments_base_offset():
+    tiered = FIXTURES / "logdirs" / "tiered"
+    got = rows(tiered, "select blocked_by from retention where blocked_by is not null")
+    report = segtools.open(tiered).explain_retention().to_json()
+    expected = [s["blocked_by"] for p in report["partitions"] for s in p["segments"]
+                if s["blocked_by"] is not None]
+    assert sorted(r["blocked_by"] for r in got) == sorted(expected) and expected
