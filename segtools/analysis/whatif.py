@@ -729,6 +729,24 @@ def table_rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
              f"{p.rolls:,} / {p.deletions:,}")]
 
 
+def alternative_parts(a) -> tuple[str, str]:
+    """Another change that also keeps the promise (a recommendation's ``alternatives``) as
+    the CLI and the report say it: the change with each value in units where that reads
+    differently (``min.compaction.lag.ms=302400000 (3d 12h)``), and what it does over the
+    horizon's second half (oldest record, swing, segments, the cleaner's work)."""
+    change = ", ".join(
+        f"{k}={v}" + ("" if shown_value(k, a.changes[k]) == str(v)
+                      else f" ({shown_value(k, a.changes[k])})")
+        for k, v in changes_json(a.changes).items())
+    after = a.cost["after"]
+    cleaner = (f", {after['cleaner_passes']} cleaner passes reading "
+               f"{format_bytes(after['cleaner_bytes_read'])}"
+               if "cleaner_passes" in after else "")
+    return change, (f"oldest record at most {_age(a.proposed.oldest_age_ms_late)}, swing "
+                    f"{100 * a.proposed.swing_late:.0f}%, segments at most "
+                    f"{a.proposed.segments_max}{cleaner}")
+
+
 #: How a cost figure reads for a person: sizes in binary units, durations in days and hours.
 _COST_UNITS = {"index_bytes": "segment.index.bytes", "cleaner_bytes_removed": "x.bytes",
                "cleaner_bytes_read": "x.bytes", "min_compaction_lag_ms": "min.compaction.lag.ms"}

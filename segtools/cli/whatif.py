@@ -14,12 +14,12 @@ from segtools.analysis.whatif import (
     DEFAULT_HORIZON_DAYS,
     WhatIf,
     WhatIfReport,
+    alternative_parts,
     changes_json,
     check_horizon,
     parse_changes,
     parse_ingest,
     shown_cost,
-    shown_value,
     table_rows,
     what_if_report,
 )
@@ -180,17 +180,7 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
                           shown_cost(key, after[key]))
         out.print(table)
         for a in r.alternatives:
-            change = ", ".join(
-                f"{k}={v}" + ("" if shown_value(k, a.changes[k]) == str(v)
-                              else f" ({shown_value(k, a.changes[k])})")
-                for k, v in changes_json(a.changes).items())
-            after = a.cost["after"]
-            cleaner = (f", {after['cleaner_passes']} cleaner passes reading "
-                       f"{format_bytes(after['cleaner_bytes_read'])}"
-                       if "cleaner_passes" in after else "")
-            _line(out, f"  also keeps it: {change} (oldest record at most "
-                       f"{_age(a.proposed.oldest_age_ms_late)}, swing "
-                       f"{100 * a.proposed.swing_late:.0f}%, segments at most "
-                       f"{a.proposed.segments_max}{cleaner})")
+            change, does = alternative_parts(a)
+            _line(out, f"  also keeps it: {change} ({does})")
     if plot_path:
         _line(out, f"plot written to {plot_path}")

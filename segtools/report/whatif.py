@@ -22,13 +22,15 @@ from segtools.analysis.whatif import (
     DEFAULT_HORIZON_DAYS,
     WhatIf,
     WhatIfReport,
+    alternative_parts,
     changes_json,
     check_horizon,
     shown_cost,
+    table_rows,
 )
 from segtools.api import LogDirs
 from segtools.errors import SegtoolsError
-from segtools.units import format_bytes, format_duration, format_time
+from segtools.units import format_duration, format_time
 
 SCRIPT = Path(__file__).resolve().parent / "assets" / "whatif.js"
 #: Topics drawn with charts (those with a recommendation first, then the widest swing); the
@@ -88,30 +90,23 @@ def _exact(value, unit: str) -> str:
 
 
 def rows(current: Outcome, proposed: Outcome) -> list[dict]:
-    """The current-against-proposed table, worded as ``segtools retention --what-if`` prints
-    it; ``exact`` holds the numbers behind each shown value (the cell's tooltip)."""
-    def row(label, fmt, unit, c, p):
-        return {"label": label, "current": fmt(c), "proposed": fmt(p),
-                "exact": [_exact(c, unit), _exact(p, unit)]}
-
-    def pct(x):
-        return f"{100 * x:.0f}%"
-
+    """The current-against-proposed table as ``segtools retention --what-if`` prints it (its
+    rows, :func:`segtools.analysis.whatif.table_rows`); ``exact`` holds the numbers behind
+    each shown value (the cell's tooltip)."""
     c, p = current, proposed
-    return [row("on disk now", format_bytes, "bytes", c.start_bytes, p.start_bytes),
-            row("peak size", format_bytes, "bytes", c.peak_bytes, p.peak_bytes),
-            row("trough size", format_bytes, "bytes", c.trough_bytes, p.trough_bytes),
-            row("swing", pct, "", round(c.swing, 4), round(p.swing, 4)),
-            row("oldest record kept now", _age, "ms", c.oldest_age_ms_start,
-                p.oldest_age_ms_start),
-            row("oldest record, max", _age, "ms", c.oldest_age_ms_max, p.oldest_age_ms_max),
-            row("oldest record, 2nd half", _age, "ms", c.oldest_age_ms_late,
-                p.oldest_age_ms_late),
-            row("oldest record, end", _age, "ms", c.oldest_age_ms_end, p.oldest_age_ms_end),
-            row("segments, most at once", str, "", c.segments_max, p.segments_max),
-            {"label": "rolls / deletions", "current": f"{c.rolls} / {c.deletions}",
-             "proposed": f"{p.rolls} / {p.deletions}",
-             "exact": [f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}"]}]
+    exact = [(_exact(c.start_bytes, "bytes"), _exact(p.start_bytes, "bytes")),
+             (_exact(c.peak_bytes, "bytes"), _exact(p.peak_bytes, "bytes")),
+             (_exact(c.trough_bytes, "bytes"), _exact(p.trough_bytes, "bytes")),
+             (_exact(round(c.swing, 4), ""), _exact(round(p.swing, 4), "")),
+             (_exact(c.oldest_age_ms_start, "ms"), _exact(p.oldest_age_ms_start, "ms")),
+             (_exact(c.oldest_age_ms_max, "ms"), _exact(p.oldest_age_ms_max, "ms")),
+             (_exact(c.oldest_age_ms_late, "ms"), _exact(p.oldest_age_ms_late, "ms")),
+             (_exact(c.oldest_age_ms_end, "ms"), _exact(p.oldest_age_ms_end, "ms")),
+             (_exact(c.segments_max, ""), _exact(p.segments_max, "")),
+             (f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
+    # strict: a row added to the CLI's table needs its exact figures here
+    return [{"label": label, "current": cur, "proposed": prop, "exact": list(ex)}
+            for (label, cur, prop), ex in zip(table_rows(c, p), exact, strict=True)]
 
 
 def chart(w: WhatIf, retention_ms: int | None) -> dict:
@@ -145,16 +140,10 @@ def _cost_rows(cost: Mapping[str, Mapping]) -> list[dict]:
 
 
 def _alternative(a) -> dict:
-    """Another change that also keeps the promise (a recommendation's ``alternatives``)."""
-    o = a.proposed
-    return {"change_text": _change_text(a.changes),
-            "text": f"over the horizon's second half the oldest record at most "
-                    f"{_age(o.oldest_age_ms_late)} old, the size "
-                    f"{format_bytes(o.late_trough_bytes)}..{format_bytes(o.late_peak_bytes)}"}
-
-
-def _interest(t: dict) -> tuple:
-    return (t["recommendation"] is None, -t["_w"].current.swing, t["topic"])
+    """Another change that also keeps the promise (a recommendation's ``alternatives``), as
+    the CLI's ``also keeps it:`` line says it."""
+    shown, does = alternative_parts(a)
+    return {"change_text": _change_text(a.changes), "shown": shown, "text": does}
 
 
 def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
@@ -178,7 +167,10 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
                 "change_text": _change_text(rec.changes), "cost": _cost_rows(rec.cost),
                 "alternatives": [_alternative(a) for a in getattr(rec, "alternatives", ())]},
             "_w": w})
-    ranked = sorted(topics, key=_interest)
+    # the recommendations in the CLI's order, then the widest swing
+    order = {r.topic: i for i, r in enumerate(report.recommendations)}
+    ranked = sorted(topics, key=lambda t: (order.get(t["topic"], len(order)),
+                                           -t["_w"].current.swing, t["topic"]))
     for t in ranked[:charted]:
         t["chart"] = chart(t["_w"], t["retention_ms"])
     for t in topics:

@@ -181,7 +181,8 @@ def test_findings_are_the_commands_and_say_which(pages, tree):
     path = str(FIXTURES / "logdirs" / tree)
     by_command = {
         "segtools verify": cli("verify", path),
-        "segtools transactions": cli("transactions", path),
+        # ages measured at the report's moment: the page and the command at one clock
+        "segtools transactions": cli("transactions", path, "--at", AT),
         "segtools offsets": cli("offsets", path) if any(
             (FIXTURES / "logdirs" / tree).glob("**/__consumer_offsets-*")) else [],
         "segtools diverge": cli("diverge", path),

@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from segtools.analysis.whatif import shown_cost, shown_value
 from segtools.cli.main import main
 from segtools.units import format_bytes, format_duration
 from tests.fixtures_manifest import FIXTURES
@@ -41,7 +42,9 @@ READ_SECTION = """() => {
     why: text(r.querySelector('.whatif-why')),
     cost: Array.from(r.querySelectorAll('table.whatif-cost tbody tr')).map(
       tr => Array.from(tr.cells).map(td => td.textContent)),
-    alternatives: Array.from(r.querySelectorAll('.whatif-alternatives li code')).map(text)}));
+    alternatives: Array.from(r.querySelectorAll('.whatif-alternatives li')).map(li => ({
+      change: text(li.querySelector('code')),
+      does: text(li.querySelector('.whatif-alt-does'))}))}));
   return {topics, recs, drawn: document.getElementById('what-if').dataset.drawn};
 }"""
 
@@ -68,16 +71,38 @@ def expected_rows(c: dict, p: dict) -> list[dict]:
         return {"label": label, "current": fmt(c[key]), "proposed": fmt(p[key]),
                 "exact": [exact(c[key], unit), exact(p[key], unit)]}
 
-    return [row("peak size", format_bytes, "bytes", "peak_bytes"),
+    def count(n):
+        return f"{n:,}"
+
+    return [row("on disk now", format_bytes, "bytes", "start_bytes"),
+            row("peak size", format_bytes, "bytes", "peak_bytes"),
             row("trough size", format_bytes, "bytes", "trough_bytes"),
             {"label": "swing", "current": f"{100 * c['swing']:.0f}%",
              "proposed": f"{100 * p['swing']:.0f}%", "exact": [str(c["swing"]), str(p["swing"])]},
+            row("oldest record kept now", age, "ms", "oldest_age_ms_start"),
             row("oldest record, max", age, "ms", "oldest_age_ms_max"),
+            row("oldest record, 2nd half", age, "ms", "oldest_age_ms_late"),
             row("oldest record, end", age, "ms", "oldest_age_ms_end"),
-            row("segments, most at once", str, "", "segments_max"),
-            {"label": "rolls / deletions", "current": f"{c['rolls']} / {c['deletions']}",
-             "proposed": f"{p['rolls']} / {p['deletions']}",
+            row("segments, most at once", count, "", "segments_max"),
+            {"label": "rolls / deletions",
+             "current": f"{c['rolls']:,} / {c['deletions']:,}",
+             "proposed": f"{p['rolls']:,} / {p['deletions']:,}",
              "exact": [f"{c['rolls']} / {c['deletions']}", f"{p['rolls']} / {p['deletions']}"]}]
+
+
+def expected_alternative(a: dict) -> dict:
+    """An ``also keeps it:`` line of the CLI, from its JSON: the change (a value in units
+    beside it where that reads differently) and what it does over the horizon's second half."""
+    change = ", ".join(f"{k}={v}" + ("" if shown_value(k, v) == str(v)
+                                     else f" ({shown_value(k, v)})")
+                       for k, v in a["changes"].items())
+    after, cost = a["after"], a["cost"]["after"]
+    cleaner = (f", {cost['cleaner_passes']} cleaner passes reading "
+               f"{format_bytes(cost['cleaner_bytes_read'])}" if "cleaner_passes" in cost else "")
+    return {"change": change,
+            "does": f"(oldest record at most {age(after['oldest_age_ms_late'])}, swing "
+                    f"{100 * after['swing_late']:.0f}%, segments at most "
+                    f"{cost['segments_max']}{cleaner})"}
 
 
 @pytest.fixture(scope="module")
@@ -112,9 +137,9 @@ def test_the_page_shows_the_cli_numbers(open_report, report, cli):
 
 
 def test_the_page_shows_the_cli_recommendations(open_report, report, cli):
-    """Each recommendation: its topic, change, sentence, cost table and the other changes
-    that also keep the promise, as the CLI gives them (the quiet topic's fix is a smaller
-    segment)."""
+    """Each recommendation, in the CLI's order: its topic, change, sentence, cost table (in
+    the CLI's units) and the other changes that also keep the promise, each worded as the
+    CLI's ``also keeps it:`` line (the quiet topic's fix is a smaller segment)."""
     shown = open_report(report).page.evaluate(READ_SECTION)["recs"]
     assert [r["topic"] for r in shown] == [r["topic"] for r in cli["recommendations"]]
     assert "quiet-events" in [r["topic"] for r in shown]
@@ -122,9 +147,9 @@ def test_the_page_shows_the_cli_recommendations(open_report, report, cli):
         assert got["change"] == ", ".join(f"{k}={v}" for k, v in want["changes"].items())
         assert got["why"] == want["why"]
         before, after = want["cost"]["before"], want["cost"]["after"]
-        assert got["cost"] == [[k.replace("_", " "), str(before[k]), str(after[k])]
-                               for k in before]
-        assert got["alternatives"] == [", ".join(f"{k}={v}" for k, v in a["changes"].items())
+        assert got["cost"] == [[k.replace("_", " "), shown_cost(k, before[k]),
+                                shown_cost(k, after[k])] for k in before]
+        assert got["alternatives"] == [expected_alternative(a)
                                        for a in want.get("alternatives", [])]
 
 
