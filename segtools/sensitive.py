@@ -109,8 +109,12 @@ PASSWORD_CONFIGS = frozenset((
     "delegation.token.secret.key", "delegation.token.master.key",
 ))
 
-#: Names Kafka does not define that still read as secrets (a plugin's ``my.api.secret``).
-_SECRET_CONFIG = re.compile(r"(?i)(^|[._-])(password|passphrase|secret|jaas)([._-]|$)")
+#: Names Kafka does not define that still read as secrets (a plugin's ``my.api.secret``), a
+#: word of the name whether dotted (``db.password``) or camelCase (``trustStorePassword``,
+#: ``ldap.bindPassword``: plugins name their configs in Java's style).
+_SECRET_CONFIG = re.compile(
+    r"(?i)(^|[._-])(passwords?|passwd|passphrase|secrets?|jaas)([._-]|$)"
+    r"|(?-i:[a-z0-9](Passwords?|Passwd|Passphrase|Secrets?)(?![a-z]))")
 
 
 def is_sensitive_config(name: str) -> bool:

@@ -116,8 +116,14 @@ class Segment:
             unchanged = listed is None or (listed[0] == st.st_size and
                                            listed[1] in (None, st.st_mtime_ns))
             # no broker holds the log dir: nothing will shrink even the active segment
-            still = sealed or gentle.current().still
-            self.is_mapped = bool(still and unchanged and self.size > SMALL_FILE)
+            settings = gentle.current()
+            still = sealed or settings.still
+            # not when the run hands the cache back (a broker's host): the records' zero-copy
+            # views (``binary_view`` columns) keep the mapping alive past close(), and whoever
+            # reads them then (DuckDB, a notebook) faults its pages back in after they were
+            # dropped; private windows are read, noted and dropped here, whoever holds them
+            self.is_mapped = bool(still and unchanged and self.size > SMALL_FILE
+                                  and settings.keeper is None)
             if (rate := gentle.current().rate) is not None and 0 < self.size <= SMALL_FILE:
                 rate.take(self.size)
             small = os.pread(self._fd, self.size, 0) if 0 < self.size <= SMALL_FILE else b""

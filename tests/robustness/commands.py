@@ -137,7 +137,8 @@ ARGUMENT_SETS: dict[str, ArgSets] = {
         ["query", str(t.root), "-c", "select topic, count(*), sum(octet_length(value)) "
          "from records group by topic"],
         ["query", str(t.root), "--format", "jsonl", "-c",
-         "select * from records where partition = 0 and \"offset\" >= 2"],
+         "select * from records where partition = 0 and \"offset\" >= 2 "
+         "order by log_dir, topic, \"offset\""],
         ["query", str(t.root), "--decode", "auto", "--format", "csv", "-c",
          "select * from records"],
         ["query", str(t.root), "-c", "select * from findings f join segments s "

@@ -82,7 +82,8 @@ URIS = [f"s3://AKIAPLANTED:{URI_SECRET}@logs/sample",
 
 #: How each command is given one path (the rest of its arguments a normal use needs).
 PATH_ARGV = {"report": lambda uri, out: ["report", "-q", "-o", str(out / "r.html"), uri],
-             "find": lambda uri, out: ["find", uri, "--offset", "0"]}
+             "find": lambda uri, out: ["find", uri, "--offset", "0"],
+             "query": lambda uri, out: ["query", uri, "-c", "select count(*) from segments"]}
 
 
 @pytest.mark.parametrize("uri", URIS)

@@ -62,3 +62,16 @@ def test_scram_fields_hidden_and_other_records_untouched():
     assert metadata_fields("TopicRecord", topic) is topic
     config = {"resourceType": 4, "resourceName": "1", "name": "retention.ms", "value": "1"}
     assert metadata_fields("ConfigRecord", config) is config
+
+
+@pytest.mark.parametrize("name", ["acme.trustStorePassword", "ldap.bindPassword",
+                                  "acme.passwords", "acme.passwd", "vault.clientSecret"])
+def test_plugin_secrets_named_in_java_style_are_hidden(name):
+    """Plugins name their configs as Java fields (a new user's review found
+    ``acme.trustStorePassword`` printed in clear)."""
+    assert is_sensitive_config(name)
+
+
+@pytest.mark.parametrize("name", ["acme.secretary", "retention.ms", "log.segment.bytes"])
+def test_words_that_only_contain_secret_are_not(name):
+    assert not is_sensitive_config(name)
