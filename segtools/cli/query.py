@@ -64,7 +64,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    tree = LogDirs(args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
+    # the command's own --page-cache, --max-read-rate and --jobs: the dataset decides its
+    # gentle settings from them as the command did (the same lock, the same choices)
+    tree = LogDirs(args.paths, max_decompressed_bytes=args.max_decompressed_bytes,
+                   page_cache=getattr(args, "page_cache", None),
+                   max_read_rate=getattr(args, "max_read_rate", None),
+                   jobs=getattr(args, "jobs", None))
     if args.output is not None:
         _refuse_inside(args.output, tree.paths)
     met = len(tree.findings)
