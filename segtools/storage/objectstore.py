@@ -218,18 +218,22 @@ def _gcs_filesystem(options: Mapping[str, Any]):
 
 _AZURE_SCHEMES = ("abfs", "abfss", "az")
 
-#: The Azure locations open in this process. The Azure SDK keeps one connection pool for the
-#: whole process (``CurlConnectionPool``, with a cleanup thread), which no client owns and
-#: Python cannot reach: a forked worker that reads through an inherited Azure location makes
-#: requests on the parent's open connections and reads the parent's answers (pyarrow then
-#: aborts the worker: ``terminate ... stoi``). This mirrors that process-wide fact of the
-#: SDK, so that :func:`segtools.fanout.ordered` does not fork while such a location is open.
-_OPEN_AZURE: weakref.WeakSet = weakref.WeakSet()
+#: The object-store locations open in this process. Each store's client keeps process-wide
+#: state that a fork copies mid-use: the Azure SDK one connection pool for the whole process
+#: (``CurlConnectionPool``, with a cleanup thread; a forked worker reads the parent's answers
+#: and pyarrow aborts it: ``terminate ... stoi``), pyarrow's S3 and GCS clients locks that a
+#: download thread may hold at the fork (gdb showed a worker waiting on one). Quiescing the
+#: range threads before a fork (:func:`_quiesce`) made the hang rarer, not impossible: the
+#: suite's forked runs over S3 still hung in two full runs of the merged tree. So
+#: :func:`segtools.fanout.ordered` does not fork while any such location is open; the work
+#: stays in one process, whose range threads keep the store busy.
+_OPEN_STORES: weakref.WeakSet = weakref.WeakSet()
 
 
 def fork_shares_connections() -> bool:
-    """Whether a forked worker could read through connections its parent shares."""
-    return len(_OPEN_AZURE) > 0
+    """Whether a forked worker could read through a client its parent shares (any object
+    store open in this process)."""
+    return len(_OPEN_STORES) > 0
 
 
 def _azure_filesystem(netloc: str, options: Mapping[str, Any]):
@@ -325,8 +329,7 @@ class ObjectStoreLocation(Location):
         self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
         self._own_clients()
         os.register_at_fork(before=partial(_quiesce, weakref.ref(self)))
-        if self.scheme in _AZURE_SCHEMES:
-            _OPEN_AZURE.add(self)
+        _OPEN_STORES.add(self)
 
     def _own_clients(self) -> None:
         """The store's client, the range threads and the downloads in flight, for this
@@ -531,7 +534,7 @@ class ObjectStoreLocation(Location):
         return RangeSource(self, key, entry, f)
 
     def close(self) -> None:
-        _OPEN_AZURE.discard(self)
+        _OPEN_STORES.discard(self)
         if self._pool is not None and not self.forked:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None
