@@ -71,12 +71,7 @@ class S3Server:
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc)
             self._proc = None
             self._dir.cleanup()
 
@@ -144,3 +139,13 @@ class S3Server:
         self._api("stop-recording")
         text = self._api("download-recording", "GET").decode()
         return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    """A test server stopped: asked to end, then killed if it has not within 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

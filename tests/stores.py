@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.s3server import stop_process
+
 REPO = Path(__file__).resolve().parent.parent
 AZURITE = REPO / ".cache" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
 #: Azurite's well-known development account (public, in Microsoft's documentation).
@@ -76,12 +78,7 @@ class _Server:
 
     def stop(self) -> None:
         if self._proc is not None:
-            self._proc.terminate()
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            stop_process(self._proc)
             self._proc = None
         if self._dir is not None:
             self._dir.cleanup()
