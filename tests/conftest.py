@@ -38,3 +38,13 @@ def object_store(request):
     """Each store in turn: a test that takes it runs once per protocol."""
     return request.getfixturevalue({"s3": "s3_server", "gs": "gcs_server",
                                     "abfs": "azurite_server"}[request.param])
+
+
+@pytest.fixture(autouse=True)
+def _no_location_left_open():
+    """Each test starts as a fresh process would, with no location open: a store a test
+    opened through the Python API (which keeps it for the rest of the process) would
+    otherwise keep later tests' runs from forking their workers (segtools.fanout)."""
+    yield
+    from segtools.storage import location
+    location.close_all()
