@@ -4,6 +4,12 @@ The reading itself is :func:`segtools.fetch.rows.read` (the same code as the Pyt
 ``to_arrow()``). What this module adds is Spark's handling of what the read meets: every warning
 or error is logged on the executor and the read goes on, or, with ``failOnCorruption``, an
 error finding stops the task with a message naming the file and byte position.
+
+Spark runs the read again for every action on a DataFrame, and a Python source keeps no state
+from one action to the next; logged as is, the same file's ``crc_mismatch`` line would come
+back with every ``count()`` and ``show()`` (26 times in the tour). So a line is written once per
+executor worker process (:class:`OncePerWorker`): Python workers are reused from one task to
+the next, and the findings as data (``level=segments``, column ``findings``) list them all.
 """
 
 from __future__ import annotations
@@ -21,6 +27,32 @@ from segtools.fetch import rows
 from segtools.findings import Finding, Severity
 
 log = logging.getLogger("pyspark_kafkalog")
+
+
+class OncePerWorker(logging.Filter):
+    """Lets each distinct finding line through once in this worker process, then drops it.
+
+    Remembers at most ``limit`` lines (then every line goes through again, so memory stays
+    bounded on a tree with millions of findings). Attached to the findings' logger when the
+    module loads: the one logger of one process is where "already said" can live."""
+
+    def __init__(self, limit: int = 65536):
+        super().__init__()
+        self.limit = limit
+        self.seen: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        line = record.getMessage()
+        if line in self.seen:
+            return False
+        if len(self.seen) < self.limit:
+            self.seen.add(line)
+        return True
+
+
+#: Findings met by the reads: each line once per worker process (see the module's doc).
+findings_log = logging.getLogger("pyspark_kafkalog.findings")
+findings_log.addFilter(OncePerWorker())
 
 
 def make_scan(opts: ReadOptions, columns: tuple[str, ...], schema: pa.Schema) -> rows.Scan:
@@ -44,7 +76,7 @@ def reporter(fail_on_corruption: bool):
         if fail_on_corruption and finding.severity is Severity.ERROR:
             raise CorruptDataError(text, path=finding.path, position=finding.position)
         where = f" at byte {finding.position}" if finding.position is not None else ""
-        log.warning("%s%s", text, where)
+        findings_log.warning("%s%s", text, where)
 
     return report
 

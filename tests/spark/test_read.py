@@ -92,11 +92,28 @@ def test_schema_and_kafka_columns(everything, trees):
         str(trees / "sample"), str(trees / "legacy")}
 
 
-def test_corrupt_batch_is_flagged_and_logged(trees, caplog):
+@pytest.fixture
+def fresh_worker():
+    """The findings' log as a new executor worker process has it: nothing said yet."""
+    for f in scan.findings_log.filters:
+        f.seen.clear()
+
+
+def test_corrupt_batch_is_flagged_and_logged(trees, caplog, fresh_worker):
     with caplog.at_level(logging.WARNING, logger="pyspark_kafkalog"):
         rows = read({"path": str(trees / "sample" / "corrupt-crc-0")}).to_pylist()
     assert [r["crc_valid"] for r in rows].count(False) == 3
     assert any("crc_mismatch" in m and "at byte 225" in m for m in caplog.messages)
+
+
+def test_a_finding_is_logged_once_per_worker_whatever_the_actions(trees, caplog, fresh_worker):
+    """Spark reads the file again for each action; the worker says its finding once."""
+    with caplog.at_level(logging.WARNING, logger="pyspark_kafkalog"):
+        for _ in range(3):
+            rows = read({"path": str(trees / "sample" / "corrupt-crc-0")}).to_pylist()
+            assert [r["crc_valid"] for r in rows].count(False) == 3
+    said = [m for m in caplog.messages if "crc_mismatch" in m and "at byte 225" in m]
+    assert len(said) == 1, said
 
 
 def test_fail_on_corruption_names_file_and_position(trees):

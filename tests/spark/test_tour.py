@@ -5,6 +5,7 @@ a row of its own table (the executors' log lines go to stderr with Spark's log).
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -33,3 +34,8 @@ def test_tour_tables_are_captioned_whole_and_findings_shown_once():
     assert "kafkalog:" not in proc.stdout
     codes = Counter(re.findall(r"\|(crc_mismatch|truncated_tail) *\|", proc.stdout))
     assert codes == {"crc_mismatch": 1, "truncated_tail": 1}, proc.stdout
+    # the executors' lines: once per worker process (at most one per core of local[*]), not
+    # once per action of the tour
+    logged = [line for line in proc.stderr.splitlines()
+              if "kafkalog:" in line and "crc_mismatch" in line and "at byte 225" in line]
+    assert 1 <= len(logged) <= max(2, os.cpu_count() or 1), logged
