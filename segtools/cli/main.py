@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Iterator, Sequence
 
 from segtools import __version__
@@ -158,7 +159,7 @@ def _run_command(args: argparse.Namespace) -> int:
         return code
     except SegtoolsError as e:
         if args.debug:
-            raise
+            _print_traceback(e)
         print(error_line(e), file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # `segtools dump ... | head`: normal use, but not a full read
@@ -172,11 +173,20 @@ def _run_command(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     except Exception as e:  # a bug in segtools: still one line, and how to see more
         if args.debug:
-            raise
+            _print_traceback(e)
         print(f"segtools: error: internal error ({type(e).__name__}: "
               f"{terminal_safe(text_without_credentials(str(e)))}{_where(e)}); "
               "rerun with --debug for the traceback, and please report it", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _print_traceback(e: BaseException) -> None:
+    """``--debug``: the traceback on stderr before the error line, and the exit status the
+    same as without it (2: a script that adds ``--debug`` to see more must not see another
+    answer). Each line is credential-free and terminal-safe, as the error line is."""
+    for chunk in traceback.format_exception(e):
+        for line in chunk.rstrip("\n").split("\n"):
+            print(terminal_safe(text_without_credentials(line)), file=sys.stderr)
 
 
 def error_line(e: SegtoolsError) -> str:

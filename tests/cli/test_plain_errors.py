@@ -100,3 +100,13 @@ def test_an_answer_cut_by_its_reader_is_not_exit_0():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_debug_shows_the_traceback_and_keeps_the_exit_status(tmp_path):
+    """A script that adds ``--debug`` to see more must get the same answer: exit 2, the
+    error line last, the traceback above it."""
+    missing = str(tmp_path / "nowhere")
+    plain, debug = run("scan", missing), run("--debug", "scan", missing)
+    assert plain.returncode == debug.returncode == 2
+    assert debug.stderr.splitlines()[-1] == plain.stderr.strip()
+    assert debug.stderr.startswith("Traceback (most recent call last):")
