@@ -60,10 +60,25 @@ def refuse_uri_credentials(text: str) -> str | None:
             "find them")
 
 
+#: A URI typed with one slash or none (``s3:/KEY:SECRET@bucket``, ``s3:KEY:SECRET@bucket``): not
+#: a URI to the parser, so a local path that does not exist, but its user part is still a
+#: credential and must not be echoed in the error line.
+_MISTYPED_URI_USER = re.compile(r"(?:^|(?<=/))([A-Za-z][A-Za-z0-9+.-]*:/?)(?!/)([^/@\s]+)@")
+
+
+def _mistyped_uri_user(match: re.Match) -> str:
+    scheme, user = match.group(1), match.group(2)
+    if ":" in user or scheme.rstrip(":/").lower() in _USER_IS_KEY:
+        return f"{scheme}***@"
+    return match.group(0)
+
+
 def without_credentials(text: str) -> str:
     """``text`` as it may be shown: a URI's user part and credential query values replaced by
-    ``***`` (any other text unchanged)."""
-    if "://" not in text or uri_credentials(text) is None:
+    ``***`` (any other text unchanged), also in a URI mistyped with fewer than two slashes."""
+    if "://" not in text:
+        return _MISTYPED_URI_USER.sub(_mistyped_uri_user, text) if "@" in text else text
+    if uri_credentials(text) is None:
         return text
     parts = urlsplit(text)
     netloc = parts.netloc
@@ -85,7 +100,7 @@ _URI_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>:,.;)]
 def text_without_credentials(text: str) -> str:
     """Free text (a message) with :func:`without_credentials` applied to every URI in it."""
     if "://" not in text:
-        return text
+        return without_credentials(text)
     return _URI_IN_TEXT.sub(lambda m: without_credentials(m.group(0)), text)
 
 

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import fnmatch
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -167,6 +168,20 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
 
 
+#: A store's scheme written with fewer than two slashes (``s3:/bucket``): read as a local path.
+_ONE_SLASH_URI = re.compile(r"^(s3|s3a|gs|gcs|abfs|abfss|az|file):/?(?!/)", re.IGNORECASE)
+
+
+def _uri_hint(paths: Iterable[str]) -> str:
+    """What to say when a missing path was meant as a URI (the scheme only: the rest may
+    hold a credential)."""
+    for p in paths:
+        found = _ONE_SLASH_URI.match(os.fspath(p))
+        if found:
+            return f" (read as a local path; a URI is written {found.group(1)}://...)"
+    return ""
+
+
 def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
     """Walk the given log dirs / partition dirs / segment files; a path that does not exist
     is a usage error (exit 2), as the operator mistyped it."""
@@ -174,7 +189,8 @@ def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
         log_dirs, loose = walk(paths)
     missing = [f for f in loose if f.code == "path_not_found"]
     if missing:
-        raise SegtoolsError("no such file or directory", path=missing[0].path)
+        raise SegtoolsError("no such file or directory" + _uri_hint(paths),
+                            path=missing[0].path)
     if not any(d.partitions for d in log_dirs) and not loose:
         unlisted = next((f for d in log_dirs for f in d.findings
                          if f.code == "log_dir_unreadable"), None)

@@ -110,3 +110,10 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_status(tmp_path):
     assert plain.returncode == debug.returncode == 2
     assert debug.stderr.splitlines()[-1] == plain.stderr.strip()
     assert debug.stderr.startswith("Traceback (most recent call last):")
+
+
+def test_a_uri_with_one_slash_is_named_without_its_key(tmp_path):
+    proc = run("scan", "s3:/AKIAPLANTED:PLANTEDSECRET@bucket/p", cwd=str(tmp_path))
+    assert proc.returncode == 2
+    assert "PLANTEDSECRET" not in proc.stderr and "AKIAPLANTED" not in proc.stderr
+    assert proc.stderr.rstrip().endswith("(read as a local path; a URI is written s3://...)")

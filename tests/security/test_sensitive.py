@@ -75,3 +75,22 @@ def test_plugin_secrets_named_in_java_style_are_hidden(name):
 @pytest.mark.parametrize("name", ["acme.secretary", "retention.ms", "log.segment.bytes"])
 def test_words_that_only_contain_secret_are_not(name):
     assert not is_sensitive_config(name)
+
+
+@pytest.mark.parametrize(("typed", "shown"), [
+    ("s3:/AK:SK@bucket/p", "s3:/***@bucket/p"),
+    ("s3:AK:SK@bucket/p", "s3:***@bucket/p"),
+    ("/work/dir/s3:/AK:SK@bucket/p", "/work/dir/s3:/***@bucket/p"),
+    ("gs:/KEYONLY@bucket", "gs:/***@bucket"),
+])
+def test_a_uri_mistyped_with_one_slash_still_hides_its_credentials(typed, shown):
+    """One slash short, the parser sees a local path; the error line that echoes it must
+    still not show the key."""
+    assert without_credentials(typed) == shown
+    assert text_without_credentials(f"{typed}: no such file or directory") == \
+        f"{shown}: no such file or directory"
+
+
+@pytest.mark.parametrize("path", ["/tmp/user@host/x", "/srv/kafka@2/logs", "mailto:a@b"])
+def test_an_at_sign_in_a_path_is_not_a_credential(path):
+    assert without_credentials(path) == path
