@@ -7,12 +7,13 @@ a schema that imports one of its built-in dependencies without a reference; so d
 Google's well-known types, Google's common types (``google/type/*.proto``, shipped by
 googleapis-common-protos) and Confluent's own (``confluent/meta.proto``,
 ``confluent/type/decimal.proto``, ``confluent/type/variant.proto``, declared in ``proto/``
-beside this module). A reference of the same name wins: it is the registry's record. protoc reads files, so the
-schema and its references (each reference's ``name`` is the import path it satisfies) are
-written to a private temporary directory (never under a log dir), compiled in a child process
-(a hostile schema cannot crash or hang segtools: it has a time limit) into a
-``FileDescriptorSet``, and the directory is removed. The descriptors go into a pool of their
-own per schema id (two ids may define the same message names differently).
+beside this module). A reference of the same name wins: it is the registry's record.
+
+protoc reads files, so the schema and its references (each reference's ``name`` is the import
+path it satisfies) are written to a private temporary directory (never under a log dir),
+compiled in a child process (a hostile schema cannot crash or hang segtools: it has a time
+limit) into a ``FileDescriptorSet``, and the directory is removed. The descriptors go into a
+pool of their own per schema id (two ids may define the same message names differently).
 
 JSON (docs/payloads.md "Protobuf to JSON"): Google's ``json_format`` with the field names as
 written in the ``.proto`` (``preserving_proto_field_name``), every field shown (proto3 defaults
