@@ -2,9 +2,11 @@
 ``segtools.decode_table`` and the Spark source's ``decode`` option add to a record table.
 
 Per side (``key_`` and ``value_``): ``*_decoded`` (the value as JSON text), ``*_schema_id``,
-``*_schema_subject``, ``*_schema_version``, ``*_schema_type`` and ``*_payload_error`` (the
-``payload_*`` finding code when the payload did not decode; its bytes stay in ``key``/``value``).
-The SQL views of the query face are built on these names: they do not change.
+``*_schema_subject``, ``*_schema_version``, ``*_schema_type``, ``*_schema_message`` (for
+Protobuf the full name of the message the frame's indexes chose, as the CLI's ``"message"``)
+and ``*_payload_error`` (the ``payload_*`` finding code when the payload did not decode; its
+bytes stay in ``key``/``value``). The SQL views of the query face are built on these names:
+they do not change.
 """
 
 from __future__ import annotations
@@ -21,7 +23,10 @@ from segtools.payloads.errors import BodyMismatch, PayloadError
 
 SIDE_FIELDS = (("decoded", pa.string()), ("schema_id", pa.int32()),
                ("schema_subject", pa.string()), ("schema_version", pa.int32()),
-               ("schema_type", pa.string()), ("payload_error", pa.string()))
+               ("schema_type", pa.string()), ("schema_message", pa.string()),
+               ("payload_error", pa.string()))
+#: Each side's column names, without the side's prefix.
+NAMES = tuple(name for name, _ in SIDE_FIELDS)
 #: The columns added, in order.
 FIELDS = tuple(pa.field(f"{side}_{name}", kind) for side in ("key", "value")
                for name, kind in SIDE_FIELDS)
@@ -30,13 +35,22 @@ SCHEMA = pa.schema(FIELDS)
 
 @dataclass(frozen=True, slots=True)
 class Side:
-    """One side's payloads, decoded: the six columns, and for each value that did not decode
+    """One side's payloads, decoded: the columns, and for each value that did not decode
     the reason (what a finding says; the column holds only the code)."""
 
     columns: list[pa.Array]
     messages: list[str | None]
-    schemas: np.ndarray  # per value its SchemaUse or None (with the Protobuf message the
-    #                      columns omit)
+    schemas: np.ndarray  # per value its SchemaUse or None
+
+    @property
+    def decoded(self) -> pa.Array:
+        """The ``*_decoded`` column (JSON text)."""
+        return self.columns[NAMES.index("decoded")]
+
+    @property
+    def errors(self) -> pa.Array:
+        """The ``*_payload_error`` column (finding codes)."""
+        return self.columns[NAMES.index("payload_error")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +97,7 @@ class Payloads:
 def _slow(decoder: PayloadDecoder, values: list, topics: list, is_key: bool
           ) -> tuple[list[pa.Array], list[str | None], list[SchemaUse | None]]:
     """Value by value (what the column path leaves: other formats, unknown ids, no frame)."""
-    decoded, ids, subjects, versions, types, errors, messages = [], [], [], [], [], [], []
+    decoded, ids, subjects, versions, types, names, errors, messages = ([] for _ in range(8))
     uses: list[SchemaUse | None] = []
     for data, topic in zip(values, topics, strict=True):
         try:
@@ -98,16 +112,18 @@ def _slow(decoder: PayloadDecoder, values: list, topics: list, is_key: bool
             subjects.append(None)
             versions.append(None)
             types.append(None)
+            names.append(None)
         else:
             decoded.append(found.json_text())
             ids.append(found.schema.id)
             subjects.append(found.schema.subject)
             versions.append(found.schema.version)
             types.append(found.schema.type)
+            names.append(found.schema.message)
         errors.append(error)
         messages.append(message)
         uses.append(None if found is None else found.schema)
-    lists = (decoded, ids, subjects, versions, types, errors)
+    lists = (decoded, ids, subjects, versions, types, names, errors)
     return ([pa.array(v, kind) for v, (_, kind) in zip(lists, SIDE_FIELDS, strict=True)],
             messages, uses)
 
@@ -174,6 +190,7 @@ def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: Topics,
             pa.array([use.subject] * k, pa.string(), mask=~ok),
             pa.array(np.full(k, use.version or 0, np.int32), pa.int32(), mask=~ok),
             pa.array([use.type] * k, pa.string(), mask=~ok),
+            pa.nulls(k, pa.string()),  # Avro: no message
             pa.array(np.where(ok, None, BodyMismatch.code).tolist(), pa.string())]))
         fast[rows] = True
     # nothing to decode, without asking value by value: nulls, and keys without a frame in

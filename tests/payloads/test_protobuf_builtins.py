@@ -4,14 +4,19 @@ segtools must decode payloads of such schemas too."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+import segtools
 from segtools.payloads import framing
 from segtools.payloads.decoder import PayloadDecoder
 from segtools.payloads.errors import PayloadError
 from segtools.payloads.schemas import RegisteredSchema, SchemaReference, Schemas
 
 pytest.importorskip("grpc_tools")
+
+TREE = Path(__file__).resolve().parents[2] / "fixtures" / "logdirs" / "payloads"
 
 PRICE = """syntax = "proto3";
 package shop;
@@ -71,3 +76,20 @@ def test_a_reference_of_a_builtin_name_is_the_registry_s_record():
         decoded(uses, narrow)
     assert e.value.code == "payload_schema_invalid"
 
+
+
+def test_arrow_names_the_protobuf_message():
+    """The message the frame's indexes chose, by its full name, in ``*_schema_message`` (the
+    CLI's ``"message"``); null for the other formats."""
+    tree = segtools.open(TREE)
+    customers = tree.to_arrow(decode=True, topics="customers").read_all()
+    assert customers.column("value_schema_message").to_pylist() == \
+        ["shop.Customer", "shop.Shipment"] * 4
+    assert customers.column("key_schema_message").null_count == customers.num_rows
+    orders = tree.to_arrow(decode=True, topics="orders").read_all()
+    assert orders.column("value_schema_message").null_count == orders.num_rows
+    again = segtools.decode_table(customers.select(["topic", "key", "value"]), [TREE])
+    assert again.column("value_schema_message").to_pylist() == \
+        customers.column("value_schema_message").to_pylist()
+    assert next(tree.records(decode=True, topics="customers"))["value_schema_message"] == \
+        "shop.Customer"

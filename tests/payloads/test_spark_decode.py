@@ -24,12 +24,13 @@ def test_spark_decodes_as_the_api(spark, topic):  # noqa: F811
     df = (spark.read.format("kafkalog").option("decode", "true").option("topics", topic)
           .load(str(TREE)))
     rows = sorted(df.select("offset", "value_decoded", "value_schema_id",
-                            "value_payload_error").collect())
+                            "value_payload_error", "value_schema_message").collect())
     api = segtools.open(TREE).to_arrow(decode=True, topics=topic).read_all()
     expected = sorted(zip(api.column("offset").to_pylist(),
                           api.column("value_decoded").to_pylist(),
                           api.column("value_schema_id").to_pylist(),
-                          api.column("value_payload_error").to_pylist(), strict=True))
+                          api.column("value_payload_error").to_pylist(),
+                          api.column("value_schema_message").to_pylist(), strict=True))
     assert [tuple(r) for r in rows] == expected
     assert any(r[1] is not None and json.loads(r[1]) for r in rows) or topic == "payloads.hostile"
 
