@@ -14,6 +14,7 @@ import sys
 from segtools.cli import common, decoding, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
+from segtools.payloads.schemas import LATEST
 from segtools.payloads.sources import gather
 from segtools.payloads.usage import usage
 
@@ -87,7 +88,8 @@ def _time(ms: int | None) -> str:
 
 def _schema_text(v) -> str:
     refs = ", ".join(f"{render.terminal_safe(r.name)} -> {render.terminal_safe(r.subject)} "
-                     f"v{r.version}" for r in v.references)
+                     f"{'latest' if r.version == LATEST else f'v{r.version}'}"
+                     for r in v.references)
     return (f"{render.terminal_safe(v.subject)} v{v.version}: id {v.id} {v.schema_type}"
             f"{' DELETED' if v.deleted else ''} registered {_time(v.registered_ms)}"
             f"{' references ' + refs if refs else ''}")

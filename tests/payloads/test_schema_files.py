@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import segtools
+from segtools.cli.schemas import _schema_text
 from segtools.payloads.schema_files import avro_names, proto_imports, read_directory
 from segtools.payloads.schemas import LATEST, SchemaReference
 
@@ -90,8 +91,9 @@ def test_missing_and_ambiguous_imports_are_reference_findings(tmp_path, history)
     other["fields"].reverse()
     root = write(tmp_path, {"3.avsc": by_id[3], "5.proto": by_id[5],
                             "a/money.avsc": by_id[1], "b/money.avsc": json.dumps(other)})
-    refs = {v.id: v.references for v in read_directory(root)}
-    assert refs[3] == (SchemaReference("shop.Money", "shop.Money", LATEST),)
+    found = {v.id: v for v in read_directory(root)}
+    assert found[3].references == (SchemaReference("shop.Money", "shop.Money", LATEST),)
+    assert _schema_text(found[3]).endswith("references shop.Money -> shop.Money latest")
     for topic in ("orders", "customers"):
         errors = {r[3] for r in rows(topic, schemas=[root]) if r[0] >= 4 or topic != "orders"}
         assert errors == {"payload_reference_missing"}
