@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per topic: the schema ids its keys and values use, from when to "
                         "when, and the producers that wrote them")
     p.add_argument("--schemas", action="append", default=[], metavar="LOCATION",
-                   help="where the _schemas topic is, when not among PATHS")
+                   help="where the _schemas topic is, when not among PATHS, or a directory "
+                        "of schema files")
     common.add_selection(p)
     common.add_format(p)
     common.add_decompress_limit(p)
