@@ -609,12 +609,12 @@ class _DecodedLines:
             for side, pos, length, is_key in (("key", cols.key_pos, cols.key_len, True),
                                               ("value", cols.value_pos, cols.value_len, False))]
         # per side that decoded anything: its name, texts and schema JSON by row
-        self.shown = [(b',"%s_decoded":' % side.encode(), _texts(d.columns[0]),
+        self.shown = [(b',"%s_decoded":' % side.encode(), _texts(d.decoded),
                        b',"%s_schema":' % side.encode(), _schema_json(d.schemas))
-                      for side, d in self.sides if d.columns[0].null_count < len(d.columns[0])]
+                      for side, d in self.sides if d.decoded.null_count < len(d.decoded)]
         failed = np.zeros(len(cols), bool)
         for _, d in self.sides:
-            failed |= d.columns[5].is_valid().to_numpy(zero_copy_only=False)
+            failed |= d.errors.is_valid().to_numpy(zero_copy_only=False)
         self.failed = failed
         self.order = np.flatnonzero(_record_mask(cols, window))
         self.next = 0
@@ -637,7 +637,7 @@ class _DecodedLines:
         cols, table = self.chunk.columns, self.chunk.table
         out = []
         for side, decoded in self.sides:
-            code = decoded.columns[5][i].as_py()
+            code = decoded.errors[i].as_py()
             if code is not None:
                 out.append(finding(code, self.path, f"{side}: {decoded.messages[i]}",
                                    position=int(table.position[cols.batch[i]]),
@@ -669,8 +669,8 @@ class _DecodedLines:
         """A record Python renders (one the compiled renderer hands back): the same fields."""
         self.next += 1
         for side, decoded in self.sides:
-            if decoded.columns[0][i].is_valid:
-                obj[f"{side}_decoded"] = json.loads(decoded.columns[0][i].as_py())
+            if decoded.decoded[i].is_valid:
+                obj[f"{side}_decoded"] = json.loads(decoded.decoded[i].as_py())
                 obj[f"{side}_schema"] = decoded.schemas[i].to_json()
         return obj
 

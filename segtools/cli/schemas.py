@@ -14,6 +14,7 @@ import sys
 from segtools.cli import common, decoding, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
+from segtools.payloads.schemas import LATEST
 from segtools.payloads.sources import gather
 from segtools.payloads.usage import usage
 
@@ -32,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per topic: the schema ids its keys and values use, from when to "
                         "when, and the producers that wrote them")
     p.add_argument("--schemas", action="append", default=[], metavar="LOCATION",
-                   help="where the _schemas topic is, when not among PATHS")
+                   help="where the _schemas topic is, when not among PATHS, or a directory "
+                        "of schema files")
     common.add_selection(p)
     common.add_format(p)
     common.add_decompress_limit(p)
@@ -87,7 +89,8 @@ def _time(ms: int | None) -> str:
 
 def _schema_text(v) -> str:
     refs = ", ".join(f"{render.terminal_safe(r.name)} -> {render.terminal_safe(r.subject)} "
-                     f"v{r.version}" for r in v.references)
+                     f"{'latest' if r.version == LATEST else f'v{r.version}'}"
+                     for r in v.references)
     return (f"{render.terminal_safe(v.subject)} v{v.version}: id {v.id} {v.schema_type}"
             f"{' DELETED' if v.deleted else ''} registered {_time(v.registered_ms)}"
             f"{' references ' + refs if refs else ''}")

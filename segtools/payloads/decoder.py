@@ -44,6 +44,7 @@ from segtools.payloads.errors import (
 from segtools.payloads.schemas import (
     AVRO,
     JSON,
+    LATEST,
     PROTOBUF,
     RegisteredSchema,
     SchemaLookup,
@@ -245,13 +246,18 @@ class PayloadDecoder:
             raise SchemaInvalid(f"references nest deeper than {MAX_REFERENCE_DEPTH}")
         here = (schema.subject, schema.version)
         for ref in schema.references:
-            there = (ref.subject, ref.version)
+            target = self.lookup.by_subject_version(ref.subject, ref.version)
+            # a reference to a subject's latest version is the version found
+            there = (ref.subject, ref.version) if target is None else \
+                (target.subject, target.version)
             if there == here or there in stack:
                 raise SchemaInvalid(f"{schema.subject} v{schema.version} references itself "
-                                    f"through {ref.subject} v{ref.version}")
-            target = self.lookup.by_subject_version(ref.subject, ref.version)
+                                    f"through {target.subject} v{target.version}"
+                                    if target is not None else
+                                    f"{schema.subject} v{schema.version} references itself")
             if target is None:
-                raise ReferenceMissing(f"reference {ref.name!r} ({ref.subject} v{ref.version}) "
+                which = "latest" if ref.version == LATEST else f"v{ref.version}"
+                raise ReferenceMissing(f"reference {ref.name!r} ({ref.subject} {which}) "
                                        "is in no schema source")
             self._walk(target, found, (*stack, here))
             if all(name != ref.name for name, _ in found):

@@ -2,12 +2,18 @@
 the frame's message indexes, rendered by the proto3 JSON mapping.
 
 No system ``protoc`` is needed: grpcio-tools ships protoc as a Python extension together with
-the well-known types' ``.proto`` files (``google/protobuf/*.proto``). protoc reads files, so the
-schema and its references (each reference's ``name`` is the import path it satisfies) are
-written to a private temporary directory (never under a log dir), compiled in a child process
-(a hostile schema cannot crash or hang segtools: it has a time limit) into a
-``FileDescriptorSet``, and the directory is removed. The descriptors go into a pool of their
-own per schema id (two ids may define the same message names differently).
+the well-known types' ``.proto`` files (``google/protobuf/*.proto``). Schema Registry compiles
+a schema that imports one of its built-in dependencies without a reference; so does segtools:
+Google's well-known types, Google's common types (``google/type/*.proto``, shipped by
+googleapis-common-protos) and Confluent's own (``confluent/meta.proto``,
+``confluent/type/decimal.proto``, ``confluent/type/variant.proto``, declared in ``proto/``
+beside this module). A reference of the same name wins: it is the registry's record.
+
+protoc reads files, so the schema and its references (each reference's ``name`` is the import
+path it satisfies) are written to a private temporary directory (never under a log dir),
+compiled in a child process (a hostile schema cannot crash or hang segtools: it has a time
+limit) into a ``FileDescriptorSet``, and the directory is removed. The descriptors go into a
+pool of their own per schema id (two ids may define the same message names differently).
 
 JSON (docs/payloads.md "Protobuf to JSON"): Google's ``json_format`` with the field names as
 written in the ``.proto`` (``preserving_proto_field_name``), every field shown (proto3 defaults
@@ -17,6 +23,7 @@ mapping's choices), bytes as base64, well-known types in their JSON forms.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -32,6 +39,26 @@ from segtools.payloads.errors import BodyMismatch, SchemaInvalid
 
 #: Where grpcio-tools keeps the well-known types' .proto files.
 WELL_KNOWN = Path(grpc_tools.__file__).parent / "_proto"
+#: Confluent's built-in .proto files (``confluent/...``), shipped with segtools.
+CONFLUENT = Path(__file__).parent / "proto" / "confluent"
+
+
+def _google_types() -> Path | None:
+    """Where googleapis-common-protos keeps ``google/type/*.proto`` (None: not installed, and
+    a schema importing one does not compile, saying which file protoc did not find)."""
+    spec = importlib.util.find_spec("google.type.date_pb2")
+    return Path(spec.origin).parent if spec is not None and spec.origin else None
+
+
+def include_paths(root: Path) -> list[str]:
+    """protoc's import paths: the schema and its references first, then the built-ins, each
+    mapped to its own virtual directory (``confluent=...``) so no other file of an installed
+    package can be imported by a schema."""
+    paths = [f"-I{root}", f"-I{WELL_KNOWN}", f"-Iconfluent={CONFLUENT}"]
+    google_types = _google_types()
+    if google_types is not None:
+        paths.append(f"-Igoogle/type={google_types}")
+    return paths
 #: How long protoc may take over one schema.
 COMPILE_SECONDS = 30
 #: The file name the main schema is compiled under (its imports use their own names).
@@ -57,7 +84,7 @@ def compile_proto(text: str, imports: Mapping[str, str]) -> descriptor_pb2.FileD
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(body, encoding="utf-8")
         out = root / "descriptors.pb"
-        command = [sys.executable, "-m", "grpc_tools.protoc", f"-I{root}", f"-I{WELL_KNOWN}",
+        command = [sys.executable, "-m", "grpc_tools.protoc", *include_paths(root),
                    f"--descriptor_set_out={out}", "--include_imports", str(root / MAIN_FILE)]
         try:
             done = subprocess.run(command, capture_output=True, timeout=COMPILE_SECONDS,

@@ -19,6 +19,9 @@ from segtools.errors import SegtoolsError
 #: The registry's schema types (``schemaType``; absent means AVRO, the registry's default).
 AVRO, PROTOBUF, JSON = "AVRO", "PROTOBUF", "JSON"
 SCHEMA_TYPES = (AVRO, PROTOBUF, JSON)
+#: A reference's version meaning the subject's latest (the registry's REST API reads -1 as
+#: ``latest``); what a reference found by name in a directory of files points at.
+LATEST = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,8 @@ class Schemas:
         return [v for v in self.versions if v.id == schema_id]
 
     def by_subject_version(self, subject: str, version: int) -> RegisteredSchema | None:
+        if version == LATEST:
+            return self.latest(subject) or self.latest(subject, include_deleted=True)
         for v in self.versions:
             if v.subject == subject and v.version == version:
                 return v

@@ -20,10 +20,10 @@ from pathlib import Path
 
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
+from segtools.payloads.schema_files import read_directory
 from segtools.payloads.schemas import (
     AVRO,
-    JSON,
-    PROTOBUF,
+    LATEST,
     RegisteredSchema,
     SchemaLookup,
     SchemaReference,
@@ -33,8 +33,6 @@ from segtools.payloads.schemas_topic import SCHEMAS_TOPIC, beside, read_schemas,
 from segtools.storage.location import is_remote
 from segtools.storage.logdirs import LogDir, walk
 
-#: Schema file extensions and the schema type each holds.
-EXTENSIONS = {".avsc": AVRO, ".proto": PROTOBUF, ".json": JSON}
 #: The environment variable holding ``user:password`` for a registry (Confluent's
 #: ``basic.auth.user.info``); read, never printed.
 AUTH_VARIABLE = "SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO"
@@ -78,39 +76,6 @@ class SchemaChain:
     def histories(self) -> list[Schemas]:
         """The sources that hold a history (the topic, the files), for ``segtools schemas``."""
         return [s for s in self.sources if isinstance(s, Schemas)]
-
-
-# --------------------------------------------------------------------------- files
-
-
-def read_directory(root: Path) -> Schemas:
-    """Schema files: ``<id>.avsc|.proto|.json`` (found by id) and
-    ``<subject>/<version>.avsc|.proto|.json`` (found by subject and version, for references
-    and the latest version); a subject version whose text is an id file's is that id's."""
-    by_id: dict[int, tuple[str, str]] = {}
-    versions: list[tuple[str, int, str, str]] = []
-    for path in sorted(root.rglob("*")):
-        kind = EXTENSIONS.get(path.suffix)
-        if kind is None or not path.is_file():
-            continue
-        text = path.read_text(encoding="utf-8", errors="replace")
-        rel = path.relative_to(root)
-        if len(rel.parts) == 1 and path.stem.isdigit():
-            by_id[int(path.stem)] = (kind, text)
-        elif len(rel.parts) >= 2 and path.stem.isdigit():
-            versions.append(("/".join(rel.parts[:-1]), int(path.stem), kind, text))
-    out = Schemas(source=str(root))
-    linked: set[int] = set()
-    for subject, version, kind, text in versions:
-        schema_id = next((i for i, (k, t) in by_id.items() if k == kind and t == text), None)
-        if schema_id is not None:
-            linked.add(schema_id)
-        out.versions.append(RegisteredSchema(-1 if schema_id is None else schema_id, subject,
-                                             version, kind, text))
-    for schema_id, (kind, text) in sorted(by_id.items()):
-        if schema_id not in linked:
-            out.versions.append(RegisteredSchema(schema_id, f"(id {schema_id})", 0, kind, text))
-    return out
 
 
 # --------------------------------------------------------------------------- a registry
@@ -184,9 +149,12 @@ class RegistryClient:
 
     def by_subject_version(self, subject: str, version: int) -> RegisteredSchema | None:
         quoted = urllib.parse.quote(subject, safe="")
-        body = self._get(f"/subjects/{quoted}/versions/{version}?deleted=true")
+        which = "latest" if version == LATEST else str(version)
+        body = self._get(f"/subjects/{quoted}/versions/{which}?deleted=true")
         if not isinstance(body, dict) or not isinstance(body.get("schema"), str):
             return None
+        if version == LATEST:
+            version = int(body.get("version", LATEST))
         return RegisteredSchema(int(body.get("id", -1)), subject, version,
                                 body.get("schemaType") or AVRO, body["schema"],
                                 _references(body), bool(body.get("deleted")))

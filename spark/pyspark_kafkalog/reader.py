@@ -25,9 +25,9 @@ from pyspark_kafkalog.options import ReadOptions
 from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
 from pyspark_kafkalog.scan import make_scan, read_task
-from pyspark_kafkalog.schema import requested_columns, text_payloads, without_decoded
+from pyspark_kafkalog.schema import DecodePlan, requested_columns, text_payloads
 from segtools.fetch.stream import payloads_as_text
-from segtools.payloads.columns import with_decoded
+from segtools.payloads.columns import decoded_columns
 from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.sources import gather
 from segtools.storage import gentle
@@ -41,12 +41,16 @@ class KafkaLogReader(DataSourceReader):
 
     def __init__(self, opts: ReadOptions, schema: StructType):
         self.opts = opts
-        self.schema = without_decoded(schema) if opts.decode is not None else schema
+        # with decode, the files are read for the record columns of the schema (and what the
+        # decoding needs); the decode columns asked for are added to each batch
+        self.plan = DecodePlan.of(schema, opts.level) if opts.decode is not None else None
+        self.schema = self.plan.read if self.plan is not None else schema
         self.columns = requested_columns(self.schema, opts.level)  # fails early on a bad name
         self.constraints: Constraints | None = None
         # the schemas are read once, here on the driver, and travel to the executors with
         # the reader (plain values: no compiled schema exists yet)
-        self.payloads = payload_decoder(opts) if opts.decode is not None else None
+        self.payloads = payload_decoder(opts) if self.plan is not None and self.plan.decoded \
+            else None
 
     def partitions(self) -> list[InputPartition]:
         """The plan (the driver reads listings and indexes: as gently as the executors)."""
@@ -61,8 +65,11 @@ class KafkaLogReader(DataSourceReader):
         with gentle.applied(self._gentle()):
             batches = read_task(partition, scan, self.opts.fail_on_corruption,
                                 self.opts.storage_secrets)
-            if self.payloads is not None:  # decoded from the bytes, before they become text
-                batches = (with_decoded(self.payloads, b) for b in batches)
+            if self.plan is not None and self.payloads is not None:
+                # decoded from the bytes, before they become text
+                batches = (self.plan.assemble(b, decoded_columns(self.payloads, b,
+                                                                 self.plan.decoded))
+                           for b in batches)
             yield from (map(payloads_as_text, batches) if text else batches)
 
     def _gentle(self) -> gentle.Gentle:

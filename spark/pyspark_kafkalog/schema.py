@@ -13,6 +13,8 @@ build, so a value that nobody asked for is never copied.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from pyspark.sql.types import DataType, StringType, StructField, StructType
@@ -52,10 +54,57 @@ def default_schema(level: Level, include_headers: bool, tier: bool = False,
     return StructType([StructField(name, types[name]) for name in names] + extra)
 
 
-def without_decoded(schema: StructType) -> StructType:
-    """The schema the file reader fills: the decode columns are added after it."""
-    decoded = {f.name for f in DECODED_FIELDS}
-    return StructType([f for f in schema.fields if f.name not in decoded])
+@dataclass(frozen=True)
+class DecodePlan:
+    """What a read with ``decode`` builds for Spark's schema: the record columns read from the
+    files (the user's, then the ``key``/``value``/``topic`` the decoding needs and the user did
+    not ask for), the decode columns asked for, and per output column where it comes from.
+
+    Spark gives Python sources no column pruning, so the schema the user loads with is the
+    only way to say which columns a query needs: a schema naming only ``value_decoded`` reads
+    the values and decodes no key, and builds none of the other decode columns. Plain values
+    only: the plan travels to the executors with the reader."""
+
+    read: StructType
+    decoded: tuple[str, ...]  # canonical decode column names, in the output's order
+    layout: tuple[int | str, ...]  # per output column: a read column's index, or a decode name
+    names: tuple[str, ...]  # the output's column names, as the user wrote them
+
+    @classmethod
+    def of(cls, schema: StructType, level: Level) -> DecodePlan:
+        types = {f.name: f.dataType for f in DECODED_FIELDS}
+        read: list[StructField] = []
+        layout: list[int | str] = []
+        for f in schema.fields:
+            name = f.name.lower()
+            if name in types:
+                if f.dataType != types[name]:
+                    raise OptionError(f"kafkalog: column {f.name} is "
+                                      f"{types[name].simpleString()}; the schema may declare it "
+                                      f"so, not {f.dataType.simpleString()}")
+                layout.append(name)
+            else:
+                layout.append(len(read))
+                read.append(f)
+        decoded = tuple(slot for slot in layout if isinstance(slot, str))
+        if decoded and level is not Level.RECORDS:
+            raise OptionError(f"kafkalog: decode columns ({', '.join(decoded)}) are columns of "
+                              f"level=records, not level={level.value}")
+        have = {f.name.lower() for f in read}
+        inputs = [side for side in PAYLOADS if any(d.startswith(f"{side}_") for d in decoded)]
+        inputs += ["topic"] if decoded else []
+        types_read = dict(FIELDS[Level.RECORDS])
+        read += [StructField(name, types_read[name]) for name in inputs if name not in have]
+        return cls(StructType(read), decoded, tuple(layout),
+                   tuple(f.name for f in schema.fields))
+
+    def assemble(self, batch: pa.RecordBatch, decoded: list[pa.Array]) -> pa.RecordBatch:
+        """Spark's batch: the read columns and the decode columns in the schema's order (the
+        inputs the user did not ask for left out)."""
+        by_name = dict(zip(self.decoded, decoded, strict=True))
+        columns = [by_name[slot] if isinstance(slot, str) else batch.column(slot)
+                   for slot in self.layout]
+        return pa.RecordBatch.from_arrays(columns, names=list(self.names))
 
 
 def requested_columns(schema: StructType, level: Level) -> tuple[str, ...]:

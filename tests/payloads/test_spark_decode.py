@@ -24,12 +24,13 @@ def test_spark_decodes_as_the_api(spark, topic):  # noqa: F811
     df = (spark.read.format("kafkalog").option("decode", "true").option("topics", topic)
           .load(str(TREE)))
     rows = sorted(df.select("offset", "value_decoded", "value_schema_id",
-                            "value_payload_error").collect())
+                            "value_payload_error", "value_schema_message").collect())
     api = segtools.open(TREE).to_arrow(decode=True, topics=topic).read_all()
     expected = sorted(zip(api.column("offset").to_pylist(),
                           api.column("value_decoded").to_pylist(),
                           api.column("value_schema_id").to_pylist(),
-                          api.column("value_payload_error").to_pylist(), strict=True))
+                          api.column("value_payload_error").to_pylist(),
+                          api.column("value_schema_message").to_pylist(), strict=True))
     assert [tuple(r) for r in rows] == expected
     assert any(r[1] is not None and json.loads(r[1]) for r in rows) or topic == "payloads.hostile"
 
@@ -55,3 +56,25 @@ def test_typed_struct_from_the_latest_avro_schema(spark):  # noqa: F811
     assert got[0][:3] == (0, 42, "EUR") and got[0][3] is None  # v1 rows: v2's field is null
     assert got[7][:4] == (7, 49, "USD", "app")
     assert str(got[0][4]) == "12.00"
+
+
+def test_a_schema_chooses_the_decode_columns(spark):  # noqa: F811
+    """A user schema naming some decode columns, in any order and without the ``value`` or
+    ``topic`` they come from, gets those columns (the values read and dropped, the key not
+    decoded); a decode column declared with another type is an error at the first action."""
+    from pyspark_kafkalog import register
+
+    register(spark)
+    reader = (spark.read.format("kafkalog").option("decode", "true")
+              .option("topics", "customers"))
+    df = reader.schema("value_schema_message string, OFFSET long, value_decoded string"
+                       ).load(str(TREE))
+    assert df.columns == ["value_schema_message", "OFFSET", "value_decoded"]
+    rows = sorted((r[1], r[0], r[2]) for r in df.collect())
+    api = segtools.open(TREE).to_arrow(decode=True, topics="customers").read_all()
+    assert rows == sorted(zip(api.column("offset").to_pylist(),
+                              api.column("value_schema_message").to_pylist(),
+                              api.column("value_decoded").to_pylist(), strict=True))
+    wrong = reader.schema("offset long, value_schema_id string").load(str(TREE))
+    with pytest.raises(Exception, match="value_schema_id is int"):
+        wrong.collect()
