@@ -59,6 +59,8 @@ def as_partition(partition: PartitionDir | str | os.PathLike[str]) -> PartitionD
     if isinstance(partition, PartitionDir):
         return partition
     path = as_path(partition)
+    if not path.exists():
+        raise SegtoolsError("no such file or directory", path=str(path))
     if not path.is_dir():
         raise SegtoolsError("not a partition directory", path=str(path))
     return load_partition_dir(path)
@@ -81,7 +83,10 @@ def metadata_partition(path: PartitionDir | str | os.PathLike[str]) -> Partition
 def partitions_of(paths, topic: str) -> list[PartitionDir]:
     """Every live partition directory of ``topic`` found under ``paths`` (log dirs,
     partition dirs, or directories of log-dir copies), in log-dir then partition order."""
-    log_dirs, _ = walk(paths)
+    log_dirs, loose = walk(paths)
+    missing = next((f for f in loose if f.code == "path_not_found"), None)
+    if missing is not None:  # a mistyped path, said as every command says it
+        raise SegtoolsError("no such file or directory", path=missing.path)
     return [p for d in log_dirs for p in d.partitions
             if p.name is not None and p.name.topic == topic and p.name.state is PartitionState.LIVE]
 

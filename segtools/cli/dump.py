@@ -254,11 +254,11 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
                          "record batches, offsets as stored")
             _dump_log(segment, path, window, deep, args, mode, out, advance)
         return
+    if not path.exists():
+        raise NotAKafkaFileError("no such file or directory", path=name)
     dumper = dumper_for(name)
     if dumper is None:
         raise NotAKafkaFileError("not a file segtools knows how to dump", path=name)
-    if not path.exists():
-        raise NotAKafkaFileError("no such file", path=name)
     out.emit({"type": "file", "path": shown}, f"Dumping {render.terminal_safe(shown)}")
     for f in dumper(path, args, out.emit):
         out.finding(f)

@@ -192,9 +192,15 @@ def _print_traceback(e: BaseException) -> None:
 def error_line(e: SegtoolsError) -> str:
     """``segtools: error: <path>: <what>``, one terminal-safe line: the path as given, less any
     credential, every control character of it and of the message escaped (a file name can
-    hold ESC sequences, a message can quote a file's bytes)."""
-    where = f"{terminal_safe(without_credentials(str(e.path)))}: " if e.path else ""
-    return f"segtools: error: {where}{terminal_safe(text_without_credentials(str(e)))}"
+    hold ESC sequences, a message can quote a file's bytes). A message that already begins
+    with its path (the Python API's errors name it, for a notebook user) names it once."""
+    what = str(e)
+    where = ""
+    if e.path:
+        path = str(e.path)
+        what = what.removeprefix(f"{path}: ")
+        where = f"{terminal_safe(without_credentials(path))}: "
+    return f"segtools: error: {where}{terminal_safe(text_without_credentials(what))}"
 
 
 def _where(e: BaseException) -> str:

@@ -117,3 +117,19 @@ def test_a_uri_with_one_slash_is_named_without_its_key(tmp_path):
     assert proc.returncode == 2
     assert "PLANTEDSECRET" not in proc.stderr and "AKIAPLANTED" not in proc.stderr
     assert proc.stderr.rstrip().endswith("(read as a local path; a URI is written s3://...)")
+
+
+#: Each command with what it needs besides a path, so the missing path is the only fault.
+EXTRA = {"report": ["-o", "{tmp}/r.html"], "query": ["-c", "select 1"],
+         "find": ["--offset", "1"], "diverge": ["{missing}"]}
+
+
+def test_every_command_says_a_missing_path_the_same_way(tmp_path):
+    """One mistake, one line: the path once, and the same words whatever the command."""
+    from segtools.cli.main import COMMANDS
+    missing = str(tmp_path / "nowhere")
+    for command in COMMANDS:
+        extra = [a.format(tmp=tmp_path, missing=missing) for a in EXTRA.get(command, [])]
+        proc = run(command, missing, *extra)
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert proc.stderr == f"segtools: error: {missing}: no such file or directory\n", command
