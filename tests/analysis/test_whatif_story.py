@@ -230,3 +230,18 @@ def test_a_history_too_short_to_extrapolate_recommends_nothing():
                            "--at", "2023-11-16T00:00Z", "--recommend"],
                           capture_output=True, text=True, timeout=300).stdout
     assert "big-value-0: the history spans less than 1d, too short to extrapolate" in text
+
+
+def test_the_docs_quote_the_sentence_recommend_prints():
+    """docs/retention-and-compaction.md quotes the stories' recommendation for
+    customers.compact; the tool's own line, so the figures cannot drift (they did: 274.8 KiB
+    quoted where the tool said 274.1 KiB)."""
+    doc = (FIXTURES.parent / "docs" / "retention-and-compaction.md").read_text()
+    quoted = next(block for block in doc.split("```")
+                  if block.lstrip().startswith("topic customers.compact:"))
+    run = subprocess.run([SEGTOOLS, "retention", str(TREE), "--config",
+                          str(CONFIG), "--at", "2024-01-11T00:00Z", "--recommend", "-q"],
+                         capture_output=True, text=True, timeout=600)
+    printed = next(line for line in run.stdout.splitlines()
+                   if line.startswith("topic customers.compact:"))
+    assert " ".join(quoted.split()) == " ".join(printed.split())
