@@ -126,9 +126,22 @@ def sentence(w: WhatIf) -> str:
     return (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; with "
             f"{change} the size moves between "
             f"{format_bytes(p.trough_bytes)} and {format_bytes(p.peak_bytes)} (current config "
-            f"{format_bytes(c.trough_bytes)}..{format_bytes(c.peak_bytes)}) and over the "
-            f"horizon's second half the oldest record is at most {_age(p.oldest_age_ms_late)} "
-            f"old (current config {_age(c.oldest_age_ms_late)})")
+            f"{format_bytes(c.trough_bytes)}..{format_bytes(c.peak_bytes)}) and "
+            f"{_late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)}")
+
+
+def _late_oldest(proposed: int | None, current: int | None) -> str:
+    """The horizon's second half in words; an age of None means the partition held no record
+    then (retention emptied it and nothing is appended: a history too short to replay), which
+    is said as such rather than as an age of "-"."""
+    if proposed is None and current is None:
+        return "the topic is empty over the horizon's second half under either config"
+    if proposed is None:
+        return (f"the topic is empty over the horizon's second half (current config: the "
+                f"oldest record at most {format_duration(current)} old)")
+    return (f"over the horizon's second half the oldest record is at most "
+            f"{format_duration(proposed)} old (current config "
+            f"{'empty' if current is None else format_duration(current)})")
 
 
 def _line(out, text: str, **style) -> None:

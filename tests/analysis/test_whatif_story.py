@@ -230,6 +230,9 @@ def test_a_history_too_short_to_extrapolate_recommends_nothing():
                            "--at", "2023-11-16T00:00Z", "--recommend"],
                           capture_output=True, text=True, timeout=300).stdout
     assert "big-value-0: the history spans less than 1d, too short to extrapolate" in text
+    # an empty second half is said in words, never as an age of "-"
+    assert "topic big-value: " in text and "at most - old" not in text
+    assert "the topic is empty over the horizon's second half under either config" in text
 
 
 def test_the_docs_quote_the_sentence_recommend_prints():
