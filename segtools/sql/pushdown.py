@@ -95,6 +95,16 @@ def for_view(tree: exp.Expression | None, view: str) -> Pushdown:
     return bounds.pushdown(columns)
 
 
+def other_tables(tree: exp.Expression | None, views: Iterable[str]) -> bool:
+    """Whether the query names a table that is none of ``views`` (a typed topic view, or a
+    table DuckDB will say does not exist); True when the query could not be parsed."""
+    if tree is None:
+        return True
+    known = {v.lower() for v in views}
+    ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
+    return any(t.name.lower() not in known | ctes for t in tree.find_all(exp.Table))
+
+
 def _columns(tree: exp.Expression, refs: list[exp.Table]) -> frozenset[str] | None:
     """The column names the query uses, or None when it may use every column of the view
     (``*`` outside ``count(*)``, ``records.*``, or the row itself by its alias)."""

@@ -33,6 +33,9 @@ class Options:
     schema_registry: str | None = None
     #: told the number of rows of each batch read (a face's progress display), or None
     on_rows: Callable[[int], None] | None = None
+    #: told each finding met while reading rows (a face's exit status), or None: the tree's
+    #: :attr:`LogDirs.findings` keeps those of its latest read
+    on_finding: Callable[[Finding], None] | None = None
 
 
 def record_columns(options: Options) -> tuple[str, ...]:
@@ -64,7 +67,8 @@ def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     names = _chosen((c for c in record_columns(options) if c not in payload), wanted, "offset")
     reader = tree.to_arrow(Level.RECORDS, columns=names, binary="view",
                            decode=decode, schemas=options.schemas,
-                           schema_registry=options.schema_registry, **_selectors(push))
+                           schema_registry=options.schema_registry,
+                           on_finding=options.on_finding, **_selectors(push))
     if options.decode and not decode:
         reader = _with_nulls(reader, payload_columns.FIELDS)
     return _counted(reader, options.on_rows)
@@ -75,7 +79,8 @@ def batches(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     names = _chosen((n for n, _ in FIELDS[Level.BATCHES] if n != "tier"), push.columns,
                     "base_offset")
     return _counted(tree.to_arrow(Level.BATCHES, columns=names, topics=push.topic_globs,
-                                  partitions=push.partitions), options.on_rows)
+                                  partitions=push.partitions, on_finding=options.on_finding),
+                    options.on_rows)
 
 
 def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
@@ -83,7 +88,7 @@ def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchR
     names = _chosen((n for n, _ in FIELDS[Level.SEGMENTS] if n != "tier"), push.columns,
                     "base_offset")
     return tree.to_arrow(Level.SEGMENTS, columns=names, topics=push.topic_globs,
-                         partitions=push.partitions)
+                         partitions=push.partitions, on_finding=options.on_finding)
 
 
 FINDINGS_SCHEMA = pa.schema([("code", pa.string()), ("severity", pa.string()),
@@ -162,6 +167,10 @@ def _analysis(read: Callable[[LogDirs], pa.RecordBatchReader]
     view.__doc__ = read.__doc__
     return view
 
+
+#: the views read through :meth:`LogDirs.to_arrow`, whose pushed topics and partitions may
+#: narrow the walk itself (:mod:`segtools.sql.trees`)
+RECORD_VIEWS = frozenset(("records", "batches", "segments"))
 
 #: the views by name, in the order ``docs/query.md`` lists them
 VIEWS: dict[str, Callable[[LogDirs, Pushdown, Options], pa.RecordBatchReader]] = {
