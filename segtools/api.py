@@ -698,9 +698,12 @@ def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql:
           schema_registry: str | None = None, memory: str | None = None,
           temp_limit: str | None = None,
           max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
-          storage_options: Mapping[str, Any] | None = None) -> pa.Table:
+          storage_options: Mapping[str, Any] | None = None,
+          time_index: bool = False) -> pa.Table:
     """``segtools query PATH... -c SQL`` as a function: the rows as an Arrow table, with the
-    views narrowed by the query's conditions before anything is decoded (docs/query.md)."""
+    views narrowed by the query's conditions before anything is decoded (docs/query.md);
+    ``time_index``: as ``--time-index``, an upper time bound read as Kafka's ``ListOffsets``
+    (a later record with an earlier time is then not read)."""
     places = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike)
                                      else paths)]
     if not places:
@@ -709,7 +712,9 @@ def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql:
         *walked, max_decompressed_bytes=max_decompressed_bytes,
         storage_options=storage_options))
     with _sql_engine.session(_sql_engine.limits(memory, temp_limit)) as con:
-        _sql_engine.register(con, trees, sql, _view_options(decode, schemas, schema_registry))
+        _sql_engine.register(con, trees, sql, _sql_views.Options(
+            decode, tuple(os.fspath(s) for s in schemas), schema_registry,
+            time_index=time_index))
         return _sql_engine.run(con, sql).read_all()
 
 

@@ -59,6 +59,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"directory (default {engine.DEFAULT_MEMORY})")
     p.add_argument("--temp-limit", default=engine.DEFAULT_TEMP_LIMIT, metavar="SIZE",
                    help=f"cap on the spill files (default {engine.DEFAULT_TEMP_LIMIT})")
+    p.add_argument("--time-index", action="store_true",
+                   help="read an upper time bound as Kafka reads a time range (ListOffsets: "
+                        "up to the first record at or after it, through the time index), "
+                        "so a range in the middle of a long log reads its own segments; a "
+                        "later record with an earlier time is then not read. Without it, "
+                        "the read goes on to the end of each partition")
+    p.add_argument("--explain", action="store_true",
+                   help="print what the record views would read instead of the rows: the "
+                        "partitions walked, the segments and bytes chosen by the pushed "
+                        "conditions against those of the selected partitions, the bounds")
     add_decode(p)
     common.add_decompress_limit(p)
     common.add_quiet(p)
@@ -82,8 +92,13 @@ def run(args: argparse.Namespace) -> int:
                            output=args.output) as con:
         options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
                           schema_registry=args.schema_registry, on_rows=advance,
-                          on_finding=read.append)
-        engine.register(con, Trees(args.paths, open_tree), args.sql, options)
+                          on_finding=read.append, time_index=args.time_index)
+        trees = Trees(args.paths, open_tree)
+        if args.explain:
+            _print(engine.Result(engine.explain(trees, args.sql, options).to_reader(),
+                                 frozenset()), args)
+            return common.exit_code(read)
+        engine.register(con, trees, args.sql, options)
         if args.output is not None:
             engine.export(con, args.sql, args.output)
         else:

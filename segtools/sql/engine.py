@@ -28,7 +28,7 @@ from segtools.payloads.schemas import Schemas
 from segtools.payloads.sources import gather
 from segtools.sql import pushdown, typed
 from segtools.sql.trees import Trees
-from segtools.sql.views import RECORD_VIEWS, VIEWS, Options, records
+from segtools.sql.views import READING_SCHEMA, RECORD_VIEWS, VIEWS, Options, reading, records
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
     from segtools.api import LogDirs
@@ -138,6 +138,22 @@ def register(con, tree: LogDirs | Trees, sql: str | None, options: Options = PLA
                      _JSON_DECODED if options.decode and name == "records" else "*")
     if options.decode and (sql is None or pushdown.other_tables(parsed, VIEWS)):
         _typed_views(con, trees.whole(), parsed if sql is not None else None, every, options)
+
+
+def explain(tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> pa.Table:
+    """What the query's record views would read, one ``views.READING_SCHEMA`` row per view
+    it names (nothing is read but the indexes): the plan after the pushdown, to check that a
+    condition narrows the read as meant (``segtools query --explain``)."""
+    trees = tree if isinstance(tree, Trees) else Trees.of(tree)
+    trees.require()
+    parsed = pushdown.parse(sql)
+    rows = []
+    for name in VIEWS:
+        push = pushdown.for_view(parsed, name)
+        if name in RECORD_VIEWS and push.references:
+            source = trees.for_records(push, with_schemas=bool(options.decode))
+            rows.append(reading(name, source, push, options))
+    return pa.Table.from_pylist(rows, schema=READING_SCHEMA)
 
 
 #: the decoded payloads as DuckDB's JSON type (``value_decoded->>'$.id'``)

@@ -39,6 +39,7 @@ class Pushdown:
     offset_min: int | None = None  # inclusive
     offset_max: int | None = None  # exclusive
     timestamp_min_ms: int | None = None  # no row before it can pass
+    timestamp_max_ms: int | None = None  # exclusive: no row at or after it can pass
     columns: frozenset[str] | None = None  # lower-case names the query uses; None: all
 
     @property
@@ -130,6 +131,7 @@ class _Bounds:
         self.offset_min: int | None = None
         self.offset_max: int | None = None
         self.timestamp_min_ms: int | None = None
+        self.timestamp_max_ms: int | None = None
 
     def add(self, condition: exp.Expression, alias: str, alone: bool) -> None:
         if isinstance(condition, exp.Paren):
@@ -175,8 +177,9 @@ class _Bounds:
         elif name == OFFSET and all(_integral(v) for v in values):
             self._compare(name, ">=", min(values))
             self._compare(name, "<=", max(values))
-        elif name == TIMESTAMP:
+        elif name == TIMESTAMP and all(_time_key(v) is not None for v in values):
             self._compare(name, ">=", min(values, key=_time_key))
+            self._compare(name, "<=", max(values, key=_time_key))
 
     def _compare(self, name: str, op: str, value) -> None:
         if name == OFFSET and isinstance(value, int | float) and not isinstance(value, bool):
@@ -192,13 +195,19 @@ class _Bounds:
             if ms is not None:
                 self.timestamp_min_ms = ms if self.timestamp_min_ms is None else max(
                     self.timestamp_min_ms, ms)
+        elif name == TIMESTAMP and op in ("<", "<="):
+            ms = _time_key(value)
+            if ms is not None:  # the literal's ms floored, so the next ms bounds either op
+                self.timestamp_max_ms = ms + 1 if self.timestamp_max_ms is None else min(
+                    self.timestamp_max_ms, ms + 1)
 
     def pushdown(self, columns: frozenset[str] | None) -> Pushdown:
         return Pushdown(
             topics=None if self.topics is None else tuple(sorted(self.topics)),
             partitions=None if self.partitions is None else tuple(sorted(self.partitions)),
             offset_min=self.offset_min, offset_max=self.offset_max,
-            timestamp_min_ms=self.timestamp_min_ms, columns=columns)
+            timestamp_min_ms=self.timestamp_min_ms, timestamp_max_ms=self.timestamp_max_ms,
+            columns=columns)
 
 
 _OPS = {exp.EQ: "=", exp.GT: ">", exp.GTE: ">=", exp.LT: "<", exp.LTE: "<="}

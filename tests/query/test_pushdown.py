@@ -30,11 +30,28 @@ def test_offset_bounds(where, low, high):
     assert p.columns is None  # select *: every column
 
 
-def test_lower_time_bound_only():
+def test_time_bounds():
+    """Both bounds are read; the upper one (the next ms after the literal's, so that ``<``
+    and ``<=`` both keep every row they pass) is used only with ``time_index``."""
     p = push("select key from records r where r.timestamp >= TIMESTAMP '2024-01-01 00:00:00' "
              "and r.timestamp < TIMESTAMP '2024-01-01 01:00:00'")
-    assert p.timestamp_min_ms == 1704067200000
+    assert (p.timestamp_min_ms, p.timestamp_max_ms) == (1704067200000, 1704070800001)
     assert (p.offset_min, p.offset_max) == (None, None)
+
+
+@pytest.mark.parametrize(("where", "low", "high"), [
+    ("timestamp <= '2024-01-01 01:00:00'", None, 1704070800001),
+    ("'2024-01-01 01:00:00' > timestamp", None, 1704070800001),
+    ("timestamp between '2024-01-01' and '2024-01-01 01:00'", 1704067200000, 1704070800001),
+    ("timestamp = '2024-01-01 01:00:00.250'", 1704070800250, 1704070800251),
+    ("timestamp in ('2024-01-01 01:00', '2024-01-01')", 1704067200000, 1704070800001),
+    ("timestamp < '2024-01-01 02:00' and timestamp < '2024-01-01 01:00'", None,
+     1704070800001),
+    ("timestamp < 5", None, None),  # a number is no time in DuckDB
+])
+def test_upper_time_bound(where, low, high):
+    p = push(f"select * from records where {where}")
+    assert (p.timestamp_min_ms, p.timestamp_max_ms) == (low, high)
 
 
 @pytest.mark.parametrize("sql", [

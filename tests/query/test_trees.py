@@ -16,7 +16,7 @@ import segtools
 from segtools.cli.main import main
 from segtools.sql.pushdown import Pushdown
 from segtools.sql.trees import partition_paths
-from segtools.storage import logdirs
+from segtools.storage import logdirs, source
 from tests.fixtures_manifest import FIXTURES, SAMPLE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,3 +148,66 @@ def test_start_up_imports_only_what_the_query_runs():
     for name in ("pandas", "pyarrow.compute", "segtools.analysis.explain",
                  "segtools.analysis.whatif", "segtools.analysis.verify", "segtools.results"):
         assert name not in loaded_now, name
+
+
+WHATIF = FIXTURES / "logdirs" / "whatif"
+HOUR = ("select \"offset\", timestamp from records where topic = 'busy-clicks' "
+        "and timestamp >= '2024-01-04 05:00' and timestamp < '2024-01-04 06:00' "
+        "order by \"offset\"")
+
+
+def explained(capsys, *flags: str) -> dict:
+    code = main(["query", str(WHATIF), "--explain", "--format", "jsonl", *flags, "-c", HOUR])
+    out, _ = capsys.readouterr()
+    assert code == 0
+    (row,) = [json.loads(line) for line in out.splitlines()]
+    return row
+
+
+def test_time_index_reads_the_hour_s_segment_of_a_ten_day_log(capsys):
+    """busy-clicks-0 holds ten days in seven segments; one hour on the third day lies in the
+    third segment. The lower bound alone reads from there to the end of the log; with the
+    time index, as Kafka reads a time range, the one segment."""
+    whole = segtools.open(WHATIF).to_arrow(topics="busy-clicks", columns=["offset"]
+                                           ).read_all().num_rows
+    without = explained(capsys)
+    assert (without["segments"], without["segments_total"]) == (5, 7)
+    assert without["timestamp_max"] is None
+    with_index = explained(capsys, "--time-index")
+    assert (with_index["segments"], with_index["segments_total"]) == (1, 7)
+    assert with_index["bytes"] < without["bytes"] < with_index["bytes_total"]
+    assert with_index["timestamp_max"] == "2024-01-04T06:00:00.001000+00:00"
+    rows = {}
+    for flags in ((), ("--time-index",)):
+        main(["query", str(WHATIF), "--format", "jsonl", *flags, "-c", HOUR])
+        rows[flags] = [json.loads(line) for line in capsys.readouterr()[0].splitlines()]
+    assert rows[()] == rows[("--time-index",)] and len(rows[()]) == 15 < whole
+    assert all(r["timestamp"].startswith("2024-01-04T05:") for r in rows[()])
+
+
+def test_time_index_reads_only_the_segment_it_plans(capsys, monkeypatch):
+    """Counted where the bytes are read (the index searches' own reads of the segment they
+    look into included): every ``.log`` byte read comes from the hour's segment."""
+    read: list[str] = []
+    pread = os.pread
+
+    def counted_pread(fd, length, position):
+        read.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        return pread(fd, length, position)
+
+    monkeypatch.setattr(os, "pread", counted_pread)
+    for cls in (source.MappedSource, source.WindowSource):
+        original = cls.window
+
+        def window(self, lo, hi, *, keep=False, _original=original):
+            read.append(os.path.basename(os.readlink(f"/proc/self/fd/{self.fd}")))
+            return _original(self, lo, hi, keep=keep)
+
+        monkeypatch.setattr(cls, "window", window)
+    main(["query", str(WHATIF), "--time-index", "--format", "csv", "-c", HOUR])
+    capsys.readouterr()
+    assert {name for name in read if name.endswith(".log")} == {"00000000000000001100.log"}
+    read.clear()
+    main(["query", str(WHATIF), "--format", "csv", "-c", HOUR])
+    capsys.readouterr()
+    assert len({name for name in read if name.endswith(".log")}) == 5
