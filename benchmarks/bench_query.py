@@ -8,7 +8,8 @@ to /dev/null); each figure is the first run and the best of the next ones:
 * the full aggregation ``select topic, count(*), sum(octet_length(value)) from records group
   by topic`` over a generated segment (``--mib``, 500 records of 100 B per batch, as
   ``benchmarks.common`` builds them) against DuckDB over a Parquet (zstd) copy of the same
-  records (target: <= 2x).
+  records (target: <= 2x), and through Spark ``local[2]`` on the ``kafkalog`` source's views
+  (target: ``segtools query`` ahead).
 
 Prints JSON with the load average beside the figures.
 """
@@ -110,18 +111,66 @@ def aggregation(mib: int, repeat: int) -> dict:
             "peer": "duckdb over a Parquet (zstd) copy", **figures, "target": 2.0}
 
 
+SPARK = """
+import json, sys, time
+start = time.perf_counter()
+from benchmarks.bench_spark import session
+from pyspark_kafkalog.views import register_views
+spark = session("local[2]")
+register_views(spark, sys.argv[1])
+ready = time.perf_counter()
+times = []
+for _ in range(int(sys.argv[3]) + 1):
+    began = time.perf_counter()
+    rows = spark.sql(sys.argv[2]).collect()
+    times.append(time.perf_counter() - began)
+print(json.dumps({"session_s": ready - start, "first_s": times[0], "best_s": min(times[1:]),
+                  "rows": [list(r) for r in rows]}))
+"""
+
+
+def spark_aggregation(mib: int, repeat: int) -> dict:
+    """The same aggregation through Spark ``local[2]`` on the ``kafkalog`` source (the views
+    ``register_views`` makes), in one fresh process: the session's start (JVM, Python
+    workers) and the query's first and best runs, against ``segtools query``'s whole
+    command, first and best."""
+    partition = make_segment(f"query-agg-{mib}-0", mib << 20).parent
+    sql = AGGREGATION.format(source="records")
+    done = subprocess.run([sys.executable, "-c", SPARK, str(partition), sql, str(repeat)],
+                          capture_output=True, text=True, check=True)
+    spark = json.loads(done.stdout.strip().splitlines()[-1])
+    ours = []
+    for _ in range(repeat + 1):
+        began = time.perf_counter()
+        run("query", str(partition), "-c", sql)
+        ours.append(time.perf_counter() - began)
+    whole = spark["session_s"] + spark["first_s"]
+    return {"benchmark": "query_aggregation_spark", "segment_mib": mib,
+            "peer": "spark local[2], kafkalog views (register_views)",
+            "spark_session_s": round(spark["session_s"], 3),
+            "spark_query_first_s": round(spark["first_s"], 3),
+            "spark_query_best_s": round(spark["best_s"], 3),
+            "query_first_s": round(ours[0], 3), "query_best_s": round(min(ours[1:]), 3),
+            "query_over_spark_whole_command": round(ours[0] / whole, 3),
+            "query_over_spark_query_in_a_warm_session": round(
+                min(ours[1:]) / spark["best_s"], 2), "rows": spark["rows"]}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--partitions", type=int, default=10_000, help="the point query's tree")
     p.add_argument("--mib", type=int, default=256, help="the aggregation's segment size")
     p.add_argument("--repeat", type=int, default=3, help="runs after the first")
-    p.add_argument("--only", choices=("point", "aggregation"))
+    p.add_argument("--only", choices=("point", "aggregation", "spark"))
     args = p.parse_args()
     if args.only in (None, "point"):
         print(json.dumps({**point(args.partitions, args.repeat),
                           "load_average": os.getloadavg()[0]}), flush=True)
     if args.only in (None, "aggregation"):
         print(json.dumps({**aggregation(args.mib, args.repeat),
+                          "load_average": os.getloadavg()[0]}), flush=True)
+    if args.only in (None, "spark"):
+        print(json.dumps({**spark_aggregation(args.mib, args.repeat),
                           "load_average": os.getloadavg()[0]}), flush=True)
 
 
