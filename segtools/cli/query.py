@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
                           on_finding=read.append, time_index=args.time_index)
         trees = Trees(args.paths, open_tree)
         if args.explain:
-            _print(engine.Result(engine.explain(trees, args.sql, options).to_reader(),
+            _print(engine.Result(engine.explain(con, trees, args.sql, options).to_reader(),
                                  frozenset()), args)
             return common.exit_code(read)
         engine.register(con, trees, args.sql, options)

@@ -127,7 +127,7 @@ def register(con, tree: LogDirs | Trees, sql: str | None, options: Options = PLA
     read (the partitions a record view's conditions name)."""
     trees = tree if isinstance(tree, Trees) else Trees.of(tree)
     trees.require()
-    parsed = pushdown.parse(sql) if sql is not None else None
+    parsed = pushdown.parse(con, sql) if sql is not None else None
     every = pushdown.Pushdown(references=2)
     for name, view in VIEWS.items():
         push = pushdown.for_view(parsed, name) if sql is not None else every
@@ -140,13 +140,13 @@ def register(con, tree: LogDirs | Trees, sql: str | None, options: Options = PLA
         _typed_views(con, trees.whole(), parsed if sql is not None else None, every, options)
 
 
-def explain(tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> pa.Table:
+def explain(con, tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> pa.Table:
     """What the query's record views would read, one ``views.READING_SCHEMA`` row per view
     it names (nothing is read but the indexes): the plan after the pushdown, to check that a
     condition narrows the read as meant (``segtools query --explain``)."""
     trees = tree if isinstance(tree, Trees) else Trees.of(tree)
     trees.require()
-    parsed = pushdown.parse(sql)
+    parsed = pushdown.parse(con, sql)
     rows = []
     for name in VIEWS:
         push = pushdown.for_view(parsed, name)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 
-from segtools.sql.pushdown import Pushdown, for_view, parse
+from segtools.sql.pushdown import Parsed, Pushdown, for_view
+from segtools.sql.pushdown import parse as parse_on
+
+
+def parse(sql: str) -> Parsed:
+    return parse_on(duckdb.connect(), sql)
 
 
 def push(sql: str, view: str = "records") -> Pushdown:
@@ -91,3 +97,17 @@ def test_columns_only_those_named():
     assert "value" not in push("select topic, count(*) from records group by topic").columns
     assert push("select r.* from records r").columns is None
     assert push("select r from records r").columns is None  # the row itself
+
+
+def test_the_engine_s_own_parser_decides():
+    """DuckDB's grammar is the one the query runs under: a syntax error reads no view (the
+    engine's error is the answer), a statement its serializer does not take reads them
+    whole, and DuckDB's own syntax (``->>``, ``group by all``, ``exclude``) is understood."""
+    assert push("selec * from records").references == 0
+    assert push("describe records") == Pushdown()
+    p = push("select value_decoded->>'$.id' from records where topic = 'a' group by all")
+    assert p.topics == ("a",) and "value_decoded" in p.columns
+    assert push("select * exclude (value) from records").columns is None
+    assert push("select count(*) from records where \"offset\" > 3.5 and \"offset\" <= 7.2"
+                ).offset_min == 4
+    assert push("select count(*) from records where \"offset\" <= 7.2").offset_max == 8
