@@ -21,6 +21,7 @@ from segtools.findings import Finding
 from segtools.payloads import columns as payload_columns
 from segtools.sql.analyses import ANALYSES
 from segtools.sql.pushdown import Pushdown
+from segtools.storage import gentle
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
     from segtools.api import LogDirs
@@ -150,13 +151,11 @@ def reading(view: str, tree: LogDirs, push: Pushdown, options: Options) -> dict:
     exclusive; times: the lower one, and the upper one only when it is read by the index)."""
     chosen = selectors(push, options)
     level = Level.BATCHES if view == "batches" else Level.RECORDS
-    if view == "records" or view not in RECORD_VIEWS:
-        pieces = plan.ranges(tree.selection(level, **chosen))
-    else:  # the batch view reads its partitions whole; the segment view summarises them
-        pieces = plan.ranges(tree.selection(level, topics=chosen["topics"],
-                                            partitions=chosen["partitions"]))
-    every = plan.ranges(tree.selection(Level.RECORDS, topics=chosen["topics"],
-                                       partitions=chosen["partitions"]))
+    whole = {"topics": chosen["topics"], "partitions": chosen["partitions"]}
+    with gentle.applied(tree.gentle):  # the index searches read files, as the rows would
+        # the batch view reads its partitions whole; the segment view summarises them
+        pieces = plan.ranges(tree.selection(level, **(chosen if view == "records" else whole)))
+        every = plan.ranges(tree.selection(Level.RECORDS, **whole))
     return {"view": view,
             "partitions_walked": sum(len(d.partitions) for d in tree.log_dirs),
             "partitions": len({r.partition.path for r in pieces}),

@@ -211,3 +211,16 @@ def test_time_index_reads_only_the_segment_it_plans(capsys, monkeypatch):
     main(["query", str(WHATIF), "--format", "csv", "-c", HOUR])
     capsys.readouterr()
     assert len({name for name in read if name.endswith(".log")}) == 5
+
+
+def test_explain_lists_each_record_view_the_query_names(capsys, loaded):
+    sql = ("select * from batches b join segments s using (topic, partition) "
+           "where b.topic = 'orders.v2-eu' and b.partition = 1 and s.topic = 'orders.v2-eu' "
+           "and s.partition = 1")
+    code = main(["query", str(SAMPLE), "--explain", "--format", "jsonl", "-c", sql])
+    rows = {r["view"]: r for r in map(json.loads, capsys.readouterr()[0].splitlines())}
+    assert code == 0 and set(rows) == {"batches", "segments"}
+    for row in rows.values():  # a partition's batches and segments: all of its one segment
+        assert (row["partitions_walked"], row["partitions"]) == (1, 1)
+        assert row["segments"] == row["segments_total"] and row["bytes"] == row["bytes_total"]
+    assert set(loaded) == {"orders.v2-eu-1"}
