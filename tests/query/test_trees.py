@@ -146,7 +146,8 @@ def test_start_up_imports_only_what_the_query_runs():
     assert json.loads(done.stdout.splitlines()[0])["timestamp"].endswith("+00:00")
     loaded_now = set(report["loaded"])
     for name in ("pandas", "pyarrow.compute", "segtools.analysis.explain",
-                 "segtools.analysis.whatif", "segtools.analysis.verify", "segtools.results"):
+                 "segtools.analysis.whatif", "segtools.analysis.verify", "segtools.results",
+                 "segtools.analysis.offsets"):
         assert name not in loaded_now, name
 
 
