@@ -188,8 +188,14 @@ class LogDirs:
                  max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
                  storage_options: Mapping[str, Any] | None = None,
                  page_cache: PageCacheMode | str | None = None,
-                 max_read_rate: int | str | None = None, jobs: int | None = None):
+                 max_read_rate: int | str | None = None, jobs: int | None = None,
+                 relist: bool = True):
         self.paths = tuple(os.fspath(p) for p in paths)
+        #: each read lists the paths again, seeing the segments rolled since the dataset was
+        #: opened (a notebook's); False: reads plan over the listing made here, one walk for
+        #: a dataset opened to be read at once (a query's: on a log dir of 10,000
+        #: partitions, the walk costs as much as the rest of a point query)
+        self.relist = relist
         if not self.paths:
             raise SegtoolsError("segtools.open() needs at least one path")
         self.max_decompressed_bytes = max_decompressed_bytes
@@ -354,7 +360,7 @@ class LogDirs:
                          check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
         try:
             with gentle.applied(self.gentle):
-                pieces = plan.ranges(sel)
+                pieces = plan.ranges(sel, listed=None if self.relist else self.log_dirs)
         except plan.SelectionError as e:
             selector = arguments.by_field(e.field)
             name = selector.python if selector is not None else e.field
@@ -708,9 +714,9 @@ def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql:
                                      else paths)]
     if not places:
         raise SegtoolsError("segtools.query() needs at least one path")
-    trees = _sql_trees.Trees(places, lambda walked: open(
-        *walked, max_decompressed_bytes=max_decompressed_bytes,
-        storage_options=storage_options))
+    trees = _sql_trees.Trees(places, lambda walked: LogDirs(
+        walked, max_decompressed_bytes=max_decompressed_bytes,
+        storage_options=storage_options, relist=False))
     with _sql_engine.session(_sql_engine.limits(memory, temp_limit)) as con:
         _sql_engine.register(con, trees, sql, _sql_views.Options(
             decode, tuple(os.fspath(s) for s in schemas), schema_registry,

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return LogDirs(paths, max_decompressed_bytes=args.max_decompressed_bytes,
                        page_cache=getattr(args, "page_cache", None),
                        max_read_rate=getattr(args, "max_read_rate", None),
-                       jobs=getattr(args, "jobs", None))
+                       jobs=getattr(args, "jobs", None), relist=False)
 
     if args.output is not None:
         _refuse_inside(args.output, args.paths)

@@ -154,8 +154,10 @@ def reading(view: str, tree: LogDirs, push: Pushdown, options: Options) -> dict:
     whole = {"topics": chosen["topics"], "partitions": chosen["partitions"]}
     with gentle.applied(tree.gentle):  # the index searches read files, as the rows would
         # the batch view reads its partitions whole; the segment view summarises them
-        pieces = plan.ranges(tree.selection(level, **(chosen if view == "records" else whole)))
-        every = plan.ranges(tree.selection(Level.RECORDS, **whole))
+        listed = None if tree.relist else tree.log_dirs
+        pieces = plan.ranges(tree.selection(level, **(chosen if view == "records" else whole)),
+                             listed=listed)
+        every = plan.ranges(tree.selection(Level.RECORDS, **whole), listed=listed)
     return {"view": view,
             "partitions_walked": sum(len(d.partitions) for d in tree.log_dirs),
             "partitions": len({r.partition.path for r in pieces}),

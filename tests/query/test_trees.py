@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import segtools
+import segtools.api
 from segtools.cli.main import main
 from segtools.sql.pushdown import Pushdown
 from segtools.sql.trees import partition_paths
@@ -43,7 +44,7 @@ def test_a_point_query_walks_only_its_partition(capsys, loaded):
     code = main(["query", str(SAMPLE), "-c", POINT, "--format", "jsonl", "--bytes", "hex"])
     out, _ = capsys.readouterr()
     assert code == 0
-    assert set(loaded) == {"orders.v2-eu-3"}
+    assert loaded == ["orders.v2-eu-3"]  # listed once: the read plans over that listing
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["offset"] for r in rows] == [10, 11, 12]
     # the same rows as the whole tree's view (the notebook connection walks everything)
@@ -51,6 +52,16 @@ def test_a_point_query_walks_only_its_partition(capsys, loaded):
     assert [(r["offset"], r["segment_base_offset"], r["position"]) for r in rows] == [
         (w[0], w[4], w[5]) for w in whole]
     assert [r["value"] for r in rows] == [w[2].hex() for w in whole]
+
+
+def test_a_dataset_relists_at_each_read_unless_opened_to_be_read_at_once(loaded):
+    """A notebook's dataset sees the segments rolled since it was opened (each read walks
+    again); the query's, opened to be read at once, plans over the walk it made."""
+    for relist, walks in ((True, 2), (False, 1)):
+        loaded.clear()
+        tree = segtools.api.LogDirs([str(SAMPLE / "orders.v2-eu-3")], relist=relist)
+        rows = tree.to_arrow(columns=["offset"]).read_all().num_rows
+        assert loaded == ["orders.v2-eu-3"] * walks and rows > 0
 
 
 @pytest.mark.parametrize("sql", [
