@@ -33,32 +33,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import lazy_loader
 import pyarrow as pa
 
-from segtools.analysis import config as cfg
-from segtools.analysis.diverge import ReplicaSet, compare_copies, copies_by_partition
-from segtools.analysis.explain import (
-    CompactionReport,
-    RetentionReport,
-    compaction_report,
-    retention_report,
-)
-from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay, replay_offsets
-from segtools.analysis.partition_input import Loaded, load_inputs, read_config_file
-from segtools.analysis.producers import PartitionProducers, likely_duplicates
-from segtools.analysis.producers import analyse as analyse_producers
-from segtools.analysis.tiered import TieredReport, tiered_report
-from segtools.analysis.transaction_state import CHANGES_PER_ID
-from segtools.analysis.transactions import (
-    DEFAULT_MAX_TIMEOUT_MS,
-    PartitionAnalysis,
-    TransactionsReport,
-    transactions_report,
-)
-from segtools.analysis.verify import verify_log_dir_files, verify_partition
-from segtools.analysis.whatif import WhatIfReport
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import CorruptDataError, SegtoolsError
 from segtools.fetch import arguments, plan, rows
@@ -70,23 +49,49 @@ from segtools.payloads import columns as payload_columns
 from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.schemas import Schemas
 from segtools.payloads.sources import gather
-from segtools.payloads.usage import SchemaUsage
-from segtools.payloads.usage import usage as schema_usage
-from segtools.results import (
-    DivergeResult,
-    FindingsResult,
-    ProducersResult,
-    as_result,
-)
-from segtools.sql import engine as sql_engine
-from segtools.sql.views import Options as ViewOptions
 from segtools.storage import gentle
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
-from segtools.storage.remote_store import open_store
 from segtools.storage.throttle import parse_rate
 from segtools.units import format_bytes
+
+if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annotations
+    from segtools.analysis.diverge import ReplicaSet
+    from segtools.analysis.explain import CompactionReport, RetentionReport
+    from segtools.analysis.offsets import OffsetsReplay
+    from segtools.analysis.partition_input import Loaded
+    from segtools.analysis.producers import PartitionProducers
+    from segtools.analysis.tiered import TieredReport
+    from segtools.analysis.transactions import PartitionAnalysis, TransactionsReport
+    from segtools.analysis.whatif import WhatIfReport
+    from segtools.payloads.usage import SchemaUsage
+    from segtools.sql.views import Options as ViewOptions
+
+# The analyses, the SQL face and the remote store load on first use, not at import: every
+# command imports this module, and one that reads records (``query``, ``dump``) should not pay
+# the analyses' start-up (half a second on 2 cores). ``lazy_loader.load`` is Python's own
+# ``importlib.util.LazyLoader`` (a module object that executes on its first attribute access),
+# declared here at module level so the arrows stay visible (tests/test_house.py reads the
+# TYPE_CHECKING imports above, which name the same modules).
+_LAZY = functools.partial(lazy_loader.load, suppress_warning=True)
+_config = _LAZY("segtools.analysis.config")
+_diverge = _LAZY("segtools.analysis.diverge")
+_explain = _LAZY("segtools.analysis.explain")
+_offsets = _LAZY("segtools.analysis.offsets")
+_partition_input = _LAZY("segtools.analysis.partition_input")
+_producers = _LAZY("segtools.analysis.producers")
+_tiered = _LAZY("segtools.analysis.tiered")
+_transaction_state = _LAZY("segtools.analysis.transaction_state")
+_transactions = _LAZY("segtools.analysis.transactions")
+_verify = _LAZY("segtools.analysis.verify")
+_whatif = _LAZY("segtools.analysis.whatif")
+_results = _LAZY("segtools.results")
+_usage = _LAZY("segtools.payloads.usage")
+_remote_store = _LAZY("segtools.storage.remote_store")
+_sql_engine = _LAZY("segtools.sql.engine")
+_sql_trees = _LAZY("segtools.sql.trees")
+_sql_views = _LAZY("segtools.sql.views")
 
 Time = int | float | str | datetime
 Offsets = int | str | Mapping[str, Mapping[int | str, int]]
@@ -183,8 +188,14 @@ class LogDirs:
                  max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
                  storage_options: Mapping[str, Any] | None = None,
                  page_cache: PageCacheMode | str | None = None,
-                 max_read_rate: int | str | None = None, jobs: int | None = None):
+                 max_read_rate: int | str | None = None, jobs: int | None = None,
+                 relist: bool = True):
         self.paths = tuple(os.fspath(p) for p in paths)
+        #: each read lists the paths again, seeing the segments rolled since the dataset was
+        #: opened (a notebook's); False: reads plan over the listing made here, one walk for
+        #: a dataset opened to be read at once (a query's: on a log dir of 10,000
+        #: partitions, the walk costs as much as the rest of a point query)
+        self.relist = relist
         if not self.paths:
             raise SegtoolsError("segtools.open() needs at least one path")
         self.max_decompressed_bytes = max_decompressed_bytes
@@ -349,7 +360,7 @@ class LogDirs:
                          check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
         try:
             with gentle.applied(self.gentle):
-                pieces = plan.ranges(sel)
+                pieces = plan.ranges(sel, listed=None if self.relist else self.log_dirs)
         except plan.SelectionError as e:
             selector = arguments.by_field(e.field)
             name = selector.python if selector is not None else e.field
@@ -386,7 +397,7 @@ class LogDirs:
     def schema_usage(self, topics: str | Iterable[str] = "*") -> list[SchemaUsage]:
         """Per topic, side and schema id: the records using it, from which offset and time to
         which, and the producers that wrote them (``segtools schemas --usage``)."""
-        return schema_usage([p.directory for p in self.partitions(topics)], self.findings,
+        return _usage.usage([p.directory for p in self.partitions(topics)], self.findings,
                             limit=self.max_decompressed_bytes)
 
     def payload_decoder(self, decode: bool | str = True,
@@ -428,15 +439,14 @@ class LogDirs:
     def duckdb(self, *, decode: bool | str = False,
                schemas: Iterable[str | os.PathLike[str]] = (),
                schema_registry: str | None = None,
-               memory: str = sql_engine.DEFAULT_MEMORY,
-               temp_limit: str = sql_engine.DEFAULT_TEMP_LIMIT):
+               memory: str | None = None, temp_limit: str | None = None):
         """A DuckDB connection with the views of ``segtools query`` (docs/query.md), for a
         notebook's many queries. No query is known in advance, so nothing is pushed down: each
         view is read once, whole, into a temporary table (spilled past ``memory`` to a
         temporary directory removed with the connection). For one query over a large tree,
         :func:`query` reads only what its conditions select."""
-        con = sql_engine.connect(sql_engine.Limits(memory, temp_limit))
-        sql_engine.register(con, self, None, _view_options(decode, schemas, schema_registry))
+        con = _sql_engine.connect(_sql_engine.limits(memory, temp_limit))
+        _sql_engine.register(con, self, None, _view_options(decode, schemas, schema_registry))
         return con
 
     @staticmethod
@@ -464,33 +474,38 @@ class LogDirs:
         """Every finding ``segtools verify`` reports for the selected partitions."""
         out = list(self._tree_findings)
         for d in self.log_dirs:
-            out += verify_log_dir_files(d, limit=self.max_decompressed_bytes)
+            out += _verify.verify_log_dir_files(d, limit=self.max_decompressed_bytes)
         wanted = {id(p.directory) for p in self.partitions(topics, partitions,
                                                            arguments.PARTITION_STATES)}
         for d in self.log_dirs:
             for pdir in d.partitions:
                 if id(pdir) in wanted:
-                    out += verify_partition(d, pdir, deep=deep,
+                    out += _verify.verify_partition(d, pdir, deep=deep,
                                             limit=self.max_decompressed_bytes)
-        return FindingsResult(out)
+        return _results.FindingsResult(out)
 
     @_gently
     def transactions(self, *, now: Time | None = None,
-                     max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
+                     max_timeout_ms: int | None = None,
                      topics: str | Iterable[str] = "*",
-                     changes: int = CHANGES_PER_ID,
+                     changes: int | None = None,
                      analysed: Mapping[str, PartitionAnalysis] | None = None
                      ) -> TransactionsReport:
         """Transactions per partition, hanging ones, open transactional ids (as
         ``segtools transactions``); the latest ``changes`` state changes of each
-        transactional id (0: all). Ages are measured at ``now`` (default: the wall clock),
-        one moment for every log. ``analysed``: partitions already analysed (by their
-        directory's path, at the same ``now``), walked beside another analysis."""
+        transactional id (0: all; default ``CHANGES_PER_ID``). Ages are measured at ``now``
+        (default: the wall clock), one moment for every log; ``max_timeout_ms`` defaults to
+        the broker's ``transaction.max.timeout.ms``. ``analysed``: partitions already
+        analysed (by their directory's path, at the same ``now``), walked beside another
+        analysis."""
         pdirs = [p.directory for p in self.partitions(topics, states=arguments.PARTITION_STATES)]
-        return as_result(transactions_report(pdirs, max_timeout_ms=max_timeout_ms,
-                                             now=_now(now, "now"), keep=changes,
-                                             limit=self.max_decompressed_bytes,
-                                             analysed=analysed))
+        if max_timeout_ms is None:
+            max_timeout_ms = _transactions.DEFAULT_MAX_TIMEOUT_MS
+        if changes is None:
+            changes = _transaction_state.CHANGES_PER_ID
+        return _results.as_result(_transactions.transactions_report(
+            pdirs, max_timeout_ms=max_timeout_ms, now=_now(now, "now"), keep=changes,
+            limit=self.max_decompressed_bytes, analysed=analysed))
 
     @_gently
     def offsets_at(self, at: Time | None = None, *,
@@ -499,11 +514,11 @@ class LogDirs:
         """Consumer groups' committed offsets at ``at`` (default: the end of the log), with
         regressions and deletions, replayed from ``__consumer_offsets``; ``history`` also
         keeps every commit (of ``topic``/``partition`` when given)."""
-        pdirs = [p.directory for p in self.partitions(CONSUMER_OFFSETS_TOPIC)]
+        pdirs = [p.directory for p in self.partitions(_offsets.CONSUMER_OFFSETS_TOPIC)]
         if not pdirs:
-            raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions under "
+            raise SegtoolsError(f"no {_offsets.CONSUMER_OFFSETS_TOPIC} partitions under "
                                 f"{', '.join(self.paths)}")
-        return as_result(replay_offsets(
+        return _results.as_result(_offsets.replay_offsets(
             pdirs, at=None if at is None else arguments.moment(at, "at"),
             groups=None if groups is None else list(_tuple(groups)), history=history,
             topic=topic, partition=partition, limit=self.max_decompressed_bytes))
@@ -516,13 +531,13 @@ class LogDirs:
         ``segtools producers``); ``duplicates_window`` (ms) also looks for retried sends of
         non-idempotent producers, stored on each result as ``duplicates``."""
         pdirs = [p.directory for p in self.partitions(topics, partitions)]
-        results = analyse_producers(pdirs, limit=self.max_decompressed_bytes)
+        results = _producers.analyse(pdirs, limit=self.max_decompressed_bytes)
         if duplicates_window is not None:
             for pdir, r in zip([p for p in pdirs if p.name and not p.name.is_metadata_log],
                                results, strict=True):
-                r.duplicates = likely_duplicates(pdir, window_ms=duplicates_window,
+                r.duplicates = _producers.likely_duplicates(pdir, window_ms=duplicates_window,
                                                  limit=self.max_decompressed_bytes)
-        return ProducersResult(results)
+        return _results.ProducersResult(results)
 
     @_gently
     def inputs(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
@@ -534,16 +549,18 @@ class LogDirs:
         for name, value in (configs or {}).items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
             try:
-                cfg.parse_value(name, text)
+                _config.parse_value(name, text)
             except ValueError as e:
                 raise SegtoolsError(str(e)) from None
             flags[name] = text
-        config_file = read_config_file(os.fspath(config)) if config is not None else None
-        loaded = load_inputs(self.log_dirs, flags=flags, config_file=config_file,
-                             at=None if at is None else arguments.moment(at, "at"),
-                             limit=self.max_decompressed_bytes)
-        return Loaded(loaded.partitions, loaded.skipped, self._loose + loaded.findings,
-                      loaded.config_sources)
+        config_file = (_partition_input.read_config_file(os.fspath(config))
+                       if config is not None else None)
+        loaded = _partition_input.load_inputs(
+            self.log_dirs, flags=flags, config_file=config_file,
+            at=None if at is None else arguments.moment(at, "at"),
+            limit=self.max_decompressed_bytes)
+        return _partition_input.Loaded(loaded.partitions, loaded.skipped,
+                                       self._loose + loaded.findings, loaded.config_sources)
 
     @_gently
     def explain_retention(self, *, at: Time | None = None,
@@ -560,8 +577,9 @@ class LogDirs:
         now = _now(at)
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return as_result(retention_report(loaded, now_ms=now, forecast_days=forecast_days,
-                                          deep=deep, limit=self.max_decompressed_bytes))
+        return _results.as_result(_explain.retention_report(
+            loaded, now_ms=now, forecast_days=forecast_days, deep=deep,
+            limit=self.max_decompressed_bytes))
 
     @_gently
     def tiered(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
@@ -574,11 +592,11 @@ class LogDirs:
         also finds and reads each remote segment there;
         ``inputs`` as for :meth:`explain_retention`."""
         now = _now(at)
-        store = open_store(remote_store, self.storage_options) \
+        store = _remote_store.open_store(remote_store, self.storage_options) \
             if remote_store is not None else None
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return as_result(tiered_report(loaded, now_ms=now, store=store))
+        return _results.as_result(_tiered.tiered_report(loaded, now_ms=now, store=store))
 
     @_gently
     def what_if(self, changes: Mapping[str, object] | str | None = None, *,
@@ -595,18 +613,16 @@ class LogDirs:
         config names to values for every topic, or topic names to such mappings
         (``{"orders": {"cleanup.policy": "compact"}}``), the shape Spark's
         ``analyses.what_if`` takes too. ``to_json()``: the CLI's JSON."""
-        from segtools.analysis import whatif  # the simulator loads only when asked for
-
         try:
-            parsed = whatif.parse_changes(changes) if changes else None
-            ingest = whatif.parse_ingest(ingest_bytes_per_s)
-            whatif.check_horizon(horizon_days)
-            overrides = whatif.ConfigOverrides.parse(configs)
+            parsed = _whatif.parse_changes(changes) if changes else None
+            ingest = _whatif.parse_ingest(ingest_bytes_per_s)
+            _whatif.check_horizon(horizon_days)
+            overrides = _whatif.ConfigOverrides.parse(configs)
         except ValueError as e:
             raise SegtoolsError(str(e)) from None
         loaded = inputs if inputs is not None else overrides.apply(self.inputs(
             at=at, config=config, configs=overrides.common))
-        return as_result(whatif.what_if_report(
+        return _results.as_result(_whatif.what_if_report(
             loaded, parsed, now_ms=_now(at), horizon_days=horizon_days, ingest=ingest,
             recommend=recommend, limit=self.max_decompressed_bytes))
 
@@ -624,16 +640,16 @@ class LogDirs:
         wanted = key.encode("utf-8") if isinstance(key, str) else key
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return as_result(compaction_report(loaded, self.paths, now_ms=now, key=wanted, top=top,
-                                           tombstone_limit=tombstone_limit,
-                                           limit=self.max_decompressed_bytes))
+        return _results.as_result(_explain.compaction_report(
+            loaded, self.paths, now_ms=now, key=wanted, top=top,
+            tombstone_limit=tombstone_limit, limit=self.max_decompressed_bytes))
 
     @_gently
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
         """Copies of the same partition in different log dirs, compared batch by batch."""
-        return DivergeResult(
-            compare_copies(key, copies, limit=self.max_decompressed_bytes)
-            for key, copies in copies_by_partition(self.log_dirs, partition).items())
+        return _results.DivergeResult(
+            _diverge.compare_copies(key, copies, limit=self.max_decompressed_bytes)
+            for key, copies in _diverge.copies_by_partition(self.log_dirs, partition).items())
 
 
 def _now(at: Time | None, name: str = "at") -> int:
@@ -680,23 +696,32 @@ def open(*paths: str | os.PathLike[str],
 
 def _view_options(decode: bool | str, schemas: Iterable[str | os.PathLike[str]],
                   schema_registry: str | None) -> ViewOptions:
-    return ViewOptions(decode, tuple(os.fspath(s) for s in schemas), schema_registry)
+    return _sql_views.Options(decode, tuple(os.fspath(s) for s in schemas), schema_registry)
 
 
 def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql: str, *,
           decode: bool | str = False, schemas: Iterable[str | os.PathLike[str]] = (),
-          schema_registry: str | None = None, memory: str = sql_engine.DEFAULT_MEMORY,
-          temp_limit: str = sql_engine.DEFAULT_TEMP_LIMIT,
+          schema_registry: str | None = None, memory: str | None = None,
+          temp_limit: str | None = None,
           max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
-          storage_options: Mapping[str, Any] | None = None) -> pa.Table:
+          storage_options: Mapping[str, Any] | None = None,
+          time_index: bool = False) -> pa.Table:
     """``segtools query PATH... -c SQL`` as a function: the rows as an Arrow table, with the
-    views narrowed by the query's conditions before anything is decoded (docs/query.md)."""
-    places = [paths] if isinstance(paths, str | os.PathLike) else list(paths)
-    tree = open(*places, max_decompressed_bytes=max_decompressed_bytes,
-                storage_options=storage_options)
-    with sql_engine.session(sql_engine.Limits(memory, temp_limit)) as con:
-        sql_engine.register(con, tree, sql, _view_options(decode, schemas, schema_registry))
-        return sql_engine.run(con, sql).read_all()
+    views narrowed by the query's conditions before anything is decoded (docs/query.md);
+    ``time_index``: as ``--time-index``, an upper time bound read as Kafka's ``ListOffsets``
+    (a later record with an earlier time is then not read)."""
+    places = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike)
+                                     else paths)]
+    if not places:
+        raise SegtoolsError("segtools.query() needs at least one path")
+    trees = _sql_trees.Trees(places, lambda walked: LogDirs(
+        walked, max_decompressed_bytes=max_decompressed_bytes,
+        storage_options=storage_options, relist=False))
+    with _sql_engine.session(_sql_engine.limits(memory, temp_limit)) as con:
+        _sql_engine.register(con, trees, sql, _sql_views.Options(
+            decode, tuple(os.fspath(s) for s in schemas), schema_registry,
+            time_index=time_index))
+        return _sql_engine.run(con, sql).read_all()
 
 
 def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:
@@ -705,7 +730,7 @@ def verify(*paths: str | os.PathLike[str], deep: bool = False) -> list[Finding]:
 
 
 def transactions(*paths: str | os.PathLike[str], now: Time | None = None,
-                 max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS) -> TransactionsReport:
+                 max_timeout_ms: int | None = None) -> TransactionsReport:
     return open(*paths).transactions(now=now, max_timeout_ms=max_timeout_ms)
 
 

@@ -143,6 +143,11 @@ def walk_tree(paths: tuple[str, ...],
     for f in loose:
         if f.code == "path_not_found":
             raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
+    return with_partitions(log_dirs, paths)
+
+
+def with_partitions(log_dirs: list[LogDir], paths: tuple[str, ...]) -> list[LogDir]:
+    """``log_dirs``, refused when they hold no partition at all (naming the paths)."""
     if not any(d.partitions for d in log_dirs):
         raise SegtoolsError(f"{', '.join(paths)}: no Kafka partitions found here (expected "
                             "log dirs, partition dirs or .log segment files)")
@@ -423,11 +428,15 @@ def _log_ranges(sel: Selection, info: PartitionInfo, segments: tuple[SegmentFile
             yield piece
 
 
-def ranges(sel: Selection, narrowing: Narrowing | None = None) -> list[ByteRange]:
-    """Every byte range a read of ``sel`` needs, in tree order."""
+def ranges(sel: Selection, narrowing: Narrowing | None = None,
+           listed: list[LogDir] | None = None) -> list[ByteRange]:
+    """Every byte range a read of ``sel`` needs, in tree order. ``listed``: the log dirs of
+    ``sel.paths`` as a caller walked them a moment ago (a dataset opened to be read at
+    once); None: walked now, so a read sees the segments rolled since any earlier listing."""
     pieces: list[ByteRange] = []
     found: set[tuple[str, int]] = set()
-    log_dirs: Iterable[LogDir] = walk_tree(sel.paths, sel.storage_options)
+    log_dirs: Iterable[LogDir] = (walk_tree(sel.paths, sel.storage_options) if listed is None
+                                  else with_partitions(listed, sel.paths))
     store, tiered = None, {}
     if sel.remote_store is not None:  # the metadata may be in any of the log dirs
         log_dirs = list(log_dirs)

@@ -12,13 +12,18 @@ from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+import lazy_loader
 import pyarrow as pa
 
-from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC
 from segtools.fetch.columns import TIMESTAMP
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
+    from segtools.analysis import offsets as _offsets_room  # noqa: F401 (the arrow below)
     from segtools.api import LogDirs
+
+#: the group coordinator's room, loaded when the ``offsets`` view is read (as the API loads
+#: its analyses: a query of records does not pay for it)
+_offsets = lazy_loader.load("segtools.analysis.offsets", suppress_warning=True)
 
 RETENTION = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("base_offset", pa.int64()),
@@ -100,7 +105,7 @@ def transactions(tree: LogDirs) -> pa.RecordBatchReader:
 def offsets(tree: LogDirs) -> pa.RecordBatchReader:
     """``segtools offsets --history``: every group commit in ``__consumer_offsets``, in log
     order (empty when the tree has no such topic)."""
-    if not tree.partitions(CONSUMER_OFFSETS_TOPIC):
+    if not tree.partitions(_offsets.CONSUMER_OFFSETS_TOPIC):
         return _table(OFFSETS, ())
     return _table(OFFSETS, (c.to_json() for c in tree.offsets_at(history=True).commits))
 

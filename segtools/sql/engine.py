@@ -27,7 +27,8 @@ from segtools.errors import SegtoolsError
 from segtools.payloads.schemas import Schemas
 from segtools.payloads.sources import gather
 from segtools.sql import pushdown, typed
-from segtools.sql.views import VIEWS, Options, records
+from segtools.sql.trees import Trees
+from segtools.sql.views import READING_SCHEMA, RECORD_VIEWS, VIEWS, Options, reading, records
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
     from segtools.api import LogDirs
@@ -58,6 +59,12 @@ class Limits:
 
 
 DEFAULT_LIMITS = Limits()
+
+
+def limits(memory: str | None = None, temp_limit: str | None = None) -> Limits:
+    """The session's limits, each one the default when not given."""
+    return Limits(DEFAULT_MEMORY if memory is None else memory,
+                  DEFAULT_TEMP_LIMIT if temp_limit is None else temp_limit)
 
 
 def duckdb_module() -> ModuleType:
@@ -111,20 +118,42 @@ def session(limits: Limits = DEFAULT_LIMITS, *,
         del con
 
 
-def register(con, tree: LogDirs, sql: str | None, options: Options = PLAIN) -> None:
+def register(con, tree: LogDirs | Trees, sql: str | None, options: Options = PLAIN) -> None:
     """The views ``sql`` names, each narrowed by what its conditions allow (``sql=None``:
     every view, whole); with decoding, also a typed view per topic whose values have an Avro
     subject. A view named once is streamed into the query; one named more often is loaded
-    once into a temporary table (which spills under the memory limit)."""
-    parsed = pushdown.parse(sql) if sql is not None else None
+    once into a temporary table (which spills under the memory limit). ``tree``: a tree
+    walked already, or the locations as :class:`Trees`, walked only as far as the views
+    read (the partitions a record view's conditions name)."""
+    trees = tree if isinstance(tree, Trees) else Trees.of(tree)
+    trees.require()
+    parsed = pushdown.parse(con, sql) if sql is not None else None
     every = pushdown.Pushdown(references=2)
     for name, view in VIEWS.items():
         push = pushdown.for_view(parsed, name) if sql is not None else every
         if push.references:
-            _install(con, name, view(tree, push, options), push.references,
+            source = (trees.for_records(push, with_schemas=bool(options.decode))
+                      if name in RECORD_VIEWS else trees.whole())
+            _install(con, name, view(source, push, options), push.references,
                      _JSON_DECODED if options.decode and name == "records" else "*")
-    if options.decode:
-        _typed_views(con, tree, parsed if sql is not None else None, every, options)
+    if options.decode and (sql is None or pushdown.other_tables(parsed, VIEWS)):
+        _typed_views(con, trees.whole(), parsed if sql is not None else None, every, options)
+
+
+def explain(con, tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> pa.Table:
+    """What the query's record views would read, one ``views.READING_SCHEMA`` row per view
+    it names (nothing is read but the indexes): the plan after the pushdown, to check that a
+    condition narrows the read as meant (``segtools query --explain``)."""
+    trees = tree if isinstance(tree, Trees) else Trees.of(tree)
+    trees.require()
+    parsed = pushdown.parse(con, sql)
+    rows = []
+    for name in VIEWS:
+        push = pushdown.for_view(parsed, name)
+        if name in RECORD_VIEWS and push.references:
+            source = trees.for_records(push, with_schemas=bool(options.decode))
+            rows.append(reading(name, source, push, options))
+    return pa.Table.from_pylist(rows, schema=READING_SCHEMA)
 
 
 #: the decoded payloads as DuckDB's JSON type (``value_decoded->>'$.id'``)

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from segtools.fetch.columns import FIELDS, Level
+from segtools.fetch import plan
+from segtools.fetch.columns import FIELDS, TIMESTAMP, Level
 from segtools.findings import Finding
 from segtools.payloads import columns as payload_columns
 from segtools.sql.analyses import ANALYSES
 from segtools.sql.pushdown import Pushdown
+from segtools.storage import gentle
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
     from segtools.api import LogDirs
@@ -33,6 +36,12 @@ class Options:
     schema_registry: str | None = None
     #: told the number of rows of each batch read (a face's progress display), or None
     on_rows: Callable[[int], None] | None = None
+    #: an upper time bound read as Kafka reads a time range (``ListOffsets``): up to the first
+    #: record at or after it, so a later record with an earlier time is not read
+    time_index: bool = False
+    #: told each finding met while reading rows (a face's exit status), or None: the tree's
+    #: :attr:`LogDirs.findings` keeps those of its latest read
+    on_finding: Callable[[Finding], None] | None = None
 
 
 def record_columns(options: Options) -> tuple[str, ...]:
@@ -64,7 +73,8 @@ def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     names = _chosen((c for c in record_columns(options) if c not in payload), wanted, "offset")
     reader = tree.to_arrow(Level.RECORDS, columns=names, binary="view",
                            decode=decode, schemas=options.schemas,
-                           schema_registry=options.schema_registry, **_selectors(push))
+                           schema_registry=options.schema_registry,
+                           on_finding=options.on_finding, **selectors(push, options))
     if options.decode and not decode:
         reader = _with_nulls(reader, payload_columns.FIELDS)
     return _counted(reader, options.on_rows)
@@ -75,7 +85,8 @@ def batches(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     names = _chosen((n for n, _ in FIELDS[Level.BATCHES] if n != "tier"), push.columns,
                     "base_offset")
     return _counted(tree.to_arrow(Level.BATCHES, columns=names, topics=push.topic_globs,
-                                  partitions=push.partitions), options.on_rows)
+                                  partitions=push.partitions, on_finding=options.on_finding),
+                    options.on_rows)
 
 
 def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
@@ -83,7 +94,7 @@ def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchR
     names = _chosen((n for n, _ in FIELDS[Level.SEGMENTS] if n != "tier"), push.columns,
                     "base_offset")
     return tree.to_arrow(Level.SEGMENTS, columns=names, topics=push.topic_globs,
-                         partitions=push.partitions)
+                         partitions=push.partitions, on_finding=options.on_finding)
 
 
 FINDINGS_SCHEMA = pa.schema([("code", pa.string()), ("severity", pa.string()),
@@ -111,14 +122,56 @@ def findings(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchR
                                       partitions=push.partitions)).to_reader()
 
 
-def _selectors(push: Pushdown) -> dict:
+def selectors(push: Pushdown, options: Options) -> dict:
     """The pushdown as :meth:`LogDirs.selection`'s selectors. A lower time bound is the
-    broker's ``ListOffsets`` answer (every earlier offset holds an earlier time, so no row at
-    or after the bound is skipped); an upper one is not pushed: Kafka keeps no smallest
-    timestamp per segment, and a later record may carry an earlier time."""
+    broker's ``ListOffsets`` answer (the time index holds the largest time so far, so every
+    earlier offset holds an earlier time: no row at or after the bound is skipped). An upper
+    one is pushed only with ``options.time_index``, the same way: up to the first record at
+    or after it. Kafka keeps no smallest time per segment, and with ``CreateTime`` a later
+    record may carry an earlier time, which that reading leaves out (as a consumer reading
+    by ``offsetsForTimes`` does); without it the read goes on to the end of the log."""
     return {"topics": push.topic_globs, "partitions": push.partitions,
             "start_offset": push.offset_min, "end_offset": push.offset_max,
-            "start_time": push.timestamp_min_ms}
+            "start_time": push.timestamp_min_ms,
+            "end_time": push.timestamp_max_ms if options.time_index else None}
+
+
+READING_SCHEMA = pa.schema([
+    ("view", pa.string()), ("partitions_walked", pa.int64()), ("partitions", pa.int64()),
+    ("segments", pa.int64()), ("segments_total", pa.int64()), ("bytes", pa.int64()),
+    ("bytes_total", pa.int64()), ("offset_min", pa.int64()), ("offset_max", pa.int64()),
+    ("timestamp_min", TIMESTAMP), ("timestamp_max", TIMESTAMP)])
+
+
+def reading(view: str, tree: LogDirs, push: Pushdown, options: Options) -> dict:
+    """What a record view reads for a query, as a ``READING_SCHEMA`` row: the partition
+    directories walked, then the partitions, segments and bytes its byte ranges (the index
+    searches of :func:`segtools.fetch.plan.ranges`) cover, against every segment and byte of
+    the partitions its topics and partitions select; the pushed bounds (offsets: inclusive,
+    exclusive; times: the lower one, and the upper one only when it is read by the index)."""
+    chosen = selectors(push, options)
+    level = Level.BATCHES if view == "batches" else Level.RECORDS
+    whole = {"topics": chosen["topics"], "partitions": chosen["partitions"]}
+    with gentle.applied(tree.gentle):  # the index searches read files, as the rows would
+        # the batch view reads its partitions whole; the segment view summarises them
+        listed = None if tree.relist else tree.log_dirs
+        pieces = plan.ranges(tree.selection(level, **(chosen if view == "records" else whole)),
+                             listed=listed)
+        every = plan.ranges(tree.selection(Level.RECORDS, **whole), listed=listed)
+    return {"view": view,
+            "partitions_walked": sum(len(d.partitions) for d in tree.log_dirs),
+            "partitions": len({r.partition.path for r in pieces}),
+            "segments": len({(r.partition.path, r.files.base_offset) for r in pieces}),
+            "segments_total": len({(r.partition.path, r.files.base_offset) for r in every}),
+            "bytes": sum(r.size for r in pieces),
+            "bytes_total": sum(r.files.log_size for r in every),
+            "offset_min": push.offset_min, "offset_max": push.offset_max,
+            "timestamp_min": _instant(push.timestamp_min_ms),
+            "timestamp_max": _instant(push.timestamp_max_ms if options.time_index else None)}
+
+
+def _instant(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 def _counted(reader: pa.RecordBatchReader, on_rows: Callable[[int], None] | None
@@ -162,6 +215,10 @@ def _analysis(read: Callable[[LogDirs], pa.RecordBatchReader]
     view.__doc__ = read.__doc__
     return view
 
+
+#: the views read through :meth:`LogDirs.to_arrow`, whose pushed topics and partitions may
+#: narrow the walk itself (:mod:`segtools.sql.trees`)
+RECORD_VIEWS = frozenset(("records", "batches", "segments"))
 
 #: the views by name, in the order ``docs/query.md`` lists them
 VIEWS: dict[str, Callable[[LogDirs, Pushdown, Options], pa.RecordBatchReader]] = {

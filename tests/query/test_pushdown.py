@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import duckdb
 import pytest
 
-from segtools.sql.pushdown import Pushdown, for_view, parse
+from segtools.sql.pushdown import Parsed, Pushdown, for_view
+from segtools.sql.pushdown import parse as parse_on
+
+
+def parse(sql: str) -> Parsed:
+    return parse_on(duckdb.connect(), sql)
 
 
 def push(sql: str, view: str = "records") -> Pushdown:
@@ -30,11 +36,28 @@ def test_offset_bounds(where, low, high):
     assert p.columns is None  # select *: every column
 
 
-def test_lower_time_bound_only():
+def test_time_bounds():
+    """Both bounds are read; the upper one (the next ms after the literal's, so that ``<``
+    and ``<=`` both keep every row they pass) is used only with ``time_index``."""
     p = push("select key from records r where r.timestamp >= TIMESTAMP '2024-01-01 00:00:00' "
              "and r.timestamp < TIMESTAMP '2024-01-01 01:00:00'")
-    assert p.timestamp_min_ms == 1704067200000
+    assert (p.timestamp_min_ms, p.timestamp_max_ms) == (1704067200000, 1704070800001)
     assert (p.offset_min, p.offset_max) == (None, None)
+
+
+@pytest.mark.parametrize(("where", "low", "high"), [
+    ("timestamp <= '2024-01-01 01:00:00'", None, 1704070800001),
+    ("'2024-01-01 01:00:00' > timestamp", None, 1704070800001),
+    ("timestamp between '2024-01-01' and '2024-01-01 01:00'", 1704067200000, 1704070800001),
+    ("timestamp = '2024-01-01 01:00:00.250'", 1704070800250, 1704070800251),
+    ("timestamp in ('2024-01-01 01:00', '2024-01-01')", 1704067200000, 1704070800001),
+    ("timestamp < '2024-01-01 02:00' and timestamp < '2024-01-01 01:00'", None,
+     1704070800001),
+    ("timestamp < 5", None, None),  # a number is no time in DuckDB
+])
+def test_upper_time_bound(where, low, high):
+    p = push(f"select * from records where {where}")
+    assert (p.timestamp_min_ms, p.timestamp_max_ms) == (low, high)
 
 
 @pytest.mark.parametrize("sql", [
@@ -74,3 +97,17 @@ def test_columns_only_those_named():
     assert "value" not in push("select topic, count(*) from records group by topic").columns
     assert push("select r.* from records r").columns is None
     assert push("select r from records r").columns is None  # the row itself
+
+
+def test_the_engine_s_own_parser_decides():
+    """DuckDB's grammar is the one the query runs under: a syntax error reads no view (the
+    engine's error is the answer), a statement its serializer does not take reads them
+    whole, and DuckDB's own syntax (``->>``, ``group by all``, ``exclude``) is understood."""
+    assert push("selec * from records").references == 0
+    assert push("describe records") == Pushdown()
+    p = push("select value_decoded->>'$.id' from records where topic = 'a' group by all")
+    assert p.topics == ("a",) and "value_decoded" in p.columns
+    assert push("select * exclude (value) from records").columns is None
+    assert push("select count(*) from records where \"offset\" > 3.5 and \"offset\" <= 7.2"
+                ).offset_min == 4
+    assert push("select count(*) from records where \"offset\" <= 7.2").offset_max == 8
