@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.errors import SegtoolsError
+from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.payloads.decoder import Modes
 from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, settled, walk
@@ -167,7 +167,7 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
 
 
-def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
+def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
     """Walk the given log dirs / partition dirs / segment files; a path that does not exist
     is a usage error (exit 2), as the operator mistyped it."""
     with collector_paused():
@@ -176,13 +176,8 @@ def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
     if missing:
         raise SegtoolsError("no such file or directory", path=missing[0].path)
     if not any(d.partitions for d in log_dirs) and not loose:
-        unlisted = next((f for d in log_dirs for f in d.findings
-                         if f.code == "log_dir_unreadable"), None)
-        if unlisted is not None:  # mode 000: say so, not that it holds no partition
-            raise SegtoolsError(unlisted.message, path=unlisted.path)
-        bad = next((d for d in log_dirs), None)
-        raise SegtoolsError("no Kafka partitions found here",
-                            path=str(bad.path) if bad else None)
+        raise NothingToReadError.of([f for d in log_dirs for f in d.findings],
+                                    [str(d.path) for d in log_dirs] or list(paths))
     return log_dirs, loose
 
 

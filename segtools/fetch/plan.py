@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from segtools.analysis.transactions import AbortedRange, aborted_ranges
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.errors import SegtoolsError
+from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.fetch.arguments import EARLIEST, LATEST, PartitionMap
 from segtools.fetch.columns import Level
 from segtools.storage.index import OffsetIndex, TimeIndex
@@ -144,8 +144,9 @@ def walk_tree(paths: tuple[str, ...],
         if f.code == "path_not_found":
             raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
     if not any(d.partitions for d in log_dirs):
-        raise SegtoolsError(f"{', '.join(paths)}: no Kafka partitions found here (expected "
-                            "log dirs, partition dirs or .log segment files)")
+        why = NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)], paths)
+        # the path inside the message: Spark's and the API's exceptions show only the message
+        raise NothingToReadError(f"{why.path}: {why.message}")
     return log_dirs
 
 

@@ -123,15 +123,113 @@ def test_the_report_says_what_it_could_not_read(tree, tmp_path):
     assert "segment_unreadable" in page and "orders.v2-eu-3" in page
 
 
-def test_a_log_dir_that_cannot_be_listed_says_permission_denied(tree):
+#: Every command that reads a tree, with what it needs besides the path.
+EVERY_COMMAND = {**{c: extra for c, (extra, _) in COMMANDS.items()}, "tiered": (),
+                 "diverge": (), "metadata": (), "offsets": (), "schemas": (),
+                 "report": ("-o", "{tmp}/r.html"), "query": ("-c", "select 1 from segments")}
+
+
+def test_every_command_says_which_log_dir_it_cannot_list(tree, tmp_path):
+    """A log dir at mode 000: every command gives the same one line, naming it and why, not
+    "no Kafka partitions found here" (there are some; they cannot be read) nor a traceback."""
+    tmp_path.chmod(0o777)
     tree.chmod(0)
     try:
-        proc = run(["scan", str(tree)])
+        said = {command: run([command, str(tree), *(a.format(tmp=tmp_path) for a in extra)])
+                for command, extra in sorted(EVERY_COMMAND.items())}
     finally:
         tree.chmod(0o755)
+    want = f"segtools: error: {tree}: cannot list: Permission denied\n"
+    assert {c: (p.returncode, p.stderr) for c, p in said.items()} == \
+        {c: (2, want) for c in said}
+
+
+#: The internal topics' readers, each with a file or directory of its topic made unreadable
+#: in a copy of the forensics tree.
+INTERNAL = [("metadata", "__cluster_metadata-0"),
+            ("metadata", "__cluster_metadata-0/00000000000000000073.log"),
+            ("offsets", "__consumer_offsets-9"),
+            ("offsets", "__consumer_offsets-9/00000000000000000000.log"),
+            ("report", "__cluster_metadata-0")]
+
+
+@pytest.fixture(scope="module")
+def forensics(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("forensics")
+    root.chmod(0o777)
+    copy = root / "forensics"
+    shutil.copytree(FIXTURES / "logdirs" / "forensics", copy)
+    return copy
+
+
+@pytest.mark.parametrize(("command", "name"), INTERNAL)
+def test_the_internal_topics_say_what_they_could_not_read(forensics, command, name):
+    """A ``__cluster_metadata`` or ``__consumer_offsets`` directory or segment at mode 000 is
+    an error finding (exit 1) naming it, and the rest is answered: not a replay of nothing
+    that exits 0, nor an internal error."""
+    target = forensics / name
+    mode = target.stat().st_mode
+    out = forensics.parent / "r.html"
+    target.chmod(0)
+    try:
+        proc = run([command, str(forensics), *(("-o", str(out)) if command == "report" else ())])
+    finally:
+        target.chmod(mode & 0o7777)
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    assert proc.returncode == 1, (proc.returncode, proc.stderr)
+    if command == "report":
+        page = out.read_text()
+        assert "partition_dir_unreadable" in page and "payments.hanging" in page
+        return
+    assert any(f"{name}): " in line and "Permission denied" in line
+               for line in proc.stdout.splitlines()), proc.stdout[-2000:]
+    if command == "offsets" or name.endswith(".log"):  # the metadata log is one partition
+        answered = {"metadata": "topic payments.txn", "offsets": "group legacy-app"}[command]
+        assert answered in proc.stdout
+
+
+#: Files and directories of one broker's copy in a copy of the replicas tree.
+REPLICA_KINDS = ["orders.v2-eu-9/00000000000000000000.log",
+                 "orders.v2-eu-9/leader-epoch-checkpoint", "meta.properties",
+                 "replication-offset-checkpoint"]
+
+
+@pytest.fixture(scope="module")
+def replicas(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("replicas")
+    root.chmod(0o755)
+    copy = root / "replicas"
+    shutil.copytree(FIXTURES / "logdirs" / "replicas", copy)
+    return copy
+
+
+@pytest.mark.parametrize("name", REPLICA_KINDS)
+def test_diverge_says_what_it_could_not_read(replicas, name):
+    target = replicas / "broker1" / name
+    target.chmod(0)
+    try:
+        proc = run(["diverge", str(replicas)])
+    finally:
+        target.chmod(0o644)
+    assert proc.returncode == 1, proc.stderr
+    assert any(target.name in line and "ermission denied" in line
+               for line in proc.stdout.splitlines()), proc.stdout
+    assert "presumed leader: broker2" in proc.stdout
+
+
+@pytest.mark.parametrize("name", ["orders.v2-eu-9", ""])
+def test_diverge_does_not_compare_a_copy_it_cannot_list(replicas, name):
+    """A broker's copy (or whole log dir) at mode 000 is not an empty log that "lacks offsets
+    0..59": with one copy left there is nothing to compare, and the error says why."""
+    target = replicas / "broker1" / name
+    target.chmod(0)
+    try:
+        proc = run(["diverge", str(replicas)])
+    finally:
+        target.chmod(0o755)
     assert proc.returncode == 2
-    assert "ermission denied" in proc.stderr
-    assert "no Kafka partitions found here" not in proc.stderr
+    assert proc.stderr.endswith(f"; {target.resolve()}: cannot list: Permission denied\n"), \
+        proc.stderr
 
 
 def test_scan_does_not_call_an_unreadable_partition_a_leftover(tree):
