@@ -47,7 +47,8 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "diverge", "compare copies of a partition from several brokers",
-                    __doc__, EXAMPLES)
+                    __doc__, EXAMPLES,
+                    timeless="the copies are compared with each other, batch by batch")
     add_paths(p, "partition dirs, log dirs, or a directory of log-dir copies", metavar="DIR")
     p.add_argument("--partition", metavar="TOPIC-P",
                    help="only this partition (e.g. orders-9)")

@@ -61,7 +61,8 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "dump", "print batches, records, index entries, checkpoints",
-                           __doc__, EXAMPLES)
+                           __doc__, EXAMPLES,
+                           timeless="it prints what the files hold, as they hold it")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help=".log, .index, .timeindex, .txnindex, .snapshot or checkpoint files")
     p.add_argument("--deep", "--deep-iteration", action="store_true",

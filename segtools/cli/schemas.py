@@ -26,7 +26,9 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "schemas", "the schemas in _schemas, and where the data uses them",
-                           __doc__, EXAMPLES)
+                           __doc__, EXAMPLES,
+                           timeless="it reads the schemas the _schemas log holds and the "
+                                    "records that name them")
     common.add_paths(p, "log dirs, partition dirs, or a _schemas partition")
     p.add_argument("--usage", action="store_true",
                    help="per topic: the schema ids its keys and values use, from when to "

@@ -258,3 +258,30 @@ def test_retention_and_tiered_give_the_remote_tier_one_verdict(tree):
         assert bool(shown) == (text_code == 1), (command, text[-1500:])
         if code is not None:
             assert text_code == code
+
+
+# --------------------------------------------------------------------------- one clock
+
+
+#: The text commands whose answer is measured at a moment, and the label their first line
+#: starts with.
+TIMED = {"retention": "retention", "compaction": "compaction", "tiered": "tiered storage",
+         "transactions": "transactions"}
+
+
+@pytest.mark.parametrize("tree", ["tiered", "forensics"])
+def test_every_timed_command_says_its_one_clock_alike(tree):
+    """With ``--at``, every timed command's first line names that moment the same way, and the
+    report is built at it; without, each says "now" once, with what that means once."""
+    path = str(LOGDIRS / tree)
+    for command, label in TIMED.items():
+        _, text = cli(command, path, "--at", AT)
+        first = text.splitlines()[0]
+        assert first.startswith(f"{label} at {format_time(to_millis(AT))} (--at)"), first
+        assert "this machine's clock" not in text
+        _, text = cli(command, path)
+        first, second = text.splitlines()[:2]
+        assert first.startswith(f"{label} at ") and " (now)" in first, first
+        assert second.startswith('"now" is this machine\'s clock'), second
+        assert text.count("this machine's clock") == 1
+    assert build([path], at=to_millis(AT)).data["meta"]["at"] == to_millis(AT)
