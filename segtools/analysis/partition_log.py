@@ -64,7 +64,8 @@ def as_partition(partition: PartitionDir | str | os.PathLike[str]) -> PartitionD
     except PermissionError as e:  # a directory above it cannot be searched (mode 000)
         raise SegtoolsError(f"cannot read: {e.strerror}", path=str(path)) from None
     if not is_dir:
-        raise SegtoolsError("not a partition directory", path=str(path))
+        raise SegtoolsError("not a partition directory" if path.exists() else
+                            "no such file or directory", path=str(path))
     return load_partition_dir(path)
 
 

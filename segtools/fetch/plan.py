@@ -142,7 +142,8 @@ def walk_tree(paths: tuple[str, ...],
     log_dirs, loose = walk(paths, storage_options)
     for f in loose:
         if f.code == "path_not_found":
-            raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
+            # the path in the message, which is all the API and Spark show; so not as .path too
+            raise SegtoolsError(f"{f.path}: no such file or directory")
     if not any(d.partitions for d in log_dirs):
         why = NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)], paths)
         # the path inside the message: Spark's and the API's exceptions show only the message

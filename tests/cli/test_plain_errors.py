@@ -100,3 +100,21 @@ def test_an_answer_cut_by_its_reader_is_not_exit_0():
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 141, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+#: Every command, with what it needs besides the path.
+EVERY_COMMAND = {"dump": (), "scan": (), "verify": (), "find": ("--offset", "1"),
+                 "retention": (), "compaction": (), "metadata": (), "offsets": (),
+                 "transactions": (), "diverge": (), "producers": (), "tiered": (),
+                 "schemas": (), "report": ("-o", "{tmp}/r.html"), "query": ("-c", "select 1")}
+
+
+def test_every_command_names_a_missing_path_once(tmp_path):
+    """The contract's one line, ``segtools: error: <path>: <what>``: the same from every face
+    of the same reader (``report`` and ``query`` said the path twice)."""
+    missing = str(tmp_path / "gone" / "00000000000000000000.log")
+    for command, extra in EVERY_COMMAND.items():
+        proc = run(command, missing, *(a.format(tmp=tmp_path) for a in extra))
+        assert proc.returncode == 2, command
+        assert proc.stderr.lower() == \
+            f"segtools: error: {missing}: no such file or directory\n", (command, proc.stderr)
