@@ -179,8 +179,15 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                 # was named on the command line
                 whole = settled(load_partition_dir(p.path), d.checkpoints) \
                     if p.segments and not p.complete else p
+                unlisted = next((f for f in p.findings
+                                 if f.code == "partition_dir_unreadable"), None)
                 if whole.segments:
                     todo.append((d, whole))
+                elif unlisted is not None:  # not "no segments": they could not be listed
+                    why = unlisted.message.removeprefix("cannot list: ")
+                    skipped.append(Skipped(str(p.path), f"its directory could not be listed "
+                                           f"({why}): its retention and cleaning are not "
+                                           "explained", unlisted))
                 else:
                     skipped.append(Skipped(str(p.path), "no segments"))
     out = []

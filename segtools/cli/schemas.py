@@ -14,6 +14,7 @@ import sys
 from segtools.cli import common, decoding, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
+from segtools.payloads.schemas_topic import SCHEMAS_TOPIC
 from segtools.payloads.sources import gather
 from segtools.payloads.usage import usage
 
@@ -77,6 +78,10 @@ def run(args: argparse.Namespace) -> int:
                   f"record(s), offsets {row.first_offset}-{row.last_offset}, "
                   f"{_time(row.first_timestamp)} .. {_time(row.last_timestamp)}, producers "
                   f"{sorted(row.producer_ids) or '-'}")
+    # with what listing could not read of the partitions read (a _schemas-0 at mode 000)
+    read = [p for d in log_dirs for p in d.partitions if p.name is not None and
+            (p.name.topic == SCHEMAS_TOPIC or (args.usage and common.selected(p, args)))]
+    findings = common.with_listing(log_dirs, read, findings)
     for f in findings:
         _line(jsonl, f.to_json(), render.finding_line(f))
     decoding.say_sources(notes)
