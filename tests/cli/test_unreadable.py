@@ -115,10 +115,12 @@ def test_one_unreadable_file_is_a_finding_and_the_rest_is_answered(unreadable, c
 
 @pytest.mark.parametrize("name", ["clicks.tiered-0/00000000000000000300.log",
                                   "__remote_log_metadata-22/00000000000000000000.log",
-                                  "clicks.tiered-0", "log-start-offset-checkpoint"])
+                                  "clicks.tiered-0", "log-start-offset-checkpoint",
+                                  "clicks.tiered-0/leader-epoch-checkpoint"])
 def test_tiered_says_what_it_could_not_read(tmp_path, name):
     """A partition directory that cannot be listed is said to be unread, not absent ("not in
-    this log dir"), and a log dir's checkpoint it went on without is named."""
+    this log dir"); a log dir's checkpoint it went on without is named; without its leader
+    epoch lineage no remote segment is judged against an empty one."""
     copy = tmp_path / "tiered"
     shutil.copytree(FIXTURES / "logdirs" / "tiered", copy)
     tmp_path.chmod(0o755)
@@ -128,8 +130,9 @@ def test_tiered_says_what_it_could_not_read(tmp_path, name):
     assert any(Path(name).name in line and "ermission denied" in line
                for line in proc.stdout.splitlines()), proc.stdout
     assert "clicks.tiered-1" in proc.stdout
-    local = proc.stdout.split("clicks.tiered-0  topic id", 1)[1].splitlines()[1]
-    assert "not in this log dir" not in local, local
+    block = proc.stdout.split("clicks.tiered-0  topic id", 1)[1].split("topic id", 1)[0]
+    assert "not in this log dir" not in block.splitlines()[1], block
+    assert "remote_not_in_leader_epoch_lineage" not in block, block
 
 
 def test_the_report_says_what_it_could_not_read(tree, tmp_path):
