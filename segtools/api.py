@@ -210,7 +210,8 @@ class LogDirs:
             log_dirs, loose = walk(self.paths, storage_options)
         for f in loose:
             if f.code == "path_not_found":
-                raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
+                # the path in the message, which is all the API and Spark show; so not as .path too
+                raise SegtoolsError(f"{f.path}: no such file or directory")
         self.log_dirs: list[LogDir] = log_dirs
         self._loose = tuple(loose)
         self._tree_findings = tuple(loose) + tuple(f for d in log_dirs for f in d.findings)

@@ -7,6 +7,10 @@ reads at 3 a.m. must say *where* (docs/architecture.md §3:
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
+from segtools.findings import Finding
+
 
 class SegtoolsError(Exception):
     """Base class: something in the input could not be read as Kafka wrote it."""
@@ -47,3 +51,22 @@ class VanishedError(SegtoolsError):
 
 class NotAKafkaFileError(SegtoolsError):
     """The path is not a file type segtools reads (wrong suffix, directory, ...)."""
+
+
+class NothingToReadError(SegtoolsError):
+    """A tree in which no Kafka partition was found. When a directory of it could not be
+    listed (a log dir at mode 000), that is the answer, with the directory's path: "no
+    partitions here" would send an operator looking for data that is there and unreadable."""
+
+    #: The listing's finding codes that explain an empty tree (``segtools.findings``).
+    UNLISTED = ("log_dir_unreadable", "partition_dir_unreadable")
+
+    @classmethod
+    def of(cls, listing: Iterable[Finding], paths: Sequence[str]) -> NothingToReadError:
+        """The error for a tree whose listing found no partition; ``listing``: what listing
+        it met (the log dirs' and loose paths' findings)."""
+        unlisted = next((f for f in listing if f.code in cls.UNLISTED), None)
+        if unlisted is not None:
+            return cls(unlisted.message, path=unlisted.path)
+        return cls("no Kafka partitions found here (expected log dirs, partition dirs or "
+                   ".log segment files)", path=", ".join(paths))

@@ -368,9 +368,10 @@ def _labels(copies: list[tuple[LogDir, PartitionDir]]) -> list[str]:
     return distinct_names(d.path for d, _ in copies)
 
 
-def copies_by_partition(log_dirs: Iterable[LogDir], partition: str | None = None
-                        ) -> dict[str, list[tuple[LogDir, PartitionDir]]]:
-    """Live copies of each partition (``<topic>-<partition>``) held by two log dirs or more."""
+def live_copies(log_dirs: Iterable[LogDir], partition: str | None = None
+                ) -> dict[str, list[tuple[LogDir, PartitionDir]]]:
+    """Every live copy of each partition (``<topic>-<partition>``, or only ``partition``),
+    listed or not, by partition in name order."""
     groups: dict[str, list[tuple[LogDir, PartitionDir]]] = defaultdict(list)
     for d in log_dirs:
         for p in d.partitions:
@@ -379,7 +380,22 @@ def copies_by_partition(log_dirs: Iterable[LogDir], partition: str | None = None
             key = f"{p.name.topic}-{p.name.partition}"
             if partition is None or key == partition:
                 groups[key].append((d, p))
-    return {k: v for k, v in sorted(groups.items()) if len(v) >= 2}
+    return dict(sorted(groups.items()))
+
+
+def copies_by_partition(log_dirs: Iterable[LogDir], partition: str | None = None
+                        ) -> dict[str, list[tuple[LogDir, PartitionDir]]]:
+    """Live copies of each partition held by two log dirs or more. A copy whose directory
+    could not be listed is left out: it holds what could not be read, not an empty log, and
+    comparing it would have it lack every offset (its listing finding says what happened)."""
+    groups = {key: [(d, p) for d, p in copies if not unlisted(p)]
+              for key, copies in live_copies(log_dirs, partition).items()}
+    return {k: v for k, v in groups.items() if len(v) >= 2}
+
+
+def unlisted(p: PartitionDir) -> bool:
+    """Whether the partition's directory could not be listed (mode 000)."""
+    return any(f.code == "partition_dir_unreadable" for f in p.findings)
 
 
 def compare_copies(key: str, copies: list[tuple[LogDir, PartitionDir]], *,

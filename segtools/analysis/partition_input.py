@@ -35,6 +35,7 @@ from segtools.storage.files import open_regular_file
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir, settled
 from segtools.storage.partition import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
     PartitionDir,
     PartitionState,
     SegmentFiles,
@@ -179,8 +180,15 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                 # was named on the command line
                 whole = settled(load_partition_dir(p.path), d.checkpoints) \
                     if p.segments and not p.complete else p
+                unlisted = next((f for f in p.findings
+                                 if f.code == "partition_dir_unreadable"), None)
                 if whole.segments:
                     todo.append((d, whole))
+                elif unlisted is not None:  # not "no segments": they could not be listed
+                    why = unlisted.message.removeprefix("cannot list: ")
+                    skipped.append(Skipped(str(p.path), f"its directory could not be listed "
+                                           f"({why}): its retention and cleaning are not "
+                                           "explained", unlisted))
                 else:
                     skipped.append(Skipped(str(p.path), "no segments"))
     out = []
@@ -196,13 +204,30 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                                    "its retention and cleaning are not explained", unread))
             continue
         tp = (p.name.topic, p.name.partition)
+        config = cfg.resolve(p.name.topic, flags=flags, config_file=config_file,
+                             metadata=metadata, metadata_detail=meta_where)
+        lineage = _lineage_unread(p)
+        if config.remote_storage_enable and lineage is not None:
+            why = lineage.message.removeprefix("cannot read: ")
+            skipped.append(Skipped(str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not "
+                                   f"be read ({why}): a tiered partition's retention and remote "
+                                   "verdicts follow its leader epoch lineage, so they are not "
+                                   "explained", lineage))
+            continue
         out.append(PartitionInput(
-            d, p, p.name.topic, p.name.partition, tuple(summaries),
-            cfg.resolve(p.name.topic, flags=flags, config_file=config_file,
-                        metadata=metadata, metadata_detail=meta_where),
+            d, p, p.name.topic, p.name.partition, tuple(summaries), config,
             d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
             d.cleaner_offsets.get(tp)))
     return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
+
+
+def _lineage_unread(p: PartitionDir) -> Finding | None:
+    """The finding of a ``leader-epoch-checkpoint`` that could not be read. A tiered
+    partition's remote verdicts (``isRemoteSegmentWithinLeaderEpochs``) and the highest
+    offset in remote storage local retention waits for follow that lineage: without it they
+    would be answered from an empty one, every remote segment "not in the lineage"."""
+    return next((f for f in p.findings if f.code == "file_unreadable" and f.path
+                 and Path(f.path).name == LEADER_EPOCH_CHECKPOINT_FILE), None)
 
 
 def _summaries(p: PartitionDir, *, limit: int

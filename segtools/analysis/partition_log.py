@@ -13,7 +13,7 @@ partition's other files that the forensic rules hold against the log (``.txninde
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -25,13 +25,13 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import Chunk
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import whole_table
-from segtools.errors import SegtoolsError
+from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
 from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import TransactionIndex
 from segtools.storage.location import as_path
-from segtools.storage.logdirs import walk
+from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import (
     CLUSTER_METADATA_TOPIC,
     PartitionDir,
@@ -59,10 +59,13 @@ def as_partition(partition: PartitionDir | str | os.PathLike[str]) -> PartitionD
     if isinstance(partition, PartitionDir):
         return partition
     path = as_path(partition)
-    if not path.exists():
-        raise SegtoolsError("no such file or directory", path=str(path))
-    if not path.is_dir():
-        raise SegtoolsError("not a partition directory", path=str(path))
+    try:
+        is_dir = path.is_dir()
+    except PermissionError as e:  # a directory above it cannot be searched (mode 000)
+        raise SegtoolsError(f"cannot read: {e.strerror}", path=str(path)) from None
+    if not is_dir:
+        raise SegtoolsError("not a partition directory" if path.exists() else
+                            "no such file or directory", path=str(path))
     return load_partition_dir(path)
 
 
@@ -71,13 +74,26 @@ def metadata_partition(path: PartitionDir | str | os.PathLike[str]) -> Partition
     if isinstance(path, PartitionDir):
         return path
     p = as_path(path)
-    if (p / METADATA_PARTITION_DIR).is_dir():
+    if _holds_dir(p, METADATA_PARTITION_DIR):
         p = p / METADATA_PARTITION_DIR
     partition = as_partition(p)
     if partition.name is None or partition.name.topic != CLUSTER_METADATA_TOPIC:
+        unlisted = next((f for f in partition.findings if f.code in
+                         NothingToReadError.UNLISTED), None)
+        if unlisted is not None:  # a log dir at mode 000: say so, not what it is not
+            raise NothingToReadError(unlisted.message, path=str(p))
         raise SegtoolsError(f"not a {CLUSTER_METADATA_TOPIC} partition (nor a log dir "
                             "holding one)", path=str(p))
     return partition
+
+
+def _holds_dir(parent, name: str) -> bool:
+    """Whether ``parent`` holds a directory ``name``; a parent that cannot be searched (mode
+    000) holds none that can be read, and listing it says why."""
+    try:
+        return (parent / name).is_dir()
+    except PermissionError:
+        return False
 
 
 def partitions_of(paths, topic: str) -> list[PartitionDir]:
@@ -87,6 +103,12 @@ def partitions_of(paths, topic: str) -> list[PartitionDir]:
     missing = next((f for f in loose if f.code == "path_not_found"), None)
     if missing is not None:  # a mistyped path, said as every command says it
         raise SegtoolsError("no such file or directory", path=missing.path)
+    return live_partitions(log_dirs, topic)
+
+
+def live_partitions(log_dirs: Iterable[LogDir], topic: str) -> list[PartitionDir]:
+    """Every live partition directory of ``topic`` in ``log_dirs``, in log-dir then
+    partition order (one that could not be listed among them, its finding with it)."""
     return [p for d in log_dirs for p in d.partitions
             if p.name is not None and p.name.topic == topic and p.name.state is PartitionState.LIVE]
 

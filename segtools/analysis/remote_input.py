@@ -10,6 +10,7 @@ partition's own files are read in :mod:`segtools.analysis.partition_input`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,11 +35,14 @@ from segtools.storage.partition import (
     load_partition_dir,
 )
 from segtools.storage.remote_store import (
+    MANIFEST_CAP,
+    AivenManifest,
     LocalTieredStorage,
     RemoteSegmentContent,
     RemoteSegmentFiles,
     RemoteStore,
     aiven_segment_bytes,
+    parse_manifest,
 )
 from segtools.storage.segment import unreadable
 from segtools.storage.summary import SegmentSummary, summarize
@@ -183,3 +187,92 @@ def aiven_object(log: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> AivenOb
         return None
     data, note = aiven_segment_bytes(log, manifest_path, limit=limit)
     return AivenObject(str(manifest_path), data, note)
+
+
+#: The ``.indexes`` object's sections as an Aiven manifest names them (``SegmentIndexesV1``),
+#: each with the suffix the same index has as a file of its own (LocalTieredStorage's names),
+#: so that each section is read by the reader of that file.
+AIVEN_INDEX_SUFFIXES = {"offset": ".index", "timestamp": ".timeindex",
+                        "producerSnapshot": ".snapshot", "transaction": ".txnindex",
+                        "leaderEpoch": ".leader_epoch_checkpoint"}
+
+
+@dataclass(frozen=True, slots=True)
+class AivenManifestFile:
+    """An Aiven plugin's ``.rsm-manifest`` as read: how the segment's ``.log`` object is
+    chunked, compressed and encrypted, and where each index is in its ``.indexes`` object
+    (``(name, position, size)``, in the manifest's order; a null index is absent)."""
+
+    manifest: AivenManifest
+    indexes: tuple[tuple[str, int, int], ...]
+
+
+def read_aiven_manifest(path: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                        ) -> AivenManifestFile:
+    """Raises :class:`SegtoolsError` when the file is not a manifest segtools can read."""
+    try:
+        if path.stat().st_size > MANIFEST_CAP:
+            raise SegtoolsError("too large to be a segment manifest", path=str(path))
+        raw = path.read_bytes()
+    except OSError as e:
+        raise SegtoolsError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        raise SegtoolsError("not a segment manifest (not JSON)", path=str(path)) from None
+    try:
+        manifest = parse_manifest(raw, limit=limit)
+    except SegtoolsError as e:
+        raise e.with_path(str(path)) from None
+    try:
+        where = doc.get("segmentIndexes") or {}
+        indexes = tuple((name, int(at["position"]), int(at["size"]))
+                        for name, at in where.items() if at is not None)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SegtoolsError(f"not a readable segment manifest: segmentIndexes: {e}",
+                            path=str(path)) from None
+    unknown = [name for name, _, _ in indexes if name not in AIVEN_INDEX_SUFFIXES]
+    if unknown or any(pos < 0 or size < 0 for _, pos, size in indexes):
+        raise SegtoolsError("not a readable segment manifest: segmentIndexes "
+                            f"{unknown or 'out of range'}", path=str(path))
+    return AivenManifestFile(manifest, indexes)
+
+
+@dataclass(frozen=True, slots=True)
+class AivenIndexes:
+    """An Aiven plugin's ``.indexes`` object found on its own: the segment's index files one
+    after the other, where its manifest says. Each section as ``(suffix, bytes)``: the file
+    it stands for; or, when reading needs what segtools does not have, the note saying so."""
+
+    manifest: str
+    sections: tuple[tuple[str, bytes], ...]
+    note: Finding | None
+
+
+def aiven_indexes(path: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> AivenIndexes | None:
+    """None when ``path`` is not an Aiven ``.indexes`` object (no ``.rsm-manifest`` beside
+    it). Encrypted sections are AES-GCM under the segment's data key: a note, never damage."""
+    manifest_path = path.with_name(path.name.removesuffix(".indexes") + ".rsm-manifest")
+    if path.suffix != ".indexes" or not manifest_path.is_file():
+        return None
+    try:
+        read = read_aiven_manifest(manifest_path, limit=limit)
+        if read.manifest.encryption_key_id is not None:
+            return AivenIndexes(str(manifest_path), (), finding(
+                "remote_segment_encrypted", str(path),
+                "an Aiven tiered-storage object encrypted by the plugin (each index AES-GCM "
+                "under the segment's data key, wrapped by the key pair "
+                f"{read.manifest.encryption_key_id!r}): reading it needs that private key, "
+                "which segtools does not have and does not guess"))
+        size = path.stat().st_size
+        end = max((pos + n for _, pos, n in read.indexes), default=0)
+        if end > size or size > limit:
+            raise SegtoolsError(f"the object holds {size} bytes, its manifest places indexes "
+                                f"up to byte {end}")
+        data = path.read_bytes()
+    except (SegtoolsError, OSError) as e:
+        return AivenIndexes(str(manifest_path), (),
+                            finding("remote_segment_unreadable", str(path), str(e)))
+    return AivenIndexes(str(manifest_path),
+                        tuple((AIVEN_INDEX_SUFFIXES[name], data[pos:pos + n])
+                              for name, pos, n in read.indexes), None)

@@ -524,6 +524,7 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
     shown = [str(tp.local.dir.path) for tp in out if tp.local is not None]
     shown += [not_read[(tp.topic, tp.partition)].path for tp in out if tp.local_note]
     read = findings_under(loaded.findings, [*shown, *remote.metadata_partitions])
+    read += root_files_unread(loaded.findings, shown)
     return TieredReport(now_ms, tuple(out), remote.metadata_partitions, remote.records,
                         tuple(dict.fromkeys([*read, *remote.findings])), store)
 
@@ -538,6 +539,14 @@ def unread_partitions(loaded: Loaded) -> dict[tuple[str, int], Skipped]:
         if name is not None and s.unread is not None:
             out[(name.topic, name.partition)] = s
     return out
+
+
+def root_files_unread(findings: Sequence[Finding], dirs: Sequence[str]) -> list[Finding]:
+    """The files of the log dirs holding ``dirs`` that could not be read: their checkpoints
+    give the partitions' log start offsets, so the answer says it went on without them."""
+    roots = {str(Path(d).parent) for d in dirs}
+    return [f for f in findings if f.code == "file_unreadable" and f.path
+            and str(Path(f.path).parent) in roots]
 
 
 def findings_under(findings: Sequence[Finding], dirs: Sequence[str]) -> list[Finding]:

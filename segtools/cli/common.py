@@ -17,7 +17,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.errors import SegtoolsError
+from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding, Severity
 from segtools.payloads.decoder import Modes
 from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, settled, walk
@@ -37,11 +37,24 @@ def exit_code(findings: Iterable[Finding]) -> int:
 
 
 def add_command(sub: argparse._SubParsersAction, name: str, help_line: str,
-                doc: str | None, examples: str) -> argparse.ArgumentParser:
+                doc: str | None, examples: str, *,
+                timeless: str | None = None) -> argparse.ArgumentParser:
     """A command's parser: its one-line help (the line ``cli.main.COMMANDS`` gives it too; a
     test keeps the two the same), its module docstring as the description and its examples
-    as the epilog, laid out by ``cli.main``'s one help formatter."""
+    as the epilog, laid out by ``cli.main``'s one help formatter.
+
+    ``timeless``: why the command's answer does not depend on the moment it runs, for the
+    commands that take no ``--at`` (:func:`add_at`). Its help says so, as one paragraph
+    worded alike everywhere, rather than offering a flag that would change nothing."""
+    if timeless is not None:
+        doc = f"{doc or ''}\n\n{TIMELESS.format(why=timeless)}"
     return sub.add_parser(name, help=help_line, description=doc, epilog=examples)
+
+
+#: The paragraph a timeless command's help ends with (:func:`add_command`).
+TIMELESS = ("No --at: the answer does not depend on when it runs ({why}). Ages, verdicts and "
+            "hanging transactions are measured at one moment, --at (default: now), by "
+            "retention, compaction, tiered, transactions and report.")
 
 
 def add_paths(p: argparse.ArgumentParser, help: str, *, metavar: str = "PATH") -> None:
@@ -58,7 +71,8 @@ def _path(text: str) -> str:
 
 
 def add_at(p: argparse.ArgumentParser, help: str, *, aliases: Sequence[str] = ()) -> None:
-    """``--at TIME``: the moment a command answers for (:func:`parse_time`)."""
+    """``--at TIME``: the moment a command answers for (:func:`parse_time`), on every command
+    whose answer depends on it (the others say why not: :func:`add_command`)."""
     p.add_argument("--at", *aliases, dest="at", type=parse_time, metavar="TIME", help=help)
 
 
@@ -72,6 +86,17 @@ def moment(args: argparse.Namespace) -> int:
 def moment_line(args: argparse.Namespace, at_ms: int) -> str:
     """The run's clock, said once at the top of a text answer."""
     return f"at {format_time(at_ms)} ({'--at' if args.at is not None else 'now'})"
+
+
+def clock_note(args: argparse.Namespace, at_ms: int) -> str | None:
+    """Said once, after :func:`moment_line`, when no ``--at`` was given: every age and
+    verdict is relative to this machine's clock, which for a copy of a log dir taken long ago
+    makes everything old."""
+    if args.at is not None:
+        return None
+    return (f'"now" is this machine\'s clock ({format_time(at_ms)}); to judge the log at '
+            "another moment (when a copy was taken, or a day ahead) pass --at TIME, epoch ms "
+            "or ISO-8601 UTC, e.g. --at 2024-03-01T12:00Z")
 
 
 def add_decompress_limit(p: argparse.ArgumentParser) -> None:
@@ -182,7 +207,7 @@ def _uri_hint(paths: Iterable[str]) -> str:
     return ""
 
 
-def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
+def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
     """Walk the given log dirs / partition dirs / segment files; a path that does not exist
     is a usage error (exit 2), as the operator mistyped it."""
     with collector_paused():
@@ -192,13 +217,8 @@ def open_tree(paths: Iterable[str]) -> tuple[list[LogDir], list[Finding]]:
         raise SegtoolsError("no such file or directory" + _uri_hint(paths),
                             path=missing[0].path)
     if not any(d.partitions for d in log_dirs) and not loose:
-        unlisted = next((f for d in log_dirs for f in d.findings
-                         if f.code == "log_dir_unreadable"), None)
-        if unlisted is not None:  # mode 000: say so, not that it holds no partition
-            raise SegtoolsError(unlisted.message, path=unlisted.path)
-        bad = next((d for d in log_dirs), None)
-        raise SegtoolsError("no Kafka partitions found here",
-                            path=str(bad.path) if bad else None)
+        raise NothingToReadError.of([f for d in log_dirs for f in d.findings],
+                                    [str(d.path) for d in log_dirs] or list(paths))
     return log_dirs, loose
 
 

@@ -27,8 +27,8 @@ from segtools.analysis.explain import (
 )
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.cli import explain, render
-from segtools.cli.common import add_command, exit_code
-from segtools.cli.explain import config_line, load, now_ms
+from segtools.cli.common import add_command, clock_note, exit_code, moment, moment_line
+from segtools.cli.explain import config_line, load
 from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -76,14 +76,16 @@ def parse_key(text: str, fmt: str) -> bytes:
 def run(args: argparse.Namespace) -> int:
     key = parse_key(args.key, args.key_format) if args.key is not None else None
     loaded = load(args)
-    report = compaction_report(loaded, args.paths, now_ms=now_ms(args), key=key, top=args.top,
+    now = moment(args)
+    report = compaction_report(loaded, args.paths, now_ms=now, key=key, top=args.top,
                                tombstone_limit=args.limit, limit=args.max_decompressed_bytes)
     if args.format == "json":
         mode = args.bytes or "base64"
         doc = report.to_json(lambda b: render.render_bytes(b, mode))
         sys.stdout.write(render.dumps(doc) + "\n")
     else:
-        print_text(loaded, report, args.bytes or "utf8")
+        print_text(loaded, report, args.bytes or "utf8", moment_line(args, now),
+                   clock_note(args, now))
     return exit_code(loaded.findings)
 
 
@@ -106,11 +108,16 @@ HISTORY_COLUMNS = (Column("offset", right=True), Column("segment"), Column("time
                    Column("value"), Column("next clean"))
 
 
-def print_text(loaded: Loaded, report: CompactionReport, mode: str) -> None:
+def print_text(loaded: Loaded, report: CompactionReport, mode: str, clock: str,
+               note: str | None = None) -> None:
+    """``clock``: the run's moment (:func:`~segtools.cli.common.moment_line`); ``note``: what
+    it means when it is now."""
     now = report.at_ms
     out = Lines(sys.stdout, terminal_width(sys.stdout))
-    out(f"compaction at {format_time(now)} ({now} ms); config from: "
+    out(f"compaction {clock}; config from: "
         f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}")
+    if note:
+        out(note)
     if not report.partitions:
         out("no compacted partition here (see the skipped list)")
     for e in report.partitions:

@@ -18,7 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from segtools.analysis.diverge import Divergence, Replica, compare_copies, copies_by_partition
+from segtools.analysis.diverge import (
+    Divergence,
+    Replica,
+    compare_copies,
+    copies_by_partition,
+    live_copies,
+)
 from segtools.cli import render
 from segtools.cli.common import (
     add_command,
@@ -26,9 +32,10 @@ from segtools.cli.common import (
     add_run_options,
     exit_code,
     open_tree,
+    with_listing,
 )
 from segtools.cli.table import Wrapping
-from segtools.errors import SegtoolsError
+from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding
 
 EXAMPLES = """examples:
@@ -40,7 +47,8 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = add_command(sub, "diverge", "compare copies of a partition from several brokers",
-                    __doc__, EXAMPLES)
+                    __doc__, EXAMPLES,
+                    timeless="the copies are compared with each other, batch by batch")
     add_paths(p, "partition dirs, log dirs, or a directory of log-dir copies", metavar="DIR")
     p.add_argument("--partition", metavar="TOPIC-P",
                    help="only this partition (e.g. orders-9)")
@@ -51,22 +59,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = open_tree(args.paths)
     comparable = copies_by_partition(log_dirs, args.partition)
+    candidates = [p for copies in live_copies(log_dirs, args.partition).values()
+                  for _, p in copies]
+    # what could not be read among the copies asked about, and any log dir not listed at all
+    findings: list[Finding] = with_listing(
+        log_dirs, candidates, [*loose, *(f for d in log_dirs for f in d.findings
+                                         if f.code in NothingToReadError.UNLISTED)])
     if not comparable:
+        unread = next((f for f in findings if f.code in NothingToReadError.UNLISTED), None)
         raise SegtoolsError("need copies of the same partition from at least two log dirs"
                             + (f" (no two copies of {args.partition})" if args.partition
-                               else ""), path=" ".join(args.paths))
-    findings: list[Finding] = list(loose)
+                               else "")
+                            + (f"; {unread.path}: {unread.message}" if unread else ""),
+                            path=" ".join(args.paths))
     out = Wrapping(sys.stdout) if args.format != "jsonl" else sys.stdout
+    answered: list[Finding] = []
     for key, copies in comparable.items():
         rs = compare_copies(key, copies, limit=args.max_decompressed_bytes)
         read = list(rs.read_findings)
         result = rs.divergence
-        findings += read + list(result.findings)
+        answered += read + list(result.findings)
         if args.format == "jsonl":
             write_json(key, result, read, out)
         else:
             write_text(key, result, copies, read, out)
-    return exit_code(findings)
+    for f in findings:  # then what listing met, once (a read finding was said above)
+        out.write((render.dumps(f.to_json()) if args.format == "jsonl"
+                   else render.finding_line(f)) + "\n")
+    return exit_code([*findings, *answered])
 
 
 def _epochs(r: Replica) -> str:

@@ -26,7 +26,13 @@ import pyarrow as pa
 
 from segtools import fanout
 from segtools.analysis.cluster_metadata import metadata_value
-from segtools.analysis.remote_input import AivenObject, aiven_object
+from segtools.analysis.remote_input import (
+    AivenIndexes,
+    AivenObject,
+    aiven_indexes,
+    aiven_object,
+    read_aiven_manifest,
+)
 from segtools.cli import _jsonl, common, decoding, jsonl, render
 from segtools.cli.dump_files import dumper_for
 from segtools.decode.chunks import BatchRecords, Chunk, _empty_columns, batch_records, record
@@ -46,6 +52,7 @@ from segtools.storage.location import resolve
 from segtools.storage.partition import is_record_batch_file
 from segtools.storage.seek import start_position_for_offset
 from segtools.storage.segment import Segment
+from segtools.units import format_bytes
 
 EXAMPLES = """examples:
   segtools dump 00000000000000000000.log
@@ -61,7 +68,8 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "dump", "print batches, records, index entries, checkpoints",
-                           __doc__, EXAMPLES)
+                           __doc__, EXAMPLES,
+                           timeless="it prints what the files hold, as they hold it")
     p.add_argument("files", nargs="+", metavar="FILE",
                    help=".log, .index, .timeindex, .txnindex, .snapshot or checkpoint files")
     p.add_argument("--deep", "--deep-iteration", action="store_true",
@@ -256,6 +264,14 @@ def _dump_file(name: str, window: Window, deep: bool, args, mode: str, out: Outp
         return
     if not path.exists():
         raise NotAKafkaFileError("no such file or directory", path=name)
+    if isinstance(path, Path) and name.endswith(".rsm-manifest"):
+        _dump_aiven_manifest(path, shown, args, out)
+        return
+    indexes = aiven_indexes(path, limit=args.max_decompressed_bytes) \
+        if isinstance(path, Path) and name.endswith(".indexes") else None
+    if indexes is not None:
+        _dump_aiven_indexes(indexes, path, shown, args, out)
+        return
     dumper = dumper_for(name)
     if dumper is None:
         raise NotAKafkaFileError("not a file segtools knows how to dump", path=name)
@@ -282,6 +298,64 @@ def _dump_aiven(aiven: AivenObject, path: Path, shown: str, window: Window, deep
         whole.write_bytes(aiven.data)
         with Segment(whole, decompress_limit=args.max_decompressed_bytes) as segment:
             _dump_log(segment, whole, window, deep, args, mode, out, advance)
+
+
+def _dump_aiven_manifest(path: Path, shown: str, args, out: Output) -> None:
+    """An Aiven plugin's ``.rsm-manifest``: how its segment is stored, and what reading the
+    segment takes (dump the ``.log`` beside it; for an encrypted one, the private key)."""
+    read = read_aiven_manifest(path, limit=args.max_decompressed_bytes)
+    m = read.manifest
+    stem = render.terminal_safe(path.name.removesuffix(".rsm-manifest"))
+    encrypted = m.encryption_key_id is not None
+    stored = (f"an Aiven tiered-storage manifest: the segment's {stem}.log object is "
+              f"{format_bytes(m.original_file_size)} in {len(m.transformed_sizes)} chunk(s) "
+              f"of {format_bytes(m.original_chunk_size)}"
+              + (", each zstd-compressed" if m.compression else "")
+              + (", each encrypted (AES-GCM, the data key wrapped by the key pair "
+                 f"{render.terminal_safe(repr(m.encryption_key_id))})" if encrypted else "")
+              + f"; its indexes in {stem}.indexes: "
+              + (", ".join(f"{name} at byte {pos} ({size} B)"
+                           for name, pos, size in read.indexes) or "none"))
+    hint = "" if encrypted else (f"\nto read the segment: segtools dump {stem}.log (put back "
+                                 f"together per this manifest), and {stem}.indexes")
+    out.emit({"type": "file", "path": shown, "kind": "aiven_manifest",
+              "original_file_size": m.original_file_size,
+              "original_chunk_size": m.original_chunk_size,
+              "chunks": len(m.transformed_sizes), "compression": m.compression,
+              "encryption_key_id": m.encryption_key_id,
+              "indexes": [{"index": name, "position": pos, "size": size}
+                          for name, pos, size in read.indexes]},
+             f"Dumping {render.terminal_safe(shown)}\n{stored}{hint}")
+    if encrypted:
+        out.finding(finding("remote_segment_encrypted", str(path),
+                            "reading the segment and its indexes needs the private key of the "
+                            f"key pair {m.encryption_key_id!r}, which segtools does not have "
+                            "and does not guess"))
+
+
+def _dump_aiven_indexes(indexes: AivenIndexes, path: Path, shown: str, args,
+                        out: Output) -> None:
+    """An Aiven plugin's ``.indexes`` object: each index it holds, dumped as the file it
+    stands for (from a temporary copy outside the store), or, encrypted, said to be so."""
+    out.emit({"type": "file", "path": shown, "kind": "aiven_indexes_object",
+              "manifest": indexes.manifest},
+             f"Dumping {render.terminal_safe(shown)}\n"
+             "an Aiven tiered-storage object: the segment's indexes one after the other, "
+             + ("each dumped below as the file it stands for" if indexes.note is None
+                else "not read, see below"))
+    if indexes.note is not None:
+        out.finding(indexes.note)
+        return
+    stem = path.name.removesuffix(".indexes")
+    with tempfile.TemporaryDirectory(prefix="segtools-aiven-") as scratch:
+        for suffix, data in indexes.sections:
+            part = Path(scratch) / (stem + suffix)
+            part.write_bytes(data)
+            out.emit({"type": "file", "path": f"{shown}#{suffix.lstrip('.')}",
+                      "kind": "aiven_index_section"},
+                     f"{render.terminal_safe(stem + suffix)} ({len(data)} B):")
+            for f in dumper_for(part.name)(part, args, out.emit):
+                out.finding(f)
 
 
 def _start_position(path: Path, segment: Segment, window: Window) -> int:

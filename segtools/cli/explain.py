@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-import time
 from collections.abc import Iterable
 
 from rich.console import Console
@@ -78,10 +77,6 @@ def load(args: argparse.Namespace) -> Loaded:
         loaded = load_inputs(log_dirs, flags=flags_from_args(args), config_file=config_file,
                              at=args.at, limit=args.max_decompressed_bytes, advance=advance)
     return dataclasses.replace(loaded, findings=tuple(loose) + loaded.findings)
-
-
-def now_ms(args: argparse.Namespace) -> int:
-    return args.at if args.at is not None else int(time.time() * 1000)
 
 
 # --------------------------------------------------------------------------- deep pass

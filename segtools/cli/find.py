@@ -46,7 +46,9 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "find", "locate a record by offset or timestamp via the indexes",
-                           __doc__, EXAMPLES)
+                           __doc__, EXAMPLES,
+                           timeless="--timestamp is a record's time, looked up as the "
+                                    "broker does")
     common.add_paths(p, "log dirs or partition dirs")
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--offset", type=int, help="the offset to find")

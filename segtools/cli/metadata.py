@@ -34,6 +34,7 @@ from segtools.cli.common import (
     add_run_options,
     exit_code,
     progress,
+    with_listing,
 )
 from segtools.cli.render import finding_line
 from segtools.cli.table import Wrapping
@@ -141,12 +142,13 @@ def run(args: argparse.Namespace) -> int:
                 out.write(render.dumps(state_json(replay, args.topic)) + "\n")
             else:
                 write_text(replay, spool, args, out)
-    for f in replay.findings:
+    findings = with_listing((), [partition], replay.findings)
+    for f in findings:
         if args.format == "jsonl":
             out.write(render.dumps(f.to_json()) + "\n")
         else:
             out.write(finding_line(f) + "\n")
-    return exit_code(replay.findings)
+    return exit_code(findings)
 
 
 def state_json(replay: MetadataReplay, topic: str | None = None) -> dict:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import shutil
 import sys
 import tempfile
@@ -41,7 +42,7 @@ from segtools.analysis.offsets import (
     OffsetsReplay,
     replay_offsets,
 )
-from segtools.analysis.partition_log import partitions_of
+from segtools.analysis.partition_log import live_partitions
 from segtools.cli import render
 from segtools.cli.common import (
     EXIT_FINDINGS,
@@ -50,7 +51,9 @@ from segtools.cli.common import (
     add_paths,
     add_run_options,
     exit_code,
+    open_tree,
     progress,
+    with_listing,
 )
 from segtools.cli.render import finding_line
 from segtools.cli.table import Wrapping
@@ -132,7 +135,8 @@ class Anomalies(contextlib.ExitStack):
 def run(args: argparse.Namespace) -> int:
     if args.partition is not None and args.topic is None:
         raise SegtoolsError("--partition needs --topic")
-    partitions = partitions_of(args.paths, CONSUMER_OFFSETS_TOPIC)
+    log_dirs, _ = open_tree(args.paths)
+    partitions = live_partitions(log_dirs, CONSUMER_OFFSETS_TOPIC)
     if not partitions:
         raise SegtoolsError(f"no {CONSUMER_OFFSETS_TOPIC} partitions found",
                             path=" ".join(args.paths))
@@ -143,6 +147,9 @@ def run(args: argparse.Namespace) -> int:
                                     history=args.history, topic=args.topic,
                                     partition=args.partition, sink=anomalies, advance=advance,
                                     limit=args.max_decompressed_bytes)
+        # with what listing could not read: a partition at mode 000 is not one without groups
+        replay = dataclasses.replace(replay, findings=tuple(
+            with_listing(log_dirs, partitions, replay.findings)))
         if args.format == "jsonl":
             write_json(replay, anomalies, args, sys.stdout)
         else:

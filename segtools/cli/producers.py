@@ -33,7 +33,9 @@ EXAMPLES = """examples:
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(
         sub, "producers", "how producers batch, their sequences, retried duplicates",
-        __doc__, EXAMPLES)
+        __doc__, EXAMPLES, timeless="batches, sequences and retries are read from the log; "
+                                    "how long a transaction has been open is transactions' "
+                                    "answer")
     common.add_paths(p, "log dirs, partition dirs, or directories of log-dir copies")
     common.add_selection(p)
     p.add_argument("--duplicates", action="store_true",

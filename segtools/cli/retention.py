@@ -28,8 +28,8 @@ from segtools.analysis.partition_input import Loaded
 from segtools.analysis.retention import AWAITING_REMOTE_COPY
 from segtools.analysis.tiered import RemoteVerdict
 from segtools.cli import explain, render, whatif
-from segtools.cli.common import add_command, exit_code, progress
-from segtools.cli.explain import config_line, load, now_ms
+from segtools.cli.common import add_command, clock_note, exit_code, moment, moment_line, progress
+from segtools.cli.explain import config_line, load
 from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     if args.forecast is not None and not 0 < args.forecast <= 36500:
         raise SegtoolsError("--forecast DAYS must be between 0 and 36500")
     loaded = load(args)
-    now = now_ms(args)
+    now = moment(args)
     days = args.forecast if args.forecast is not None else (14.0 if args.plot else None)
     found = verdicts(loaded, now)
     deep = 0 if args.no_deep else deep_bytes(found)
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render.dumps(report.to_json(args.plot)))
         sys.stdout.write("\n")
     else:
-        print_text(loaded, report, args.plot, clock_note(args, now))
+        print_text(loaded, report, args.plot, moment_line(args, now), clock_note(args, now))
     return exit_code(report.findings)
 
 
@@ -115,23 +115,14 @@ FORECAST_COLUMNS = (Column("when", width=20), Column("partition"),
                     Column("topic size after", right=True))
 
 
-def clock_note(args: argparse.Namespace, now: int) -> str | None:
-    """Said once, up front, when no ``--at`` was given: every verdict is relative to this
-    machine's clock, which for a copy of a log dir taken long ago makes everything old."""
-    if args.at is not None:
-        return None
-    return (f'"now" is this machine\'s clock ({format_time(now)}); to judge the log at another '
-            "moment (when a copy was taken, or a day ahead) pass --at TIME, epoch ms or "
-            "ISO-8601 UTC, e.g. --at 2024-03-01T12:00Z")
-
-
 def print_text(loaded: Loaded, report: RetentionReport, plot_path: str | None,
-               note: str | None = None) -> None:
-    now = report.at_ms
+               clock: str, note: str | None = None) -> None:
+    """``clock``: the run's moment (:func:`~segtools.cli.common.moment_line`); ``note``: what
+    it means when it is now."""
     out = sys.stdout
     width = terminal_width(out)
     say = Lines(out, width)
-    say(f"retention at {format_time(now)} ({now} ms); config from: "
+    say(f"retention {clock}; config from: "
         f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}")
     if note:
         say(note)

@@ -53,7 +53,9 @@ CSV_FIELDS = ("log_dir", "topic", "partition", "state", "base_offset", "last_off
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "scan", "table of topics, partitions and segments in log dirs",
-                           __doc__, EXAMPLES)
+                           __doc__, EXAMPLES,
+                           timeless="it lists what the files hold; a segment's age is "
+                                    "retention's answer")
     common.add_paths(p, "log dirs, partition dirs or segment files")
     common.add_selection(p)
     common.add_format(p, extra=("csv",))

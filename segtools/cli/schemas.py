@@ -15,6 +15,7 @@ from segtools.cli import common, decoding, render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.payloads.schemas import LATEST
+from segtools.payloads.schemas_topic import SCHEMAS_TOPIC
 from segtools.payloads.sources import gather
 from segtools.payloads.usage import usage
 
@@ -27,7 +28,9 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "schemas", "the schemas in _schemas, and where the data uses them",
-                           __doc__, EXAMPLES)
+                           __doc__, EXAMPLES,
+                           timeless="it reads the schemas the _schemas log holds and the "
+                                    "records that name them")
     common.add_paths(p, "log dirs, partition dirs, or a _schemas partition")
     p.add_argument("--usage", action="store_true",
                    help="per topic: the schema ids its keys and values use, from when to "
@@ -77,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
                   f"record(s), offsets {row.first_offset}-{row.last_offset}, "
                   f"{_time(row.first_timestamp)} .. {_time(row.last_timestamp)}, producers "
                   f"{sorted(row.producer_ids) or '-'}")
+    # with what listing could not read of the partitions read (a _schemas-0 at mode 000)
+    read = [p for d in log_dirs for p in d.partitions if p.name is not None and
+            (p.name.topic == SCHEMAS_TOPIC or (args.usage and common.selected(p, args)))]
+    findings = common.with_listing(log_dirs, read, findings)
     for f in findings:
         _line(jsonl, f.to_json(), render.finding_line(f))
     decoding.say_sources(notes)

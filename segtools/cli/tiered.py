@@ -15,8 +15,8 @@ import sys
 
 from segtools.analysis.tiered import TieredPartition, TieredReport, tiered_report
 from segtools.cli import explain, render
-from segtools.cli.common import add_command, exit_code
-from segtools.cli.explain import load, now_ms
+from segtools.cli.common import add_command, clock_note, exit_code, moment, moment_line
+from segtools.cli.explain import load
 from segtools.cli.render import terminal_safe
 from segtools.cli.table import Column, Lines, terminal_width
 from segtools.storage.remote_store import open_store
@@ -46,12 +46,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     store = open_store(args.remote_store) if args.remote_store else None
     loaded = load(args)
-    report = tiered_report(loaded, now_ms=now_ms(args), store=store)
+    now = moment(args)
+    report = tiered_report(loaded, now_ms=now, store=store)
     if args.format == "json":
         sys.stdout.write(render.dumps(report.to_json()))
         sys.stdout.write("\n")
     else:
-        print_text(report)
+        print_text(report, moment_line(args, now), clock_note(args, now))
     return exit_code(report.all_findings)
 
 
@@ -67,11 +68,14 @@ WHY_COLUMN = Column("why")
 SAID_WHEN_INFO = frozenset({"remote_segment_encrypted"})
 
 
-def print_text(report: TieredReport) -> None:
+def print_text(report: TieredReport, clock: str, note: str | None = None) -> None:
+    """``clock``: the run's moment (:func:`~segtools.cli.common.moment_line`); ``note``: what
+    it means when it is now."""
     say = Lines(sys.stdout, terminal_width(sys.stdout))
-    say(f"tiered storage at {format_time(report.at_ms)} ({report.at_ms} ms): "
-        f"{report.records} __remote_log_metadata record(s) in "
+    say(f"tiered storage {clock}: {report.records} __remote_log_metadata record(s) in "
         f"{len(report.metadata_partitions)} partition(s)")
+    if note:
+        say(note)
     if not report.partitions:
         say("no tiered partition (remote.storage.enable) and no remote log metadata here")
     for p in report.partitions:

@@ -39,6 +39,7 @@ from segtools.cli.common import (
     add_command,
     add_paths,
     add_run_options,
+    clock_note,
     exit_code,
     moment,
     moment_line,
@@ -95,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         write_json(results, list(report.changes), findings, args, out)
     else:
         out.write(f"transactions {moment_line(args, at_ms)}\n")
+        note = clock_note(args, at_ms)
+        if note:
+            out.write(note + "\n")
         write_text(results, report.state.ids, list(report.open_ids), findings, args, out)
     return exit_code(findings)
 

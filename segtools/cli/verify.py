@@ -34,7 +34,9 @@ EXAMPLES = """examples:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "verify", "check CRCs, indexes, offsets and epochs; findings",
-                           __doc__, EXAMPLES)
+                           __doc__, EXAMPLES,
+                           timeless="it holds the files against each other and against "
+                                    "Kafka's rules, never against a clock")
     common.add_paths(p, "log dirs, partition dirs or segment files")
     common.add_selection(p)
     p.add_argument("--deep", action="store_true",

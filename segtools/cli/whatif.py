@@ -24,8 +24,8 @@ from segtools.analysis.whatif import (
     what_if_report,
 )
 from segtools.cli import render
-from segtools.cli.common import collector_paused, exit_code
-from segtools.cli.explain import console, load, now_ms, safe
+from segtools.cli.common import collector_paused, exit_code, moment
+from segtools.cli.explain import console, load, safe
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
 
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot and not args.plot.lower().endswith((".png", ".html", ".htm")):
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     loaded = load(args)
-    now = now_ms(args)
+    now = moment(args)
     report = what_if_report(loaded, args.what_if, now_ms=now, horizon_days=days,
                             ingest=args.ingest, recommend=args.recommend,
                             limit=args.max_decompressed_bytes)

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import fnmatch
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
 from segtools.analysis.transactions import AbortedRange, aborted_ranges
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
-from segtools.errors import SegtoolsError
+from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.fetch.arguments import EARLIEST, LATEST, PartitionMap
 from segtools.fetch.columns import Level
+from segtools.findings import Finding
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
@@ -142,15 +143,19 @@ def walk_tree(paths: tuple[str, ...],
     log_dirs, loose = walk(paths, storage_options)
     for f in loose:
         if f.code == "path_not_found":
-            raise SegtoolsError(f"{f.path}: no such file or directory", path=f.path)
-    return with_partitions(log_dirs, paths)
+            # the path in the message, which is all the API and Spark show; so not as .path too
+            raise SegtoolsError(f"{f.path}: no such file or directory")
+    return with_partitions(log_dirs, paths, loose)
 
 
-def with_partitions(log_dirs: list[LogDir], paths: tuple[str, ...]) -> list[LogDir]:
-    """``log_dirs``, refused when they hold no partition at all (naming the paths)."""
+def with_partitions(log_dirs: list[LogDir], paths: tuple[str, ...],
+                    loose: Sequence[Finding] = ()) -> list[LogDir]:
+    """``log_dirs``, refused when they hold no partition at all (naming the paths, and why
+    nothing could be read there when a listing failed)."""
     if not any(d.partitions for d in log_dirs):
-        raise SegtoolsError(f"{', '.join(paths)}: no Kafka partitions found here (expected "
-                            "log dirs, partition dirs or .log segment files)")
+        why = NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)], paths)
+        # the path inside the message: Spark's and the API's exceptions show only the message
+        raise NothingToReadError(f"{why.path}: {why.message}")
     return log_dirs
 
 

@@ -33,7 +33,7 @@ from segtools.fetch.columns import PER_RECORD, Level
 from segtools.fetch.plan import ByteRange
 from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
-from segtools.storage.segment import Segment
+from segtools.storage.segment import Segment, unreadable
 from segtools.storage.summary import SegmentSummary, summarize
 
 #: The read goes up to the end of the files: no last-stable-offset cut (a consumer at the
@@ -98,8 +98,8 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
     ahead = BufferPool(ARROW_BLOCK)  # for the records decoded beside the walk
     for piece in pieces:
         segment = _open(piece, scan)
-        if segment is None:
-            report(_vanished(piece))
+        if isinstance(segment, Finding):
+            report(segment)
             continue
         with segment:
             if scan.level is Level.BATCHES:
@@ -108,14 +108,18 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
                 yield from _record_rows(segment, piece, scan, report, pool, ahead)
 
 
-def _open(piece: ByteRange, scan: Scan) -> Segment | None:
-    """The segment, or None when it is gone since planning: a live broker deletes segments
-    (retention, a cleaner's swap) between planning and reading, and what is gone cannot be
-    read."""
+def _open(piece: ByteRange, scan: Scan) -> Segment | Finding:
+    """The segment, or the finding that says why it cannot be read: gone since planning (a
+    live broker deletes segments between planning and reading: retention, a cleaner's swap),
+    or unreadable (mode 000, an I/O error). Either way the other ranges are read."""
     try:
         return Segment.open(piece.files, decompress_limit=scan.max_decompressed_bytes)
     except VanishedError:
-        return None
+        return _vanished(piece)
+    except SegtoolsError as e:
+        return unreadable(str(piece.files.log), e)
+    except OSError as e:
+        return unreadable(str(piece.files.log), SegtoolsError(e.strerror or str(e)))
 
 
 def _vanished(piece: ByteRange) -> Finding:
@@ -729,11 +733,12 @@ def _segment_rows(pieces: list[ByteRange], scan: Scan,
             summary = summarize(piece.files, is_active=piece.is_active,
                                 verify_crc=scan.verify_crc,
                                 decompress_limit=scan.max_decompressed_bytes)
-        except SegtoolsError:
+        except SegtoolsError as e:
             if not piece.files.log.exists():  # a local path or a location's listing
                 report(_vanished(piece))
-                continue
-            raise
+            else:  # unreadable (mode 000, an I/O error): said, and the other rows read
+                report(unreadable(str(piece.files.log), e))
+            continue
         for f in summary.findings:
             report(f)
         rows.append(segment_row(summary, piece))

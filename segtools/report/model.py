@@ -50,7 +50,7 @@ from segtools.api import LogDirs
 from segtools.api import open as open_tree
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import batch_records
-from segtools.errors import SegtoolsError
+from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Record
 from segtools.payloads.decoder import PayloadDecoder, payloads_installed
@@ -720,7 +720,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     if logs is None:
         logs = open_tree(*paths, max_decompressed_bytes=limit)
     if not any(d.partitions for d in logs.log_dirs):
-        raise SegtoolsError("no Kafka partitions found here", path=" ".join(paths))
+        raise NothingToReadError.of(logs.findings, paths)
     left_out: Counter = Counter()
     a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget)
     if redactor is not None:

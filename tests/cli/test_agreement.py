@@ -59,18 +59,22 @@ def bundle(tmp_path_factory) -> Path:
     return path
 
 
-def every_input(bundle: Path) -> list[str]:
-    return [str(LOGDIRS / t) for t in TREES] + [str(bundle)]
+#: Every fixture tree, and the two-broker bundle (``"bundle"``: the fixture above).
+INPUTS = [*TREES, "bundle"]
+
+
+def input_path(name: str, bundle: Path) -> str:
+    return str(bundle) if name == "bundle" else str(LOGDIRS / name)
 
 
 # --------------------------------------------------------------------------- tiered
 
 
-@pytest.mark.parametrize("tree", TREES)
-def test_tiered_on_a_partition_says_what_tiered_on_its_tree_says(tree):
+@pytest.mark.parametrize("tree", INPUTS)
+def test_tiered_on_a_partition_says_what_tiered_on_its_tree_says(tree, bundle):
     """The partition's own run lists that partition only, with the same local tier, highest
     remote offset, verdicts and findings as the run over its whole log dir."""
-    code, (whole,) = lines("tiered", str(LOGDIRS / tree), "--at", AT, "--format", "json")
+    code, (whole,) = lines("tiered", input_path(tree, bundle), "--at", AT, "--format", "json")
     for p in whole["partitions"]:
         if p["local"] is None:
             continue
@@ -116,10 +120,10 @@ def test_the_report_finds_what_diverge_finds(bundle):
         assert "segtools diverge" in sources
 
 
-@pytest.mark.parametrize("tree", TREES)
-def test_diverge_and_the_report_agree_on_every_tree(tree):
-    """On a tree without two copies of a partition, neither reports a divergence."""
-    path = str(LOGDIRS / tree)
+@pytest.mark.parametrize("tree", INPUTS)
+def test_diverge_and_the_report_agree_on_every_tree(tree, bundle):
+    """The same divergences from both; on a tree without two copies of a partition, none."""
+    path = input_path(tree, bundle)
     _, out = lines("diverge", path, "--format", "jsonl")
     said = {(f["code"], f["offset"]) for f in out if f["type"] == "finding"
             and f["code"] == "replica_diverged"}
@@ -239,11 +243,11 @@ def test_transactions_on_a_segment_answer_for_its_partition():
 # --------------------------------------------------------------------------- retention
 
 
-@pytest.mark.parametrize("tree", TREES)
-def test_retention_and_tiered_give_the_remote_tier_one_verdict(tree):
+@pytest.mark.parametrize("tree", INPUTS)
+def test_retention_and_tiered_give_the_remote_tier_one_verdict(tree, bundle):
     """Per remote segment, the same verdict and reason from ``retention`` and ``tiered``; and
     both commands show, in text, every warning their exit code counts."""
-    path = str(LOGDIRS / tree)
+    path = input_path(tree, bundle)
     r_code, (ret,) = lines("retention", path, "--at", AT, "--format", "json")
     _, (tie,) = lines("tiered", path, "--at", AT, "--format", "json")
     by_retention = {(p["topic"], p["partition"], s["segment_id"]): (s["deletable"], s["reason"])
@@ -258,3 +262,30 @@ def test_retention_and_tiered_give_the_remote_tier_one_verdict(tree):
         assert bool(shown) == (text_code == 1), (command, text[-1500:])
         if code is not None:
             assert text_code == code
+
+
+# --------------------------------------------------------------------------- one clock
+
+
+#: The text commands whose answer is measured at a moment, and the label their first line
+#: starts with.
+TIMED = {"retention": "retention", "compaction": "compaction", "tiered": "tiered storage",
+         "transactions": "transactions"}
+
+
+@pytest.mark.parametrize("tree", ["tiered", "forensics"])
+def test_every_timed_command_says_its_one_clock_alike(tree):
+    """With ``--at``, every timed command's first line names that moment the same way, and the
+    report is built at it; without, each says "now" once, with what that means once."""
+    path = str(LOGDIRS / tree)
+    for command, label in TIMED.items():
+        _, text = cli(command, path, "--at", AT)
+        first = text.splitlines()[0]
+        assert first.startswith(f"{label} at {format_time(to_millis(AT))} (--at)"), first
+        assert "this machine's clock" not in text
+        _, text = cli(command, path)
+        first, second = text.splitlines()[:2]
+        assert first.startswith(f"{label} at ") and " (now)" in first, first
+        assert second.startswith('"now" is this machine\'s clock'), second
+        assert text.count("this machine's clock") == 1
+    assert build([path], at=to_millis(AT)).data["meta"]["at"] == to_millis(AT)

@@ -71,3 +71,45 @@ def test_dump_reads_a_local_tiered_storage_leader_epoch_checkpoint():
     assert proc.returncode == 0, proc.stderr
     entries = [x for x in jsonl(proc) if x["type"] == "checkpoint_entry"]
     assert entries and all({"epoch", "start_offset"} <= set(x) for x in entries)
+
+
+#: The entries each index file's dump prints (the file lines say where they come from).
+ENTRIES = ("index_entry", "timeindex_entry", "snapshot_entry", "checkpoint_entry")
+
+
+def test_dump_of_an_aiven_manifest_says_how_its_segment_is_kept_and_what_reading_needs():
+    for manifest in sorted(AIVEN.glob("*.rsm-manifest")):
+        proc = run("dump", str(manifest))
+        assert proc.returncode == 0, proc.stderr
+        assert not [x for x in proc.stdout.splitlines() if x.startswith(("ERROR", "WARNING"))]
+        assert "chunk(s) of 1.0 KiB" in proc.stdout
+        stem = manifest.name.removesuffix(".rsm-manifest")
+        if stem.startswith("00000000000000000300"):
+            (note,) = [line for line in proc.stdout.splitlines()
+                       if line.startswith("INFO remote_segment_encrypted")]
+            assert "private key" in note and "fixture-rsa-key" in note
+        else:
+            assert f"to read the segment: segtools dump {stem}.log" in proc.stdout
+
+
+def test_dump_of_an_aiven_indexes_object_shows_the_files_local_tiered_storage_keeps():
+    """The same segment copied by both plugins: the indexes in Aiven's one object are, entry
+    for entry, the index files LocalTieredStorage keeps; encrypted ones are a note."""
+    compared = 0
+    for indexes in sorted(AIVEN.glob("*.indexes")):
+        stem = indexes.name.removesuffix(".indexes")
+        proc = run("dump", "--format", "jsonl", str(indexes))
+        assert proc.returncode == 0, proc.stderr
+        lines = jsonl(proc)
+        if stem.startswith("00000000000000000300"):
+            assert [x["code"] for x in lines if x["type"] == "finding"] == \
+                ["remote_segment_encrypted"]
+            continue
+        local = run("dump", "--format", "jsonl",
+                    *(str(LTS / f"{stem}{suffix}") for suffix in
+                      (".index", ".timeindex", ".snapshot", ".leader_epoch_checkpoint")))
+        assert [x for x in lines if x["type"] in ENTRIES] == \
+            [x for x in jsonl(local) if x["type"] in ENTRIES]
+        assert [x for x in lines if x["type"] in ENTRIES]
+        compared += 1
+    assert compared == 2
