@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -440,14 +439,17 @@ class LogDirs:
     def duckdb(self, *, decode: bool | str = False,
                schemas: Iterable[str | os.PathLike[str]] = (),
                schema_registry: str | None = None,
-               memory: str | None = None, temp_limit: str | None = None):
+               memory: str | None = None, temp_limit: str | None = None,
+               at: Time | None = None):
         """A DuckDB connection with the views of ``segtools query`` (docs/query.md), for a
         notebook's many queries. No query is known in advance, so nothing is pushed down: each
         view is read once, whole, into a temporary table (spilled past ``memory`` to a
         temporary directory removed with the connection). For one query over a large tree,
-        :func:`query` reads only what its conditions select."""
+        :func:`query` reads only what its conditions select. ``at``: the moment the
+        retention and transactions views answer for (default: now)."""
         con = _sql_engine.connect(_sql_engine.limits(memory, temp_limit))
-        _sql_engine.register(con, self, None, _view_options(decode, schemas, schema_registry))
+        _sql_engine.register(con, self, None,
+                             _view_options(decode, schemas, schema_registry, at))
         return con
 
     @staticmethod
@@ -656,7 +658,7 @@ class LogDirs:
 def _now(at: Time | None, name: str = "at") -> int:
     """``at`` in epoch ms (an error names the caller's argument, ``name``); the wall clock when
     not given (as the CLI's ``--at``)."""
-    return arguments.moment(at, name) if at is not None else int(time.time() * 1000)
+    return arguments.moment_or_now(at, name)
 
 
 def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
@@ -696,8 +698,11 @@ def open(*paths: str | os.PathLike[str],
 
 
 def _view_options(decode: bool | str, schemas: Iterable[str | os.PathLike[str]],
-                  schema_registry: str | None) -> ViewOptions:
-    return _sql_views.Options(decode, tuple(os.fspath(s) for s in schemas), schema_registry)
+                  schema_registry: str | None, at: Time | None,
+                  time_index: bool = False) -> ViewOptions:
+    """The views' options from the API's arguments: the moment fixed here, once."""
+    return _sql_views.Options(decode, tuple(os.fspath(s) for s in schemas), schema_registry,
+                              time_index=time_index, at_ms=_now(at))
 
 
 def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql: str, *,
@@ -706,11 +711,12 @@ def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql:
           temp_limit: str | None = None,
           max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
           storage_options: Mapping[str, Any] | None = None,
-          time_index: bool = False) -> pa.Table:
+          time_index: bool = False, at: Time | None = None) -> pa.Table:
     """``segtools query PATH... -c SQL`` as a function: the rows as an Arrow table, with the
     views narrowed by the query's conditions before anything is decoded (docs/query.md);
     ``time_index``: as ``--time-index``, an upper time bound read as Kafka's ``ListOffsets``
-    (a later record with an earlier time is then not read)."""
+    (a later record with an earlier time is then not read); ``at``: as ``--at``, the moment
+    the retention and transactions views answer for (default: now)."""
     places = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike)
                                      else paths)]
     if not places:
@@ -719,9 +725,8 @@ def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql:
         walked, max_decompressed_bytes=max_decompressed_bytes,
         storage_options=storage_options, relist=False))
     with _sql_engine.session(_sql_engine.limits(memory, temp_limit)) as con:
-        _sql_engine.register(con, trees, sql, _sql_views.Options(
-            decode, tuple(os.fspath(s) for s in schemas), schema_registry,
-            time_index=time_index))
+        _sql_engine.register(con, trees, sql, _view_options(
+            decode, schemas, schema_registry, at, time_index))
         return _sql_engine.run(con, sql).read_all()
 
 

@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = common.add_command(sub, "query", "SQL over log dirs: records, batches, segments, findings",
                            __doc__, EXAMPLES)
     common.add_paths(p, "log dirs, partition dirs, segment files, archives or s3:// locations")
+    common.add_at(p, "the moment the retention and transactions views answer for, as those "
+                     "commands' --at (default: now, read once for the whole query)")
     p.add_argument("-c", "--command", required=True, metavar="SQL", dest="sql",
                    help="the query (DuckDB's SQL) over the views records, batches, segments, "
                         "findings, retention, producers, transactions, offsets, schemas")
@@ -92,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
                            output=args.output) as con:
         options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
                           schema_registry=args.schema_registry, on_rows=advance,
-                          on_finding=read.append, time_index=args.time_index)
+                          on_finding=read.append, time_index=args.time_index,
+                          at_ms=common.moment(args))
         trees = Trees(args.paths, open_tree)
         if args.explain:
             _print(engine.Result(engine.explain(con, trees, args.sql, options).to_reader(),

@@ -23,6 +23,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -195,6 +196,12 @@ def moment(value: Any, name: str) -> int:
     if ms < 0:
         raise _fail(name, f"must not be before 1970, not {value!r}")
     return ms
+
+
+def moment_or_now(value: Any, name: str = "at") -> int:
+    """:func:`moment`, or the wall clock (read once, here) when ``value`` is None: the one
+    clock of a call whose ages default to now."""
+    return int(time.time() * 1000) if value is None else moment(value, name)
 
 
 def _partition_map(value: Any, name: str, each: Callable[[Any, str], int]) -> PartitionMap:

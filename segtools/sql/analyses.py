@@ -76,24 +76,24 @@ def _time(ms: int | None) -> datetime | None:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
 
-def retention(tree: LogDirs) -> pa.RecordBatchReader:
+def retention(tree: LogDirs, at_ms: int | None = None) -> pa.RecordBatchReader:
     """``segtools retention``'s verdict on every segment (UnifiedLog's deletion rules)."""
-    report = tree.explain_retention().to_json()
+    report = tree.explain_retention(at=at_ms).to_json()
     return _table(RETENTION, ({"topic": p["topic"], "partition": p["partition"], **s}
                               for p in report["partitions"] for s in p["segments"]))
 
 
-def producers(tree: LogDirs) -> pa.RecordBatchReader:
+def producers(tree: LogDirs, at_ms: int | None = None) -> pa.RecordBatchReader:
     """``segtools producers``: how each producer of each partition batches."""
     return _table(PRODUCERS, (g.to_json() for r in tree.producers()
                               for g in r.producers.values()))
 
 
-def transactions(tree: LogDirs) -> pa.RecordBatchReader:
+def transactions(tree: LogDirs, at_ms: int | None = None) -> pa.RecordBatchReader:
     """``segtools transactions``: every transaction of every partition, with its marker."""
 
     def rows() -> Iterator[dict]:
-        for p in tree.transactions().partitions:
+        for p in tree.transactions(now=at_ms).partitions:
             name = p.scan.partition.name
             for t in p.scan.transactions:
                 yield {**t.to_json(), "topic": name.topic if name else None,
@@ -102,7 +102,7 @@ def transactions(tree: LogDirs) -> pa.RecordBatchReader:
     return _table(TRANSACTIONS, rows())
 
 
-def offsets(tree: LogDirs) -> pa.RecordBatchReader:
+def offsets(tree: LogDirs, at_ms: int | None = None) -> pa.RecordBatchReader:
     """``segtools offsets --history``: every group commit in ``__consumer_offsets``, in log
     order (empty when the tree has no such topic)."""
     if not tree.partitions(_offsets.CONSUMER_OFFSETS_TOPIC):
@@ -110,14 +110,15 @@ def offsets(tree: LogDirs) -> pa.RecordBatchReader:
     return _table(OFFSETS, (c.to_json() for c in tree.offsets_at(history=True).commits))
 
 
-def schemas(tree: LogDirs) -> pa.RecordBatchReader:
+def schemas(tree: LogDirs, at_ms: int | None = None) -> pa.RecordBatchReader:
     """``segtools schemas``: every registered version in ``_schemas`` (empty without one)."""
     history = tree.schema_history()
     return _table(SCHEMAS, () if history is None else (v.to_json() for v in history.versions))
 
 
-#: the analysis views by name; none takes a pushdown (each analysis reads what it needs)
-ANALYSES: dict[str, Callable[[LogDirs], pa.RecordBatchReader]] = {
+#: the analysis views by name; none takes a pushdown (each analysis reads what it needs),
+#: each takes the query's moment (``--at``; only retention and transactions depend on it)
+ANALYSES: dict[str, Callable[[LogDirs, int | None], pa.RecordBatchReader]] = {
     "retention": retention, "producers": producers, "transactions": transactions,
     "offsets": offsets, "schemas": schemas,
 }

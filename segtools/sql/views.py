@@ -42,6 +42,9 @@ class Options:
     #: told each finding met while reading rows (a face's exit status), or None: the tree's
     #: :attr:`LogDirs.findings` keeps those of its latest read
     on_finding: Callable[[Finding], None] | None = None
+    #: the moment (epoch ms) the retention and transactions views measure ages against, as
+    #: those commands' ``--at``; None: the wall clock when the view is read
+    at_ms: int | None = None
 
 
 def record_columns(options: Options) -> tuple[str, ...]:
@@ -205,12 +208,13 @@ def _with_nulls(reader: pa.RecordBatchReader, fields: Iterable[pa.Field]
     return pa.RecordBatchReader.from_batches(schema, extended())
 
 
-def _analysis(read: Callable[[LogDirs], pa.RecordBatchReader]
+def _analysis(read: Callable[[LogDirs, int | None], pa.RecordBatchReader]
               ) -> Callable[[LogDirs, Pushdown, Options], pa.RecordBatchReader]:
-    """An analysis view: it reads what its analysis needs, whatever the query's conditions."""
+    """An analysis view: it reads what its analysis needs, whatever the query's conditions,
+    at the query's moment."""
 
     def view(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
-        return read(tree)
+        return read(tree, options.at_ms)
 
     view.__doc__ = read.__doc__
     return view

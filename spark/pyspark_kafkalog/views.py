@@ -24,6 +24,7 @@ from pyspark_kafkalog import FORMAT
 from pyspark_kafkalog.payloads import typed_column
 from pyspark_kafkalog.schema import DECODED_FIELDS, FIELDS
 from segtools.api import LogDirs
+from segtools.fetch import arguments
 from segtools.fetch.columns import Level
 from segtools.sql import engine, typed
 from segtools.sql.pushdown import Pushdown
@@ -47,11 +48,13 @@ def _schema(level: Level, names: Iterable[str], decode: bool) -> StructType:
 
 def register_views(spark: SparkSession, *paths: str | os.PathLike[str],
                    decode: bool | str = False, schemas: Iterable[str] = (),
-                   schema_registry: str | None = None) -> list[str]:
+                   schema_registry: str | None = None, at: object = None) -> list[str]:
     """Create (or replace) the temporary views of ``segtools query`` over ``paths``; returns
-    their names."""
+    their names. ``at``: the moment the retention and transactions views answer for, as
+    ``segtools query --at`` (epoch ms, ISO-8601 or an aware datetime; default: now)."""
     places = [os.fspath(p) for p in paths]
-    options = Options(decode, tuple(schemas), schema_registry)
+    options = Options(decode, tuple(schemas), schema_registry,
+                      at_ms=arguments.moment_or_now(at))
     tree = LogDirs(places)
     names = []
     for name, level in SOURCE_LEVELS.items():

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 import segtools
@@ -9,6 +14,7 @@ from tests.fixtures_manifest import FIXTURES, SAMPLE
 
 FORENSICS = FIXTURES / "logdirs" / "forensics"
 PAYLOADS = FIXTURES / "logdirs" / "payloads"
+SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
 
 
 def rows(path, sql) -> list[dict]:
@@ -65,3 +71,25 @@ def test_retention_blocked_by_is_the_blocking_segments_base_offset():
     expected = [s["blocked_by"] for p in report["partitions"] for s in p["segments"]
                 if s["blocked_by"] is not None]
     assert sorted(r["blocked_by"] for r in got) == sorted(expected) and expected
+
+
+@pytest.mark.parametrize("at", ["2023-11-15T00:00Z", "2030-01-01T00:00Z"])
+def test_retention_view_answers_for_the_querys_moment(at):
+    """``--at`` on query, as on retention: the verdicts are those of that moment (one early
+    enough that nothing is due, one late enough that time retention is), from every face."""
+    sql = "select topic, partition, base_offset, deletable, reason from retention"
+    got = sorted(tuple(r.values()) for r in segtools.query(SAMPLE, sql, at=at).to_pylist())
+    report = segtools.open(SAMPLE).explain_retention(at=at).to_json()
+    expected = sorted((p["topic"], p["partition"], s["base_offset"], s["deletable"],
+                       s["reason"]) for p in report["partitions"] for s in p["segments"])
+    assert got == expected
+    cli = subprocess.run([SEGTOOLS, "query", str(SAMPLE), "--at", at, "--format", "jsonl",
+                          "-c", sql], capture_output=True, text=True, timeout=120)
+    assert sorted(tuple(json.loads(line).values()) for line in cli.stdout.splitlines()) == got
+
+
+def test_the_moment_changes_the_verdicts():
+    sql = "select count(*) as n from retention where deletable"
+    early = segtools.query(SAMPLE, sql, at="2023-11-15T00:00Z").column("n")[0].as_py()
+    late = segtools.query(SAMPLE, sql, at="2030-01-01T00:00Z").column("n")[0].as_py()
+    assert early < late
