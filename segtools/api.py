@@ -53,6 +53,7 @@ from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.throttle import parse_rate
+from segtools.text import terminal_safe
 from segtools.units import format_bytes
 
 if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annotations
@@ -127,7 +128,9 @@ class Partition:
                              ("log start offset", self.log_start_offset)):
             if value is not None:
                 marks.append(f"{label} {value}")
-        return f"<Partition {self.name} ({self.state}): {', '.join(marks)}>"
+        # a directory name is the tree's text: escaped as the CLI escapes it, so printing a
+        # hostile partition in a terminal cannot drive it (docs/security.md)
+        return f"<Partition {terminal_safe(self.name)} ({self.state}): {', '.join(marks)}>"
 
     @property
     def name(self) -> str:
@@ -189,7 +192,7 @@ class LogDirs:
                  page_cache: PageCacheMode | str | None = None,
                  max_read_rate: int | str | None = None, jobs: int | None = None,
                  relist: bool = True):
-        self.paths = tuple(os.fspath(p) for p in paths)
+        self.paths = arguments.places(paths)
         #: each read lists the paths again, seeing the segments rolled since the dataset was
         #: opened (a notebook's); False: reads plan over the listing made here, one walk for
         #: a dataset opened to be read at once (a query's: on a log dir of 10,000
@@ -202,9 +205,9 @@ class LogDirs:
         self.storage_options = dict(storage_options or {})
         #: what this dataset's reads do on a broker's host (docs/robustness.md)
         self.gentle = gentle.decide(
-            self.paths, page_cache=None if page_cache is None else PageCacheMode(page_cache),
-            max_read_rate=parse_rate(max_read_rate) if isinstance(max_read_rate, str)
-            else max_read_rate, jobs=jobs)
+            self.paths, page_cache=_page_cache(page_cache),
+            max_read_rate=_read_rate(max_read_rate),
+            jobs=None if jobs is None else arguments.count(1)(jobs, "jobs"))
         with gentle.applied(self.gentle):
             log_dirs, loose = walk(self.paths, storage_options)
         for f in loose:
@@ -336,6 +339,7 @@ class LogDirs:
         """One read: its arguments checked at the door (naming ``where`` and the caller's
         argument), its plan made now (so a bad selection fails here, not while iterating)."""
         arguments.unknown_names(selectors, _SELECTOR_NAMES, where, hints=_READ_KEYWORDS)
+        decode = arguments.decode_mode(decode)
         if binary not in ("view", "binary"):
             raise arguments.ArgumentError(f"binary: must be 'view' or 'binary', not {binary!r}")
         include_headers = _parse("include_headers", include_headers)
@@ -407,7 +411,7 @@ class LogDirs:
         of ``schemas``), then a registry; what reading them met joins :attr:`findings`."""
         chain = gather(self.log_dirs, self.findings, schemas=[os.fspath(s) for s in schemas],
                        registry=registry)
-        return PayloadDecoder(chain, Modes.parse("schema" if decode is True else str(decode)))
+        return PayloadDecoder(chain, _modes(decode))
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
                 strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
@@ -661,6 +665,32 @@ def _now(at: Time | None, name: str = "at") -> int:
     return arguments.moment_or_now(at, name)
 
 
+def _page_cache(value: PageCacheMode | str | None) -> PageCacheMode | None:
+    try:
+        return None if value is None else PageCacheMode(value)
+    except ValueError:
+        raise arguments.ArgumentError(
+            f"page_cache: must be one of {', '.join(m.value for m in PageCacheMode)}, "
+            f"not {value!r}") from None
+
+
+def _read_rate(value: int | str | None) -> int | None:
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    try:
+        return parse_rate(value)
+    except (ValueError, TypeError) as e:
+        raise arguments.ArgumentError(f"max_read_rate: {e}") from None
+
+
+def _modes(decode: bool | str | None) -> Modes:
+    """The decode modes of a call that always decodes (``decode=False`` is refused there)."""
+    mode = arguments.decode_mode(decode)
+    if mode is None:
+        raise arguments.ArgumentError(f"decode: must be true or a decode mode here, not {decode!r}")
+    return Modes.parse(mode)
+
+
 def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
                  schema_registry: str | None = None) -> pa.Table:
     """``table`` (binary ``key``/``value`` columns, and ``topic`` when it has one: Arrow you
@@ -670,12 +700,12 @@ def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
     if isinstance(schemas, LogDirs):
         decoder = schemas.payload_decoder(decode, registry=schema_registry)
     elif hasattr(schemas, "by_id"):
-        decoder = PayloadDecoder(schemas, Modes.parse("schema" if decode is True else str(decode)))
+        decoder = PayloadDecoder(schemas, _modes(decode))
     else:
         paths = [schemas] if isinstance(schemas, str | os.PathLike) else list(schemas)
         decoder = PayloadDecoder(gather([], [], schemas=[os.fspath(p) for p in paths],
                                         registry=schema_registry),
-                                 Modes.parse("schema" if decode is True else str(decode)))
+                                 _modes(decode))
     return payload_columns.decode_table(table, decoder)
 
 

@@ -36,6 +36,7 @@ from segtools.analysis.tiered import TieredReport
 from segtools.analysis.transactions import TransactionsReport, partition_json
 from segtools.analysis.whatif import WhatIfReport
 from segtools.findings import Finding, Severity
+from segtools.text import terminal_safe
 from segtools.units import format_bytes, format_time
 
 __all__ = ["CompactionResult", "DivergeResult", "FindingsResult", "OffsetsResult",
@@ -139,7 +140,7 @@ class Result:
     def __repr__(self) -> str:
         found = self._findings()
         worst = _count_by_severity(found)
-        return f"<{self._name()}: {self.summary()}{', ' + worst if worst else ''}>"
+        return terminal_safe(f"<{self._name()}: {self.summary()}{', ' + worst if worst else ''}>")
 
     def _repr_html_(self) -> str:
         rows = self.rows()

@@ -31,6 +31,7 @@ from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.fetch.columns import Level
+from segtools.payloads.decoder import Modes
 from segtools.timestamps import to_millis
 
 __all__ = [
@@ -102,6 +103,43 @@ def boolean(value: Any, name: str) -> bool:
         if word in ("false", "0", "no"):
             return False
     raise _fail(name, f"must be true or false, not {value!r}")
+
+
+def places(values: Iterable[Any], name: str = "paths") -> tuple[str, ...]:
+    """The locations a call was given: each a path, a URI or a list of them (as Spark's
+    ``load([...])`` takes), ``~`` expanded on local paths; an empty one is refused (it would
+    otherwise name the working directory and read whatever is there)."""
+    found: list[str] = []
+    for value in values:
+        many = isinstance(value, list | tuple)
+        for item in (value if many else (value,)):
+            if not isinstance(item, str | os.PathLike):
+                raise _fail(name, f"must be paths or URIs, not {item!r}")
+            text = os.fspath(item)
+            if not isinstance(text, str) or not text.strip():
+                raise _fail(name, f"an empty path names no location, not {item!r}")
+            found.append(text if "://" in text else os.path.expanduser(text))
+    return tuple(found)
+
+
+def decode_mode(value: Any, name: str = "decode") -> str | None:
+    """A payload decode mode (docs/payloads.md), None for no decoding: ``True``/``"true"``
+    (Confluent frames: ``schema``), ``False``/``"false"``/``""``, or a mode of ``dump
+    --decode`` (``"auto"``, ``"string:schema"``). One parser for the Python argument and the
+    Spark option, so a value copied from one face means the same in the other."""
+    if value is None or isinstance(value, bool):
+        return "schema" if value else None
+    if isinstance(value, str):
+        word = value.strip()
+        if word.lower() in ("false", "0", "no", ""):
+            return None
+        mode = "schema" if word.lower() in ("true", "1", "yes") else word
+        try:
+            Modes.parse(mode)
+        except ValueError as e:
+            raise _fail(name, str(e)) from None
+        return mode
+    raise _fail(name, f"must be true, false or a decode mode such as 'auto', not {value!r}")
 
 
 def count(minimum: int) -> Parser:

@@ -27,7 +27,6 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch import arguments
 from segtools.fetch.arguments import EARLIEST, LATEST, ArgumentError, PartitionMap
 from segtools.fetch.columns import Level
-from segtools.payloads.decoder import Modes
 from segtools.sensitive import uri_credentials, without_credentials
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.throttle import parse_rate
@@ -171,15 +170,10 @@ def _spelling(lower: str) -> str:
 
 def _decode(opts: Mapping[str, str]) -> str | None:
     """``decode``: ``true`` (Confluent frames), ``false``, or a mode of ``dump --decode``."""
-    text = opts.get("decode", "false").strip()
-    if text.lower() in ("false", ""):
-        return None
-    mode = "schema" if text.lower() == "true" else text
     try:
-        Modes.parse(mode)
-    except ValueError as e:
-        raise OptionError(f"kafkalog: decode: {e}") from None
-    return mode
+        return arguments.decode_mode(opts.get("decode", "false"))
+    except arguments.ArgumentError as e:
+        raise OptionError(f"kafkalog: {e}") from None
 
 
 def _list(opts: dict[str, str], name: str) -> tuple[str, ...]:

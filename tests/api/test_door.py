@@ -195,3 +195,37 @@ def test_bytes_that_are_not_utf8_become_replacement_characters():
     out = payloads_as_text(batch)
     assert out.column("key").to_pylist() == ["k", None]
     assert out.column("value").to_pylist() == ["ok", "\ufffd\ufffd"]
+
+
+@pytest.mark.parametrize(("given", "decoded"), [
+    (True, True), ("true", True), ("TRUE", True), ("1", True), ("schema", True),
+    (False, False), ("false", False), ("", False), ("0", False)])
+def test_decode_takes_the_spark_options_words(given, decoded):
+    """A value copied from ``.option("decode", "true")`` means the same in Python."""
+    payloads = segtools.open(FIXTURES / "logdirs" / "payloads")
+    names = payloads.to_arrow(topics="orders", decode=given).schema.names
+    assert ("value_decoded" in names) is decoded
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: segtools.open(SAMPLE).to_arrow(decode="bogus"), "^decode: unknown decode mode"),
+    (lambda: segtools.open(SAMPLE).to_arrow(decode=3), "^decode: must be true, false"),
+    (lambda: segtools.open(""), "^paths: an empty path names no location"),
+    (lambda: segtools.open(SAMPLE, max_read_rate="fast"), "^max_read_rate: not a rate"),
+    (lambda: segtools.open(SAMPLE, page_cache="off"), "^page_cache: must be one of"),
+    (lambda: segtools.open(SAMPLE, jobs=0), "^jobs: must be >= 1"),
+])
+def test_the_door_names_every_argument(call, message):
+    with pytest.raises(ArgumentError, match=message):
+        call()
+
+
+def test_paths_as_a_list_as_spark_load_takes_them():
+    both = [SAMPLE, FIXTURES / "logdirs" / "legacy"]
+    assert repr(segtools.open(both)) == repr(segtools.open(*both))
+
+
+def test_a_partition_repr_escapes_what_would_drive_a_terminal():
+    names = [repr(p) for p in segtools.open(FIXTURES / "logdirs" / "hostile").partitions()]
+    assert names and not any(c in name for name in names for c in "\x1b\x07\x9b")
+    assert any("\\x1b[31mred" in name for name in names)
