@@ -505,11 +505,11 @@ class LogDirs:
         the broker's ``transaction.max.timeout.ms``. ``analysed``: partitions already
         analysed (by their directory's path, at the same ``now``), walked beside another
         analysis."""
+        max_timeout_ms = (_transactions.DEFAULT_MAX_TIMEOUT_MS if max_timeout_ms is None
+                          else arguments.count(1)(max_timeout_ms, "max_timeout_ms"))
+        changes = (_transaction_state.CHANGES_PER_ID if changes is None
+                   else arguments.count(0)(changes, "changes"))
         pdirs = [p.directory for p in self.partitions(topics, states=arguments.PARTITION_STATES)]
-        if max_timeout_ms is None:
-            max_timeout_ms = _transactions.DEFAULT_MAX_TIMEOUT_MS
-        if changes is None:
-            changes = _transaction_state.CHANGES_PER_ID
         return _results.as_result(_transactions.transactions_report(
             pdirs, max_timeout_ms=max_timeout_ms, now=_now(now, "now"), keep=changes,
             limit=self.max_decompressed_bytes, analysed=analysed))
@@ -535,8 +535,11 @@ class LogDirs:
                   partitions: int | Iterable[int] | None = None,
                   duplicates_window: int | None = None) -> list[PartitionProducers]:
         """How each producer batched into each partition, what its sequences say (as
-        ``segtools producers``); ``duplicates_window`` (ms) also looks for retried sends of
-        non-idempotent producers, stored on each result as ``duplicates``."""
+        ``segtools producers``); ``duplicates_window`` (ms, or text as ``--window`` takes it:
+        ``"5m"``) also looks for retried sends of non-idempotent producers, stored on each
+        result as ``duplicates``."""
+        if duplicates_window is not None:
+            duplicates_window = arguments.duration_ms(duplicates_window, "duplicates_window")
         pdirs = [p.directory for p in self.partitions(topics, partitions)]
         results = _producers.analyse(pdirs, limit=self.max_decompressed_bytes)
         if duplicates_window is not None:
@@ -560,8 +563,12 @@ class LogDirs:
             except ValueError as e:
                 raise SegtoolsError(str(e)) from None
             flags[name] = text
-        config_file = (_partition_input.read_config_file(os.fspath(config))
-                       if config is not None else None)
+        config_file = None
+        if config is not None:
+            try:
+                config_file = _partition_input.read_config_file(os.fspath(config))
+            except SegtoolsError as e:  # the file named, as the argument that named it
+                raise arguments.ArgumentError(f"config: {os.fspath(config)}: {e}") from None
         loaded = _partition_input.load_inputs(
             self.log_dirs, flags=flags, config_file=config_file,
             at=None if at is None else arguments.moment(at, "at"),
@@ -582,6 +589,8 @@ class LogDirs:
         86400000}``), ``config`` is a properties or ``kafka-configs --describe`` file;
         ``inputs`` reuses what :meth:`inputs` built (then ``config``/``configs`` are its)."""
         now = _now(at)
+        if forecast_days is not None:
+            forecast_days = arguments.number(0, above=True)(forecast_days, "forecast_days")
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
         return _results.as_result(_explain.retention_report(
@@ -620,6 +629,7 @@ class LogDirs:
         config names to values for every topic, or topic names to such mappings
         (``{"orders": {"cleanup.policy": "compact"}}``), the shape Spark's
         ``analyses.what_if`` takes too. ``to_json()``: the CLI's JSON."""
+        horizon_days = arguments.number(0, above=True)(horizon_days, "horizon_days")
         try:
             parsed = _whatif.parse_changes(changes) if changes else None
             ingest = _whatif.parse_ingest(ingest_bytes_per_s)
@@ -644,6 +654,8 @@ class LogDirs:
         compacted partition (as ``segtools compaction``); ``key`` adds that key's history;
         ``inputs`` as for :meth:`explain_retention`."""
         now = _now(at)
+        top = arguments.count(0)(top, "top")
+        tombstone_limit = arguments.count(0)(tombstone_limit, "tombstone_limit")
         wanted = key.encode("utf-8") if isinstance(key, str) else key
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)

@@ -51,3 +51,20 @@ def format_bytes(n: float) -> str:
 
 def format_retention(ms: int) -> str:
     return "-1 (infinite)" if ms < 0 else f"{ms} ({format_duration(ms)})"
+
+
+#: The units a duration may be written in (``--window 5m``, ``duplicates_window="90s"``).
+DURATION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration(text: str) -> int:
+    """Milliseconds from ``120000``, ``90s``, ``2m``, ``1.5h`` or ``7d``; ValueError otherwise."""
+    t = text.strip().lower()
+    for suffix in ("ms", "s", "m", "h", "d"):
+        number = t[: -len(suffix)]
+        if t.endswith(suffix) and number.replace(".", "", 1).isdigit():
+            return int(float(number) * DURATION_UNITS[suffix])
+    if t.isdigit():
+        return int(t)
+    raise ValueError(f"not a duration: {text!r} (e.g. 120000 ms, 90s, 2m, 1h, 7d)")
+

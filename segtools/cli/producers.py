@@ -20,7 +20,7 @@ from segtools.cli import common, render
 from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
-from segtools.units import format_bytes, format_duration
+from segtools.units import format_bytes, format_duration, parse_duration
 
 EXAMPLES = """examples:
   segtools producers /var/kafka-logs
@@ -49,14 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _duration(text: str) -> int:
-    units = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
-    t = text.strip().lower()
-    for suffix in ("ms", "s", "m", "h"):
-        if t.endswith(suffix) and t[: -len(suffix)].replace(".", "", 1).isdigit():
-            return int(float(t[: -len(suffix)]) * units[suffix])
-    if t.isdigit():
-        return int(t)
-    raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 120000, 90s, 2m)")
+    try:
+        return parse_duration(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def run(args: argparse.Namespace) -> int:

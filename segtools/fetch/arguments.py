@@ -33,6 +33,7 @@ from segtools.errors import SegtoolsError
 from segtools.fetch.columns import Level
 from segtools.payloads.decoder import Modes
 from segtools.timestamps import to_millis
+from segtools.units import parse_duration
 
 __all__ = [
     "EARLIEST",
@@ -152,6 +153,36 @@ def count(minimum: int) -> Parser:
         return number
 
     return parse
+
+
+def number(minimum: float, *, above: bool = False) -> Parser:
+    """A number (int, float or its text) of at least ``minimum`` (more than it: ``above``)."""
+
+    def parse(value: Any, name: str) -> float:
+        if isinstance(value, bool):
+            raise _fail(name, f"must be a number, not {value!r}")
+        try:
+            found = float(value.strip() if isinstance(value, str) else value)
+        except (TypeError, ValueError):
+            raise _fail(name, f"must be a number, not {value!r}") from None
+        if found != found or (found <= minimum if above else found < minimum):
+            raise _fail(name, f"must be {'more than' if above else 'at least'} {minimum:g}, "
+                              f"not {value!r}")
+        return found
+
+    return parse
+
+
+def duration_ms(value: Any, name: str) -> int:
+    """A duration: milliseconds as a number, or text with a unit (``"90s"``, ``"5m"``)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except ValueError as e:
+            raise _fail(name, str(e)) from None
+    raise _fail(name, f"must be milliseconds or text such as '5m', not {value!r}")
 
 
 def _integer(value: Any, name: str, what: str) -> int:

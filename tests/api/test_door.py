@@ -229,3 +229,29 @@ def test_a_partition_repr_escapes_what_would_drive_a_terminal():
     names = [repr(p) for p in segtools.open(FIXTURES / "logdirs" / "hostile").partitions()]
     assert names and not any(c in name for name in names for c in "\x1b\x07\x9b")
     assert any("\\x1b[31mred" in name for name in names)
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda: segtools.explain_retention(SAMPLE, forecast_days=-1), "^forecast_days: must be more"),
+    (lambda: segtools.explain_retention(SAMPLE, forecast_days="soon"), "^forecast_days: must be a"),
+    (lambda: segtools.explain_compaction(SAMPLE, top="many"), "^top: must be a whole number"),
+    (lambda: segtools.explain_compaction(SAMPLE, tombstone_limit=-1), "^tombstone_limit: must be"),
+    (lambda: segtools.producers(SAMPLE, duplicates_window="soon"), "^duplicates_window: not a"),
+    (lambda: segtools.what_if(SAMPLE, horizon_days="0"), "^horizon_days: must be more than 0"),
+    (lambda: segtools.open(SAMPLE).transactions(changes="x"), "^changes: must be a whole"),
+    (lambda: segtools.explain_retention(SAMPLE, config="/nonexistent/topic.properties"),
+     "^config: /nonexistent/topic.properties: "),
+])
+def test_analysis_arguments_are_checked_at_the_door(call, message):
+    """Each analysis argument fails with its own name, never deep inside the analysis (a
+    string ``forecast_days`` was once multiplied into an 86-million-digit number)."""
+    with pytest.raises(ArgumentError, match=message):
+        call()
+
+
+def test_analysis_numbers_as_text_mean_the_numbers():
+    assert segtools.explain_retention(SAMPLE, at="2023-11-16T00:00Z", forecast_days="7") \
+        .to_json() == segtools.explain_retention(SAMPLE, at="2023-11-16T00:00Z",
+                                                 forecast_days=7).to_json()
+    assert segtools.producers(SAMPLE, duplicates_window="2m").to_json() == \
+        segtools.producers(SAMPLE, duplicates_window=120_000).to_json()
