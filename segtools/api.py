@@ -346,9 +346,13 @@ class LogDirs:
         strict = arguments.boolean(strict, "strict")
         strings = arguments.boolean(strings, "strings")
         sel = self.selection(level, **selectors)
+        asked = None if columns is None else _parse_columns(columns)
+        # decode columns named among ``columns`` (a narrow read, as a Spark schema naming
+        # only ``value_decoded``): decoded alone, from the record columns they need
+        wanted = _decode_columns_asked(asked, bool(decode and sel.level is Level.RECORDS))
         try:
-            names = (fetch_columns.canonical(_parse_columns(columns), sel.level)
-                     if columns is not None
+            names = (fetch_columns.canonical(_record_columns_for(asked, wanted), sel.level)
+                     if asked is not None
                      else fetch_columns.default_columns(sel.level, include_headers)
                      + (("tier",) if sel.remote_store is not None else ()))
         except fetch_columns.ColumnError as e:
@@ -377,12 +381,16 @@ class LogDirs:
                     "decode: needs the key or value column among columns")
             decoder = self.payload_decoder(decode, schemas, schema_registry)
         shown = payload_columns.extend_schema(schema) if decoder is not None else schema
+        if decoder is not None and wanted is not None:
+            shown = _narrow_schema(asked, schema, wanted)
 
         def start() -> Iterator[pa.RecordBatch]:
             self._read_findings = []
             report = self._reporter(strict, on_finding, self._read_findings)
             batches = gentle.iterate(self.gentle, rows.read(pieces, scan, report))
-            if decoder is not None:  # decoded from the bytes, before they may become text
+            if decoder is not None and wanted is not None:
+                batches = (_narrow_batch(b, decoder, wanted, shown) for b in batches)
+            elif decoder is not None:  # decoded from the bytes, before they may become text
                 batches = (payload_columns.with_decoded(decoder, b) for b in batches)
             return map(payloads_as_text, batches) if text else batches
 
@@ -693,6 +701,52 @@ def _read_rate(value: int | str | None) -> int | None:
         return parse_rate(value)
     except (ValueError, TypeError) as e:
         raise arguments.ArgumentError(f"max_read_rate: {e}") from None
+
+
+def _decode_columns_asked(asked: tuple[str, ...] | None, decoding: bool
+                          ) -> tuple[str, ...] | None:
+    """The decode columns named in ``columns`` (canonical, in the order given), or None when
+    none is named (then every decode column is added, after the record columns)."""
+    if asked is None:
+        return None
+    known = {f.name.lower(): f.name for f in payload_columns.FIELDS}
+    named = tuple(known[c.lower()] for c in asked if c.lower() in known)
+    if named and not decoding:
+        raise arguments.ArgumentError(
+            f"columns: {named[0]} is a decode column; pass decode=True (at level=records)")
+    return named or None
+
+
+def _record_columns_for(asked: tuple[str, ...], wanted: tuple[str, ...] | None
+                        ) -> tuple[str, ...]:
+    """The record columns to read: those asked, and what decoding ``wanted`` needs (the
+    side's bytes, and the topic its subject is named after)."""
+    decode_names = {c.lower() for c in wanted or ()}
+    read = [c for c in asked if c.lower() not in decode_names]
+    needs = [side for side in ("key", "value") if any(w.startswith(f"{side}_")
+                                                      for w in wanted or ())]
+    lowered = {c.lower() for c in read}
+    return tuple(read + [c for c in (*needs, "topic") if wanted and c not in lowered])
+
+
+def _narrow_schema(asked: tuple[str, ...], schema: pa.Schema,
+                   wanted: tuple[str, ...]) -> pa.Schema:
+    """The columns asked, in their order: record columns as read, decode columns as added."""
+    decode = {f.name: f for f in payload_columns.FIELDS}
+    by_lower = {n.lower(): n for n in schema.names}
+    return pa.schema([decode[w] if (w := next((d for d in wanted if d.lower() == c.lower()),
+                                               None)) else schema.field(by_lower[c.lower()])
+                      for c in asked])
+
+
+def _narrow_batch(batch: pa.RecordBatch, decoder: PayloadDecoder, wanted: tuple[str, ...],
+                  shown: pa.Schema) -> pa.RecordBatch:
+    """``batch`` decoded for ``wanted`` only, its columns those of ``shown``."""
+    decoded = dict(zip(wanted, payload_columns.decoded_columns(decoder, batch, wanted),
+                       strict=True))
+    return pa.RecordBatch.from_arrays(
+        [decoded[f.name] if f.name in decoded else batch.column(f.name) for f in shown],
+        schema=shown)
 
 
 def _modes(decode: bool | str | None) -> Modes:

@@ -255,3 +255,17 @@ def test_analysis_numbers_as_text_mean_the_numbers():
                                                  forecast_days=7).to_json()
     assert segtools.producers(SAMPLE, duplicates_window="2m").to_json() == \
         segtools.producers(SAMPLE, duplicates_window=120_000).to_json()
+
+
+def test_decode_columns_can_be_named_among_columns():
+    """As a Spark schema naming only ``value_decoded``: the columns asked, in their order,
+    the values decoded as a full decode does, the key side not decoded at all."""
+    payloads = segtools.open(FIXTURES / "logdirs" / "payloads")
+    narrow = payloads.to_arrow(topics="orders", decode=True,
+                               columns=["offset", "value_decoded", "value_schema_id"]).read_all()
+    assert narrow.schema.names == ["offset", "value_decoded", "value_schema_id"]
+    full = payloads.to_arrow(topics="orders", decode=True).read_all()
+    for name in narrow.schema.names:
+        assert narrow.column(name).to_pylist() == full.column(name).to_pylist(), name
+    with pytest.raises(ArgumentError, match="^columns: value_decoded is a decode column"):
+        payloads.to_arrow(topics="orders", columns=["offset", "value_decoded"])
