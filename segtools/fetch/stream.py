@@ -17,7 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import lazy_loader
 import pyarrow as pa
+
+#: polars is an optional dependency (the ``frames`` extra), loaded when ``to_polars`` runs.
+polars = lazy_loader.load("polars", suppress_warning=True)
 
 #: The payload columns ``strings=True`` turns into text.
 PAYLOADS = ("key", "value")
@@ -25,8 +29,8 @@ PAYLOADS = ("key", "value")
 
 class ArrowRead:
     """A read that starts again at each use; everything a ``RecordBatchReader`` offers for
-    reading (``schema``, iteration, ``read_all``, ``read_pandas``) plus ``to_pandas`` and the
-    Arrow PyCapsule stream, each a new pass over the same plan."""
+    reading (``schema``, iteration, ``read_all``, ``read_pandas``) plus ``to_pandas``,
+    ``to_polars`` and the Arrow PyCapsule stream, each a new pass over the same plan."""
 
     def __init__(self, schema: pa.Schema, start: Callable[[], Iterator[pa.RecordBatch]]):
         self._schema = schema
@@ -51,12 +55,18 @@ class ArrowRead:
 
     to_pandas = read_pandas
 
+    def to_polars(self):
+        """A ``polars.DataFrame`` of every row (``pl.from_arrow`` of the stream itself gives a
+        Series of structs: polars reads a bare stream as one column)."""
+        return polars.from_arrow(self.read_all())
+
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
         return self.reader().__arrow_c_stream__(requested_schema)
 
     def __repr__(self) -> str:
         names = ", ".join(self._schema.names)
-        return f"<segtools.ArrowRead ({names}); read_all(), to_pandas() or SQL read it afresh>"
+        return (f"<segtools.ArrowRead ({names}); read_all(), to_pandas(), to_polars() or SQL "
+                "read it afresh>")
 
 
 def payloads_as_text_schema(schema: pa.Schema) -> pa.Schema:

@@ -267,5 +267,12 @@ def test_decode_columns_can_be_named_among_columns():
     full = payloads.to_arrow(topics="orders", decode=True).read_all()
     for name in narrow.schema.names:
         assert narrow.column(name).to_pylist() == full.column(name).to_pylist(), name
-    with pytest.raises(ArgumentError, match="^columns: value_decoded is a decode column"):
+    with pytest.raises(ArgumentError, match=r"^columns: value_decoded is a decode column"):
         payloads.to_arrow(topics="orders", columns=["offset", "value_decoded"])
+
+
+def test_to_polars_is_a_frame_of_every_row(logs):
+    read = logs.to_arrow(level="batches")
+    frame = read.to_polars()
+    assert type(frame).__name__ == "DataFrame"
+    assert frame.shape == (read.read_all().num_rows, len(read.schema.names))
