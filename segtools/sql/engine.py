@@ -7,6 +7,7 @@ directory of its own, capped in size, removed when the session ends.
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import json
 import os
@@ -241,20 +242,28 @@ def result(con, sql: str) -> Result:
         return Result(relation.to_arrow_reader(ROWS_PER_BATCH),
                       frozenset(n for n, kind in kinds.items() if kind == "JSON"))
     except duckdb.Error as e:
-        raise QueryError(one_line(_positioned(con, sql, e))) from None
+        raise QueryError(one_line(*_positioned(con, sql, e))) from None
 
 
-def _positioned(con, sql: str, error: Exception) -> Exception:
+#: What :func:`_positioned` puts before the query on its first line.
+_PREPARED = "PREPARE _segtools_where AS "
+
+
+def _positioned(con, sql: str, error: Exception) -> tuple[Exception, int]:
     """The error as the statement API words it: DuckDB's relation API drops the ``LINE n:``
     excerpt that says where in the query the error is, so the query is prepared (bound, not
-    run) once more to have it."""
+    run) once more to have it. Also returned: how many characters the statement adds before
+    the query on its first line, which a column there counts too."""
     duckdb = duckdb_module()
+    query = strip(sql)
     try:
-        con.execute(f"PREPARE _segtools_where AS {strip(sql)}")
+        con.execute(f"{_PREPARED}{query}")
     except duckdb.Error as again:
-        return again if type(again) is type(error) else error
+        if type(again) is type(error):  # the query sits after the prefix, less its indent
+            return again, len(_PREPARED) - (len(sql) - len(sql.lstrip()))
+        return error, 0
     con.execute("DEALLOCATE _segtools_where")
-    return error
+    return error, 0
 
 
 def export(con, sql: str, target: str | os.PathLike[str]) -> None:
@@ -276,17 +285,30 @@ def strip(sql: str) -> str:
     return sql.strip().rstrip(";").rstrip()
 
 
+_MISSING_TABLE = re.compile(r"^Catalog Error: Table with name (.+) does not exist!")
 _CARET = re.compile(r"^LINE (\d+): (.*)\n(\s*)\^", re.MULTILINE)
 
 
-def one_line(error: Exception) -> str:
-    """DuckDB's message on one line: its first line, then the line and column of the query
-    it points at (DuckDB draws them as a ``LINE n:`` excerpt and a caret)."""
+def one_line(error: Exception, shift: int = 0) -> str:
+    """DuckDB's message on one line: its first line and its "Did you mean" hint, then the
+    line and column of the query it points at (DuckDB draws them as a ``LINE n:`` excerpt
+    and a caret; ``shift``: characters before the query on the excerpt's first line)."""
     text = str(error)
-    first = text.strip().splitlines()[0] if text.strip() else type(error).__name__
+    lines = text.strip().splitlines()
+    first = lines[0] if lines else type(error).__name__
+    hint = next((line.strip() for line in lines[1:3] if line.startswith("Did you mean")), "")
+    missing = _MISSING_TABLE.match(first)
+    if missing is not None:  # only the views a query names exist: DuckDB's guess is not ours
+        close = difflib.get_close_matches(missing.group(1).lower(), list(VIEWS), n=1)
+        hint = f'Did you mean "{close[0]}"?' if close else \
+            f"(the views: {', '.join(VIEWS)}, and with decoding one per topic)"
+    if hint:
+        first = f"{first} {hint}"
     found = _CARET.search(text)
     if found is None:
         return first
     line = int(found.group(1))
     column = len(found.group(3)) - len(f"LINE {found.group(1)}: ") + 1
+    if line == 1:
+        column -= shift
     return f"{first} (line {line}, column {column})"

@@ -143,9 +143,12 @@ def test_nothing_written_under_the_locations(capsys, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize(("sql", "where"), [
-    ("select * form records", "line 1, column"),
-    ("select nope from segments", "line 1, column"),
+    ("select * form records", "(line 1, column 15)"),
+    ("select nope from segments", "(line 1, column 8)"),
+    ("   select nope from segments", "(line 1, column 11)"),
+    ('select "offset"\nfrom segments where nope', "(line 2, column 21)"),
     ("select * from no_such_view", "no_such_view"),
+    ("select count(*) from record", 'Did you mean "records"? (line 1, column 22)'),
 ])
 def test_sql_error_is_one_line(capsys, sql, where):
     code, out, err = query(capsys, str(SAMPLE), "-c", sql)
