@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from segtools.fetch import plan
+from segtools.fetch.arguments import ArgumentError
 from segtools.fetch.columns import FIELDS, TIMESTAMP, Level
 from segtools.findings import Finding
 from segtools.payloads import columns as payload_columns
@@ -74,10 +75,10 @@ def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     if decode and wanted is not None:
         wanted = wanted | {"key", "value"}
     names = _chosen((c for c in record_columns(options) if c not in payload), wanted, "offset")
-    reader = tree.to_arrow(Level.RECORDS, columns=names, binary="view",
-                           decode=decode, schemas=options.schemas,
-                           schema_registry=options.schema_registry,
-                           on_finding=options.on_finding, **selectors(push, options))
+    reader = _matching(tree, push, lambda **chosen: tree.to_arrow(
+        Level.RECORDS, columns=names, binary="view", decode=decode, schemas=options.schemas,
+        schema_registry=options.schema_registry, on_finding=options.on_finding,
+        **{**selectors(push, options), **chosen}))
     if options.decode and not decode:
         reader = _with_nulls(reader, payload_columns.FIELDS)
     return _counted(reader, options.on_rows)
@@ -87,17 +88,33 @@ def batches(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     """Batch headers (shallow: no record is decoded), narrowed to the pushed partitions."""
     names = _chosen((n for n, _ in FIELDS[Level.BATCHES] if n != "tier"), push.columns,
                     "base_offset")
-    return _counted(tree.to_arrow(Level.BATCHES, columns=names, topics=push.topic_globs,
-                                  partitions=push.partitions, on_finding=options.on_finding),
-                    options.on_rows)
+    return _counted(_matching(tree, push, lambda **chosen: tree.to_arrow(
+        Level.BATCHES, columns=names, on_finding=options.on_finding,
+        **{"topics": push.topic_globs, "partitions": push.partitions, **chosen})),
+        options.on_rows)
 
 
 def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
     """One row per segment, what ``segtools scan`` lists."""
     names = _chosen((n for n, _ in FIELDS[Level.SEGMENTS] if n != "tier"), push.columns,
                     "base_offset")
-    return tree.to_arrow(Level.SEGMENTS, columns=names, topics=push.topic_globs,
-                         partitions=push.partitions, on_finding=options.on_finding)
+    return _matching(tree, push, lambda **chosen: tree.to_arrow(
+        Level.SEGMENTS, columns=names, on_finding=options.on_finding,
+        **{"topics": push.topic_globs, "partitions": push.partitions, **chosen}))
+
+
+def _matching(tree: LogDirs, push: Pushdown, read: Callable[..., Any]) -> pa.RecordBatchReader:
+    """``read()``'s rows; none when the query's conditions name a topic or partition the tree
+    does not have. In SQL ``where topic = 'nope'`` is a question with no rows, not an error
+    (the API's selectors refuse it, as a typo there is the caller's mistake)."""
+    try:
+        return read()
+    except ArgumentError as e:
+        if not str(e).startswith(("topics: no topic matches", "partitions: no partition")):
+            raise
+    # the view's columns, from a read of nothing: its schema without its rows
+    schema = read(topics=tree.topics[:1], partitions=None).schema
+    return pa.RecordBatchReader.from_batches(schema, iter(()))
 
 
 FINDINGS_SCHEMA = pa.schema([("code", pa.string()), ("severity", pa.string()),
