@@ -533,10 +533,16 @@ class LogDirs:
         if not pdirs:
             raise SegtoolsError(f"no {_offsets.CONSUMER_OFFSETS_TOPIC} partitions under "
                                 f"{', '.join(self.paths)}")
-        return _results.as_result(_offsets.replay_offsets(
-            pdirs, at=None if at is None else arguments.moment(at, "at"),
-            groups=None if groups is None else list(_tuple(groups)), history=history,
-            topic=topic, partition=partition, limit=self.max_decompressed_bytes))
+        patterns = None if groups is None else list(_tuple(groups))
+        replay = _offsets.replay_offsets(
+            pdirs, at=None if at is None else arguments.moment(at, "at"), groups=patterns,
+            history=history, topic=topic, partition=partition,
+            limit=self.max_decompressed_bytes)
+        if patterns and not replay.groups and not replay.group_deletions:
+            raise arguments.ArgumentError(
+                f"groups: no group matches {', '.join(map(repr, patterns))} in "
+                f"{_offsets.CONSUMER_OFFSETS_TOPIC}{'' if at is None else ' up to at'}")
+        return _results.as_result(replay)
 
     @_gently
     def producers(self, *, topics: str | Iterable[str] = "*",

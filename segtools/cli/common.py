@@ -340,6 +340,22 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    help="only this partition number (repeatable)")
 
 
+def require_match(log_dirs: Sequence[LogDir], args: argparse.Namespace) -> None:
+    """``--topic``/``--partition`` that select nothing in the tree are a usage error (exit 2)
+    naming the topics there, not an empty answer: an SRE's typo must not read as "no data"
+    (the Python API's selectors and ``query`` do the same)."""
+    topics = sorted({p.name.topic for d in log_dirs for p in d.partitions if p.name})
+    for glob in getattr(args, "topic", None) or ():
+        if not any(fnmatch.fnmatchcase(t, glob) for t in topics):
+            shown = ", ".join(topics[:12]) + (", ..." if len(topics) > 12 else "")
+            raise SegtoolsError(f"--topic: no topic matches {glob!r} (topics here: "
+                                f"{shown or 'none'})", path=" ".join(args.paths))
+    if getattr(args, "partition", None) and not any(
+            selected(p, args) for d in log_dirs for p in d.partitions):
+        raise SegtoolsError(f"--partition: no partition {', '.join(map(str, args.partition))}"
+                            " of the selected topics here", path=" ".join(args.paths))
+
+
 def selected(pdir: PartitionDir, args: argparse.Namespace) -> bool:
     if pdir.name is None:
         return not args.topic and not args.partition

@@ -186,6 +186,7 @@ def _crc_finding(log: Path, result: SeekResult) -> Finding | None:
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
+    common.require_match(log_dirs, args)
     pdirs = [p for d in log_dirs for p in d.partitions if common.selected(p, args)
              and (p.name is None or str(p.name.state) == "live")]
     if not pdirs:

@@ -147,6 +147,12 @@ def run(args: argparse.Namespace) -> int:
                                     history=args.history, topic=args.topic,
                                     partition=args.partition, sink=anomalies, advance=advance,
                                     limit=args.max_decompressed_bytes)
+        if args.group and not replay.groups and not anomalies.counts["groups"]:
+            # a typo must not read as "no offsets": say that nothing matched
+            raise SegtoolsError(f"--group: no group matches {', '.join(map(repr, args.group))}"
+                                f" in {CONSUMER_OFFSETS_TOPIC}"
+                                + ("" if args.at is None else " up to --at"),
+                                path=" ".join(args.paths))
         # with what listing could not read: a partition at mode 000 is not one without groups
         replay = dataclasses.replace(replay, findings=tuple(
             with_listing(log_dirs, partitions, replay.findings)))

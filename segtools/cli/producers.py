@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.plot and not args.plot.lower().endswith(".png"):
         raise SegtoolsError("--plot needs a .png file name", path=args.plot)
     log_dirs, loose = common.open_tree(args.paths)
+    common.require_match(log_dirs, args)
     chosen = [p for d in log_dirs for p in d.partitions if common.selected(p, args)
               and p.name is not None and not p.name.is_metadata_log]
     findings: list[Finding] = list(loose)

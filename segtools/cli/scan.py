@@ -152,6 +152,7 @@ class RemoteTier:
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
+    common.require_match(log_dirs, args)
     # the store is checked before any output: a refused one prints nothing but the error
     tier = RemoteTier(log_dirs, args.remote_store) if args.remote_store else None
     findings: list[Finding] = list(loose)

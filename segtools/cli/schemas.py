@@ -46,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
+    common.require_match(log_dirs, args)
     findings: list[Finding] = list(loose)
     notes: list[str] = []
     chain = gather(log_dirs, findings, schemas=args.schemas, say=notes.append)

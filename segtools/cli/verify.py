@@ -55,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     log_dirs, loose = common.open_tree(args.paths)
+    common.require_match(log_dirs, args)
     chosen = [(d, p) for d in log_dirs for p in d.partitions if common.selected(p, args)]
     counts = Counter()
     results = fanout.ordered(  # workers forked before the progress bar's thread starts

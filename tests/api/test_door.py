@@ -276,3 +276,10 @@ def test_to_polars_is_a_frame_of_every_row(logs):
     frame = read.to_polars()
     assert type(frame).__name__ == "DataFrame"
     assert frame.shape == (read.read_all().num_rows, len(read.schema.names))
+
+
+def test_offsets_groups_that_match_nothing_are_refused():
+    forensics = FIXTURES / "logdirs" / "forensics"
+    with pytest.raises(ArgumentError, match=r"^groups: no group matches 'biling'"):
+        segtools.offsets_at(forensics, groups="biling")
+    assert segtools.offsets_at(forensics, groups="billing*").groups

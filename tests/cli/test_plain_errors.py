@@ -135,3 +135,21 @@ def test_every_command_names_a_missing_path_once(tmp_path):
         assert proc.returncode == 2, command
         assert proc.stderr.lower() == \
             f"segtools: error: {missing}: no such file or directory\n", (command, proc.stderr)
+
+
+def test_a_topic_that_matches_nothing_is_an_error_naming_the_topics():
+    """``--topic nope`` printed "0 segment(s)" and exit 0: a typo read as "no data"."""
+    for command in ("scan", "verify", "producers", "find"):
+        extra = ["--offset", "1"] if command == "find" else []
+        proc = run(command, str(SAMPLE), "--topic", "ordrs*", *extra)
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert "--topic: no topic matches 'ordrs*' (topics here: big-value," in proc.stderr
+        assert proc.stderr.count("\n") == 1
+
+
+def test_a_group_that_matches_nothing_is_an_error():
+    forensics = str(FIXTURES / "logdirs" / "forensics")
+    proc = run("offsets", forensics, "--group", "biling")
+    assert proc.returncode == 2
+    assert proc.stderr.endswith("--group: no group matches 'biling' in __consumer_offsets\n")
+    assert run("offsets", forensics, "--group", "billing*").returncode in (0, 1)
