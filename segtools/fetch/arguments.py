@@ -26,7 +26,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from segtools.errors import SegtoolsError
@@ -251,6 +251,12 @@ def level(value: Any, name: str) -> Level:
                           f"not {value!r}") from None
 
 
+#: Epoch ms in this range are 1970-01-12 .. 1973-03-03 as ms, and 2001 .. 5138 as seconds:
+#: no Kafka record carries such a time in ms (Kafka began in 2011), so a number there is a
+#: time written in seconds, which read as ms would select everything, silently.
+SECONDS_LIKE = (1_000_000_000, 100_000_000_000)
+
+
 def moment(value: Any, name: str) -> int:
     """Epoch ms from epoch ms, ISO-8601 text or an aware ``datetime``."""
     if isinstance(value, datetime) and value.tzinfo is None:
@@ -264,6 +270,10 @@ def moment(value: Any, name: str) -> int:
         raise _fail(name, f"must be epoch ms, ISO-8601 or a datetime, not {value!r}") from None
     if ms < 0:
         raise _fail(name, f"must not be before 1970, not {value!r}")
+    if SECONDS_LIKE[0] <= ms < SECONDS_LIKE[1] and not isinstance(value, datetime):
+        raise _fail(name, f"{value!r} looks like epoch seconds (as ms it is "
+                          f"{datetime.fromtimestamp(ms / 1000, UTC):%Y-%m-%d}); Kafka's "
+                          f"timestamps are epoch ms: {ms * 1000}")
     return ms
 
 

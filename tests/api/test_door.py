@@ -283,3 +283,11 @@ def test_offsets_groups_that_match_nothing_are_refused():
     with pytest.raises(ArgumentError, match=r"^groups: no group matches 'biling'"):
         segtools.offsets_at(forensics, groups="biling")
     assert segtools.offsets_at(forensics, groups="billing*").groups
+
+
+def test_a_time_in_epoch_seconds_is_refused_not_read_as_1970(logs):
+    """1700000010 read as ms is 1970-01-20: every record would be selected, silently."""
+    with pytest.raises(ArgumentError, match=r"^start_time: 1700000010 looks like epoch seconds"):
+        logs.to_arrow(topics="orders.v2-eu", start_time=1700000010)
+    assert logs.to_arrow(topics="orders.v2-eu", start_time=0).read_all().num_rows == \
+        logs.to_arrow(topics="orders.v2-eu").read_all().num_rows
