@@ -27,6 +27,7 @@ instead. Each analysis returns its library type with a notebook face
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -230,10 +231,28 @@ class LogDirs:
     def partitions(self, topics: str | Iterable[str] = "*",
                    partitions: int | Iterable[int] | None = None,
                    states: str | Iterable[str] = "live") -> list[Partition]:
-        """Partition directories whose topic matches a glob in ``topics``."""
+        """Partition directories whose topic matches a glob in ``topics``; a glob or a
+        partition number that selects nothing is an error naming it (a typo is not "no
+        partitions"), as the reads' selectors are."""
         sel = plan.Selection(self.paths, topics=_parse("topics", topics),
                              partitions=_parse("partitions", partitions),
                              partition_states=_parse("states", states))
+        found = self._selected(sel)
+        if not found and (sel.topics != ("*",) or sel.partitions):
+            named = {p.topic for p in self._selected(plan.Selection(
+                self.paths, partition_states=arguments.PARTITION_STATES)) if p.topic}
+            unmatched = next((g for g in sel.topics
+                              if not any(fnmatch.fnmatchcase(t, g) for t in named)), None)
+            if unmatched is not None:
+                raise arguments.ArgumentError(
+                    f"topics: no topic matches {unmatched!r} (topics here: "
+                    f"{', '.join(sorted(named)[:12]) or 'none'})")
+            raise arguments.ArgumentError(
+                f"partitions: no partition {', '.join(map(str, sel.partitions or ()))} of "
+                "the selected topics here")
+        return found
+
+    def _selected(self, sel: plan.Selection) -> list[Partition]:
         out = []
         for d in self.log_dirs:
             for pdir in d.partitions:
@@ -250,8 +269,8 @@ class LogDirs:
     def topics(self) -> list[str]:
         """The topics named by the partition directories (a lone segment file's directory
         names none)."""
-        return sorted({p.topic for p in self.partitions(states=arguments.PARTITION_STATES)
-                       if p.topic is not None})
+        return sorted({p.topic for p in self._selected(plan.Selection(
+            self.paths, partition_states=arguments.PARTITION_STATES)) if p.topic is not None})
 
     @property
     def findings(self) -> list[Finding]:
@@ -529,7 +548,8 @@ class LogDirs:
         """Consumer groups' committed offsets at ``at`` (default: the end of the log), with
         regressions and deletions, replayed from ``__consumer_offsets``; ``history`` also
         keeps every commit (of ``topic``/``partition`` when given)."""
-        pdirs = [p.directory for p in self.partitions(_offsets.CONSUMER_OFFSETS_TOPIC)]
+        pdirs = [p.directory for p in self.partitions(_offsets.CONSUMER_OFFSETS_TOPIC)] \
+            if _offsets.CONSUMER_OFFSETS_TOPIC in self.topics else []
         if not pdirs:
             raise SegtoolsError(f"no {_offsets.CONSUMER_OFFSETS_TOPIC} partitions under "
                                 f"{', '.join(self.paths)}")

@@ -619,7 +619,7 @@ class _Analyses:
         compaction = logs.explain_compaction(at=now, inputs=inputs)
         tiers = logs.tiered(at=now, inputs=inputs)
         # the group timelines need every commit: the replay keeps its history only when asked
-        replay = (logs.offsets_at(history=True) if logs.partitions(CONSUMER_OFFSETS_TOPIC)
+        replay = (logs.offsets_at(history=True) if CONSUMER_OFFSETS_TOPIC in logs.topics
                   else None)
         replicas = logs.diverge()
         done = list(beside)  # in the jobs' order

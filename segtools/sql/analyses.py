@@ -105,7 +105,7 @@ def transactions(tree: LogDirs, at_ms: int | None = None) -> pa.RecordBatchReade
 def offsets(tree: LogDirs, at_ms: int | None = None) -> pa.RecordBatchReader:
     """``segtools offsets --history``: every group commit in ``__consumer_offsets``, in log
     order (empty when the tree has no such topic)."""
-    if not tree.partitions(_offsets.CONSUMER_OFFSETS_TOPIC):
+    if _offsets.CONSUMER_OFFSETS_TOPIC not in tree.topics:
         return _table(OFFSETS, ())
     return _table(OFFSETS, (c.to_json() for c in tree.offsets_at(history=True).commits))
 

@@ -291,3 +291,14 @@ def test_a_time_in_epoch_seconds_is_refused_not_read_as_1970(logs):
         logs.to_arrow(topics="orders.v2-eu", start_time=1700000010)
     assert logs.to_arrow(topics="orders.v2-eu", start_time=0).read_all().num_rows == \
         logs.to_arrow(topics="orders.v2-eu").read_all().num_rows
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda t: t.partitions("nope"), r"^topics: no topic matches 'nope' \(topics here: big-value"),
+    (lambda t: t.partitions("orders*", partitions=9), "^partitions: no partition 9"),
+    (lambda t: t.schema_usage("nosuch"), "^topics: no topic matches 'nosuch'"),
+    (lambda t: t.transactions(topics="nope"), "^topics: no topic matches 'nope'"),
+])
+def test_a_selection_of_nothing_is_refused_by_every_method(logs, call, message):
+    with pytest.raises(ArgumentError, match=message):
+        call(logs)
