@@ -26,7 +26,7 @@ Targets (issue 37): at 10,000 partitions ``scan``, ``verify`` and ``retention`` 
 dir), built once and reused.
 
     python -m benchmarks.bench_tree [--sizes 1000,10000] [--repeat 2] [--commands scan,verify]
-                                    [--shape-partitions 100] [--shape-commands scan,verify]
+                                    [--shape-partitions 1000] [--shape-commands scan,verify]
 """
 
 from __future__ import annotations
@@ -35,10 +35,12 @@ import argparse
 import base64
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -53,6 +55,7 @@ PARTITIONS_PER_TOPIC = 20
 TARGETS = {"scan": 10, "verify": 10, "retention": 10, "report": 20}
 RSS_TARGET_MB = 1024
 GROWTH_TARGET = 11
+RUN_LIMIT = 1800  # seconds one command may take before it counts as hung
 CHECKPOINTS = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
                "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 
@@ -243,13 +246,21 @@ def tree_counts(root: Path) -> tuple[int, int, int]:
 
 
 def run_once(cmd: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS (MB) and exit code of one run, output to a pipe."""
+    """Wall seconds, peak RSS (MB) and exit code of one run, output to a pipe. A run still
+    going after ``RUN_LIMIT`` seconds is killed (exit code -9): a hung run is a figure too,
+    and must not hang the benchmark."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
-    assert proc.stdout is not None
-    while proc.stdout.read(1 << 20):
-        pass
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV,
+                            start_new_session=True)
+    watchdog = threading.Timer(RUN_LIMIT, os.killpg, (proc.pid, signal.SIGKILL))
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        while proc.stdout.read(1 << 20):
+            pass
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        watchdog.cancel()
     seconds = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
     return seconds, usage.ru_maxrss // 1024, proc.returncode
@@ -314,19 +325,37 @@ def mixed(sizes: list[int], wanted: list[str], repeat: int) -> dict:
     return results
 
 
+def start_costs(wanted: list[str], repeat: int) -> dict[str, float]:
+    """Each command's best over a log dir with no partition: what it costs to start."""
+    empty = TREES / "tree-empty"
+    empty.mkdir(parents=True, exist_ok=True)
+    (empty / "meta.properties").write_bytes((FIXTURES / "sample" / "meta.properties")
+                                            .read_bytes())
+    return {name: timed(cmd, repeat)["best_s"]
+            for name, cmd in commands(empty, TREES / "report-empty.html").items()
+            if name in wanted}
+
+
 def per_shape(partitions: int, wanted: list[str], repeat: int) -> dict:
-    """Each shape alone: ``partitions`` copies, each command's best against ``find``."""
-    print(f"each shape alone, {partitions} partitions (best of {repeat + 1}, x find of the "
-          "same tree):")
-    print(f"  {'shape':28}" + "".join(f"{name:>11}" for name in wanted))
-    results: dict = {}
+    """Each shape alone: ``partitions`` copies, each command's best against ``find``, whole
+    and above the command's start (its time over an empty log dir), which a small tree
+    cannot hide."""
+    start = start_costs(wanted, repeat)
+    print(f"each shape alone, {partitions} partitions (best of {repeat + 1}; x find of the "
+          "same tree, whole / above the start: " +
+          ", ".join(f"{name} {s:.2f} s" for name, s in start.items()) + "):")
+    print(f"  {'shape':28}" + "".join(f"{name:>16}" for name in wanted))
+    results: dict = {"start_s": start}
     for shape in SHAPES:
         tree = build_tree(partitions, (shape,), shape_label(shape))
         row = measure(tree, wanted, repeat, TREES / "report-shape.html")
+        for name in wanted:
+            row[name]["x_find_above_start"] = max(
+                0.0, row[name]["best_s"] - start[name]) / row["find_s"]
         results[shape.name] = row
         print(f"  {shape.name:28}" + "".join(
-            f"{row[name]['x_find']:10.1f}x" + ("!" if row[name]["exit"] > 1 else "")
-            for name in wanted))
+            f"{row[name]['x_find']:7.1f}x /{row[name]['x_find_above_start']:5.1f}x"
+            + ("!" if row[name]["exit"] > 1 else " ") for name in wanted))
     return results
 
 
@@ -335,7 +364,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="1000,10000", help="partitions of the mixed trees")
     ap.add_argument("--repeat", type=int, default=2, help="runs after the first (best of)")
     ap.add_argument("--commands", default=",".join(TARGETS))
-    ap.add_argument("--shape-partitions", type=int, default=100,
+    ap.add_argument("--shape-partitions", type=int, default=1000,
                     help="partitions of each shape's own tree (0: no per-shape figures)")
     ap.add_argument("--shape-commands", default="scan,verify,retention")
     opts = ap.parse_args()
