@@ -32,7 +32,7 @@ from pathlib import Path
 import segtools
 from benchmarks import kafka_java
 from benchmarks.common import OUT
-from benchmarks.shapes import SHAPES, rolled, segment
+from benchmarks.shapes import SHAPES, active, rolled, segment
 
 TARGET = 2.0
 _HOLD = """
@@ -42,20 +42,6 @@ fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 print("held", flush=True)
 sys.stdin.read()
 """
-
-
-def active_dir(shape, size: int) -> Path:
-    """A log dir whose one partition holds ``segment(shape, size)`` as its active segment
-    (a hard link: no second copy), with ``meta.properties`` and the checkpoints."""
-    src = segment(shape, size)
-    root = OUT / "shapes" / f"active-{shape.name}-{size >> 20}m"
-    pdir = root / "bench-0"
-    log = pdir / "00000000000000000000.log"
-    if not log.exists():
-        pdir.mkdir(parents=True, exist_ok=True)
-        log.hardlink_to(src)
-        (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bench\n")
-    return pdir
 
 
 class BrokerLock:
@@ -103,13 +89,13 @@ def main() -> None:
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
     results: dict = {"load_average": os.getloadavg()}
     for shape in (s for s in SHAPES if s.name in opts.shapes.split(",")):
-        sealed, active = rolled(shape, size), active_dir(shape, size)
+        sealed, current = rolled(shape, size), active(shape, size)
         to_arrow(sealed)  # the page cache warm
         r: dict = {}
         r["sealed"] = best(sealed, opts.repeat)
-        r["copy"] = best(active, opts.repeat)
-        with BrokerLock(active.parent):
-            r["broker"] = best(active, opts.repeat)
+        r["copy"] = best(current, opts.repeat)
+        with BrokerLock(current.parent):
+            r["broker"] = best(current, opts.repeat)
         java = kafka_java.run("deep", segment(shape, size), repeat=opts.repeat)
         line = f"to_arrow() of {opts.size_mib} MiB of {shape.label:>11}:"
         for way in ("sealed", "copy", "broker"):

@@ -250,6 +250,31 @@ cdef object _wrapper_bases(const uint8_t *buf, int64_t size, Fold *f, object lim
     return bases
 
 
+cdef bint _fold_inflating(const uint8_t *buf, int64_t size, bint verify_crc, Fold *f,
+                          Checks *c, object limit, int64_t base_offset, object previous_last,
+                          int64_t last_epoch) except? False:
+    """:func:`fold_batches` over a whole segment in hand; when it met compressed legacy
+    wrappers, their base offsets learnt by inflating them (:func:`_wrapper_bases`) and the
+    fold run again with them (``c``'s outputs, when given, started afresh from
+    ``base_offset``, ``previous_last`` and ``last_epoch``). True when the fold is clean."""
+    cdef bint clean
+    cdef int64_t[::1] known
+    with nogil:
+        clean = fold_batches(buf, size, verify_crc, f, c)
+    if not (clean and f.needs_bases):
+        return clean
+    bases = _wrapper_bases(buf, size, f, limit)
+    if bases is None:
+        return False
+    known = bases
+    _fresh_fold(f, &known[0], len(bases))
+    if c != NULL:
+        _fresh_checks(c, base_offset, previous_last, last_epoch)
+    with nogil:
+        clean = fold_batches(buf, size, verify_crc, f, c)
+    return clean
+
+
 def verify_small(bytes log_path, object index_path, object timeindex_path, int64_t base_offset,
                  object previous_last, int64_t last_epoch, int64_t cap, int64_t index_cap,
                  object limit):
@@ -280,7 +305,6 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
     cdef uint8_t *ibuf = NULL
     cdef uint8_t *tbuf = NULL
     cdef int64_t ts = 0, rel = 0, igot = 0, tgot = 0, tvalid = 0, tfirst = 0
-    cdef int64_t[::1] known
     if index_path is not None:
         ipath = <bytes>index_path
     if timeindex_path is not None:
@@ -306,17 +330,9 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
                                           &tfirst) != INDEX_SLOW
                 c.timeindex = tbuf
                 c.time_entries = tvalid
-            if ok and iok and tok:
-                clean = fold_batches(buf, st.st_size, True, &f, &c)
-        if clean and f.needs_bases:
-            bases = _wrapper_bases(buf, st.st_size, &f, limit)
-            if bases is None:
-                return None
-            known = bases
-            _fresh_fold(&f, &known[0], len(bases))
-            _fresh_checks(&c, base_offset, previous_last, last_epoch)
-            with nogil:
-                clean = fold_batches(buf, st.st_size, True, &f, &c)
+        if ok and iok and tok:
+            clean = _fold_inflating(buf, st.st_size, True, &f, &c, limit, base_offset,
+                                    previous_last, last_epoch)
     finally:
         free(buf)
         free(ibuf)
@@ -371,21 +387,12 @@ def summarize_small(bytes log_path, object timeindex_path, bint verify_crc, int6
     cdef bint clean = False
     cdef const char *cpath = log_path
     cdef uint8_t *buf = NULL
-    cdef int64_t[::1] known
     _fresh_fold(&f, NULL, 0)
     try:
         with nogil:
             buf = _read_regular(cpath, cap, &st, &ok)
-            if ok:
-                clean = fold_batches(buf, st.st_size, verify_crc, &f, NULL)
-        if clean and f.needs_bases:
-            bases = _wrapper_bases(buf, st.st_size, &f, limit)
-            if bases is None:
-                return None
-            known = bases
-            _fresh_fold(&f, &known[0], len(bases))
-            with nogil:
-                clean = fold_batches(buf, st.st_size, verify_crc, &f, NULL)
+        if ok:
+            clean = _fold_inflating(buf, st.st_size, verify_crc, &f, NULL, limit, 0, None, -1)
     finally:
         free(buf)
     if not ok or not clean:
