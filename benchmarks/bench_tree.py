@@ -3,25 +3,30 @@
 The benchmark builds its own trees: one log dir of 1,000 and one of 10,000 partitions, each
 partition a copy of a Kafka-written fixture partition under a new topic name (topics of 20
 partitions, each topic one shape), with the log dir's checkpoints and ``meta.properties`` as a
-broker writes them. Shapes vary: ZooKeeper-era v2 segments, compacted and transactional
-partitions, v0/v1 and upgraded logs, group offsets, preallocated (sparse) indexes, a hanging
-transaction, and one long shape made of ``orders.zk-0`` twice over (its batches' base offsets
-shifted by its log end offset: the batch CRC does not cover the base offset, and index
-entries are relative, so the second copy stays a valid log). At 10,000 partitions that is
-about 57,000 segments and 200,000 files. Copies keep the sources' holes (a 10 MiB
-preallocated index costs no disk).
+broker writes them. The shapes are every one the fixtures hold (:data:`SHAPES`): v2 segments
+of every codec, LogAppendTime, magic 0 and 1 messages and their compressed wrappers of every
+codec, upgraded logs, compacted partitions with offset gaps and the cleaner's index entries,
+transactional data with markers, idempotent producers, group offsets, preallocated (sparse)
+indexes, a hanging transaction, a segment past the compiled summary's size, and one long
+shape made of ``orders.zk-0`` twice over (its batches' base offsets shifted by its log end
+offset: the batch CRC does not cover the base offset, and index entries are relative, so the
+second copy stays a valid log). Copies keep the sources' holes (a 10 MiB preallocated index
+costs no disk).
 
 Each command runs as an operator runs it, output to a pipe: ``scan``, ``verify``,
 ``retention``, ``report``. The first run and the best of the next ones are timed, with the
 child's peak RSS (``ru_maxrss``, its ``VmHWM``), against the best of ``find TREE -type f
--printf '%s %p\\n'`` in the same run (the floor: listing and stat of every file).
+-printf '%s %p\\n'`` in the same run (the floor: listing and stat of every file). Then each
+shape alone (``--shape-partitions`` copies of it) is timed the same way against ``find`` of
+its own tree, so a shape that leaves the fast path shows as its own ratio.
 
-Targets (issue 25): at 10,000 partitions ``scan``, ``verify`` and ``retention`` within 15x of
-``find``, ``report`` within 30x; peak RSS under 1 GiB; each command's time from 1,000 to
+Targets (issue 37): at 10,000 partitions ``scan``, ``verify`` and ``retention`` within 10x of
+``find``, ``report`` within 20x; peak RSS under 1 GiB; each command's time from 1,000 to
 10,000 partitions within 11x. Trees go to ``$SEGTOOLS_TREE_DIR`` (default: the system's temp
 dir), built once and reused.
 
     python -m benchmarks.bench_tree [--sizes 1000,10000] [--repeat 2] [--commands scan,verify]
+                                    [--shape-partitions 1000] [--shape-commands scan,verify]
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ import argparse
 import base64
 import json
 import os
+import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -45,9 +52,10 @@ SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 TREES = Path(os.environ.get("SEGTOOLS_TREE_DIR", tempfile.gettempdir())) / "segtools-trees"
 PARTITIONS_PER_TOPIC = 20
-TARGETS = {"scan": 15, "verify": 15, "retention": 15, "report": 30}
+TARGETS = {"scan": 10, "verify": 10, "retention": 10, "report": 20}
 RSS_TARGET_MB = 1024
 GROWTH_TARGET = 11
+RUN_LIMIT = 1800  # seconds one command may take before it counts as hung
 CHECKPOINTS = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
                "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
 
@@ -55,8 +63,9 @@ CHECKPOINTS = ("replication-offset-checkpoint", "recovery-point-offset-checkpoin
 @dataclass(frozen=True)
 class Shape:
     """A fixture partition copied ``weight`` topics in every ``sum(weights)``; ``twice``:
-    the partition followed by itself, offsets shifted."""
+    the partition followed by itself, offsets shifted. ``name`` says what it stands for."""
 
+    name: str
     log_dir: str
     partition: str
     weight: int
@@ -72,20 +81,31 @@ class Shape:
         return topic, int(number)
 
 
+#: Every batch shape the fixtures hold, each a partition Kafka's own code wrote: no shape can
+#: hide behind another in the totals (each is also timed alone, ``--shape-partitions``).
 SHAPES = (
-    Shape("zookeeper", "orders.zk-0", 6, twice=True),
-    Shape("zookeeper", "orders.zk-0", 6),
-    Shape("sample", "payments-compact-0", 4),
-    Shape("sample", "payments-compact-1", 1),
-    Shape("sample", "orders.v2-eu-0", 1),
-    Shape("sample", "orders.v2-eu-1", 1),
-    Shape("sample", "payments.txn-0", 1),
-    Shape("producers", "transfers-0", 1),
-    Shape("producers", "clicks-0", 1),
-    Shape("legacy", "legacy.v1-0", 1),
-    Shape("legacy", "mixed.upgrade-0", 1),
-    Shape("zookeeper", "__consumer_offsets-49", 1),
-    Shape("forensics", "payments.hanging-0", 1),
+    Shape("v2 long (two logs)", "zookeeper", "orders.zk-0", 6, twice=True),
+    Shape("v2 zookeeper era", "zookeeper", "orders.zk-0", 6),
+    Shape("compacted, offset gaps", "sample", "payments-compact-0", 3),
+    Shape("compacted lz4", "sample", "payments-compact-1", 1),
+    Shape("v2 + preallocated index", "sample", "orders.v2-eu-0", 1),
+    Shape("gzip, LogAppendTime", "sample", "orders.v2-eu-1", 1),
+    Shape("snappy", "sample", "orders.v2-eu-2", 1),
+    Shape("lz4", "sample", "orders.v2-eu-3", 1),
+    Shape("zstd", "sample", "orders.v2-eu-4", 1),
+    Shape("edge cases", "sample", "edge-cases-0", 1),
+    Shape("transactional + markers", "sample", "payments.txn-0", 1),
+    Shape("transactional producers", "producers", "transfers-0", 1),
+    Shape("idempotent lz4", "producers", "clicks-0", 1),
+    Shape("idempotent gzip", "producers", "metrics-0", 1),
+    Shape("magic 0 + wrappers", "legacy", "legacy.v0-0", 1),
+    Shape("magic 1 + wrappers", "legacy", "legacy.v1-0", 1),
+    Shape("magic 1 LogAppendTime", "legacy", "legacy.v1-1", 1),
+    Shape("magic 0 -> 1 -> 2", "legacy", "mixed.upgrade-0", 1),
+    Shape("group offsets, cleaned", "zookeeper", "__consumer_offsets-49", 1),
+    Shape("cleaner merged", "whatif", "ledger-compact-0", 1),
+    Shape("hanging transaction", "forensics", "payments.hanging-0", 1),
+    Shape("zstd over 256 KiB", "sample", "big-value-0", 1),
 )
 
 
@@ -171,10 +191,12 @@ def _topic_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def build_tree(partitions: int) -> Path:
-    """A log dir of ``partitions`` copies (built once: a marker says it is complete)."""
-    root = TREES / f"tree-{partitions}"
-    marker = root / ".." / f"tree-{partitions}.done"
+def build_tree(partitions: int, shapes: tuple[Shape, ...] = SHAPES, label: str = "") -> Path:
+    """A log dir of ``partitions`` copies of ``shapes`` by weight (built once: a marker says
+    it is complete)."""
+    name = f"tree-{label}{partitions}"
+    root = TREES / name
+    marker = TREES / f"{name}.done"
     if marker.exists():
         return root
     if root.exists():
@@ -182,13 +204,13 @@ def build_tree(partitions: int) -> Path:
     root.mkdir(parents=True)
     (root / "meta.properties").write_bytes((FIXTURES / "sample" / "meta.properties")
                                            .read_bytes())
-    templates = [_template(s) for s in SHAPES]
-    wheel = [i for i, s in enumerate(SHAPES) for _ in range(s.weight)]
+    templates = [_template(s) for s in shapes]
+    wheel = [i for i, s in enumerate(shapes) for _ in range(s.weight)]
     checkpoints: dict[str, list[str]] = {n: [] for n in CHECKPOINTS}
     topics = (partitions + PARTITIONS_PER_TOPIC - 1) // PARTITIONS_PER_TOPIC
     made = 0
     for t in range(topics):
-        shape = SHAPES[wheel[t % len(wheel)]]
+        shape = shapes[wheel[t % len(wheel)]]
         template = templates[wheel[t % len(wheel)]]
         topic = f"{shape.topic_partition[0].lstrip('_')}.t{t:04d}"
         metadata = f"version: 0\ntopic_id: {_topic_id()}\n".encode()
@@ -207,6 +229,11 @@ def build_tree(partitions: int) -> Path:
     return root
 
 
+def shape_label(shape: Shape) -> str:
+    """The file-name-safe tag of a shape's own tree."""
+    return "".join(c if c.isalnum() else "-" for c in shape.name) + "-"
+
+
 def tree_counts(root: Path) -> tuple[int, int, int]:
     """Partitions, segments and files, as ``find`` sees them."""
     out = subprocess.run(["find", str(root), "-type", "f", "-printf", "%f\n"],
@@ -219,13 +246,21 @@ def tree_counts(root: Path) -> tuple[int, int, int]:
 
 
 def run_once(cmd: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS (MB) and exit code of one run, output to a pipe."""
+    """Wall seconds, peak RSS (MB) and exit code of one run, output to a pipe. A run still
+    going after ``RUN_LIMIT`` seconds is killed (exit code -9): a hung run is a figure too,
+    and must not hang the benchmark."""
     t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV)
-    assert proc.stdout is not None
-    while proc.stdout.read(1 << 20):
-        pass
-    _, status, usage = os.wait4(proc.pid, 0)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV,
+                            start_new_session=True)
+    watchdog = threading.Timer(RUN_LIMIT, os.killpg, (proc.pid, signal.SIGKILL))
+    watchdog.start()
+    try:
+        assert proc.stdout is not None
+        while proc.stdout.read(1 << 20):
+            pass
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        watchdog.cancel()
     seconds = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
     return seconds, usage.ru_maxrss // 1024, proc.returncode
@@ -250,14 +285,20 @@ def commands(tree: Path, out: Path) -> dict[str, list[str]]:
     }
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--sizes", default="1000,10000")
-    ap.add_argument("--repeat", type=int, default=2, help="runs after the first (best of)")
-    ap.add_argument("--commands", default=",".join(TARGETS))
-    opts = ap.parse_args()
-    sizes = [int(s) for s in opts.sizes.split(",")]
-    wanted = opts.commands.split(",")
+def measure(tree: Path, wanted: list[str], repeat: int, report: Path) -> dict:
+    """``find``'s floor and each wanted command's times over ``tree``."""
+    floor = timed(["find", str(tree), "-type", "f", "-printf", "%s %p\\n"], 3)["best_s"]
+    row: dict = {"find_s": floor}
+    for name, cmd in commands(tree, report).items():
+        if name in wanted:
+            r = timed(cmd, repeat)
+            r["x_find"] = r["best_s"] / floor
+            row[name] = r
+    return row
+
+
+def mixed(sizes: list[int], wanted: list[str], repeat: int) -> dict:
+    """The trees mixing every shape, and the growth from the smallest to the largest."""
     results: dict = {}
     for n in sizes:
         t = time.perf_counter()
@@ -265,15 +306,11 @@ def main() -> None:
         parts, segs, files = tree_counts(tree)
         print(f"tree of {parts} partitions, {segs} segments, {files} files "
               f"({time.perf_counter() - t:.1f} s to build or find): {tree}")
-        floor = timed(["find", str(tree), "-type", "f", "-printf", "%s %p\\n"], 3)["best_s"]
-        row: dict = {"partitions": parts, "segments": segs, "files": files, "find_s": floor}
-        print(f"  find -printf: {floor:.3f} s")
-        for name, cmd in commands(tree, TREES / f"report-{n}.html").items():
-            if name not in wanted:
-                continue
-            r = timed(cmd, opts.repeat)
-            r["x_find"] = r["best_s"] / floor
-            row[name] = r
+        row = measure(tree, wanted, repeat, TREES / f"report-{n}.html")
+        row.update(partitions=parts, segments=segs, files=files)
+        print(f"  find -printf: {row['find_s']:.3f} s")
+        for name in wanted:
+            r = row[name]
             print(f"  {name:9}: first {r['first_s']:6.2f} s, best {r['best_s']:6.2f} s = "
                   f"{r['x_find']:5.1f}x find (target {TARGETS[name]}x), peak RSS "
                   f"{r['rss_mb']} MB, exit {r['exit']}")
@@ -281,11 +318,64 @@ def main() -> None:
     if len(sizes) > 1:
         lo, hi = results[min(sizes)], results[max(sizes)]
         for name in wanted:
-            if name in lo and name in hi:
-                growth = hi[name]["best_s"] / lo[name]["best_s"]
-                hi[name]["growth"] = growth
-                print(f"  {name:9}: {min(sizes)} -> {max(sizes)} partitions costs "
-                      f"{growth:.1f}x (target <= {GROWTH_TARGET}x)")
+            growth = hi[name]["best_s"] / lo[name]["best_s"]
+            hi[name]["growth"] = growth
+            print(f"  {name:9}: {min(sizes)} -> {max(sizes)} partitions costs "
+                  f"{growth:.1f}x (target <= {GROWTH_TARGET}x)")
+    return results
+
+
+def start_costs(wanted: list[str], repeat: int) -> dict[str, float]:
+    """Each command's best over a log dir with no partition: what it costs to start."""
+    empty = TREES / "tree-empty"
+    empty.mkdir(parents=True, exist_ok=True)
+    (empty / "meta.properties").write_bytes((FIXTURES / "sample" / "meta.properties")
+                                            .read_bytes())
+    return {name: timed(cmd, repeat)["best_s"]
+            for name, cmd in commands(empty, TREES / "report-empty.html").items()
+            if name in wanted}
+
+
+def per_shape(partitions: int, wanted: list[str], repeat: int) -> dict:
+    """Each shape alone: ``partitions`` copies, each command's best against ``find``, whole
+    and above the command's start (its time over an empty log dir), which a small tree
+    cannot hide."""
+    start = start_costs(wanted, repeat)
+    print(f"each shape alone, {partitions} partitions (best of {repeat + 1}; x find of the "
+          "same tree, whole / above the start: " +
+          ", ".join(f"{name} {s:.2f} s" for name, s in start.items()) + "):")
+    print(f"  {'shape':28}" + "".join(f"{name:>16}" for name in wanted))
+    results: dict = {"start_s": start}
+    for shape in SHAPES:
+        tree = build_tree(partitions, (shape,), shape_label(shape))
+        row = measure(tree, wanted, repeat, TREES / "report-shape.html")
+        for name in wanted:
+            row[name]["x_find_above_start"] = max(
+                0.0, row[name]["best_s"] - start[name]) / row["find_s"]
+        results[shape.name] = row
+        print(f"  {shape.name:28}" + "".join(
+            f"{row[name]['x_find']:7.1f}x /{row[name]['x_find_above_start']:5.1f}x"
+            + ("!" if row[name]["exit"] > 1 else " ") for name in wanted))
+    return results
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="1000,10000", help="partitions of the mixed trees")
+    ap.add_argument("--repeat", type=int, default=2, help="runs after the first (best of)")
+    ap.add_argument("--commands", default=",".join(TARGETS))
+    ap.add_argument("--shape-partitions", type=int, default=1000,
+                    help="partitions of each shape's own tree (0: no per-shape figures)")
+    ap.add_argument("--shape-commands", default="scan,verify,retention")
+    opts = ap.parse_args()
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
+    results: dict = {}
+    if opts.sizes:
+        results["mixed"] = mixed([int(s) for s in opts.sizes.split(",")],
+                                 opts.commands.split(","), opts.repeat)
+    if opts.shape_partitions:
+        results["shapes"] = per_shape(opts.shape_partitions, opts.shape_commands.split(","),
+                                      opts.repeat)
     TREES.mkdir(parents=True, exist_ok=True)
     (TREES / "tree.json").write_text(json.dumps(results, indent=1))
 

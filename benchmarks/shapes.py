@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks import kafka_java
-from benchmarks.common import OUT
+from benchmarks.common import OUT, last_offset
 
 MB = 1 << 20
 
@@ -54,24 +54,35 @@ def segment(shape: Shape, size: int = 256 * MB) -> Path:
     return path
 
 
+def _partition(shape: Shape, size: int, kind: str) -> tuple[Path, Path]:
+    """``bench-0`` of a log dir of its own (``meta.properties`` written) whose first segment
+    is ``segment(shape, size)``, hard-linked (no second copy); and that segment."""
+    src = segment(shape, size)
+    root = OUT / "shapes" / f"{kind}-{shape.name}-{size // MB}m"
+    pdir = root / "bench-0"
+    first = pdir / "00000000000000000000.log"
+    if not first.exists():
+        pdir.mkdir(parents=True, exist_ok=True)
+        first.hardlink_to(src)
+        (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bench\n")
+    return pdir, src
+
+
 def rolled(shape: Shape, size: int) -> Path:
     """A partition directory whose first segment is ``segment(shape, size)``, rolled (a small
     active segment follows it), with the log dir's checkpoints: what a broker leaves, so the
     big segment is sealed and read through the mapping."""
-    src = segment(shape, size)
-    root = OUT / "shapes" / f"logdir-{shape.name}-{size // MB}m"
-    pdir = root / "bench-0"
-    big = pdir / "00000000000000000000.log"
-    if not big.exists():
-        pdir.mkdir(parents=True, exist_ok=True)
-        big.hardlink_to(src)
-    from benchmarks.common import last_offset
-
+    pdir, src = _partition(shape, size, "logdir")
     nxt = last_offset(src) + 1
     active = pdir / f"{nxt:020d}.log"
     if not active.exists():
         active.write_bytes(b"")
-        (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bench\n")
         for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
-            (root / name).write_text(f"0\n1\nbench 0 {nxt}\n")
+            (pdir.parent / name).write_text(f"0\n1\nbench 0 {nxt}\n")
     return pdir
+
+
+def active(shape: Shape, size: int) -> Path:
+    """A partition directory whose only segment, the active one, is ``segment(shape, size)``:
+    a partition as a copy of it holds it, or a broker while it appends."""
+    return _partition(shape, size, "active")[0]

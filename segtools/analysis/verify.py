@@ -60,19 +60,20 @@ def _open_indexes(files: SegmentFiles, log_size: int, findings: list[Finding]):
 
 
 def _checked_small(files: SegmentFiles, epochs: integrity.LeaderEpochs,
-                   previous_last: int | None) -> _SegmentResult | None:
+                   previous_last: int | None, limit: int) -> _SegmentResult | None:
     """A small local segment about which no rule has anything to say, read and checked in
     compiled code (:func:`segtools.storage._summary.verify_small`); None when it needs the
     ordinary reading (:func:`_check_segment`), which then names every finding."""
-    fast = small_segment_checks(files, previous_last, epochs.last_epoch)
+    fast = small_segment_checks(files, previous_last, epochs.last_epoch, limit)
     if fast is None:
         return None
-    segment_last, cleaned, new_epochs, inside, offset_steps = fast
+    segment_last, cleaned, new_epochs, inside, offset_steps, index_findings = fast
     for epoch, offset in new_epochs:
         epochs.first_offset.setdefault(epoch, offset)
         epochs.last_epoch = max(epochs.last_epoch, epoch)
-    index_findings = [] if files.txnindex is None else \
-        list(TransactionIndex(files.txnindex, files.base_offset).sanity_check())
+    index_findings = list(index_findings)
+    if files.txnindex is not None:
+        index_findings.extend(TransactionIndex(files.txnindex, files.base_offset).sanity_check())
     if inside:
         index_findings.append(integrity.record_offset_convention(str(files.timeindex), inside))
     steps = integrity.OffsetSteps(str(files.log), files.base_offset, previous_last)
@@ -86,7 +87,7 @@ def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
                    previous_last: int | None, *, deep: bool, salvage: bool,
                    limit: int, compacted: bool = False) -> _SegmentResult:
     if not (deep or salvage):
-        checked = _checked_small(files, epochs, previous_last)
+        checked = _checked_small(files, epochs, previous_last, limit)
         if checked is not None:
             return checked
     index_findings: list[Finding] = []

@@ -7,6 +7,8 @@ from libc.stdint cimport int64_t, uint8_t
 #: Distinct producer ids a fold keeps; past that it gives up and the table walk takes over.
 cdef enum:
     FOLD_PRODUCERS = 256
+    FOLD_WRAPPERS = 1024  # compressed legacy wrappers a fold lists for inflating
+
 
 cdef struct Fold:
     int64_t batches
@@ -26,11 +28,22 @@ cdef struct Fold:
     int magics   # bit per magic seen
     int64_t producer_count
     int64_t producers[FOLD_PRODUCERS]
+    # compressed legacy wrappers: a wrapper's base offset is its first inner offset, known
+    # only inflated. In: the bases of the first ``wrapper_known`` wrappers (the caller
+    # inflated them); out: where each wrapper lies, and whether one had no base yet (the
+    # fold's figures are then provisional: the caller inflates and folds again)
+    const int64_t *wrapper_bases
+    int64_t wrapper_known
+    int64_t wrappers
+    int64_t wrapper_at[FOLD_WRAPPERS]
+    int64_t wrapper_size[FOLD_WRAPPERS]
+    bint needs_bases
 
 #: Leader epochs a check records the start of; past that the table walk takes over.
 cdef enum:
     CHECK_EPOCHS = 64
     CHECK_STEPS = 64  # offset gaps and overlaps likewise
+    CHECK_AHEAD = 64  # .index entries naming a later batch, waiting for it, likewise
 
 cdef struct Checks:
     # in: a segment's plain indexes (every slot an entry, positions and offsets rising) and

@@ -527,9 +527,11 @@ cdef bint fold_batches(const uint8_t *data, int64_t size, bint verify_crc,
     ``segtools.storage.summary``'s table fold would, without a table: True when the walk
     reads the data to its end with nothing to report. False at the first thing the table walk
     would turn into a finding or must finish in Python (a torn or zero tail, a bad length,
-    magic, compression id, message or CRC; a compressed legacy wrapper, whose base offset
-    needs inflating; more distinct producers than ``FOLD_PRODUCERS``): the caller then walks
-    the segment the ordinary way, so every finding is the walk's own.
+    magic, compression id, message or CRC; more distinct producers than ``FOLD_PRODUCERS``
+    or wrappers than ``FOLD_WRAPPERS``): the caller then walks the segment the ordinary way,
+    so every finding is the walk's own. A compressed legacy wrapper whose base offset is not
+    in ``f.wrapper_bases`` sets ``f.needs_bases`` (its position listed in ``f.wrapper_at``):
+    the caller inflates those wrappers, as the walk does, and folds again with their bases.
 
     With ``c`` (not NULL), also ``verify``'s rules (``segtools.analysis.integrity``), held to
     the same standard: True only when none of them has anything to say. Offsets run on from
@@ -540,6 +542,8 @@ cdef bint fold_batches(const uint8_t *data, int64_t size, bint verify_crc,
     cdef int64_t pos = 0
     cdef int64_t length, n, offset, last, count, raw_count, ts, first_ts, max_ts, pid, i
     cdef int64_t epoch, running = INT64_MIN, prev_last = 0, ki = 0, kt = 0
+    cdef int64_t reached = INT64_MIN, ahead_count = 0  # the segment's largest offset so far
+    cdef int64_t ahead[CHECK_AHEAD]
     cdef bint known = False
     if c != NULL:
         known = c.has_previous
@@ -608,7 +612,7 @@ cdef bint fold_batches(const uint8_t *data, int64_t size, bint verify_crc,
         elif magic == 0 or magic == 1:
             attrs = <int8_t>p[LEGACY_ATTRIBUTES_AT]
             codec = attrs & 0x07
-            if codec:  # > MAX_LEGACY_CODEC is a finding; a wrapper's base needs inflating
+            if codec > MAX_LEGACY_CODEC:
                 return False
             if _legacy_layout(p, n, magic, &key_at, &key_len, &value_at, &value_len, &bad):
                 return False
@@ -616,7 +620,17 @@ cdef bint fold_batches(const uint8_t *data, int64_t size, bint verify_crc,
                                ^ 0xFFFFFFFFu) != be_u32(p + LEGACY_CRC_AT):
                 return False
             last = offset
-            count = 1
+            if codec:  # a wrapper: its offset is its last inner offset, its base inflated
+                if f.wrappers >= FOLD_WRAPPERS:
+                    return False
+                f.wrapper_at[f.wrappers] = pos
+                f.wrapper_size[f.wrappers] = n
+                if f.wrappers < f.wrapper_known:
+                    offset = f.wrapper_bases[f.wrappers]
+                else:
+                    f.needs_bases = True
+                f.wrappers += 1
+            count = last - offset + 1
             max_ts = be_i64(p + LEGACY_TIMESTAMP_AT) if magic == 1 else -1
             first_ts = max_ts
         else:
@@ -635,15 +649,33 @@ cdef bint fold_batches(const uint8_t *data, int64_t size, bint verify_crc,
             if not known or last > prev_last:
                 prev_last = last
             known = True
-            # .index entries in position order: the next one must be here or further on,
-            # and name an offset of this batch
+            # entries waiting for a later batch: the first batch reaching the offset holds it
+            i = 0
+            while i < ahead_count:
+                if last >= ahead[i]:
+                    if offset > ahead[i]:
+                        return False
+                    ahead_count -= 1
+                    ahead[i] = ahead[ahead_count]
+                else:
+                    i += 1
+            # .index entries in position order: the next one must be here or further on, and
+            # name an offset of this batch or of a later one (an append of several batches:
+            # a follower's fetch, the cleaner), which no batch so far reaches
             while ki < c.index_entries and be_i32(c.index + ki * 8 + 4) <= pos:
                 if be_i32(c.index + ki * 8 + 4) != pos:
                     return False
                 i = c.base_offset + be_i32(c.index + ki * 8)
-                if i < offset or i > last:
+                if i < offset:
                     return False
+                if i > last:
+                    if ahead_count >= CHECK_AHEAD or i <= reached:
+                        return False
+                    ahead[ahead_count] = i
+                    ahead_count += 1
                 ki += 1
+            if last > reached:
+                reached = last
             if max_ts > running:
                 running = max_ts
             while kt < c.time_entries and c.base_offset + be_i32(c.timeindex + kt * 12 + 8) <= last:
@@ -676,6 +708,6 @@ cdef bint fold_batches(const uint8_t *data, int64_t size, bint verify_crc,
         f.codecs |= 1 << codec
         f.magics |= 1 << magic
         pos += n
-    if c != NULL and (ki < c.index_entries or kt < c.time_entries):
+    if c != NULL and (ki < c.index_entries or kt < c.time_entries or ahead_count):
         return False  # entries past the last batch
     return True

@@ -692,12 +692,7 @@ class TimeIndex(_MappedIndex):
         last_pos = (n - 1) * self.ENTRY_SIZE
         if last_ts < first_ts:
             if self.valid_entries < n and self.first_garbage_position is None:
-                yield self._finding(
-                    "timeindex_padded_active",
-                    f"Kafka's TimeIndex.sanityCheck would fail (last slot timestamp {last_ts} < "
-                    f"first timestamp {first_ts}) only because of the zero-filled preallocated "
-                    f"tail after {self.valid_entries} entries: normal for an active segment",
-                    position=self.valid_entries * self.ENTRY_SIZE)
+                yield padded_active(str(self.path), self.valid_entries, first_ts)
             else:
                 yield self._finding(
                     "timeindex_last_timestamp_below_first",
@@ -731,6 +726,17 @@ class TimeIndex(_MappedIndex):
             f"entry {valid} timestamp {ts} is not above the previous entry's {prev_ts}; "
             f"TimeIndex.maybeAppend never writes that", position=valid * self.ENTRY_SIZE,
             offset=self.base_offset + rel)
+
+
+def padded_active(path: str, valid_entries: int, first_ts: int) -> Finding:
+    """What ``TimeIndex.sanityCheck`` says of a time index whose ``valid_entries`` entries are
+    followed by zeros only (its last slot reads timestamp 0, below ``first_ts``): the
+    preallocated tail of an active segment, reported as what it is."""
+    return finding(
+        "timeindex_padded_active", path,
+        f"Kafka's TimeIndex.sanityCheck would fail (last slot timestamp 0 < first timestamp "
+        f"{first_ts}) only because of the zero-filled preallocated tail after {valid_entries} "
+        "entries: normal for an active segment", position=valid_entries * TIME_INDEX_ENTRY_SIZE)
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
 from segtools.findings import Finding, Severity, finding
 from segtools.storage import _summary, gentle
-from segtools.storage.index import TimeIndex
+from segtools.storage.index import TimeIndex, padded_active
 from segtools.storage.location import is_remote, note_read
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.segment import SMALL_FILE, Segment
@@ -121,7 +121,7 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
             fast = _summary.summarize_small(
                 os.fsencode(files.log),
                 None if files.timeindex is None else os.fsencode(files.timeindex),
-                verify_crc, SMALL_FILE, SMALL_TIME_INDEX)
+                verify_crc, SMALL_FILE, SMALL_TIME_INDEX, decompress_limit)
         if fast is not None:
             return _compiled(files, is_active, fast)
     return _walked(files, is_active=is_active, verify_crc=verify_crc, time_index=time_index,
@@ -132,28 +132,32 @@ def _fsencode(path) -> bytes | None:
     return None if path is None else os.fsencode(path)
 
 
-def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_epoch: int
-                         ) -> tuple | None:
+def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_epoch: int,
+                         limit: int = DEFAULT_DECOMPRESS_LIMIT) -> tuple | None:
     """``verify``'s rules over one small local segment, in compiled code, when none of them
     has anything to say (:func:`segtools.storage._summary.verify_small`); None when the
     segment needs the ordinary reading, which then names every finding.
 
     Returns ``(largest offset or None, whether a batch shows the cleaner's work, new leader
     epochs as (epoch, first offset) pairs, time index entries in the older record-offset
-    convention, offset steps as (previous last, base, position, first batch))``."""
+    convention, offset steps as (previous last, base, position, first batch), the time
+    index's sanity findings)``: the one Kafka's check has for a preallocated tail
+    (:func:`segtools.storage.index.padded_active`), else none."""
     if is_remote(files.log):
         return None
     with gentle.watched(files.log, files.index, files.timeindex):
         fast = _summary.verify_small(
             os.fsencode(files.log), _fsencode(files.index), _fsencode(files.timeindex),
-            files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX)
+            files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX, limit)
     if fast is None:
         return None
-    log, index, timeindex, *checked = fast
+    log, index, timeindex, *checked, padded = fast
     for path, seen in ((files.log, log), (files.index, index), (files.timeindex, timeindex)):
         if seen is not None:
             note_read(path, *seen)
-    return tuple(checked)
+    sanity = () if padded is None or padded[1] <= 0 else \
+        (padded_active(str(files.timeindex), *padded),)
+    return (*checked, sanity)
 
 
 def _labels(bits: int, names) -> tuple:

@@ -9,15 +9,20 @@ partition by partition, with the walk alone.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 
+import numpy as np
 import pytest
 
 from segtools.analysis import verify as verify_room
 from segtools.analysis.verify import verify_partition
+from segtools.cli.main import main
 from segtools.storage import summary as summary_room
 from segtools.storage.logdirs import walk
+from segtools.storage.segment import SMALL_FILE, Segment
 from segtools.storage.summary import small_segment_checks, summarize
 from tests.fixtures_manifest import FIXTURES, SAMPLE
 
@@ -91,3 +96,101 @@ def test_a_torn_tail_is_left_to_the_walk(tmp_path):
     assert small_segment_checks(torn, None, -1) is None
     summary = summarize(torn, is_active=False)
     assert "truncated_tail" in {f.code for f in summary.findings}
+
+
+def _plain_walk(monkeypatch) -> None:
+    """Every segment read by the table walk alone: the compiled reading declines all."""
+    monkeypatch.setattr(summary_room._summary, "summarize_small", lambda *a: None)
+    monkeypatch.setattr(summary_room._summary, "verify_small", lambda *a: None)
+
+
+#: The commands that read summaries or ``verify``'s small-segment checks, as an operator runs
+#: them (one clock for those that evaluate against one).
+COMMANDS = (
+    ("scan", "--format", "jsonl", "--jobs", "1"),
+    ("scan", "--crc", "--jobs", "1"),
+    ("verify", "--format", "jsonl", "--jobs", "1"),
+    ("retention", "--format", "json", "--at", "2024-06-01T12:00:00Z"),
+    ("find", "--timestamp", "1700000000000", "--format", "jsonl", "--jobs", "1"),
+)
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c[:2]))
+def test_commands_print_the_walks_bytes(tree, command, monkeypatch):
+    """Each command's output and exit code, byte for byte, are those of the table walk
+    alone, on every fixture tree."""
+    fast = _cli(*command, str(tree))
+    _plain_walk(monkeypatch)
+    assert _cli(*command, str(tree)) == fast
+
+
+def _cli(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        code = main(list(argv))
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_every_small_shape_takes_the_compiled_path(tree):
+    """Every small local segment about which the walk has nothing to report is read by the
+    compiled code, whatever its shape: magic 0/1 messages and compressed wrappers of every
+    codec, control batches and transactional data, compacted offset gaps, a cleaner's or a
+    follower's index entries naming a later batch, LogAppendTime, preallocated index tails."""
+    declined = []
+    log_dirs, _ = walk([tree])
+    for d in log_dirs:
+        for p in d.partitions:
+            previous_last, epoch = None, -1
+            for s in p.segments:
+                walked = _walked(s, s is p.active_segment, True)
+                if s.log_size > SMALL_FILE or isinstance(walked, tuple):
+                    continue
+                clean = not walked.findings
+                if clean and summarize_small_of(s, True) is None:
+                    declined.append(("summary", s.log))
+                checked = small_segment_checks(s, previous_last, epoch)
+                if clean and not verify_partition_findings(d, p, s) and checked is None:
+                    declined.append(("verify", s.log))
+                if checked is not None:
+                    epoch = max([epoch, *(e for e, _ in checked[2])])
+                if walked.last_offset is not None:
+                    previous_last = walked.last_offset
+    assert not declined
+
+
+def summarize_small_of(s, crc: bool = False):
+    return summary_room._summary.summarize_small(
+        os.fsencode(s.log), None if s.timeindex is None else os.fsencode(s.timeindex), crc,
+        SMALL_FILE, summary_room.SMALL_TIME_INDEX, 1 << 26)
+
+
+def verify_partition_findings(d, p, s) -> list:
+    """The findings ``verify`` has for segment ``s`` of ``p`` beyond the offset steps'
+    (compacted gaps are classified per partition, not per segment), by the walk alone."""
+    files = {str(s.log), str(s.index), str(s.timeindex), str(s.txnindex)}
+    return [f for f in verify_partition(d, p)
+            if f.path in files and not f.code.startswith("offset_")
+            and f.code != "timeindex_padded_active"]
+
+
+def test_a_wrapper_that_does_not_inflate_is_left_to_the_walk(tmp_path):
+    """A compressed legacy wrapper whose payload is damaged (CRC not checked) is declined by
+    the compiled summary, so its ``corrupt_message`` finding comes from the walk."""
+    pdir = tmp_path / "legacy.v1-0"
+    shutil.copytree(FIXTURES / "logdirs" / "legacy" / "legacy.v1-0", pdir)
+    s = next(s for _, _, s in _segments(pdir) if s.base_offset == 0)
+    assert summarize_small_of(s) is not None
+    walked = _walked(s, False, False)
+    assert "gzip" in walked.codecs
+    with Segment.open(s) as segment:
+        table = next(iter(segment.walk())).table
+    row = int(np.flatnonzero(table.codec == 1)[0])  # the first gzip wrapper
+    at = int(table.position[row] + table.size[row]) - 8  # inside its deflate stream
+    data = bytearray(s.log.read_bytes())
+    data[at:at + 4] = b"\xff\xff\xff\xff"
+    s.log.write_bytes(bytes(data))
+    assert summarize_small_of(s) is None
+    assert _summarised(s, False, False) == _walked(s, False, False)
+    assert "corrupt_message" in {f.code for f in _walked(s, False, False).findings}

@@ -1,0 +1,115 @@
+"""Records into Arrow from a partition's *active* segment, beside the same bytes sealed.
+
+Every partition has an active segment, and a partition directory copied off a broker holds
+nothing else that segtools may map unasked. The same Kafka-written segment of each shape
+(:mod:`benchmarks.shapes`) is read by ``segtools.open(dir).to_arrow()`` three ways, in one run,
+page cache warm, best of ``--repeat``:
+
+* **sealed**: rolled, below the checkpoints (:func:`benchmarks.shapes.rolled`): the mapping;
+* **copy**: the partition's only (active) segment in a log dir no broker holds (no
+  ``.lock``): nothing can truncate it, so it is mapped too;
+* **broker**: the same, while another process holds the log dir's ``.lock`` as a running
+  broker does (``FileLock.tryLock`` in ``LogManager``): gentle mode, the file read through
+  ``pread`` windows (a follower may truncate it under the reader), the page cache left as found.
+
+Each against Kafka's deep iteration of the same file (``ensureValid()`` and the streaming
+iterator touching every key, value and header; best in-JVM pass). Target (issue 37): the
+active segment (copy and broker) at >= 2x Kafka on 16 x 1 KiB and 500 x 100 B.
+
+    python -m benchmarks.bench_active [--size-mib 256] [--repeat 3] [--shapes k16,large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import segtools
+from benchmarks import kafka_java
+from benchmarks.common import OUT
+from benchmarks.shapes import SHAPES, active, rolled, segment
+
+TARGET = 2.0
+_HOLD = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+class BrokerLock:
+    """Another process holding ``<log dir>/.lock`` exclusively, as a running broker does."""
+
+    def __init__(self, log_dir: Path):
+        self.path = log_dir / ".lock"
+
+    def __enter__(self) -> BrokerLock:
+        self.proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(self.path)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "held"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def to_arrow(pdir: Path) -> tuple[float, int]:
+    t = time.perf_counter()
+    rows = 0
+    for batch in segtools.open(pdir).to_arrow():
+        rows += batch.num_rows
+    return time.perf_counter() - t, rows
+
+
+def best(pdir: Path, repeat: int) -> tuple[float, float, int]:
+    """First and best seconds of ``repeat`` calls, and the rows."""
+    times, rows = [], 0
+    for _ in range(repeat):
+        s, rows = to_arrow(pdir)
+        times.append(s)
+    return times[0], min(times), rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--size-mib", type=int, default=256)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--shapes", default="k16,large")
+    opts = ap.parse_args()
+    size = opts.size_mib << 20
+    print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
+    results: dict = {"load_average": os.getloadavg()}
+    for shape in (s for s in SHAPES if s.name in opts.shapes.split(",")):
+        sealed, current = rolled(shape, size), active(shape, size)
+        to_arrow(sealed)  # the page cache warm
+        r: dict = {}
+        r["sealed"] = best(sealed, opts.repeat)
+        r["copy"] = best(current, opts.repeat)
+        with BrokerLock(current.parent):
+            r["broker"] = best(current, opts.repeat)
+        java = kafka_java.run("deep", segment(shape, size), repeat=opts.repeat)
+        line = f"to_arrow() of {opts.size_mib} MiB of {shape.label:>11}:"
+        for way in ("sealed", "copy", "broker"):
+            first, fastest, rows = r[way]
+            line += f" {way} {rows / fastest / 1e6:5.2f} M/s best, {rows / first / 1e6:5.2f} first"
+            if java:
+                r[f"x_kafka_{way}"] = min(java[1]) / fastest
+                line += f" ({r[f'x_kafka_{way}']:.1f}x Kafka)"
+            line += ";"
+        results[shape.name] = r
+        print(line + f" target active >= {TARGET}x", flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "active.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()
