@@ -16,7 +16,6 @@ from pyspark_kafkalog.options import OptionError, parse_options
 from pyspark_kafkalog.planning import plan as plan_tasks
 
 from segtools.errors import SegtoolsError
-from segtools.storage import location
 from tests.s3server import ACCESS_KEY, SECRET_KEY
 from tests.spark.inprocess import read
 
@@ -77,7 +76,6 @@ def test_tasks_carry_the_location_but_no_secret(s3_trees):
         assert server.endpoint.encode() in blob  # the public options do travel
     assert all(SECRET_KEY not in repr(t) for t in tasks)
 
-    location.close_all()  # as on an executor that never saw the driver's listing
     task = pickle.loads(packed[0])
     ranges = task.open(opts.storage_secrets)
     assert ranges and all(str(r.files.log).startswith(uris["sample"]) for r in ranges)
@@ -88,7 +86,6 @@ def test_credentials_from_the_standard_chain(s3_trees, monkeypatch):
     server, uris = s3_trees
     for name, value in server.env.items():
         monkeypatch.setenv(name, value)
-    location.close_all()
     table = read({"path": uris["sample"] + "/orders.v2-eu-1"})
     assert table.num_rows == 252
 
