@@ -26,12 +26,22 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:  # the scope holds locations; it never opens one (location.py does)
-    from segtools.storage.located import Location, RemotePath
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class Location(Protocol):
+    """What a scope needs of a location it owns (:class:`segtools.storage.located.Location`):
+    the scope holds locations and closes them, it never opens one (:mod:`.location` does),
+    so it knows them by these few names alone."""
+
+    uri: str
+    options: dict[str, Any]
+    kind: str
+    shares_connections: bool
+
+    def close(self) -> None: ...
 
 
 def options_key(uri: str, options: Mapping[str, Any]) -> tuple:
@@ -157,7 +167,7 @@ def current() -> LocationScope | None:
     return _CURRENT.get()
 
 
-def note_read(path: str | os.PathLike[str] | RemotePath, size: int,
+def note_read(path: str | os.PathLike[str], size: int,
               mtime_ns: int | None) -> None:
     """A file was opened for reading, with the size and modification time seen then: kept
     by the applied scope when its run keeps a chain of custody."""
