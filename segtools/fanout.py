@@ -126,6 +126,14 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     return _drain(pool, results)
 
 
+def _in_scope(owner: scope.LocationScope | None, work: Callable[[], None]) -> None:
+    if owner is None:
+        work()
+        return
+    with owner.applied():
+        work()
+
+
 def _holds_store() -> bool:
     owner = scope.current()
     return owner is not None and owner.shares_connections()
@@ -180,7 +188,10 @@ def ahead(items: Iterable[T], depth: int = 1, name: str = "segtools-ahead",
             if close is not None:
                 close()
 
-    worker = threading.Thread(target=work, name=name, daemon=True)
+    # the thread opens what the caller would, in the caller's location scope (a thread starts
+    # with no context variable set)
+    worker = threading.Thread(target=_in_scope, args=(scope.current(), work), name=name,
+                              daemon=True)
     worker.start()
     try:
         while True:

@@ -97,3 +97,13 @@ def test_paths_of_one_pickle_share_one_location(s3_server, sample_uri):
         assert task.locations == [again[0].location]
         assert again[1].read_bytes().startswith(b"0\n")
     assert task.locations == []
+
+
+def test_a_reader_thread_opens_in_its_callers_scope(s3_server, sample_uri):
+    """``fanout.ahead`` produces on a thread of its own: a name resolved there finds the
+    caller's location (with its options), as it would on the caller's thread."""
+    with LocationScope(s3_server.options) as run:
+        root = location.resolve(sample_uri)
+        names = [f"{sample_uri}/orders.v2-eu-0/leader-epoch-checkpoint"]
+        read = list(fanout.ahead(location.read_range(n, 0, 2) for n in names))
+        assert read == [b"0\n"] and run.locations == [root.location]
