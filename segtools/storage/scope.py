@@ -71,6 +71,7 @@ class LocationScope:
         self._open: dict[tuple, Location] = {}
         self._lock = threading.Lock()
         self.reads: dict[str, CustodyRead] | None = {} if custody else None
+        self._tokens: list[contextvars.Token] = []
 
     def __repr__(self) -> str:
         return f"<LocationScope {len(self._open)} location(s) open>"
@@ -143,11 +144,12 @@ class LocationScope:
             yield item
 
     def __enter__(self) -> LocationScope:
-        self._token = _CURRENT.set(self)
+        """Applied for the block and closed after it: the owner's own ``with``."""
+        self._tokens.append(_CURRENT.set(self))
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _CURRENT.reset(self._token)
+        _CURRENT.reset(self._tokens.pop())
         self.close()
 
     # -- chain of custody ------------------------------------------------------------------
