@@ -23,10 +23,11 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 from segtools.errors import SegtoolsError
+from segtools.sensitive import refuse_uri_credentials, without_credentials
 from segtools.storage import scope
-from segtools.storage.archive import ArchiveLocation
 from segtools.storage.files import open_regular, pread_exact_or_short
 from segtools.storage.located import (
     Entry,
@@ -37,7 +38,6 @@ from segtools.storage.located import (
     open_remote,
     open_source,
 )
-from segtools.storage.objectstore import ObjectStoreLocation, split_uri
 from segtools.storage.scope import LocationScope, note_read
 
 #: The names the storage rooms take from the seam (the abstract's, through its front door).
@@ -74,10 +74,29 @@ def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) ->
 
 
 def _new_location(uri: str, options: Mapping[str, Any]) -> Location:
-    """The dispatch: which kind of location a name is."""
+    """The dispatch: which kind of location a name is. Each kind's module is loaded when a
+    location of its kind is first opened: they load numpy and pyarrow, which a local tree
+    (and ``segtools --help``) never needs. No kind imports this module, so nothing here
+    hides a loop (``tests/test_house.py`` checks the imports at every depth)."""
     if is_uri(uri):
+        from segtools.storage.objectstore import ObjectStoreLocation
         return ObjectStoreLocation(uri, options)
+    from segtools.storage.archive import ArchiveLocation
     return ArchiveLocation(uri, options)
+
+
+def split_uri(text: str) -> tuple[str, str]:
+    """``s3://bucket/a/b/`` -> ``("s3://bucket", "/a/b")``; credentials in the URI's user part
+    are refused here, where every face's URI is parsed (:mod:`segtools.sensitive`)."""
+    refused = refuse_uri_credentials(text)
+    if refused is not None:
+        raise SegtoolsError(refused, path=without_credentials(text))
+    parts = urlsplit(text)
+    key = "/" + "/".join(p for p in unquote(parts.path).split("/") if p and p != ".")
+    root = f"{parts.scheme}://{parts.netloc}"
+    if parts.query:
+        root += f"?{parts.query}"
+    return root, key
 
 
 def resolve(path: str | os.PathLike[str],

@@ -33,7 +33,6 @@ from segtools.decode.buffers import BufferPool
 from segtools.decode.source import BufferSource
 from segtools.decode.walk import first_nonzero
 from segtools.errors import SegtoolsError
-from segtools.sensitive import refuse_uri_credentials, without_credentials
 from segtools.storage import gentle
 from segtools.storage.extents import Extents
 from segtools.storage.located import Entry, Location, ObjectChangedError
@@ -77,20 +76,6 @@ _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"
 _SECRET_NAME = re.compile(r"(?i)key|secret|token|password|credential|sas|signature")
 _PLAIN = frozenset(("endpoint_override", "endpoint_url", "region", "region_name", "scheme",
                     "profile", "profile_name", "tmp_dir"))
-
-
-def split_uri(text: str) -> tuple[str, str]:
-    """``s3://bucket/a/b/`` -> ``("s3://bucket", "/a/b")``; credentials in the URI's user part
-    are refused here, where every face's URI is parsed (:mod:`segtools.sensitive`)."""
-    refused = refuse_uri_credentials(text)
-    if refused is not None:
-        raise SegtoolsError(refused, path=without_credentials(text))
-    parts = urlsplit(text)
-    key = "/" + "/".join(p for p in unquote(parts.path).split("/") if p and p != ".")
-    root = f"{parts.scheme}://{parts.netloc}"
-    if parts.query:
-        root += f"?{parts.query}"
-    return root, key
 
 
 def scrub(message: str, options: Mapping[str, Any]) -> str:
