@@ -49,10 +49,11 @@ from segtools.payloads import columns as payload_columns
 from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.schemas import Schemas
 from segtools.payloads.sources import gather
-from segtools.storage import gentle
+from segtools.storage import gentle, scope
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
+from segtools.storage.scope import LocationScope
 from segtools.storage.throttle import parse_rate
 from segtools.text import terminal_safe
 from segtools.units import format_bytes
@@ -175,17 +176,34 @@ R = TypeVar("R")
 
 
 def _gently(method: Callable[..., R]) -> Callable[..., R]:
-    """An analysis of the dataset, run under its gentle settings (:attr:`LogDirs.gentle`)."""
+    """An analysis of the dataset, run under its gentle settings (:attr:`LogDirs.gentle`) in
+    its location scope (:attr:`LogDirs.locations`)."""
     @functools.wraps(method)
     def run(self: LogDirs, *args, **kwargs) -> R:
-        with gentle.applied(self.gentle):
+        with gentle.applied(self.gentle), self.locations.applied():
+            return method(self, *args, **kwargs)
+    return run
+
+
+def _located(method: Callable[..., R]) -> Callable[..., R]:
+    """A call that may resolve the dataset's paths again, made in its location scope (the
+    names its answers print find the locations they were read from, with their options)."""
+    @functools.wraps(method)
+    def run(self: LogDirs, *args, **kwargs) -> R:
+        with self.locations.applied():
             return method(self, *args, **kwargs)
     return run
 
 
 class LogDirs:
     """The log dirs found under some paths (a ``log.dirs`` entry, a directory of copies, a
-    partition directory or segment files), read-only. Build it with :func:`open`."""
+    partition directory or segment files), read-only. Build it with :func:`open`.
+
+    The locations it opens (object-store clients, archives' temporary space) are its own
+    (:attr:`locations`): :meth:`close`, or a ``with`` block, closes them; a dataset dropped
+    unclosed lets them go with it (a store's range threads end when its pool is collected,
+    an archive's descriptors and temporary space have finalizers). Opened within a command's
+    run, it reads in the run's scope, which the run closes."""
 
     def __init__(self, paths: Iterable[str | os.PathLike[str]], *,
                  max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
@@ -204,12 +222,18 @@ class LogDirs:
         self.max_decompressed_bytes = max_decompressed_bytes
         #: the options of this tree's stores: a remote store named later is opened with them
         self.storage_options = dict(storage_options or {})
+        run = scope.current()
+        #: where this dataset's locations are opened and who closes them: its own scope, or
+        #: the scope of the run it was opened in (which closes them when the run ends)
+        self.locations = run if run is not None and storage_options is None \
+            else LocationScope(self.storage_options)
+        self._owns_locations = self.locations is not run
         #: what this dataset's reads do on a broker's host (docs/robustness.md)
         self.gentle = gentle.decide(
             self.paths, page_cache=_page_cache(page_cache),
             max_read_rate=_read_rate(max_read_rate),
             jobs=None if jobs is None else arguments.count(1)(jobs, "jobs"))
-        with gentle.applied(self.gentle):
+        with gentle.applied(self.gentle), self.locations.applied():
             log_dirs, loose = walk(self.paths, storage_options)
         for f in loose:
             if f.code == "path_not_found":
@@ -226,8 +250,20 @@ class LogDirs:
         return (f"<segtools.LogDirs {len(self.log_dirs)} log dir(s), "
                 f"{sum(len(d.partitions) for d in self.log_dirs)} partition(s)>")
 
+    def close(self) -> None:
+        """Close the locations this dataset opened (not those of a run it was opened in)."""
+        if self._owns_locations:
+            self.locations.close()
+
+    def __enter__(self) -> LogDirs:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # ------------------------------------------------------------------ the tree
 
+    @_located
     def partitions(self, topics: str | Iterable[str] = "*",
                    partitions: int | Iterable[int] | None = None,
                    states: str | Iterable[str] = "live") -> list[Partition]:
@@ -281,6 +317,7 @@ class LogDirs:
 
     # ------------------------------------------------------------------ reading
 
+    @_located
     def selection(self, level: Level | str = Level.RECORDS, *,
                   topics: str | Iterable[str] = "*",
                   partitions: int | Iterable[int] | None = None,
@@ -349,6 +386,7 @@ class LogDirs:
                             binary, selectors, strings, decode=decode, schemas=schemas,
                             schema_registry=schema_registry)
 
+    @_located
     def _reader(self, where: str, level: Level | str, columns: Iterable[str] | None,
                 include_headers: bool, strict: bool,
                 on_finding: Callable[[Finding], None] | None, binary: str,
@@ -406,7 +444,8 @@ class LogDirs:
         def start() -> Iterator[pa.RecordBatch]:
             self._read_findings = []
             report = self._reporter(strict, on_finding, self._read_findings)
-            batches = gentle.iterate(self.gentle, rows.read(pieces, scan, report))
+            batches = gentle.iterate(self.gentle,
+                                     self.locations.iterate(rows.read(pieces, scan, report)))
             if decoder is not None and wanted is not None:
                 batches = (_narrow_batch(b, decoder, wanted, shown) for b in batches)
             elif decoder is not None:  # decoded from the bytes, before they may become text
@@ -414,6 +453,7 @@ class LogDirs:
             return map(payloads_as_text, batches) if text else batches
 
         return ArrowRead(payloads_as_text_schema(shown) if text else shown, start)
+    @_located
     def schema_history(self) -> Schemas | None:
         """What Schema Registry's ``_schemas`` topic in these log dirs holds (registrations,
         deletes, configs, with their times), or None when the tree has no such topic."""
@@ -425,12 +465,14 @@ class LogDirs:
             out.extend(h)
         return out
 
+    @_located
     def schema_usage(self, topics: str | Iterable[str] = "*") -> list[SchemaUsage]:
         """Per topic, side and schema id: the records using it, from which offset and time to
         which, and the producers that wrote them (``segtools schemas --usage``)."""
         return _usage.usage([p.directory for p in self.partitions(topics)], self.findings,
                             limit=self.max_decompressed_bytes)
 
+    @_located
     def payload_decoder(self, decode: bool | str = True,
                         schemas: Iterable[str | os.PathLike[str]] = (),
                         registry: str | None = None) -> PayloadDecoder:

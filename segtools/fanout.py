@@ -28,8 +28,7 @@ from typing import TypeVar
 
 import psutil
 
-from segtools.storage import gentle
-from segtools.storage.objectstore import fork_shares_connections
+from segtools.storage import gentle, scope
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -103,11 +102,13 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     workers. An object-store location may have downloads in flight on its threads when the
     fork happens: a worker's copy of it notices it is in another process and opens its own
     client and threads (:meth:`segtools.storage.objectstore.ObjectStoreLocation.fs`), so no
-    worker waits on a download only the parent's threads could finish. A process whose
-    store client keeps process-wide connections (Azure's SDK) is not forked at all: the work
-    stays in this process (:func:`segtools.storage.objectstore.fork_shares_connections`)."""
+    worker waits on a download only the parent's threads could finish. A run whose scope
+    holds a location whose client keeps process-wide connections and locks (an object
+    store's) is not forked at all: the work stays in this process
+    (:meth:`segtools.storage.scope.LocationScope.shares_connections`: the run's own
+    locations decide, not what else the process holds open)."""
     n = min(workers() if processes is None else max(1, processes), len(items))
-    if n < 2 or segments < MIN_SEGMENTS or fork_shares_connections() or \
+    if n < 2 or segments < MIN_SEGMENTS or _holds_store() or \
             "fork" not in multiprocessing.get_all_start_methods():
         return map(fn, items)
     global _WORK
@@ -123,6 +124,19 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     results = pool.imap(_run, range(len(items)),
                         chunksize=max(1, min(64, len(items) // (16 * n))))
     return _drain(pool, results)
+
+
+def _in_scope(owner: scope.LocationScope | None, work: Callable[[], None]) -> None:
+    if owner is None:
+        work()
+        return
+    with owner.applied():
+        work()
+
+
+def _holds_store() -> bool:
+    owner = scope.current()
+    return owner is not None and owner.shares_connections()
 
 
 def _drain(pool, results: Iterator) -> Iterator:
@@ -174,7 +188,10 @@ def ahead(items: Iterable[T], depth: int = 1, name: str = "segtools-ahead",
             if close is not None:
                 close()
 
-    worker = threading.Thread(target=work, name=name, daemon=True)
+    # the thread opens what the caller would, in the caller's location scope (a thread starts
+    # with no context variable set)
+    worker = threading.Thread(target=_in_scope, args=(scope.current(), work), name=name,
+                              daemon=True)
     worker.start()
     try:
         while True:

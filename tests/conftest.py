@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from segtools.storage import scope
 from tests.s3server import S3Server
 from tests.stores import AzuriteServer, GcsServer
 
@@ -42,9 +43,8 @@ def object_store(request):
 
 @pytest.fixture(autouse=True)
 def _no_location_left_open():
-    """Each test starts as a fresh process would, with no location open: a store a test
-    opened through the Python API (which keeps it for the rest of the process) would
-    otherwise keep later tests' runs from forking their workers (segtools.fanout)."""
+    """No test leaves a location scope applied behind it: what a run, a dataset or a task
+    opens is theirs and ends with them (segtools.storage.scope), so the next test starts as a
+    fresh process would."""
     yield
-    from segtools.storage import location
-    location.close_all()
+    assert scope.current() is None, "a location scope is still applied after the test"

@@ -149,3 +149,57 @@ def test_no_module_writes_the_environment():
             if hit:
                 writers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert writers == []
+
+
+def _storage_graph() -> dict[str, set[str]]:
+    """``storage/``'s modules and the storage modules each imports (any depth)."""
+    rooms = {p.stem: p for p in (ROOT / "segtools" / "storage").glob("*.py")}
+    graph = {}
+    for name, path in rooms.items():
+        named = {m.removeprefix("segtools.storage.").split(".")[0] for m in imports(path)
+                 if m.startswith("segtools.storage.")}
+        graph[name] = {m for m in named if m in rooms and m != name}
+    return graph
+
+
+def test_storage_has_no_import_circle():
+    """Where bytes come from is one seam without a loop (docs/architecture.md §1): the
+    abstract location (located), each kind (objectstore, archive), the dispatch (location)
+    and the owner (scope) each import only downward. Imports inside functions count (the
+    dispatch loads a kind's module when one is first opened): none can hide a loop."""
+    graph = _storage_graph()
+    done: set[str] = set()
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        assert name not in trail, f"storage import circle: {' -> '.join((*trail, name))}"
+        if name in done:
+            return
+        for nxt in sorted(graph[name]):
+            visit(nxt, (*trail, name))
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, ())
+
+
+def test_no_process_wide_registry_of_locations():
+    """Locations are owned by a run, a dataset or a task (segtools/storage/scope.py): no
+    module of ``storage/`` or ``fanout`` starts a module-level dict, set or weak set empty
+    (to put locations into), or rebinds a module global from a function."""
+    found = []
+    for path in [*sorted((ROOT / "segtools" / "storage").glob("*.py")),
+                 ROOT / "segtools" / "fanout.py"]:
+        tree = ast.parse(path.read_text(), str(path))
+        for node in tree.body:
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+            # a registry starts empty (a constant table is written out in full)
+            if value is not None and ((isinstance(value, ast.Dict) and not value.keys) or (
+                    isinstance(value, ast.Call) and not value.args and ast.unparse(value.func)
+                    in ("dict", "set", "weakref.WeakSet", "weakref.WeakValueDictionary"))):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+        if path.name == "fanout.py":  # its _WORK: handed to the workers it forks, then unset
+            continue
+        found += [f"{path.relative_to(ROOT)}:{fn.lineno} global" for fn in ast.walk(tree)
+                  if isinstance(fn, ast.FunctionDef)
+                  and any(isinstance(n, ast.Global) for n in ast.walk(fn))]
+    assert found == []

@@ -125,43 +125,59 @@ class RemoteSummary:
     summary: SegmentSummary
 
 
-def remote_summaries(rp: RemotePartition, store: RemoteStore, *, verify_crc: bool = False,
-                     limit: int = DEFAULT_DECOMPRESS_LIMIT
-                     ) -> tuple[tuple[RemoteSummary, ...], tuple[Finding, ...]]:
-    """The remote part of a tiered partition's log: each ``COPY_SEGMENT_FINISHED`` segment (what
-    ``RemoteLogManager.read`` serves a fetch below the local log start offset from), its files
-    found in the store and its ``.log`` and ``.timeindex`` summarised by the very walk a log
-    dir's segments get (:func:`segtools.storage.summary.summarize`), so a remote row and a local
-    row mean the same. Only ``LocalTieredStorage`` keeps a segment as plain files; the Aiven
-    plugin's chunked objects are read by :func:`store_holdings` instead."""
-    if not isinstance(store, LocalTieredStorage):
-        raise SegtoolsError(f"remote segments are summarised from a LocalTieredStorage "
-                            f"directory, not from {store.layout} objects",
-                            path=str(store.root))
+@dataclass(frozen=True, slots=True)
+class CopiedSegment:
+    """A remote segment whose copy finished, with its files in the store read as a log dir's
+    sealed segment."""
+
+    segment: RemoteSegment
+    files: SegmentFiles
+
+
+def copied_segments(rp: RemotePartition, store: LocalTieredStorage
+                    ) -> tuple[tuple[CopiedSegment, ...], tuple[Finding, ...]]:
+    """The remote part of a tiered partition's log, the one list ``scan``, the planner (so
+    the API and Spark) and ``tiered`` agree on: each ``COPY_SEGMENT_FINISHED`` segment (what
+    ``RemoteLogManager.read`` serves a fetch below the local log start offset from) in offset
+    order, its files found in the store; a segment the store lacks is a finding."""
     out, findings = [], []
-    for s in rp.live_segments:
+    for s in sorted(rp.live_segments, key=lambda s: (s.start_offset, s.copy_started_ms)):
         files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
-        if files.log is None:
+        try:
+            listed = store.as_log_segment(files, s.start_offset)
+        except OSError as e:
+            findings.append(unreadable(str(files.log), SegtoolsError(str(e))))
+            continue
+        if listed is None:
             findings.append(finding(
                 "remote_segment_missing", str(files.directory),
                 f"{rp.label}: remote segment {s.segment_id} ({s.start_offset}-{s.end_offset}) "
                 "finished copying but the store has no .log of it", offset=s.start_offset))
             continue
+        out.append(CopiedSegment(s, listed))
+    return tuple(out), tuple(findings)
+
+
+def remote_summaries(rp: RemotePartition, store: LocalTieredStorage, *,
+                     verify_crc: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT
+                     ) -> tuple[tuple[RemoteSummary, ...], tuple[Finding, ...]]:
+    """Each segment of :func:`copied_segments`, its ``.log`` and ``.timeindex`` summarised by
+    the very walk a log dir's segments get (:func:`segtools.storage.summary.summarize`), so a
+    remote row and a local row mean the same."""
+    copied, findings = copied_segments(rp, store)
+    out, problems = [], list(findings)
+    for c in copied:
         try:
-            listed = SegmentFiles(
-                base_offset=s.start_offset, log=files.log, log_size=files.log.stat().st_size,
-                index=files.found.get("offset_index"), timeindex=files.found.get("time_index"),
-                txnindex=files.found.get("transaction_index"), sealed=True)
-            summary = summarize(listed, is_active=False, verify_crc=verify_crc,
+            summary = summarize(c.files, is_active=False, verify_crc=verify_crc,
                                 decompress_limit=limit)
         except OSError as e:
-            findings.append(unreadable(str(files.log), SegtoolsError(str(e))))
+            problems.append(unreadable(str(c.files.log), SegtoolsError(str(e))))
             continue
         except SegtoolsError as e:
-            findings.append(unreadable(str(files.log), e))
+            problems.append(unreadable(str(c.files.log), e))
             continue
-        out.append(RemoteSummary(s, summary))
-    return tuple(out), tuple(findings)
+        out.append(RemoteSummary(c.segment, summary))
+    return tuple(out), tuple(problems)
 
 
 # --------------------------------------------------------------------------- one object

@@ -18,6 +18,7 @@ from segtools.cli import render
 from segtools.errors import SegtoolsError
 from segtools.storage import location
 from segtools.storage.files import open_regular_file
+from segtools.storage.scope import LocationScope
 from segtools.units import format_time
 
 
@@ -45,8 +46,9 @@ def add_location_arguments(p: argparse.ArgumentParser) -> None:
                         "wins over the file")
 
 
-def configure(args: argparse.Namespace) -> None:
-    """Make the command's storage options the default for every path it resolves."""
+def scope_of(args: argparse.Namespace) -> LocationScope:
+    """The run's location scope: the command's storage options are the default of every path
+    it resolves, and ``--hashes`` keeps the chain of custody."""
     options = {**read_options_file(getattr(args, "storage_options_file", None)),
                **dict(getattr(args, "storage_options", None) or [])}
     for name in ("tmp_limit", "concurrency", "block_size", "block_bytes", "seek_bytes",
@@ -56,9 +58,7 @@ def configure(args: argparse.Namespace) -> None:
                 options[name] = int(options[name])
             except ValueError:
                 raise SegtoolsError(f"--storage-option {name} must be a whole number") from None
-    location.set_default_options(options)
-    if getattr(args, "hashes", False):
-        location.start_custody()
+    return LocationScope(options, custody=bool(getattr(args, "hashes", False)))
 
 
 #: A storage options file is a few lines; anything larger is not one.
@@ -90,12 +90,12 @@ def read_options_file(path: str | None) -> dict[str, str]:
     return options
 
 
-def finish(args: argparse.Namespace) -> None:
+def finish(args: argparse.Namespace, owner: LocationScope) -> None:
     """``--hashes``: the chain of custody after the answer, in the answer's format (the
     report carries it in its page instead)."""
     if not getattr(args, "hashes", False) or args.command == "report":
         return
-    records = location.custody()
+    records = location.custody(owner)
     redact = getattr(args, "redactor", None)
     if redact is not None:  # the custody list is part of the answer: redacted as it is
         records = [{**r, "path": redact.path(r["path"]),

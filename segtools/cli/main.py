@@ -139,23 +139,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    """One command's run: the locations it opened (object-store clients and their threads,
-    archives' temporary space) are closed when it ends, however it ends, so a caller that runs
-    several commands in one process (a test, a notebook's ``main([...])``) starts each with
-    none open (an open store keeps :mod:`segtools.fanout` from forking)."""
-    try:
-        return _run_command(args)
-    finally:
-        importlib.import_module("segtools.storage.location").close_all()
-
-
-def _run_command(args: argparse.Namespace) -> int:
+    """One command's run, in a location scope of its own: the locations it opens
+    (object-store clients and their threads, archives' temporary space) are the run's, and
+    closed when it ends, however it ends; a caller that runs several commands in one process
+    (a test, a notebook's ``main([...])``) shares none between them."""
     try:
         locations = importlib.import_module("segtools.cli.locations")
-        locations.configure(args)
-        with importlib.import_module("segtools.cli.gentle").applied(args):
-            code = args.run(args)
-        locations.finish(args)
+        with locations.scope_of(args) as owner:
+            with importlib.import_module("segtools.cli.gentle").applied(args):
+                code = args.run(args)
+            locations.finish(args, owner)
         return code
     except SegtoolsError as e:
         if args.debug:

@@ -19,6 +19,7 @@ findings at warning or error (the report is written either way), 2 could not run
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import secrets
 import sys
@@ -117,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     from segtools.report.model import build
     from segtools.report.whatif import Ask
     from segtools.storage.location import custody
+    from segtools.storage.scope import current
 
     redact = redactor(args.redact, args.redact_key)
     with collector_paused():
@@ -130,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
         # with the rest of it
         model = build(args.paths, at=args.at, config=args.config, redactor=redact,
                       limit=args.max_decompressed_bytes, what_if=ask, logs=logs,
-                      custody=custody if args.hashes else None)
+                      custody=functools.partial(custody, current()) if args.hashes
+                      else None)
         html = page.render(model)
     write_beside(out, html)
     print(out)  # the result is the file: its path on stdout, for a script or `make demo`

@@ -33,7 +33,7 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir
-from segtools.storage.remote_store import LocalTieredStorage, open_store
+from segtools.storage.remote_store import segment_store
 from segtools.storage.segment import unreadable
 from segtools.storage.summary import SegmentSummary, summarize
 
@@ -132,11 +132,7 @@ class RemoteTier:
     """The remote store and the log dirs' ``__remote_log_metadata``, replayed once."""
 
     def __init__(self, log_dirs: list[LogDir], path: str) -> None:
-        store = open_store(path)
-        if not isinstance(store, LocalTieredStorage):
-            raise SegtoolsError(f"scan reads remote segments from a LocalTieredStorage "
-                                f"directory, not from {store.layout} objects", path=path)
-        self.store = store
+        self.store = segment_store(path)
         self.partitions = remote_by_partition(remote_metadata(log_dirs))
 
     def add(self, ps: PartitionScan, args: argparse.Namespace) -> PartitionScan:

@@ -29,12 +29,12 @@ from segtools.findings import Finding
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
-from segtools.storage.remote_store import LocalTieredStorage, open_store
+from segtools.storage.remote_store import segment_store
 from segtools.storage.seek import seek_timestamp
 from segtools.storage.segment import Segment
 
 if TYPE_CHECKING:
-    from segtools.analysis.remote_log import RemotePartition
+    from segtools.analysis.remote_input import CopiedSegment
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,25 +386,23 @@ def partition_ranges(sel: Selection, info: PartitionInfo, pdir: PartitionDir,
         yield replace(piece, tier="remote") if any(piece.files is r for r in remote) else piece
 
 
-def remote_part(store: LocalTieredStorage, rp: RemotePartition,
-                local: tuple[SegmentFiles, ...]) -> tuple[SegmentFiles, ...]:
-    """The remote part of a tiered partition's log as files in the store: its copied segments
-    (``COPY_SEGMENT_FINISHED``, what ``RemoteLogManager.read`` serves) that end below the first
-    local offset, in offset order, each after the last (a segment the store lacks is left out,
-    as ``segtools tiered`` reports)."""
+def remote_part(copied: Sequence[CopiedSegment], local: tuple[SegmentFiles, ...],
+                level: Level) -> tuple[SegmentFiles, ...]:
+    """The remote part of a tiered partition's log as files in the store, from the copied
+    segments ``scan`` and ``tiered`` list too (:func:`~segtools.analysis.remote_input.
+    copied_segments`). The segments level lists every one of them, as ``scan`` does; a read
+    of batches or records takes those that end below the first local offset, each after the
+    last, so the two tiers read as one log with no offset twice."""
+    if level is Level.SEGMENTS:
+        return tuple(c.files for c in copied)
     first_local = local[0].base_offset if local else None
     out: list[SegmentFiles] = []
     last = -1
-    for s in sorted(rp.live_segments, key=lambda s: (s.start_offset, s.copy_started_ms)):
+    for c in copied:
+        s = c.segment
         if s.start_offset <= last or (first_local is not None and s.end_offset >= first_local):
             continue
-        files = store.files(rp.topic, rp.partition, rp.topic_id, s.start_offset, s.segment_id)
-        if files.log is None:
-            continue
-        out.append(SegmentFiles(
-            base_offset=s.start_offset, log=files.log, log_size=files.log.stat().st_size,
-            index=files.found.get("offset_index"), timeindex=files.found.get("time_index"),
-            txnindex=files.found.get("transaction_index"), sealed=True))
+        out.append(c.files)
         last = s.end_offset
     return tuple(out)
 
@@ -442,41 +440,41 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None,
     found: set[tuple[str, int]] = set()
     log_dirs: Iterable[LogDir] = (walk_tree(sel.paths, sel.storage_options) if listed is None
                                   else with_partitions(listed, sel.paths))
-    store, tiered = None, {}
+    tiered: dict[tuple[str, int], tuple[CopiedSegment, ...]] = {}
     if sel.remote_store is not None:  # the metadata may be in any of the log dirs
         log_dirs = list(log_dirs)
-        store, tiered = _remote_tier(sel, log_dirs)
+        tiered = _remote_tier(sel, log_dirs)
     for log_dir in log_dirs:
         for pdir in log_dir.partitions:
             info = partition_info(log_dir, pdir)
             found.add((info.topic, info.partition))
             if selected(sel, pdir, info, narrowing):
-                rp = tiered.get((info.topic, info.partition)) \
-                    if partition_state(pdir) == "live" else None
-                remote = remote_part(store, rp, pdir.segments) if rp is not None else ()
+                copied = tiered.get((info.topic, info.partition), ()) \
+                    if partition_state(pdir) == "live" else ()
+                remote = remote_part(copied, pdir.segments, sel.level)
                 pieces.extend(partition_ranges(sel, info, pdir, narrowing, remote))
     check_named_partitions(sel, found)
     return pieces
 
 
 def _remote_tier(sel: Selection, log_dirs: list[LogDir]
-                 ) -> tuple[LocalTieredStorage, dict[tuple[str, int], RemotePartition]]:
-    """The store and the tiered partitions its log dirs' ``__remote_log_metadata`` names.
+                 ) -> dict[tuple[str, int], tuple[CopiedSegment, ...]]:
+    """The copied segments in the store of each tiered partition the log dirs'
+    ``__remote_log_metadata`` names (a segment the store lacks is left out: ``scan`` and
+    ``tiered`` report it).
 
     The metadata replay is imported here, only for a read with a remote store: its modules
     cost about as much to import as the rest of the planner, and every Spark executor
     imports the planner to unpickle its task."""
-    from segtools.analysis.remote_input import remote_metadata
+    from segtools.analysis.remote_input import copied_segments, remote_metadata
     from segtools.analysis.tiered import remote_by_partition
 
-    store = open_store(sel.remote_store)
-    if not isinstance(store, LocalTieredStorage):
-        raise SegtoolsError(f"remote segments are read from a LocalTieredStorage directory, "
-                            f"not from {store.layout} objects", path=sel.remote_store)
+    store = segment_store(sel.remote_store, sel.storage_options)
     if sel.read_committed:
         raise SelectionError("readCommitted cannot be used with a remote store (the remote "
                              "segments' transaction indexes are not read)")
-    return store, remote_by_partition(remote_metadata(log_dirs))
+    return {key: copied_segments(rp, store)[0]
+            for key, rp in remote_by_partition(remote_metadata(log_dirs)).items()}
 
 
 # ------------------------------------------------------------------------------ cutting

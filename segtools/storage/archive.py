@@ -26,7 +26,6 @@ the next run (same owner, older than :data:`STALE_AFTER_S`).
 
 from __future__ import annotations
 
-import atexit
 import os
 import shutil
 import stat as stat_mod
@@ -36,6 +35,7 @@ import tarfile
 import tempfile
 import threading
 import time
+import weakref
 import zipfile
 import zlib
 from collections.abc import Mapping
@@ -46,7 +46,10 @@ from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.findings import finding
-from segtools.storage.location import Entry, Location, close_all, note_read
+from segtools.storage.files import pread_exact_or_short
+from segtools.storage.located import Entry, Location
+from segtools.storage.scope import note_read
+from segtools.storage.source import WindowSource
 
 #: Default bound on temporary space for inflated members (``tmp_limit`` storage option).
 TMP_LIMIT = 16 * 1024**3
@@ -172,6 +175,8 @@ class ArchiveLocation(Location):
         self._lock = threading.Lock()
         self._zip: zipfile.ZipFile | None = None
         self._fds: dict[Path, int] = {}
+        # a location no scope owns is closed with its last path: its descriptors then
+        weakref.finalize(self, _close_all, self._fds)
         name = self.archive.name.lower()
         try:
             st = self.archive.stat()
@@ -203,7 +208,8 @@ class ArchiveLocation(Location):
         if self._tmp is None:
             _sweep_stale(self.tmp_parent)
             self._tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=self.tmp_parent))
-            atexit.register(close_all)  # the empty directory, at a normal end
+            # the empty directory, when the location is closed, collected or the process ends
+            self._tmp_removal = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
             print(f"segtools: note: {self.archive}: inflating into temporary space in "
                   f"{self._tmp} (at most {self.tmp_limit} bytes, in unnamed files the system "
                   "frees when segtools ends)", file=sys.stderr)
@@ -423,26 +429,28 @@ class ArchiveLocation(Location):
         hi = min(hi, size)
         if lo >= hi:
             return b""
-        from segtools.storage.files import pread_exact_or_short
         return pread_exact_or_short(fd, hi - lo, offset + lo)
 
     def source(self, key: str, entry: Entry):
         """``pread`` windows over the member's range (the descriptor stays the location's)."""
-        from segtools.storage.source import WindowSource
         fd, offset, size = self._place(key)
         return WindowSource(fd, size, offset)
 
     def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
+        _close_all(self._fds)
         if self._zip is not None:
             self._zip.close()
             self._zip = None
         self._stream = None
         if self._tmp is not None:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp_removal()
             self._tmp = None
+
+
+def _close_all(fds: dict[Path, int]) -> None:
+    for fd in fds.values():
+        os.close(fd)
+    fds.clear()
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -18,7 +18,8 @@ from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
 from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
 from segtools.storage import gentle
-from segtools.storage.location import is_remote, note_read, open_remote
+from segtools.storage.located import is_remote, open_remote
+from segtools.storage.scope import note_read
 
 #: Read-only, and never blocking: a FIFO or a terminal under a Kafka file name must not hang the
 #: reader (``stat`` refuses them first; ``O_NONBLOCK`` covers a name swapped in between).

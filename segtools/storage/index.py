@@ -52,7 +52,8 @@ from segtools.storage.files import (
     open_regular_file,
     pread_exact_or_short,
 )
-from segtools.storage.location import RemoteFile, as_path, is_remote, open_remote
+from segtools.storage.located import RemoteFile, is_remote, open_remote
+from segtools.storage.location import as_path
 
 # Entries per pread chunk while counting: bounded memory (<= 768 KiB) whatever the index size.
 _SCAN_CHUNK_ENTRIES = 65536

@@ -25,13 +25,8 @@ from segtools.formats.checkpoints import (
     parse_offset_checkpoint,
 )
 from segtools.storage.files import entry_is_dir, read_text_capped, symlink_found
-from segtools.storage.location import (
-    as_path,
-    dir_entry_path,
-    location_findings,
-    resolve,
-    scandir,
-)
+from segtools.storage.located import dir_entry_path, location_findings, scandir
+from segtools.storage.location import as_path, resolve
 from segtools.storage.partition import (
     REMOTE_LOG_INDEX_CACHE,
     FileKind,

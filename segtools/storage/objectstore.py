@@ -30,12 +30,12 @@ from urllib.parse import unquote, urlsplit
 import numpy as np
 
 from segtools.decode.buffers import BufferPool
+from segtools.decode.source import BufferSource
 from segtools.decode.walk import first_nonzero
 from segtools.errors import SegtoolsError
-from segtools.sensitive import refuse_uri_credentials, without_credentials
 from segtools.storage import gentle
 from segtools.storage.extents import Extents
-from segtools.storage.location import Entry, Location, ObjectChangedError
+from segtools.storage.located import Entry, Location, ObjectChangedError
 
 #: Readahead range per request: object stores serve 8-16 MiB ranges at full speed.
 BLOCK_BYTES = 8 * 1024 * 1024
@@ -76,20 +76,6 @@ _SECRET_ENV = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"
 _SECRET_NAME = re.compile(r"(?i)key|secret|token|password|credential|sas|signature")
 _PLAIN = frozenset(("endpoint_override", "endpoint_url", "region", "region_name", "scheme",
                     "profile", "profile_name", "tmp_dir"))
-
-
-def split_uri(text: str) -> tuple[str, str]:
-    """``s3://bucket/a/b/`` -> ``("s3://bucket", "/a/b")``; credentials in the URI's user part
-    are refused here, where every face's URI is parsed (:mod:`segtools.sensitive`)."""
-    refused = refuse_uri_credentials(text)
-    if refused is not None:
-        raise SegtoolsError(refused, path=without_credentials(text))
-    parts = urlsplit(text)
-    key = "/" + "/".join(p for p in unquote(parts.path).split("/") if p and p != ".")
-    root = f"{parts.scheme}://{parts.netloc}"
-    if parts.query:
-        root += f"?{parts.query}"
-    return root, key
 
 
 def scrub(message: str, options: Mapping[str, Any]) -> str:
@@ -218,24 +204,6 @@ def _gcs_filesystem(options: Mapping[str, Any]):
 
 _AZURE_SCHEMES = ("abfs", "abfss", "az")
 
-#: The object-store locations open in this process. Each store's client keeps process-wide
-#: state that a fork copies mid-use: the Azure SDK one connection pool for the whole process
-#: (``CurlConnectionPool``, with a cleanup thread; a forked worker reads the parent's answers
-#: and pyarrow aborts it: ``terminate ... stoi``), pyarrow's S3 and GCS clients locks that a
-#: download thread may hold at the fork (gdb showed a worker waiting on one). Quiescing the
-#: range threads before a fork (:func:`_quiesce`) made the hang rarer, not impossible: the
-#: suite's forked runs over S3 still hung in two full runs of the merged tree. So
-#: :func:`segtools.fanout.ordered` does not fork while any such location is open; the work
-#: stays in one process, whose range threads keep the store busy.
-_OPEN_STORES: weakref.WeakSet = weakref.WeakSet()
-
-
-def fork_shares_connections() -> bool:
-    """Whether a forked worker could read through a client its parent shares (any object
-    store open in this process)."""
-    return len(_OPEN_STORES) > 0
-
-
 def _azure_filesystem(netloc: str, options: Mapping[str, Any]):
     """pyarrow's Azure client. The account comes from the URI
     (``abfs://container@account.dfs.core.windows.net``) or ``account_name``; one
@@ -311,6 +279,14 @@ class ObjectStoreLocation(Location):
     """One bucket (or container) of an object store, listed lazily by the prefixes asked."""
 
     kind = "object"
+    #: Each store's client keeps process-wide state that a fork copies mid-use: the Azure
+    #: SDK one connection pool for the whole process (``CurlConnectionPool``, with a cleanup
+    #: thread; a forked worker reads the parent's answers and pyarrow aborts it: ``terminate
+    #: ... stoi``), pyarrow's S3 and GCS clients locks that a download thread may hold at the
+    #: fork (gdb showed a worker waiting on one). Quiescing the range threads before a fork
+    #: (:func:`_quiesce`) made the hang rarer, not impossible. So
+    #: :func:`segtools.fanout.ordered` does not fork a run that holds such a location open.
+    shares_connections = True
 
     def __init__(self, uri: str, options: Mapping[str, Any]):
         parts = urlsplit(uri)
@@ -329,7 +305,6 @@ class ObjectStoreLocation(Location):
         self._consumed: dict[str, None] = {}  # small files read at least once, oldest first
         self._own_clients()
         os.register_at_fork(before=partial(_quiesce, weakref.ref(self)))
-        _OPEN_STORES.add(self)
 
     def _own_clients(self) -> None:
         """The store's client, the range threads and the downloads in flight, for this
@@ -523,7 +498,6 @@ class ObjectStoreLocation(Location):
         asks the store for it anyway), its modification time once its last range is read."""
         small = self.small_file(key, entry)
         if small is not None:
-            from segtools.decode.source import BufferSource
             return BufferSource(small)
         f = self.open_file(key)
         if (size := f.size()) != entry.size:
@@ -534,7 +508,6 @@ class ObjectStoreLocation(Location):
         return RangeSource(self, key, entry, f)
 
     def close(self) -> None:
-        _OPEN_STORES.discard(self)
         if self._pool is not None and not self.forked:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None

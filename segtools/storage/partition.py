@@ -32,7 +32,8 @@ from segtools.storage.files import (
     read_text_capped,
     symlink_found,
 )
-from segtools.storage.location import as_path, scandir
+from segtools.storage.located import scandir
+from segtools.storage.location import as_path
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"

@@ -46,6 +46,7 @@ from segtools.decode.source import BufferSource
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.storage.location import RemotePath, resolve
+from segtools.storage.partition import SegmentFiles
 from segtools.storage.segment import Segment, unreadable
 
 #: ``LocalTieredStorage.ROOT_STORAGE_DIR_NAME``: the directory made under its ``dir`` setting.
@@ -196,6 +197,18 @@ class LocalTieredStorage:
     def files(self, topic: str, partition: int, topic_id: str, start_offset: int,
               segment_id: str) -> RemoteSegmentFiles:
         return segment_files(self.root, topic, partition, topic_id, start_offset, segment_id)
+
+    @staticmethod
+    def as_log_segment(files: RemoteSegmentFiles, start_offset: int) -> SegmentFiles | None:
+        """A copied segment as the files a log dir's sealed segment is read from (the one
+        place a remote segment becomes :class:`SegmentFiles`), or None without its ``.log``."""
+        if files.log is None:
+            return None
+        return SegmentFiles(base_offset=start_offset, log=files.log,
+                            log_size=files.log.stat().st_size,
+                            index=files.found.get("offset_index"),
+                            timeindex=files.found.get("time_index"),
+                            txnindex=files.found.get("transaction_index"), sealed=True)
 
     def content(self, files: RemoteSegmentFiles, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
                 ) -> RemoteSegmentContent | None:
@@ -375,6 +388,19 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def segment_store(path: str | os.PathLike[str],
+                  storage_options: Mapping[str, Any] | None = None) -> LocalTieredStorage:
+    """A store whose remote segments are read as a log dir's segments are (``scan``, the
+    planner, ``find``): only ``LocalTieredStorage`` keeps a segment as plain files; the Aiven
+    plugin's chunked objects are read by ``segtools tiered`` alone."""
+    store = open_store(path, storage_options)
+    if not isinstance(store, LocalTieredStorage):
+        raise SegtoolsError(f"remote segments are read as log segments from a "
+                            f"LocalTieredStorage directory, not from {store.layout} objects",
+                            path=str(path))
+    return store
 
 
 def open_store(path: str | os.PathLike[str],

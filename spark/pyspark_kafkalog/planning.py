@@ -47,13 +47,15 @@ class _TaskPickler(pickle.Pickler):
     def persistent_id(self, obj: object) -> tuple | None:
         if not isinstance(obj, RemotePath):
             return None
-        spec = obj.location.spec()
-        public = tuple((k, v) for k, v in spec.options if not SECRET_NAME.search(k))
-        return (spec.uri, public, obj.key)
+        where = obj.location
+        public = tuple((k, v) for k, v in sorted(where.options.items())
+                       if not SECRET_NAME.search(k))
+        return (where.uri, public, obj.key)
 
 
 class _TaskUnpickler(pickle.Unpickler):
-    """Reopens each location with its public options and the reader's secret ones."""
+    """Reopens each location with its public options and the reader's secret ones, in the
+    scope applied where the task is opened (the task's own: :func:`scan.read_task`)."""
 
     def __init__(self, data: bytes, secrets: Mapping[str, Any]):
         super().__init__(io.BytesIO(data))

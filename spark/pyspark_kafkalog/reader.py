@@ -32,6 +32,7 @@ from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.sources import gather
 from segtools.storage import gentle
 from segtools.storage.logdirs import walk
+from segtools.storage.scope import LocationScope
 
 log = logging.getLogger("pyspark_kafkalog")
 
@@ -54,7 +55,7 @@ class KafkaLogReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         """The plan (the driver reads listings and indexes: as gently as the executors)."""
-        with gentle.applied(self._gentle()):
+        with gentle.applied(self._gentle()), LocationScope(self.opts.all_storage_options):
             return list(plan(self.opts, self.constraints))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -90,10 +91,12 @@ class PushdownKafkaLogReader(KafkaLogReader):
 def payload_decoder(opts: ReadOptions) -> PayloadDecoder:
     """The decoder of the ``decode`` option: the ``_schemas`` topic of the paths read (or of
     ``schemas``), then ``schemaRegistry``; what reading them met is logged on the driver."""
-    log_dirs, _ = walk(opts.paths, opts.all_storage_options)
     findings: list = []
-    chain = gather(log_dirs, findings, schemas=opts.schemas, registry=opts.schema_registry,
-                   say=lambda line: log.info("kafkalog: %s", line))
+    with LocationScope(opts.all_storage_options):
+        log_dirs, _ = walk(opts.paths, opts.all_storage_options)
+        chain = gather(log_dirs, findings, schemas=opts.schemas,
+                       registry=opts.schema_registry,
+                       say=lambda line: log.info("kafkalog: %s", line))
     for f in findings:
         log.warning("kafkalog: %s: %s: %s", f.path, f.code, f.message)
     return PayloadDecoder(chain, Modes.parse(opts.decode or "schema"))

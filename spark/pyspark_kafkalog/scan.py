@@ -25,6 +25,7 @@ from pyspark_kafkalog.planning import ReadTask
 from segtools.errors import CorruptDataError
 from segtools.fetch import rows
 from segtools.findings import Finding, Severity
+from segtools.storage.scope import LocationScope
 
 log = logging.getLogger("pyspark_kafkalog")
 
@@ -87,4 +88,18 @@ def read_task(task: object, scan: rows.Scan, fail_on_corruption: bool = False,
     locations are opened here, on the executor, with the reader's secret storage options."""
     if not isinstance(task, ReadTask):
         return iter(())
-    return rows.read(task.open(secrets or {}), scan, reporter(fail_on_corruption))
+    return _read_owned(task, scan, reporter(fail_on_corruption), secrets or {})
+
+
+def _read_owned(task: ReadTask, scan: rows.Scan, report, secrets: Mapping[str, Any]
+                ) -> Iterator[pa.RecordBatch]:
+    """The task's rows in a location scope of its own: the locations its ranges reopen are
+    the task's, closed when its rows are read or the read stops (a Python worker runs many
+    tasks, and keeps none of their store clients)."""
+    owner = LocationScope()
+    try:
+        with owner.applied():
+            ranges = task.open(secrets)
+        yield from owner.iterate(rows.read(ranges, scan, report))
+    finally:
+        owner.close()

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from segtools.storage import location
 from tests.robustness.commands import Run, Tree, copy_fixture_trees, run_cli
 
 BUCKET = "kafka-copies"
@@ -30,7 +29,6 @@ class Copies:
 
     def run_both(self, argv: list[str]) -> tuple[Run, Run]:
         """The command on each copy; the remote one from a fresh listing and fresh reads."""
-        location.close_all()
         return run_cli(argv), run_cli(self.remote_argv(argv))
 
     def normalise(self, text: str, remote: bool) -> str:
@@ -45,14 +43,6 @@ SMALL = {"block_bytes": "65536", "seek_bytes": "4096", "small_file_bytes": "0"}
 #: The stores (and range sizes) :func:`store_copies` runs on.
 STORE_COPIES = {"s3": ("s3_server", {}), "gs": ("gcs_server", {}),
                 "abfs": ("azurite_server", {}), "s3-small": ("s3_server", SMALL)}
-
-
-@pytest.fixture(autouse=True)
-def _locations_closed():
-    """Each test leaves no location open behind it (an open Azure location keeps the worker
-    pool from forking in this process: segtools.storage.objectstore.fork_shares_connections)."""
-    yield
-    location.close_all()
 
 
 @pytest.fixture(scope="session", params=list(STORE_COPIES))

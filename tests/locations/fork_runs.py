@@ -14,7 +14,6 @@ import json
 import sys
 
 from segtools import fanout
-from segtools.storage import location
 from tests.robustness.commands import run_cli
 
 
@@ -24,7 +23,6 @@ def main(uri: str, options: dict[str, str], runs: int) -> int:
                 ["verify", "-q", "--format", "jsonl", uri])
     serial = {}
     for argv in commands:  # the answers of one process, no worker
-        location.close_all()
         run = run_cli(argv + flags)
         serial[argv[0]] = (run.code, run.stdout, run.stderr)
         if run.code not in (0, 1):
@@ -33,7 +31,6 @@ def main(uri: str, options: dict[str, str], runs: int) -> int:
     fanout.MIN_SEGMENTS = 1
     for i in range(runs):
         for argv in commands:
-            location.close_all()
             run = run_cli(argv + flags)
             if (run.code, run.stdout, run.stderr) != serial[argv[0]]:
                 print(f"run {i}: {argv[0]} answered otherwise than serially: {run.stderr}",

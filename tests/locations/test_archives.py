@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from segtools.storage import location
 from tests.robustness.commands import copy_fixture_trees, run_cli
 
 #: Even seconds: what tar and zip can store exactly, so file times agree with the copy's.
@@ -55,7 +54,6 @@ def bundles(trees) -> dict[str, Path]:
 
 
 def _same(trees: Path, bundle: Path, argv: list[str]) -> None:
-    location.close_all()
     local = run_cli([argv[0], str(trees), *argv[1:]])
     inside = run_cli([argv[0], str(bundle), *argv[1:]])
     assert inside.code == local.code, inside.stderr
@@ -94,7 +92,6 @@ def test_three_broker_bundle_is_three_replicas(tmp_path):
     for p in local.rglob("*"):
         os.utime(p, (STAMP, STAMP))
     bundle = _tar(local, tmp_path / "cluster.tar.gz", "w:gz")
-    location.close_all()
     run = run_cli(["diverge", "--format", "json", str(bundle)])
     assert run.code == 1, run.stderr
     lines = [json.loads(line) for line in run.stdout.decode().splitlines()]
@@ -133,7 +130,6 @@ def test_links_and_escaping_names_are_refused(trees, tmp_path):
         _member(tf, "../../escaped.log", b"x" * 10)
         _member(tf, "/etc/absolute.log", b"x" * 10)
         _member(tf, "sample/fifo", type=tarfile.FIFOTYPE)
-    location.close_all()
     run = run_cli(["verify", "-q", "--format", "jsonl", str(bundle)])
     assert run.code == 1, run.stderr
     refused = [json.loads(line) for line in run.stdout.decode().splitlines()
@@ -152,7 +148,6 @@ def test_truncated_or_corrupt_archive(bundles, tmp_path, kind):
     for name, damaged in (("cut", data[: len(data) // 2]), ("garbage", os.urandom(4096))):
         bad = tmp_path / f"{name}.{'tar.gz' if kind == 'tgz' else kind}"
         bad.write_bytes(damaged)
-        location.close_all()
         run = run_cli(["scan", "-q", "--format", "jsonl", str(bad)])
         assert "Traceback" not in run.stderr and "internal error" not in run.stderr
         if run.code == 2:
@@ -170,7 +165,6 @@ def test_zip_bomb_is_not_inflated(tmp_path):
         zf.writestr("logs/t-0/00000000000000000000.log", b"\0" * (64 << 20))
         zf.writestr("logs/t-0/00000000000000000000.index", b"")
     assert bomb.stat().st_size < 1 << 20
-    location.close_all()
     run = run_cli(["scan", "-q", "--format", "jsonl", str(bomb),
                    "--storage-option", "tmp_limit=8388608"])
     assert b'"archive_member_too_large"' in run.stdout, run.stderr
@@ -181,7 +175,6 @@ def test_tgz_past_the_temporary_limit_is_a_one_line_error(tmp_path):
     big = tmp_path / "big.tar.gz"
     with tarfile.open(big, "w:gz") as tf:
         _member(tf, "logs/t-0/00000000000000000000.log", b"\0" * (16 << 20))
-    location.close_all()
     run = run_cli(["scan", str(big), "--storage-option", "tmp_limit=1048576"])
     lines = run.stderr.strip().splitlines()
     assert run.code == 2 and lines[-1].startswith(f"segtools: error: {big}: ")
@@ -200,7 +193,6 @@ def test_temporary_space_is_said_and_removed(bundles):
 
 def test_gzip_member_inflates_nothing_into_the_working_tree(bundles, tmp_path):
     before = set(Path.cwd().iterdir())
-    location.close_all()
     run_cli(["scan", "-q", str(bundles["tgz"])])
     assert set(Path.cwd().iterdir()) == before
 
@@ -209,7 +201,6 @@ def test_hashes_of_members(trees, bundles):
     """--hashes inside a bundle: each member's SHA-256 is the file's, and the bundle itself
     is in the chain."""
     import hashlib
-    location.close_all()
     run = run_cli(["scan", "-q", "--format", "jsonl", "--hashes", str(bundles["tgz"] / "sample")])
     custody = {r["path"]: r for r in map(json.loads, run.stdout.decode().splitlines())
                if r["type"] == "custody"}

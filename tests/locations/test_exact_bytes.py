@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from segtools.decode.chunks import batch_records, decode
 from segtools.decode.source import BufferSource
 from segtools.decode.walk import walk
-from segtools.storage import location
 from segtools.storage.extents import Extents
 from segtools.storage.objectstore import ObjectStoreLocation
 from tests.builders import make_batch
@@ -208,7 +207,6 @@ def test_commands_on_large_values_same_as_local(copies, sizes):
                  ["scan", "-q", "--crc", "--format", "jsonl", tree],
                  ["dump", "--deep", "--print-data", "--format", "jsonl",
                   *sorted(str(p) for p in (copies.local.root / "large-values").rglob("*.log"))]):
-        location.close_all()
         local, remote = run_cli(argv), run_cli(copies.remote_argv(argv) + flags)
         assert local.code == remote.code == 0, remote.stderr
         assert copies.normalise(remote.stdout.decode(), True) == local.stdout.decode(), argv

@@ -1,7 +1,8 @@
 """The worker pool over every object store: every run finishes (under a timeout) with the
-answer of a serial run. The pool does not fork while an object-store location is open
-(:func:`segtools.storage.objectstore.fork_shares_connections`): quiescing the range threads
-before a fork still let an S3 worker hang on a lock of pyarrow's client in two full runs.
+answer of a serial run. The pool does not fork a run whose own scope holds an object-store
+location (:meth:`segtools.storage.scope.LocationScope.shares_connections`): quiescing the
+range threads before a fork still let an S3 worker hang on a lock of pyarrow's client in two
+full runs.
 
 A worker forked while the parent's range threads were downloading used to wait forever for
 a download no thread of its own would finish (``got.result()`` in the child). The runs go

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from segtools.storage import location
 from segtools.storage.logdirs import walk
+from segtools.storage.scope import LocationScope
 
 
 def test_local_paths_stay_paths(tmp_path):
@@ -19,21 +20,21 @@ def test_local_paths_stay_paths(tmp_path):
 
 
 def test_listing_and_ranges_match_the_local_files(copies):
-    root = location.resolve(copies.uri, copies.options)
-    listed = {str(p).replace(copies.uri, str(copies.local.root)): e.size
-              for p, e in location.list_files(root)}
-    local = {str(p): p.stat().st_size for p in copies.local.root.rglob("*") if p.is_file()}
-    assert listed == local
-    log = copies.local.sample / "orders.v2-eu-0" / "00000000000000000005.log"
-    remote = f"{copies.uri}/sample/orders.v2-eu-0/00000000000000000005.log"
-    assert location.read_range(remote, 100, 5000) == log.read_bytes()[100:5000]
-    assert location.read_range(log, 100, 5000) == log.read_bytes()[100:5000]
+    with LocationScope(copies.options):  # a name printed in the scope reads with its options
+        root = location.resolve(copies.uri)
+        listed = {str(p).replace(copies.uri, str(copies.local.root)): e.size
+                  for p, e in location.list_files(root)}
+        local = {str(p): p.stat().st_size for p in copies.local.root.rglob("*") if p.is_file()}
+        assert listed == local
+        log = copies.local.sample / "orders.v2-eu-0" / "00000000000000000005.log"
+        remote = f"{copies.uri}/sample/orders.v2-eu-0/00000000000000000005.log"
+        assert location.read_range(remote, 100, 5000) == log.read_bytes()[100:5000]
+        assert location.read_range(log, 100, 5000) == log.read_bytes()[100:5000]
 
 
 def test_a_listed_segment_reopens_in_another_process(copies):
     """What a Spark task carries: a listing's SegmentFiles (pickled with its location's URI
     and options) and a byte range; a fresh interpreter reads the same bytes from the store."""
-    location.close_all()
     log_dirs, _ = walk([f"{copies.uri}/sample"], copies.options)
     files = next(p for p in log_dirs[0].partitions if p.path.name == "orders.v2-eu-0").segments[1]
     task = pickle.dumps((files, 0, files.log_size))

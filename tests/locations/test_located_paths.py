@@ -38,9 +38,7 @@ def test_remote_store_in_an_object_store(s3_server):
     flags = [f"--storage-option={k}={v}" for k, v in s3_server.options.items()]
     for argv in (["tiered", "--at", "2024-06-01T12:00:00Z", "--format", "json", str(TIERED)],
                  ["scan", "-q", "--format", "jsonl", str(TIERED)]):
-        location.close_all()
         local = run_cli([*argv, "--remote-store", str(REMOTE)])
-        location.close_all()
         remote = run_cli([*argv, "--remote-store", uri, *flags])
         assert local.code in (0, 1) and remote.code == local.code, remote.stderr
         assert "remote" in local.stdout.decode()
@@ -58,6 +56,5 @@ def test_a_directory_beside_a_longer_name(object_store):
     client calls the shorter one missing: '-' sorts before '/')."""
     for name in ("tiered/p-0/a.log", "tiered-hostile/p-0/b.log"):
         object_store.put("beside-names", f"t/{name}", b"x")
-    location.close_all()
     root = location.resolve(object_store.uri("beside-names", "t/tiered"), object_store.options)
     assert root.is_dir() and [p.name for p in root.iterdir()] == ["p-0"]

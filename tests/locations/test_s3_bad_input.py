@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 import segtools
-from segtools.storage import location
 from tests.locations.proxy import FaultyProxy
 from tests.robustness.commands import ARGUMENT_SETS, run_cli
 from tests.s3server import SECRET_KEY, S3Server
@@ -117,7 +116,6 @@ def test_throttled_store_is_retried(copies):
     local = run_cli(argv)
     with FaultyProxy(copies.options["endpoint_url"], throttle=3) as proxy:
         options = {**copies.options, "endpoint_url": proxy.endpoint}
-        location.close_all()
         remote = run_cli([a.replace(str(copies.local.root), copies.uri) for a in argv]
                          + _flags(options))
     assert proxy.seen["throttled"] == 3
@@ -128,7 +126,6 @@ def test_throttled_store_is_retried(copies):
 def test_always_throttled_ends_in_bounded_time(copies):
     with FaultyProxy(copies.options["endpoint_url"], throttle=-1) as proxy:
         options = {**copies.options, "endpoint_url": proxy.endpoint, "max_attempts": "3"}
-        location.close_all()
         start = time.monotonic()
         run = run_cli(["scan", f"{copies.uri}/sample", *_flags(options)])
         took = time.monotonic() - start
@@ -148,7 +145,6 @@ def test_connection_dropped_mid_read(copies):
         with FaultyProxy(copies.options["endpoint_url"], drop=drop) as proxy:
             options = {**copies.options, "endpoint_url": proxy.endpoint, "max_attempts": "3",
                        "request_timeout": "5"}
-            location.close_all()
             remote = run_cli([a.replace(str(copies.local.root), copies.uri) for a in argv]
                              + _flags(options))
         assert proxy.seen["dropped"] >= 1
@@ -169,7 +165,6 @@ def test_object_replaced_after_listing_is_a_finding(s3_server, copies):
     src = copies.local.sample / "big-value-0"
     for f in sorted(src.iterdir()):
         s3_server.put(bucket, f"logs/big-value-0/{f.name}", f.read_bytes())
-    location.close_all()
     logs = segtools.open(f"s3://{bucket}/logs", storage_options=copies.options)
     assert not any(f.code == "object_changed_while_reading" for f in logs.verify())
     original = (src / "00000000000000000000.log").read_bytes()
@@ -188,7 +183,6 @@ def test_no_write_request_is_ever_made(s3_server, copies):
         argvs = [ARGUMENT_SETS[command](copies.local)[0] for command in ARGUMENT_SETS]
         argvs.append(["verify", "-q", "--hashes", str(copies.local.sample)])
         for argv in argvs:
-            location.close_all()
             run = run_cli(copies.remote_argv(argv))
             assert run.code in (0, 1), (argv, run.stderr)
     finally:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from segtools.storage import archive, location
+from segtools.storage import archive
 from tests.fixtures_manifest import FIXTURES
 from tests.robustness.commands import run_cli
 
@@ -80,7 +80,6 @@ def test_many_members_are_capped(tmp_path):
                                     "--storage-option", "max_members=50000"])
     assert "Traceback" not in err and "internal error" not in err, err
     assert rss < RSS_BOUND, rss
-    location.close_all()
     run = run_cli(["scan", "-q", "--format", "jsonl", str(many), "--storage-option",
                    "max_members=1000"])
     assert b"more than 1000 members" in run.stdout
@@ -131,10 +130,8 @@ def test_nothing_is_left_behind_when_killed(tmp_path, sig):
         assert all(not any(d.iterdir()) for d in dirs)
         for d in dirs:
             os.utime(d, (time.time() - 2 * archive.STALE_AFTER_S,) * 2)
-        location.close_all()
         run_cli(["scan", "-q", str(_bomb(tmp_path / "small.tgz", MIB)), "--storage-option",
                  f"tmp_dir={space}"])
-        location.close_all()
     assert all(not d.exists() for d in dirs)
 
 
@@ -160,7 +157,6 @@ def test_free_space_is_checked(tmp_path, monkeypatch):
         return usage._replace(free=archive.FREE_MARGIN + 4 * MIB)
 
     monkeypatch.setattr(archive.shutil, "disk_usage", nearly_full)
-    location.close_all()
     run = run_cli(["scan", "-q", str(bomb), "--storage-option", f"tmp_dir={tmp_path}"])
     assert run.code == 2 and "bytes free" in run.stderr and "tmp_dir=DIR" in run.stderr
     assert run.stderr.count("segtools: error:") == 1
@@ -187,7 +183,6 @@ def test_impossible_dates_and_writestr_members_are_read(tmp_path):
         ti.pax_headers = {"mtime": "1e400"}
         tf.addfile(ti, io.BytesIO(data))
     for bundle in (odd_zip, odd_tar):
-        location.close_all()
         run = run_cli(["verify", "-q", "--format", "jsonl", str(bundle)])
         assert "internal error" not in run.stderr and "Traceback" not in run.stderr, run.stderr
         assert b"archive_member_refused" not in run.stdout

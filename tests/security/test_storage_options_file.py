@@ -8,7 +8,6 @@ import tarfile
 
 import pytest
 
-from segtools.storage import location
 from tests.fixtures_manifest import FIXTURES
 from tests.robustness.commands import run_cli
 from tests.security.planted import OPTION_SECRET
@@ -20,7 +19,6 @@ def test_options_from_a_file_reach_the_store(s3_server, tmp_path):
     options.write_text("# the test store\n" + "".join(
         f"{k} = {v}\n" for k, v in s3_server.options.items()))
     options.chmod(0o600)
-    location.close_all()
     run = run_cli(["scan", "-q", "--format", "jsonl", uri, "--storage-options-file",
                    str(options)])
     assert run.code in (0, 1), run.stderr
@@ -28,7 +26,6 @@ def test_options_from_a_file_reach_the_store(s3_server, tmp_path):
     wrong = tmp_path / "wrong.options"
     wrong.write_text(f"endpoint_url={s3_server.endpoint}\naccess_key=AKIAWRONG\n"
                      f"secret_key={OPTION_SECRET}\n")
-    location.close_all()
     for debug in ([], ["--debug"]):
         try:
             run = run_cli([*debug, "scan", "-q", uri, "--storage-options-file", str(wrong)])
@@ -56,10 +53,8 @@ def test_the_command_line_wins_over_the_file(tmp_path, content):
         tf.addfile(ti, io.BytesIO(b"\0" * ti.size))
     options = tmp_path / "o.options"
     options.write_text(content)
-    location.close_all()
     run = run_cli(["scan", "-q", str(big), "--storage-options-file", str(options)])
     assert run.code == 2 and "limit of 1048576 bytes" in run.stderr
-    location.close_all()
     run = run_cli(["scan", "-q", str(big), "--storage-options-file", str(options),
                    "--storage-option", "tmp_limit=67108864"])
     assert "limit of" not in run.stderr

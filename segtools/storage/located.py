@@ -1,0 +1,362 @@
+"""The abstract location and its entries: a place a log dir lives that is not the local disk.
+
+A location (an object store's bucket, :mod:`.objectstore`; an archive, :mod:`.archive`) is
+listed once and read by byte ranges. A path inside it is a :class:`RemotePath`: a pure POSIX
+path that carries its location, so ``path / name``, ``.parent`` and ``.name`` work as on disk
+while ``exists``/``is_dir``/``stat``/``iterdir`` answer from the listing; the storage rooms
+ask :func:`is_remote` where a local file and a listed one are read differently.
+
+This module knows no kind of location and opens none: :mod:`.location` is the one place a
+URI or an archive name becomes a location (the dispatch), and :mod:`.scope` says who owns it.
+
+A location pickles as its class, URI and storage options; a :class:`RemotePath` as its
+location and key, so the paths of one pickle share one reopened location (pickle's memo), in
+the scope applied where they are unpickled (a Spark task's), or owned by the paths alone.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat as stat_mod
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, ClassVar
+
+from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
+from segtools.findings import Finding
+from segtools.storage import scope
+from segtools.storage.scope import note_read, options_key
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One listed file or directory of a location: what the listing said about it."""
+
+    key: str  # a POSIX path inside the location, starting with "/"
+    is_dir: bool
+    size: int = 0
+    mtime_ns: int | None = None
+    etag: str | None = None  # an object store's version tag, where the store gives one
+
+
+class Location(ABC):
+    """A tree of files that is not the local file system: listed once, read by byte ranges.
+
+    Subclasses fill :attr:`entries` (key -> :class:`Entry`) from one recursive listing and
+    answer reads; :attr:`findings` collects what the listing met (refused archive members,
+    a damaged archive) for the walk to report."""
+
+    kind: ClassVar[str]
+    #: Whether the location's client keeps connections and threads that a forked process
+    #: would inherit mid-use (an object store's; :func:`segtools.fanout.ordered` asks).
+    shares_connections: ClassVar[bool] = False
+
+    def __init__(self, uri: str, options: Mapping[str, Any]):
+        self.uri = uri
+        self.options = dict(options)
+        #: what tells this location from another (two scopes may open the same place)
+        self.identity = options_key(uri, self.options)
+        self.entries: dict[str, Entry] = {"/": Entry("/", True)}
+        self.children_of: dict[str, list[str]] = {}
+        self.findings: list[Finding] = []
+        self.path_class = type(f"RemotePath[{self.display('/')}]", (RemotePath,),
+                               {"location": self, "__slots__": ()})
+
+    # -- naming ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def display(self, key: str) -> str:
+        """How ``key`` is named to a person: a URI without credentials, or archive/member."""
+
+    def __reduce__(self) -> tuple:
+        return (reopen_location, (type(self), self.uri, self.options))
+
+    def path(self, key: str = "/") -> RemotePath:
+        return self.path_class(key)
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def _add(self, entry: Entry) -> None:
+        """Record a listed entry and every directory above it."""
+        key = entry.key
+        if key in self.entries and not entry.is_dir:
+            self.entries[key] = entry
+            return
+        self.entries[key] = entry
+        while key != "/":
+            parent = key.rsplit("/", 1)[0] or "/"
+            self.children_of.setdefault(parent, []).append(key)
+            if parent in self.entries:
+                break
+            self.entries[parent] = Entry(parent, True)
+            key = parent
+
+    def ensure_listed(self, key: str) -> None:
+        """Make sure ``key`` (and the tree below it, when it is a directory) is listed; a
+        location listed whole when it opens (an archive) has nothing more to do."""
+        return None
+
+    def entry(self, key: str) -> Entry | None:
+        self.ensure_listed(key)
+        return self.entries.get(key)
+
+    def children(self, key: str) -> list[Entry]:
+        self.ensure_listed(key)
+        return [self.entries[k] for k in sorted(set(self.children_of.get(key, ())))]
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @abstractmethod
+    def read_range(self, key: str, lo: int, hi: int) -> bytes:
+        """The bytes of ``[lo, hi)`` of a file (fewer when it ends first)."""
+
+    @abstractmethod
+    def source(self, key: str, entry: Entry):
+        """A :class:`segtools.decode.source.Source` over the file (the batch walk's reads)."""
+
+    def check_unchanged(self, key: str, entry: Entry) -> None:
+        """Raise :class:`ObjectChangedError` when the file is no longer what was listed
+        (an archive, read from one open file, cannot change under its reader)."""
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class ObjectChangedError(SegtoolsError):
+    """An object was replaced (size, modification time or version tag changed) after it was
+    listed: reading on would mix two objects' bytes in one answer."""
+
+
+class RemotePath(PurePosixPath):
+    """A path inside a :class:`Location`: pure path arithmetic plus the queries the storage
+    rooms make of a local :class:`~pathlib.Path`, answered from the location's listing."""
+
+    __slots__ = ()
+    location: ClassVar[Location]
+
+    @property
+    def key(self) -> str:
+        return PurePosixPath.__str__(self)
+
+    def __str__(self) -> str:
+        return self.location.display(self.key)
+
+    __fspath__ = __str__
+
+    def __repr__(self) -> str:
+        return f"RemotePath({str(self)!r})"
+
+    def __reduce__(self) -> tuple:
+        return (_path_in, (self.location, self.key))
+
+    def __hash__(self) -> int:
+        return hash((self.location.uri, self.key))
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, RemotePath) and other.key == self.key
+                and other.location.identity == self.location.identity)
+
+    def __lt__(self, other: object) -> bool:
+        return str(self) < str(other)
+
+    def __le__(self, other: object) -> bool:
+        return str(self) <= str(other)
+
+    def __gt__(self, other: object) -> bool:
+        return str(self) > str(other)
+
+    def __ge__(self, other: object) -> bool:
+        return str(self) >= str(other)
+
+    # -- the queries of pathlib.Path --------------------------------------------------------
+
+    @property
+    def entry(self) -> Entry | None:
+        return self.location.entry(self.key)
+
+    def exists(self) -> bool:
+        return self.entry is not None
+
+    def is_dir(self) -> bool:
+        e = self.entry
+        return e is not None and e.is_dir
+
+    def is_file(self) -> bool:
+        e = self.entry
+        return e is not None and not e.is_dir
+
+    def is_symlink(self) -> bool:
+        return False  # listings never hold links: archive links are refused (archive.py)
+
+    def stat(self) -> os.stat_result:
+        e = self.entry
+        if e is None:
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return _stat_result(self.location, e)
+
+    def iterdir(self) -> Iterator[RemotePath]:
+        for e in self.location.children(self.key):
+            yield self.location.path(e.key)
+
+    def glob(self, pattern: str) -> Iterator[RemotePath]:
+        """The entries of this directory whose names match ``pattern`` (one level, as the
+        storage rooms use :meth:`pathlib.Path.glob`), from the listing."""
+        if "/" in pattern or "**" in pattern:
+            raise ValueError(f"only one-level patterns are listed: {pattern!r}")
+        if self.is_dir():
+            yield from (p for p in self.iterdir() if fnmatch.fnmatchcase(p.name, pattern))
+
+    def absolute(self) -> RemotePath:
+        return self
+
+    resolve = absolute
+
+    def read_bytes(self) -> bytes:
+        e = self.entry
+        if e is None or e.is_dir:
+            raise SegtoolsError("no such file", path=str(self))
+        return self.location.read_range(self.key, 0, e.size)
+
+
+def _stat_result(location: Location, e: Entry) -> os.stat_result:
+    mode = (stat_mod.S_IFDIR | 0o555) if e.is_dir else (stat_mod.S_IFREG | 0o444)
+    mtime_ns = e.mtime_ns or 0
+    # st_dev/st_ino tell files apart the way the walk's loop guard expects
+    return os.stat_result((mode, hash(e.key) & (2**62 - 1), id(location) & (2**62 - 1), 1, 0, 0,
+                           e.size, mtime_ns // 10**9, mtime_ns // 10**9, mtime_ns // 10**9,
+                           mtime_ns / 1e9, mtime_ns / 1e9, mtime_ns / 1e9,
+                           mtime_ns, mtime_ns, mtime_ns))
+
+
+def reopen_location(kind: type[Location], uri: str, options: Mapping[str, Any]) -> Location:
+    """A location unpickled in this process: the applied scope's own when it opened the same
+    place, else a new one, owned by that scope when one is applied."""
+    owner = scope.current()
+    if owner is None:
+        return kind(uri, options)
+    found = owner.find(uri, options)
+    return found if found is not None else owner.own(kind(uri, options))
+
+
+def _path_in(location: Location, key: str) -> RemotePath:
+    return location.path(key)
+
+
+# -- directory entries, for the listing code that uses os.scandir ---------------------------
+
+@dataclass(frozen=True, slots=True)
+class RemoteDirEntry:
+    """What :func:`os.scandir` yields, for a listed entry of a location."""
+
+    name: str
+    path: str
+    remote: RemotePath
+
+    def is_dir(self, *, follow_symlinks: bool = True) -> bool:
+        return self.remote.is_dir()
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        return self.remote.is_file()
+
+    def is_symlink(self) -> bool:
+        return False
+
+    def stat(self, *, follow_symlinks: bool = True) -> os.stat_result:
+        return self.remote.stat()
+
+
+class _Listing(AbstractContextManager):
+    def __init__(self, entries: list[RemoteDirEntry]):
+        self._entries = entries
+
+    def __iter__(self) -> Iterator[RemoteDirEntry]:
+        return iter(self._entries)
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def scandir(path: str | os.PathLike[str]):
+    """:func:`os.scandir` for a local path (the same call); the listing's entries for a
+    location. A missing directory raises :class:`FileNotFoundError` alike."""
+    if not isinstance(path, RemotePath):
+        return os.scandir(path)
+    if not path.is_dir():
+        raise FileNotFoundError(2, "No such directory", str(path))
+    return _Listing([RemoteDirEntry(p.name, str(p), p) for p in path.iterdir()])
+
+
+def dir_entry_path(entry) -> Path | RemotePath:
+    """The path of an entry :func:`scandir` yielded."""
+    return entry.remote if isinstance(entry, RemoteDirEntry) else Path(entry.path)
+
+
+# -- reading whole small files and sources --------------------------------------------------
+
+@dataclass(slots=True)
+class RemoteFile:
+    """A listed file of a location opened for reading: its listing entry and range reads,
+    the calls the index and small-file readers make of a local descriptor."""
+
+    path: RemotePath
+    entry: Entry
+    _cache: bytes | None = field(default=None)
+
+    def size(self) -> int:
+        return self.entry.size
+
+    def pread(self, length: int, position: int) -> bytes:
+        hi = min(self.entry.size, position + max(length, 0))
+        if position >= hi:
+            return b""
+        if self._cache is not None:
+            return self._cache[position:hi]
+        return self.path.location.read_range(self.path.key, position, hi)
+
+    def read_all(self) -> bytes:
+        """The whole file, kept for the next reads (indexes: searched many times)."""
+        if self._cache is None:
+            self._cache = self.path.location.read_range(self.path.key, 0, self.entry.size)
+            if len(self._cache) < self.entry.size:
+                raise SegtoolsError(f"shorter than listed ({len(self._cache)} of "
+                                    f"{self.entry.size} bytes)", path=str(self.path))
+        return self._cache
+
+    def close(self) -> None:
+        self._cache = None
+
+
+def open_remote(path: RemotePath) -> RemoteFile:
+    """Open a listed file; a missing one or a directory raises as
+    :func:`segtools.storage.files.open_regular` does."""
+    e = path.entry
+    if e is None:
+        raise VanishedError("no such file", path=str(path))
+    if e.is_dir:
+        raise NotAKafkaFileError("is a directory, not a segment file", path=str(path))
+    note_read(path, e.size, e.mtime_ns)
+    return RemoteFile(path, e)
+
+
+def open_source(path: RemotePath):
+    """The batch walk's source for a listed file, and its listing entry."""
+    f = open_remote(path)
+    return path.location.source(path.key, f.entry), f.entry
+
+
+def location_findings(paths) -> list[Finding]:
+    """What the listings of the locations among ``paths`` met (each location once)."""
+    seen: list[Location] = []
+    for p in paths:
+        if isinstance(p, RemotePath) and all(p.location is not s for s in seen):
+            seen.append(p.location)
+    return [f for loc in seen for f in loc.findings]
+
+
+def is_remote(path: object) -> bool:
+    return isinstance(path, RemotePath)
