@@ -22,6 +22,7 @@ import gc
 import multiprocessing
 import os
 import queue
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
@@ -74,6 +75,14 @@ def yield_to_broker() -> None:
 
 
 def _start_worker() -> None:
+    """A worker's first act. It inherits the command's handlers of SIGTERM and SIGHUP (which
+    raise ``SystemExit`` so a run ends cleanly, :mod:`segtools.cli.main`); a worker must
+    instead die at once when the pool terminates it, whatever it is doing (blocked on the
+    task queue's lock, which the terminating parent holds, it once waited forever for the
+    exception a Python handler would raise). Ctrl-C is the parent's to handle."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if gentle.current().yield_cpu:
         yield_to_broker()
 
@@ -140,10 +149,17 @@ def _holds_store() -> bool:
 
 
 def _drain(pool, results: Iterator) -> Iterator:
+    """The results, then the pool shut down: closed, so each worker takes the end-of-work
+    marker and exits by itself, when every result came back; terminated (SIGTERM) only when
+    the reader stopped early (a closed pipe, an error), as nothing else would end them."""
     try:
         yield from results
-    finally:
+    except BaseException:
         pool.terminate()
+        raise
+    else:
+        pool.close()
+    finally:
         pool.join()
 
 
