@@ -20,7 +20,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol
 
-from segtools.analysis.transactions import AbortedRange, aborted_ranges
+import lazy_loader
+
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.fetch.arguments import EARLIEST, LATEST, PartitionMap
@@ -35,6 +36,11 @@ from segtools.storage.segment import Segment
 
 if TYPE_CHECKING:
     from segtools.analysis.remote_input import CopiedSegment
+    from segtools.analysis.transactions import AbortedRange
+
+#: The transactions analysis (a tenth of a second to import) only for a read_committed read:
+#: every Spark executor imports this module before its first task.
+_transactions = lazy_loader.load("segtools.analysis.transactions", suppress_warning=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +426,8 @@ def _log_ranges(sel: Selection, info: PartitionInfo, segments: tuple[SegmentFile
         return
     start, end = bounds
     # the brokers' fetch path: aborted transactions from the .txnindex files, not the log
-    aborted = tuple(aborted_ranges(pdir, from_txnindex=True)) if sel.read_committed else ()
+    aborted = tuple(_transactions.aborted_ranges(pdir, from_txnindex=True)) \
+        if sel.read_committed else ()
     for i, files in enumerate(segments):
         if files.log_size == 0:
             continue
