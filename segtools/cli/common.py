@@ -216,8 +216,11 @@ def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
     if missing:
         raise SegtoolsError("no such file or directory" + _uri_hint(paths),
                             path=missing[0].path)
-    if not any(d.partitions for d in log_dirs) and not loose:
-        raise NothingToReadError.of([f for d in log_dirs for f in d.findings],
+    # nothing to read at all (every path given unreadable counts as nothing): one error, the
+    # same from every command, rather than an empty answer with a finding
+    if not any(d.partitions for d in log_dirs) and \
+            all(f.code in NothingToReadError.UNLISTED for f in loose):
+        raise NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)],
                                     [str(d.path) for d in log_dirs] or list(paths))
     return log_dirs, loose
 

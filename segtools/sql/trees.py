@@ -51,8 +51,15 @@ class Trees:
         if self._whole is not None:
             return
         for path in self.paths:
-            if "://" not in path and not os.path.lexists(path):
-                raise SegtoolsError(f"{path}: no such file or directory", path=path)
+            if "://" in path:
+                continue
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                raise SegtoolsError(f"{path}: no such file or directory", path=path) from None
+            except OSError as e:  # below a directory that cannot be searched
+                raise SegtoolsError(f"{path}: cannot read: {e.strerror or e}",
+                                    path=path) from None
 
     def whole(self) -> LogDirs:
         """Every partition under the locations, walked once."""

@@ -207,7 +207,13 @@ def _expand_containers(paths: Iterable[Path], loose: list[Finding],
     symlink twice (an inode seen before is a loop or an alias)."""
     seen = set() if seen is None else seen
     for path in paths:
-        if not (path.is_dir() and _is_container(path)):
+        try:
+            container = path.is_dir() and _is_container(path)
+        except OSError as e:  # a directory above it cannot be searched (mode 000, ...)
+            loose.append(finding("log_dir_unreadable", str(path),
+                                 f"cannot read: {e.strerror or e}"))
+            continue
+        if not container:
             yield path
             continue
         inode = _inode(path)

@@ -169,6 +169,23 @@ def test_every_command_says_which_log_dir_it_cannot_list(tree, tmp_path):
         {c: (2, want) for c in said}
 
 
+def test_every_command_says_it_cannot_reach_a_path_below_a_locked_directory(tree, tmp_path):
+    """A partition named below a directory that cannot be searched: the same one line from
+    every command (it was an internal error from the container search)."""
+    tmp_path.chmod(0o777)
+    partition = tree / "orders.v2-eu-3"
+    tree.chmod(0o600)  # readable names, no search: nothing below can be reached
+    try:
+        said = {command: run([command, str(partition),
+                              *(a.format(tmp=tmp_path) for a in extra)])
+                for command, extra in sorted(EVERY_COMMAND.items()) if command != "diverge"}
+    finally:
+        tree.chmod(0o755)
+    want = f"segtools: error: {partition}: cannot read: Permission denied\n"
+    assert {c: (p.returncode, p.stderr) for c, p in said.items()} == \
+        {c: (2, want) for c in said}
+
+
 #: The internal topics' readers, each with a file or directory of its topic made unreadable
 #: in a copy of the forensics tree.
 INTERNAL = [("metadata", "__cluster_metadata-0"),
