@@ -17,11 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import lazy_loader
 import pyarrow as pa
-
-#: polars is an optional dependency (the ``frames`` extra), loaded when ``to_polars`` runs.
-polars = lazy_loader.load("polars", suppress_warning=True)
 
 #: The payload columns ``strings=True`` turns into text.
 PAYLOADS = ("key", "value")
@@ -57,7 +53,12 @@ class ArrowRead:
 
     def to_polars(self):
         """A ``polars.DataFrame`` of every row (``pl.from_arrow`` of the stream itself gives a
-        Series of structs: polars reads a bare stream as one column)."""
+        Series of structs: polars reads a bare stream as one column). polars, an optional
+        dependency (the ``frames`` extra), is imported here, when asked for: a lazy module in
+        ``sys.modules`` would make DuckDB, which checks for polars there, import it on every
+        query (0.1 s)."""
+        import polars
+
         return polars.from_arrow(self.read_all())
 
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
