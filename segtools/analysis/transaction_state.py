@@ -266,7 +266,8 @@ def open_transactional_ids(replay: TransactionStateReplay, *, now: int | None = 
             "transactional_id_past_timeout" if late else "transactional_id_open", c.path,
             f"transactional id {tid!r} (producer {c.value['producerId']}, epoch "
             f"{c.value['producerEpoch']}) is {c.status} since offset {c.offset}; "
-            + (f"open for {format_duration(max(age, 0))}, " if start >= 0 else "")
+            + (f"begun by the coordinator {format_duration(max(age, 0))} ago, "
+               if start >= 0 else "")
             + f"timeout {format_duration(timeout)}"
             + ("; the coordinator should have aborted it" if late else ""), offset=c.offset))
     return open_ids, findings

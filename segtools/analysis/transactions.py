@@ -381,8 +381,8 @@ def analyse_partition(partition: PartitionDir, *, max_timeout_ms: int = DEFAULT_
         findings.append(finding(
             "hanging_transaction", str(partition.path),
             f"producer {t.producer_id} (epoch {t.producer_epoch}) has had a transaction open "
-            f"since offset {t.first_offset} for {format_duration(h.age_ms)} with no "
-            "COMMIT/ABORT marker; it "
+            f"since offset {t.first_offset}, its first record written "
+            f"{format_duration(h.age_ms)} ago, with no COMMIT/ABORT marker; it "
             f"pins the last stable offset at {h.pinned_lso} ({h.log_end_offset - h.pinned_lso} "
             f"offsets invisible to read_committed consumers)", offset=t.first_offset))
     findings += check_txnindex(scan)

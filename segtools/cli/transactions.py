@@ -165,7 +165,8 @@ def _partition_text(scan: TransactionScan, hanging: list[HangingTransaction],
         owner = f" (transactional.id {h.transactional_id})" if h.transactional_id else ""
         out.write(f"  HANGING: producer {t.producer_id} epoch {t.producer_epoch}{owner}: first "
                   f"offset {t.first_offset}, {t.records} records in {t.batches} batch(es), "
-                  f"open for {format_duration(h.age_ms)} with no marker; pins the last stable "
+                  f"the first written {format_duration(h.age_ms)} ago, no marker; pins the last "
+                  "stable "
                   f"offset at {h.pinned_lso} ({h.log_end_offset - h.pinned_lso} offsets held "
                   "back)\n")
     aborted = sum(t.marker == "ABORT" and t.first_offset is not None for t in scan.transactions)
