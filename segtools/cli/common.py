@@ -218,8 +218,10 @@ def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
                             path=missing[0].path)
     # nothing to read at all (every path given unreadable counts as nothing): one error, the
     # same from every command, rather than an empty answer with a finding
-    if not any(d.partitions for d in log_dirs) and \
-            all(f.code in NothingToReadError.UNLISTED for f in loose):
+    if not any(d.partitions for d in log_dirs):
+        given = next((f for f in loose if f.code not in NothingToReadError.UNLISTED), None)
+        if given is not None:  # /etc/passwd, a damaged archive: not a Kafka file (exit 2)
+            raise NothingToReadError(given.message, path=given.path)
         raise NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)],
                                     [str(d.path) for d in log_dirs] or list(paths))
     return log_dirs, loose

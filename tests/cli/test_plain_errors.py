@@ -153,3 +153,15 @@ def test_a_group_that_matches_nothing_is_an_error():
     assert proc.returncode == 2
     assert proc.stderr.endswith("--group: no group matches 'biling' in __consumer_offsets\n")
     assert run("offsets", forensics, "--group", "billing*").returncode in (0, 1)
+
+
+def test_a_file_that_is_not_kafka_is_exit_2_from_every_tree_command(tmp_path):
+    """The contract: 2 when segtools could not run on the input ("not a Kafka file"), as
+    ``dump`` already said; ``scan /etc/passwd`` was a finding and exit 1."""
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    for command in ("scan", "verify", "retention", "producers"):
+        proc = run(command, str(text))
+        assert proc.returncode == 2, (command, proc.stderr)
+        assert proc.stderr == f"segtools: error: {text}: not a segment file " \
+                              "(<20-digit offset>.<suffix>)\n", command
