@@ -153,6 +153,13 @@ def run(args: argparse.Namespace) -> int:
                                 f" in {CONSUMER_OFFSETS_TOPIC}"
                                 + ("" if args.at is None else " up to --at"),
                                 path=" ".join(args.paths))
+        if args.topic is not None and not replay.commits and not any(
+                _tp_matches(t, p, args) for g in replay.groups.values() for t, p in g.offsets):
+            which = args.topic if args.partition is None else f"{args.topic}-{args.partition}"
+            raise SegtoolsError(f"--topic: no group committed offsets of {which!r} in "
+                                f"{CONSUMER_OFFSETS_TOPIC}" + ("" if args.at is None
+                                                               else " up to --at"),
+                                path=" ".join(args.paths))
         # with what listing could not read: a partition at mode 000 is not one without groups
         replay = dataclasses.replace(replay, findings=tuple(
             with_listing(log_dirs, partitions, replay.findings)))

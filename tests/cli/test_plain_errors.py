@@ -165,3 +165,13 @@ def test_a_file_that_is_not_kafka_is_exit_2_from_every_tree_command(tmp_path):
         assert proc.returncode == 2, (command, proc.stderr)
         assert proc.stderr == f"segtools: error: {text}: not a segment file " \
                               "(<20-digit offset>.<suffix>)\n", command
+
+
+def test_offsets_history_of_a_topic_no_group_committed_is_an_error():
+    """``--history --topic ordrs`` printed an empty history and exit 0: read as "no commits"."""
+    forensics = str(FIXTURES / "logdirs" / "forensics")
+    proc = run("offsets", forensics, "--history", "--topic", "ordrs")
+    assert proc.returncode == 2
+    assert proc.stderr.endswith("--topic: no group committed offsets of 'ordrs' in "
+                                "__consumer_offsets\n")
+    assert run("offsets", forensics, "--history", "--topic", "orders.v2-eu").returncode in (0, 1)
