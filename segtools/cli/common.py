@@ -329,14 +329,6 @@ def parse_time(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def console():
-    """stdout for tables (rich): the terminal's width, or wide enough not to wrap when piped."""
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False,
-                   width=None if sys.stdout.isatty() else 240)
-
-
 def add_selection(p: argparse.ArgumentParser) -> None:
     """``--topic`` / ``--partition`` filters, shared by the commands that walk trees."""
     p.add_argument("--topic", action="append", metavar="GLOB",

@@ -87,12 +87,22 @@ def load(args: argparse.Namespace) -> Loaded:
 PIPE_WIDTH = 160
 
 
+class _Console(Console):
+    """rich's console, but a closed pipe is the command's ``BrokenPipeError`` (exit 141, as
+    every other command: docs/cli.md), not rich's own ``SystemExit(1)``, which reads as
+    "findings" to a script that piped the answer into ``head``."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
 def console() -> Console:
     """Rich on stdout; no colour or wrapping surprises when piped."""
     terminal = sys.stdout.isatty()
     width = None if terminal else PIPE_WIDTH
-    return Console(file=sys.stdout, width=width, highlight=False, emoji=False,
-                   color_system="auto" if terminal else None, soft_wrap=False)
+    return _Console(file=sys.stdout, width=width, highlight=False, emoji=False,
+                    color_system="auto" if terminal else None, soft_wrap=False)
 
 
 def safe(text: object) -> Text:

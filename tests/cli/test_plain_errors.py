@@ -102,6 +102,16 @@ def test_an_answer_cut_by_its_reader_is_not_exit_0():
     assert "Traceback" not in proc.stderr
 
 
+def test_a_rich_table_cut_by_its_reader_is_141_too():
+    """The what-if's tables are rich's; rich ends a closed pipe with exit 1 of its own, which
+    reads as "findings"."""
+    whatif = FIXTURES / "logdirs" / "whatif"
+    proc = subprocess.run(["bash", "-c", f"set -o pipefail; '{SEGTOOLS}' retention -q "
+                           f"'{whatif}' --at 2024-01-11T00:00Z --what-if retention.ms=86400000"
+                           " | head -3 >/dev/null"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 141, proc.stderr
+
+
 def test_debug_shows_the_traceback_and_keeps_the_exit_status(tmp_path):
     """A script that adds ``--debug`` to see more must get the same answer: exit 2, the
     error line last, the traceback above it."""
