@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator, Sequence
 
@@ -116,17 +117,45 @@ def _ended_by(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+#: How long a stopped run may take to end by its handlers before the process ends anyway.
+STOP_GRACE_S = 3.0
+_STOPPING = frozenset((signal.SIGINT, signal.SIGTERM, signal.SIGHUP))
+
+
+def _stop_if_stuck(read_fd: int) -> None:
+    """A Python signal handler runs only when the main thread is back in Python; a run
+    blocked in C (a store's request to an endpoint that never answers) would ignore Ctrl-C
+    and SIGTERM for minutes. This thread hears each signal through the wakeup fd and, if the
+    process is still there :data:`STOP_GRACE_S` later, ends it with the status a handler
+    would have given (at worst an archive's empty temporary directory stays behind)."""
+    try:
+        while data := os.read(read_fd, 1):
+            if data[0] in _STOPPING:
+                time.sleep(STOP_GRACE_S)
+                os._exit(130 if data[0] == signal.SIGINT else 128 + data[0])
+    finally:
+        os.close(read_fd)
+
+
 @contextlib.contextmanager
 def _ending_cleanly() -> Iterator[None]:
     """:func:`_ended_by` as the handler of SIGTERM and SIGHUP while a command runs (the
-    main thread only: the only one signals reach), the previous handlers restored after."""
+    main thread only: the only one signals reach), the previous handlers restored after;
+    :func:`_stop_if_stuck` behind them."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {sig: signal.signal(sig, _ended_by) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(write_fd, False)
+    wakeup = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    threading.Thread(target=_stop_if_stuck, args=(read_fd,), name="segtools-stop",
+                     daemon=True).start()
     try:
         yield
     finally:
+        signal.set_wakeup_fd(wakeup)
+        os.close(write_fd)  # the watching thread reads its end and returns
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -47,7 +47,7 @@ SEEK_BYTES = 1024 * 1024
 STRIDE = 1024 * 1024
 #: Seconds: every request has a deadline, so a dead endpoint ends a run instead of hanging it.
 CONNECT_TIMEOUT = 10.0
-REQUEST_TIMEOUT = 60.0
+REQUEST_TIMEOUT = 20.0
 #: Attempts per request (503 SlowDown and dropped connections are retried with backoff).
 MAX_ATTEMPTS = 5
 CHUNK_BUFFER = 16 * 1024 * 1024

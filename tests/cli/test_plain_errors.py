@@ -185,3 +185,31 @@ def test_offsets_history_of_a_topic_no_group_committed_is_an_error():
     assert proc.stderr.endswith("--topic: no group committed offsets of 'ordrs' in "
                                 "__consumer_offsets\n")
     assert run("offsets", forensics, "--history", "--topic", "orders.v2-eu").returncode in (0, 1)
+
+
+def test_sigterm_ends_a_run_stuck_on_a_store_that_never_answers():
+    """A store that accepts connections and never replies kept a run (blocked in the SDK's C++,
+    where no Python handler runs) deaf to SIGTERM and Ctrl-C for five minutes."""
+    import signal
+    import socket
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    port = silent.getsockname()[1]
+    try:
+        proc = subprocess.Popen([SEGTOOLS, "scan", "-q", "s3://bucket/logs",
+                                 "--storage-option", f"endpoint_url=http://127.0.0.1:{port}",
+                                 "--storage-option", "access_key=a",
+                                 "--storage-option", "secret_key=b"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(3)
+        assert proc.poll() is None  # still waiting on the store
+        began = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        assert proc.returncode == 128 + signal.SIGTERM
+        assert time.monotonic() - began < 15
+    finally:
+        silent.close()
