@@ -315,7 +315,15 @@ class ObjectStoreLocation(Location):
         self._pid = os.getpid()
         try:
             self._fs = _filesystem(self.scheme, self._netloc, self._query, dict(self.options))
-        except (OSError, ValueError, TypeError, ImportError) as e:
+        except TypeError as e:  # a storage option its client does not take (a typo)
+            found = re.search(r"unexpected keyword argument '([^']+)'", str(e))
+            name = found.group(1) if found else None
+            raise SegtoolsError(
+                f"unknown storage option {name!r} for {self.scheme}:// (see docs/locations.md "
+                "for the options each store takes)" if name else
+                f"cannot open the store: {_describe(e, self.options)}",
+                path=self.display("/")) from None
+        except (OSError, ValueError, ImportError) as e:
             raise SegtoolsError(f"cannot open the store: {_describe(e, self.options)}",
                                 path=self.display("/")) from None
         self._pool: ThreadPoolExecutor | None = None

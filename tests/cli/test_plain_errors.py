@@ -213,3 +213,12 @@ def test_sigterm_ends_a_run_stuck_on_a_store_that_never_answers():
         assert time.monotonic() - began < 15
     finally:
         silent.close()
+
+
+def test_a_mistyped_storage_option_is_named_as_an_option():
+    """It leaked the SDK's ``__init__() got an unexpected keyword argument``."""
+    proc = run("scan", "s3://bucket/logs", "--storage-option", "endponit_url=http://x",
+               "--storage-option", "access_key=a", "--storage-option", "secret_key=b")
+    assert proc.returncode == 2
+    assert proc.stderr == "segtools: error: s3://bucket: unknown storage option 'endponit_url' " \
+                          "for s3:// (see docs/locations.md for the options each store takes)\n"
