@@ -49,6 +49,7 @@ from segtools.cli.common import (
     with_listing,
 )
 from segtools.cli.table import Wrapping
+from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.units import format_duration
 
@@ -91,6 +92,12 @@ def run(args: argparse.Namespace) -> int:
     findings = with_listing(log_dirs, partitions, [*loose, *report.findings])
     results = [(pt.scan, list(pt.hanging), list(pt.findings)) for pt in report.partitions
                if args.producer_id is None or args.producer_id in pt.scan.producers]
+    if args.producer_id is not None and not results and not any(
+            c.value and c.value["producerId"] == args.producer_id
+            for t in report.state.ids.values() for c in t.changes):
+        # a typo must not read as "nothing wrong": the findings below are other producers'
+        raise SegtoolsError(f"--producer-id: no producer {args.producer_id} in the partitions "
+                            "or the transaction state read", path=" ".join(args.paths))
     out = Wrapping(sys.stdout) if args.format != "jsonl" else sys.stdout
     if args.format == "jsonl":
         write_json(results, list(report.changes), findings, args, out)

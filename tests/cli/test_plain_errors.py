@@ -222,3 +222,11 @@ def test_a_mistyped_storage_option_is_named_as_an_option():
     assert proc.returncode == 2
     assert proc.stderr == "segtools: error: s3://bucket: unknown storage option 'endponit_url' " \
                           "for s3:// (see docs/locations.md for the options each store takes)\n"
+
+
+def test_a_producer_id_in_no_partition_is_an_error():
+    forensics = str(FIXTURES / "logdirs" / "forensics")
+    proc = run("transactions", forensics, "--producer-id", "99999", "--at", "2023-11-20T11:00Z")
+    assert proc.returncode == 2
+    assert proc.stderr.endswith("--producer-id: no producer 99999 in the partitions or the "
+                                "transaction state read\n")
