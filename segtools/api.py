@@ -27,6 +27,7 @@ instead. Each analysis returns its library type with a notebook face
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import os
@@ -705,7 +706,9 @@ class LogDirs:
         config names to values for every topic, or topic names to such mappings
         (``{"orders": {"cleanup.policy": "compact"}}``), the shape Spark's
         ``analyses.what_if`` takes too. ``to_json()``: the CLI's JSON."""
-        horizon_days = arguments.number(0, above=True)(horizon_days, "horizon_days")
+        if isinstance(horizon_days, str):  # "7" as 7: the bound's own words for the rest
+            with contextlib.suppress(ValueError):
+                horizon_days = float(horizon_days)
         try:
             parsed = _whatif.parse_changes(changes) if changes else None
             ingest = _whatif.parse_ingest(ingest_bytes_per_s)

@@ -128,19 +128,20 @@ def topic_forecasts(explained: Sequence[RetentionExplained]) -> dict[str, Foreca
     return {t: combine(items) for t, items in by_topic.items()}
 
 
-def tiered_metadata(loaded: Loaded) -> RemoteLogMetadata | None:
+def tiered_metadata(loaded: Loaded, now_ms: int | None = None) -> RemoteLogMetadata | None:
     """The tree's replayed ``__remote_log_metadata`` when a partition is tiered and the tree
-    holds that topic; None otherwise (then tiered verdicts assume every segment is copied)."""
+    holds that topic, as it stood at ``now_ms``; None otherwise (then tiered verdicts assume
+    every segment is copied)."""
     if not any(is_tiered(pi) for pi in loaded.partitions):
         return None
-    remote = remote_metadata(loaded_log_dirs(loaded))
+    remote = remote_metadata(loaded_log_dirs(loaded), until_ms=now_ms)
     return remote if remote.metadata_partitions else None
 
 
 def verdicts(loaded: Loaded, now_ms: int) -> list[tuple[PartitionInput, PartitionRetention]]:
     """Every partition's verdicts before the deep pass (what the deep pass then reads); a
     tiered partition's local segments wait for the copy (``highestOffsetInRemoteStorage``)."""
-    remote = tiered_metadata(loaded)
+    remote = tiered_metadata(loaded, now_ms)
     by_key = remote_by_partition(remote) if remote is not None else {}
     return [(pi, explain_retention(
         pi.summaries, pi.config, now_ms=now_ms, high_watermark=pi.high_watermark,
@@ -164,7 +165,7 @@ def retention_report(loaded: Loaded, *, now_ms: int, forecast_days: float | None
     ``forecast_days`` the size forecast per partition and per topic. ``found`` reuses the
     verdicts of :func:`verdicts` (a face that sized a progress bar from them)."""
     until = now_ms + int(forecast_days * DAY_MS) if forecast_days is not None else None
-    remote = tiered_metadata(loaded)
+    remote = tiered_metadata(loaded, now_ms)
     by_key = remote_by_partition(remote) if remote is not None else {}
     explained = []
     findings = list(loaded.findings) + list(remote.findings if remote is not None else ())

@@ -73,9 +73,11 @@ def metadata_dirs(log_dirs: Sequence[LogDir]) -> list[PartitionDir]:
     return list(found.values())
 
 
-def remote_metadata(log_dirs: Sequence[LogDir]) -> RemoteLogMetadata:
-    """The replayed ``__remote_log_metadata`` of these log dirs."""
-    return replay(metadata_dirs(log_dirs))
+def remote_metadata(log_dirs: Sequence[LogDir], until_ms: int | None = None
+                    ) -> RemoteLogMetadata:
+    """The replayed ``__remote_log_metadata`` of these log dirs (up to ``until_ms``, a
+    command's moment: :func:`~segtools.analysis.remote_log.replay`)."""
+    return replay(metadata_dirs(log_dirs), until_ms)
 
 
 # --------------------------------------------------------------------------- the store

@@ -346,9 +346,11 @@ def _metadata_partition_number(partition: PartitionDir) -> int:
     return partition.name.partition if partition.name is not None else -1
 
 
-def replay(partitions: Iterable[PartitionDir]) -> RemoteLogMetadata:
+def replay(partitions: Iterable[PartitionDir], until_ms: int | None = None) -> RemoteLogMetadata:
     """Replay ``__remote_log_metadata`` partitions (each in offset order; events of one user
-    partition all go to one metadata partition, ``RemoteLogMetadataTopicPartitioner``)."""
+    partition all go to one metadata partition, ``RemoteLogMetadataTopicPartitioner``).
+    ``until_ms``: only the events that happened by then (``eventTimestampMs``): the remote
+    tier as it stood at a command's ``--at``, not with the copies and deletes after it."""
     r = _Replay()
     read: list[str] = []
     decoder = Decoder(remote_log_metadata_family())
@@ -367,7 +369,10 @@ def replay(partitions: Iterable[PartitionDir]) -> RemoteLogMetadata:
                     if status != ST_OK or block.vver[i] < 0:
                         r.refused(block.raw_value(i), chunk.path, offset)
                         continue
-                    r.apply(int(block.rtype[i]), block.value(i), chunk.path, offset, number)
+                    value = block.value(i)
+                    if until_ms is not None and value.get("eventTimestampMs", -1) > until_ms:
+                        continue
+                    r.apply(int(block.rtype[i]), value, chunk.path, offset, number)
     parts = tuple(sorted(
         (RemotePartition(p.topic, p.topic_id, p.partition,
                          tuple(sorted(p.segments.values(),

@@ -500,7 +500,8 @@ def tiered_report(loaded: Loaded, *, now_ms: int, remote: RemoteLogMetadata | No
     """Every tiered partition of ``loaded`` (``remote.storage.enable``, or named by the remote
     metadata), with the remote metadata replayed from the same log dirs unless given; with
     ``store`` the remote segments are found and read there."""
-    remote = remote if remote is not None else remote_metadata(loaded_log_dirs(loaded))
+    remote = remote if remote is not None else remote_metadata(loaded_log_dirs(loaded),
+                                                               until_ms=now_ms)
     by_key = remote_by_partition(remote)
     walked = metadata_partitions_walked(loaded)
     not_read = unread_partitions(loaded)

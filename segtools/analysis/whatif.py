@@ -348,10 +348,11 @@ class Horizon:
         return Tally(topic_grid(self.now_ms, self.end_ms), self.now_ms, self.end_ms)
 
 
-def _inputs(loaded: Loaded, limit: int) -> dict[str, list[PartitionHistory]]:
+def _inputs(loaded: Loaded, limit: int, now_ms: int | None = None
+            ) -> dict[str, list[PartitionHistory]]:
     """Each partition's history, by topic, with what the remote tier has copied (as
     ``segtools retention`` reads it from ``__remote_log_metadata``)."""
-    remote = tiered_metadata(loaded)
+    remote = tiered_metadata(loaded, now_ms)
     by_key = remote_by_partition(remote) if remote is not None else {}
     by_topic: dict[str, list[PartitionHistory]] = {}
     for pi in loaded.partitions:
@@ -466,7 +467,7 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
     items: list[WhatIf] = []
     recs: list[Recommendation] = []
     retention: dict[str, int] = {}
-    for topic, parts in _inputs(loaded, limit).items():
+    for topic, parts in _inputs(loaded, limit, now_ms).items():
         got, rec = what_if_topic(topic, parts, changes, now_ms=now_ms, end_ms=end_ms,
                                  ingest=ingest, recommend=recommend, advance=advance)
         if rec is not None:

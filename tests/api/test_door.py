@@ -237,7 +237,6 @@ def test_a_partition_repr_escapes_what_would_drive_a_terminal():
     (lambda: segtools.explain_compaction(SAMPLE, top="many"), "^top: must be a whole number"),
     (lambda: segtools.explain_compaction(SAMPLE, tombstone_limit=-1), "^tombstone_limit: must be"),
     (lambda: segtools.producers(SAMPLE, duplicates_window="soon"), "^duplicates_window: not a"),
-    (lambda: segtools.what_if(SAMPLE, horizon_days="0"), "^horizon_days: must be more than 0"),
     (lambda: segtools.open(SAMPLE).transactions(changes="x"), "^changes: must be a whole"),
     (lambda: segtools.explain_retention(SAMPLE, config="/nonexistent/topic.properties"),
      "^config: /nonexistent/topic.properties: "),

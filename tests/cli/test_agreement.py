@@ -290,3 +290,17 @@ def test_every_timed_command_says_its_one_clock_alike(tree):
         assert second.startswith('"now" is this machine\'s clock'), second
         assert text.count("this machine's clock") == 1
     assert build([path], at=to_millis(AT)).data["meta"]["at"] == to_millis(AT)
+
+
+def test_tiered_at_a_moment_knows_only_the_events_before_it():
+    """The remote tier at ``--at`` is what ``__remote_log_metadata`` said by then: a delete or a
+    copy that started later is not shown (segment 0..99 of clicks.tiered-0 was deleted on
+    2024-06-01; on 2024-05-30 it is still a finished copy)."""
+    at = "2024-05-30T00:05:00Z"
+    _, out = lines("tiered", str(LOGDIRS / "tiered" / "clicks.tiered-0"), "--at", at,
+                   "--format", "jsonl")
+    (doc,) = [x for x in out if x["type"] == "tiered"]
+    segments = [s for p in doc["partitions"] for s in p["remote_segments"]]
+    assert segments and all(s["state_changed_ms"] <= to_millis(at) for s in segments)
+    first = next(s for s in segments if s["start_offset"] == 0)
+    assert first["state"] == "COPY_SEGMENT_FINISHED"
