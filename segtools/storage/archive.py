@@ -342,8 +342,8 @@ class ArchiveLocation(Location):
             if not inflater.eof:
                 raise EOFError("the compressed file ends before the end-of-stream marker")
         except (EOFError, zlib.error) as e:
-            self._damaged(f"the compressed stream breaks off after {self._tmp_used} bytes: "
-                          f"{e}; the members before it are read")
+            self._damaged(f"the compressed stream breaks off after {self._tmp_used} bytes of "
+                          f"inflated data: {e}; the members before it are read")
         return fd
 
     def _list_zip(self) -> None:
