@@ -85,8 +85,10 @@ demo: $(STAMP)
 	@echo; echo "== report: everything above as one HTML page, to open in a browser or share =="
 	$(VENV)/bin/segtools report fixtures/logdirs -o $(CURDIR)/.cache/demo-report.html --config $(DEMO_CONFIG) --at 2023-11-16T00:00:00Z $(FINDINGS_OK)
 
+# The suite installs the wheel dist-check just built where it tests a user's install
+# (tests/spark/test_autoregister.py), instead of compiling the project once more.
 test: $(STAMP) browser emulators dist-check
-	$(PY) -m pytest
+	SEGTOOLS_TEST_WHEEL="$$(ls -t dist/segtools-*.whl | head -1)" $(PY) -m pytest
 
 # A wheel for hosts with no C compiler (a broker host): the compiled parts are built here, once,
 # for this machine's Python and platform. The build requirements live in a venv of their own
