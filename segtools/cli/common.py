@@ -207,6 +207,10 @@ def _uri_hint(paths: Iterable[str]) -> str:
     return ""
 
 
+#: What a path given alone may have been instead of a Kafka file or directory.
+NOT_READ = frozenset((*NothingToReadError.UNLISTED, "not_a_segment_file"))
+
+
 def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
     """Walk the given log dirs / partition dirs / segment files; a path that does not exist
     is a usage error (exit 2), as the operator mistyped it."""
@@ -219,11 +223,14 @@ def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
     # nothing to read at all (every path given unreadable counts as nothing): one error, the
     # same from every command, rather than an empty answer with a finding
     if not any(d.partitions for d in log_dirs):
-        given = next((f for f in loose if f.code not in NothingToReadError.UNLISTED), None)
-        if given is not None:  # /etc/passwd, a damaged archive: not a Kafka file (exit 2)
+        given = next((f for f in loose if f.code == "not_a_segment_file"), None)
+        if given is not None and all(f.code in NOT_READ for f in loose):
+            # /etc/passwd given alone: not a Kafka file (exit 2; an archive's damage stays a
+            # finding, with what it could list)
             raise NothingToReadError(given.message, path=given.path)
-        raise NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)],
-                                    [str(d.path) for d in log_dirs] or list(paths))
+        if all(f.code in NothingToReadError.UNLISTED for f in loose):
+            raise NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)],
+                                        [str(d.path) for d in log_dirs] or list(paths))
     return log_dirs, loose
 
 
