@@ -28,7 +28,6 @@ instead. Each analysis returns its library type with a notebook face
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -56,7 +55,7 @@ from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.scope import LocationScope
 from segtools.storage.throttle import parse_rate
-from segtools.text import terminal_safe
+from segtools.text import terminal_safe, unmatched
 from segtools.units import format_bytes
 
 if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annotations
@@ -278,12 +277,9 @@ class LogDirs:
         if not found and (sel.topics != ("*",) or sel.partitions):
             named = {p.topic for p in self._selected(plan.Selection(
                 self.paths, partition_states=arguments.PARTITION_STATES)) if p.topic}
-            unmatched = next((g for g in sel.topics
-                              if not any(fnmatch.fnmatchcase(t, g) for t in named)), None)
-            if unmatched is not None:
-                raise arguments.ArgumentError(
-                    f"topics: no topic matches {unmatched!r} (topics here: "
-                    f"{', '.join(sorted(named)[:12]) or 'none'})")
+            said = unmatched(sel.topics, named)
+            if said is not None:
+                raise arguments.ArgumentError(f"topics: {said}")
             raise arguments.ArgumentError(
                 f"partitions: no partition {', '.join(map(str, sel.partitions or ()))} of "
                 "the selected topics here")

@@ -8,7 +8,9 @@ where each can import them without importing another face.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+from collections.abc import Iterable
 from pathlib import PurePath
 
 from segtools.sensitive import without_credentials
@@ -98,3 +100,14 @@ def distinct_names(paths) -> list[str]:
         if len(set(names)) == len(names):
             return names
     return paths
+
+
+def unmatched(globs: Iterable[str], topics: Iterable[str]) -> str | None:
+    """What a face says when a topic glob selects nothing (the first such glob, and the
+    topics there are), or None when each matches: the words of the API and the CLI alike."""
+    names = sorted(set(topics))
+    for glob in globs:
+        if not any(fnmatch.fnmatchcase(t, glob) for t in names):
+            shown = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+            return f"no topic matches {glob!r} (topics here: {shown or 'none'})"
+    return None

@@ -23,6 +23,7 @@ from segtools.payloads.decoder import Modes
 from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, settled, walk
 from segtools.storage.partition import PartitionDir, load_partition_dir
 from segtools.storage.throttle import parse_rate
+from segtools.text import unmatched
 from segtools.timestamps import to_millis
 from segtools.units import format_time
 
@@ -348,12 +349,10 @@ def require_match(log_dirs: Sequence[LogDir], args: argparse.Namespace) -> None:
     """``--topic``/``--partition`` that select nothing in the tree are a usage error (exit 2)
     naming the topics there, not an empty answer: an SRE's typo must not read as "no data"
     (the Python API's selectors and ``query`` do the same)."""
-    topics = sorted({p.name.topic for d in log_dirs for p in d.partitions if p.name})
-    for glob in getattr(args, "topic", None) or ():
-        if not any(fnmatch.fnmatchcase(t, glob) for t in topics):
-            shown = ", ".join(topics[:12]) + (", ..." if len(topics) > 12 else "")
-            raise SegtoolsError(f"--topic: no topic matches {glob!r} (topics here: "
-                                f"{shown or 'none'})", path=" ".join(args.paths))
+    said = unmatched(getattr(args, "topic", None) or (),
+                     (p.name.topic for d in log_dirs for p in d.partitions if p.name))
+    if said is not None:
+        raise SegtoolsError(f"--topic: {said}", path=" ".join(args.paths))
     if getattr(args, "partition", None) and not any(
             selected(p, args) for d in log_dirs for p in d.partitions):
         raise SegtoolsError(f"--partition: no partition {', '.join(map(str, args.partition))}"
