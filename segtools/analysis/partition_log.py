@@ -28,7 +28,6 @@ from segtools.decode.walk import whole_table
 from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Batch, Record
-from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import TransactionIndex
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir, walk
@@ -40,6 +39,7 @@ from segtools.storage.partition import (
     load_partition_dir,
 )
 from segtools.storage.segment import Segment, file_unreadable, read_small, unreadable
+from segtools.storage.small_files import read_producer_snapshot
 
 #: KRaft's metadata log is one partition, always 0 (``KafkaRaftServer.MetadataPartition``).
 METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC}-0"

@@ -20,11 +20,11 @@ from segtools.analysis.partition_log import file_records
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding, Severity, finding
-from segtools.storage.files import read_producer_snapshot
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
 from segtools.storage.segment import Segment, file_unreadable, unreadable
+from segtools.storage.small_files import read_producer_snapshot
 from segtools.storage.summary import small_segment_checks
 
 

@@ -30,9 +30,9 @@ from segtools.formats.checkpoints import (
     parse_offset_checkpoint,
     parse_partition_metadata,
 )
-from segtools.storage.files import read_producer_snapshot, read_text_capped
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.segment import Segment
+from segtools.storage.small_files import read_producer_snapshot, read_text_capped
 
 Emit = Callable[[dict, str], None]  # (json object, text line)
 

@@ -38,6 +38,7 @@ from segtools.payloads.schemas import (
     SchemaReference,
     Schemas,
 )
+from segtools.storage.location import as_path
 from segtools.storage.partition import PartitionDir, PartitionState, load_partition_dir
 from segtools.storage.segment import Segment, unreadable
 
@@ -185,7 +186,7 @@ def beside(log_dir: Path) -> list[PartitionDir]:
     """The store topic's partitions in a log dir, when only some of its partitions were
     named (``dump orders-0`` still finds ``_schemas-0`` next to it)."""
     found = []
-    for path in sorted(Path(log_dir).glob(f"{SCHEMAS_TOPIC}-*")):
+    for path in sorted(as_path(log_dir).glob(f"{SCHEMAS_TOPIC}-*")):
         if path.is_dir():
             found.append(load_partition_dir(path))
     return schemas_partitions(found)

@@ -30,7 +30,7 @@ from segtools.payloads.schemas import (
     Schemas,
 )
 from segtools.payloads.schemas_topic import SCHEMAS_TOPIC, beside, read_schemas, schemas_partitions
-from segtools.storage.location import is_remote
+from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir, walk
 
 #: The environment variable holding ``user:password`` for a registry (Confluent's
@@ -179,13 +179,11 @@ def _topic_partitions(places: Sequence[LogDir | Path]):
         if path in seen:
             continue
         seen.add(path)
-        if is_remote(path):  # an object store or an archive: listed through the seam
-            dirs, _ = walk([str(path)])
-            found.extend(schemas_partitions(p for d in dirs for p in d.partitions))
-        elif Path(path).name.startswith(f"{SCHEMAS_TOPIC}-"):
-            found.extend(beside(Path(path).parent))
-        elif Path(path).is_dir():
-            found.extend(beside(Path(path)))
+        where = as_path(path)  # wherever it lives: its location lists it
+        if where.name.startswith(f"{SCHEMAS_TOPIC}-"):
+            found.extend(beside(where.parent))
+        elif where.is_dir():
+            found.extend(beside(where))
     unique: dict = {}
     for p in found:
         unique.setdefault(Path(p.path), p)

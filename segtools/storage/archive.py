@@ -47,7 +47,8 @@ from typing import Any
 from segtools.errors import SegtoolsError
 from segtools.findings import finding
 from segtools.storage.files import pread_exact_or_short
-from segtools.storage.located import Entry, Location
+from segtools.storage.local import LocalPath
+from segtools.storage.located import Entry, ListedLocation
 from segtools.storage.scope import note_read
 from segtools.storage.source import WindowSource
 
@@ -155,13 +156,13 @@ def _safe_key(name: str) -> str | None:
     return "/" + "/".join(parts)
 
 
-class ArchiveLocation(Location):
+class ArchiveLocation(ListedLocation):
     """One archive file on local disk, listed from its own index when opened."""
 
     kind = "archive"
 
     def __init__(self, uri: str, options: Mapping[str, Any]):
-        self.archive = Path(os.path.abspath(uri))
+        self.archive = LocalPath(os.path.abspath(uri))  # the bundle itself: on the local disk
         super().__init__(str(self.archive), options)
         self.tmp_limit = int(options.get("tmp_limit", TMP_LIMIT))
         self.max_members = int(options.get("max_members", MAX_MEMBERS))

@@ -7,8 +7,6 @@ never write, lock, rename or truncate anything in a log dir (docs/architecture.m
 from __future__ import annotations
 
 import errno
-import io
-import mmap
 import os
 import re
 import stat
@@ -16,9 +14,7 @@ from typing import BinaryIO
 
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
-from segtools.formats.snapshot import ProducerSnapshot, parse_producer_snapshot
 from segtools.storage import gentle
-from segtools.storage.located import is_remote, open_remote
 from segtools.storage.scope import note_read
 
 #: Read-only, and never blocking: a FIFO or a terminal under a Kafka file name must not hang the
@@ -75,24 +71,11 @@ def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.s
     return fd, st
 
 
-def hand_back(f: object) -> None:
-    """A local file read to the end of its use: the pages the read brought into the cache
-    are dropped when the run leaves the cache as found (:mod:`segtools.storage.pagecache`);
-    an object store's file has none."""
-    keeper = gentle.current().keeper
-    if keeper is not None and isinstance(f, io.IOBase) and not f.closed:
-        keeper.restore(f.fileno())
-
-
 def open_regular_file(path: str | os.PathLike[str], *, follow_symlinks: bool = False
                       ) -> BinaryIO:
     """:func:`open_regular` as a binary file object (reads never block: the file is regular)."""
     fd, _ = open_regular(os.fspath(path), follow_symlinks=follow_symlinks)
     return os.fdopen(fd, "rb")
-
-# A checkpoint of 100k partitions is ~4 MiB; 64 MiB is far above any real one and stops a bogus
-# multi-GiB file from ballooning memory.
-TEXT_FILE_CAP = 64 * 1024 * 1024
 
 SEGMENT_NAME_DIGITS = 20
 
@@ -144,55 +127,6 @@ def cannot_read(path: str, e: SegtoolsError | OSError) -> Finding:
     return finding("file_unreadable", path, f"cannot read: {why}")
 
 
-def _read_upto(path: str, limit: int) -> bytes:
-    """Up to ``limit`` bytes of a regular file, read with the descriptor alone (a large tree
-    has two small text files per partition). Asks for what the file holds, not for the
-    limit: a read of ``limit`` bytes would allocate that much first."""
-    fd, st = open_regular(path)
-    try:
-        chunks = []
-        got = 0
-        want = min(st.st_size + 1, limit)
-        if (rate := gentle.current().rate) is not None:
-            rate.take(want)
-        while got < limit:
-            chunk = os.read(fd, want - got)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-            if got == want:  # the file grew since the stat: read on to the limit
-                want = limit
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
-                     ) -> tuple[str | None, list[Finding]]:
-    """Read a small text file (checkpoint, properties) as UTF-8, refusing files above ``cap``.
-
-    Returns ``(None, findings)`` when the file cannot be read; never raises for I/O problems,
-    because one unreadable checkpoint must not stop a walk over a whole log dir.
-    """
-    spath = str(path)
-    try:
-        if is_remote(path):
-            data = open_remote(path).pread(cap + 1, 0)
-        else:
-            data = _read_upto(os.fspath(path), cap + 1)
-    except (SegtoolsError, OSError) as e:
-        return None, [cannot_read(spath, e)]
-    if len(data) > cap:
-        return None, [finding("file_too_large", spath,
-                              f"larger than the {cap}-byte cap for text files; not parsed")]
-    try:
-        return data.decode("utf-8"), []
-    except UnicodeDecodeError as e:
-        return None, [finding("file_not_utf8", spath,
-                              f"not UTF-8 text: {e.reason}", position=e.start)]
-
-
 def next_data(fd: int, pos: int) -> int | None:
     """``lseek(SEEK_DATA)``: the next offset at or after ``pos`` not in a hole, None when only
     a hole remains; ``pos`` itself where the file system cannot say."""
@@ -223,40 +157,3 @@ def pread_exact_or_short(fd: int, length: int, position: int) -> bytes:
         length -= len(chunk)
         position += len(chunk)
     return b"".join(chunks)
-
-
-#: A producer snapshot holds 46 bytes per live producer id; 256 MiB is millions of producers,
-#: far past any real broker, and bounds what a hostile (or sparse) file can make us read.
-SNAPSHOT_CAP = 256 * 1024 * 1024
-
-
-def read_producer_snapshot(path: str | os.PathLike[str]
-                           ) -> tuple[ProducerSnapshot | None, list[Finding]]:
-    """Read a ``.snapshot`` through a read-only mmap (the CRC needs every byte, the heap none)."""
-    spath = str(path)
-    try:
-        if is_remote(path):
-            remote = open_remote(path)
-            if remote.size() > SNAPSHOT_CAP:
-                return None, [_snapshot_too_large(spath, remote.size())]
-            return parse_producer_snapshot(remote.read_all(), spath)
-        with open_regular_file(path) as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return parse_producer_snapshot(b"", spath)
-            if size > SNAPSHOT_CAP:
-                return None, [_snapshot_too_large(spath, size)]
-            with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as mm:
-                view = memoryview(mm)
-                try:
-                    return parse_producer_snapshot(view, spath)
-                finally:
-                    view.release()
-    except (SegtoolsError, OSError) as e:
-        return None, [cannot_read(spath, e)]
-
-
-def _snapshot_too_large(spath: str, size: int) -> Finding:
-    return finding("file_too_large", spath,
-                   f"{size} bytes: more than the {SNAPSHOT_CAP}-byte cap for producer "
-                   "snapshots (46 bytes per producer); not read")

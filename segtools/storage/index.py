@@ -25,8 +25,7 @@ import mmap
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import BinaryIO, ClassVar, NamedTuple, Self
+from typing import ClassVar, NamedTuple, Self
 
 import numpy as np
 
@@ -45,14 +44,8 @@ from segtools.formats.indexes import (
     TIME_INDEX_STRUCT,
     WARM_SECTION_BYTES,
 )
-from segtools.storage.files import (
-    hand_back,
-    next_data,
-    offset_from_file_name,
-    open_regular_file,
-    pread_exact_or_short,
-)
-from segtools.storage.located import RemoteFile, is_remote, open_remote
+from segtools.storage.files import offset_from_file_name
+from segtools.storage.located import OpenFile
 from segtools.storage.location import as_path
 
 # Entries per pread chunk while counting: bounded memory (<= 768 KiB) whatever the index size.
@@ -70,25 +63,18 @@ _PRIVATE_MAX = 64 * 1024
 REMOTE_INDEX_WHOLE = 64 * 1024 * 1024
 
 
-def _open_read_only(path: Path) -> BinaryIO | RemoteFile:
-    """Open for reading; an OS error (a live broker's retention deleted the file after the
-    directory was listed) is a typed error that names the file, not a traceback."""
-    if is_remote(path):
-        remote = open_remote(path)
-        if remote.size() <= REMOTE_INDEX_WHOLE:
-            remote.read_all()
-        return remote
-    return open_regular_file(path)  # the caller keeps it open as long as the index object
-
-
-def _size(f: BinaryIO | RemoteFile) -> int:
-    return f.size() if isinstance(f, RemoteFile) else os.fstat(f.fileno()).st_size
-
-
-def _pread(f: BinaryIO | RemoteFile, length: int, position: int) -> bytes:
-    if isinstance(f, RemoteFile):
-        return f.pread(length, position)
-    return pread_exact_or_short(f.fileno(), length, position)
+def _open_read_only(path) -> OpenFile:
+    """Open for reading, where the index lives; an index its location reads by requests is
+    fetched whole (up to :data:`REMOTE_INDEX_WHOLE`): a seek then costs one request, not one
+    per probe of the binary search. An OS error (a live broker's retention deleted the file
+    after the directory was listed) is a typed error that names the file, not a traceback."""
+    f = path.location.open_path(path)
+    try:
+        f.prefetch(REMOTE_INDEX_WHOLE)
+    except BaseException:
+        f.close()
+        raise
+    return f  # the caller keeps it open as long as the index object
 
 
 def _reopen(cls, path: str, base_offset: int | None, log_size: int | None, sealed: bool):
@@ -155,7 +141,7 @@ class _MappedIndex(_IndexFile):
         self._closed = False
         self._file = _open_read_only(self.path)
         try:
-            self.file_size = _size(self._file)
+            self.file_size = self._file.size()
         except BaseException:
             self._file.close()
             raise
@@ -171,7 +157,6 @@ class _MappedIndex(_IndexFile):
             self._mmap = None
         self._private = None
         self._closed = True
-        hand_back(self._file)
         self._file.close()
 
     def __reduce__(self) -> tuple:
@@ -220,7 +205,7 @@ class _MappedIndex(_IndexFile):
         return self._scan
 
     def _read_slots(self, start: int, count: int) -> np.ndarray:
-        data = _pread(self._file, count * self.ENTRY_SIZE, start * self.ENTRY_SIZE)
+        data = self._file.pread(count * self.ENTRY_SIZE, start * self.ENTRY_SIZE)
         usable = len(data) // self.ENTRY_SIZE
         return np.frombuffer(data, dtype=self._DTYPE, count=usable)
 
@@ -307,11 +292,10 @@ class _MappedIndex(_IndexFile):
         may claim 10^9 entries of holes, which must not cost a read of gigabytes."""
         pos = start
         while pos < self.file_size:
-            if not isinstance(self._file, RemoteFile):  # a listed object has no holes
-                pos = next_data(self._file.fileno(), pos)
+            pos = self._file.next_data(pos)
             if pos is None or pos >= self.file_size:
                 return None
-            data = _pread(self._file, min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
+            data = self._file.pread(min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
             if not data:
                 return None
             view = np.frombuffer(data, dtype=np.uint8)
@@ -322,7 +306,7 @@ class _MappedIndex(_IndexFile):
 
     def _slot_raw(self, slot: int) -> tuple:
         """Any slot (valid or not) via pread, for Kafka's own checks on its entry count."""
-        data = _pread(self._file, self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+        data = self._file.pread(self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
         if len(data) < self.ENTRY_SIZE:
             return tuple([0] * len(self._DTYPE.names))
         return self._STRUCT.unpack(data)  # type: ignore[attr-defined]
@@ -359,13 +343,14 @@ class _MappedIndex(_IndexFile):
             return self._mmap
         if self._private is None:
             size = self.valid_entries * self.ENTRY_SIZE
-            if self.sealed and size > _PRIVATE_MAX and not isinstance(self._file, RemoteFile):
-                # mapped only when large and sealed: a few entries cost one pread, while a
-                # mapping costs three system calls and a page fault per segment of a tree
-                self._mmap = mmap.mmap(self._file.fileno(), self.file_size,
-                                       access=mmap.ACCESS_READ)
+            # mapped only when large and sealed (and the file can be mapped): a few entries
+            # cost one pread, while a mapping costs three system calls and a page fault per
+            # segment of a tree
+            if self.sealed and size > _PRIVATE_MAX and \
+                    (mapped := self._file.mapping(self.file_size)) is not None:
+                self._mmap = mapped
                 return self._mmap
-            data = _pread(self._file, size, 0)
+            data = self._file.pread(size, 0)
             if len(data) < size:
                 raise SegtoolsError("index file shrank while it was being read (a follower "
                                     "truncating its log?)", path=str(self.path),
@@ -388,7 +373,7 @@ class _MappedIndex(_IndexFile):
         """A broker truncates indexes with its log (``LogSegment.truncateTo``); reading a
         mapped page past the new end would kill the process with SIGBUS, so the size is
         re-read (``fstat``) before entries beyond the last check are read."""
-        size = _size(self._file)
+        size = self._file.size()
         self._held = min(size, end + INDEX_GUARD_STRIDE)
         return size >= end
 
@@ -780,11 +765,10 @@ class TransactionIndex(_IndexFile):
         self.base_offset = (offset_from_file_name(self.path.name) if base_offset is None
                             else base_offset)
         self._file = _open_read_only(self.path)
-        self.file_size = _size(self._file)
+        self.file_size = self._file.size()
         self._findings: tuple[Finding, ...] | None = None
 
     def close(self) -> None:
-        hand_back(self._file)
         self._file.close()
 
     def __reduce__(self) -> tuple:
@@ -801,7 +785,7 @@ class TransactionIndex(_IndexFile):
         slot = 0
         while slot < total:
             count = min(self._CHUNK_ENTRIES, total - slot)
-            data = _pread(self._file, count * self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+            data = self._file.pread(count * self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
             for i, fields in enumerate(ABORTED_TXN_STRUCT.iter_unpack(
                     memoryview(data)[: len(data) - len(data) % self.ENTRY_SIZE])):
                 yield AbortedTxn(*fields, position=(slot + i) * self.ENTRY_SIZE)

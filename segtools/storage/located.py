@@ -1,29 +1,38 @@
-"""The abstract location and its entries: a place a log dir lives that is not the local disk.
+"""The abstract location: a place a log dir lives, and how a file of it is listed and read.
 
-A location (an object store's bucket, :mod:`.objectstore`; an archive, :mod:`.archive`) is
-listed once and read by byte ranges. A path inside it is a :class:`RemotePath`: a pure POSIX
-path that carries its location, so ``path / name``, ``.parent`` and ``.name`` work as on disk
-while ``exists``/``is_dir``/``stat``/``iterdir`` answer from the listing; the storage rooms
-ask :func:`is_remote` where a local file and a listed one are read differently.
+Every kind of place is a :class:`Location`: the local disk (:mod:`.local`), an object
+store's bucket (:mod:`.objectstore`), an archive (:mod:`.archive`). A path is resolved once,
+where it enters the library (:func:`segtools.storage.location.resolve`), into a *located
+path* that carries its location: a :class:`~segtools.storage.local.LocalPath` or a
+:class:`RemotePath`. The storage rooms below ask the path's location how to do what differs
+between kinds (list a directory, open a file, read a segment's bytes, read a small file in
+one go, hand a file to the compiled readers by name) and never ask which kind it is.
+
+A location that is not the local disk is a :class:`ListedLocation`: listed once, read by
+byte ranges. A path inside it is a :class:`RemotePath`: a pure POSIX path, so ``path /
+name``, ``.parent`` and ``.name`` work as on disk while ``exists``/``is_dir``/``stat``/
+``iterdir`` answer from the listing.
 
 This module knows no kind of location and opens none: :mod:`.location` is the one place a
-URI or an archive name becomes a location (the dispatch), and :mod:`.scope` says who owns it.
+name becomes a located path (the dispatch), and :mod:`.scope` says who owns a location.
 
-A location pickles as its class, URI and storage options; a :class:`RemotePath` as its
-location and key, so the paths of one pickle share one reopened location (pickle's memo), in
-the scope applied where they are unpickled (a Spark task's), or owned by the paths alone.
+A listed location pickles as its class, URI and storage options; a :class:`RemotePath` as
+its location and key, so the paths of one pickle share one reopened location (pickle's
+memo), in the scope applied where they are unpickled (a Spark task's), or owned by the paths
+alone.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import mmap
 import os
 import stat as stat_mod
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any, ClassVar
 
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
@@ -43,17 +52,128 @@ class Entry:
     etag: str | None = None  # an object store's version tag, where the store gives one
 
 
-class Location(ABC):
-    """A tree of files that is not the local file system: listed once, read by byte ranges.
+class OpenFile(ABC):
+    """A file of a location opened for reading: what the index readers and the chain of
+    custody ask of it, whatever the kind (a local descriptor, a listed object's ranges)."""
 
-    Subclasses fill :attr:`entries` (key -> :class:`Entry`) from one recursive listing and
-    answer reads; :attr:`findings` collects what the listing met (refused archive members,
-    a damaged archive) for the walk to report."""
+    @abstractmethod
+    def size(self) -> int:
+        """The file's size now (a local file's from its descriptor: a live index grows)."""
+
+    @abstractmethod
+    def seen(self) -> tuple[int, int | None]:
+        """``(size, mtime_ns)`` as the open saw it: what the chain of custody compares."""
+
+    @abstractmethod
+    def pread(self, length: int, position: int) -> bytes:
+        """Up to ``length`` bytes at ``position``; fewer when the file ends (or shrank)."""
+
+    def next_data(self, position: int) -> int | None:
+        """The next byte at or after ``position`` that is not in a hole (a preallocated
+        index is mostly holes on disk); a listed object has none."""
+        return position
+
+    def mapping(self, length: int) -> mmap.mmap | None:
+        """A read-only mapping of the first ``length`` bytes, where the file can be mapped
+        (a local one); None: read it with :meth:`pread`."""
+        return None
+
+    def prefetch(self, limit: int) -> None:
+        """Read the whole file now when every read is a request and it is at most ``limit``
+        bytes (an index searched probe by probe); a local file is read where it is."""
+        return None
+
+    def etag(self) -> str | None:
+        return None
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the file (a local one's pages are handed back when the run is gentle)."""
+
+    def __enter__(self) -> OpenFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _nothing() -> None:
+    return None
+
+
+@dataclass(slots=True)
+class OpenedSegment:
+    """A segment's ``.log`` opened for the batch walk: its :class:`Source`, the size and
+    modification time the open saw (a growing segment is read to that size), whether the
+    bytes are a mapping of the file, and what releases it."""
+
+    source: Any  # a segtools.decode.source.Source
+    size: int
+    mtime_ns: int
+    is_mapped: bool = False
+    release: Callable[[], None] = _nothing
+
+
+class Location(ABC):
+    """A kind of place a log dir lives: what differs between kinds, asked of the location
+    of a located path, so that no room below the seam branches on the kind."""
 
     kind: ClassVar[str]
     #: Whether the location's client keeps connections and threads that a forked process
     #: would inherit mid-use (an object store's; :func:`segtools.fanout.ordered` asks).
     shares_connections: ClassVar[bool] = False
+    #: Whether a file of it can be handed by name to the compiled readers
+    #: (:mod:`segtools.storage._summary` opens, maps and reads local files itself).
+    compiled_reads: ClassVar[bool] = False
+    findings: list[Finding]
+
+    @abstractmethod
+    def scandir(self, path) -> AbstractContextManager:
+        """:func:`os.scandir` of a directory of this location; a missing one raises
+        :class:`FileNotFoundError`."""
+
+    @abstractmethod
+    def child(self, directory, entry) -> Any:
+        """The located path of an entry :meth:`scandir` yielded for ``directory``."""
+
+    @abstractmethod
+    def open_path(self, path) -> OpenFile:
+        """Open a regular file for reading; a missing one raises
+        :class:`~segtools.errors.VanishedError`, a directory or a link
+        :class:`~segtools.errors.NotAKafkaFileError`."""
+
+    @abstractmethod
+    def read_upto(self, path, limit: int) -> bytes:
+        """Up to ``limit`` bytes of a small file from its start (a checkpoint, properties),
+        asking for what the file holds, not for the limit."""
+
+    @abstractmethod
+    def open_segment(self, path, *, sealed: bool, listed: tuple[int, int | None] | None,
+                     small: int) -> OpenedSegment:
+        """A segment's ``.log`` for the batch walk, read the way this kind reads it best
+        and safely (``sealed``: Kafka can no longer shrink it; ``listed``: what the listing
+        saw; ``small``: up to this size a file is better read whole)."""
+
+    @abstractmethod
+    def read_small(self, path, limit: int) -> bytes | None:
+        """The whole of a small ``.log`` (up to ``limit`` bytes) in one read, or None when
+        the segment is better read by :meth:`open_segment`."""
+
+    @abstractmethod
+    def list_files(self, path) -> Iterator[tuple[Any, Entry]]:
+        """Every file below a directory (or the file itself) with what its listing says, in
+        name order."""
+
+    def close(self) -> None:
+        return None
+
+
+class ListedLocation(Location):
+    """A tree of files that is not the local file system: listed once, read by byte ranges.
+
+    Subclasses fill :attr:`entries` (key -> :class:`Entry`) from one recursive listing and
+    answer reads; :attr:`findings` collects what the listing met (refused archive members,
+    a damaged archive) for the walk to report."""
 
     def __init__(self, uri: str, options: Mapping[str, Any]):
         self.uri = uri
@@ -123,8 +243,49 @@ class Location(ABC):
         (an archive, read from one open file, cannot change under its reader)."""
         return None
 
-    def close(self) -> None:
+    # -- what differs between kinds (Location), answered from the listing and ranges -----
+
+    def scandir(self, path: RemotePath) -> AbstractContextManager:
+        if not path.is_dir():
+            raise FileNotFoundError(2, "No such directory", str(path))
+        return _Listing([RemoteDirEntry(p.name, str(p), p) for p in path.iterdir()])
+
+    def child(self, directory: RemotePath, entry: RemoteDirEntry) -> RemotePath:
+        return entry.remote
+
+    def open_path(self, path: RemotePath) -> RemoteFile:
+        return open_remote(path)
+
+    def read_upto(self, path: RemotePath, limit: int) -> bytes:
+        return open_remote(path).pread(limit, 0)
+
+    def open_segment(self, path: RemotePath, *, sealed: bool,
+                     listed: tuple[int, int | None] | None, small: int) -> OpenedSegment:
+        """The object's (or member's) ranges: a listed file cannot shrink under its reader
+        the way a local one can, and one replaced since the listing is refused as it is
+        read (:class:`ObjectChangedError`); its small files came with the listing."""
+        f = open_remote(path)
+        return OpenedSegment(self.source(path.key, f.entry), f.entry.size,
+                             f.entry.mtime_ns or 0)
+
+    def read_small(self, path: RemotePath, limit: int) -> bytes | None:
+        """None: a listed segment is read by its ranges (a directory's small files are
+        fetched with its listing already, :attr:`small_file_bytes`)."""
         return None
+
+    def list_files(self, path: RemotePath) -> Iterator[tuple[RemotePath, Entry]]:
+        """One recursive listing, in name order."""
+        e = path.entry
+        if e is None:
+            return
+        if not e.is_dir:
+            yield path, e
+            return
+        prefix = "/" if path.key == "/" else path.key + "/"
+        for key in sorted(k for k in self.entries if k.startswith(prefix)):
+            e = self.entries[key]
+            if not e.is_dir:
+                yield self.path(key), e
 
 
 class ObjectChangedError(SegtoolsError):
@@ -133,11 +294,11 @@ class ObjectChangedError(SegtoolsError):
 
 
 class RemotePath(PurePosixPath):
-    """A path inside a :class:`Location`: pure path arithmetic plus the queries the storage
+    """A path inside a :class:`ListedLocation`: pure path arithmetic plus the queries the storage
     rooms make of a local :class:`~pathlib.Path`, answered from the location's listing."""
 
     __slots__ = ()
-    location: ClassVar[Location]
+    location: ClassVar[ListedLocation]
 
     @property
     def key(self) -> str:
@@ -223,7 +384,7 @@ class RemotePath(PurePosixPath):
         return self.location.read_range(self.key, 0, e.size)
 
 
-def _stat_result(location: Location, e: Entry) -> os.stat_result:
+def _stat_result(location: ListedLocation, e: Entry) -> os.stat_result:
     mode = (stat_mod.S_IFDIR | 0o555) if e.is_dir else (stat_mod.S_IFREG | 0o444)
     mtime_ns = e.mtime_ns or 0
     # st_dev/st_ino tell files apart the way the walk's loop guard expects
@@ -233,7 +394,8 @@ def _stat_result(location: Location, e: Entry) -> os.stat_result:
                            mtime_ns, mtime_ns, mtime_ns))
 
 
-def reopen_location(kind: type[Location], uri: str, options: Mapping[str, Any]) -> Location:
+def reopen_location(kind: type[ListedLocation], uri: str, options: Mapping[str, Any]
+                    ) -> ListedLocation:
     """A location unpickled in this process: the applied scope's own when it opened the same
     place, else a new one, owned by that scope when one is applied."""
     owner = scope.current()
@@ -243,7 +405,7 @@ def reopen_location(kind: type[Location], uri: str, options: Mapping[str, Any]) 
     return found if found is not None else owner.own(kind(uri, options))
 
 
-def _path_in(location: Location, key: str) -> RemotePath:
+def _path_in(location: ListedLocation, key: str) -> RemotePath:
     return location.path(key)
 
 
@@ -281,34 +443,25 @@ class _Listing(AbstractContextManager):
         return None
 
 
-def scandir(path: str | os.PathLike[str]):
-    """:func:`os.scandir` for a local path (the same call); the listing's entries for a
-    location. A missing directory raises :class:`FileNotFoundError` alike."""
-    if not isinstance(path, RemotePath):
-        return os.scandir(path)
-    if not path.is_dir():
-        raise FileNotFoundError(2, "No such directory", str(path))
-    return _Listing([RemoteDirEntry(p.name, str(p), p) for p in path.iterdir()])
-
-
-def dir_entry_path(entry) -> Path | RemotePath:
-    """The path of an entry :func:`scandir` yielded."""
-    return entry.remote if isinstance(entry, RemoteDirEntry) else Path(entry.path)
-
-
 # -- reading whole small files and sources --------------------------------------------------
 
-@dataclass(slots=True)
-class RemoteFile:
+class RemoteFile(OpenFile):
     """A listed file of a location opened for reading: its listing entry and range reads,
     the calls the index and small-file readers make of a local descriptor."""
 
-    path: RemotePath
-    entry: Entry
-    _cache: bytes | None = field(default=None)
+    def __init__(self, path: RemotePath, entry: Entry):
+        self.path = path
+        self.entry = entry
+        self._cache: bytes | None = None
 
     def size(self) -> int:
         return self.entry.size
+
+    def seen(self) -> tuple[int, int | None]:
+        return self.entry.size, self.entry.mtime_ns
+
+    def etag(self) -> str | None:
+        return self.entry.etag
 
     def pread(self, length: int, position: int) -> bytes:
         hi = min(self.entry.size, position + max(length, 0))
@@ -317,6 +470,10 @@ class RemoteFile:
         if self._cache is not None:
             return self._cache[position:hi]
         return self.path.location.read_range(self.path.key, position, hi)
+
+    def prefetch(self, limit: int) -> None:
+        if self.entry.size <= limit:
+            self.read_all()
 
     def read_all(self) -> bytes:
         """The whole file, kept for the next reads (indexes: searched many times)."""
@@ -343,12 +500,6 @@ def open_remote(path: RemotePath) -> RemoteFile:
     return RemoteFile(path, e)
 
 
-def open_source(path: RemotePath):
-    """The batch walk's source for a listed file, and its listing entry."""
-    f = open_remote(path)
-    return path.location.source(path.key, f.entry), f.entry
-
-
 def location_findings(paths) -> list[Finding]:
     """What the listings of the locations among ``paths`` met (each location once)."""
     seen: list[Location] = []
@@ -356,7 +507,3 @@ def location_findings(paths) -> list[Finding]:
         if isinstance(p, RemotePath) and all(p.location is not s for s in seen):
             seen.append(p.location)
     return [f for loc in seen for f in loc.findings]
-
-
-def is_remote(path: object) -> bool:
-    return isinstance(path, RemotePath)

@@ -1,19 +1,22 @@
-"""Where a file's bytes come from: the one place a path becomes a located path.
+"""Where a file's bytes come from: the one place a name becomes a located path.
 
 This is the seam between the storage rooms and the place a log dir lives
 (docs/locations.md), and the dispatch of its kinds: a path is resolved here, once, where it
-enters the library, and travels on as what it resolved to:
+enters the library, and travels on as the located path it resolved to, which carries its
+:class:`~segtools.storage.located.Location` (the abstract, :mod:`.located`):
 
-* a **local path** stays a :class:`pathlib.Path` and every read keeps today's code path
-  (``os.scandir``, a read-only mapping for sealed segments, ``pread`` windows for live ones);
+* a **local path** becomes a :class:`~segtools.storage.local.LocalPath` on the local disk
+  (:mod:`.local`: ``os.scandir``, a read-only mapping for sealed segments, ``pread`` windows
+  for live ones);
 * an **object store** URI (``s3://``, ``gs://``, ``abfs://``, ... :mod:`.objectstore`) and an
   **archive** (``.tar``, ``.tar.gz``/``.tgz``, ``.zip``: :mod:`.archive`) become a
-  :class:`~segtools.storage.located.RemotePath` in a
-  :class:`~segtools.storage.located.Location` (the abstract, :mod:`.located`).
+  :class:`~segtools.storage.located.RemotePath` in a listed location.
 
-A location is opened in the :class:`~segtools.storage.scope.LocationScope` applied to the
-call (the command's run, the dataset's, the Spark task's), which owns and closes it; with no
-scope applied, it belongs to the paths that hold it. Nothing here is process-wide.
+The rooms below ask ``path.location`` what differs between kinds; none asks which kind it is.
+A listed location is opened in the :class:`~segtools.storage.scope.LocationScope` applied to
+the call (the command's run, the dataset's, the Spark task's), which owns and closes it; with
+no scope applied, it belongs to the paths that hold it. Nothing here is process-wide (the
+local disk holds no state).
 """
 
 from __future__ import annotations
@@ -28,23 +31,25 @@ from urllib.parse import unquote, urlsplit
 from segtools.errors import SegtoolsError
 from segtools.sensitive import refuse_uri_credentials, without_credentials
 from segtools.storage import scope
-from segtools.storage.files import open_regular, pread_exact_or_short
+from segtools.storage.local import LocalPath
 from segtools.storage.located import (
     Entry,
+    ListedLocation,
     Location,
     ObjectChangedError,
+    OpenFile,
     RemotePath,
-    is_remote,
-    open_remote,
-    open_source,
 )
 from segtools.storage.scope import LocationScope, note_read
 
 #: The names the storage rooms take from the seam (the abstract's, through its front door).
-__all__ = ["ARCHIVE_SUFFIXES", "Entry", "Location", "LocationScope", "ObjectChangedError",
-           "RemotePath", "as_path", "custody", "is_archive_name", "is_remote", "is_uri",
-           "list_files", "note_read", "open_location", "open_remote", "open_source",
+__all__ = ["ARCHIVE_SUFFIXES", "Entry", "ListedLocation", "LocalPath", "Located", "Location",
+           "LocationScope", "ObjectChangedError", "RemotePath", "as_path", "custody",
+           "is_archive_name", "is_uri", "list_files", "note_read", "open_location",
            "read_range", "resolve"]
+
+#: A located path: a path that carries its location (module doc).
+Located = LocalPath | RemotePath
 
 #: File names that make a local file an archive read in place.
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".zip")
@@ -59,7 +64,8 @@ def is_archive_name(name: str) -> bool:
     return name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) -> Location:
+def open_location(uri: str, storage_options: Mapping[str, Any] | None = None
+                  ) -> ListedLocation:
     """The location a URI (``s3://bucket``) or an archive path names: the applied scope's
     when it opened it already, else a new one (owned by that scope when one is applied; its
     options when ``storage_options`` is None). Raises :class:`SegtoolsError` naming it."""
@@ -73,7 +79,7 @@ def open_location(uri: str, storage_options: Mapping[str, Any] | None = None) ->
     return found
 
 
-def _new_location(uri: str, options: Mapping[str, Any]) -> Location:
+def _new_location(uri: str, options: Mapping[str, Any]) -> ListedLocation:
     """The dispatch: which kind of location a name is. Each kind's module is loaded when a
     location of its kind is first opened: they load numpy and pyarrow, which a local tree
     (and ``segtools --help``) never needs. No kind imports this module, so nothing here
@@ -100,12 +106,12 @@ def split_uri(text: str) -> tuple[str, str]:
 
 
 def resolve(path: str | os.PathLike[str],
-            storage_options: Mapping[str, Any] | None = None) -> Path | RemotePath:
-    """A path as given by a user or an earlier answer, as a path of where it lives.
+            storage_options: Mapping[str, Any] | None = None) -> Located:
+    """A path as given by a user or an earlier answer, as a located path of where it lives.
 
     A URI becomes a path in its object store; a local path through an archive file
     (``bundle.tgz`` or ``bundle.tgz/broker-1/kafka-logs``) becomes a path in the archive; any
-    other path is an absolute local :class:`~pathlib.Path`, exactly as before."""
+    other path is an absolute :class:`~segtools.storage.local.LocalPath`."""
     if isinstance(path, RemotePath):
         return path
     text = os.fspath(path)
@@ -114,26 +120,27 @@ def resolve(path: str | os.PathLike[str],
         return open_location(root, storage_options).path(key)
     if text.startswith("file://"):
         text = text[len("file://"):]
-    local = Path(os.path.abspath(text))
+    local = LocalPath(os.path.abspath(text))
     for i, part in enumerate(local.parts):
         if is_archive_name(part):
-            archive = Path(*local.parts[:i + 1])
+            archive = LocalPath(*local.parts[:i + 1])
             if archive.is_file():
                 key = "/" + "/".join(local.parts[i + 1:])
                 return open_location(str(archive), storage_options).path(key)
     return local
 
 
-def as_path(path: str | os.PathLike[str]) -> Path | RemotePath:
-    """``Path(path)`` for code below the faces: a :class:`RemotePath` stays one, and a name
-    an answer printed (a URI, a path through an archive) is resolved again, in the applied
-    scope (which finds the location that printed it)."""
-    if isinstance(path, RemotePath):
+def as_path(path: str | os.PathLike[str]) -> Located:
+    """The located path of a path below the faces: a located path is itself (it was
+    resolved where it entered), a plain local path (an API caller's, a test's) is on the
+    local disk, and a name an answer printed (a URI, a path through an archive) is resolved
+    again, in the applied scope (which finds the location that printed it)."""
+    if isinstance(path, LocalPath | RemotePath):
         return path
     text = os.fspath(path)
     if (not isinstance(path, Path) and is_uri(text)) or _through_archive(text):
         return resolve(text)
-    return Path(text)
+    return LocalPath(text)
 
 
 def _through_archive(text: str) -> bool:
@@ -143,46 +150,15 @@ def _through_archive(text: str) -> bool:
 def read_range(path: str | os.PathLike[str], lo: int, hi: int) -> bytes:
     """The bytes ``[lo, hi)`` of a file wherever it lives (fewer when it ends first)."""
     p = as_path(path)
-    if isinstance(p, RemotePath):
-        f = open_remote(p)
-        return f.pread(hi - lo, lo)
-    fd, _ = open_regular(str(p))
-    try:
-        return pread_exact_or_short(fd, max(hi - lo, 0), lo)
-    finally:
-        os.close(fd)
+    with p.location.open_path(p) as f:
+        return f.pread(max(hi - lo, 0), lo)
 
 
-def list_files(path: str | os.PathLike[str]) -> Iterator[tuple[Path | RemotePath, Entry]]:
+def list_files(path: str | os.PathLike[str]) -> Iterator[tuple[Located, Entry]]:
     """Every file below a directory (or the file itself) with what its listing says, in name
-    order: one recursive listing for a location, ``os.walk`` for a local directory."""
+    order: one recursive listing for a listed location, ``os.walk`` for a local directory."""
     p = as_path(path)
-    if isinstance(p, RemotePath):
-        e = p.entry
-        if e is None:
-            return
-        if not e.is_dir:
-            yield p, e
-            return
-        prefix = "/" if p.key == "/" else p.key + "/"
-        for key in sorted(k for k in p.location.entries if k.startswith(prefix)):
-            e = p.location.entries[key]
-            if not e.is_dir:
-                yield p.location.path(key), e
-        return
-    if p.is_file():
-        st = p.stat()
-        yield p, Entry(str(p), False, st.st_size, st.st_mtime_ns)
-        return
-    for top, dirs, files in os.walk(p):
-        dirs.sort()
-        for name in sorted(files):
-            f = Path(top) / name
-            try:
-                st = f.stat()
-            except OSError:
-                continue
-            yield f, Entry(str(f), False, st.st_size, st.st_mtime_ns)
+    return p.location.list_files(p)
 
 
 # -- chain of custody (--hashes) ------------------------------------------------------------
@@ -199,45 +175,30 @@ def custody(owner: LocationScope) -> list[dict]:
     with owner.applied():  # a name the run printed reopens where the run read it
         reads = sorted((owner.reads or {}).items())
         for name, read in reads:
-            path = read.path if isinstance(read.path, Path | RemotePath) else as_path(read.path)
-            records.append(_custody_record(name, path, read.size, read.mtime_ns))
+            records.append(_custody_record(name, as_path(read.path), read.size,
+                                           read.mtime_ns))
     return records
 
 
-def _custody_record(name: str, path: Path | RemotePath, size: int,
-                    mtime_ns: int | None) -> dict:
+def _custody_record(name: str, path: Located, size: int, mtime_ns: int | None) -> dict:
     try:
-        if isinstance(path, RemotePath):
-            e = path.entry
-            etag, kind = (e.etag if e else None), path.location.kind
-            digest, got = _digest(lambda lo, hi: path.location.read_range(path.key, lo, hi),
-                                  size)
-            now = (e.size, e.mtime_ns) if e else None
-        else:
-            etag, kind = None, "local"
-            fd, st = open_regular(str(path))
-            try:
-                digest, got = _digest(lambda lo, hi: os.pread(fd, hi - lo, lo), None)
-            finally:
-                os.close(fd)
-            now = (st.st_size, st.st_mtime_ns)
+        with path.location.open_path(path) as f:
+            digest, got = _digest(f)
+            etag, now = f.etag(), f.seen()
     except (OSError, SegtoolsError) as e:
         return {"type": "custody", "path": name, "location": "unreadable", "size": size,
                 "mtime_ms": _ms(mtime_ns), "etag": None, "sha256": None, "changed": True,
                 "error": str(getattr(e, "message", None) or e)}
-    return {"type": "custody", "path": name, "location": kind, "size": size,
+    return {"type": "custody", "path": name, "location": path.location.kind, "size": size,
             "mtime_ms": _ms(mtime_ns), "etag": etag,
             "sha256": digest.hexdigest() if got == size else None,
             "changed": now != (size, mtime_ns) or got != size}
 
 
-def _digest(read, size: int | None) -> tuple[Any, int]:
-    """SHA-256 of a file read in chunks up to ``size`` (None: to its end), and the bytes read."""
+def _digest(f: OpenFile) -> tuple[Any, int]:
+    """SHA-256 of a file read in chunks to its end, and the bytes read."""
     digest, got = hashlib.sha256(), 0
-    while size is None or got < size:
-        chunk = read(got, got + _HASH_CHUNK if size is None else min(size, got + _HASH_CHUNK))
-        if not chunk:
-            break
+    while chunk := f.pread(_HASH_CHUNK, got):
         digest.update(chunk)
         got += len(chunk)
     return digest, got

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from segtools.findings import Finding, finding
@@ -24,9 +23,9 @@ from segtools.formats.checkpoints import (
     parse_meta_properties,
     parse_offset_checkpoint,
 )
-from segtools.storage.files import entry_is_dir, read_text_capped, symlink_found
-from segtools.storage.located import dir_entry_path, location_findings, scandir
-from segtools.storage.location import as_path, resolve
+from segtools.storage.files import entry_is_dir, symlink_found
+from segtools.storage.located import location_findings
+from segtools.storage.location import Located, as_path, resolve
 from segtools.storage.partition import (
     REMOTE_LOG_INDEX_CACHE,
     FileKind,
@@ -36,6 +35,7 @@ from segtools.storage.partition import (
     parse_partition_dir_name,
     settle,
 )
+from segtools.storage.small_files import read_text_capped
 
 META_PROPERTIES = "meta.properties"
 CLEAN_SHUTDOWN = ".kafka_cleanshutdown"  # CleanShutdownFileHandler / LogLoader
@@ -55,14 +55,14 @@ ROOT_FILES = frozenset((META_PROPERTIES, CLEAN_SHUTDOWN, LOCK_FILE, BOOTSTRAP_CH
 class LogDir:
     """One ``log.dirs`` entry as found on disk."""
 
-    path: Path
+    path: Located
     meta: MetaProperties | None
     checkpoints: dict[str, dict[TopicPartition, int]]  # keyed by checkpoint file name
     clean_shutdown: CleanShutdown | None  # None: no .kafka_cleanshutdown (running or crashed)
     has_lock_file: bool
-    bootstrap_checkpoint: Path | None
+    bootstrap_checkpoint: Located | None
     partitions: tuple[PartitionDir, ...]
-    other_files: tuple[Path, ...] = ()
+    other_files: tuple[Located, ...] = ()
     findings: tuple[Finding, ...] = field(default=())
 
     @property
@@ -86,7 +86,7 @@ class LogDir:
         return self.findings + tuple(f for p in self.partitions for f in p.findings)
 
 
-def _inode(path: Path) -> tuple[int, int] | None:
+def _inode(path: Located) -> tuple[int, int] | None:
     try:
         st = path.stat()
     except OSError:
@@ -94,10 +94,10 @@ def _inode(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-def _looks_like_partition_dir(path: Path) -> bool:
+def _looks_like_partition_dir(path: Located) -> bool:
     """Decide by content first: a log dir named ``kafka-logs-1`` also parses as a partition."""
     try:
-        with scandir(path) as it:
+        with path.location.scandir(path) as it:
             names = [e.name for e in it]
     except OSError:
         return parse_partition_dir_name(path.name) is not None
@@ -113,7 +113,7 @@ def _looks_like_partition_dir(path: Path) -> bool:
 class _Pending:
     """What the walk has collected for one log dir so far."""
 
-    partitions: dict[Path, list[int] | None] = field(default_factory=dict)
+    partitions: dict[Located, list[int] | None] = field(default_factory=dict)
     whole: bool = False  # the log dir itself was named: list every partition
 
 
@@ -126,7 +126,7 @@ def walk(paths: Iterable[str | os.PathLike[str]],
     (:mod:`segtools.storage.location`); ``storage_options`` configure the stores.
     Returns the log dirs and the findings that belong to no log dir (missing paths).
     """
-    pending: dict[Path, _Pending] = {}
+    pending: dict[Located, _Pending] = {}
     loose: list[Finding] = []
     for path in _expand_containers((resolve(p, storage_options) for p in paths), loose):
         if not path.exists():
@@ -156,42 +156,42 @@ def walk(paths: Iterable[str | os.PathLike[str]],
 MAX_CONTAINER_DEPTH = 4
 
 
-def _has_root_files(path: Path) -> bool:
+def _has_root_files(path: Located) -> bool:
     try:
-        with scandir(path) as it:
+        with path.location.scandir(path) as it:
             return any(e.name in ROOT_FILES for e in it)
     except OSError:
         return False
 
 
-def _has_log_dir_below(path: Path) -> bool:
+def _has_log_dir_below(path: Located) -> bool:
     """A directory whose own subdirectories include a log dir (root files), and which holds
     no Kafka file itself: one level of a bundle's ``<broker>/<log dir>`` layout."""
     try:
-        with scandir(path) as it:
+        with path.location.scandir(path) as it:
             entries = list(it)
     except OSError:
         return False
     if any(classify_partition_file(e.name).kind is not FileKind.STRAY for e in entries):
         return False
-    return any(_has_root_files(dir_entry_path(e)) for e in entries
+    return any(_has_root_files(path.location.child(path, e)) for e in entries
                if e.is_dir(follow_symlinks=False))
 
 
-def _is_container(path: Path) -> bool:
+def _is_container(path: Located) -> bool:
     """A directory that is neither a log dir nor a partition dir but holds such directories:
     a copy of several brokers' ``log.dirs``, or a tree of archived ones. A child with a log
     dir's root files is a log dir whatever its name (``broker-1`` also parses as a partition
     name)."""
     try:
-        with scandir(path) as it:
+        with path.location.scandir(path) as it:
             entries = list(it)
     except OSError:
         return False
     names = [e.name for e in entries]
     if any(n in ROOT_FILES for n in names):
         return False
-    children = [dir_entry_path(e) for e in entries if e.is_dir(follow_symlinks=False)]
+    children = [path.location.child(path, e) for e in entries if e.is_dir(follow_symlinks=False)]
     if any(_has_root_files(c) for c in children):
         return True
     if any(_has_log_dir_below(c) for c in children):
@@ -201,8 +201,8 @@ def _is_container(path: Path) -> bool:
     return bool(children) and not _looks_like_partition_dir(path)
 
 
-def _expand_containers(paths: Iterable[Path], loose: list[Finding],
-                       depth: int = 0, seen: set | None = None) -> Iterator[Path]:
+def _expand_containers(paths: Iterable[Located], loose: list[Finding],
+                       depth: int = 0, seen: set | None = None) -> Iterator[Located]:
     """Replace container directories by the log dirs below them, in name order, following no
     symlink twice (an inode seen before is a loop or an alias)."""
     seen = set() if seen is None else seen
@@ -242,12 +242,12 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
     clean = None
     has_lock = False
     bootstrap = None
-    other: list[Path] = []
-    partition_paths: list[tuple[Path, list[int] | None]] = []
+    other: list[Located] = []
+    partition_paths: list[tuple[Located, list[int] | None]] = []
 
     listed = True
     try:
-        with scandir(root) as it:
+        with root.location.scandir(root) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
         entries = []
@@ -313,7 +313,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
                                 "no meta.properties (not a broker log dir, or never started)"))
     partition_paths.extend(sorted(scope.partitions.items()))
     partitions = []
-    done: set[Path] = set()
+    done: set[Located] = set()
     for ppath, bases in partition_paths:
         if ppath in done:
             continue

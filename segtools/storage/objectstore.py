@@ -35,7 +35,7 @@ from segtools.decode.walk import first_nonzero
 from segtools.errors import SegtoolsError
 from segtools.storage import gentle
 from segtools.storage.extents import Extents
-from segtools.storage.located import Entry, Location, ObjectChangedError
+from segtools.storage.located import Entry, ListedLocation, ObjectChangedError
 
 #: Readahead range per request: object stores serve 8-16 MiB ranges at full speed.
 BLOCK_BYTES = 8 * 1024 * 1024
@@ -275,7 +275,7 @@ class RangeSizes:
                    small_file_bytes=whole("small_file_bytes", SMALL_FILE, 0))
 
 
-class ObjectStoreLocation(Location):
+class ObjectStoreLocation(ListedLocation):
     """One bucket (or container) of an object store, listed lazily by the prefixes asked."""
 
     kind = "object"

@@ -17,7 +17,6 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 
 from segtools.findings import Finding, finding, leaves_data_unread
 from segtools.formats.checkpoints import (
@@ -26,14 +25,9 @@ from segtools.formats.checkpoints import (
     parse_leader_epoch_checkpoint,
     parse_partition_metadata,
 )
-from segtools.storage.files import (
-    SEGMENT_NAME_DIGITS,
-    entry_is_dir,
-    read_text_capped,
-    symlink_found,
-)
-from segtools.storage.located import scandir
-from segtools.storage.location import as_path
+from segtools.storage.files import SEGMENT_NAME_DIGITS, entry_is_dir, symlink_found
+from segtools.storage.location import Located, as_path
+from segtools.storage.small_files import read_text_capped
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
@@ -196,20 +190,6 @@ def classify_partition_file(name: str) -> PartitionFile:
 _classified = functools.lru_cache(maxsize=1 << 14)(classify_partition_file)
 
 
-#: pathlib's own shortcut for the names its ``iterdir`` lists (no parsing of the name again);
-#: private, so looked up once and ``/`` is used where a Python does not have it.
-_CHILD = getattr(Path, "_make_child_relpath", None)
-
-
-def _child(pdir: Path, name: str) -> Path:
-    """``pdir / name`` for a name a directory listing gave: a local path is extended without
-    parsing the name again, since listing a large broker's tree makes a path for each of its
-    files."""
-    if _CHILD is not None and isinstance(pdir, Path):
-        return _CHILD(pdir, name)
-    return pdir / name
-
-
 @dataclass(frozen=True, slots=True)
 class SegmentFiles:
     """The live files of one segment. Only ``.log`` is required; indexes appear lazily.
@@ -219,12 +199,12 @@ class SegmentFiles:
     live whatever ``sealed`` says)."""
 
     base_offset: int
-    log: Path
+    log: Located
     log_size: int
-    index: Path | None = None
-    timeindex: Path | None = None
-    txnindex: Path | None = None
-    leftovers: tuple[Path, ...] = ()  # .deleted / .cleaned / .swap files with this base offset
+    index: Located | None = None
+    timeindex: Located | None = None
+    txnindex: Located | None = None
+    leftovers: tuple[Located, ...] = ()  # .deleted / .cleaned / .swap files of this base offset
     log_mtime_ns: int | None = None
     sealed: bool = False
 
@@ -234,13 +214,13 @@ class SnapshotFile:
     """A producer-state snapshot; ``offset`` is the state's map end offset."""
 
     offset: int
-    path: Path
+    path: Located
     size: int
 
 
 @dataclass(frozen=True, slots=True)
 class LeftoverFile:
-    path: Path
+    path: Located
     kind: FileKind
     base_offset: int
     leftover: Leftover
@@ -249,15 +229,15 @@ class LeftoverFile:
 
 @dataclass(frozen=True, slots=True)
 class PartitionDir:
-    path: Path
+    path: Located
     name: PartitionName | None  # None when the directory name does not parse
     segments: tuple[SegmentFiles, ...]
     snapshots: tuple[SnapshotFile, ...]
     leftovers: tuple[LeftoverFile, ...]
-    orphans: tuple[Path, ...]  # index files whose .log is missing
-    strays: tuple[Path, ...]
-    temp_files: tuple[Path, ...]
-    kraft_snapshots: tuple[Path, ...]
+    orphans: tuple[Located, ...]  # index files whose .log is missing
+    strays: tuple[Located, ...]
+    temp_files: tuple[Located, ...]
+    kraft_snapshots: tuple[Located, ...]
     partition_metadata: PartitionMetadata | None
     leader_epochs: tuple[EpochEntry, ...]
     findings: tuple[Finding, ...] = field(default=())
@@ -327,7 +307,7 @@ def load_partition_dir(path: str | os.PathLike[str],
         listing.findings.append(finding(f"partition_{name.state.value}", spath,
                                         f"directory marked -{name.state.value}"))
     try:
-        with scandir(pdir) as it:
+        with pdir.location.scandir(pdir) as it:
             dir_entries = sorted(it, key=lambda e: e.name)
     except OSError as e:
         listing.findings.append(finding("partition_dir_unreadable", spath,
@@ -336,7 +316,7 @@ def load_partition_dir(path: str | os.PathLike[str],
                             strays=(), temp_files=(), kraft_snapshots=(),
                             partition_metadata=None, leader_epochs=(),
                             findings=tuple(listing.findings))
-    plain = listing.wanted is None and isinstance(pdir, Path)
+    plain = listing.wanted is None
     for entry in dir_entries:
         if not (plain and listing.add_segment_file(entry)):
             listing.add(entry)
@@ -347,22 +327,23 @@ def load_partition_dir(path: str | os.PathLike[str],
 class _Listing:
     """What the listing of one partition directory has found so far, entry by entry."""
 
-    pdir: Path
+    pdir: Located
     wanted: set[int] | None  # the segments asked for (None: all)
     findings: list[Finding] = field(default_factory=list)
-    groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]] = field(default_factory=dict)
+    groups: dict[int, dict[FileKind, tuple[Located, os.stat_result]]] = field(
+        default_factory=dict)
     snapshots: list[SnapshotFile] = field(default_factory=list)
     leftovers: list[LeftoverFile] = field(default_factory=list)
-    strays: list[Path] = field(default_factory=list)
-    temps: list[Path] = field(default_factory=list)
-    kraft: list[Path] = field(default_factory=list)
+    strays: list[Located] = field(default_factory=list)
+    temps: list[Located] = field(default_factory=list)
+    kraft: list[Located] = field(default_factory=list)
     metadata: PartitionMetadata | None = None
     epochs: tuple[EpochEntry, ...] = ()
 
     def add(self, entry: os.DirEntry) -> None:
         """One directory entry: a stray directory, a file that cannot be read, or a file of
         a kind Kafka writes, put where it belongs."""
-        fpath = _child(self.pdir, entry.name)
+        fpath = self.pdir.location.child(self.pdir, entry)
         if entry.is_symlink():
             self.findings.append(symlink_found(str(fpath)))
             return
@@ -397,24 +378,24 @@ class _Listing:
         group = self.groups.get(pf.base_offset)
         if group is None:
             group = self.groups[pf.base_offset] = {}
-        fpath = _child(self.pdir, name)
+        fpath = self.pdir.location.child(self.pdir, entry)
         group[pf.kind] = (fpath, st)
         if pf.kind is not FileKind.LOG:
             self._readable(fpath, st)
         return True
 
-    def _readable(self, fpath: Path, st: os.stat_result) -> None:
+    def _readable(self, fpath: Located, st: os.stat_result) -> None:
         """A companion file (index, snapshot) this process cannot read is a finding at
         listing time, so every command says so, not only those that open it (the ``.log``
         itself is reported by whoever reads it). Files readable by all, as Kafka writes
-        them, cost no extra call."""
+        them (and every listed object: its mode says readable), cost no extra call."""
         if st.st_mode & stat.S_IROTH or os.access(fpath, os.R_OK):
             return
         self.findings.append(finding(
             "file_unreadable", str(fpath),
             f"could not be read: {os.strerror(errno.EACCES)}; the answer goes on without it"))
 
-    def _regular(self, entry: os.DirEntry, fpath: Path) -> os.stat_result | None:
+    def _regular(self, entry: os.DirEntry, fpath: Located) -> os.stat_result | None:
         """The entry's stat when it is a regular file still there; a finding otherwise."""
         st = _stat(entry)
         if st is None and entry.is_symlink():
@@ -434,7 +415,7 @@ class _Listing:
             return None
         return st
 
-    def _file(self, file_name: str, fpath: Path, pf: PartitionFile, st: os.stat_result
+    def _file(self, file_name: str, fpath: Located, pf: PartitionFile, st: os.stat_result
               ) -> None:
         findings = self.findings
         if pf.leftover is not None and pf.base_offset is not None:
@@ -444,15 +425,14 @@ class _Listing:
             findings.append(finding(code, str(fpath), why, offset=pf.base_offset))
         elif pf.kind is FileKind.SNAPSHOT and pf.base_offset is not None:
             self.snapshots.append(SnapshotFile(pf.base_offset, fpath, st.st_size))
-            if isinstance(self.pdir, Path):
-                self._readable(fpath, st)
+            self._readable(fpath, st)
         elif pf.base_offset is not None and pf.kind in (
                 FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
             if len(file_name.split(".", 1)[0]) != SEGMENT_NAME_DIGITS:
                 findings.append(finding("segment_name_not_canonical",
                                         str(fpath), "base offset is not 20 zero-padded digits"))
             self.groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, st)
-            if pf.kind is not FileKind.LOG and isinstance(self.pdir, Path):
+            if pf.kind is not FileKind.LOG:
                 self._readable(fpath, st)
         elif pf.kind is FileKind.PARTITION_METADATA:
             text, more = read_text_capped(fpath)
@@ -481,7 +461,7 @@ class _Listing:
     def partition_dir(self, name: PartitionName | None) -> PartitionDir:
         """Segments paired with their companions and leftovers, orphans named."""
         segments = _segments(self.groups, self.findings)
-        leftover_by_base: dict[int, list[Path]] = {}
+        leftover_by_base: dict[int, list[Located]] = {}
         for lf in self.leftovers:
             leftover_by_base.setdefault(lf.base_offset, []).append(lf.path)
         if leftover_by_base:  # rare: most partitions have none, and a copy per segment adds up
@@ -497,7 +477,7 @@ class _Listing:
             findings=tuple(self.findings), complete=self.wanted is None)
 
 
-def _segments(groups: dict[int, dict[FileKind, tuple[Path, os.stat_result]]],
+def _segments(groups: dict[int, dict[FileKind, tuple[Located, os.stat_result]]],
               findings: list[Finding]) -> list[SegmentFiles]:
     """Pair each ``.log`` with its companions; report missing and orphaned ones.
 

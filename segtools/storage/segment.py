@@ -16,19 +16,16 @@ from collections.abc import Iterator
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, salvage, walk
 from segtools.decode.chunks import BatchRecords, Chunk
-from segtools.decode.source import BufferSource
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import TABLE_ROWS, Walked
 from segtools.errors import SegtoolsError, VanishedError
 from segtools.findings import Finding, finding
-from segtools.storage import gentle
-from segtools.storage.files import REMOTE_SEGMENT_STEM, open_regular
-from segtools.storage.location import ObjectChangedError, as_path, is_remote, open_source
+from segtools.storage.files import REMOTE_SEGMENT_STEM
+from segtools.storage.location import ObjectChangedError, as_path
 from segtools.storage.partition import SegmentFiles
-from segtools.storage.source import MappedSource, WindowSource
 
 SEGMENT_NAME_DIGITS = 20
-#: Files up to this size are read whole, with one ``pread``.
+#: Files up to this size are read whole, with one read.
 SMALL_FILE = 256 * 1024
 
 
@@ -65,27 +62,14 @@ def file_unreadable(path: str, error: SegtoolsError) -> Finding:
 
 
 def read_small(files: SegmentFiles) -> bytes | None:
-    """The whole ``.log`` of a small local segment (up to :data:`SMALL_FILE`), in one read;
-    None when it is not one, or cannot be read so (the ordinary :class:`Segment` then
-    decides, and names what is wrong). What :class:`Segment` reads a small file into."""
-    if files.log_size > SMALL_FILE or is_remote(files.log):
+    """The whole ``.log`` of a small segment (up to :data:`SMALL_FILE`), in one read, where
+    its location reads it so; None when it is not one, or cannot be read so (the ordinary
+    :class:`Segment` then decides, and names what is wrong). What :class:`Segment` reads a
+    small file into."""
+    if files.log_size > SMALL_FILE:
         return None
-    try:
-        fd, st = open_regular(str(files.log))
-    except SegtoolsError:
-        return None
-    settings = gentle.current()
-    try:
-        if settings.rate is not None:
-            settings.rate.take(st.st_size)
-        data = os.pread(fd, st.st_size, 0) if 0 < st.st_size <= SMALL_FILE else b""
-    except OSError:
-        return None
-    finally:
-        if settings.keeper is not None:
-            settings.keeper.restore(fd)
-        os.close(fd)
-    return data if len(data) == st.st_size else None
+    log = as_path(files.log)
+    return log.location.read_small(log, SMALL_FILE)
 
 
 class Segment:
@@ -101,44 +85,14 @@ class Segment:
         self.path = str(path)
         self.base_offset = base_offset_from_name(path)
         self.decompress_limit = decompress_limit
-        self._fd: int | None = None
         where = as_path(path)
-        if is_remote(where):  # an object or an archive member: byte ranges of a listed file
-            self.source, entry = open_source(where)
-            self.size, self.mtime_ms = entry.size, (entry.mtime_ns or 0) // 1_000_000
-            self.is_mapped = False
-            return
-        self._fd, st = open_regular(self.path)
-        try:
-            self.size = st.st_size  # the size seen at open: a growing segment is read to here
-            # from the open descriptor: a path stat could race retention deleting the file
-            self.mtime_ms = st.st_mtime_ns // 1_000_000
-            unchanged = listed is None or (listed[0] == st.st_size and
-                                           listed[1] in (None, st.st_mtime_ns))
-            # no broker holds the log dir: nothing will shrink even the active segment
-            settings = gentle.current()
-            still = sealed or settings.still
-            # not when the run hands the cache back (a broker's host): the records' zero-copy
-            # views (``binary_view`` columns) keep the mapping alive past close(), and whoever
-            # reads them then (DuckDB, a notebook) faults its pages back in after they were
-            # dropped; private windows are read, noted and dropped here, whoever holds them
-            self.is_mapped = bool(still and unchanged and self.size > SMALL_FILE
-                                  and settings.keeper is None)
-            if (rate := gentle.current().rate) is not None and 0 < self.size <= SMALL_FILE:
-                rate.take(self.size)
-            small = os.pread(self._fd, self.size, 0) if 0 < self.size <= SMALL_FILE else b""
-            if not self.size or len(small) == self.size:
-                # a small file is one read into private memory, sealed or not: cheaper than
-                # a mapping or a window buffer (a tree holds tens of thousands of them), and
-                # what is in hand cannot shrink
-                self.source = BufferSource(small)
-            elif self.is_mapped:
-                self.source = MappedSource(self._fd, self.size)
-            else:
-                self.source = WindowSource(self._fd, self.size)
-        except BaseException:
-            self.close()
-            raise
+        opened = where.location.open_segment(where, sealed=sealed, listed=listed,
+                                             small=SMALL_FILE)
+        self.source = opened.source
+        self.size = opened.size  # the size seen at open: a growing segment is read to here
+        self.mtime_ms = opened.mtime_ns // 1_000_000
+        self.is_mapped = opened.is_mapped
+        self._release = opened.release
 
     @classmethod
     def open(cls, files: SegmentFiles, *,
@@ -157,11 +111,9 @@ class Segment:
         source = getattr(self, "source", None)
         if source is not None and hasattr(source, "close"):
             source.close()
-        if self._fd is not None:
-            if (keeper := gentle.current().keeper) is not None:
-                keeper.restore(self._fd)  # the walk has passed it: drop what it brought in
-            os.close(self._fd)
-            self._fd = None
+        if self._release is not None:
+            self._release()
+            self._release = None
 
     def release(self, upto: int) -> None:
         """The reader is done with every byte before ``upto``: hand mapped pages back."""

@@ -26,7 +26,7 @@ from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
 from segtools.findings import Finding, Severity, finding
 from segtools.storage import _summary, gentle
 from segtools.storage.index import TimeIndex, padded_active
-from segtools.storage.location import is_remote, note_read
+from segtools.storage.location import as_path, note_read
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.segment import SMALL_FILE, Segment
 
@@ -113,10 +113,11 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
               decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT) -> SegmentSummary:
     """Walk ``files.log`` shallowly and fold its batch table into a :class:`SegmentSummary`.
 
-    A small local segment is summarised in compiled code (:mod:`segtools.storage._summary`)
-    when nothing in it calls for a finding; anything else takes the table walk, which names
-    every finding. Both give the same summary."""
-    if time_index is None and not is_remote(files.log):
+    A small segment of a location the compiled code reads by name (the local disk) is
+    summarised in compiled code (:mod:`segtools.storage._summary`) when nothing in it calls
+    for a finding; anything else takes the table walk, which names every finding. Both give
+    the same summary."""
+    if time_index is None and as_path(files.log).location.compiled_reads:
         with gentle.watched(files.log, files.timeindex):
             fast = _summary.summarize_small(
                 os.fsencode(files.log),
@@ -136,14 +137,15 @@ def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_ep
                          limit: int = DEFAULT_DECOMPRESS_LIMIT) -> tuple | None:
     """``verify``'s rules over one small local segment, in compiled code, when none of them
     has anything to say (:func:`segtools.storage._summary.verify_small`); None when the
-    segment needs the ordinary reading, which then names every finding.
+    segment needs the ordinary reading (or is not where the compiled code reads by name),
+    which then names every finding.
 
     Returns ``(largest offset or None, whether a batch shows the cleaner's work, new leader
     epochs as (epoch, first offset) pairs, time index entries in the older record-offset
     convention, offset steps as (previous last, base, position, first batch), the time
     index's sanity findings)``: the one Kafka's check has for a preallocated tail
     (:func:`segtools.storage.index.padded_active`), else none."""
-    if is_remote(files.log):
+    if not as_path(files.log).location.compiled_reads:
         return None
     with gentle.watched(files.log, files.index, files.timeindex):
         fast = _summary.verify_small(

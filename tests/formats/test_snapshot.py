@@ -8,7 +8,7 @@ from segtools.formats.snapshot import (
     build_producer_snapshot,
     parse_producer_snapshot,
 )
-from segtools.storage.files import read_producer_snapshot
+from segtools.storage.small_files import read_producer_snapshot
 
 ENTRY = {"producer_id": 4000, "epoch": 3, "last_sequence": 41, "last_offset": 1234,
          "offset_delta": 9, "timestamp": 1_700_000_000_000, "coordinator_epoch": 2,

@@ -13,10 +13,19 @@ from segtools.storage.logdirs import walk
 from segtools.storage.scope import LocationScope
 
 
-def test_local_paths_stay_paths(tmp_path):
-    assert location.resolve(str(tmp_path)) == tmp_path
-    assert type(location.resolve(str(tmp_path))) is type(Path(tmp_path))
+def test_local_paths_are_located_paths_on_the_local_disk(tmp_path):
+    """A local path resolves to a path of the local disk: still a ``pathlib.Path`` (equal
+    to the plain one, pickled as one), and its location answers what differs between kinds."""
+    resolved = location.resolve(str(tmp_path))
+    assert resolved == tmp_path and isinstance(resolved, Path)
+    assert isinstance(resolved, location.LocalPath)
+    assert resolved.location.kind == "local" and resolved.location.compiled_reads
+    assert isinstance(resolved / "a" / "b", location.LocalPath)
+    assert isinstance(resolved.parent, location.LocalPath)
     assert location.as_path(str(tmp_path)) == Path(tmp_path)
+    assert location.as_path(tmp_path).location is resolved.location
+    assert pickle.loads(pickle.dumps(resolved)) == resolved
+    assert pickle.loads(pickle.dumps(resolved)).location is resolved.location
 
 
 def test_listing_and_ranges_match_the_local_files(copies):

@@ -1,0 +1,199 @@
+"""The local disk as a location: how a file on it is listed, opened and read.
+
+A local path is a :class:`LocalPath`: a :class:`pathlib.PosixPath` (every query of a local
+path works as ever, and it compares equal to the plain path) whose location is the
+:data:`LOCAL_DISK`. The local disk holds nothing of its own (no client, no listing, no
+descriptor outlives the call that opened it), so one instance serves every caller, and a
+``LocalPath`` pickles as a plain path does.
+
+What the local disk does that a listed location does not, each for a reason of Kafka's:
+
+* a sealed segment is read through a read-only mapping, one Kafka may still shrink through
+  ``pread`` windows (:mod:`.source` has the rule; a mapped page past a shrunk end is SIGBUS);
+* a small file is one ``pread`` into private memory (a tree holds tens of thousands);
+* every open refuses what is not a regular file before opening it, and never follows a link
+  (:func:`~segtools.storage.files.open_regular`);
+* a run that hands the page cache back (``--gentle``) is told of every descriptor, and drops
+  what the read brought in when the file is closed;
+* the compiled summary (:mod:`segtools.storage._summary`) opens and reads a local file by
+  its name.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import PosixPath
+from typing import ClassVar
+
+from segtools.decode.source import BufferSource
+from segtools.errors import SegtoolsError
+from segtools.storage import gentle
+from segtools.storage.files import next_data, open_regular, pread_exact_or_short
+from segtools.storage.located import Entry, Location, OpenedSegment, OpenFile
+from segtools.storage.source import MappedSource, WindowSource
+
+#: pathlib's own shortcut for the names its ``iterdir`` lists (no parsing of the name again);
+#: private, so looked up once and ``/`` is used where a Python does not have it.
+_CHILD = getattr(PosixPath, "_make_child_relpath", None)
+
+
+class LocalFile(OpenFile):
+    """A regular local file opened read-only (:func:`open_regular`): reads by ``pread``,
+    holes skipped with ``SEEK_DATA``, a mapping where the caller knows the file is sealed."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.fd, self._stat = open_regular(path)
+
+    def size(self) -> int:
+        return os.fstat(self.fd).st_size
+
+    def seen(self) -> tuple[int, int | None]:
+        return self._stat.st_size, self._stat.st_mtime_ns
+
+    def pread(self, length: int, position: int) -> bytes:
+        return pread_exact_or_short(self.fd, length, position)
+
+    def next_data(self, position: int) -> int | None:
+        return next_data(self.fd, position)
+
+    def mapping(self, length: int) -> mmap.mmap | None:
+        return mmap.mmap(self.fd, length, access=mmap.ACCESS_READ)
+
+    def close(self) -> None:
+        if self.fd < 0:
+            return
+        if (keeper := gentle.current().keeper) is not None:
+            keeper.restore(self.fd)  # the read has passed it: drop what it brought in
+        os.close(self.fd)
+        self.fd = -1
+
+
+class LocalDisk(Location):
+    """The local file system: listed by ``os.scandir``, read through descriptors."""
+
+    kind = "local"
+    compiled_reads = True
+
+    def __reduce__(self) -> str:
+        return "LOCAL_DISK"
+
+    def scandir(self, path: LocalPath):
+        return os.scandir(path)
+
+    def child(self, directory: LocalPath, entry: os.DirEntry) -> LocalPath:
+        """``directory / entry.name`` without parsing the name again (listing a large
+        broker's tree makes a path for each of its files)."""
+        if _CHILD is not None:
+            return _CHILD(directory, entry.name)
+        return directory / entry.name
+
+    def open_path(self, path: LocalPath) -> LocalFile:
+        return LocalFile(os.fspath(path))
+
+    def read_upto(self, path: LocalPath, limit: int) -> bytes:
+        """Read with the descriptor alone (a large tree has two small text files per
+        partition); a read of ``limit`` bytes would allocate that much first."""
+        fd, st = open_regular(os.fspath(path))
+        try:
+            chunks = []
+            got = 0
+            want = min(st.st_size + 1, limit)
+            if (rate := gentle.current().rate) is not None:
+                rate.take(want)
+            while got < limit:
+                chunk = os.read(fd, want - got)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                got += len(chunk)
+                if got == want:  # the file grew since the stat: read on to the limit
+                    want = limit
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def open_segment(self, path: LocalPath, *, sealed: bool,
+                     listed: tuple[int, int | None] | None, small: int) -> OpenedSegment:
+        """Mapped when sealed and unchanged since the listing, else ``pread`` windows; a
+        file up to ``small`` bytes in one read (module doc)."""
+        fd, st = open_regular(os.fspath(path))
+        try:
+            size = st.st_size  # the size seen at open: a growing segment is read to here
+            unchanged = listed is None or (listed[0] == st.st_size and
+                                           listed[1] in (None, st.st_mtime_ns))
+            # no broker holds the log dir: nothing will shrink even the active segment
+            settings = gentle.current()
+            still = sealed or settings.still
+            # not when the run hands the cache back (a broker's host): the records' zero-copy
+            # views (``binary_view`` columns) keep the mapping alive past close(), and whoever
+            # reads them then (DuckDB, a notebook) faults its pages back in after they were
+            # dropped; private windows are read, noted and dropped here, whoever holds them
+            is_mapped = bool(still and unchanged and size > small
+                             and settings.keeper is None)
+            if settings.rate is not None and 0 < size <= small:
+                settings.rate.take(size)
+            whole = os.pread(fd, size, 0) if 0 < size <= small else b""
+            if not size or len(whole) == size:
+                # a small file is one read into private memory, sealed or not: cheaper than
+                # a mapping or a window buffer, and what is in hand cannot shrink
+                source = BufferSource(whole)
+            elif is_mapped:
+                source = MappedSource(fd, size)
+            else:
+                source = WindowSource(fd, size)
+        except BaseException:
+            _release(fd)
+            raise
+        return OpenedSegment(source, size, st.st_mtime_ns, is_mapped, lambda: _release(fd))
+
+    def read_small(self, path: LocalPath, limit: int) -> bytes | None:
+        try:
+            fd, st = open_regular(os.fspath(path))
+        except SegtoolsError:
+            return None
+        settings = gentle.current()
+        try:
+            if settings.rate is not None:
+                settings.rate.take(st.st_size)
+            data = os.pread(fd, st.st_size, 0) if 0 < st.st_size <= limit else b""
+        except OSError:
+            return None
+        finally:
+            _release(fd)
+        return data if len(data) == st.st_size else None
+
+    def list_files(self, path: LocalPath) -> Iterator[tuple[LocalPath, Entry]]:
+        """``os.walk``, in name order; a file that vanished between the two is skipped."""
+        if path.is_file():
+            st = path.stat()
+            yield path, Entry(str(path), False, st.st_size, st.st_mtime_ns)
+            return
+        for top, dirs, files in os.walk(path):
+            dirs.sort()
+            for name in sorted(files):
+                f = LocalPath(top, name)
+                try:
+                    st = f.stat()
+                except OSError:
+                    continue
+                yield f, Entry(str(f), False, st.st_size, st.st_mtime_ns)
+
+
+def _release(fd: int) -> None:
+    if (keeper := gentle.current().keeper) is not None:
+        keeper.restore(fd)  # the walk has passed it: drop what it brought in
+    os.close(fd)
+
+
+#: The one local disk: stateless, so shared by every run, dataset and task.
+LOCAL_DISK = LocalDisk()
+
+
+class LocalPath(PosixPath):
+    """A path on the local disk, located: ``path.location`` is :data:`LOCAL_DISK`."""
+
+    __slots__ = ()
+    location: ClassVar[LocalDisk] = LOCAL_DISK
