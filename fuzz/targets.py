@@ -46,7 +46,7 @@ from segtools.formats import checkpoints
 from segtools.formats.snapshot import parse_producer_snapshot
 from segtools.model import Batch
 from segtools.storage import files as storage_files
-from segtools.storage import partition
+from segtools.storage import partition, small_files
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.logdirs import walk
 from segtools.storage.seek import seek_offset, seek_timestamp
@@ -404,7 +404,7 @@ def snapshot(data: bytes) -> None:
     value, findings = parse_producer_snapshot(data, "x.snapshot")
     assert value is not None or findings
     path = _scratch("00000000000000000000.snapshot", data)
-    storage_files.read_producer_snapshot(path)
+    small_files.read_producer_snapshot(path)
 
 
 _TEXT_PARSERS = (checkpoints.parse_offset_checkpoint, checkpoints.parse_leader_epoch_checkpoint,
@@ -423,7 +423,7 @@ def text_files(data: bytes) -> None:
     with contextlib.suppress(ValueError):
         checkpoints.uuid_bytes(text)
     path = _scratch("recovery-point-offset-checkpoint", data)
-    storage_files.read_text_capped(path, cap=4096)
+    small_files.read_text_capped(path, cap=4096)
 
 
 def _name(raw: bytes) -> str:
