@@ -28,7 +28,7 @@ from segtools.payloads.decoded import json_text
 from segtools.payloads.records import decode_record
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.partition import PartitionDir, SegmentFiles
-from segtools.storage.remote_store import LocalTieredStorage, open_store
+from segtools.storage.remote_store import segment_store
 from segtools.storage.seek import SeekResult, seek_offset, seek_timestamp
 from segtools.storage.segment import Segment, file_unreadable, unreadable
 from segtools.storage.summary import summarize
@@ -154,21 +154,20 @@ def _remote(log_dirs, pdir: PartitionDir, args) -> Remote | None:
                  f"({seg.start_offset}-{seg.end_offset}) per __remote_log_metadata")
     if not args.remote_store:
         return Remote(None, None, where + "; pass --remote-store DIR to read it")
-    store = open_store(args.remote_store)
-    if not isinstance(store, LocalTieredStorage):
-        return Remote(None, None,
-                      where + f"; find reads LocalTieredStorage stores, not {store.layout}")
+    # the store scan, the planner and tiered read remote segments from, refused alike when
+    # its layout keeps no segment as plain files
+    store = segment_store(args.remote_store)
     files = store.files(rp.topic, rp.partition, rp.topic_id, seg.start_offset, seg.segment_id)
-    if files.log is None:
+    listed = store.as_log_segment(files, seg.start_offset)
+    if listed is None:
         return Remote(None, None, where + f"; the store has no .log of it in {files.directory}")
-    index = files.found.get("offset_index")
-    oi = OffsetIndex(index, seg.start_offset) if index is not None else None
-    with Segment(files.log, decompress_limit=args.max_decompressed_bytes) as segment:
+    oi = OffsetIndex(listed.index, seg.start_offset) if listed.index is not None else None
+    with Segment.open(listed, decompress_limit=args.max_decompressed_bytes) as segment:
         result = seek_offset(segment, oi, args.offset)
     if result.record is None:
-        return Remote(files.log, None, where + f"; its .log in the store holds no record "
-                                               f"at or after {args.offset}")
-    return Remote(files.log, result, where)
+        return Remote(listed.log, None, where + f"; its .log in the store holds no record "
+                                                f"at or after {args.offset}")
+    return Remote(listed.log, result, where)
 
 
 def _crc_finding(log: Path, result: SeekResult) -> Finding | None:

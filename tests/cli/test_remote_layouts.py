@@ -113,3 +113,16 @@ def test_dump_of_an_aiven_indexes_object_shows_the_files_local_tiered_storage_ke
         assert [x for x in lines if x["type"] in ENTRIES]
         compared += 1
     assert compared == 2
+
+
+def test_find_refuses_an_aiven_store_as_scan_does():
+    """``find`` reads a remote segment from the one store the planner and ``scan`` read
+    (:func:`segtools.storage.remote_store.segment_store`): an Aiven bucket, whose segments
+    are chunked objects, is refused in the same one line and exit 2, not a note of its own."""
+    tree = str(FIXTURES / "logdirs" / "tiered")
+    found = run("find", f"{tree}/clicks.tiered-0", "--offset", "150", "--remote-store",
+                str(FIXTURES / "remote" / "tiered-aiven"))
+    scanned = run("scan", tree, "--remote-store", str(FIXTURES / "remote" / "tiered-aiven"))
+    assert (found.returncode, found.stdout) == (2, "")
+    assert found.stderr == scanned.stderr and found.stderr.count("\n") == 1
+    assert found.stderr.startswith("segtools: error: ")
