@@ -11,7 +11,7 @@ partition's own files are read in :mod:`segtools.analysis.partition_input`.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +33,7 @@ from segtools.storage.partition import (
     PartitionState,
     SegmentFiles,
     load_partition_dir,
+    parse_partition_dir_name,
 )
 from segtools.storage.remote_store import (
     MANIFEST_CAP,
@@ -78,6 +79,34 @@ def remote_metadata(log_dirs: Sequence[LogDir], until_ms: int | None = None
     """The replayed ``__remote_log_metadata`` of these log dirs (up to ``until_ms``, a
     command's moment: :func:`~segtools.analysis.remote_log.replay`)."""
     return replay(metadata_dirs(log_dirs), until_ms)
+
+
+def remote_only_partitions(log_dirs: Sequence[LogDir],
+                           remote: Mapping[tuple[str, int], RemotePartition]
+                           ) -> list[tuple[LogDir, PartitionDir]]:
+    """The tiered partitions whose directory no log dir holds while the metadata walked
+    names live remote segments of them (the partition was reassigned away, or its directory
+    was lost with its local segments): their log is only in the remote tier. Each is given as
+    the absent directory (no files) of the log dir holding its ``__remote_log_metadata``
+    partition, so ``scan`` and the planner (the API, Spark) list its remote part as ``tiered``
+    does. As in ``tiered``, only where that metadata partition was walked: a run on one
+    partition answers for it alone (:func:`segtools.analysis.tiered.metadata_partitions_walked`)."""
+    held = {(p.name.topic, p.name.partition) for d in log_dirs for p in d.partitions
+            if p.name is not None and p.name.state is PartitionState.LIVE}
+    out = []
+    for d in log_dirs:
+        walked = {p.name.partition for p in d.partitions if p.name is not None
+                  and p.name.topic == TOPIC and p.name.state is PartitionState.LIVE}
+        for key, rp in sorted(remote.items()):
+            if key in held or rp.metadata_partition not in walked or not rp.live_segments:
+                continue
+            held.add(key)
+            path = d.path / rp.label
+            out.append((d, PartitionDir(path, parse_partition_dir_name(path.name), segments=(),
+                                        snapshots=(), leftovers=(), orphans=(), strays=(),
+                                        temp_files=(), kraft_snapshots=(),
+                                        partition_metadata=None, leader_epochs=())))
+    return out
 
 
 # --------------------------------------------------------------------------- the store

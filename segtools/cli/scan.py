@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
+from itertools import chain
 
 from segtools import fanout
 from segtools.analysis.kafka_versions import (
@@ -25,7 +26,12 @@ from segtools.analysis.kafka_versions import (
     log_dir_versions,
     older_time_index_convention,
 )
-from segtools.analysis.remote_input import RemoteSummary, remote_metadata, remote_summaries
+from segtools.analysis.remote_input import (
+    RemoteSummary,
+    remote_metadata,
+    remote_only_partitions,
+    remote_summaries,
+)
 from segtools.analysis.tiered import remote_by_partition
 from segtools.cli import common, render
 from segtools.cli.table import Column, Lines, TextTable
@@ -134,6 +140,14 @@ class RemoteTier:
     def __init__(self, log_dirs: list[LogDir], path: str) -> None:
         self.store = segment_store(path)
         self.partitions = remote_by_partition(remote_metadata(log_dirs))
+        self.log_dirs = log_dirs
+
+    def remote_only(self, args: argparse.Namespace) -> Iterator[PartitionScan]:
+        """The selected tiered partitions no log dir holds a directory of: their log is
+        only in the store (:func:`remote_only_partitions`), listed after the local ones."""
+        for log_dir, pdir in remote_only_partitions(self.log_dirs, self.partitions):
+            if common.selected(pdir, args):
+                yield PartitionScan(log_dir, pdir, ())
 
     def add(self, ps: PartitionScan, args: argparse.Namespace) -> PartitionScan:
         name = ps.partition.name
@@ -161,7 +175,8 @@ def run(args: argparse.Namespace) -> int:
         writer.writeheader()
     elif args.format == "text":
         rows = SegmentRows(log_dirs, out)
-    for ps in scan_tree(log_dirs, args, args.crc):
+    scanned = scan_tree(log_dirs, args, args.crc)
+    for ps in scanned if tier is None else chain(scanned, tier.remote_only(args)):
         if tier is not None:
             ps = tier.add(ps, args)
         findings.extend(f for r in ps.remote for f in r.summary.findings)

@@ -18,6 +18,7 @@ import fnmatch
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import chain
 from typing import TYPE_CHECKING, Protocol
 
 import lazy_loader
@@ -448,40 +449,47 @@ def ranges(sel: Selection, narrowing: Narrowing | None = None,
     log_dirs: Iterable[LogDir] = (walk_tree(sel.paths, sel.storage_options) if listed is None
                                   else with_partitions(listed, sel.paths))
     tiered: dict[tuple[str, int], tuple[CopiedSegment, ...]] = {}
+    partitions: list[tuple[LogDir, PartitionDir]] = []
     if sel.remote_store is not None:  # the metadata may be in any of the log dirs
         log_dirs = list(log_dirs)
-        tiered = _remote_tier(sel, log_dirs)
-    for log_dir in log_dirs:
-        for pdir in log_dir.partitions:
-            info = partition_info(log_dir, pdir)
-            found.add((info.topic, info.partition))
-            if selected(sel, pdir, info, narrowing):
-                copied = tiered.get((info.topic, info.partition), ()) \
-                    if partition_state(pdir) == "live" else ()
-                remote = remote_part(copied, pdir.segments, sel.level)
-                pieces.extend(partition_ranges(sel, info, pdir, narrowing, remote))
+        tiered, partitions = _remote_tier(sel, log_dirs)
+    for log_dir, pdir in chain(((d, p) for d in log_dirs for p in d.partitions), partitions):
+        info = partition_info(log_dir, pdir)
+        found.add((info.topic, info.partition))
+        if selected(sel, pdir, info, narrowing):
+            copied = tiered.get((info.topic, info.partition), ()) \
+                if partition_state(pdir) == "live" else ()
+            remote = remote_part(copied, pdir.segments, sel.level)
+            pieces.extend(partition_ranges(sel, info, pdir, narrowing, remote))
     check_named_partitions(sel, found)
     return pieces
 
 
 def _remote_tier(sel: Selection, log_dirs: list[LogDir]
-                 ) -> dict[tuple[str, int], tuple[CopiedSegment, ...]]:
+                 ) -> tuple[dict[tuple[str, int], tuple[CopiedSegment, ...]],
+                            list[tuple[LogDir, PartitionDir]]]:
     """The copied segments in the store of each tiered partition the log dirs'
     ``__remote_log_metadata`` names (a segment the store lacks is left out: ``scan`` and
-    ``tiered`` report it).
+    ``tiered`` report it), and the tiered partitions no log dir holds a directory of (their
+    log is only in the store: :func:`~segtools.analysis.remote_input.remote_only_partitions`).
 
     The metadata replay is imported here, only for a read with a remote store: its modules
     cost about as much to import as the rest of the planner, and every Spark executor
     imports the planner to unpickle its task."""
-    from segtools.analysis.remote_input import copied_segments, remote_metadata
+    from segtools.analysis.remote_input import (
+        copied_segments,
+        remote_metadata,
+        remote_only_partitions,
+    )
     from segtools.analysis.tiered import remote_by_partition
 
     store = segment_store(sel.remote_store, sel.storage_options)
     if sel.read_committed:
         raise SelectionError("readCommitted cannot be used with a remote store (the remote "
                              "segments' transaction indexes are not read)")
-    return {key: copied_segments(rp, store)[0]
-            for key, rp in remote_by_partition(remote_metadata(log_dirs)).items()}
+    remote = remote_by_partition(remote_metadata(log_dirs))
+    return ({key: copied_segments(rp, store)[0] for key, rp in remote.items()},
+            remote_only_partitions(log_dirs, remote))
 
 
 # ------------------------------------------------------------------------------ cutting

@@ -22,7 +22,10 @@ STORE = FIXTURES / "remote" / "tiered"
 AIVEN = FIXTURES / "remote" / "tiered-aiven"
 #: Every tiered tree, with the LocalTieredStorage store its metadata names.
 TREES = {"tiered": FIXTURES / "logdirs" / "tiered",
-         "tiered-hostile": FIXTURES / "logdirs" / "tiered-hostile"}
+         "tiered-hostile": FIXTURES / "logdirs" / "tiered-hostile",
+         "tiered-remote-only": FIXTURES / "logdirs" / "tiered-remote-only"}
+STORES = {"tiered": STORE, "tiered-hostile": STORE,
+          "tiered-remote-only": FIXTURES / "remote" / "tiered-remote-only"}
 
 Listed = set[tuple[str, int, int]]  # (topic, partition, base offset)
 
@@ -73,8 +76,10 @@ def all_four(tree: str, store: str, options: dict) -> dict[str, Listed]:
 
 @pytest.mark.parametrize("name", sorted(TREES))
 def test_every_face_lists_the_same_remote_segments(name):
-    found = all_four(str(TREES[name]), str(STORE), {})
+    found = all_four(str(TREES[name]), str(STORES[name]), {})
     assert found["scan"] == found["tiered"] == found["api"] == found["planner"], found
+    if name == "tiered-remote-only":  # a partition whose directory left: only remote copies
+        assert found["scan"] == {("moved.tiered", 0, 0), ("moved.tiered", 0, 100)}
     if name == "tiered":  # the tree that has them: all four copied segments, not one
         assert found["scan"] == {("clicks.tiered", 0, 100), ("clicks.tiered", 0, 200),
                                  ("clicks.tiered", 0, 300), ("clicks.tiered", 1, 0)}
@@ -101,3 +106,21 @@ def test_a_chunked_store_is_refused_alike():
             read(tree, store, {})
         assert caught.value.message in run.stderr
     assert by_tiered(tree, store, [])  # tiered reads the chunked objects
+
+
+def test_a_partition_only_in_the_store_reads_as_its_remote_log():
+    """moved.tiered-0 has no directory in the log dir: ``scan`` lists its copied segments
+    under the log dir whose metadata names them (a run on another partition does not), and a
+    read of its records is the remote log, offsets 0-199 once each."""
+    tree, store = TREES["tiered-remote-only"], STORES["tiered-remote-only"]
+    run = run_cli(["scan", "--format", "jsonl", str(tree), "--remote-store", str(store)])
+    rows = [r for r in map(json.loads, run.stdout.decode().splitlines())
+            if r["type"] == "segment" and r["topic"] == "moved.tiered"]
+    assert [(r["tier"], r["log_dir"], r["first_offset"], r["last_offset"]) for r in rows] == [
+        ("remote", str(tree), 0, 99), ("remote", str(tree), 100, 199)]
+    with segtools.open(tree) as logs:
+        records = logs.to_arrow("records", remote_store=str(store), topics="moved.tiered")
+        assert records.read_all().column("offset").to_pylist() == list(range(200))
+    alone = run_cli(["scan", "--format", "jsonl", str(tree / "__remote_log_metadata-19"),
+                     "--remote-store", str(store)])
+    assert '"moved.tiered"' in alone.stdout.decode()  # its metadata partition was named
