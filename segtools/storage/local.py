@@ -76,6 +76,7 @@ class LocalDisk(Location):
 
     kind = "local"
     compiled_reads = True
+    findings: ClassVar[tuple] = ()  # each listing reports what it meets as it goes
 
     def __reduce__(self) -> str:
         return "LOCAL_DISK"

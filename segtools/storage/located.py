@@ -119,13 +119,14 @@ class Location(ABC):
     of a located path, so that no room below the seam branches on the kind."""
 
     kind: ClassVar[str]
+    #: What opening or listing the location met (a damaged archive, refused members).
+    findings: list[Finding] | tuple[Finding, ...]
     #: Whether the location's client keeps connections and threads that a forked process
     #: would inherit mid-use (an object store's; :func:`segtools.fanout.ordered` asks).
     shares_connections: ClassVar[bool] = False
     #: Whether a file of it can be handed by name to the compiled readers
     #: (:mod:`segtools.storage._summary` opens, maps and reads local files itself).
     compiled_reads: ClassVar[bool] = False
-    findings: list[Finding]
 
     @abstractmethod
     def scandir(self, path) -> AbstractContextManager:
@@ -501,9 +502,10 @@ def open_remote(path: RemotePath) -> RemoteFile:
 
 
 def location_findings(paths) -> list[Finding]:
-    """What the listings of the locations among ``paths`` met (each location once)."""
+    """What the listings of the locations of the located ``paths`` met (each location
+    once; the local disk's listings report theirs as they go)."""
     seen: list[Location] = []
     for p in paths:
-        if isinstance(p, RemotePath) and all(p.location is not s for s in seen):
+        if all(p.location is not s for s in seen):
             seen.append(p.location)
     return [f for loc in seen for f in loc.findings]
