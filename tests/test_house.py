@@ -203,3 +203,27 @@ def test_no_process_wide_registry_of_locations():
                   if isinstance(fn, ast.FunctionDef)
                   and any(isinstance(n, ast.Global) for n in ast.walk(fn))]
     assert found == []
+
+
+#: The seam itself: the abstract location, the dispatch, and one module per kind.
+SEAM = {"located", "location", "local", "objectstore", "archive", "scope"}
+
+
+def test_no_room_below_the_seam_branches_on_the_kind_of_location():
+    """Every kind of place is a ``Location``, the local disk included (docs/locations.md):
+    a room asks ``path.location`` what differs between kinds, never which kind a path is
+    (an ``is_remote`` test, an ``isinstance`` of a located path's class)."""
+    kinds = ("RemotePath", "LocalPath", "RemoteDirEntry", "RemoteFile", "LocalFile",
+             "ObjectStoreLocation", "ArchiveLocation", "LocalDisk")
+    found = []
+    rooms = [p for p in (ROOT / "segtools").rglob("*.py")
+             if not (p.parent.name == "storage" and p.stem in SEAM)]
+    for path in rooms:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Name) and node.id == "is_remote" or \
+                    isinstance(node, ast.Attribute) and node.attr == "is_remote":
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} is_remote")
+            elif isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance" and \
+                    len(node.args) == 2 and any(k in ast.unparse(node.args[1]) for k in kinds):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno} {ast.unparse(node)}")
+    assert found == []
