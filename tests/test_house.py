@@ -220,8 +220,8 @@ def test_no_room_below_the_seam_branches_on_the_kind_of_location():
              if not (p.parent.name == "storage" and p.stem in SEAM)]
     for path in rooms:
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Name) and node.id == "is_remote" or \
-                    isinstance(node, ast.Attribute) and node.attr == "is_remote":
+            if (isinstance(node, ast.Name) and node.id == "is_remote") or \
+                    (isinstance(node, ast.Attribute) and node.attr == "is_remote"):
                 found.append(f"{path.relative_to(ROOT)}:{node.lineno} is_remote")
             elif isinstance(node, ast.Call) and ast.unparse(node.func) == "isinstance" and \
                     len(node.args) == 2 and any(k in ast.unparse(node.args[1]) for k in kinds):

@@ -25,14 +25,26 @@ import mmap
 import os
 from collections.abc import Iterator
 from pathlib import PosixPath
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from segtools.decode.source import BufferSource
+import lazy_loader
+
 from segtools.errors import SegtoolsError
 from segtools.storage import gentle
 from segtools.storage.files import next_data, open_regular, pread_exact_or_short
 from segtools.storage.located import Entry, Location, OpenedSegment, OpenFile
-from segtools.storage.source import MappedSource, WindowSource
+
+if TYPE_CHECKING:
+    from segtools.decode import source as _buffers
+    from segtools.storage import source as _sources
+
+# The segment sources (numpy, the compiled walk) load when a segment is first opened, not
+# when a path is resolved: every command resolves its paths, and ``segtools --help`` and
+# the listing-only commands need none of them. ``lazy_loader.load`` is Python's own
+# ``importlib.util.LazyLoader``; the TYPE_CHECKING imports above name the same modules, so
+# the arrows stay visible (tests/test_house.py reads them).
+_buffers = lazy_loader.load("segtools.decode.source", suppress_warning=True)
+_sources = lazy_loader.load("segtools.storage.source", suppress_warning=True)
 
 #: pathlib's own shortcut for the names its ``iterdir`` lists (no parsing of the name again);
 #: private, so looked up once and ``/`` is used where a Python does not have it.
@@ -140,11 +152,11 @@ class LocalDisk(Location):
             if not size or len(whole) == size:
                 # a small file is one read into private memory, sealed or not: cheaper than
                 # a mapping or a window buffer, and what is in hand cannot shrink
-                source = BufferSource(whole)
+                source = _buffers.BufferSource(whole)
             elif is_mapped:
-                source = MappedSource(fd, size)
+                source = _sources.MappedSource(fd, size)
             else:
-                source = WindowSource(fd, size)
+                source = _sources.WindowSource(fd, size)
         except BaseException:
             _release(fd)
             raise
