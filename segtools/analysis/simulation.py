@@ -222,24 +222,27 @@ class RecentWindow:
 def recent_window(h: History, window_ms: int = RECENT_WINDOW_MS) -> RecentWindow | None:
     """The last ``window_ms`` of the history, or all of it when it is shorter (then the period
     is its span plus one mean gap, so copies follow each other as the batches did). None when
-    fewer than two batches fall in it."""
+    fewer than two batches with a timestamp fall in it: a v0 message has none
+    (``RecordBatch.NO_TIMESTAMP``, -1), and counting it as 1970 would make seconds of an
+    upgraded log's writes look like decades of history."""
     n = h.on_disk
-    if n < 2:
-        return None
     clock = _append_clock(h.batch_ts[:n])
+    timed = int(np.searchsorted(clock, 0, side="left"))  # the clock never runs backwards
+    if n - timed < 2:
+        return None
     last = int(clock[-1])
-    if last - int(clock[0]) >= window_ms:
+    if last - int(clock[timed]) >= window_ms:
         first = int(np.searchsorted(clock, last - window_ms, side="right"))
         if n - first < 2:
             return None
         return RecentWindow(first, (clock[first:] - (last - window_ms)).astype(np.int64),
-                            window_ms, last - int(clock[first]), last - int(clock[0]))
-    span = last - int(clock[0])
-    gap = max(span // (n - 1), 1)
+                            window_ms, last - int(clock[first]), last - int(clock[timed]))
+    span = last - int(clock[timed])
+    gap = max(span // (n - timed - 1), 1)
     # n evenly spaced batches stand for span + one gap of time (a batch every 5 minutes for
     # a day is 288 batches 23 h 55 min apart)
-    return RecentWindow(0, (clock - int(clock[0]) + gap).astype(np.int64), span + gap, span,
-                        span + gap)
+    return RecentWindow(timed, (clock[timed:] - int(clock[timed]) + gap).astype(np.int64),
+                        span + gap, span, span + gap)
 
 
 def too_short(h: History, window_ms: int = RECENT_WINDOW_MS) -> bool:

@@ -235,6 +235,22 @@ def test_a_history_too_short_to_extrapolate_recommends_nothing():
     assert "the topic is empty over the horizon's second half under either config" in text
 
 
+def test_batches_without_a_timestamp_are_no_history():
+    """legacy's mixed.upgrade-0 starts with v0 messages (no timestamp, -1) and then has 11
+    seconds of v1/v2 batches (2017-07-14T04:40:07Z to 04:40:18Z). Counted from -1, its
+    history looked 47 years long and ``--recommend`` advised a segment.ms from those 11
+    seconds; the timed batches alone are what the history covers, far less than a day."""
+    loaded = load_inputs(walk([str(FIXTURES / "logdirs" / "legacy" / "mixed.upgrade-0")])[0])
+    (pi,) = loaded.partitions
+    h = si.history(pi)
+    assert int(h.batch_ts[0]) == -1 and int(h.batch_ts[-1]) - int(h.batch_ts[4]) == 11_750
+    assert whatif.PartitionHistory(pi, h).too_short
+    report = whatif.what_if_report(loaded, None, now_ms=int(h.batch_ts[-1]) + H,
+                                   horizon_days=30, recommend=True)
+    assert report.recommendations == ()
+    assert all(w.too_short == ("mixed.upgrade-0",) for w in report.items)
+
+
 def test_the_docs_quote_the_sentence_recommend_prints():
     """docs/retention-and-compaction.md quotes the stories' recommendation for
     customers.compact; the tool's own line, so the figures cannot drift (they did: 274.8 KiB
