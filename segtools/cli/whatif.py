@@ -118,30 +118,55 @@ def _age(ms: int | None) -> str:
 
 def sentence(w: WhatIf) -> str:
     """One line a person can repeat: what the change does to the size and the oldest record,
-    beside the current config's simulation over the same horizon and what is on disk now."""
-    change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items()) or "no change"
+    beside the current config's simulation over the same horizon and what is on disk now. A
+    figure the change leaves as it is is said once, "as under the current config", never
+    compared with itself; with no change (``--recommend`` found none to make) only the current
+    config's figures are said."""
     c, p = w.current, w.proposed
     kept = ("the first retention check takes every segment" if c.oldest_age_ms_start is None
             else f"the oldest record retention keeps is {_age(c.oldest_age_ms_start)} old")
-    return (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; with "
-            f"{change} the size moves between "
-            f"{format_bytes(p.trough_bytes)} and {format_bytes(p.peak_bytes)} (current config "
-            f"{format_bytes(c.trough_bytes)}..{format_bytes(c.peak_bytes)}) and "
-            f"{_late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)}")
+    head = f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; "
+    if not w.changes:
+        return (head + f"no change proposed: under the current config the size "
+                f"{_size_range(c)} and {_late(c.oldest_age_ms_late)}")
+    change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items())
+    if (p.trough_bytes, p.peak_bytes) == (c.trough_bytes, c.peak_bytes):
+        size = f"{_size_range(p)}, as under the current config,"
+    else:
+        size = (f"{_size_range(p)} (current config {format_bytes(c.trough_bytes)}.."
+                f"{format_bytes(c.peak_bytes)})")
+    return head + f"with {change} the size {size} and " + \
+        _late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)
+
+
+def _size_range(o) -> str:
+    """The size over the horizon in words: a range, or one figure when it does not move."""
+    if o.peak_bytes == 0:
+        return "stays at 0 B (empty)"
+    if o.trough_bytes == o.peak_bytes:
+        return f"stays at {format_bytes(o.peak_bytes)}"
+    return f"moves between {format_bytes(o.trough_bytes)} and {format_bytes(o.peak_bytes)}"
+
+
+def _late(age: int | None) -> str:
+    """One config's oldest record over the horizon's second half; None means the partition
+    held no record then (retention emptied it and nothing is appended: a history too short
+    to replay), said as such rather than as an age of "-"."""
+    if age is None:
+        return "the topic is empty over the horizon's second half"
+    return f"over the horizon's second half the oldest record is at most {format_duration(age)} old"
 
 
 def _late_oldest(proposed: int | None, current: int | None) -> str:
-    """The horizon's second half in words; an age of None means the partition held no record
-    then (retention emptied it and nothing is appended: a history too short to replay), which
-    is said as such rather than as an age of "-"."""
-    if proposed is None and current is None:
-        return "the topic is empty over the horizon's second half under either config"
+    """The horizon's second half under the proposed config beside the current one's."""
+    if proposed == current:
+        return _late(proposed) + (" under either config" if proposed is None
+                                  else ", as under the current config")
     if proposed is None:
-        return (f"the topic is empty over the horizon's second half (current config: the "
-                f"oldest record at most {format_duration(current)} old)")
-    return (f"over the horizon's second half the oldest record is at most "
-            f"{format_duration(proposed)} old (current config "
-            f"{'empty' if current is None else format_duration(current)})")
+        return _late(proposed) + (f" (current config: the oldest record at most "
+                                  f"{format_duration(current)} old)")
+    then = "empty" if current is None else format_duration(current)
+    return _late(proposed) + f" (current config {then})"
 
 
 def _line(out, text: str, **style) -> None:

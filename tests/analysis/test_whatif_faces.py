@@ -15,6 +15,7 @@ import segtools
 from segtools.analysis import whatif
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.simulation import Outcome
+from segtools.cli import whatif as cli_whatif
 from segtools.cli.whatif_plot import binary_ticks
 from tests.analysis.whatif_tree import CONFIG, DAY, SEGTOOLS, TREE
 from tests.fixtures_manifest import FIXTURES
@@ -95,6 +96,33 @@ def test_a_sentence_never_compares_a_figure_with_itself():
     assert "(local.retention.ms 2d)" in said and "(retention.ms" not in said
 
 
+def test_a_topic_sentence_never_compares_a_figure_with_itself():
+    """``retention --recommend`` said "with no change the size moves between 0 B and 0 B
+    (current config 0 B..0 B)" of every topic it had nothing to recommend for: with no change
+    only the current config is said, a size that does not move is one figure, and a figure a
+    change leaves alone is said once, "as under the current config"."""
+    def item(changes: dict, cur: Outcome, prop: Outcome) -> whatif.WhatIf:
+        return whatif.WhatIf("t", None, changes, cur, prop)
+
+    same = _outcome(2048, 1024, 9 * DAY)
+    none = cli_whatif.sentence(item({}, same, same))
+    assert "no change proposed: under the current config the size moves between 1.0 KiB " \
+        "and 2.0 KiB and over the horizon's second half the oldest record is at most 9d old" \
+        in none and "current config 1.0 KiB" not in none
+    empty = Outcome(0, 0, None, None, (), 1, 0, 1, 0, start_bytes=100)
+    said = cli_whatif.sentence(item({}, empty, empty))
+    assert "the size stays at 0 B (empty) and the topic is empty over the horizon's " \
+        "second half" in said and "0 B and 0 B" not in said
+    unchanged = cli_whatif.sentence(item({"segment.ms": 10**12}, same, same))
+    assert "with segment.ms=1000000000000 the size moves between 1.0 KiB and 2.0 KiB, as " \
+        "under the current config, and over the horizon's second half the oldest record is " \
+        "at most 9d old, as under the current config" in unchanged
+    moved = cli_whatif.sentence(item({"segment.bytes": 4096}, same,
+                                     _outcome(2048, 2048, 7 * DAY)))
+    assert "the size stays at 2.0 KiB (current config 1.0 KiB..2.0 KiB)" in moved
+    assert "at most 7d old (current config 9d)" in moved
+
+
 def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     """Piped (not a terminal), every sentence is one line however long; costs are in units
     (no "index bytes 20971800"), the ingest rate is written out."""
@@ -106,7 +134,9 @@ def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     lines = proc.stdout.splitlines()
     sentences = [x for x in lines if x.startswith("topic ")]
     assert len(sentences) == 4
-    assert all(x.endswith(")") and "oldest record is at most" in x for x in sentences)
+    assert all("oldest record is at most" in x for x in sentences)
+    assert [x.endswith(")") for x in sentences] == [False, True, True, True]  # busy-clicks
+    assert "no change proposed: under the current config" in sentences[0]
     assert not any(x.startswith(("(", "14d)", "old (")) for x in lines)
     index = [x for x in lines if x.startswith("index bytes")]
     assert index and all("MiB" in x for x in index)
