@@ -73,6 +73,11 @@ CLEANER_BACKOFF_MS = 15_000
 SERIES_BUCKETS = 120
 #: Replayed batches per partition at most (see :func:`extend`).
 MAX_REPLAY_BATCHES = 20_000
+#: Replayed batches at most when each would fill segments of its own (a rate far above what
+#: the segment size was chosen for) and the log is compacted: the cleaner's passes weigh every
+#: segment in Python, so a run's cost grows with the square of its segments (20,000 took
+#: minutes per partition, 2,000 a few seconds, with the same sizes and ages to 0.2 %).
+MAX_CLEANED_SEGMENTS = 2_000
 _NEVER = 2**62
 
 ROLL_SEGMENT_BYTES = "segment.bytes"
@@ -251,15 +256,26 @@ def too_short(h: History, window_ms: int = RECENT_WINDOW_MS) -> bool:
     return w is None or w.history_ms < MIN_HISTORY_MS
 
 
+def roll_bytes(config: TopicConfig) -> int:
+    """The bytes a segment takes before it rolls: ``segment.bytes``, or what a full time
+    index allows (an entry per ``index.interval.bytes``, ``segment.index.bytes / 12`` of them,
+    ``AbstractIndex.isFull``) when that binds first."""
+    entries = max(config.segment_index_bytes // 12, 1)  # TimeIndex entry: 12 bytes
+    return max(min(config.segment_bytes, entries * INDEX_INTERVAL_BYTES), 1)
+
+
 def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
-           partitions: int = 1) -> History:
+           partitions: int = 1, cleaned_roll_bytes: int | None = None) -> History:
     """The history followed by copies of its recent window (:func:`recent_window`) from
     ``now_ms`` to ``end_ms``: copy ``c`` covers ``now + c * period`` to ``now + (c + 1) *
     period``, each batch at its place in the window, every offset moved past the previous
     copy. Keys written once in the history stay unique in each copy (a fresh id per copy);
     keys written more than once keep their ids, so updates keep superseding: the key *shape*
     is replayed, not the keys. A history too short to extrapolate (:func:`too_short`) gets no
-    copies unless a rate is given.
+    copies unless a rate is given. ``cleaned_roll_bytes``: the smallest roll size
+    (:func:`roll_bytes`) of the compacted configs the replay is for; when the appends would
+    fill more segments than :data:`MAX_CLEANED_SEGMENTS`, the replay keeps to that many
+    batches.
     """
     w = recent_window(h, ingest.window_ms)
     if w is None:
@@ -285,7 +301,11 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
     # the window's (k times the bytes, k times the period), which keeps the rate; the history
     # says so (``replay_scale``) and every face with it. Times are rounded to the millisecond
     # only after scaling, so a squeezed window keeps its rate.
-    k = max(1, -(-int(copies) * max(len(wb), units) // MAX_REPLAY_BATCHES))
+    most = MAX_REPLAY_BATCHES
+    if cleaned_roll_bytes and copies * float(sizes.sum()) > \
+            MAX_CLEANED_SEGMENTS * cleaned_roll_bytes:
+        most = MAX_CLEANED_SEGMENTS
+    k = max(1, -(-int(copies) * max(len(wb), units) // most))
     rel = np.maximum(np.rint(w.rel * scale * k).astype(np.int64), 1)
     period = max(round(w.period_ms * scale * k), int(rel[-1]), 1)
     copies = int(-(-(end_ms - now_ms) // period))
@@ -452,11 +472,8 @@ class _Roller:
     @classmethod
     def build(cls, h: History, config: TopicConfig, seed: int,
               clock: np.ndarray | None = None) -> _Roller:
-        entries = max(config.segment_index_bytes // 12, 1)  # TimeIndex entry: 12 bytes
-        index_cap = entries * INDEX_INTERVAL_BYTES
-        cap, reason = (config.segment_bytes, ROLL_SEGMENT_BYTES)
-        if index_cap < cap:
-            cap, reason = index_cap, ROLL_INDEX_FULL
+        cap = roll_bytes(config)
+        reason = ROLL_SEGMENT_BYTES if cap == config.segment_bytes else ROLL_INDEX_FULL
         cum = np.concatenate([[0], np.cumsum(h.batch_size)]).astype(np.int64)
         return cls(h.batch_ts, cum, _append_clock(h.batch_ts) if clock is None else clock, cap,
                    reason, config.segment_ms, config.segment_jitter_ms, seed)

@@ -21,7 +21,6 @@ from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
-    INDEX_INTERVAL_BYTES,
     History,
     Ingest,
     Outcome,
@@ -30,6 +29,7 @@ from segtools.analysis.simulation import (
     apply_changes,
     extend,
     outcome,
+    roll_bytes,
     simulate,
     too_short,
     topic_grid,
@@ -206,8 +206,7 @@ class FullScale:
     def of(cls, o: Outcome, config: cfg.TopicConfig, partitions: int) -> FullScale | None:
         if o.replay_scale <= 1:
             return None
-        cap = max(min(config.segment_bytes,
-                      max(config.segment_index_bytes // 12, 1) * INDEX_INTERVAL_BYTES), 1)
+        cap = roll_bytes(config)
         return cls(max(o.segments_max, partitions + -(-o.peak_bytes // cap)),
                    max(o.rolls, -(-o.appended_bytes // cap)))
 
@@ -340,9 +339,14 @@ class Horizon:
     #: one task per core: a Spark executor)
     fan_out: bool = True
 
-    def extend(self, h: History) -> History:
+    def extend(self, h: History, configs: Sequence[cfg.TopicConfig] = ()) -> History:
+        """``h`` with the ingest model's appends, for runs under ``configs`` (their compacted
+        ones' smallest segments bound the replay:
+        :data:`~segtools.analysis.simulation.MAX_CLEANED_SEGMENTS`)."""
+        cleaned = [roll_bytes(c) for c in configs if c.compact]
         return extend(h, now_ms=self.now_ms, end_ms=self.end_ms, ingest=self.ingest,
-                      partitions=self.partitions)
+                      partitions=self.partitions,
+                      cleaned_roll_bytes=min(cleaned) if cleaned else None)
 
     def tally(self) -> Tally:
         return Tally(topic_grid(self.now_ms, self.end_ms), self.now_ms, self.end_ms)
@@ -407,11 +411,12 @@ def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str,
         own: list[list[Outcome]] = []
         for p in chunk:
             mine = []
-            h = horizon.extend(p.history)
-            for change, tally in zip(changes, tallies, strict=True):
-                run = run_partition(p, apply_changes(p.pi.config, change), now_ms=now_ms,
-                                    end_ms=end_ms, ingest=horizon.ingest,
-                                    partitions=horizon.partitions, extended=h)
+            configs = [apply_changes(p.pi.config, change) for change in changes]
+            h = horizon.extend(p.history, configs)
+            for config, tally in zip(configs, tallies, strict=True):
+                run = run_partition(p, config, now_ms=now_ms, end_ms=end_ms,
+                                    ingest=horizon.ingest, partitions=horizon.partitions,
+                                    extended=h)
                 tally.add(run)
                 if each:
                     mine.append(outcome([run], now_ms, end_ms))

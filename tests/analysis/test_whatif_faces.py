@@ -171,6 +171,37 @@ def test_the_replay_cap_is_said_when_it_binds():
     assert "at the scale asked: current config about" in text
 
 
+def test_a_compacted_replay_is_bounded_by_its_segments():
+    """ledger-compact at 2 MB/s with 16 KiB segments: every replayed batch fills segments of
+    its own, and the cleaner weighs each segment in Python at each pass, so 20,000 replayed
+    batches took minutes for this one partition (the CLI on the whatif tree ran over ten).
+    The replay keeps to MAX_CLEANED_SEGMENTS batches there, still at the rate asked, and the
+    counts at the scale asked come from the bytes; a delete-only config, or a compacted one
+    whose segments the appends do not outnumber, keeps the full replay."""
+    from segtools.analysis.config import parse_config_text
+    from segtools.analysis.partition_input import load_inputs
+    from segtools.analysis.simulation import MAX_CLEANED_SEGMENTS, MAX_REPLAY_BATCHES
+    from segtools.storage.logdirs import walk
+
+    loaded = load_inputs(walk([str(TREE / "ledger-compact-0")])[0],
+                         config_file=parse_config_text(CONFIG.read_text(), str(CONFIG)))
+    (pi,) = loaded.partitions
+    part = whatif.PartitionHistory(pi, whatif.history(pi))
+    now = whatif.horizon_end(int(part.history.batch_ts.max()), 1 / 24)
+    horizon = whatif.Horizon(now, whatif.horizon_end(now, 30), whatif.parse_ingest(2e6), 1)
+    small = whatif.apply_changes(pi.config, {"segment.bytes": 16384})
+    disk = part.history.batches
+    bounded = horizon.extend(part.history, [pi.config, small])
+    assert bounded.batches - disk <= MAX_CLEANED_SEGMENTS + 24
+    appended = float(bounded.batch_size[disk:].sum())
+    assert abs(appended - 2e6 * 30 * 86_400) < 0.01 * appended
+    deleting = whatif.apply_changes(small, {"cleanup.policy": "delete"})
+    full = horizon.extend(part.history, [deleting])
+    assert MAX_CLEANED_SEGMENTS * 5 < full.batches - disk <= MAX_REPLAY_BATCHES + 24
+    auto = whatif.Horizon(now, horizon.end_ms, whatif.AUTO, 1)
+    assert auto.extend(part.history, [small]).replay_scale == 1
+
+
 def test_plot_ticks_and_page_are_in_units(tmp_path):
     assert binary_ticks(200 * 1024) == [i * 50 * 1024.0 for i in range(6)]
     assert binary_ticks(3 * 1024 ** 3) == [i * 1024.0 ** 3 for i in range(5)]
