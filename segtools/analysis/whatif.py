@@ -758,6 +758,13 @@ _COST_UNITS = {"index_bytes": "segment.index.bytes", "cleaner_bytes_removed": "x
                "cleaner_bytes_read": "x.bytes", "min_compaction_lag_ms": "min.compaction.lag.ms"}
 
 
+def cost_label(key: str) -> str:
+    """A cost figure's name as the CLI's table and the report's say it beside its value in
+    units (``min_compaction_lag_ms`` is "min compaction lag": its value reads "3d 12h", and a
+    name that says ms beside it would not)."""
+    return key.removesuffix("_ms").replace("_", " ")
+
+
 def shown_cost(key: str, value: object) -> str:
     """One figure of :func:`cost` as the CLI and the report show it."""
     if key in _COST_UNITS:

@@ -17,6 +17,7 @@ from segtools.analysis.whatif import (
     alternative_parts,
     changes_json,
     check_horizon,
+    cost_label,
     parse_changes,
     parse_ingest,
     shown_cost,
@@ -214,7 +215,7 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
             table.add_column(col, justify="left" if col == "cost" else "right")
         before, after = r.cost["before"], r.cost["after"]
         for key in before:
-            table.add_row(key.replace("_", " "), shown_cost(key, before[key]),
+            table.add_row(cost_label(key), shown_cost(key, before[key]),
                           shown_cost(key, after[key]))
         out.print(table)
         for a in r.alternatives:

@@ -25,6 +25,7 @@ from segtools.analysis.whatif import (
     alternative_parts,
     changes_json,
     check_horizon,
+    cost_label,
     shown_cost,
     table_rows,
 )
@@ -135,7 +136,7 @@ def chart(w: WhatIf, retention_ms: int | None) -> dict:
 
 def _cost_rows(cost: Mapping[str, Mapping]) -> list[dict]:
     before, after = cost.get("before", {}), cost.get("after", {})
-    return [{"label": k.replace("_", " "), "before": shown_cost(k, before[k]),
+    return [{"label": cost_label(k), "before": shown_cost(k, before[k]),
              "after": shown_cost(k, after[k]) if k in after else "-"} for k in before]
 
 

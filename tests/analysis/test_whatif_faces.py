@@ -140,6 +140,10 @@ def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     assert not any(x.startswith(("(", "14d)", "old (")) for x in lines)
     index = [x for x in lines if x.startswith("index bytes")]
     assert index and all("MiB" in x for x in index)
+    # a lag shown in days is not named in ms ("min compaction lag ms  0s")
+    assert [x.split()[-2:] for x in lines if x.startswith("min compaction lag ")] == \
+        [["0s", "0s"], ["0s", "0s"]]
+    assert not any("lag ms" in x for x in lines)
 
 
 def test_the_replay_cap_is_said_when_it_binds():
