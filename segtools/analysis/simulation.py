@@ -1115,19 +1115,24 @@ class Tally:
         return self
 
     def outcome(self) -> Outcome:
+        """The grid's figures. An age is None only where the log holds no record; a record
+        timestamped after the moment (a producer's clock ahead, or ``--at`` before the data)
+        has a negative age, as ``segtools retention`` gives it, not none."""
         size, oldest, times = self.size, self.oldest, self.times
-        ages = np.where(oldest >= 0, times - oldest, -1)
+        held = oldest >= 0
+        ages = times - oldest
         second_half = times >= self.now + (self.end - self.now) // 2
-        late, late_size = ages[second_half], size[second_half]
+        late, late_held, late_size = ages[second_half], held[second_half], size[second_half]
         return Outcome(int(size.max()) if size.size else 0,
                        int(size.min()) if size.size else 0,
-                       int(ages.max()) if (ages >= 0).any() else None,
-                       int(ages[-1]) if ages.size and ages[-1] >= 0 else None,
+                       int(ages[held].max()) if held.any() else None,
+                       int(ages[-1]) if ages.size and held[-1] else None,
                        bounded_series(times, size, oldest), self.segments_max, self.rolls,
                        self.deletions, self.cleaned, self.cleanings, self.cleaner_read,
                        self.start_bytes,
                        self.now - self.start_oldest if self.start_oldest >= 0 else None,
-                       int(late.max()) if (late >= 0).any() else None, self.replay_scale,
+                       int(late[late_held].max()) if late_held.any() else None,
+                       self.replay_scale,
                        int(late_size.max()) if late_size.size else 0,
                        int(late_size.min()) if late_size.size else 0, self.appended)
 

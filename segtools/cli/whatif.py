@@ -113,8 +113,10 @@ def run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- text
 
 
-def _age(ms: int | None) -> str:
-    return "-" if ms is None else format_duration(ms)
+def _old(ms: int) -> str:
+    """An age in words; a negative one is a record timestamped after the moment (as
+    ``segtools retention`` says of a future timestamp)."""
+    return f"{format_duration(ms)} old" if ms >= 0 else f"{format_duration(-ms)} in the future"
 
 
 def sentence(w: WhatIf) -> str:
@@ -125,7 +127,7 @@ def sentence(w: WhatIf) -> str:
     config's figures are said."""
     c, p = w.current, w.proposed
     kept = ("the first retention check takes every segment" if c.oldest_age_ms_start is None
-            else f"the oldest record retention keeps is {_age(c.oldest_age_ms_start)} old")
+            else f"the oldest record retention keeps is {_old(c.oldest_age_ms_start)}")
     head = f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; "
     if not w.changes:
         return (head + f"no change proposed: under the current config the size "
@@ -155,7 +157,10 @@ def _late(age: int | None) -> str:
     to replay), said as such rather than as an age of "-"."""
     if age is None:
         return "the topic is empty over the horizon's second half"
-    return f"over the horizon's second half the oldest record is at most {format_duration(age)} old"
+    if age < 0:
+        return (f"over the horizon's second half every record left is timestamped at least "
+                f"{format_duration(-age)} in the future")
+    return f"over the horizon's second half the oldest record is at most {_old(age)}"
 
 
 def _late_oldest(proposed: int | None, current: int | None) -> str:
@@ -164,9 +169,8 @@ def _late_oldest(proposed: int | None, current: int | None) -> str:
         return _late(proposed) + (" under either config" if proposed is None
                                   else ", as under the current config")
     if proposed is None:
-        return _late(proposed) + (f" (current config: the oldest record at most "
-                                  f"{format_duration(current)} old)")
-    then = "empty" if current is None else format_duration(current)
+        return _late(proposed) + f" (current config: the oldest record at most {_old(current)})"
+    then = "empty" if current is None else _old(current).removesuffix(" old")
     return _late(proposed) + f" (current config {then})"
 
 

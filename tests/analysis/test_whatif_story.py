@@ -252,6 +252,29 @@ def test_batches_without_a_timestamp_are_no_history():
     assert all(w.too_short == ("mixed.upgrade-0",) for w in report.items)
 
 
+def test_records_from_after_the_moment_are_not_an_empty_log():
+    """payloads' plain-0 at 2023-11-16 (its 377 bytes are timestamped 2024-05-01, 167 days
+    later): the log keeps them all month, so the what-if must not call it empty. Their ages
+    are negative, as ``segtools retention`` gives them ("167d 14h in the FUTURE"), and the
+    sentence says the records are in the future (it said "the topic is empty over the
+    horizon's second half" beside a size that stays at 377 B)."""
+    from segtools.cli.whatif import sentence
+    from segtools.timestamps import to_millis
+
+    loaded = load_inputs(walk([str(FIXTURES / "logdirs" / "payloads" / "plain-0")])[0])
+    at = to_millis("2023-11-16T00:00Z")
+    report = whatif.what_if_report(loaded, {}, now_ms=at, horizon_days=30)
+    topic = report.items[-1]
+    newest = max(s.max_timestamp for s in loaded.partitions[0].summaries)
+    c = topic.current
+    assert c.late_trough_bytes == c.peak_bytes == 377
+    assert c.oldest_age_ms_end is not None and c.oldest_age_ms_end < 0
+    assert c.oldest_age_ms_late == c.oldest_age_ms_end > at + 30 * DAY - newest
+    said = sentence(topic)
+    assert "empty" not in said
+    assert "every record left is timestamped at least 137d 14h in the future" in said
+
+
 def test_the_docs_quote_the_sentence_recommend_prints():
     """docs/retention-and-compaction.md quotes the stories' recommendation for
     customers.compact; the tool's own line, so the figures cannot drift (they did: 274.8 KiB
