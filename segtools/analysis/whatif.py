@@ -228,6 +228,8 @@ class WhatIf:
     too_short: tuple[str, ...] = ()
     #: the counts at the scale asked, current and proposed, when the replay cap bound
     full_scale: tuple[FullScale | None, FullScale | None] = (None, None)
+    #: on a topic ``--recommend`` found no change for, why (:func:`unrecommended`)
+    unrecommended: str = ""
 
     def to_json(self) -> dict:
         out = {"type": "what_if", "topic": self.topic, "partition": self.partition,
@@ -497,7 +499,30 @@ def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
         rec = recommend_topic(topic, parts, horizon)
         if rec is not None and changes is None:
             chosen = dict(rec.changes)
-    return _topic(topic, parts, chosen, horizon, advance), rec
+    items = _topic(topic, parts, chosen, horizon, advance)
+    if recommend and rec is None:
+        items[-1] = replace(items[-1], unrecommended=unrecommended(
+            parts[0].pi.config, items[-1].current,
+            horizon.ingest.bytes_per_s is None and bool(items[-1].too_short)))
+    return items, rec
+
+
+def unrecommended(config: cfg.TopicConfig, current: Outcome, too_short: bool) -> str:
+    """Why :func:`recommend_topic` found nothing for a topic, in words (its reasons, in its
+    order): there is no time retention to keep, a history too short to extrapolate, the
+    promise already kept (within :data:`TOLERANCE`), or no change tried keeps it."""
+    name, r = retention_name(config), config.local_retention_ms_effective
+    if not config.delete:
+        return "cleanup.policy=compact removes records by key only, with no time to keep"
+    if r < 0:
+        return f"{name} is {r}, so time retention is off"
+    if too_short:
+        return "a partition's history is too short to extrapolate"
+    promise = f"{name} {format_duration(r)}, with {TOLERANCE:.0%} slack"
+    if meets(current, config):
+        return f"the current config keeps its promise ({promise})"
+    families = "segment or cleaner" if compaction_candidates(config) else "segment"
+    return f"no {families} change tried keeps the promise ({promise})"
 
 
 # --------------------------------------------------------------------------- recommending

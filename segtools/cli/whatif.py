@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 
 from rich.table import Table
 
@@ -130,7 +131,8 @@ def sentence(w: WhatIf) -> str:
             else f"the oldest record retention keeps is {_old(c.oldest_age_ms_start)}")
     head = f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; "
     if not w.changes:
-        return (head + f"no change proposed: under the current config the size "
+        why = f" because {w.unrecommended}" if w.unrecommended else ""
+        return (head + f"no change proposed{why}: under the current config the size "
                 f"{_size_range(c)} and {_late(c.oldest_age_ms_late)}")
     change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items())
     if (p.trough_bytes, p.peak_bytes) == (c.trough_bytes, c.peak_bytes):
@@ -174,6 +176,14 @@ def _late_oldest(proposed: int | None, current: int | None) -> str:
     return _late(proposed) + f" (current config {then})"
 
 
+def _labels(labels: tuple[str, ...]) -> str:
+    """Partition names once each: the copies of a partition in several brokers' log dirs
+    are one name with their count ("orders-9 (2 copies)"), not the name twice."""
+    counts = Counter(labels)
+    return ", ".join(label if n == 1 else f"{label} ({n} copies)"
+                     for label, n in counts.items())
+
+
 def _line(out, text: str, **style) -> None:
     """A sentence on one line: in a pipe every row is one line (docs/cli.md), and a terminal
     wraps it where it ends."""
@@ -194,7 +204,7 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
             then = ("no future appends are modelled and nothing is recommended"
                     if report.ingest.bytes_per_s is None else
                     "its batches are only respaced to the --ingest rate")
-            _line(out, f"  {', '.join(w.too_short)}: the history spans less than "
+            _line(out, f"  {_labels(w.too_short)}: the history spans less than "
                        f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
         scale = max(w.current.replay_scale, w.proposed.replay_scale)
         if scale > 1:

@@ -123,6 +123,26 @@ def test_a_topic_sentence_never_compares_a_figure_with_itself():
     assert "at most 7d old (current config 9d)" in moved
 
 
+def test_no_recommendation_says_why():
+    """A topic ``--recommend`` leaves alone says why, in recommend_topic's order of
+    reasons (busy-clicks' sentence read "no change proposed" with no word of why)."""
+    kept = _outcome(100, 0, 8 * DAY)
+    too_old = _outcome(100, 0, 30 * DAY)
+    week = TopicConfig(retention_ms=7 * DAY)
+    assert whatif.unrecommended(TopicConfig(cleanup_policy=("compact",)), kept, False) == \
+        "cleanup.policy=compact removes records by key only, with no time to keep"
+    assert whatif.unrecommended(TopicConfig(retention_ms=-1), kept, False) == \
+        "retention.ms is -1, so time retention is off"
+    assert whatif.unrecommended(week, too_old, True) == \
+        "a partition's history is too short to extrapolate"
+    assert whatif.unrecommended(week, kept, False) == \
+        "the current config keeps its promise (retention.ms 7d, with 25% slack)"
+    assert whatif.unrecommended(week, too_old, False) == \
+        "no segment change tried keeps the promise (retention.ms 7d, with 25% slack)"
+    both = TopicConfig(retention_ms=7 * DAY, cleanup_policy=("compact", "delete"))
+    assert whatif.unrecommended(both, too_old, False).startswith("no segment or cleaner ")
+
+
 def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     """Piped (not a terminal), every sentence is one line however long; costs are in units
     (no "index bytes 20971800"), the ingest rate is written out."""
@@ -136,7 +156,8 @@ def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     assert len(sentences) == 4
     assert all("oldest record is at most" in x for x in sentences)
     assert [x.endswith(")") for x in sentences] == [False, True, True, True]  # busy-clicks
-    assert "no change proposed: under the current config" in sentences[0]
+    assert "no change proposed because the current config keeps its promise (retention.ms " \
+        "7d, with 25% slack): under the current config" in sentences[0]
     assert not any(x.startswith(("(", "14d)", "old (")) for x in lines)
     index = [x for x in lines if x.startswith("index bytes")]
     assert index and all("MiB" in x for x in index)

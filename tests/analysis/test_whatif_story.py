@@ -232,8 +232,9 @@ def test_a_history_too_short_to_extrapolate_recommends_nothing():
     assert "big-value-0: the history spans less than 1d, too short to extrapolate" in text
     # an empty second half is said in words, never as an age of "-"
     assert "topic big-value: " in text and "at most - old" not in text
-    assert "no change proposed: under the current config the size moves between 0 B and " \
-        "275.3 KiB and the topic is empty over the horizon's second half" in text
+    assert "no change proposed because a partition's history is too short to extrapolate: " \
+        "under the current config the size moves between 0 B and 275.3 KiB and the topic " \
+        "is empty over the horizon's second half" in text
 
 
 def test_batches_without_a_timestamp_are_no_history():
