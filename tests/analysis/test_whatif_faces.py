@@ -143,6 +143,15 @@ def test_no_recommendation_says_why():
     assert whatif.unrecommended(both, too_old, False).startswith("no segment or cleaner ")
 
 
+def test_copies_of_a_partition_are_named_once():
+    """The replicas tree holds orders.v2-eu-9 in two brokers' log dirs; the short-history
+    line named it twice ("orders.v2-eu-9, orders.v2-eu-9")."""
+    proc = _cli(str(FIXTURES / "logdirs" / "replicas"), "--at", "2023-11-20T10:31Z",
+                "--recommend")
+    assert "  orders.v2-eu-9 (2 copies): the history spans less than 1d" in proc.stdout
+    assert "orders.v2-eu-9, orders.v2-eu-9" not in proc.stdout
+
+
 def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     """Piped (not a terminal), every sentence is one line however long; costs are in units
     (no "index bytes 20971800"), the ingest rate is written out."""
