@@ -176,6 +176,20 @@ def _late_oldest(proposed: int | None, current: int | None) -> str:
     return _late(proposed) + f" (current config {then})"
 
 
+def _at_scale(w: WhatIf) -> str:
+    """The counts at the scale asked: each config's, or once when they are the same (no
+    change, or one that changes neither count)."""
+    cur, prop = w.full_scale
+
+    def counts(f) -> str:
+        return f"about {f.segments_max:,} segments at once and {f.rolls:,} rolls"
+
+    if cur is not None and prop == cur:
+        return f"{'the current config' if not w.changes else 'either config'} {counts(cur)}"
+    return "; ".join(f"{side} config {counts(f)}"
+                     for side, f in (("current", cur), ("proposed", prop)) if f)
+
+
 def _labels(labels: tuple[str, ...]) -> str:
     """Partition names once each: the copies of a partition in several brokers' log dirs
     are one name with their count ("orders-9 (2 copies)"), not the name twice."""
@@ -208,13 +222,9 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
                        f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
         scale = max(w.current.replay_scale, w.proposed.replay_scale)
         if scale > 1:
-            cur, prop = w.full_scale
-            at_scale = "; ".join(
-                f"{side} config about {f.segments_max:,} segments at once and {f.rolls:,} "
-                "rolls" for side, f in (("current", cur), ("proposed", prop)) if f)
             _line(out, f"  the replay cap binds: each simulated batch stands for {scale:,} "
                        "batches (the rate is kept; the table counts rolls and segments of "
-                       f"those larger batches); at the scale asked: {at_scale}")
+                       f"those larger batches); at the scale asked: {_at_scale(w)}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("", "current", "proposed"):
             table.add_column(col, justify="left" if not col else "right")

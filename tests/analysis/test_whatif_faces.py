@@ -205,6 +205,25 @@ def test_the_replay_cap_is_said_when_it_binds():
     assert "at the scale asked: current config about" in text
 
 
+def test_counts_at_scale_are_said_once_when_equal():
+    """With no change (or one that changes neither count) the cap's line said "current config
+    about 18,467,214 segments at once ...; proposed config about 18,467,214 segments at once
+    ..." of figures that are one and the same."""
+    same = _outcome(100, 0, DAY)
+    big, small = whatif.FullScale(10, 20), whatif.FullScale(30, 40)
+
+    def said(changes: dict, scales: tuple) -> str:
+        return cli_whatif._at_scale(whatif.WhatIf("t", None, changes, same, same,
+                                                  full_scale=scales))
+
+    assert said({}, (big, big)) == "the current config about 10 segments at once and 20 rolls"
+    assert said({"segment.ms": 1}, (big, big)) == \
+        "either config about 10 segments at once and 20 rolls"
+    assert said({"segment.bytes": 14}, (big, small)) == (
+        "current config about 10 segments at once and 20 rolls; proposed config about 30 "
+        "segments at once and 40 rolls")
+
+
 def test_a_compacted_replay_is_bounded_by_its_segments():
     """ledger-compact at 2 MB/s with 16 KiB segments: every replayed batch fills segments of
     its own, and the cleaner weighs each segment in Python at each pass, so 20,000 replayed
