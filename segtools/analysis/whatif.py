@@ -234,7 +234,8 @@ class WhatIf:
     def to_json(self) -> dict:
         out = {"type": "what_if", "topic": self.topic, "partition": self.partition,
                "changes": changes_json(self.changes), "current": self.current.to_json(),
-               "proposed": self.proposed.to_json(), "too_short": list(self.too_short)}
+               "proposed": self.proposed.to_json(), "too_short": list(self.too_short),
+               "unrecommended": self.unrecommended or None}
         if self.full_scale != (None, None):
             out["full_scale"] = {side: None if f is None else f.to_json()
                                  for side, f in zip(("current", "proposed"), self.full_scale,

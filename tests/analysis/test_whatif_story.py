@@ -223,6 +223,9 @@ def test_a_history_too_short_to_extrapolate_recommends_nothing():
     assert topics["corrupt-crc"]["too_short"] == ["corrupt-crc-0"]
     short = {t for t, w in topics.items() if w["too_short"]}
     assert not short & {r["topic"] for r in doc["recommendations"]}
+    assert topics["big-value"]["unrecommended"] == \
+        "a partition's history is too short to extrapolate"
+    assert all(w["unrecommended"] is None for w in doc["what_if"] if w["partition"] is not None)
     big = topics["big-value"]
     # no replay: nothing is appended, so the size never grows past what is on disk
     assert big["current"]["peak_bytes"] <= big["current"]["start_bytes"]
