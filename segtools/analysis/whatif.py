@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from segtools import fanout
 from segtools.analysis import config as cfg
@@ -300,6 +300,9 @@ class WhatIfReport:
     items: tuple[WhatIf, ...]
     recommendations: tuple[Recommendation, ...]
     retention_ms: Mapping[str, int]  # per topic: what its time retention promises
+    #: per topic, the setting that promise is (:func:`retention_name`: local.retention.ms on
+    #: a tiered topic that sets it), for the charts' line
+    retention_names: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"type": "what_if_report", "version": 1, "at": self.at_ms,
@@ -475,14 +478,16 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
     items: list[WhatIf] = []
     recs: list[Recommendation] = []
     retention: dict[str, int] = {}
+    names: dict[str, str] = {}
     for topic, parts in _inputs(loaded, limit, now_ms).items():
         got, rec = what_if_topic(topic, parts, changes, now_ms=now_ms, end_ms=end_ms,
                                  ingest=ingest, recommend=recommend, advance=advance)
         if rec is not None:
             recs.append(rec)
         retention[topic] = parts[0].pi.config.local_retention_ms_effective
+        names[topic] = retention_name(parts[0].pi.config)
         items += got
-    return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention)
+    return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention, names)
 
 
 def what_if_topic(topic: str, parts: Sequence[PartitionHistory],

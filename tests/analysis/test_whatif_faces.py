@@ -255,6 +255,30 @@ def test_a_compacted_replay_is_bounded_by_its_segments():
     assert auto.extend(part.history, [small]).replay_scale == 1
 
 
+def test_the_charts_name_the_setting_they_hold_to():
+    """clicks.tiered keeps local.retention.ms (2d) locally; the PNG's and the report's age
+    charts drew that line labelled "retention.ms" (7d on this topic), the mislabel the
+    sentence had; the report's legend called the current config "today"."""
+    from segtools.cli.whatif_plot import figure
+    from segtools.report import whatif as report_whatif
+    from segtools.timestamps import to_millis
+
+    loaded = segtools.open(FIXTURES / "logdirs" / "tiered").inputs(
+        at=to_millis("2024-06-01T12:00Z"))
+    report = whatif.what_if_report(loaded, {"segment.ms": 43_200_000},
+                                   now_ms=to_millis("2024-06-01T12:00Z"), horizon_days=2)
+    assert report.retention_names == {"__remote_log_metadata": "retention.ms",
+                                      "clicks.tiered": "local.retention.ms"}
+    legends = [t.get_text() for ax in figure(report).axes if ax.get_legend()
+               for t in ax.get_legend().get_texts()]
+    assert "local.retention.ms" in legends
+    doc = report_whatif.from_report(report)
+    chart = next(t["chart"] for t in doc["topics"] if t["topic"] == "clicks.tiered")
+    assert (chart["retention_name"], chart["retention_ms"]) == ("local.retention.ms", 2 * DAY)
+    script = report_whatif.script()
+    assert "c.retention_name" in script and '"today"' not in script
+
+
 def test_plot_ticks_and_page_are_in_units(tmp_path):
     assert binary_ticks(200 * 1024) == [i * 50 * 1024.0 for i in range(6)]
     assert binary_ticks(3 * 1024 ** 3) == [i * 1024.0 ** 3 for i in range(5)]
