@@ -73,8 +73,8 @@ CLEANER_BACKOFF_MS = 15_000
 SERIES_BUCKETS = 120
 #: Replayed batches per partition at most (see :func:`extend`).
 MAX_REPLAY_BATCHES = 20_000
-#: Replayed batches at most when each would fill segments of its own (a rate far above what
-#: the segment size was chosen for) and the log is compacted: the cleaner's passes weigh every
+#: Replayed batches at most when a compacted log would hold more segments than this at once
+#: (a rate far above what the segment size was chosen for): the cleaner's passes weigh every
 #: segment in Python, so a run's cost grows with the square of its segments (20,000 took
 #: minutes per partition, 2,000 a few seconds, with the same sizes and ages to 0.2 %).
 MAX_CLEANED_SEGMENTS = 2_000
@@ -264,18 +264,36 @@ def roll_bytes(config: TopicConfig) -> int:
     return max(min(config.segment_bytes, entries * INDEX_INTERVAL_BYTES), 1)
 
 
+@dataclass(frozen=True, slots=True)
+class CleanedSegments:
+    """What bounds a compacted replay (:data:`MAX_CLEANED_SEGMENTS`): the smallest roll size
+    of its configs (:func:`roll_bytes`) and the longest their logs keep data (their local
+    retention, or without one the whole horizon)."""
+
+    roll_bytes: int
+    kept_ms: int
+
+    @classmethod
+    def of(cls, configs: Sequence[TopicConfig]) -> CleanedSegments | None:
+        compacted = [c for c in configs if c.compact]
+        if not compacted:
+            return None
+        kept = [c.local_retention_ms_effective if c.delete and
+                c.local_retention_ms_effective >= 0 else _NEVER for c in compacted]
+        return cls(min(roll_bytes(c) for c in compacted), max(kept))
+
+
 def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
-           partitions: int = 1, cleaned_roll_bytes: int | None = None) -> History:
+           partitions: int = 1, cleaned: CleanedSegments | None = None) -> History:
     """The history followed by copies of its recent window (:func:`recent_window`) from
     ``now_ms`` to ``end_ms``: copy ``c`` covers ``now + c * period`` to ``now + (c + 1) *
     period``, each batch at its place in the window, every offset moved past the previous
     copy. Keys written once in the history stay unique in each copy (a fresh id per copy);
     keys written more than once keep their ids, so updates keep superseding: the key *shape*
     is replayed, not the keys. A history too short to extrapolate (:func:`too_short`) gets no
-    copies unless a rate is given. ``cleaned_roll_bytes``: the smallest roll size
-    (:func:`roll_bytes`) of the compacted configs the replay is for; when the appends would
-    fill more segments than :data:`MAX_CLEANED_SEGMENTS`, the replay keeps to that many
-    batches.
+    copies unless a rate is given. ``cleaned``: the compacted configs the replay is for; when
+    the appends a log keeps at once would fill more of their segments than
+    :data:`MAX_CLEANED_SEGMENTS`, the replay keeps to that many batches.
     """
     w = recent_window(h, ingest.window_ms)
     if w is None:
@@ -302,9 +320,11 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
     # says so (``replay_scale``) and every face with it. Times are rounded to the millisecond
     # only after scaling, so a squeezed window keeps its rate.
     most = MAX_REPLAY_BATCHES
-    if cleaned_roll_bytes and copies * float(sizes.sum()) > \
-            MAX_CLEANED_SEGMENTS * cleaned_roll_bytes:
-        most = MAX_CLEANED_SEGMENTS
+    if cleaned is not None:
+        kept_ms = min(cleaned.kept_ms, end_ms - now_ms)
+        per_ms = float(sizes.sum()) / max(w.period_ms * scale, 1.0)
+        if per_ms * kept_ms > MAX_CLEANED_SEGMENTS * cleaned.roll_bytes:
+            most = MAX_CLEANED_SEGMENTS
     k = max(1, -(-int(copies) * max(len(wb), units) // most))
     rel = np.maximum(np.rint(w.rel * scale * k).astype(np.int64), 1)
     period = max(round(w.period_ms * scale * k), int(rel[-1]), 1)

@@ -21,6 +21,7 @@ from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
+    CleanedSegments,
     History,
     Ingest,
     Outcome,
@@ -347,12 +348,10 @@ class Horizon:
 
     def extend(self, h: History, configs: Sequence[cfg.TopicConfig] = ()) -> History:
         """``h`` with the ingest model's appends, for runs under ``configs`` (their compacted
-        ones' smallest segments bound the replay:
+        ones' segments bound the replay:
         :data:`~segtools.analysis.simulation.MAX_CLEANED_SEGMENTS`)."""
-        cleaned = [roll_bytes(c) for c in configs if c.compact]
         return extend(h, now_ms=self.now_ms, end_ms=self.end_ms, ingest=self.ingest,
-                      partitions=self.partitions,
-                      cleaned_roll_bytes=min(cleaned) if cleaned else None)
+                      partitions=self.partitions, cleaned=CleanedSegments.of(configs))
 
     def tally(self) -> Tally:
         return Tally(topic_grid(self.now_ms, self.end_ms), self.now_ms, self.end_ms)

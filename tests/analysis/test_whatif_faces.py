@@ -230,15 +230,16 @@ def test_a_compacted_replay_is_bounded_by_its_segments():
     batches took minutes for this one partition (the CLI on the whatif tree ran over ten).
     The replay keeps to MAX_CLEANED_SEGMENTS batches there, still at the rate asked, and the
     counts at the scale asked come from the bytes; a delete-only config, or a compacted one
-    whose segments the appends do not outnumber, keeps the full replay."""
+    whose log holds fewer segments at once, keeps the full replay."""
     from segtools.analysis.config import parse_config_text
     from segtools.analysis.partition_input import load_inputs
     from segtools.analysis.simulation import MAX_CLEANED_SEGMENTS, MAX_REPLAY_BATCHES
     from segtools.storage.logdirs import walk
 
-    loaded = load_inputs(walk([str(TREE / "ledger-compact-0")])[0],
+    loaded = load_inputs(walk([str(TREE / "ledger-compact-0"),
+                               str(TREE / "customers.compact-0")])[0],
                          config_file=parse_config_text(CONFIG.read_text(), str(CONFIG)))
-    (pi,) = loaded.partitions
+    pi, customers = sorted(loaded.partitions, key=lambda p: p.topic != "ledger-compact")
     part = whatif.PartitionHistory(pi, whatif.history(pi))
     now = whatif.horizon_end(int(part.history.batch_ts.max()), 1 / 24)
     horizon = whatif.Horizon(now, whatif.horizon_end(now, 30), whatif.parse_ingest(2e6), 1)
@@ -253,6 +254,14 @@ def test_a_compacted_replay_is_bounded_by_its_segments():
     assert MAX_CLEANED_SEGMENTS * 5 < full.batches - disk <= MAX_REPLAY_BATCHES + 24
     auto = whatif.Horizon(now, horizon.end_ms, whatif.AUTO, 1)
     assert auto.extend(part.history, [small]).replay_scale == 1
+    # ten years of customers.compact's own rate: over 10,000 16 KiB segments over the
+    # horizon, but a week's worth at once; a bound there stretched the window's quiet hours
+    # into weeks (the partition was simulated empty for days)
+    hot = whatif.history(customers)
+    decade = whatif.Horizon(now, whatif.horizon_end(now, 3650), whatif.AUTO, 1)
+    tiny = whatif.apply_changes(customers.config, {"segment.bytes": 16384})
+    assert decade.extend(hot, [customers.config, tiny]).replay_scale == \
+        decade.extend(hot).replay_scale < 30
 
 
 def test_the_charts_name_the_setting_they_hold_to():
