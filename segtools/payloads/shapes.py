@@ -22,6 +22,7 @@ presence, an Avro field whose type cannot be null), that default (:attr:`Field.d
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -76,6 +77,17 @@ class MapOf:
 
 
 Shape = Scalar | Struct | ListOf | MapOf
+
+def struct_of(fields: Iterable[Field]) -> Shape:
+    """A struct of these fields, or JSON text when two names differ only in case or one is
+    empty: both engines' column and field names are case-insensitive, and neither takes an
+    empty one."""
+    fields = tuple(fields)
+    names = [f.name.lower() for f in fields]
+    if "" in names or len(set(names)) != len(names):
+        return ANY_JSON
+    return Struct(fields)
+
 
 TEXT = Scalar("string")
 ANY_JSON = Scalar("json")
@@ -158,8 +170,8 @@ def avro_shape(schema, named: dict, namespace: str | None = None, depth: int = 0
         if kind in ("enum", "fixed"):
             return TEXT
         inner = full.rpartition(".")[0] or None
-        return Struct(tuple(_avro_field(f, named, inner, depth + 1)
-                            for f in schema.get("fields", [])))
+        return struct_of(_avro_field(f, named, inner, depth + 1)
+                         for f in schema.get("fields", []))
     if kind == "array":
         return ListOf(avro_shape(schema["items"], named, namespace, depth + 1))
     if kind == "map":
@@ -213,11 +225,11 @@ PROTO_ZERO = {"double": 0.0, "float": 0.0, "long": 0, "int": 0, "decimal": 0,
               "boolean": False, "string": ""}
 
 
-def proto_shape(message, stack: tuple[str, ...] = ()) -> Struct:
+def proto_shape(message, stack: tuple[str, ...] = ()) -> Shape:
     """The struct of a message descriptor (``google.protobuf.descriptor.Descriptor``); a
     message met again inside itself is JSON text."""
     stack = (*stack, message.full_name)
-    return Struct(tuple(_proto_field(f, stack) for f in message.fields))
+    return struct_of(_proto_field(f, stack) for f in message.fields)
 
 
 def _proto_field(field, stack: tuple[str, ...]) -> Field:
@@ -317,9 +329,8 @@ def json_schema_shape(node, documents: JsonDocuments, document: object = None,
     if kind == "object":
         properties = node.get("properties")
         if isinstance(properties, dict) and properties:
-            return Struct(tuple(Field(name, json_schema_shape(p, documents, document,
-                                                              depth + 1))
-                                for name, p in properties.items()))
+            return struct_of(Field(name, json_schema_shape(p, documents, document, depth + 1))
+                             for name, p in properties.items())
         extra = node.get("additionalProperties")
         if isinstance(extra, dict) and extra:
             return MapOf(json_schema_shape(extra, documents, document, depth + 1))
