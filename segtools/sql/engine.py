@@ -21,18 +21,23 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+import lazy_loader
 import pyarrow as pa
 
 from segtools.errors import SegtoolsError
-from segtools.payloads import shapes
 from segtools.payloads.schemas import Schemas
-from segtools.payloads.sources import gather
 from segtools.sql import pushdown, typed
 from segtools.sql.trees import Trees
 from segtools.sql.views import READING_SCHEMA, RECORD_VIEWS, VIEWS, Options, reading, records
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
     from segtools.api import LogDirs
+    from segtools.payloads.shapes import Struct
+
+#: The typed views' mapping and the schema sources (a registry client: urllib, http.client)
+#: load when a query decodes: a query that decodes nothing does not pay their imports.
+shapes = lazy_loader.load("segtools.payloads.shapes", suppress_warning=True)
+sources = lazy_loader.load("segtools.payloads.sources", suppress_warning=True)
 
 #: DuckDB's own default is 80% of the machine's memory, too much beside a running broker
 DEFAULT_MEMORY = "1GB"
@@ -189,7 +194,7 @@ TYPED_RECORD_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "key
                         "value_payload_error")
 
 
-def kept_columns(columns: shapes.Struct) -> tuple[str, ...]:
+def kept_columns(columns: Struct) -> tuple[str, ...]:
     """The record columns a typed view keeps: those no field of the schema is named like
     (both engines' names are case-insensitive)."""
     fields = {f.name.lower() for f in columns.fields}
@@ -224,7 +229,7 @@ def schema_history(tree: LogDirs, options: Options) -> Schemas | None:
     if not options.schemas:
         return tree.schema_history()
     out = Schemas()
-    for history in gather([], [], schemas=list(options.schemas)).histories():
+    for history in sources.gather([], [], schemas=list(options.schemas)).histories():
         out.extend(history)
     return out
 

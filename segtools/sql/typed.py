@@ -11,16 +11,15 @@ then rebuilt only where a default is filled in for a field an older writer lacke
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from segtools.payloads.shapes import (
-    ListOf,
-    MapOf,
-    Scalar,
-    Shape,
-    Struct,
-    TopicShape,
-    resolved,
-)
+import lazy_loader
+
+if TYPE_CHECKING:
+    from segtools.payloads.shapes import Scalar, Shape, TopicShape
+
+#: loaded by the first typed view: every query quotes names with this module, few type them
+shapes = lazy_loader.load("segtools.payloads.shapes", suppress_warning=True)
 
 #: DuckDB's name of each scalar kind of :mod:`segtools.payloads.shapes`
 TYPES = {"boolean": "BOOLEAN", "int": "INTEGER", "long": "BIGINT", "float": "FLOAT",
@@ -32,12 +31,12 @@ PARSED = "_segtools_typed"
 
 def type_text(shape: Shape) -> str:
     """A shape as a DuckDB type name."""
-    if isinstance(shape, Scalar):
+    if isinstance(shape, shapes.Scalar):
         return (f"DECIMAL({shape.precision},{shape.scale})" if shape.kind == "decimal"
                 else TYPES[shape.kind])
-    if isinstance(shape, ListOf):
+    if isinstance(shape, shapes.ListOf):
         return f"{type_text(shape.item)}[]"
-    if isinstance(shape, MapOf):
+    if isinstance(shape, shapes.MapOf):
         return f"MAP(VARCHAR, {type_text(shape.value)})"
     fields = ", ".join(f"{quoted(f.name)} {type_text(f.shape)}" for f in shape.fields)
     return f"STRUCT({fields})"
@@ -46,9 +45,9 @@ def type_text(shape: Shape) -> str:
 def structure(shape: Shape):
     """The ``from_json`` structure of a shape: a type name, an object of fields, or a
     one-element list for a list."""
-    if isinstance(shape, Struct):
+    if isinstance(shape, shapes.Struct):
         return {f.name: structure(f.shape) for f in shape.fields}
-    if isinstance(shape, ListOf):
+    if isinstance(shape, shapes.ListOf):
         return [structure(shape.item)]
     return type_text(shape)
 
@@ -80,9 +79,9 @@ class DuckDialect:
         return expr
 
     def literal(self, value: object, shape: Shape) -> str:
-        if isinstance(shape, ListOf):
+        if isinstance(shape, shapes.ListOf):
             return f"CAST([] AS {type_text(shape)})"
-        if isinstance(shape, MapOf):
+        if isinstance(shape, shapes.MapOf):
             return f"CAST(MAP {{}} AS {type_text(shape)})"
         if isinstance(value, bool):
             return "TRUE" if value else "FALSE"
@@ -107,7 +106,7 @@ def parsed(topic: TopicShape) -> str:
 
 def typed_columns(topic: TopicShape) -> str:
     """The select-list expression of the typed columns, over :data:`PARSED`."""
-    return f"unnest({resolved(PARSED, topic.columns, DIALECT)})"
+    return f"unnest({shapes.resolved(PARSED, topic.columns, DIALECT)})"
 
 
 def quoted(name: str) -> str:
