@@ -26,9 +26,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from segtools.payloads.decoder import format_module
-from segtools.payloads.errors import PayloadError, SchemaInvalid
-from segtools.payloads.schemas import AVRO, JSON, PROTOBUF, RegisteredSchema, Schemas
+from segtools.errors import SegtoolsError
+from segtools.payloads.decoder import MAX_REFERENCE_DEPTH, format_module
+from segtools.payloads.errors import SchemaInvalid
+from segtools.payloads.schemas import AVRO, JSON, PROTOBUF, RegisteredSchema, Schemas, avro_named
 
 #: The scalar kinds, each held alike by DuckDB and Spark.
 KINDS = ("boolean", "int", "long", "float", "double", "decimal", "string", "date",
@@ -36,8 +37,6 @@ KINDS = ("boolean", "int", "long", "float", "double", "decimal", "string", "date
 #: How deep a schema may nest before the rest is kept as JSON text (a recursive message or
 #: a ``$ref`` to itself has no finite column type).
 MAX_DEPTH = 32
-#: References nest no deeper than this (the decoder's own bound).
-MAX_REFERENCES = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +133,12 @@ def _avro_full_name(schema: dict, namespace: str | None) -> str:
 
 
 def _avro_named(name: str, named: dict, namespace: str | None) -> dict:
-    """A named type met so far, resolved as Avro's spec resolves a name."""
-    full = name if "." in name or not namespace else f"{namespace}.{name}"
-    found = named.get(full, named.get(name))
-    if found is None:
-        raise SchemaInvalid(f"Avro type {name!r} is not defined")
-    return found
+    """A named type met so far; one never defined makes the schema one without columns
+    (a missing payloads extra, by contrast, stays the error it is)."""
+    try:
+        return avro_named(name, named, namespace)
+    except SegtoolsError as e:
+        raise SchemaInvalid(str(e)) from None
 
 
 def avro_shape(schema, named: dict, namespace: str | None = None, depth: int = 0) -> Shape:
@@ -353,8 +352,8 @@ def imports(history: Schemas, schema: RegisteredSchema) -> dict[str, str]:
     pending = [(schema, 0)]
     while pending:
         here, depth = pending.pop()
-        if depth > MAX_REFERENCES:
-            raise SchemaInvalid(f"references nest deeper than {MAX_REFERENCES}")
+        if depth > MAX_REFERENCE_DEPTH:
+            raise SchemaInvalid(f"references nest deeper than {MAX_REFERENCE_DEPTH}")
         for ref in here.references:
             target = history.by_subject_version(ref.subject, ref.version)
             if target is None:
@@ -375,7 +374,7 @@ def topic_shape(history: Schemas, topic: str, side: str = "value") -> TopicShape
         return None
     try:
         return _shape_of(history, latest)
-    except (PayloadError, ValueError, KeyError, TypeError, RecursionError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # SchemaInvalid among them
         return None
 
 

@@ -8,7 +8,14 @@ import json
 import pytest
 
 from segtools.payloads import shapes
-from segtools.payloads.schemas import JSON, PROTOBUF, RegisteredSchema, SchemaReference, Schemas
+from segtools.payloads.schemas import (
+    AVRO,
+    JSON,
+    PROTOBUF,
+    RegisteredSchema,
+    SchemaReference,
+    Schemas,
+)
 from segtools.payloads.shapes import (
     ANY_JSON,
     LONG,
@@ -122,8 +129,11 @@ def test_protobuf_constructs():
 def test_a_schema_that_does_not_map_has_no_typed_view():
     history = Schemas([RegisteredSchema(1, "a-value", 1, PROTOBUF, "syntax = \"proto3\"; x"),
                        RegisteredSchema(2, "b-value", 1, JSON, json.dumps({"type": "string"})),
-                       RegisteredSchema(3, "c-value", 1, JSON, "{not json")])
-    assert [shapes.topic_shape(history, t) for t in ("a", "b", "c", "d")] == [None] * 4
+                       RegisteredSchema(3, "c-value", 1, JSON, "{not json"),
+                       RegisteredSchema(4, "e-value", 1, AVRO, json.dumps(
+                           {"type": "record", "name": "E",
+                            "fields": [{"name": "x", "type": "Undefined"}]}))])
+    assert [shapes.topic_shape(history, t) for t in "abcde"] == [None] * 5
 
 
 def test_references_are_imported_by_their_names():
