@@ -48,7 +48,6 @@ from segtools.findings import Finding, Severity
 from segtools.payloads import columns as payload_columns
 from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.schemas import Schemas
-from segtools.payloads.sources import gather
 from segtools.storage import gentle, scope
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
@@ -93,6 +92,7 @@ _usage = _LAZY("segtools.payloads.usage")
 _remote_store = _LAZY("segtools.storage.remote_store")
 _sql_engine = _LAZY("segtools.sql.engine")
 _sql_trees = _LAZY("segtools.sql.trees")
+_sources = _LAZY("segtools.payloads.sources")  # a registry client (urllib): when decoding
 _sql_views = _LAZY("segtools.sql.views")
 
 Time = int | float | str | datetime
@@ -454,7 +454,7 @@ class LogDirs:
     def schema_history(self) -> Schemas | None:
         """What Schema Registry's ``_schemas`` topic in these log dirs holds (registrations,
         deletes, configs, with their times), or None when the tree has no such topic."""
-        histories = gather(self.log_dirs, self.findings).histories()
+        histories = _sources.gather(self.log_dirs, self.findings).histories()
         if not histories:
             return None
         out = Schemas(source=histories[0].source)
@@ -475,8 +475,8 @@ class LogDirs:
                         registry: str | None = None) -> PayloadDecoder:
         """The decoder ``decode=`` uses: the schemas of these log dirs' ``_schemas`` topic (or
         of ``schemas``), then a registry; what reading them met joins :attr:`findings`."""
-        chain = gather(self.log_dirs, self.findings, schemas=[os.fspath(s) for s in schemas],
-                       registry=registry)
+        chain = _sources.gather(self.log_dirs, self.findings,
+                                schemas=[os.fspath(s) for s in schemas], registry=registry)
         return PayloadDecoder(chain, _modes(decode))
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
@@ -836,7 +836,7 @@ def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
         decoder = PayloadDecoder(schemas, _modes(decode))
     else:
         paths = [schemas] if isinstance(schemas, str | os.PathLike) else list(schemas)
-        decoder = PayloadDecoder(gather([], [], schemas=[os.fspath(p) for p in paths],
+        decoder = PayloadDecoder(_sources.gather([], [], schemas=[os.fspath(p) for p in paths],
                                         registry=schema_registry),
                                  _modes(decode))
     return payload_columns.decode_table(table, decoder)

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
+import lazy_loader
 import numpy as np
 import pyarrow as pa
 
 from segtools import fanout
-from segtools.analysis.transactions import ReadCommitted
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, walk
 from segtools.decode.buffers import BufferPool
@@ -35,6 +35,10 @@ from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
 from segtools.storage.segment import Segment, unreadable
 from segtools.storage.summary import SegmentSummary, summarize
+
+#: The transactions analysis (with the coordinator's log and the producer-state fold behind
+#: it: 20-50 ms of a command's start) loads for a ``read_committed`` read only.
+transactions = lazy_loader.load("segtools.analysis.transactions", suppress_warning=True)
 
 #: The read goes up to the end of the files: no last-stable-offset cut (a consumer at the
 #: log end would stop at the LSO; a read of files has no "now" to stop at).
@@ -303,7 +307,7 @@ class _Visibility:
     def __init__(self, piece: ByteRange, scan: Scan):
         self.piece = piece
         self.control = scan.include_control or scan.level is Level.BATCHES
-        self.committed = (ReadCommitted(piece.aborted, last_stable_offset=_NO_LSO)
+        self.committed = (transactions.ReadCommitted(piece.aborted, last_stable_offset=_NO_LSO)
                           if scan.read_committed and piece.aborted else None)
 
     def _bounded(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
