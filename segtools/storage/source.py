@@ -169,6 +169,8 @@ class WindowSource:
         self.buffers = BufferPool(self.stride)
         self._last: tuple[np.ndarray, int, int] | None = None  # buffer, lo, avail
         self._rate = gentle.current().rate
+        self._keeper = gentle.current().keeper
+        self._released = 0
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
@@ -186,7 +188,14 @@ class WindowSource:
         return buf[:got], lo, lo + got
 
     def release(self, upto: int) -> None:
-        return None
+        """The walk has passed ``upto``: when the run leaves the page cache as found, the
+        pages it read before there are handed back now, not when the file is closed (a
+        gigabyte segment would otherwise sit in the cache, in the broker's way, until its
+        walk ends). The windows hold private copies, so nothing here needs those pages."""
+        if self._keeper is not None and upto > self._released:
+            self._keeper.restore_range(self.fd, self.origin + self._released,
+                                       self.origin + upto)
+            self._released = upto
 
     def zero_from(self, lo: int, hi: int) -> int | None:
         found = zero_from(self.fd, self.origin + lo, self.origin + min(hi, self.size))

@@ -320,3 +320,44 @@ def test_an_index_is_handed_back_when_it_is_closed(trees: Tree):
             assert residency(sealed).any()  # read: in the cache while in use
         assert not residency(sealed).any()  # closed: handed back at once
         assert not keeper.found
+
+
+def test_a_long_read_hands_its_pages_back_as_the_walk_passes_them(tmp_path):
+    """Not when the segment is closed: a gigabyte segment read through ``pread`` windows
+    would sit in the cache, in the broker's way, for its whole walk. Pages resident before
+    stay resident."""
+    from segtools.storage.source import WindowSource
+
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(os.urandom(8 * WindowSource.stride))
+    (tmp_path / "00000000000000004242.log").touch()  # the active segment: this one is sealed
+    make_cold([path])
+    warm = os.open(path, os.O_RDONLY)  # the broker had the first half window cached
+    try:
+        os.posix_fadvise(warm, 0, 0, os.POSIX_FADV_RANDOM)  # and nothing read ahead of it
+        os.pread(warm, WindowSource.stride // 2, 0)
+    finally:
+        os.close(warm)
+    keeper = PageCacheKeeper()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        keeper.note(str(path), fd, os.fstat(fd))
+        found = residency(path)
+        assert found.any() and not found.all()
+        with gentle.applied(gentle.Gentle(keeper=keeper)):
+            source = WindowSource(fd, path.stat().st_size)
+            walked = 6 * source.stride + PAGE // 2  # mid-page: that page is still in use
+            done = 0
+            while done < walked:
+                done = source.window(done, min(walked, done + source.stride))[2]
+            passed = walked // PAGE
+            assert residency(path)[:passed].all()
+            source.release(walked)
+            assert (residency(path)[:passed] == found[:passed]).all(), \
+                "the pages walked past are not as found"
+            source.release(7 * source.stride)  # from the page kept above
+            passed = 7 * source.stride // PAGE
+            assert (residency(path)[:passed] == found[:passed]).all()
+            source.close()
+    finally:
+        os.close(fd)
