@@ -304,3 +304,38 @@ def test_tiered_at_a_moment_knows_only_the_events_before_it():
     assert segments and all(s["state_changed_ms"] <= to_millis(at) for s in segments)
     first = next(s for s in segments if s["start_offset"] == 0)
     assert first["state"] == "COPY_SEGMENT_FINISHED"
+
+
+def test_retention_and_compaction_assume_one_cleanup_policy():
+    """With no topic config both commands take Kafka's default, delete, and say so; the
+    cleaner's replay of a partition named anyway says the cleaner never runs on it."""
+    pdir = str(LOGDIRS / "sample" / "orders.v2-eu-0")
+    _, (retention,) = lines("retention", pdir, "--at", AT, "--format", "json")
+    _, (compaction,) = lines("compaction", pdir, "--at", AT, "--format", "json")
+    (kept,), (cleaned,) = retention["partitions"], compaction["partitions"]
+    assert kept["config"]["cleanup.policy"] == cleaned["config"]["cleanup.policy"]
+    assert cleaned["config"]["cleanup.policy"]["value"] == "delete"
+    assert "never compacts" in cleaned["not_compacted"]
+    for command in ("retention", "compaction"):
+        assert "cleanup.policy=delete [default]" in cli(command, pdir, "--at", AT)[1]
+    assert "the log cleaner never compacts this partition" in cli("compaction", pdir,
+                                                                  "--at", AT)[1]
+
+
+def test_a_key_no_record_has_is_a_selection_that_selects_nothing():
+    """As ``--topic`` matching no topic: one line naming what is there, exit 2, on the CLI
+    and in the Python API alike; a key that is there still gets its history."""
+    import segtools
+    from segtools.fetch.arguments import ArgumentError
+
+    pdir = str(LOGDIRS / "sample" / "payments-compact-0")
+    proc = subprocess.run([SEGTOOLS, "compaction", pdir, "--at", AT, "--key", "k2"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("segtools: error: ") and "no record has key 'k2'" in line
+    assert "nearest keys: 'k18', 'k19', 'k20', 'k21'" in line
+    with pytest.raises(ArgumentError, match="key: no record has key 'k2'"):
+        segtools.open(pdir).explain_compaction(at=AT, key="k2")
+    code, text = cli("compaction", pdir, "--at", AT, "--key", "k02")
+    assert code == 0 and "history of key k02: 2 version(s)" in text
