@@ -339,3 +339,19 @@ def test_a_key_no_record_has_is_a_selection_that_selects_nothing():
         segtools.open(pdir).explain_compaction(at=AT, key="k2")
     code, text = cli("compaction", pdir, "--at", AT, "--key", "k02")
     assert code == 0 and "history of key k02: 2 version(s)" in text
+
+
+@pytest.mark.parametrize("junk", [b"this is not a Kafka segment\n" * 200, bytes(range(256)) * 20])
+def test_find_reports_the_damage_verify_reports(tmp_path, junk):
+    """A segment that is not Kafka bytes: ``find`` reads it on its way and must say what
+    ``verify`` says of it, not only that no record was found."""
+    pdir = tmp_path / "logs" / "junk-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(junk)
+    _, checked = lines("verify", str(pdir), "--format", "jsonl")
+    code, found = lines("find", str(pdir), "--offset", "0", "--format", "jsonl")
+    damage = {(f["code"], f["path"]) for f in checked
+              if f["type"] == "finding" and f["severity"] != "info"}
+    assert damage
+    assert damage <= {(f["code"], f["path"]) for f in found if f["type"] == "finding"}
+    assert code == 1
