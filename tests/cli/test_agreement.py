@@ -6,6 +6,7 @@ two answers that disagree leave one of them wrong."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import subprocess
@@ -355,3 +356,25 @@ def test_find_reports_the_damage_verify_reports(tmp_path, junk):
     assert damage
     assert damage <= {(f["code"], f["path"]) for f in found if f["type"] == "finding"}
     assert code == 1
+
+
+@pytest.mark.parametrize("tree", ["sample", "legacy"])
+def test_scan_counts_bad_crcs_only_when_it_checks_them(tree):
+    """Without ``--crc`` no CRC is checked, so ``crc_errors`` is null (empty in csv, and the
+    table says so), not a 0 that reads as "all good"; with it, each segment's count is what
+    ``verify`` finds in that segment."""
+    path = str(LOGDIRS / tree)
+    _, plain = lines("scan", "-q", path, "--format", "jsonl")
+    assert {r["crc_errors"] for r in plain if r["type"] == "segment"} == {None}
+    _, checked = lines("scan", "-q", "--crc", path, "--format", "jsonl")
+    _, verified = lines("verify", "-q", path, "--format", "jsonl")
+    bad: dict[str, int] = {}
+    for f in verified:
+        if f["type"] == "finding" and f["code"] == "crc_mismatch":
+            bad[f["path"]] = bad.get(f["path"], 0) + 1
+    assert {r["path"]: r["crc_errors"] for r in checked if r["type"] == "segment"} == \
+        {r["path"]: bad.get(r["path"], 0) for r in checked if r["type"] == "segment"}
+    rows = list(csv.DictReader(io.StringIO(cli("scan", "-q", path, "--format", "csv")[1])))
+    assert rows and {row["crc_errors"] for row in rows} == {""}
+    assert "batch CRCs not checked (--crc checks them)" in cli("scan", "-q", path)[1]
+    assert "batch CRCs checked" in cli("scan", "-q", "--crc", path)[1]
