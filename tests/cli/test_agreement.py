@@ -378,3 +378,25 @@ def test_scan_counts_bad_crcs_only_when_it_checks_them(tree):
     assert rows and {row["crc_errors"] for row in rows} == {""}
     assert "batch CRCs not checked (--crc checks them)" in cli("scan", "-q", path)[1]
     assert "batch CRCs checked" in cli("scan", "-q", "--crc", path)[1]
+
+
+@pytest.mark.parametrize(("topic", "subjects"), [
+    ("orders", {"orders-value", "money"}),  # money: what orders-value references
+    ("events", {"events-value"}),
+    ("payloads.hostile", {"orders-value", "money", "legacy-value", "customers-value",
+                          "address", "events-value", "scratch-value"}),
+])
+def test_schemas_of_a_topic_are_those_it_uses(topic, subjects):
+    """``schemas --usage --topic T`` lists T's subjects, those its records' ids are
+    registered under and what they reference, not every subject of the registry; its usage
+    rows are the whole run's rows for T."""
+    tree = str(LOGDIRS / "payloads")
+    _, whole = lines("schemas", "--usage", "--format", "jsonl", tree)
+    _, mine = lines("schemas", "--usage", "--topic", topic, "--format", "jsonl", tree)
+    listed = {x["subject"] for x in mine if x["type"] in ("schema", "schema_removed")}
+    assert listed == subjects
+    configs = {x.get("subject") for x in mine if x["type"] not in (
+        "schema", "schema_removed", "schema_usage", "finding")}
+    assert configs <= subjects | {None}
+    usage_rows = [x for x in whole if x["type"] == "schema_usage" and x["topic"] == topic]
+    assert usage_rows == [x for x in mine if x["type"] == "schema_usage"]
