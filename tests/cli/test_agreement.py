@@ -400,3 +400,19 @@ def test_schemas_of_a_topic_are_those_it_uses(topic, subjects):
     assert configs <= subjects | {None}
     usage_rows = [x for x in whole if x["type"] == "schema_usage" and x["topic"] == topic]
     assert usage_rows == [x for x in mine if x["type"] == "schema_usage"]
+
+
+def test_notes_alone_exit_0_as_the_contract_says():
+    """docs/json-contract.md's exit codes say plainly that notes (info findings) never make
+    a command exit 1; ``verify`` printing only notes exits 0, a warning makes it 1."""
+    contract = (Path(__file__).resolve().parents[2] / "docs" / "json-contract.md").read_text()
+    codes = " ".join(contract.split("\n\n")[1].split())
+    assert "notes (`info` findings:" in codes and "never change the exit code" in codes
+    assert "`verify` on a healthy log dir that prints only notes exits `0`" in codes
+    code, found = lines("verify", "-q", "--format", "jsonl",
+                        str(LOGDIRS / "sample" / "payments-compact-0"))
+    severities = {x["severity"] for x in found if x["type"] == "finding"}
+    assert severities == {"info"} and code == 0
+    code, found = lines("verify", "-q", "--format", "jsonl", str(LOGDIRS / "sample"))
+    assert {"warning", "error"} & {x["severity"] for x in found if x["type"] == "finding"}
+    assert code == 1
