@@ -92,3 +92,28 @@ def test_the_cap_is_for_all_workers_together(big):
         elapsed = time.monotonic() - start
     assert all(w.exitcode == 0 for w in workers)
     within_ten_percent(2 * SIZE, elapsed)
+
+
+def test_the_cap_holds_for_an_object_store():
+    """Range requests to a store take from the same bucket (the walk's ranges and those
+    fetched ahead on the location's threads): an fsspec in-memory store, so the elapsed
+    time is the cap's alone."""
+    import fsspec
+
+    from segtools.storage.location import as_path, open_source
+    from segtools.storage.scope import LocationScope
+
+    size = 24 * MiB
+    fsspec.filesystem("memory").pipe("/segtools-rate/00000000000000000000.log",
+                                     os.urandom(size))
+    with LocationScope({}), gentle.applied(gentle.Gentle(rate=ReadRate(RATE))):
+        source, entry = open_source(as_path("memory://segtools-rate/00000000000000000000.log"))
+        assert entry.size == size
+        start = time.monotonic()
+        done = 0
+        while done < size:
+            done = source.window(done, min(size, done + source.stride))[2]
+            source.release(done)
+        elapsed = time.monotonic() - start
+    fsspec.filesystem("memory").rm("/segtools-rate", recursive=True)
+    within_ten_percent(size, elapsed)
