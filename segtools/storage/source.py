@@ -183,6 +183,12 @@ class WindowSource:
             self._rate.take(n)
         buf = self.buffers.get(n)
         got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
+        if got == n and hi < self.size:
+            # the next window read ahead while the walk checks this one: a blocking pread
+            # of cold data would otherwise leave the disk idle during every window's CRCs
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(self.fd, self.origin + hi, min(n, self.size - hi),
+                                 os.POSIX_FADV_WILLNEED)
         if not keep:
             self._last = (buf, lo, lo + got)
         return buf[:got], lo, lo + got
