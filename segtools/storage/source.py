@@ -103,6 +103,7 @@ class MappedSource:
         self._populate = _POPULATE_READ
         self._rate = gentle.current().rate
         self._charged = 0  # bytes counted against the read-rate cap (walked front to back)
+        self._keeper = gentle.current().keeper
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         if hi > self._checked:  # the guard: never touch a page the file no longer has
@@ -114,13 +115,18 @@ class MappedSource:
         return self.array, 0, end
 
     def release(self, upto: int) -> None:
-        """Drop the pages already walked from this process (they stay in the page cache), so
-        a long walk's resident memory stays flat instead of growing to the segment size."""
-        if self.size < _RELEASE_MIN:
+        """Drop the pages already walked from this process, so a long walk's resident
+        memory stays flat instead of growing to the segment size; they stay in the page
+        cache, unless the run leaves the cache as found: then, unmapped here, the pages the
+        walk brought in are handed back too (the kernel drops no page still mapped). A view
+        of them read later faults them in again from the file, which is sealed."""
+        if self.size < _RELEASE_MIN and self._keeper is None:
             return
         upto -= upto % mmap.PAGESIZE
         if upto > self._released:
             advise(self.array, self._released, upto, mmap.MADV_DONTNEED)
+            if self._keeper is not None:
+                self._keeper.restore_range(self.fd, self._released, upto)
             self._released = upto
 
     def prefault(self, lo: int, hi: int) -> None:

@@ -362,3 +362,25 @@ def test_a_long_read_hands_its_pages_back_as_the_walk_passes_them(tmp_path):
             source.close()
     finally:
         os.close(fd)
+
+
+def test_a_command_maps_sealed_segments_and_still_hands_their_pages_back(trees: Tree):
+    """Under ``restore`` a command that prints what it reads maps a sealed segment (no copy
+    into private windows: what made ``restore`` cost more than ``keep``) and its pages are
+    handed back all the same; a face whose records' views outlive the segment (the Python
+    API, Spark, SQL) reads it through windows."""
+    from segtools.storage.partition import load_partition_dir
+
+    sealed = load_partition_dir(trees.root / "large-values" / "large-values-0").segments[0]
+    log = Path(sealed.log)
+    assert sealed.sealed and sealed.log_size > SMALL_FILE
+    make_cold([log])
+    with gentle.applied(gentle.Gentle(keeper=PageCacheKeeper(), views_outlive_segments=False)):
+        with Segment.open(sealed) as segment:
+            assert segment.is_mapped
+            assert sum(len(chunk.table) for chunk in segment.walk()) > 0
+            assert residency(log).any()  # read: in the cache while in use
+        assert not residency(log).any()  # closed: handed back
+    with gentle.applied(gentle.Gentle(keeper=PageCacheKeeper())), \
+            Segment.open(sealed) as segment:
+        assert not segment.is_mapped
