@@ -416,3 +416,18 @@ def test_notes_alone_exit_0_as_the_contract_says():
     code, found = lines("verify", "-q", "--format", "jsonl", str(LOGDIRS / "sample"))
     assert {"warning", "error"} & {x["severity"] for x in found if x["type"] == "finding"}
     assert code == 1
+
+
+def test_the_report_and_compaction_agree_on_a_partition_without_config():
+    """The report of a partition named without a topic config shows its policy as
+    ``retention`` and ``compaction`` do (Kafka's default, delete), not as compacted, and
+    says why the cleaner's replay is shown anyway."""
+    pdir = str(LOGDIRS / "sample" / "orders.v2-eu-0")
+    _, (compaction,) = lines("compaction", pdir, "--at", AT, "--format", "json")
+    (cleaned,) = compaction["partitions"]
+    model = build([pdir], at=to_millis(AT))
+    (row,) = model.data["partitions"]
+    assert row["compacted"] is False and row["dirty_ratio"] is None
+    shown = model.detail(row["id"])["compaction"]
+    assert shown["policy"] == [cleaned["config"]["cleanup.policy"]["value"]] == ["delete"]
+    assert shown["not_compacted"] == cleaned["not_compacted"]
