@@ -734,9 +734,13 @@ class LogDirs:
         wanted = key.encode("utf-8") if isinstance(key, str) else key
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return _results.as_result(_explain.compaction_report(
+        report = _explain.compaction_report(
             loaded, self.paths, now_ms=now, key=wanted, top=top,
-            tombstone_limit=tombstone_limit, limit=self.max_decompressed_bytes))
+            tombstone_limit=tombstone_limit, limit=self.max_decompressed_bytes)
+        absent = _explain.absent_key(report, lambda k: k.decode("utf-8", "backslashreplace"))
+        if absent is not None:
+            raise arguments.ArgumentError(f"key: {absent}")
+        return _results.as_result(report)
 
     @_gently
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:

@@ -119,6 +119,7 @@ def _seek(pdir: PartitionDir, args, findings: list[Finding]
         except SegtoolsError as e:
             findings.append(unreadable(str(files.log), e))
             continue
+        findings.extend(f for f in result.findings if not _said_by_crc_check(f, result))
         if result.record is not None:
             return files, result
     return None, None
@@ -169,6 +170,13 @@ def _remote(log_dirs, pdir: PartitionDir, args) -> Remote | None:
         return Remote(files.log, None, where + f"; its .log in the store holds no record "
                                                f"at or after {args.offset}")
     return Remote(files.log, result, where)
+
+
+def _said_by_crc_check(met: Finding, result: SeekResult) -> bool:
+    """The walk's CRC finding on the batch returned, which :func:`_crc_finding` says in a
+    consumer's words instead."""
+    return met.code == "crc_mismatch" and result.batch is not None and \
+        met.position == result.batch.position
 
 
 def _crc_finding(log: Path, result: SeekResult) -> Finding | None:

@@ -208,10 +208,12 @@ def _custody_record(name: str, path: Path | RemotePath, size: int,
                     mtime_ns: int | None) -> dict:
     try:
         if isinstance(path, RemotePath):
-            e = path.entry
-            etag, kind = (e.etag if e else None), path.location.kind
             digest, got = _digest(lambda lo, hi: path.location.read_range(path.key, lo, hi),
                                   size)
+            # after the read: a store's tag comes with an open, and a file only a worker
+            # process opened is opened here first
+            e = path.entry
+            etag, kind = (e.etag if e else None), path.location.kind
             now = (e.size, e.mtime_ns) if e else None
         else:
             etag, kind = None, "local"

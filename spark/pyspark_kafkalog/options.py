@@ -84,7 +84,7 @@ class ReadOptions:
     schema_registry: str | None = None
     #: On a broker's host (docs/robustness.md): None lets the lock decide, as the CLI does.
     page_cache: PageCacheMode | None = None
-    max_read_rate: int | None = None  # bytes per second, per reading task
+    max_read_rate: int | None = None  # bytes per second, per executor (its tasks share it)
 
     @property
     def all_storage_options(self) -> dict[str, Any] | None:
