@@ -55,7 +55,7 @@ SAMPLE = 30_000
 
 TOPICS: dict[str, tuple[str, list[str], Callable, Callable]] = {
     # command: (topic, fixture partitions, compiled family, reference decoder)
-    "offsets": ("__consumer_offsets", [f"__consumer_offsets-{p}" for p in (5, 6, 9, 10, 39)],
+    "offsets": ("__consumer_offsets", list(internal_logs.TOPICS_OFFSETS),
                 programs.consumer_offsets_family, consumer_offsets.decode_record),
     "transactions": ("__transaction_state", [f"__transaction_state-{p}" for p in (5, 7, 42)],
                      programs.transaction_log_family, transaction_state.decode_record),

@@ -37,6 +37,8 @@ from segtools.storage.segment import Segment
 ROOT = Path(__file__).resolve().parent.parent
 FORENSICS = ROOT / "fixtures" / "logdirs" / "forensics"
 SHAPES = ("fixture", "one")
+#: The fixture's ``__consumer_offsets`` partitions.
+TOPICS_OFFSETS = tuple(f"__consumer_offsets-{p}" for p in (5, 6, 9, 10, 39))
 
 _OFFSET = struct.Struct(">q")
 
