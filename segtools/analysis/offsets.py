@@ -725,7 +725,8 @@ class _Replayer:
         suspects = self._suspects(b, np.flatnonzero(wanted), b.rtype[wanted])
         if not (b.status == ST_ERROR).any():
             # a record only the reference reads is applied by Python out of the loop's order:
-            # a block holding one folds nothing
+            # a block holding one folds nothing, and meets its groups as Python reaches them
+            self._meet(b, wanted, plain, lp)
             foldable = wanted & ~txn & (b.vver >= 0) & (b.rtype >= GROUP_METADATA_TYPE)
             foldable[list(suspects)] = False
             kinds[foldable] = _offsets.FOLDABLE
@@ -754,6 +755,24 @@ class _Replayer:
         self._python_rows(b, left, act, keep, markers, gcode[rows].tolist(),
                           offsets[rows].tolist(), stamps[rows].tolist(), pids, lp, path,
                           first_row, pending, suspects)
+
+    def _meet(self, b: Block, wanted: np.ndarray, plain: np.ndarray, lp: int) -> None:
+        """The groups and commit keys a block holds for the first time, made known before the
+        compiled loop runs, so that it applies their commits and folds their records from
+        their first row on (else a log's first block, or a new group's, is Python's alone).
+        Groups are met in the order of their first rows, as Python would meet them."""
+        rows = np.flatnonzero(wanted)
+        codes, first = np.unique(b.vals[rows, 0], return_index=True)
+        for code in codes[np.argsort(first)].tolist():
+            if self._by_code[code] is None:
+                self._group(code, lp)
+        rows = np.flatnonzero(plain)
+        keys, first = np.unique(b.key_code[rows], return_index=True)
+        s, texts = self.slots, self.decoder.texts
+        for k, i in zip(keys.tolist(), rows[first].tolist(), strict=True):
+            if k not in self._keys:
+                row = b.vals[i]
+                self._key(k, int(row[0]), texts[row[s.topic]], int(row[s.partition]))
 
     def _compiled(self, b: Block, kinds: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
                   stamps: np.ndarray, lp: int, first_row: int) -> _LeftToPython:
