@@ -27,6 +27,8 @@ from segtools.formats.checkpoints import (
     parse_partition_metadata,
 )
 from segtools.storage.files import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    PARTITION_METADATA_FILE,
     SEGMENT_NAME_DIGITS,
     entry_is_dir,
     read_text_capped,
@@ -37,8 +39,6 @@ from segtools.storage.location import as_path
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-PARTITION_METADATA_FILE = "partition.metadata"
-LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 QUORUM_STATE_FILE = "quorum-state"
 BOOTSTRAP_CHECKPOINT_FILE = "bootstrap.checkpoint"
 
