@@ -12,6 +12,7 @@ import pytest
 from segtools.errors import NotAKafkaFileError
 from segtools.storage.files import open_regular
 from segtools.storage.logdirs import load_log_dir
+from segtools.storage.partition import load_partition_dir
 from segtools.text import QUOTE_CHARS, quoted
 from tests.fixtures_manifest import FIXTURES
 from tests.robustness.commands import run_cli
@@ -176,3 +177,11 @@ def test_a_linked_aiven_manifest_is_not_read(linked_tree, tmp_path):
     shutil.copy(secret, manifest)
     run = run_cli(["dump", str(pdir / "00000000000000000000.log")])
     assert b"'PLANTEDxxx" in run.stdout and b"x" * 40 not in run.stdout
+
+
+def test_a_linked_partition_directory_is_not_listed(linked_tree):
+    """What lists one partition directory (the metadata log's, ``_schemas``' beside the
+    tree) does not list a linked one: the names of an outside directory stay out too."""
+    pdir = load_partition_dir(linked_tree / "sample" / "orders-9")
+    assert [f.code for f in pdir.findings] == ["symlink_not_followed"]
+    assert not pdir.segments and "notes.txt" not in repr(pdir)
