@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 from segtools.fanout import yield_to_broker
 from segtools.storage import gentle
+from segtools.text import terminal_safe
 
 
 @contextlib.contextmanager
@@ -28,7 +29,7 @@ def applied(args: argparse.Namespace) -> Iterator[gentle.Gentle]:
                              jobs=getattr(args, "jobs", None))
     said = gentle.notice(settings)
     if said is not None:
-        print(said, file=sys.stderr)
+        print(terminal_safe(said), file=sys.stderr)  # it names a log dir
     if settings.yield_cpu:
         yield_to_broker()
     with gentle.applied(settings):
