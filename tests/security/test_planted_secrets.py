@@ -77,7 +77,8 @@ def test_the_replay_hands_out_no_secret(metadata_log):
 URIS = [f"s3://AKIAPLANTED:{URI_SECRET}@logs/sample",
         f"s3://logs/sample?access_key=AKIAPLANTED&secret_key={URI_SECRET}",
         f"gs://logs/sample?token={URI_SECRET}",
-        f"abfs://user:{URI_SECRET}@account.dfs.core.windows.net/sample"]
+        f"abfs://user:{URI_SECRET}@account.dfs.core.windows.net/sample",
+        f"file://user:{URI_SECRET}@localhost/var/kafka-logs"]
 
 
 #: How each command is given one path (the rest of its arguments a normal use needs).
