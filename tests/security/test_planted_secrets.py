@@ -5,11 +5,15 @@ every secret."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from segtools.analysis.cluster_metadata import timeline
 from segtools.sensitive import HIDDEN
+from tests.fixtures_manifest import FIXTURES
 from tests.robustness.commands import command_names, run_cli
+from tests.s3server import SECRET_KEY
 from tests.security.planted import (
     JAAS_PASSWORD,
     KEYSTORE_PASSWORD,
@@ -139,3 +143,41 @@ def test_every_command_over_the_planted_tree(metadata_log, tmp_path, command):
     if command == "report" and (tmp_path / "r.html").exists():
         shown += (tmp_path / "r.html").read_bytes()
     assert leaked(shown, METADATA_SECRETS) == [], argv
+
+
+@pytest.fixture(scope="module")
+def planted_store(s3_server, tmp_path_factory):
+    """The planted-metadata log dir (and a copy of ``sample`` beside it) in the session's S3
+    server, read with the server's storage options (its secret key among them)."""
+    root = tmp_path_factory.mktemp("planted-store")
+    write_metadata_log(root / "logs")
+    shutil.copytree(FIXTURES / "logdirs" / "sample" / "orders.v2-eu-1",
+                    root / "logs" / "orders.v2-eu-1")
+    return s3_server.upload_tree(root / "logs", "planted", "logs"), s3_server
+
+
+@pytest.mark.parametrize("command", command_names())
+def test_every_command_over_a_store_shows_no_storage_secret(planted_store, tmp_path, command):
+    """Each command on a tree in an object store, its secret key given with
+    ``--storage-option`` (and once with ``--debug`` and ``--hashes``, where a command takes
+    them): neither the key nor a planted config secret in what it prints or writes."""
+    uri, server = planted_store
+    argv = PATH_ARGV.get(command, lambda u, _: [command, u])(uri, tmp_path)
+    if command == "find":
+        argv = ["find", f"{uri}/orders.v2-eu-1", "--offset", "0"]
+    if command == "dump":
+        argv = ["dump", "--deep", "--print-data",
+                f"{uri}/__cluster_metadata-0/00000000000000000000.log"]
+    options = [f"--storage-option={k}={v}" for k, v in server.options.items()]
+    hashes = ["--hashes"] if command in ("dump", "scan", "verify", "report") else []
+    for extra in ([], ["--debug"]):
+        try:
+            run = run_cli([*extra, *argv, *options, *hashes])
+        except Exception as e:  # --debug raises: its text is an output too
+            shown = f"{e!r} {e}".encode()
+        else:
+            assert "internal error" not in run.stderr, run.stderr
+            shown = run.stdout + run.stderr.encode()
+        if command == "report" and (tmp_path / "r.html").exists():
+            shown += (tmp_path / "r.html").read_bytes()
+        assert leaked(shown, [SECRET_KEY, *METADATA_SECRETS]) == [], [*extra, *argv]
