@@ -47,6 +47,8 @@ def argvs(pdir, out_dir) -> list[list[str]]:
         ["scan", "-q", "--format", "jsonl", logs],
         ["verify", "-q", "--deep", "--format", "jsonl", logs],
         ["report", "-q", "-o", str(out_dir / "report.html"), logs],
+        ["query", logs, "-c", "select * from records", "--format", "jsonl"],
+        ["query", logs, "-c", "select key, value from records", "--bytes", "utf8"],
     ]
 
 
@@ -58,7 +60,7 @@ def test_no_command_shows_a_sensitive_config_or_scram_credential(metadata_log, t
         if argv[0] == "report":
             shown += (tmp_path / "report.html").read_bytes()
         assert leaked(shown, METADATA_SECRETS) == [], argv
-        if argv[0] == "metadata":
+        if argv[0] == "metadata" or "utf8" in argv:
             assert HIDDEN.encode() in shown, argv
 
 
@@ -76,6 +78,29 @@ def test_the_replay_hands_out_no_secret(metadata_log):
     configs = replay.image.configs[(4, "1")]
     assert configs == {"listener.name.internal.ssl.keystore.password": HIDDEN}
     assert replay.image.topic_configs()["orders"]["retention.ms"] == "604800000"
+
+
+def test_the_record_views_hide_them_unless_asked(metadata_log):
+    """The Python API's and the Spark source's record rows (what the SQL face reads too) are
+    outputs like any other: a ``__cluster_metadata`` value reads as the CLI shows it, and as
+    stored only with ``reveal_sensitive`` / ``revealSensitive``."""
+    import segtools
+
+    logs = str(metadata_log.parent)
+    for strings in (False, True):
+        values = segtools.open(logs).to_arrow(strings=strings).read_all().column("value")
+        shown = repr(values.to_pylist()).encode()
+        assert leaked(shown, METADATA_SECRETS) == [] and HIDDEN.encode() in shown
+    revealed = segtools.open(logs).to_arrow(reveal_sensitive=True).read_all()
+    assert KEYSTORE_PASSWORD.encode() in b"".join(v or b"" for v in
+                                                  revealed.column("value").to_pylist())
+    pytest.importorskip("pyspark")
+    from tests.spark.inprocess import read
+
+    rows = read({"path": logs}).column("value").to_pylist()
+    assert leaked(repr(rows).encode(), METADATA_SECRETS) == []
+    rows = read({"path": logs, "revealSensitive": "true"}).column("value").to_pylist()
+    assert SCRAM_SALT in b"".join(v or b"" for v in rows)
 
 
 URIS = [f"s3://AKIAPLANTED:{URI_SECRET}@logs/sample",
