@@ -48,6 +48,8 @@ def argvs(pdir, out_dir) -> list[list[str]]:
         ["verify", "-q", "--deep", "--format", "jsonl", logs],
         ["report", "-q", "-o", str(out_dir / "report.html"), logs],
         ["query", logs, "-c", "select * from records", "--format", "jsonl"],
+        *(["find", str(pdir), "--offset", str(offset), *fmt] for offset in (2, 3, 5)
+          for fmt in ([], ["--format", "jsonl"])),
         ["query", logs, "-c", "select key, value from records", "--bytes", "utf8"],
     ]
 
@@ -160,8 +162,8 @@ def test_every_command_over_the_planted_tree(metadata_log, tmp_path, command):
     prints, in any form (the report: in its page too)."""
     logs = str(metadata_log.parent)
     argv = PATH_ARGV.get(command, lambda u, _: [command, u])(logs, tmp_path)
-    if command == "find":
-        argv = ["find", str(metadata_log), "--offset", "0"]
+    if command == "find":  # offset 2: the keystore password's record
+        argv = ["find", str(metadata_log), "--offset", "2"]
     run = run_cli(argv)
     assert "internal error" not in run.stderr and "Traceback" not in run.stderr, run.stderr
     shown = run.stdout + run.stderr.encode()
