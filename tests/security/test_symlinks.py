@@ -41,6 +41,11 @@ def linked_tree(tmp_path):
     (sample / "orders.v2-eu-2" / "partition.metadata").unlink()
     (sample / "orders.v2-eu-2" / "partition.metadata").symlink_to(secret)
     (sample / "orders.v2-eu-3" / "99999999999999999999.log").symlink_to(secret)
+    for companion in ("payments.txn-0/00000000000000000020.snapshot",
+                      "payments.txn-0/00000000000000000020.txnindex",
+                      "orders.v2-eu-4/00000000000000000000.index"):
+        (sample / companion).unlink()
+        (sample / companion).symlink_to(secret)
     (sample / "orders-9").symlink_to(outside / "orders-9")
     (sample / "cleaner-offset-checkpoint").unlink()
     (sample / "cleaner-offset-checkpoint").symlink_to(secret)
@@ -58,7 +63,10 @@ def test_the_listing_reports_each_link_and_follows_none(linked_tree):
             ("symlink_not_followed", "sample/cleaner-offset-checkpoint"),
             ("symlink_not_followed", "orders.v2-eu-1/leader-epoch-checkpoint"),
             ("symlink_not_followed", "orders.v2-eu-2/partition.metadata"),
-            ("symlink_not_followed", "orders.v2-eu-3/99999999999999999999.log")} <= codes
+            ("symlink_not_followed", "orders.v2-eu-3/99999999999999999999.log"),
+            ("symlink_not_followed", "payments.txn-0/00000000000000000020.snapshot"),
+            ("symlink_not_followed", "payments.txn-0/00000000000000000020.txnindex"),
+            ("symlink_not_followed", "orders.v2-eu-4/00000000000000000000.index")} <= codes
     assert all(p.path.name != "orders-9" for p in log_dir.partitions)
     assert "PLANTED" not in repr(log_dir)
 
