@@ -26,9 +26,12 @@ from segtools.storage.scope import note_read
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
     | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-#: How a partition directory is opened to check a file in it (:func:`_open_in_tree`); 0 where
-#: the system has no ``O_DIRECTORY``/``O_NOFOLLOW`` or no ``fstatat``.
-_BENEATH = (getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0) | _NOFOLLOW
+#: How a partition directory is opened to check a file in it (:func:`_open_in_tree`): as a
+#: path only where the system can (``O_PATH`` asks for no read permission on it, which
+#: reading a file in it never needed); 0 where the system has no ``O_DIRECTORY``/``O_NOFOLLOW``
+#: or no ``fstatat``.
+_BENEATH = (getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+            | _NOFOLLOW
             if _NOFOLLOW and getattr(os, "O_DIRECTORY", 0) and os.stat in os.supports_dir_fd
             else 0)
 #: What a refused link is told (the finding's message, the error's).
@@ -109,7 +112,7 @@ def _open_in_tree(path: str) -> int:
     if not in_partition_dir(name) or not _BENEATH:
         return os.open(path, _OPEN_FLAGS | _NOFOLLOW)
     try:
-        parent = os.open(head or ".", os.O_RDONLY | _BENEATH)
+        parent = os.open(head or ".", _BENEATH)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(head or "."):
             raise SymlinkRefusedError(PARENT_SYMLINK_REFUSED, path=path) from None
