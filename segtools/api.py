@@ -322,7 +322,7 @@ class LogDirs:
                   start_offset: Offsets | None = None, end_offset: Offsets | None = None,
                   start_time: Time | None = None, end_time: Time | None = None,
                   read_committed: bool = False, include_control: bool = False,
-                  verify_crc: bool = True,
+                  verify_crc: bool = True, reveal_sensitive: bool = False,
                   remote_store: str | os.PathLike | None = None) -> plan.Selection:
         """The library's :class:`~segtools.fetch.plan.Selection` for these selectors, each
         checked by :mod:`segtools.fetch.arguments` (the Spark options' parsers).
@@ -332,7 +332,10 @@ class LogDirs:
         an aware ``datetime`` (the first record at or after the time, as a broker's
         ``ListOffsets``), one for every partition or ``{topic: {partition: time}}``.
         ``remote_store``: Kafka's ``LocalTieredStorage`` directory; a tiered partition is then
-        read as one log, the copied remote segments below its local ones first (``tier``)."""
+        read as one log, the copied remote segments below its local ones first (``tier``).
+        ``reveal_sensitive``: the values of ``__cluster_metadata`` records as stored; by
+        default a sensitive config's value and a SCRAM credential in them read ``[hidden]``,
+        as every face shows them (docs/security.md)."""
         starting = _parse("start_offset", start_offset)
         ending = _parse("end_offset", end_offset)
         starting_time = _parse("start_time", start_time)
@@ -349,6 +352,7 @@ class LogDirs:
             include_control=_parse("include_control", include_control),
             read_committed=_parse("read_committed", read_committed),
             verify_crc=_parse("verify_crc", verify_crc),
+            reveal_sensitive=_parse("reveal_sensitive", reveal_sensitive),
             max_decompressed_bytes=self.max_decompressed_bytes,
             remote_store=_parse("remote_store", remote_store))
 
@@ -419,7 +423,8 @@ class LogDirs:
                     schema = schema.set(i, schema.field(i).with_type(pa.binary_view()))
         scan = rows.Scan(sel.level, names, schema, include_control=sel.include_control,
                          read_committed=sel.read_committed, verify_crc=sel.verify_crc,
-                         check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
+                         check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes,
+                         reveal_sensitive=sel.reveal_sensitive)
         try:
             with gentle.applied(self.gentle):
                 pieces = plan.ranges(sel, listed=None if self.relist else self.log_dirs)

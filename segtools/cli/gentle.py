@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from segtools.fanout import yield_to_broker
 from segtools.storage import gentle
+from segtools.text import terminal_safe
 
 #: The one command whose records outlive their segments' reading: DuckDB reads their views.
 QUERY_COMMAND = "query"
@@ -35,7 +36,7 @@ def applied(args: argparse.Namespace) -> Iterator[gentle.Gentle]:
                                    views_outlive_segments=args.command == QUERY_COMMAND)
     said = gentle.notice(settings)
     if said is not None:
-        print(said, file=sys.stderr)
+        print(terminal_safe(said), file=sys.stderr)  # it names a log dir
     if settings.yield_cpu:
         yield_to_broker()
     with gentle.applied(settings):

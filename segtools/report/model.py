@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from segtools import __version__, fanout
-from segtools.analysis.cluster_metadata import metadata_value, topic_configs
+from segtools.analysis.cluster_metadata import metadata_record, topic_configs
 from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
@@ -329,7 +329,7 @@ def _record(r: Record, redactor: Redactor | None, budget: Budget,
     or SCRAM credential hidden (:func:`segtools.sensitive.metadata_value`), whatever the
     redaction asked; with ``decoder``, its key and value decoded beside the bytes."""
     if metadata:
-        r = replace(r, value=metadata_value(r.value))
+        r = metadata_record(r)
     shown = redactor.record(r) if redactor is not None else r
     out = {"offset": r.offset, "timestamp": r.timestamp,
            "key": preview(shown.key, budget.preview), "value": preview(shown.value, budget.preview),
