@@ -40,6 +40,7 @@ from segtools.storage.summary import SegmentSummary, summarize
 #: The transactions analysis (with the coordinator's log and the producer-state fold behind
 #: it: 20-50 ms of a command's start) loads for a ``read_committed`` read only.
 transactions = lazy_loader.load("segtools.analysis.transactions", suppress_warning=True)
+#: The metadata log's record reader (secrets hidden) loads only when __cluster_metadata is read.
 cluster_metadata = lazy_loader.load("segtools.analysis.cluster_metadata", suppress_warning=True)
 
 #: The read goes up to the end of the files: no last-stable-offset cut (a consumer at the
