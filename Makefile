@@ -77,6 +77,8 @@ demo: $(STAMP)
 	$(VENV)/bin/segtools tiered fixtures/logdirs/tiered --at 2024-06-01T12:00Z --remote-store fixtures/remote/tiered $(FINDINGS_OK)
 	@echo; echo "== segtools query: SQL over the tree (DuckDB) =="
 	$(VENV)/bin/segtools query $(SAMPLE) -c "select topic, count(*) as records, sum(value_size) as value_bytes from records group by topic order by topic" $(FINDINGS_OK)
+	@echo; echo "== segtools query --decode: a Protobuf topic's fields as typed columns =="
+	$(VENV)/bin/segtools query fixtures/logdirs/payloads --decode -c "select \"offset\", customer_id, name, address.city, since, tier from customers where value_schema_message = 'shop.Customer'" $(FINDINGS_OK)
 	@echo; echo "== python: segtools.open() and its Arrow output in DuckDB =="
 	$(PY) -c "import segtools, duckdb; records = segtools.open('$(SAMPLE)').to_arrow(columns=['topic', 'offset', 'key', 'value']); duckdb.sql('SELECT topic, count(*) AS records FROM records GROUP BY topic ORDER BY topic').show()"
 	@echo; echo "== spark: spark.read.format('kafkalog') over the bundled tree (Spark's log: .cache/demo-spark.log) =="

@@ -15,6 +15,12 @@ are raised by the copy number times the fixture's largest offset, so the groups 
 instead of rewinding at every copy (as a long-lived cluster's log reads); only the stories the
 fixture tells (a reset to earliest, expired offsets) repeat.
 
+A *steady* log repeats, after the first copy, only the batches without a tombstone, a
+transaction or a marker (offset commits, groups' metadata, KIP-848 members' parts and
+epochs), each commit's offset rising with every commit written (the fixture's reset to
+earliest is told once, in the first copy): what a fleet of consumers committing every few
+seconds and rebalancing now and then leaves, the bulk of a compaction-lagged partition.
+
 The copies land in a log dir (``meta.properties``, checkpoints), one segment per partition,
 rolled (an empty active segment follows it) so it is sealed and read through the mapping.
 """
@@ -37,6 +43,8 @@ from segtools.storage.segment import Segment
 ROOT = Path(__file__).resolve().parent.parent
 FORENSICS = ROOT / "fixtures" / "logdirs" / "forensics"
 SHAPES = ("fixture", "one")
+#: The fixture's ``__consumer_offsets`` partitions.
+TOPICS_OFFSETS = tuple(f"__consumer_offsets-{p}" for p in (5, 6, 9, 10, 39))
 
 _OFFSET = struct.Struct(">q")
 
@@ -99,6 +107,16 @@ def commit_offsets(batch: bytes) -> list[tuple[int, int]]:
     return out
 
 
+def steady(batch: bytes) -> bool:
+    """Whether a batch holds no tombstone and is neither transactional nor a marker."""
+    h = v2.RecordBatchHeader.parse(batch)
+    if h.attributes & (v2.CONTROL_FLAG | v2.TRANSACTIONAL_FLAG):
+        return False
+    source = BufferSource(batch)
+    table, _ = walk_table(source)
+    return all((chunk.columns.value_len >= 0).all() for chunk in deep.decode(source, table))
+
+
 def shifted(batch: bytes, offset_shift: int, time_shift: int,
             commits: list[tuple[int, int]] = (), commit_shift: int = 0) -> bytes:
     """The batch ``offset_shift`` offsets and ``time_shift`` ms later, its ``commits`` moved
@@ -114,10 +132,10 @@ def shifted(batch: bytes, offset_shift: int, time_shift: int,
 
 
 def repeat(partition: Path, dest: Path, target_bytes: int, shape: str = "fixture",
-           move_on: bool = False) -> Path:
+           move_on: bool = False, steady_only: bool = False) -> Path:
     """``dest``/<partition name>/ holding copies of ``partition`` adding up to about
     ``target_bytes`` (written once, then reused); ``move_on``: committed offsets rise from
-    copy to copy."""
+    copy to copy; ``steady_only``: copies after the first hold its steady batches only."""
     pdir = dest / partition.name
     log = pdir / "00000000000000000000.log"
     if log.exists() and log.stat().st_size >= target_bytes * 0.9:
@@ -130,27 +148,42 @@ def repeat(partition: Path, dest: Path, target_bytes: int, shape: str = "fixture
     span_offsets = max(h.base_offset + h.last_offset_delta for h in headers) + 1 - first
     times = [t for h in headers for t in (h.base_timestamp, h.max_timestamp) if t >= 0]
     span_ms = max(times) - min(times) + 1000
-    size = sum(map(len, batches))
+    again = [b for b in batches if steady(b)] if steady_only else batches
+    size = sum(map(len, again)) if steady_only and again else sum(map(len, batches))
     copies = max(1, target_bytes // size)
-    commits = [commit_offsets(b) if move_on else [] for b in batches]
-    step = max((o for c in commits for _, o in c), default=0) + 1
+    commits = {b: commit_offsets(b) if move_on else [] for b in batches}
+    step = max((o for c in commits.values() for _, o in c), default=0) + 1
     pdir.mkdir(parents=True, exist_ok=True)
+    per_copy = 0
+    if steady_only:  # after the first copy, every commit above the one before it
+        for b in again:
+            commits[b] = [(at, per_copy + j) for j, (at, _) in enumerate(commits[b])]
+            per_copy += len(commits[b])
+    header = dict(zip(batches, headers, strict=True))
+    end = 0
     with open(log, "wb") as f:
         for i in range(copies):
-            f.write(b"".join(shifted(b, i * span_offsets - first, i * span_ms, c, i * step)
-                             for b, c in zip(batches, commits, strict=True)))
-    end = first + copies * span_offsets
+            for b in again if i else batches:
+                h = header[b]
+                # a steady copy's batches follow on without holes (only kept batches count)
+                at = end if steady_only and i else h.base_offset - first + i * span_offsets
+                f.write(shifted(b, at - h.base_offset, i * span_ms,
+                                commits[b] if i or not steady_only else [],
+                                step + (i - 1) * per_copy if steady_only else i * step))
+                end = max(end, at + h.last_offset_delta + 1)
     (pdir / f"{end:020d}.log").write_bytes(b"")
     return pdir
 
 
 def log_dir(name: str, partitions: list[str], total_bytes: int, shape: str = "fixture",
-            move_on: bool = False) -> Path:
+            move_on: bool = False, steady_only: bool = False) -> Path:
     """A log dir under the benchmark cache holding copies of the named fixture partitions,
     ``total_bytes`` shared between them in proportion to their size."""
-    root = OUT / "internal" / f"{name}-{shape}{'-on' if move_on else ''}-{total_bytes >> 20}m"
+    root = OUT / "internal" / (f"{name}-{shape}{'-on' if move_on else ''}"
+                               f"{'-steady' if steady_only else ''}-{total_bytes >> 20}m")
     sizes = {p: sum(f.stat().st_size for f in (FORENSICS / p).glob("*.log")) for p in partitions}
     for p, s in sizes.items():
-        repeat(FORENSICS / p, root, total_bytes * s // sum(sizes.values()), shape, move_on)
+        repeat(FORENSICS / p, root, total_bytes * s // sum(sizes.values()), shape, move_on,
+               steady_only)
     (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bench\n")
     return root

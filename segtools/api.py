@@ -48,7 +48,6 @@ from segtools.findings import Finding, Severity
 from segtools.payloads import columns as payload_columns
 from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.schemas import Schemas
-from segtools.payloads.sources import gather
 from segtools.storage import gentle, scope
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
@@ -93,6 +92,7 @@ _usage = _LAZY("segtools.payloads.usage")
 _remote_store = _LAZY("segtools.storage.remote_store")
 _sql_engine = _LAZY("segtools.sql.engine")
 _sql_trees = _LAZY("segtools.sql.trees")
+_sources = _LAZY("segtools.payloads.sources")  # a registry client (urllib): when decoding
 _sql_views = _LAZY("segtools.sql.views")
 
 Time = int | float | str | datetime
@@ -322,7 +322,7 @@ class LogDirs:
                   start_offset: Offsets | None = None, end_offset: Offsets | None = None,
                   start_time: Time | None = None, end_time: Time | None = None,
                   read_committed: bool = False, include_control: bool = False,
-                  verify_crc: bool = True,
+                  verify_crc: bool = True, reveal_sensitive: bool = False,
                   remote_store: str | os.PathLike | None = None) -> plan.Selection:
         """The library's :class:`~segtools.fetch.plan.Selection` for these selectors, each
         checked by :mod:`segtools.fetch.arguments` (the Spark options' parsers).
@@ -332,7 +332,10 @@ class LogDirs:
         an aware ``datetime`` (the first record at or after the time, as a broker's
         ``ListOffsets``), one for every partition or ``{topic: {partition: time}}``.
         ``remote_store``: Kafka's ``LocalTieredStorage`` directory; a tiered partition is then
-        read as one log, the copied remote segments below its local ones first (``tier``)."""
+        read as one log, the copied remote segments below its local ones first (``tier``).
+        ``reveal_sensitive``: the values of ``__cluster_metadata`` records as stored; by
+        default a sensitive config's value and a SCRAM credential in them read ``[hidden]``,
+        as every face shows them (docs/security.md)."""
         starting = _parse("start_offset", start_offset)
         ending = _parse("end_offset", end_offset)
         starting_time = _parse("start_time", start_time)
@@ -349,6 +352,7 @@ class LogDirs:
             include_control=_parse("include_control", include_control),
             read_committed=_parse("read_committed", read_committed),
             verify_crc=_parse("verify_crc", verify_crc),
+            reveal_sensitive=_parse("reveal_sensitive", reveal_sensitive),
             max_decompressed_bytes=self.max_decompressed_bytes,
             remote_store=_parse("remote_store", remote_store))
 
@@ -419,7 +423,8 @@ class LogDirs:
                     schema = schema.set(i, schema.field(i).with_type(pa.binary_view()))
         scan = rows.Scan(sel.level, names, schema, include_control=sel.include_control,
                          read_committed=sel.read_committed, verify_crc=sel.verify_crc,
-                         check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes)
+                         check_crc=strict, max_decompressed_bytes=sel.max_decompressed_bytes,
+                         reveal_sensitive=sel.reveal_sensitive)
         try:
             with gentle.applied(self.gentle):
                 pieces = plan.ranges(sel, listed=None if self.relist else self.log_dirs)
@@ -454,7 +459,7 @@ class LogDirs:
     def schema_history(self) -> Schemas | None:
         """What Schema Registry's ``_schemas`` topic in these log dirs holds (registrations,
         deletes, configs, with their times), or None when the tree has no such topic."""
-        histories = gather(self.log_dirs, self.findings).histories()
+        histories = _sources.gather(self.log_dirs, self.findings).histories()
         if not histories:
             return None
         out = Schemas(source=histories[0].source)
@@ -475,8 +480,8 @@ class LogDirs:
                         registry: str | None = None) -> PayloadDecoder:
         """The decoder ``decode=`` uses: the schemas of these log dirs' ``_schemas`` topic (or
         of ``schemas``), then a registry; what reading them met joins :attr:`findings`."""
-        chain = gather(self.log_dirs, self.findings, schemas=[os.fspath(s) for s in schemas],
-                       registry=registry)
+        chain = _sources.gather(self.log_dirs, self.findings,
+                                schemas=[os.fspath(s) for s in schemas], registry=registry)
         return PayloadDecoder(chain, _modes(decode))
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
@@ -734,9 +739,13 @@ class LogDirs:
         wanted = key.encode("utf-8") if isinstance(key, str) else key
         loaded = inputs if inputs is not None else self.inputs(at=at, config=config,
                                                                configs=configs)
-        return _results.as_result(_explain.compaction_report(
+        report = _explain.compaction_report(
             loaded, self.paths, now_ms=now, key=wanted, top=top,
-            tombstone_limit=tombstone_limit, limit=self.max_decompressed_bytes))
+            tombstone_limit=tombstone_limit, limit=self.max_decompressed_bytes)
+        absent = _explain.absent_key(report, lambda k: k.decode("utf-8", "backslashreplace"))
+        if absent is not None:
+            raise arguments.ArgumentError(f"key: {absent}")
+        return _results.as_result(report)
 
     @_gently
     def diverge(self, partition: str | None = None) -> list[ReplicaSet]:
@@ -836,7 +845,7 @@ def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
         decoder = PayloadDecoder(schemas, _modes(decode))
     else:
         paths = [schemas] if isinstance(schemas, str | os.PathLike) else list(schemas)
-        decoder = PayloadDecoder(gather([], [], schemas=[os.fspath(p) for p in paths],
+        decoder = PayloadDecoder(_sources.gather([], [], schemas=[os.fspath(p) for p in paths],
                                         registry=schema_registry),
                                  _modes(decode))
     return payload_columns.decode_table(table, decoder)

@@ -58,14 +58,17 @@ class NothingToReadError(SegtoolsError):
     listed (a log dir at mode 000), that is the answer, with the directory's path: "no
     partitions here" would send an operator looking for data that is there and unreadable."""
 
-    #: The listing's finding codes that explain an empty tree (``segtools.findings``).
-    UNLISTED = ("log_dir_unreadable", "partition_dir_unreadable")
+    #: The listing's finding codes that explain an empty tree (``segtools.findings``): a
+    #: directory that could not be listed, or a partition directory that is a link (named
+    #: on its own, or with a file in it, and not followed: docs/security.md).
+    UNLISTED = ("log_dir_unreadable", "partition_dir_unreadable", "symlink_not_followed")
 
     @classmethod
     def of(cls, listing: Iterable[Finding], paths: Sequence[str]) -> NothingToReadError:
         """The error for a tree whose listing found no partition; ``listing``: what listing
         it met (the log dirs' and loose paths' findings)."""
-        unlisted = next((f for f in listing if f.code in cls.UNLISTED), None)
+        listing = list(listing)
+        unlisted = next((f for code in cls.UNLISTED for f in listing if f.code == code), None)
         if unlisted is not None:
             return cls(unlisted.message, path=unlisted.path)
         return cls("no Kafka partitions found here (expected log dirs, partition dirs or "

@@ -223,9 +223,14 @@ class CompactionResult(Result, CompactionReport):
         if not self.partitions and self.skipped:
             return (f"at {format_time(self.at_ms)}: no compacted partition; "
                     f"{len(self.skipped)} skipped, e.g. {self.skipped[-1].reason}")
-        return (f"at {format_time(self.at_ms)}: {len(self.partitions)} compacted "
-                f"partition(s), {sum(e.compaction.would_clean for e in self.partitions)} the "
-                f"cleaner would clean now, {len(self.skipped)} skipped")
+        named = sum(e.not_compacted is not None for e in self.partitions)
+        cleaned = sum(e.compaction.would_clean for e in self.partitions
+                      if e.not_compacted is None)
+        return (f"at {format_time(self.at_ms)}: {len(self.partitions) - named} compacted "
+                f"partition(s), {cleaned} the cleaner would clean now, "
+                f"{len(self.skipped)} skipped"
+                + (f"; {named} named without a config (cleanup.policy=delete, Kafka's "
+                   "default: never compacted) replayed as if compact" if named else ""))
 
 
 @dataclass(frozen=True, slots=True, repr=False)

@@ -9,6 +9,15 @@ markers, transactional commits, keys seen for the first time, keys whose history
 the regressions and deletions the loop applied but Python reports (with the group's state at
 that moment). Once one row of a key is left to Python, every later row of that key in the
 block is too, so each key's rows are applied in log order.
+
+A group's own records (a classic group's ``GroupMetadataValue``, the KIP-848 / KIP-932 parts)
+each overwrite what an earlier record of the same key set (``GroupMetadataManager.replay``
+replaces the group's metadata, a member's part, an epoch). The loop marks those of a group it
+may fold with a *run*: the rows of a group between two of its rows Python sees (a row left to
+it, or a regression or deletion of one of its keys, which reads the group's state). Python
+applies, of a run, only the rows whose effect no later row of the same key in the run
+overwrites (and the first of each key, which fixes the order a member's parts were added in),
+in log order among the rows it sees, so every state it reads is the one of its moment.
 """
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
@@ -41,6 +50,14 @@ cpdef enum:
     DELETED = 2     # applied (a tombstone): Python reports the deletion
 
 
+cpdef enum:
+    # What a row is to the loop (``kinds``).
+    OTHER_GROUP = 0  # a group not asked about: passed over
+    PLAIN = 1        # a plain commit or tombstone: applied here when its key may be
+    LEFT = 2         # anything else Python applies
+    FOLDABLE = 3     # a group's own record whose effect a later one of its key overwrites
+
+
 def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                   const int16_t[::1] vver, const int64_t[:, ::1] vals, int offset_slot,
                   int epoch_slot, int metadata_slot, int commit_slot, int expire_slot,
@@ -49,7 +66,9 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                   const int8_t[::1] fast, int64_t[::1] blocked, int8_t[::1] present,
                   int64_t[::1] order, int64_t[:, ::1] state, list metadata,
                   int64_t[::1] rows, int8_t[::1] events, int64_t[:, ::1] previous,
-                  int8_t[::1] was_present, list previous_metadata):
+                  int8_t[::1] was_present, list previous_metadata,
+                  const int64_t[::1] group_code, const int8_t[::1] group_fast,
+                  int64_t[::1] group_runs, int64_t[::1] run):
     """Apply the block's plain commits and tombstones (``kinds`` 1) of keys the loop may
     apply (``fast``), pass over rows of groups not asked about (``kinds`` 0), and list in
     ``rows`` (in log order) every row Python must see, with ``events`` saying why: a row it
@@ -58,24 +77,39 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
 
     ``first_row`` numbers the block's rows in the whole replay: a key that becomes present is
     ordered by its row (the state's insertion order); ``blocked[k] == first_row`` marks a key
-    with a row left to Python in this block: its later rows are left to Python too."""
+    with a row left to Python in this block: its later rows are left to Python too.
+
+    ``FOLDABLE`` rows of a group the loop may fold (``group_fast``, by the row's
+    ``group_code``; -1: none) are not listed: ``run`` gives each its group's run (-1 for the
+    other rows); ``group_runs[g]`` counts the rows of group ``g`` Python sees, which end a
+    run."""
     cdef int64_t n = kinds.shape[0]
     cdef int64_t cap = fast.shape[0]
+    cdef int64_t groups = group_fast.shape[0]
     cdef int64_t size = data.shape[0]
-    cdef int64_t i, k, m, p, f
+    cdef int64_t i, k, m, p, f, g
     cdef int64_t out = 0
     cdef int8_t kind, event
     for i in range(n):
+        run[i] = -1
         kind = kinds[i]
-        if kind == 0:
+        if kind == OTHER_GROUP:
+            continue
+        g = group_code[i]
+        if not 0 <= g < groups:
+            g = -1
+        if kind == FOLDABLE and g >= 0 and group_fast[g]:
+            run[i] = group_runs[g]
             continue
         k = key_code[i]
         m = vals[i, metadata_slot + 1]
         p = vals[i, metadata_slot]
-        if kind != 1 or not (0 <= k < cap and fast[k] and blocked[k] != first_row) or \
+        if kind != PLAIN or not (0 <= k < cap and fast[k] and blocked[k] != first_row) or \
                 (vver[i] >= 0 and not (0 <= m and 0 <= p and p + m <= size)):
             if 0 <= k < cap:
                 blocked[k] = first_row
+            if g >= 0:
+                group_runs[g] += 1
             rows[out] = i
             events[out] = PYTHON
             out += 1
@@ -87,6 +121,8 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
         else:
             event = PYTHON
         if event != PYTHON:
+            if g >= 0:
+                group_runs[g] += 1
             rows[out] = i
             events[out] = event
             was_present[out] = present[k]

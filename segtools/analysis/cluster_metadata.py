@@ -34,7 +34,7 @@ import base64
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
 from segtools.analysis.partition_log import (
@@ -71,6 +71,7 @@ from segtools.formats.internal.cluster_metadata import (
     encode_frame,
 )
 from segtools.formats.internal.control import KRaftControlRecord, decode_kraft_control
+from segtools.model import Record
 from segtools.sensitive import HIDDEN, metadata_fields
 from segtools.storage.location import as_path
 from segtools.storage.partition import PartitionDir
@@ -676,6 +677,14 @@ def topic_configs(partition_dir_or_path: PartitionDir | str | os.PathLike[str], 
     """
     return timeline(partition_dir_or_path, at=at,
                     on_event=lambda event: None).image.topic_configs()
+
+
+def metadata_record(record: Record) -> Record:
+    """A ``__cluster_metadata`` record as a face shows it (``dump``, ``find``, the report's
+    samples): its value through :func:`metadata_value`; a control record as it is."""
+    if record.control is not None:
+        return record
+    return replace(record, value=metadata_value(record.value))
 
 
 def metadata_value(value: bytes | None, *, reveal: bool = False) -> bytes | None:

@@ -38,6 +38,7 @@ person, are :mod:`segtools.analysis.explain`'s.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -310,6 +311,9 @@ class PartitionCompaction:
     merge_groups: tuple[MergeGroup, ...]
     key_history: tuple[RecordFate, ...] | None = None
     key: bytes | None = None
+    #: The key asked for is in no record here: the keys next to it in byte order (a typo's
+    #: neighbours, found by one sort of the distinct keys).
+    nearest_keys: tuple[bytes, ...] = ()
     retention: PartitionRetention | None = None  # compact,delete: the retention view
     notes: tuple[str, ...] = field(default=())
 
@@ -379,6 +383,7 @@ class PartitionCompaction:
             "key": render(self.key) if self.key is not None else None,
             "key_history": ([r.to_json(render) for r in self.key_history]
                             if self.key_history is not None else None),
+            "nearest_keys": [render(k) for k in self.nearest_keys],
             "retention": self.retention.to_json() if self.retention else None,
             "notes": list(self.notes),
         }
@@ -426,11 +431,12 @@ def explain_compaction(records: Iterable[CompactionRecord] | CompactionColumns,
     tombstones = tuple(_fate(cols, i, fates, txn, plan) for i in tomb_idx[:tombstone_limit])
     marker_idx = np.flatnonzero((cols.flags & (FLAG_COMMIT | FLAG_ABORT)) != 0)
     markers = tuple(_fate(cols, i, fates, txn, plan) for i in marker_idx)
-    history = None
+    history, nearest = None, ()
     if key is not None:
         kid = cols.keys.index(key) if key in cols.keys else None
         history = () if kid is None else tuple(
             _fate(cols, i, fates, txn, plan) for i in np.flatnonzero(cols.key_id == kid))
+        nearest = () if kid is not None else nearest_keys(cols.keys, key)
     removal = tuple(
         (name, int((fates == fid).sum()), float(cols.size[fates == fid].sum()))
         for name, fid in _FATE_ID.items() if (fates == fid).any())
@@ -465,7 +471,8 @@ def explain_compaction(records: Iterable[CompactionRecord] | CompactionColumns,
         tombstones=tombstones, markers=markers, open_transactions=len(txn.open_first),
         removal=removal, horizons_stamped=plan.stamped, map_capacity=map_capacity,
         dirty_keys=plan.dirty_keys, map_full_at_offset=plan.map_full_at,
-        merge_groups=plan.groups, key_history=history, key=key, retention=retention,
+        merge_groups=plan.groups, key_history=history, key=key, nearest_keys=nearest,
+        retention=retention,
         notes=tuple(notes + plan.notes))
 
 
@@ -879,6 +886,14 @@ def _fate(cols: CompactionColumns, i: int, fates: np.ndarray, txn: _Transactions
                       int(cols.segment_base_offset[i]), bool(cols.tombstone[i]), control,
                       int(cols.producer_id[i]), horizon if horizon >= 0 else None,
                       bool(txn.aborted[i]), float(cols.size[i]), fate, text)
+
+
+def nearest_keys(keys: Sequence[bytes], key: bytes, around: int = 2) -> tuple[bytes, ...]:
+    """The distinct keys just before and after ``key`` in byte order: what a mistyped key's
+    neighbours usually are (``user-42`` asked, ``user-420`` and ``user-43`` there)."""
+    ordered = sorted(keys)
+    at = bisect.bisect_left(ordered, key)
+    return tuple(ordered[max(0, at - around):at + around])
 
 
 def survivor(history: Sequence[RecordFate]) -> RecordFate | None:

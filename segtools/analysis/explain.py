@@ -190,15 +190,26 @@ def retention_report(loaded: Loaded, *, now_ms: int, forecast_days: float | None
 
 @dataclass(frozen=True, slots=True)
 class CompactionExplained:
+    """One partition's cleaner replay. ``input`` keeps the partition's own config (what
+    ``retention`` shows too); ``not_compacted`` says why the cleaner would never run on it
+    when it was analysed only because it was named (its policy Kafka's default, delete):
+    the replay is then what the cleaner would do under ``cleanup.policy=compact``."""
+
     input: PartitionInput
     compaction: comp.PartitionCompaction
+    not_compacted: str | None = None
 
     def to_json(self, render: Callable[[bytes], str] = _base64) -> dict:
         pi, pc = self.input, self.compaction
-        return {"topic": pi.topic, "partition": pi.partition, "path": str(pi.dir.path),
-                "log_dir": str(pi.log_dir.path), **pc.to_json(render),
-                "survivor": describe_survivor(pc.key_history, pc.now_ms)
-                if pc.key_history is not None else None}
+        obj = {"topic": pi.topic, "partition": pi.partition, "path": str(pi.dir.path),
+               "log_dir": str(pi.log_dir.path), **pc.to_json(render),
+               "survivor": describe_survivor(pc.key_history, pc.now_ms)
+               if pc.key_history is not None else None,
+               "not_compacted": self.not_compacted}
+        if self.not_compacted is not None:  # the policy the partition has, not the one replayed
+            obj["config"] = {**obj["config"],
+                             "cleanup.policy": pi.config.to_json()["cleanup.policy"]}
+        return obj
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +233,20 @@ class CompactionReport:
                 "findings": [f.to_json() for f in self.findings]}
 
 
+def absent_key(report: CompactionReport, render: Callable[[bytes], str]) -> str | None:
+    """When the key asked for is in none of the partitions analysed, the sentence every face
+    says (a selection that selects nothing, like a ``--topic`` that matches no topic): which
+    partitions were read and the keys nearest to it; None otherwise."""
+    asked = [e.compaction for e in report.partitions if e.compaction.key is not None]
+    if not asked or any(pc.key_history for pc in asked):
+        return None
+    near = sorted({k for pc in asked for k in pc.nearest_keys})[:6]
+    where = (f"{report.partitions[0].input.label}" if len(asked) == 1
+             else f"any of the {len(asked)} partitions analysed")
+    return (f"no record has key {render(asked[0].key)!r} in {where}"
+            + (f" (nearest keys: {', '.join(repr(render(k)) for k in near)})" if near else ""))
+
+
 def _named(paths: Sequence[str]) -> set[str]:
     return {os.path.realpath(p) for p in paths}
 
@@ -243,10 +268,19 @@ def _realpaths() -> Callable[[str], str]:
     return real
 
 
+#: What a partition analysed only because it was named is: with no topic config its policy
+#: is Kafka's default (``log.cleanup.policy``: delete), as ``retention`` says, so the cleaner
+#: never visits it.
+NOT_COMPACTED = ("cleanup.policy=delete (Kafka's default; no topic config was given): the log "
+                 "cleaner never compacts this partition; shown is what it would do with "
+                 "cleanup.policy=compact (give the topic's config with --config to say "
+                 "otherwise)")
+
+
 def select_compacted(loaded: Loaded, paths: Sequence[str]
-                     ) -> tuple[list[PartitionInput], list[Skipped]]:
-    """Compacted partitions; a partition dir named on the command line is analysed as
-    compacted even if its policy is unknown (then the assumption is recorded). Which
+                     ) -> tuple[list[tuple[PartitionInput, str | None]], list[Skipped]]:
+    """Compacted partitions, each with None; a partition dir named on the command line
+    whose policy is unknown is analysed as if compacted, with :data:`NOT_COMPACTED`. Which
     partitions a tree's answer covers is the faces' shared policy, so it lives here, beside
     the one assembly they call, not in the cleaner's rules."""
     named = _named(paths)
@@ -254,15 +288,10 @@ def select_compacted(loaded: Loaded, paths: Sequence[str]
     chosen, skipped = [], list(loaded.skipped)
     for pi in loaded.partitions:
         if pi.config.compact:
-            chosen.append(pi)
+            chosen.append((pi, None))
         elif pi.config.source("cleanup.policy").source == cfg.SOURCE_DEFAULT and \
                 real(os.fspath(pi.dir.path)) in named:
-            assumed = replace(
-                pi.config, cleanup_policy=("compact",),
-                provenance=(*pi.config.provenance, ("cleanup.policy", cfg.ConfigValue(
-                    cfg.SOURCE_ASSUMED, "no topic config found; analysed as compact because "
-                                        "the partition was named"))))
-            chosen.append(replace(pi, config=assumed))
+            chosen.append((pi, NOT_COMPACTED))
         else:
             src = pi.config.source("cleanup.policy")
             skipped.append(Skipped(str(pi.dir.path), (
@@ -320,11 +349,16 @@ def compaction_report(loaded: Loaded, named: Sequence[str], *, now_ms: int,
     compacted even when its policy is unknown)."""
     chosen, skipped = select_compacted(loaded, named)
     results = []
-    for pi in chosen:
+    for pi, why_not in chosen:
         cols, first_batch = read_records(pi, limit=limit)
+        replayed = pi.config if why_not is None else replace(
+            pi.config, cleanup_policy=("compact",),
+            provenance=(*pi.config.provenance, ("cleanup.policy", cfg.ConfigValue(
+                cfg.SOURCE_ASSUMED, "the partition was named; its own policy is delete"))))
         results.append(CompactionExplained(pi, comp.explain_compaction(
-            cols, pi.summaries, pi.config, now_ms=now_ms, high_watermark=pi.high_watermark,
+            cols, pi.summaries, replayed, now_ms=now_ms, high_watermark=pi.high_watermark,
             log_start_offset=pi.log_start_offset, cleaner_offset=pi.cleaner_offset, key=key,
-            top=top, tombstone_limit=tombstone_limit, first_batch_timestamps=first_batch)))
+            top=top, tombstone_limit=tombstone_limit, first_batch_timestamps=first_batch),
+            why_not))
     return CompactionReport(now_ms, loaded.config_sources, tuple(results), tuple(skipped),
                             loaded.findings)

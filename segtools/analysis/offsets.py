@@ -375,6 +375,7 @@ class _Slots:
     member_list: list[int]
     roles: dict[int, str | None]  # KIP-848 / KIP-932 record type -> what it sets
     scalar_slot: np.ndarray  # record type -> the slot of the epoch it sets (0: none)
+    topic_names: list[int]  # record types that set a group's topic names (partition metadata)
 
 
 @cache
@@ -414,7 +415,8 @@ def _slots() -> _Slots:
                   fam.slot(group, "currentStateTimestamp", SCALAR),
                   fam.slot(group, "members", SPAN), element.slots["memberId"].slot,
                   element.slots["subscription"].slot, element.slots["assignment"].slot,
-                  member_keyed, sorted(member_keyed), roles, scalar_slot)
+                  member_keyed, sorted(member_keyed), roles, scalar_slot,
+                  sorted(t for t, r in roles.items() if r == _TOPICS))
 
 
 class _TopicNames:
@@ -454,11 +456,11 @@ def _member_part(names: dict[str, str], part: str, v: Mapping) -> dict:
     def by_name(tps: list[dict]) -> dict[str, list[int]]:
         return {names.get(tp["topicId"], tp["topicId"]): tp["partitions"] for tp in tps}
 
-    if part == "metadata":
+    if part == "metadata":  # a share group's member declares fewer of these
         out = {k: v[k] for k in ("instanceId", "rackId", "clientId", "clientHost",
                                  "subscribedTopicNames", "subscribedTopicRegex",
-                                 "rebalanceTimeoutMs", "serverAssignor")}
-        out["classic_protocol"] = v["classicMemberMetadata"] is not None
+                                 "rebalanceTimeoutMs", "serverAssignor") if k in v}
+        out["classic_protocol"] = v.get("classicMemberMetadata") is not None
         return out
     if part == "target":
         return {"partitions": by_name(v["topicPartitions"])}
@@ -494,6 +496,25 @@ class _LeftToPython(NamedTuple):
     previous: np.ndarray
     was_present: np.ndarray
     previous_metadata: list[str | None]
+
+    def joined(self, rows: np.ndarray) -> _LeftToPython:
+        """These rows and more (folded rows Python must apply: no event), in log order."""
+        if not len(rows):
+            return self
+        order = np.argsort(np.concatenate([self.rows, rows]), kind="stable")
+        more = len(rows)
+        return _LeftToPython(
+            np.concatenate([self.rows, rows])[order],
+            np.concatenate([self.events, np.full(more, _offsets.PYTHON, np.int8)])[order],
+            np.concatenate([self.previous, np.zeros((more, self.previous.shape[1]),
+                                                    np.int64)])[order],
+            np.concatenate([self.was_present, np.zeros(more, np.int8)])[order],
+            self.previous_metadata)
+
+
+def _last_of_each(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The last of ``rows`` (in log order) of each of their ``keys``."""
+    return rows[len(rows) - 1 - np.unique(keys[::-1], return_index=True)[1]]
 
 
 class _State:
@@ -560,6 +581,10 @@ class _Replayer:
     def __init__(self, at: int | None, groups: list[str] | None, limit: int, history: bool,
                  topic: str | None, partition: int | None,
                  sink: Callable[[Anomaly], None] | None):
+        """``_group_fast[g]``: the compiled loop may fold group ``g``'s own records (the group
+        is known and none of its commits waits for a transaction's marker, whose regressions
+        would read the group's state out of order); ``_group_runs``: the loop's count of each
+        group's runs (``_offsets.apply_commits``)."""
         self.at = at
         self.limit = limit
         self.patterns = groups
@@ -575,6 +600,9 @@ class _Replayer:
         self._wanted_np = np.zeros(0, bool)
         self.current = _State()
         self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
+        self._held_groups: dict[int, int] = {}  # group code -> the same, per group
+        self._group_fast = np.zeros(0, np.int8)  # by interned string (see above)
+        self._group_runs = np.zeros(0, np.int64)
         self._row = 0  # the row being applied, in the whole replay
         self._keys: dict[int, tuple[int, str, int, bool]] = {}  # -> group, topic, partition, kept
         self._members: dict[str, tuple[bytes, int] | None] = {}  # classic group -> latest value
@@ -606,6 +634,9 @@ class _Replayer:
                 self._wanted.append(group_matches(s, self.patterns))
                 self._by_code.append(None)
             self._wanted_np = np.array(self._wanted, bool)
+            grow = len(texts) - len(self._group_fast)
+            self._group_fast = np.concatenate([self._group_fast, np.zeros(grow, np.int8)])
+            self._group_runs = np.concatenate([self._group_runs, np.zeros(grow, np.int64)])
 
     def _group(self, code: int, log_partition: int) -> GroupState:
         g = self._by_code[code]
@@ -615,6 +646,7 @@ class _Replayer:
             if g is None:
                 g = self.groups[name] = GroupState(name, log_partition)
             self._by_code[code] = g
+            self._group_fast[code] = code not in self._held_groups
         return g
 
     def _key(self, k: int, group: int, topic: str, partition: int) -> None:
@@ -676,7 +708,9 @@ class _Replayer:
     def _block(self, b: Block, chunk: chunks.Chunk, lo: int, lp: int, path: str,
                pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:
         """One block of records. Plain offset commits (most of a real log) are applied by the
-        compiled loop; it hands every other row to Python, one at a time, in log order."""
+        compiled loop, and the groups' own records it may fold are reduced to those whose
+        effect no later one overwrites; every other row goes to Python, one at a time, in log
+        order."""
         n = len(b)
         self.records += n
         self._sync()
@@ -688,10 +722,19 @@ class _Replayer:
         txn = table.is_transactional[batch]
         plain = wanted & (b.rtype <= OFFSET_COMMIT_TYPES[-1]) & ~txn
         kinds = plain.astype(np.int8) + 2 * (~ok | (wanted & ~plain)).astype(np.int8)
+        suspects = self._suspects(b, np.flatnonzero(wanted), b.rtype[wanted])
+        if not (b.status == ST_ERROR).any():
+            # a record only the reference reads is applied by Python out of the loop's order:
+            # a block holding one folds nothing, and meets its groups as Python reaches them
+            self._meet(b, wanted, plain, lp)
+            foldable = wanted & ~txn & (b.vver >= 0) & (b.rtype >= GROUP_METADATA_TYPE)
+            foldable[list(suspects)] = False
+            kinds[foldable] = _offsets.FOLDABLE
         offsets = np.ascontiguousarray(cols.offset[lo:lo + n])
         stamps = np.ascontiguousarray(cols.timestamp[lo:lo + n])
         first_row = self.records - n
-        left = self._compiled(b, kinds, offsets, stamps, lp, first_row)
+        left = self._compiled(b, kinds, np.where(ok, b.vals[:, 0], -1), offsets, stamps, lp,
+                              first_row)
         if not len(left.rows):
             return
         rows = left.rows
@@ -711,13 +754,32 @@ class _Replayer:
                         -1).tolist()
         self._python_rows(b, left, act, keep, markers, gcode[rows].tolist(),
                           offsets[rows].tolist(), stamps[rows].tolist(), pids, lp, path,
-                          first_row, pending)
+                          first_row, pending, suspects)
 
-    def _compiled(self, b: Block, kinds: np.ndarray, offsets: np.ndarray, stamps: np.ndarray,
-                  lp: int, first_row: int) -> _LeftToPython:
+    def _meet(self, b: Block, wanted: np.ndarray, plain: np.ndarray, lp: int) -> None:
+        """The groups and commit keys a block holds for the first time, made known before the
+        compiled loop runs, so that it applies their commits and folds their records from
+        their first row on (else a log's first block, or a new group's, is Python's alone).
+        Groups are met in the order of their first rows, as Python would meet them."""
+        rows = np.flatnonzero(wanted)
+        codes, first = np.unique(b.vals[rows, 0], return_index=True)
+        for code in codes[np.argsort(first)].tolist():
+            if self._by_code[code] is None:
+                self._group(code, lp)
+        rows = np.flatnonzero(plain)
+        keys, first = np.unique(b.key_code[rows], return_index=True)
+        s, texts = self.slots, self.decoder.texts
+        for k, i in zip(keys.tolist(), rows[first].tolist(), strict=True):
+            if k not in self._keys:
+                row = b.vals[i]
+                self._key(k, int(row[0]), texts[row[s.topic]], int(row[s.partition]))
+
+    def _compiled(self, b: Block, kinds: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
+                  stamps: np.ndarray, lp: int, first_row: int) -> _LeftToPython:
         """The compiled loop (``_offsets.apply_commits``) over a block: it applies the plain
-        commits of keys it may apply to the state arrays, and returns the rows it leaves to
-        Python (with what a regressed or deleted key held before)."""
+        commits of keys it may apply to the state arrays, marks the groups' records it may
+        fold, and returns the rows it leaves to Python (with what a regressed or deleted key
+        held before) and, among the folded rows, those Python must still apply."""
         s, state, n = self.slots, self.current, len(b)
         state.ensure(len(self.decoder.keys))
         rows = np.empty(n, np.int64)
@@ -725,18 +787,45 @@ class _Replayer:
         previous = np.empty((n, _offsets.S_WIDTH), np.int64)
         was_present = np.empty(n, np.int8)
         previous_metadata: list[str | None] = []
+        run = np.empty(n, np.int64)
+        self._group_runs[:] = 0  # runs are numbered within the block
         count = _offsets.apply_commits(
             kinds, b.key_code, b.vver, b.vals, s.offset, s.leader_epoch, s.metadata,
             s.commit_timestamp, s.expire_timestamp, offsets, stamps, lp, first_row, b.data,
             state.fast, state.blocked, state.present, state.order, state.state, state.metadata,
-            rows, events, previous, was_present, previous_metadata)
-        return _LeftToPython(rows[:count], events[:count], previous, was_present,
-                             previous_metadata)
+            rows, events, previous, was_present, previous_metadata,
+            np.ascontiguousarray(groups, np.int64), self._group_fast, self._group_runs, run)
+        left = _LeftToPython(rows[:count], events[:count], previous[:count],
+                             was_present[:count], previous_metadata)
+        return left.joined(self._unsuperseded(b, run))
+
+    def _unsuperseded(self, b: Block, run: np.ndarray) -> np.ndarray:
+        """The folded rows (``run`` >= 0) whose effect on their group no later row of the
+        same run overwrites: the last classic ``GroupMetadataValue`` of each group's run (it
+        replaces the whole group), the last of each KIP-848 / KIP-932 key and record type in
+        a run, and the first of each (a member's parts are added in the order their first
+        records came), and every partition metadata record (a member's part keeps the topic
+        names of its moment)."""
+        folded = np.flatnonzero(run >= 0)
+        if not len(folded):
+            return folded
+        rtype = b.rtype[folded]
+        classic = folded[rtype == GROUP_METADATA_TYPE]
+        modern = folded[rtype != GROUP_METADATA_TYPE]
+        # a run is numbered within its group and the block; a group's key codes are its own
+        keys = (b.key_code[modern].astype(np.int64) * (max(RECORD_TYPES) + 1)
+                + b.rtype[modern]) * (int(run.max()) + 1) + run[modern]
+        groups = b.vals[classic, 0] * (int(run.max()) + 1) + run[classic]
+        return np.unique(np.concatenate([
+            _last_of_each(classic, groups), _last_of_each(modern, keys),
+            modern[np.unique(keys, return_index=True)[1]],
+            folded[np.isin(rtype, self.slots.topic_names)]]))
 
     def _python_rows(self, b: Block, left: _LeftToPython, act: np.ndarray, keep: np.ndarray,
                      markers: np.ndarray, groups: list[int], offs: list[int],
                      times: list[int], pids: list[int], lp: int, path: str, first_row: int,
-                     pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:
+                     pending: dict[int, list[tuple[int, AppliedCommit]]],
+                     suspects: dict[int, list[int]]) -> None:
         """The rows the compiled loop left, one at a time, by what each asks for."""
         s, state, vals, rows = self.slots, self.current, b.vals, left.rows
         rtype = b.rtype[rows]
@@ -749,7 +838,6 @@ class _Replayer:
         scalars = vals[rows, s.scalar_slot[np.clip(rtype, 0, len(s.scalar_slot) - 1)]].tolist()
         vv = b.vver[rows].tolist()
         metadata = iter(left.previous_metadata)
-        suspects = self._suspects(b, rows, rtype)
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
         for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
             if a == _MODERN:
@@ -785,10 +873,10 @@ class _Replayer:
                               raws[x], suspects.get(i, ()))
 
     def _suspects(self, b: Block, rows: np.ndarray, rtype: np.ndarray) -> dict[int, list[int]]:
-        """Group metadata records among ``rows`` whose members' consumer-protocol bytes do
-        not all read cleanly (the subscription exactly at its own version's layout, the
-        assignment at its own): row -> member indices, for :func:`describe_protocol` to say
-        what is wrong. One compiled call for the block."""
+        """Group metadata records among ``rows`` (of record types ``rtype``) whose members'
+        consumer-protocol bytes do not all read cleanly (the subscription exactly at its own
+        version's layout, the assignment at its own): row -> member indices, for
+        :func:`describe_protocol` to say what is wrong. One compiled call for the block."""
         s = self.slots
         meta = rows[(b.status[rows] == ST_OK) & (rtype == GROUP_METADATA_TYPE)
                     & (b.vver[rows] >= 0)]
@@ -923,12 +1011,20 @@ class _Replayer:
         pending.setdefault(pid, []).append((k, c))
         self._held[k] = self._held.get(k, 0) + 1
         self.current.fast[k] = 0
+        group = self._keys[k][0]
+        self._held_groups[group] = self._held_groups.get(group, 0) + 1
+        self._group_fast[group] = 0
 
     def _release(self, k: int) -> None:
         self._held[k] -= 1
         if not self._held[k]:
             del self._held[k]
             self.current.fast[k] = not self._keys[k][3]
+        group = self._keys[k][0]
+        self._held_groups[group] -= 1
+        if not self._held_groups[group]:
+            del self._held_groups[group]
+            self._group_fast[group] = 1
 
     def _marker(self, pid: int, commit: bool, where: Location,
                 pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:

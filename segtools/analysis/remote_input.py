@@ -36,7 +36,6 @@ from segtools.storage.partition import (
     parse_partition_dir_name,
 )
 from segtools.storage.remote_store import (
-    MANIFEST_CAP,
     AivenManifest,
     LocalTieredStorage,
     RemoteSegmentContent,
@@ -44,9 +43,12 @@ from segtools.storage.remote_store import (
     RemoteStore,
     aiven_segment_bytes,
     parse_manifest,
+    read_manifest,
 )
 from segtools.storage.segment import unreadable
+from segtools.storage.small_files import read_upto
 from segtools.storage.summary import SegmentSummary, summarize
+from segtools.text import quoted
 
 # --------------------------------------------------------------------------- the metadata
 
@@ -258,9 +260,7 @@ def read_aiven_manifest(path: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
                         ) -> AivenManifestFile:
     """Raises :class:`SegtoolsError` when the file is not a manifest segtools can read."""
     try:
-        if path.stat().st_size > MANIFEST_CAP:
-            raise SegtoolsError("too large to be a segment manifest", path=str(path))
-        raw = path.read_bytes()
+        raw = read_manifest(path)
     except OSError as e:
         raise SegtoolsError(f"cannot read: {e.strerror or e}", path=str(path)) from None
     try:
@@ -309,14 +309,16 @@ def aiven_indexes(path: Path, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Aiven
                 "remote_segment_encrypted", str(path),
                 "an Aiven tiered-storage object encrypted by the plugin (each index AES-GCM "
                 "under the segment's data key, wrapped by the key pair "
-                f"{read.manifest.encryption_key_id!r}): reading it needs that private key, "
+                f"{quoted(read.manifest.encryption_key_id)}): reading it needs that private key, "
                 "which segtools does not have and does not guess"))
-        size = path.stat().st_size
         end = max((pos + n for _, pos, n in read.indexes), default=0)
-        if end > size or size > limit:
-            raise SegtoolsError(f"the object holds {size} bytes, its manifest places indexes "
-                                f"up to byte {end}")
-        data = path.read_bytes()
+        if end > limit:
+            raise SegtoolsError(f"its manifest places indexes up to byte {end}, over "
+                                "--max-decompressed-bytes")
+        data = read_upto(path, end)
+        if end > len(data):
+            raise SegtoolsError(f"the object holds {len(data)} bytes, its manifest places "
+                                f"indexes up to byte {end}")
     except (SegtoolsError, OSError) as e:
         return AivenIndexes(str(manifest_path), (),
                             finding("remote_segment_unreadable", str(path), str(e)))

@@ -73,6 +73,11 @@ CLEANER_BACKOFF_MS = 15_000
 SERIES_BUCKETS = 120
 #: Replayed batches per partition at most (see :func:`extend`).
 MAX_REPLAY_BATCHES = 20_000
+#: Replayed batches at most when a compacted log would hold more segments than this at once
+#: (a rate far above what the segment size was chosen for): the cleaner's passes weigh every
+#: segment in Python, so a run's cost grows with the square of its segments (20,000 took
+#: minutes per partition, 2,000 a few seconds, with the same sizes and ages to 0.2 %).
+MAX_CLEANED_SEGMENTS = 2_000
 _NEVER = 2**62
 
 ROLL_SEGMENT_BYTES = "segment.bytes"
@@ -222,24 +227,27 @@ class RecentWindow:
 def recent_window(h: History, window_ms: int = RECENT_WINDOW_MS) -> RecentWindow | None:
     """The last ``window_ms`` of the history, or all of it when it is shorter (then the period
     is its span plus one mean gap, so copies follow each other as the batches did). None when
-    fewer than two batches fall in it."""
+    fewer than two batches with a timestamp fall in it: a v0 message has none
+    (``RecordBatch.NO_TIMESTAMP``, -1), and counting it as 1970 would make seconds of an
+    upgraded log's writes look like decades of history."""
     n = h.on_disk
-    if n < 2:
-        return None
     clock = _append_clock(h.batch_ts[:n])
+    timed = int(np.searchsorted(clock, 0, side="left"))  # the clock never runs backwards
+    if n - timed < 2:
+        return None
     last = int(clock[-1])
-    if last - int(clock[0]) >= window_ms:
+    if last - int(clock[timed]) >= window_ms:
         first = int(np.searchsorted(clock, last - window_ms, side="right"))
         if n - first < 2:
             return None
         return RecentWindow(first, (clock[first:] - (last - window_ms)).astype(np.int64),
-                            window_ms, last - int(clock[first]), last - int(clock[0]))
-    span = last - int(clock[0])
-    gap = max(span // (n - 1), 1)
+                            window_ms, last - int(clock[first]), last - int(clock[timed]))
+    span = last - int(clock[timed])
+    gap = max(span // (n - timed - 1), 1)
     # n evenly spaced batches stand for span + one gap of time (a batch every 5 minutes for
     # a day is 288 batches 23 h 55 min apart)
-    return RecentWindow(0, (clock - int(clock[0]) + gap).astype(np.int64), span + gap, span,
-                        span + gap)
+    return RecentWindow(timed, (clock[timed:] - int(clock[timed]) + gap).astype(np.int64),
+                        span + gap, span, span + gap)
 
 
 def too_short(h: History, window_ms: int = RECENT_WINDOW_MS) -> bool:
@@ -248,15 +256,44 @@ def too_short(h: History, window_ms: int = RECENT_WINDOW_MS) -> bool:
     return w is None or w.history_ms < MIN_HISTORY_MS
 
 
+def roll_bytes(config: TopicConfig) -> int:
+    """The bytes a segment takes before it rolls: ``segment.bytes``, or what a full time
+    index allows (an entry per ``index.interval.bytes``, ``segment.index.bytes / 12`` of them,
+    ``AbstractIndex.isFull``) when that binds first."""
+    entries = max(config.segment_index_bytes // 12, 1)  # TimeIndex entry: 12 bytes
+    return max(min(config.segment_bytes, entries * INDEX_INTERVAL_BYTES), 1)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanedSegments:
+    """What bounds a compacted replay (:data:`MAX_CLEANED_SEGMENTS`): the smallest roll size
+    of its configs (:func:`roll_bytes`) and the longest their logs keep data (their local
+    retention, or without one the whole horizon)."""
+
+    roll_bytes: int
+    kept_ms: int
+
+    @classmethod
+    def of(cls, configs: Sequence[TopicConfig]) -> CleanedSegments | None:
+        compacted = [c for c in configs if c.compact]
+        if not compacted:
+            return None
+        kept = [c.local_retention_ms_effective if c.delete and
+                c.local_retention_ms_effective >= 0 else _NEVER for c in compacted]
+        return cls(min(roll_bytes(c) for c in compacted), max(kept))
+
+
 def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
-           partitions: int = 1) -> History:
+           partitions: int = 1, cleaned: CleanedSegments | None = None) -> History:
     """The history followed by copies of its recent window (:func:`recent_window`) from
     ``now_ms`` to ``end_ms``: copy ``c`` covers ``now + c * period`` to ``now + (c + 1) *
     period``, each batch at its place in the window, every offset moved past the previous
     copy. Keys written once in the history stay unique in each copy (a fresh id per copy);
     keys written more than once keep their ids, so updates keep superseding: the key *shape*
     is replayed, not the keys. A history too short to extrapolate (:func:`too_short`) gets no
-    copies unless a rate is given.
+    copies unless a rate is given. ``cleaned``: the compacted configs the replay is for; when
+    the appends a log keeps at once would fill more of their segments than
+    :data:`MAX_CLEANED_SEGMENTS`, the replay keeps to that many batches.
     """
     w = recent_window(h, ingest.window_ms)
     if w is None:
@@ -282,7 +319,13 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
     # the window's (k times the bytes, k times the period), which keeps the rate; the history
     # says so (``replay_scale``) and every face with it. Times are rounded to the millisecond
     # only after scaling, so a squeezed window keeps its rate.
-    k = max(1, -(-int(copies) * max(len(wb), units) // MAX_REPLAY_BATCHES))
+    most = MAX_REPLAY_BATCHES
+    if cleaned is not None:
+        kept_ms = min(cleaned.kept_ms, end_ms - now_ms)
+        per_ms = float(sizes.sum()) / max(w.period_ms * scale, 1.0)
+        if per_ms * kept_ms > MAX_CLEANED_SEGMENTS * cleaned.roll_bytes:
+            most = MAX_CLEANED_SEGMENTS
+    k = max(1, -(-int(copies) * max(len(wb), units) // most))
     rel = np.maximum(np.rint(w.rel * scale * k).astype(np.int64), 1)
     period = max(round(w.period_ms * scale * k), int(rel[-1]), 1)
     copies = int(-(-(end_ms - now_ms) // period))
@@ -449,11 +492,8 @@ class _Roller:
     @classmethod
     def build(cls, h: History, config: TopicConfig, seed: int,
               clock: np.ndarray | None = None) -> _Roller:
-        entries = max(config.segment_index_bytes // 12, 1)  # TimeIndex entry: 12 bytes
-        index_cap = entries * INDEX_INTERVAL_BYTES
-        cap, reason = (config.segment_bytes, ROLL_SEGMENT_BYTES)
-        if index_cap < cap:
-            cap, reason = index_cap, ROLL_INDEX_FULL
+        cap = roll_bytes(config)
+        reason = ROLL_SEGMENT_BYTES if cap == config.segment_bytes else ROLL_INDEX_FULL
         cum = np.concatenate([[0], np.cumsum(h.batch_size)]).astype(np.int64)
         return cls(h.batch_ts, cum, _append_clock(h.batch_ts) if clock is None else clock, cap,
                    reason, config.segment_ms, config.segment_jitter_ms, seed)
@@ -1095,19 +1135,24 @@ class Tally:
         return self
 
     def outcome(self) -> Outcome:
+        """The grid's figures. An age is None only where the log holds no record; a record
+        timestamped after the moment (a producer's clock ahead, or ``--at`` before the data)
+        has a negative age, as ``segtools retention`` gives it, not none."""
         size, oldest, times = self.size, self.oldest, self.times
-        ages = np.where(oldest >= 0, times - oldest, -1)
+        held = oldest >= 0
+        ages = times - oldest
         second_half = times >= self.now + (self.end - self.now) // 2
-        late, late_size = ages[second_half], size[second_half]
+        late, late_held, late_size = ages[second_half], held[second_half], size[second_half]
         return Outcome(int(size.max()) if size.size else 0,
                        int(size.min()) if size.size else 0,
-                       int(ages.max()) if (ages >= 0).any() else None,
-                       int(ages[-1]) if ages.size and ages[-1] >= 0 else None,
+                       int(ages[held].max()) if held.any() else None,
+                       int(ages[-1]) if ages.size and held[-1] else None,
                        bounded_series(times, size, oldest), self.segments_max, self.rolls,
                        self.deletions, self.cleaned, self.cleanings, self.cleaner_read,
                        self.start_bytes,
                        self.now - self.start_oldest if self.start_oldest >= 0 else None,
-                       int(late.max()) if (late >= 0).any() else None, self.replay_scale,
+                       int(late[late_held].max()) if late_held.any() else None,
+                       self.replay_scale,
                        int(late_size.max()) if late_size.size else 0,
                        int(late_size.min()) if late_size.size else 0, self.appended)
 

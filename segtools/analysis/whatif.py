@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from segtools import fanout
 from segtools.analysis import config as cfg
@@ -21,7 +21,7 @@ from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
-    INDEX_INTERVAL_BYTES,
+    CleanedSegments,
     History,
     Ingest,
     Outcome,
@@ -30,6 +30,7 @@ from segtools.analysis.simulation import (
     apply_changes,
     extend,
     outcome,
+    roll_bytes,
     simulate,
     too_short,
     topic_grid,
@@ -206,8 +207,7 @@ class FullScale:
     def of(cls, o: Outcome, config: cfg.TopicConfig, partitions: int) -> FullScale | None:
         if o.replay_scale <= 1:
             return None
-        cap = max(min(config.segment_bytes,
-                      max(config.segment_index_bytes // 12, 1) * INDEX_INTERVAL_BYTES), 1)
+        cap = roll_bytes(config)
         return cls(max(o.segments_max, partitions + -(-o.peak_bytes // cap)),
                    max(o.rolls, -(-o.appended_bytes // cap)))
 
@@ -229,11 +229,14 @@ class WhatIf:
     too_short: tuple[str, ...] = ()
     #: the counts at the scale asked, current and proposed, when the replay cap bound
     full_scale: tuple[FullScale | None, FullScale | None] = (None, None)
+    #: on a topic ``--recommend`` found no change for, why (:func:`unrecommended`)
+    unrecommended: str = ""
 
     def to_json(self) -> dict:
         out = {"type": "what_if", "topic": self.topic, "partition": self.partition,
                "changes": changes_json(self.changes), "current": self.current.to_json(),
-               "proposed": self.proposed.to_json(), "too_short": list(self.too_short)}
+               "proposed": self.proposed.to_json(), "too_short": list(self.too_short),
+               "unrecommended": self.unrecommended or None}
         if self.full_scale != (None, None):
             out["full_scale"] = {side: None if f is None else f.to_json()
                                  for side, f in zip(("current", "proposed"), self.full_scale,
@@ -298,6 +301,9 @@ class WhatIfReport:
     items: tuple[WhatIf, ...]
     recommendations: tuple[Recommendation, ...]
     retention_ms: Mapping[str, int]  # per topic: what its time retention promises
+    #: per topic, the setting that promise is (:func:`retention_name`: local.retention.ms on
+    #: a tiered topic that sets it), for the charts' line
+    retention_names: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {"type": "what_if_report", "version": 1, "at": self.at_ms,
@@ -340,9 +346,12 @@ class Horizon:
     #: one task per core: a Spark executor)
     fan_out: bool = True
 
-    def extend(self, h: History) -> History:
+    def extend(self, h: History, configs: Sequence[cfg.TopicConfig] = ()) -> History:
+        """``h`` with the ingest model's appends, for runs under ``configs`` (their compacted
+        ones' segments bound the replay:
+        :data:`~segtools.analysis.simulation.MAX_CLEANED_SEGMENTS`)."""
         return extend(h, now_ms=self.now_ms, end_ms=self.end_ms, ingest=self.ingest,
-                      partitions=self.partitions)
+                      partitions=self.partitions, cleaned=CleanedSegments.of(configs))
 
     def tally(self) -> Tally:
         return Tally(topic_grid(self.now_ms, self.end_ms), self.now_ms, self.end_ms)
@@ -407,11 +416,12 @@ def _simulated(parts: Sequence[PartitionHistory], changes: Sequence[Mapping[str,
         own: list[list[Outcome]] = []
         for p in chunk:
             mine = []
-            h = horizon.extend(p.history)
-            for change, tally in zip(changes, tallies, strict=True):
-                run = run_partition(p, apply_changes(p.pi.config, change), now_ms=now_ms,
-                                    end_ms=end_ms, ingest=horizon.ingest,
-                                    partitions=horizon.partitions, extended=h)
+            configs = [apply_changes(p.pi.config, change) for change in changes]
+            h = horizon.extend(p.history, configs)
+            for config, tally in zip(configs, tallies, strict=True):
+                run = run_partition(p, config, now_ms=now_ms, end_ms=end_ms,
+                                    ingest=horizon.ingest, partitions=horizon.partitions,
+                                    extended=h)
                 tally.add(run)
                 if each:
                     mine.append(outcome([run], now_ms, end_ms))
@@ -467,14 +477,16 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
     items: list[WhatIf] = []
     recs: list[Recommendation] = []
     retention: dict[str, int] = {}
+    names: dict[str, str] = {}
     for topic, parts in _inputs(loaded, limit, now_ms).items():
         got, rec = what_if_topic(topic, parts, changes, now_ms=now_ms, end_ms=end_ms,
                                  ingest=ingest, recommend=recommend, advance=advance)
         if rec is not None:
             recs.append(rec)
         retention[topic] = parts[0].pi.config.local_retention_ms_effective
+        names[topic] = retention_name(parts[0].pi.config)
         items += got
-    return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention)
+    return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention, names)
 
 
 def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
@@ -492,7 +504,30 @@ def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
         rec = recommend_topic(topic, parts, horizon)
         if rec is not None and changes is None:
             chosen = dict(rec.changes)
-    return _topic(topic, parts, chosen, horizon, advance), rec
+    items = _topic(topic, parts, chosen, horizon, advance)
+    if recommend and rec is None:
+        items[-1] = replace(items[-1], unrecommended=unrecommended(
+            parts[0].pi.config, items[-1].current,
+            horizon.ingest.bytes_per_s is None and bool(items[-1].too_short)))
+    return items, rec
+
+
+def unrecommended(config: cfg.TopicConfig, current: Outcome, too_short: bool) -> str:
+    """Why :func:`recommend_topic` found nothing for a topic, in words (its reasons, in its
+    order): there is no time retention to keep, a history too short to extrapolate, the
+    promise already kept (within :data:`TOLERANCE`), or no change tried keeps it."""
+    name, r = retention_name(config), config.local_retention_ms_effective
+    if not config.delete:
+        return "cleanup.policy=compact removes records by key only, with no time to keep"
+    if r < 0:
+        return f"{name} is {r}, so time retention is off"
+    if too_short:
+        return "a partition's history is too short to extrapolate"
+    promise = f"{name} {format_duration(r)}, with {TOLERANCE:.0%} slack"
+    if meets(current, config):
+        return f"the current config keeps its promise ({promise})"
+    families = "segment or cleaner" if compaction_candidates(config) else "segment"
+    return f"no {families} change tried keeps the promise ({promise})"
 
 
 # --------------------------------------------------------------------------- recommending
@@ -751,6 +786,13 @@ def alternative_parts(a) -> tuple[str, str]:
 #: How a cost figure reads for a person: sizes in binary units, durations in days and hours.
 _COST_UNITS = {"index_bytes": "segment.index.bytes", "cleaner_bytes_removed": "x.bytes",
                "cleaner_bytes_read": "x.bytes", "min_compaction_lag_ms": "min.compaction.lag.ms"}
+
+
+def cost_label(key: str) -> str:
+    """A cost figure's name as the CLI's table and the report's say it beside its value in
+    units (``min_compaction_lag_ms`` is "min compaction lag": its value reads "3d 12h", and a
+    name that says ms beside it would not)."""
+    return key.removesuffix("_ms").replace("_", " ")
 
 
 def shown_cost(key: str, value: object) -> str:

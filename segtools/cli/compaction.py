@@ -21,6 +21,7 @@ import sys
 from segtools.analysis import compaction as comp
 from segtools.analysis.explain import (
     CompactionReport,
+    absent_key,
     compaction_report,
     describe_survivor,
     merged_survivors,
@@ -39,8 +40,9 @@ EXAMPLES = """examples:
   segtools compaction /var/kafka-logs/payments-0 --key user-42
   segtools compaction payments-0 --key 6b3031 --key-format hex --at 2024-03-01
 
-A log dir lists only partitions whose cleanup.policy contains compact; a partition directory
-named on the command line is analysed as compacted even when its policy is unknown.
+A log dir lists only partitions whose cleanup.policy contains compact. A partition directory
+named on the command line with no topic config has Kafka's default policy, delete (as
+retention says): it is replayed as if compact, and the answer says the cleaner never runs.
 """
 
 
@@ -79,6 +81,9 @@ def run(args: argparse.Namespace) -> int:
     now = moment(args)
     report = compaction_report(loaded, args.paths, now_ms=now, key=key, top=args.top,
                                tombstone_limit=args.limit, limit=args.max_decompressed_bytes)
+    absent = absent_key(report, lambda b: _k(b, args.bytes or args.key_format))
+    if absent is not None:
+        raise SegtoolsError(f"--key: {absent}", path=" ".join(args.paths))
     if args.format == "json":
         mode = args.bytes or "base64"
         doc = report.to_json(lambda b: render.render_bytes(b, mode))
@@ -121,7 +126,7 @@ def print_text(loaded: Loaded, report: CompactionReport, mode: str, clock: str,
     if not report.partitions:
         out("no compacted partition here (see the skipped list)")
     for e in report.partitions:
-        print_partition(out, e.input, e.compaction, now, mode)
+        print_partition(out, e.input, e.compaction, now, mode, e.not_compacted)
     for s in report.skipped:
         out(f"skipped {s.path}: {s.reason}")
     for f in loaded.findings:
@@ -130,13 +135,17 @@ def print_text(loaded: Loaded, report: CompactionReport, mode: str, clock: str,
 
 
 def print_partition(out, pi: PartitionInput, pc: comp.PartitionCompaction, now: int,
-                    mode: str) -> None:
+                    mode: str, not_compacted: str | None = None) -> None:
+    """``not_compacted``: why the cleaner never runs on a partition replayed only because
+    it was named (its own policy is shown, as ``retention`` shows it)."""
     c = pc.config
     out()
     out(f"{pi.label}  {pi.dir.path}")
-    out("  " + config_line(c, ("cleanup.policy", "delete.retention.ms",
-                                          "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
-                                          "max.compaction.lag.ms")))
+    out("  " + config_line(pi.config, ("cleanup.policy",)) + " · " +
+        config_line(c, ("delete.retention.ms", "min.cleanable.dirty.ratio",
+                        "min.compaction.lag.ms", "max.compaction.lag.ms")))
+    if not_compacted is not None:
+        out(f"  ! {not_compacted}")
     out(
         f"  log start {pc.log_start_offset} · first dirty {pc.first_dirty_offset} "
         f"({pc.first_dirty_source}) · first uncleanable {pc.first_uncleanable_offset} "
@@ -194,9 +203,12 @@ def print_partition(out, pi: PartitionInput, pc: comp.PartitionCompaction, now: 
 
 
 def print_history(out, pc: comp.PartitionCompaction, now: int, mode: str) -> None:
-    out(f"  history of key {_k(pc.key, mode)}: {len(pc.key_history)} version(s)")
     if not pc.key_history:
+        near = ", ".join(_k(k, mode) for k in pc.nearest_keys)
+        out(f"  key {_k(pc.key, mode)}: not in this partition"
+            + (f" (nearest keys: {near})" if near else ""))
         return
+    out(f"  history of key {_k(pc.key, mode)}: {len(pc.key_history)} version(s)")
     last = comp.survivor(pc.key_history)
     with out.table(HISTORY_COLUMNS) as table:
         for r in pc.key_history:

@@ -18,14 +18,14 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from segtools import fanout
-from segtools.analysis.cluster_metadata import metadata_value
+from segtools.analysis.cluster_metadata import metadata_record
 from segtools.analysis.remote_input import (
     AivenIndexes,
     AivenObject,
@@ -617,8 +617,8 @@ def _jsonl_chunk(t: BatchTable, cols, chunk: Chunk | None, findings: _Findings,
 
 
 def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output, path: Path) -> None:
-    if out.metadata and r.control is None:
-        r = replace(r, value=metadata_value(r.value))
+    if out.metadata:
+        r = metadata_record(r)
     if args.payloads is not None and r.control is None:
         _emit_decoded(r, batch, args, mode, out, path)
         return

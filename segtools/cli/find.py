@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from segtools.analysis.cluster_metadata import metadata_record
 from segtools.analysis.tiered import remote_segment_for_offset
 from segtools.cli import common, decoding, render
 from segtools.cli.table import Wrapping
@@ -119,6 +120,7 @@ def _seek(pdir: PartitionDir, args, findings: list[Finding]
         except SegtoolsError as e:
             findings.append(unreadable(str(files.log), e))
             continue
+        findings.extend(f for f in result.findings if not _said_by_crc_check(f, result))
         if result.record is not None:
             return files, result
     return None, None
@@ -170,6 +172,13 @@ def _remote(log_dirs, pdir: PartitionDir, args) -> Remote | None:
     return Remote(listed.log, result, where)
 
 
+def _said_by_crc_check(met: Finding, result: SeekResult) -> bool:
+    """The walk's CRC finding on the batch returned, which :func:`_crc_finding` says in a
+    consumer's words instead."""
+    return met.code == "crc_mismatch" and result.batch is not None and \
+        met.position == result.batch.position
+
+
 def _crc_finding(log: Path, result: SeekResult) -> Finding | None:
     """The batch a record is returned from must be intact: a consumer checks its CRC
     (``check.crcs``, ``DefaultRecordBatch.ensureValid``) and refuses the whole batch."""
@@ -209,6 +218,9 @@ def run(args: argparse.Namespace) -> int:
         if result is None:
             continue
         found_any = True
+        record = result.record
+        if pdir.name is not None and pdir.name.is_metadata_log:
+            record = metadata_record(record)  # a config's secret shows [hidden], as in dump
         bad = _crc_finding(log, result)
         if bad is not None:
             findings.append(bad)
@@ -218,10 +230,10 @@ def run(args: argparse.Namespace) -> int:
             "segment": str(log), "position": result.batch.position,
             "index_used": result.index_used, "scan_start_position": result.start_position,
             "batches_scanned": result.batches_scanned, "batch": result.batch.to_json(),
-            "record": render.record_json(result.record, mode)}
+            "record": render.record_json(record, mode)}
         texts: dict[str, str] = {}
-        if payloads is not None and result.record.control is None:
-            decoded = decode_record(payloads, result.record.key, result.record.value,
+        if payloads is not None and record.control is None:
+            decoded = decode_record(payloads, record.key, record.value,
                                     pdir.name.topic if pdir.name else None)
             for side, payload in decoded.sides.items():
                 if payload is not None:
@@ -234,7 +246,7 @@ def run(args: argparse.Namespace) -> int:
         if args.format == "jsonl":
             out.write(render.dumps(found) + "\n")
         else:
-            line = render.record_text(result.record, result.batch, print_data=True, mode=mode,
+            line = render.record_text(record, result.batch, print_data=True, mode=mode,
                                       key_text=texts.get("key"), value_text=texts.get("value"))
             how = (f"offset index -> byte {result.start_position}" if result.index_used
                    else "no usable index: scanned from byte 0")

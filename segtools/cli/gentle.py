@@ -8,11 +8,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Iterator
 
 from segtools.fanout import yield_to_broker
 from segtools.storage import gentle
+from segtools.text import terminal_safe
+
+#: The one command whose records outlive their segments' reading: DuckDB reads their views.
+QUERY_COMMAND = "query"
 
 
 @contextlib.contextmanager
@@ -26,9 +31,12 @@ def applied(args: argparse.Namespace) -> Iterator[gentle.Gentle]:
     settings = gentle.decide(paths, page_cache=None if mode is None else gentle.PageCacheMode(mode),
                              max_read_rate=getattr(args, "max_read_rate", None),
                              jobs=getattr(args, "jobs", None))
+    # a command prints what it reads; only query hands the records' views to DuckDB
+    settings = dataclasses.replace(settings,
+                                   views_outlive_segments=args.command == QUERY_COMMAND)
     said = gentle.notice(settings)
     if said is not None:
-        print(said, file=sys.stderr)
+        print(terminal_safe(said), file=sys.stderr)  # it names a log dir
     if settings.yield_cpu:
         yield_to_broker()
     with gentle.applied(settings):

@@ -90,9 +90,16 @@ def _spool() -> IO[str]:
     return tempfile.SpooledTemporaryFile(SPOOL_BYTES, "w+", encoding="utf-8")
 
 
+#: Rendered lines a section holds before they go to its spool in one write.
+SPOOL_LINES = 4096
+
+
 class Anomalies(contextlib.ExitStack):
     """The replay's sink: each regression, deletion and removed group rendered as it is
-    found (those ``--topic``/``--partition`` select), into one spool per section."""
+    found (those ``--topic``/``--partition`` select), into one spool per section. A
+    production log repeats a few groups and partitions in hundreds of thousands of lines:
+    their terminal-safe names are made once each (:class:`_Names`), and lines reach the spool
+    a few thousand at a time."""
 
     def __init__(self, args: argparse.Namespace):
         super().__init__()
@@ -100,6 +107,8 @@ class Anomalies(contextlib.ExitStack):
         self.regressions, self.deletions, self.groups = (self.enter_context(_spool())
                                                          for _ in range(3))
         self.counts = {"regressions": 0, "deletions": 0, "groups": 0}
+        self.pending: dict[str, list[str]] = {section: [] for section in self.counts}
+        self.names = _Names()
 
     def __call__(self, anomaly: Anomaly) -> None:
         args = self.args
@@ -108,7 +117,7 @@ class Anomalies(contextlib.ExitStack):
                 self._add("groups", render.dumps(anomaly.to_json()))
             elif args.topic is None:
                 self._add("groups", f"  {render.human_time(anomaly.where.timestamp)}  "
-                                    f"{render.terminal_safe(anomaly.group)}  "
+                                    f"{self.names.group(anomaly.group)}  "
                                     f"{_where(anomaly.where)}")
             return
         c = getattr(anomaly, "current", anomaly)
@@ -117,19 +126,49 @@ class Anomalies(contextlib.ExitStack):
         if args.format == "jsonl":
             line = render.dumps(anomaly.to_json())
         elif isinstance(anomaly, OffsetRegression):
-            line = _regression_line(anomaly)
+            line = _regression_line(anomaly, self.names)
         else:
-            line = _deletion_line(anomaly)
+            line = _deletion_line(anomaly, self.names)
         self._add("regressions" if isinstance(anomaly, OffsetRegression) else "deletions", line)
 
     def _add(self, section: str, line: str) -> None:
-        getattr(self, section).write(line + "\n")
+        pending = self.pending[section]
+        pending.append(line)
         self.counts[section] += 1
+        if len(pending) >= SPOOL_LINES:
+            self._flush(section)
+
+    def _flush(self, section: str) -> None:
+        pending = self.pending[section]
+        if pending:
+            getattr(self, section).write("\n".join(pending) + "\n")
+            pending.clear()
 
     def copy(self, section: str, out: IO[str]) -> None:
+        self._flush(section)
         spool = getattr(self, section)
         spool.seek(0)
         shutil.copyfileobj(spool, out)
+
+
+class _Names:
+    """Groups' and topic-partitions' terminal-safe text, made once per name."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, str] = {}
+        self._partitions: dict[tuple[str, int], str] = {}
+
+    def group(self, group: str) -> str:
+        text = self._groups.get(group)
+        if text is None:
+            text = self._groups[group] = render.terminal_safe(group)
+        return text
+
+    def partition(self, topic: str, partition: int) -> str:
+        text = self._partitions.get((topic, partition))
+        if text is None:
+            text = self._partitions[(topic, partition)] = _tp(topic, partition)
+        return text
 
 
 def run(args: argparse.Namespace) -> int:
@@ -248,17 +287,18 @@ def _commit_line(c: OffsetCommit) -> str:
             f"{render.human_time(c.effective_timestamp)}{txn}  {_where(c.where)}")
 
 
-def _regression_line(r: OffsetRegression) -> str:
+def _regression_line(r: OffsetRegression, names: _Names) -> str:
     c = r.current
     state = f"; group {r.group_state}, generation {r.generation}" if r.group_state else ""
-    return (f"  {render.human_time(c.effective_timestamp)}  {render.terminal_safe(c.group)}  "
-            f"{_tp(c.topic, c.partition)}: {r.previous.offset} -> {c.offset} "
+    return (f"  {render.human_time(c.effective_timestamp)}  {names.group(c.group)}  "
+            f"{names.partition(c.topic, c.partition)}: {r.previous.offset} -> {c.offset} "
             f"({c.offset - r.previous.offset}){state}  {_where(c.where)}")
 
 
-def _deletion_line(d: OffsetDeletion) -> str:
-    return (f"  {render.human_time(d.where.timestamp)}  {render.terminal_safe(d.group)}  "
-            f"{_tp(d.topic, d.partition)} (was {d.last_offset})  {_where(d.where)}")
+def _deletion_line(d: OffsetDeletion, names: _Names) -> str:
+    return (f"  {render.human_time(d.where.timestamp)}  {names.group(d.group)}  "
+            f"{names.partition(d.topic, d.partition)} (was {d.last_offset})  "
+            f"{_where(d.where)}")
 
 
 def write_text(replay: OffsetsReplay, anomalies: Anomalies, args, out) -> None:

@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         for f in findings:
             out.write(render.dumps(f.to_json()) + "\n")
     elif args.format == "text":
-        rows.close()
+        rows.close(args.crc)
         say = Lines(out, rows.table.width)
         _print_findings(findings, say)
         _print_versions(versions, say)
@@ -284,9 +284,13 @@ class SegmentRows:
                            render.human_time(s.max_timestamp), s.max_timestamp_source,
                            ",".join(s.codecs) or "-", ",".join(marks) or "-")
 
-    def close(self) -> None:
+    def close(self, crc_checked: bool) -> None:
+        """The count, and whether the CRCs were checked: a table without ``N-bad-CRC``
+        marks vouches for them only then."""
         self.table.close()
-        self.table.out.write(f"{self.table.rows} segment(s)\n")
+        checked = "batch CRCs checked" if crc_checked else \
+            "batch CRCs not checked (--crc checks them)"
+        self.table.out.write(f"{self.table.rows} segment(s)\n{checked}\n")
 
 
 def _print_versions(versions: dict, say: Lines) -> None:

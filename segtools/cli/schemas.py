@@ -55,6 +55,13 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError("no _schemas topic found (name one with --schemas)",
                             path=args.paths[0])
     jsonl = args.format == "jsonl"
+    partitions = [p for d in log_dirs for p in d.partitions if common.selected(p, args)]
+    rows = list(usage(partitions, findings, limit=args.max_decompressed_bytes)) \
+        if args.usage else []
+    if args.topic:  # the selected topics' schemas only, not every subject of the registry
+        topics = {p.name.topic for p in partitions if p.name is not None}
+        ids = {row.schema_id for row in rows if row.schema_id is not None}
+        histories = [h.for_topics(topics, ids) for h in histories]
     for history in histories:
         for v in history.versions:
             _line(jsonl, v.to_json(), _schema_text(v))
@@ -67,8 +74,7 @@ def run(args: argparse.Namespace) -> int:
             _line(jsonl, obj, f"hard-deleted: {render.terminal_safe(v.subject)} v{v.version} "
                               f"(id {v.id})")
     if args.usage:
-        partitions = [p for d in log_dirs for p in d.partitions if common.selected(p, args)]
-        for row in usage(partitions, findings, limit=args.max_decompressed_bytes):
+        for row in rows:
             subject = ""
             if row.schema_id is not None:
                 named = chain.registrations(row.schema_id)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 
 from rich.table import Table
 
@@ -17,6 +18,7 @@ from segtools.analysis.whatif import (
     alternative_parts,
     changes_json,
     check_horizon,
+    cost_label,
     parse_changes,
     parse_ingest,
     shown_cost,
@@ -112,36 +114,88 @@ def run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- text
 
 
-def _age(ms: int | None) -> str:
-    return "-" if ms is None else format_duration(ms)
+def _old(ms: int) -> str:
+    """An age in words; a negative one is a record timestamped after the moment (as
+    ``segtools retention`` says of a future timestamp)."""
+    return f"{format_duration(ms)} old" if ms >= 0 else f"{format_duration(-ms)} in the future"
 
 
 def sentence(w: WhatIf) -> str:
     """One line a person can repeat: what the change does to the size and the oldest record,
-    beside the current config's simulation over the same horizon and what is on disk now."""
-    change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items()) or "no change"
+    beside the current config's simulation over the same horizon and what is on disk now. A
+    figure the change leaves as it is is said once, "as under the current config", never
+    compared with itself; with no change (``--recommend`` found none to make) only the current
+    config's figures are said."""
     c, p = w.current, w.proposed
     kept = ("the first retention check takes every segment" if c.oldest_age_ms_start is None
-            else f"the oldest record retention keeps is {_age(c.oldest_age_ms_start)} old")
-    return (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; with "
-            f"{change} the size moves between "
-            f"{format_bytes(p.trough_bytes)} and {format_bytes(p.peak_bytes)} (current config "
-            f"{format_bytes(c.trough_bytes)}..{format_bytes(c.peak_bytes)}) and "
-            f"{_late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)}")
+            else f"the oldest record retention keeps is {_old(c.oldest_age_ms_start)}")
+    head = f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; "
+    if not w.changes:
+        why = f" because {w.unrecommended}" if w.unrecommended else ""
+        return (head + f"no change proposed{why}: under the current config the size "
+                f"{_size_range(c)} and {_late(c.oldest_age_ms_late)}")
+    change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items())
+    if (p.trough_bytes, p.peak_bytes) == (c.trough_bytes, c.peak_bytes):
+        size = f"{_size_range(p)}, as under the current config,"
+    else:
+        size = (f"{_size_range(p)} (current config {format_bytes(c.trough_bytes)}.."
+                f"{format_bytes(c.peak_bytes)})")
+    return head + f"with {change} the size {size} and " + \
+        _late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)
+
+
+def _size_range(o) -> str:
+    """The size over the horizon in words: a range, or one figure when it does not move."""
+    if o.peak_bytes == 0:
+        return "stays at 0 B (empty)"
+    if o.trough_bytes == o.peak_bytes:
+        return f"stays at {format_bytes(o.peak_bytes)}"
+    return f"moves between {format_bytes(o.trough_bytes)} and {format_bytes(o.peak_bytes)}"
+
+
+def _late(age: int | None) -> str:
+    """One config's oldest record over the horizon's second half; None means the partition
+    held no record then (retention emptied it and nothing is appended: a history too short
+    to replay), said as such rather than as an age of "-"."""
+    if age is None:
+        return "the topic is empty over the horizon's second half"
+    if age < 0:
+        return (f"over the horizon's second half every record left is timestamped at least "
+                f"{format_duration(-age)} in the future")
+    return f"over the horizon's second half the oldest record is at most {_old(age)}"
 
 
 def _late_oldest(proposed: int | None, current: int | None) -> str:
-    """The horizon's second half in words; an age of None means the partition held no record
-    then (retention emptied it and nothing is appended: a history too short to replay), which
-    is said as such rather than as an age of "-"."""
-    if proposed is None and current is None:
-        return "the topic is empty over the horizon's second half under either config"
+    """The horizon's second half under the proposed config beside the current one's."""
+    if proposed == current:
+        return _late(proposed) + (" under either config" if proposed is None
+                                  else ", as under the current config")
     if proposed is None:
-        return (f"the topic is empty over the horizon's second half (current config: the "
-                f"oldest record at most {format_duration(current)} old)")
-    return (f"over the horizon's second half the oldest record is at most "
-            f"{format_duration(proposed)} old (current config "
-            f"{'empty' if current is None else format_duration(current)})")
+        return _late(proposed) + f" (current config: the oldest record at most {_old(current)})"
+    then = "empty" if current is None else _old(current).removesuffix(" old")
+    return _late(proposed) + f" (current config {then})"
+
+
+def _at_scale(w: WhatIf) -> str:
+    """The counts at the scale asked: each config's, or once when they are the same (no
+    change, or one that changes neither count)."""
+    cur, prop = w.full_scale
+
+    def counts(f) -> str:
+        return f"about {f.segments_max:,} segments at once and {f.rolls:,} rolls"
+
+    if cur is not None and prop == cur:
+        return f"{'the current config' if not w.changes else 'either config'} {counts(cur)}"
+    return "; ".join(f"{side} config {counts(f)}"
+                     for side, f in (("current", cur), ("proposed", prop)) if f)
+
+
+def _labels(labels: tuple[str, ...]) -> str:
+    """Partition names once each: the copies of a partition in several brokers' log dirs
+    are one name with their count ("orders-9 (2 copies)"), not the name twice."""
+    counts = Counter(labels)
+    return ", ".join(label if n == 1 else f"{label} ({n} copies)"
+                     for label, n in counts.items())
 
 
 def _line(out, text: str, **style) -> None:
@@ -164,17 +218,13 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
             then = ("no future appends are modelled and nothing is recommended"
                     if report.ingest.bytes_per_s is None else
                     "its batches are only respaced to the --ingest rate")
-            _line(out, f"  {', '.join(w.too_short)}: the history spans less than "
+            _line(out, f"  {_labels(w.too_short)}: the history spans less than "
                        f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
         scale = max(w.current.replay_scale, w.proposed.replay_scale)
         if scale > 1:
-            cur, prop = w.full_scale
-            at_scale = "; ".join(
-                f"{side} config about {f.segments_max:,} segments at once and {f.rolls:,} "
-                "rolls" for side, f in (("current", cur), ("proposed", prop)) if f)
             _line(out, f"  the replay cap binds: each simulated batch stands for {scale:,} "
                        "batches (the rate is kept; the table counts rolls and segments of "
-                       f"those larger batches); at the scale asked: {at_scale}")
+                       f"those larger batches); at the scale asked: {_at_scale(w)}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("", "current", "proposed"):
             table.add_column(col, justify="left" if not col else "right")
@@ -189,7 +239,7 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
             table.add_column(col, justify="left" if col == "cost" else "right")
         before, after = r.cost["before"], r.cost["after"]
         for key in before:
-            table.add_row(key.replace("_", " "), shown_cost(key, before[key]),
+            table.add_row(cost_label(key), shown_cost(key, before[key]),
                           shown_cost(key, after[key]))
         out.print(table)
         for a in r.alternatives:

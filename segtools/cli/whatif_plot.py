@@ -61,7 +61,7 @@ def figure(report: WhatIfReport) -> Figure:
         r = retention.get(w.topic, -1)
         if r >= 0:
             age_ax.axhline(r / DAY_MS, color="#d62728", linestyle="--", linewidth=1,
-                           label="retention.ms")
+                           label=report.retention_names.get(w.topic, "retention.ms"))
             age_ax.legend(loc="upper right", fontsize=8)
         name = _plain(w.topic)
         size_ax.set_title(f"{name}: bytes on disk", fontsize=10, loc="left")

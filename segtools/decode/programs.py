@@ -375,7 +375,9 @@ def _versions(m: Message) -> range:
 @cache
 def consumer_offsets_family() -> Family:
     """``GroupCoordinatorRecordSerde``: the record type is the key's version; group ids and
-    topics are interned, and offset commit keys get an identity code."""
+    topics are interned, and the keys of offset commits and of the KIP-848 / KIP-932 records get
+    an identity code (the replay keeps a commit's state by it, and folds a group's records that
+    a later one of the same key overwrites)."""
     keys = {t: (nm, k, t) for t, (nm, k, _) in consumer_offsets.RECORD_TYPES.items()}
     values = {(t, v): (nm, m) for t, (nm, _, m) in consumer_offsets.RECORD_TYPES.items()
               for v in _versions(m)}
@@ -384,7 +386,9 @@ def consumer_offsets_family() -> Family:
                        consumer_offsets.CONSUMER_PROTOCOL_ASSIGNMENT) for v in _versions(m)}
     return _family("__consumer_offsets", K.MODE_COORDINATOR, keys, values,
                    intern=frozenset({"group", "groupId", "topic"}),
-                   identity=frozenset(consumer_offsets.OFFSET_COMMIT_TYPES), extra=extra)
+                   identity=frozenset(consumer_offsets.OFFSET_COMMIT_TYPES)
+                   | frozenset(consumer_offsets.CONSUMER_GROUP_TYPES)
+                   | frozenset(consumer_offsets.SHARE_GROUP_TYPES), extra=extra)
 
 
 @cache

@@ -385,6 +385,8 @@ SELECTORS = (
              "hide aborted transactions"),
     Selector("include_control", "includeControl", "include_control", boolean,
              "keep control records"),
+    Selector("reveal_sensitive", "revealSensitive", "reveal_sensitive", boolean,
+             "__cluster_metadata values with their secrets (docs/security.md)"),
     Selector("include_headers", "includeHeaders", "include_headers", boolean,
              "add the headers column"),
     Selector("verify_crc", "verifyCrc", "verify_crc", boolean, "check each batch's CRC"),

@@ -69,6 +69,9 @@ class Selection:
     include_control: bool = False
     read_committed: bool = False
     verify_crc: bool = True
+    #: ``__cluster_metadata`` values as stored, sensitive configs and SCRAM credentials in
+    #: them (by default they are re-encoded with those hidden, as every face shows them)
+    reveal_sensitive: bool = False
     max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
     storage_options: Mapping[str, object] | None = None  # where the paths live (locations)
     #: Kafka's LocalTieredStorage directory: a tiered partition's remote part is read too

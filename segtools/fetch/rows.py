@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
+import lazy_loader
 import numpy as np
 import pyarrow as pa
 
 from segtools import fanout
-from segtools.analysis.transactions import ReadCommitted
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, walk
 from segtools.decode.buffers import BufferPool
@@ -33,8 +33,15 @@ from segtools.fetch.columns import PER_RECORD, Level
 from segtools.fetch.plan import ByteRange
 from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
+from segtools.storage.partition import CLUSTER_METADATA_TOPIC
 from segtools.storage.segment import Segment, unreadable
 from segtools.storage.summary import SegmentSummary, summarize
+
+#: The transactions analysis (with the coordinator's log and the producer-state fold behind
+#: it: 20-50 ms of a command's start) loads for a ``read_committed`` read only.
+transactions = lazy_loader.load("segtools.analysis.transactions", suppress_warning=True)
+#: The metadata log's record reader (secrets hidden) loads only when __cluster_metadata is read.
+cluster_metadata = lazy_loader.load("segtools.analysis.cluster_metadata", suppress_warning=True)
 
 #: The read goes up to the end of the files: no last-stable-offset cut (a consumer at the
 #: log end would stop at the LSO; a read of files has no "now" to stop at).
@@ -69,6 +76,7 @@ class Scan:
     verify_crc: bool = True
     check_crc: bool = False  # a corrupt batch fails the read: CRCs must be checked
     max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT
+    reveal_sensitive: bool = False  # __cluster_metadata values as stored (Selection's)
 
     @property
     def walk_crc(self) -> bool:
@@ -303,7 +311,7 @@ class _Visibility:
     def __init__(self, piece: ByteRange, scan: Scan):
         self.piece = piece
         self.control = scan.include_control or scan.level is Level.BATCHES
-        self.committed = (ReadCommitted(piece.aborted, last_stable_offset=_NO_LSO)
+        self.committed = (transactions.ReadCommitted(piece.aborted, last_stable_offset=_NO_LSO)
                           if scan.read_committed and piece.aborted else None)
 
     def _bounded(self, first: np.ndarray, last: np.ndarray) -> np.ndarray:
@@ -655,6 +663,8 @@ def _columns_batch(t: BatchTable, cols: ArrowColumns, piece: ByteRange, scan: Sc
             array = arrow.views_array(cols.data, cols.view_base, cols.value_views,
                                       cols.value_valid, cols.value_nulls, cols.value_bytes,
                                       target, pool)
+            if constants["topic"] == CLUSTER_METADATA_TOPIC and not scan.reveal_sensitive:
+                array = _metadata_values_shown(array, target)
         elif name == "offset":
             array = arrow.column(cols.offset, target)
         elif name == "timestamp":
@@ -673,6 +683,21 @@ def _columns_batch(t: BatchTable, cols: ArrowColumns, piece: ByteRange, scan: Sc
             array = _per_batch(t, expand, n, name, target, constant)
         arrays.append(arrow.conform(array, target))
     return scan.batch(arrays)
+
+
+def _metadata_values_shown(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """``__cluster_metadata`` values re-encoded with their sensitive configs and SCRAM
+    credentials hidden (:func:`~segtools.analysis.cluster_metadata.metadata_value`), as the
+    CLI and the report show them: the API's, the SQL face's and Spark's rows are outputs
+    too. The metadata log is small (a few records per config change), so one Python call
+    per record costs nothing that matters."""
+    text = pa.types.is_string(target) or pa.types.is_large_string(target)
+    shown = []
+    for v in values.to_pylist():
+        raw = v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v
+        out = cluster_metadata.metadata_value(raw)
+        shown.append(out.decode("utf-8", "replace") if text and out is not None else out)
+    return pa.array(shown, type=target)
 
 
 # -------------------------------------------------------------------------- batches

@@ -154,6 +154,28 @@ class Schemas:
             return own[-1].value
         return None if subject is None else self.compatibility(None)
 
+    def for_topics(self, topics: Iterable[str], ids: Iterable[int] = ()) -> Schemas:
+        """The part of this history a set of topics needs: their subjects by Confluent's
+        default ``TopicNameStrategy`` (``<topic>-key``, ``<topic>-value``), the subjects
+        ``ids`` (the schema ids their records carry) are registered under, whatever those
+        reference (a reader of the topic needs it), and the compatibility and mode settings
+        of those subjects and the global ones."""
+        subjects = {f"{t}-{side}" for t in topics for side in ("key", "value")}
+        ids = set(ids)
+        subjects |= {v.subject for v in self.versions if v.id in ids}
+        pending = [v for v in self.versions if v.subject in subjects]
+        while pending:
+            for ref in pending.pop().references:
+                found = self.by_subject_version(ref.subject, ref.version)
+                if found is not None and found.subject not in subjects:
+                    subjects.add(found.subject)
+                    pending.append(found)
+        return Schemas(versions=[v for v in self.versions if v.subject in subjects],
+                       removed=[v for v in self.removed if v.subject in subjects or v.id in ids],
+                       configs=[c for c in self.configs
+                                if c.subject is None or c.subject in subjects],
+                       source=self.source)
+
     def extend(self, other: Schemas) -> None:
         """Add what ``other`` knows that this does not (by id, subject and version)."""
         have = {(v.id, v.subject, v.version) for v in self.versions}

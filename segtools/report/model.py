@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 
 from segtools import __version__, fanout
-from segtools.analysis.cluster_metadata import metadata_value, topic_configs
+from segtools.analysis.cluster_metadata import metadata_record, topic_configs
 from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
@@ -329,7 +329,7 @@ def _record(r: Record, redactor: Redactor | None, budget: Budget,
     or SCRAM credential hidden (:func:`segtools.sensitive.metadata_value`), whatever the
     redaction asked; with ``decoder``, its key and value decoded beside the bytes."""
     if metadata:
-        r = replace(r, value=metadata_value(r.value))
+        r = metadata_record(r)
     shown = redactor.record(r) if redactor is not None else r
     out = {"offset": r.offset, "timestamp": r.timestamp,
            "key": preview(shown.key, budget.preview), "value": preview(shown.value, budget.preview),
@@ -479,12 +479,17 @@ def _tiered(tp) -> dict:
             "findings": [f.code for f in tp.findings]}
 
 
-def _compaction(pc, redactor: Redactor | None, budget: Budget) -> dict:
+def _compaction(explained, redactor: Redactor | None, budget: Budget) -> dict:
+    """A partition's cleaner replay; its policy is the partition's own (what retention
+    shows), with the sentence saying the cleaner never runs when it was replayed only
+    because the partition was named."""
     def key(b: bytes | None) -> str | None:
         return preview(redactor.key(b) if redactor is not None else b, budget.preview)
 
+    pc = explained.compaction
     return {
-        "policy": list(pc.config.cleanup_policy), "dirty_ratio": round(pc.dirty_ratio, 4),
+        "policy": list(explained.input.config.cleanup_policy),
+        "not_compacted": explained.not_compacted, "dirty_ratio": round(pc.dirty_ratio, 4),
         "min_cleanable_dirty_ratio": pc.config.min_cleanable_dirty_ratio,
         "would_clean": pc.would_clean, "would_clean_text": pc.would_clean_text,
         "clean_bytes": pc.clean_bytes, "cleanable_bytes": pc.cleanable_bytes,
@@ -834,7 +839,8 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
     """One summary row per partition directory (its detail filled later, for some), and the
     partition and its retention answer behind each row."""
     by_path = {str(e.input.dir.path): e for e in a.retention.partitions}
-    comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions}
+    comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions
+                    if e.not_compacted is None}  # replayed only because named: not compacted
     txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
     finding_count: dict[str | None, Counter] = defaultdict(Counter)
     in_partition = _partition_dirs()
@@ -883,7 +889,7 @@ def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
     (``_interest``) until ``budget.detail_bytes`` is spent; the first ``listed_partitions``
     of them are listed on the page with their first and last records. A detail is built,
     redacted and serialised one at a time: only the texts are kept."""
-    comp_by_path = {str(e.input.dir.path): e.compaction for e in a.compaction.partitions}
+    comp_by_path = {str(e.input.dir.path): e for e in a.compaction.partitions}
     txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
     prod_by_path = {pp.path: pp for pp in a.producers}
     texts: list[str | None] = [None] * len(rows)

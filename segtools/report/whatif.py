@@ -25,6 +25,7 @@ from segtools.analysis.whatif import (
     alternative_parts,
     changes_json,
     check_horizon,
+    cost_label,
     shown_cost,
     table_rows,
 )
@@ -109,7 +110,7 @@ def rows(current: Outcome, proposed: Outcome) -> list[dict]:
             for (label, cur, prop), ex in zip(table_rows(c, p), exact, strict=True)]
 
 
-def chart(w: WhatIf, retention_ms: int | None) -> dict:
+def chart(w: WhatIf, retention_ms: int | None, retention_name: str = "retention.ms") -> dict:
     """Both runs on one time axis (uPlot's aligned data: x in seconds; a run's points where it
     has them, null elsewhere, the line spanning the gaps): bytes on disk, and the oldest
     record's age (``at - oldest record timestamp``; null while the log is empty)."""
@@ -130,12 +131,12 @@ def chart(w: WhatIf, retention_ms: int | None) -> dict:
     return {"x": [x / 1000 for x in xs], "size": [col(cur, 0), col(prop, 0)],
             "age": [col(cur, 1), col(prop, 1)],
             "retention_ms": retention_ms if retention_ms is not None and retention_ms >= 0
-            else None}
+            else None, "retention_name": retention_name}
 
 
 def _cost_rows(cost: Mapping[str, Mapping]) -> list[dict]:
     before, after = cost.get("before", {}), cost.get("after", {})
-    return [{"label": k.replace("_", " "), "before": shown_cost(k, before[k]),
+    return [{"label": cost_label(k), "before": shown_cost(k, before[k]),
              "after": shown_cost(k, after[k]) if k in after else "-"} for k in before]
 
 
@@ -172,7 +173,8 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
     ranked = sorted(topics, key=lambda t: (order.get(t["topic"], len(order)),
                                            -t["_w"].current.swing, t["topic"]))
     for t in ranked[:charted]:
-        t["chart"] = chart(t["_w"], t["retention_ms"])
+        t["chart"] = chart(t["_w"], t["retention_ms"],
+                           report.retention_names.get(t["topic"], "retention.ms"))
     for t in topics:
         del t["_w"]
     return {"at": report.at_ms, "at_iso": format_time(report.at_ms), "until": report.end_ms,

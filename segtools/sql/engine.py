@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import json
 import os
 import re
 import shutil
@@ -22,17 +21,23 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+import lazy_loader
 import pyarrow as pa
 
 from segtools.errors import SegtoolsError
 from segtools.payloads.schemas import Schemas
-from segtools.payloads.sources import gather
 from segtools.sql import pushdown, typed
 from segtools.sql.trees import Trees
 from segtools.sql.views import READING_SCHEMA, RECORD_VIEWS, VIEWS, Options, reading, records
 
 if TYPE_CHECKING:  # the API hands its tree in; the room never reaches back up to it
     from segtools.api import LogDirs
+    from segtools.payloads.shapes import Struct
+
+#: The typed views' mapping and the schema sources (a registry client: urllib, http.client)
+#: load when a query decodes: a query that decodes nothing does not pay their imports.
+shapes = lazy_loader.load("segtools.payloads.shapes", suppress_warning=True)
+sources = lazy_loader.load("segtools.payloads.sources", suppress_warning=True)
 
 #: DuckDB's own default is 80% of the machine's memory, too much beside a running broker
 DEFAULT_MEMORY = "1GB"
@@ -163,9 +168,10 @@ _JSON_DECODED = ("* REPLACE (key_decoded::JSON AS key_decoded, "
 
 
 def _install(con, name: str, reader: pa.RecordBatchReader, references: int,
-             projection: str) -> None:
+             projection: str, parsed: str | None = None) -> None:
     """``name`` as a view of ``projection`` over the stream, which is registered under a
-    hidden name (or loaded into a temporary table when the query reads it more than once)."""
+    hidden name (or loaded into a temporary table when the query reads it more than once);
+    ``parsed``: an expression the projection reads as ``typed.PARSED``."""
     hidden = f"_segtools_{len(name)}_{name}"
     con.execute(f"DROP VIEW IF EXISTS {typed.quoted(name)}")
     con.execute(f"DROP TABLE IF EXISTS {typed.quoted(hidden)}")
@@ -177,36 +183,45 @@ def _install(con, name: str, reader: pa.RecordBatchReader, references: int,
         con.execute(f"CREATE TEMP TABLE {typed.quoted(hidden)} AS "
                     f"SELECT * FROM {typed.quoted(hidden + '_stream')}")
         con.unregister(f"{hidden}_stream")
-    con.execute(f"CREATE TEMP VIEW {typed.quoted(name)} AS "
-                f"SELECT {projection} FROM {typed.quoted(hidden)}")
+    source = typed.quoted(hidden) if parsed is None else \
+        f"(SELECT *, {parsed} AS {typed.PARSED} FROM {typed.quoted(hidden)})"
+    con.execute(f"CREATE TEMP VIEW {typed.quoted(name)} AS SELECT {projection} FROM {source}")
 
 
 #: the record columns a typed topic view keeps beside its schema's fields
 TYPED_RECORD_COLUMNS = ("topic", "partition", "offset", "timestamp", "key", "key_decoded",
-                        "value_schema_id", "value_schema_version", "value_payload_error")
+                        "value_schema_id", "value_schema_version", "value_schema_message",
+                        "value_payload_error")
+
+
+def kept_columns(columns: Struct) -> tuple[str, ...]:
+    """The record columns a typed view keeps: those no field of the schema is named like
+    (both engines' names are case-insensitive)."""
+    fields = {f.name.lower() for f in columns.fields}
+    return tuple(c for c in TYPED_RECORD_COLUMNS if c not in fields)
 
 
 def _typed_views(con, tree: LogDirs, parsed, every: pushdown.Pushdown,
                  options: Options) -> None:
-    """One view per topic with an Avro value subject, named after the topic: the record's
-    place and key, then the latest schema's fields as typed columns (``typed``)."""
+    """One view per topic with a value subject, named after the topic: the record's place
+    and key, then the latest schema's fields as typed columns (``typed``)."""
     history = schema_history(tree, options)
     if history is None:
         return
     for topic in tree.topics:
         if topic.lower() in VIEWS:
             continue
-        shape = typed.value_structure(history, topic)
         push = pushdown.for_view(parsed, topic) if parsed is not None else every
-        if shape is None or not push.references:
+        if not push.references:
+            continue
+        shape = shapes.topic_shape(history, topic)
+        if shape is None:
             continue
         push = replace(push, columns=None, topics=(topic,) if push.topics is None
                        or topic in push.topics else ())
-        fields = {k.lower() for k in shape}
-        kept = ", ".join(typed.quoted(c) for c in TYPED_RECORD_COLUMNS if c not in fields)
-        text = json.dumps(shape).replace("'", "''")
+        kept = ", ".join(typed.quoted(c) for c in kept_columns(shape.columns))
         _install(con, topic, records(tree, push, options), push.references,
-                 f"{kept}, unnest(from_json(value_decoded, '{text}'))")
+                 f"{kept}, {typed.typed_columns(shape)}", typed.parsed(shape))
 
 
 def schema_history(tree: LogDirs, options: Options) -> Schemas | None:
@@ -214,7 +229,7 @@ def schema_history(tree: LogDirs, options: Options) -> Schemas | None:
     if not options.schemas:
         return tree.schema_history()
     out = Schemas()
-    for history in gather([], [], schemas=list(options.schemas)).histories():
+    for history in sources.gather([], [], schemas=list(options.schemas)).histories():
         out.extend(history)
     return out
 

@@ -74,7 +74,8 @@ def parse(con, sql: str) -> Parsed:
     not take (``DESCRIBE``, several statements) has no tree: every view is then read whole;
     a syntax error has none either, and no view is read."""
     try:
-        text = con.execute("SELECT json_serialize_sql($1)", [sql]).fetchone()[0]
+        # fetchall: a result left unfinished makes DuckDB refuse the next query on ``con``
+        text = con.execute("SELECT json_serialize_sql($1)", [sql]).fetchall()[0][0]
     except Exception:  # the engine's own error class (duckdb.Error): the views read whole
         return Parsed(None)
     answer = json.loads(text)

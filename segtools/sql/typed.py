@@ -1,97 +1,112 @@
-"""Per-topic typed views: a topic's decoded values as the columns of its subject's latest
-Avro schema (``<topic>-value``, Schema Registry's default TopicNameStrategy).
+"""Per-topic typed views on DuckDB: a topic's decoded values as the columns of its value
+subject's latest version (``<topic>-value``, Schema Registry's default TopicNameStrategy),
+Avro, Protobuf or JSON Schema.
 
-The decoded JSON (docs/payloads.md, "JSON renderings") is read with DuckDB's ``from_json``
-into the DuckDB type of each field. The mapping follows spark-avro's ``SchemaConverters``, as
-the Spark source's ``with_typed_values`` does, so the typed columns mean the same on both
-engines: boolean, int, long, float, double, string as themselves; enum and uuid as text;
-bytes and fixed as their base64 text (the rendering's); record as a struct, array as a list,
-map as a map with text keys; ``["null", T]`` as T; a union of several non-null branches as
-text; date, time, timestamps (UTC) and local timestamps, decimal(p, s) as DuckDB's own.
-
-Older versions are read by the latest one the way Avro's resolution reads a field the writer
-did not have: absent from the JSON, the field is null. (A field's declared default is not
-filled in; docs/query.md says so.)
+What the columns are is the payload room's one mapping (:mod:`segtools.payloads.shapes`),
+shared with the Spark face; here it is spelt in DuckDB's types and read with ``from_json``
+(which turns the JSON rendering's strings into numbers, decimals, dates and instants itself),
+then rebuilt only where a default is filled in for a field an older writer lacked.
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
-from segtools.errors import SegtoolsError
-from segtools.payloads.schemas import AVRO, Schemas, avro_named
+import lazy_loader
 
-PRIMITIVES = {"boolean": "BOOLEAN", "int": "INTEGER", "long": "BIGINT", "float": "FLOAT",
-              "double": "DOUBLE", "bytes": "VARCHAR", "string": "VARCHAR", "null": "VARCHAR"}
-LOGICAL = {"date": "DATE", "time-millis": "TIME", "time-micros": "TIME",
-           "timestamp-millis": "TIMESTAMPTZ", "timestamp-micros": "TIMESTAMPTZ",
-           "local-timestamp-millis": "TIMESTAMP", "local-timestamp-micros": "TIMESTAMP",
-           "uuid": "VARCHAR"}
-#: DuckDB's widest decimal; a wider one stays its exact text
-MAX_DECIMAL_PRECISION = 38
-MAX_DEPTH = 64
+if TYPE_CHECKING:
+    from segtools.payloads.shapes import Scalar, Shape, TopicShape
 
+#: loaded by the first typed view: every query quotes names with this module, few type them
+shapes = lazy_loader.load("segtools.payloads.shapes", suppress_warning=True)
 
-def structure(schema, named: dict, namespace: str | None = None, depth: int = 0):
-    """The ``from_json`` structure of an Avro schema (parsed JSON): a type name, an object
-    of fields, or a one-element list for an array."""
-    if depth > MAX_DEPTH:
-        raise SegtoolsError("Avro schema nests too deep (or is recursive) for a typed view")
-    if isinstance(schema, str):
-        if schema in PRIMITIVES:
-            return PRIMITIVES[schema]
-        return structure(avro_named(schema, named, namespace), named, namespace, depth + 1)
-    if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        return (structure(branches[0], named, namespace, depth + 1) if len(branches) == 1
-                else "VARCHAR")
-    kind, logical = schema.get("type"), schema.get("logicalType")
-    if logical == "decimal":
-        precision, scale = int(schema.get("precision", 38)), int(schema.get("scale", 0))
-        return (f"DECIMAL({precision},{scale})" if precision <= MAX_DECIMAL_PRECISION
-                else "VARCHAR")
-    if logical in LOGICAL:
-        return LOGICAL[logical]
-    if kind in ("record", "error", "enum", "fixed"):
-        name = schema["name"]
-        space = schema.get("namespace") or namespace
-        full = name if "." in name or not space else f"{space}.{name}"
-        named[full] = schema
-        if kind != "record" and kind != "error":
-            return "VARCHAR"
-        inner = full.rpartition(".")[0] or None
-        return {f["name"]: structure(f["type"], named, inner, depth + 1)
-                for f in schema.get("fields", [])}
-    if kind == "array":
-        return [structure(schema["items"], named, namespace, depth + 1)]
-    if kind == "map":
-        values = structure(schema["values"], named, namespace, depth + 1)
-        return f"MAP(VARCHAR, {_type_text(values)})"
-    return structure(kind, named, namespace, depth + 1)
+#: DuckDB's name of each scalar kind of :mod:`segtools.payloads.shapes`
+TYPES = {"boolean": "BOOLEAN", "int": "INTEGER", "long": "BIGINT", "float": "FLOAT",
+         "double": "DOUBLE", "string": "VARCHAR", "date": "DATE", "timestamp": "TIMESTAMPTZ",
+         "local_timestamp": "TIMESTAMP", "json": "VARCHAR"}
+#: the column that holds a row's parsed value inside a typed view's query
+PARSED = "_segtools_typed"
 
 
-def _type_text(shape) -> str:
-    """A structure as a DuckDB type name (for a map's values)."""
-    if isinstance(shape, str):
-        return shape
-    if isinstance(shape, list):
-        return f"{_type_text(shape[0])}[]"
-    fields = ", ".join(f'"{k.replace(chr(34), chr(34) * 2)}" {_type_text(v)}'
-                       for k, v in shape.items())
+def type_text(shape: Shape) -> str:
+    """A shape as a DuckDB type name."""
+    if isinstance(shape, shapes.Scalar):
+        return (f"DECIMAL({shape.precision},{shape.scale})" if shape.kind == "decimal"
+                else TYPES[shape.kind])
+    if isinstance(shape, shapes.ListOf):
+        return f"{type_text(shape.item)}[]"
+    if isinstance(shape, shapes.MapOf):
+        return f"MAP(VARCHAR, {type_text(shape.value)})"
+    fields = ", ".join(f"{quoted(f.name)} {type_text(f.shape)}" for f in shape.fields)
     return f"STRUCT({fields})"
 
 
-def value_structure(history: Schemas, topic: str) -> dict | None:
-    """The fields of ``<topic>-value``'s latest version as a ``from_json`` structure, or None
-    when the topic has no Avro record schema to type it by."""
-    latest = history.latest(f"{topic}-value")
-    if latest is None or latest.schema_type != AVRO:
-        return None
-    named: dict = {}
-    for ref in history.referenced(latest):
-        structure(json.loads(ref.schema), named)
-    shape = structure(json.loads(latest.schema), named)
-    return shape if isinstance(shape, dict) and shape else None
+def structure(shape: Shape):
+    """The ``from_json`` structure of a shape: a type name, an object of fields, or a
+    one-element list for a list."""
+    if isinstance(shape, shapes.Struct):
+        return {f.name: structure(f.shape) for f in shape.fields}
+    if isinstance(shape, shapes.ListOf):
+        return [structure(shape.item)]
+    return type_text(shape)
+
+
+class DuckDialect:
+    """DuckDB's spelling of the expressions :func:`segtools.payloads.shapes.resolved`
+    builds."""
+
+    def member(self, expr: str, name: str) -> str:
+        return f"{expr}.{quoted(name)}"
+
+    def struct(self, parts: list[tuple[str, str]]) -> str:
+        return "struct_pack(" + ", ".join(f"{quoted(n)} := {e}" for n, e in parts) + ")"
+
+    def each(self, expr: str, var: str, body: str) -> str:
+        return f"list_transform({expr}, lambda {var}: {body})"
+
+    def entry_value(self, entry: str) -> str:
+        return f"{entry}.value"
+
+    def each_value(self, expr: str, entry: str, body: str) -> str:
+        return (f"map_from_entries(list_transform(map_entries({expr}), lambda {entry}: "
+                f"struct_pack(key := {entry}.key, value := {body})))")
+
+    def converts(self, scalar: Scalar) -> bool:
+        return False
+
+    def convert(self, expr: str, scalar: Scalar) -> str:
+        return expr
+
+    def literal(self, value: object, shape: Shape) -> str:
+        if isinstance(shape, shapes.ListOf):
+            return f"CAST([] AS {type_text(shape)})"
+        if isinstance(shape, shapes.MapOf):
+            return f"CAST(MAP {{}} AS {type_text(shape)})"
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, int | float):
+            return f"CAST({value!r} AS {type_text(shape)})"
+        return "'" + str(value).replace("'", "''") + "'"
+
+
+DIALECT = DuckDialect()
+
+
+def parsed(topic: TopicShape) -> str:
+    """The select-list expression of a row's parsed value (null for a row of another
+    Protobuf message than the view's)."""
+    text = json.dumps(structure(topic.columns)).replace("'", "''")
+    parse = f"from_json(value_decoded, '{text}')"
+    if topic.message is None:
+        return parse
+    message = topic.message.replace("'", "''")
+    return f"CASE WHEN value_schema_message = '{message}' THEN {parse} END"
+
+
+def typed_columns(topic: TopicShape) -> str:
+    """The select-list expression of the typed columns, over :data:`PARSED`."""
+    return f"unnest({shapes.resolved(PARSED, topic.columns, DIALECT)})"
 
 
 def quoted(name: str) -> str:

@@ -51,6 +51,7 @@ from segtools.storage.local import LocalPath
 from segtools.storage.located import Entry, ListedLocation
 from segtools.storage.scope import note_read
 from segtools.storage.source import WindowSource
+from segtools.text import shown_path, terminal_safe
 
 #: Default bound on temporary space for inflated members (``tmp_limit`` storage option).
 TMP_LIMIT = 16 * 1024**3
@@ -211,9 +212,10 @@ class ArchiveLocation(ListedLocation):
             self._tmp = Path(tempfile.mkdtemp(prefix=_TMP_PREFIX, dir=self.tmp_parent))
             # the empty directory, when the location is closed, collected or the process ends
             self._tmp_removal = weakref.finalize(self, shutil.rmtree, str(self._tmp), True)
-            print(f"segtools: note: {self.archive}: inflating into temporary space in "
-                  f"{self._tmp} (at most {self.tmp_limit} bytes, in unnamed files the system "
-                  "frees when segtools ends)", file=sys.stderr)
+            print(f"segtools: note: {terminal_safe(shown_path(self.archive))}: inflating into "
+                  f"temporary space in {terminal_safe(str(self._tmp))} (at most "
+                  f"{self.tmp_limit} bytes, in unnamed files the system frees when segtools "
+                  "ends)", file=sys.stderr)
         return self._tmp
 
     def _tmpfile(self) -> tuple[int, Path]:

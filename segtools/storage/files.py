@@ -22,9 +22,25 @@ from segtools.storage.scope import note_read
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
     | getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+#: How a partition directory is opened to check a file in it (:func:`_open_in_tree`): as a
+#: path only where the system can (``O_PATH`` asks for no read permission on it, which
+#: reading a file in it never needed); 0 where the system has no ``O_DIRECTORY``/``O_NOFOLLOW``
+#: or no ``fstatat``.
+_BENEATH = (getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
+            | _NOFOLLOW
+            if _NOFOLLOW and getattr(os, "O_DIRECTORY", 0) and os.stat in os.supports_dir_fd
+            else 0)
 #: What a refused link is told (the finding's message, the error's).
 SYMLINK_REFUSED = ("a symbolic link: not followed (a link could point outside the log dir; "
                    "name its target to read it)")
+#: What a file in a linked partition directory is told.
+PARENT_SYMLINK_REFUSED = ("its partition directory is a symbolic link: not followed (a link "
+                          "could point outside the log dir; name its target to read it)")
+
+#: The two text files Kafka keeps in each partition directory (``PartitionMetadataFile``,
+#: ``LeaderEpochCheckpointFile``); every other file it writes there starts with an offset.
+PARTITION_METADATA_FILE = "partition.metadata"
+LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 
 
 class SymlinkRefusedError(NotAKafkaFileError):
@@ -54,7 +70,7 @@ def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.s
     if not stat.S_ISREG(st.st_mode):
         raise NotAKafkaFileError("not a regular file", path=path)
     try:
-        fd = os.open(path, _OPEN_FLAGS if follow_symlinks else _OPEN_FLAGS | _NOFOLLOW)
+        fd = os.open(path, _OPEN_FLAGS) if follow_symlinks else _open_in_tree(path)
     except FileNotFoundError as e:
         raise VanishedError(e.strerror or str(e), path=path) from None
     except OSError as e:
@@ -69,6 +85,48 @@ def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.s
     if (keeper := gentle.current().keeper) is not None:
         keeper.note(path, fd, st)  # before the first byte is read: the cache as found
     return fd, st
+
+
+def in_partition_dir(name: str) -> bool:
+    """Whether Kafka keeps a file of this name only inside a partition directory: a name
+    that starts with an offset (segments, indexes, snapshots, KRaft checkpoints, a remote
+    segment's files) or one of the partition's two text files. A log dir's own files
+    (``meta.properties``, the offset checkpoints) never do."""
+    return name[:1].isdigit() or name in (PARTITION_METADATA_FILE, LEADER_EPOCH_CHECKPOINT_FILE)
+
+
+def _open_in_tree(path: str) -> int:
+    """``open(path, O_NOFOLLOW)``; for a partition's file, also the proof that it was opened
+    in its partition directory and that this directory is no link: the directory is opened
+    with ``O_NOFOLLOW``, and the file found in it (``fstatat``) must be the file opened.
+    Kafka never links a partition directory, but whoever writes the log dir can replace one
+    with a link to a directory outside it, at any moment (the listing's ``lstat`` cannot see
+    a swap made after it). The file itself is opened by its whole path, as every other open,
+    so that what audits a run's opens sees each one. The log dir itself, and the
+    directories above it, are the user's to link."""
+    head, name = os.path.split(path)
+    if not in_partition_dir(name) or not _BENEATH:
+        return os.open(path, _OPEN_FLAGS | _NOFOLLOW)
+    try:
+        parent = os.open(head or ".", _BENEATH)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(head or "."):
+            raise SymlinkRefusedError(PARENT_SYMLINK_REFUSED, path=path) from None
+        raise
+    try:
+        fd = os.open(path, _OPEN_FLAGS | _NOFOLLOW)
+        try:
+            beneath = os.stat(name, dir_fd=parent, follow_symlinks=False)
+            opened = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            raise
+        if (beneath.st_dev, beneath.st_ino) != (opened.st_dev, opened.st_ino):
+            os.close(fd)
+            raise SymlinkRefusedError(PARENT_SYMLINK_REFUSED, path=path)
+        return fd
+    finally:
+        os.close(parent)
 
 
 def open_regular_file(path: str | os.PathLike[str], *, follow_symlinks: bool = False
@@ -121,8 +179,8 @@ def symlink_found(path: str) -> Finding:
 def cannot_read(path: str, e: SegtoolsError | OSError) -> Finding:
     """``file_unreadable``: the one-line reason a file could not be read (a link:
     ``symlink_not_followed``)."""
-    if isinstance(e, SymlinkRefusedError):
-        return symlink_found(path)
+    if isinstance(e, SymlinkRefusedError):  # the file, or its partition directory
+        return finding("symlink_not_followed", path, e.message)
     why = e.message if isinstance(e, SegtoolsError) else e.strerror or e
     return finding("file_unreadable", path, f"cannot read: {why}")
 

@@ -54,6 +54,12 @@ class Gentle:
     still: bool = False
     #: The run's log dirs whose ``.lock`` is there but free (a stopped broker's).
     free: tuple[str, ...] = ()
+    #: Whether the run's readers may hand out zero-copy views of a mapped segment that live
+    #: past its close (the Arrow columns of the Python API, Spark and SQL): a view read later
+    #: would fault handed-back pages in again, so when the cache is restored such a run reads
+    #: sealed segments through private windows. A command that prints what it reads keeps
+    #: no view past a segment, and maps them (no copy).
+    views_outlive_segments: bool = True
 
 
 #: Outside any run's settings: nothing gentle, as segtools read before gentle mode.

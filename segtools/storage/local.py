@@ -140,12 +140,13 @@ class LocalDisk(Location):
             # no broker holds the log dir: nothing will shrink even the active segment
             settings = gentle.current()
             still = sealed or settings.still
-            # not when the run hands the cache back (a broker's host): the records' zero-copy
-            # views (``binary_view`` columns) keep the mapping alive past close(), and whoever
-            # reads them then (DuckDB, a notebook) faults its pages back in after they were
-            # dropped; private windows are read, noted and dropped here, whoever holds them
-            is_mapped = bool(still and unchanged and size > small
-                             and settings.keeper is None)
+            # not when the run hands the cache back (a broker's host) and its readers hand
+            # out the records' zero-copy views (``binary_view`` columns): those keep the
+            # mapping alive past close(), and whoever reads them then (DuckDB, a notebook)
+            # faults its pages back in after they were dropped; private windows are read,
+            # noted and dropped here, whoever holds them
+            is_mapped = bool(still and unchanged and size > small and (
+                settings.keeper is None or not settings.views_outlive_segments))
             if settings.rate is not None and 0 < size <= small:
                 settings.rate.take(size)
             whole = os.pread(fd, size, 0) if 0 < size <= small else b""

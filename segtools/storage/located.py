@@ -462,7 +462,11 @@ class RemoteFile(OpenFile):
         return self.entry.size, self.entry.mtime_ns
 
     def etag(self) -> str | None:
-        return self.entry.etag
+        """The version tag as the location knows it now: a store gives one with an open
+        (the object store's ``HeadObject``), which may come with this file's first read,
+        after the listing entry this file was opened with."""
+        now = self.path.entry
+        return (now if now is not None else self.entry).etag
 
     def pread(self, length: int, position: int) -> bytes:
         hi = min(self.entry.size, position + max(length, 0))

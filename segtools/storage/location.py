@@ -94,15 +94,19 @@ def _new_location(uri: str, options: Mapping[str, Any]) -> ListedLocation:
 def split_uri(text: str) -> tuple[str, str]:
     """``s3://bucket/a/b/`` -> ``("s3://bucket", "/a/b")``; credentials in the URI's user part
     are refused here, where every face's URI is parsed (:mod:`segtools.sensitive`)."""
-    refused = refuse_uri_credentials(text)
-    if refused is not None:
-        raise SegtoolsError(refused, path=without_credentials(text))
+    _refuse_credentials(text)
     parts = urlsplit(text)
     key = "/" + "/".join(p for p in unquote(parts.path).split("/") if p and p != ".")
     root = f"{parts.scheme}://{parts.netloc}"
     if parts.query:
         root += f"?{parts.query}"
     return root, key
+
+
+def _refuse_credentials(uri: str) -> None:
+    refused = refuse_uri_credentials(uri)
+    if refused is not None:
+        raise SegtoolsError(refused, path=without_credentials(uri))
 
 
 def resolve(path: str | os.PathLike[str],
@@ -118,7 +122,8 @@ def resolve(path: str | os.PathLike[str],
     if is_uri(text) and not text.startswith("file://"):
         root, key = split_uri(text)
         return open_location(root, storage_options).path(key)
-    if text.startswith("file://"):
+    if text.startswith("file://"):  # file://user:password@host/ holds one too
+        _refuse_credentials(text)
         text = text[len("file://"):]
     local = LocalPath(os.path.abspath(text))
     for i, part in enumerate(local.parts):

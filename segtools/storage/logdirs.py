@@ -318,6 +318,10 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         if ppath in done:
             continue
         done.add(ppath)
+        if ppath.is_symlink():  # named below a log dir: not read (a listing holds no link)
+            if not any(f.path == str(ppath) for f in findings):
+                findings.append(symlink_found(str(ppath)))
+            continue
         inode = _inode(ppath)
         if inode is not None and inode in seen:
             findings.append(finding("directory_seen_twice", str(ppath),

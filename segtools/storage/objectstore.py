@@ -22,7 +22,7 @@ import threading
 import weakref
 from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -474,9 +474,25 @@ class ObjectStoreLocation(ListedLocation):
 
     def open_file(self, key: str):
         try:
-            return self.fs.open_input_file(self.store_path(key))
+            f = self.fs.open_input_file(self.store_path(key))
         except (OSError, ValueError) as e:
             raise self.error(key, e, "cannot open") from None
+        self._note_etag(key, f)
+        return f
+
+    def _note_etag(self, key: str, f) -> None:
+        """The object's version tag as the run first opened it: ``pyarrow.fs`` lists no
+        ETag, but opening an object asks the store for its metadata (S3's ``HeadObject``),
+        which carries one; a store that gives none leaves it None."""
+        entry = self.entries.get(key)
+        if entry is None or entry.etag is not None:
+            return
+        try:
+            tag = f.metadata().get("ETag")
+        except (OSError, ValueError, AttributeError):
+            return
+        if tag:
+            self.entries[key] = replace(entry, etag=tag.decode("utf-8", "replace").strip('"'))
 
     def read_range(self, key: str, lo: int, hi: int) -> bytes:
         e = self.entries.get(key)

@@ -89,9 +89,10 @@ def resident(fd: int, size: int) -> bytes:
         _LIBC.munmap(addr, size)
 
 
-def cold_runs(before: bytes) -> list[tuple[int, int]]:
-    """The ``(first page, end page)`` runs of pages that were not resident."""
-    return [m.span() for m in _COLD.finditer(before)]
+def cold_runs(before: bytes, first: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """The ``(first page, end page)`` runs of pages that were not resident, within pages
+    ``first`` to ``end`` (the whole file by default)."""
+    return [m.span() for m in _COLD.finditer(before, first, len(before) if end is None else end)]
 
 
 def drop(fd: int, runs: list[tuple[int, int]]) -> None:
@@ -134,10 +135,19 @@ class PageCacheKeeper:
     def restore(self, fd: int) -> None:
         """Drop what this run brought into the cache of the file open on ``fd``; the file
         is then as found, so a later read of it is noted afresh."""
-        st = os.fstat(fd)
-        known = self.found.pop((st.st_dev, st.st_ino), None)
+        known = self.found.pop(_inode(fd), None)
         if known is not None:
             drop(fd, cold_runs(known.before))
+
+    def restore_range(self, fd: int, lo: int, hi: int) -> None:
+        """Drop what this run brought into the cache of the file open on ``fd`` between
+        bytes ``lo`` and ``hi`` (whole pages only), the walk having passed them: a long
+        segment read through ``pread`` windows would otherwise hold every page it read until
+        it is closed, evicting the broker's tail meanwhile. The file stays noted: the rest of
+        it is handed back when it is closed."""
+        known = self.found.get(_inode(fd))
+        if known is not None:
+            drop(fd, cold_runs(known.before, lo // PAGE, hi // PAGE))
 
     @contextlib.contextmanager
     def around(self, paths: Iterable[str | os.PathLike[str] | None]) -> Iterator[None]:
@@ -182,6 +192,11 @@ class PageCacheKeeper:
             self.tails[head] = active_base_offset(head)
         active = self.tails[head]
         return active is None or int(stem) >= active
+
+
+def _inode(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
 
 
 def _open_quietly(path: str | os.PathLike[str] | None) -> int | None:

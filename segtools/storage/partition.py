@@ -25,14 +25,20 @@ from segtools.formats.checkpoints import (
     parse_leader_epoch_checkpoint,
     parse_partition_metadata,
 )
-from segtools.storage.files import SEGMENT_NAME_DIGITS, entry_is_dir, symlink_found
+from segtools.storage.files import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    PARTITION_METADATA_FILE,
+    SEGMENT_NAME_DIGITS,
+    SYMLINK_REFUSED,
+    SymlinkRefusedError,
+    entry_is_dir,
+    symlink_found,
+)
 from segtools.storage.location import Located, as_path
 from segtools.storage.small_files import read_text_capped
 
 REMOTE_LOG_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
-PARTITION_METADATA_FILE = "partition.metadata"
-LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 QUORUM_STATE_FILE = "quorum-state"
 BOOTSTRAP_CHECKPOINT_FILE = "bootstrap.checkpoint"
 
@@ -281,6 +287,13 @@ def _file_type(mode: int) -> str:
     return "non-regular file"
 
 
+def _cannot_list(spath: str, e: OSError | SymlinkRefusedError) -> Finding:
+    """Why a partition directory was not listed: a link (never followed), or the error."""
+    if isinstance(e, SymlinkRefusedError):
+        return symlink_found(spath)
+    return finding("partition_dir_unreadable", spath, f"cannot list: {e.strerror or e}")
+
+
 def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
     try:
         return entry.stat()
@@ -307,11 +320,12 @@ def load_partition_dir(path: str | os.PathLike[str],
         listing.findings.append(finding(f"partition_{name.state.value}", spath,
                                         f"directory marked -{name.state.value}"))
     try:
+        if pdir.is_symlink():  # a link out of the tree: not listed (a listing holds none)
+            raise SymlinkRefusedError(SYMLINK_REFUSED, path=spath)
         with pdir.location.scandir(pdir) as it:
             dir_entries = sorted(it, key=lambda e: e.name)
-    except OSError as e:
-        listing.findings.append(finding("partition_dir_unreadable", spath,
-                                        f"cannot list: {e.strerror or e}"))
+    except (OSError, SymlinkRefusedError) as e:
+        listing.findings.append(_cannot_list(spath, e))
         return PartitionDir(pdir, name, segments=(), snapshots=(), leftovers=(), orphans=(),
                             strays=(), temp_files=(), kraft_snapshots=(),
                             partition_metadata=None, leader_epochs=(),

@@ -48,6 +48,8 @@ from segtools.findings import Finding, finding
 from segtools.storage.location import RemotePath, resolve
 from segtools.storage.partition import SegmentFiles
 from segtools.storage.segment import Segment, unreadable
+from segtools.storage.small_files import read_upto
+from segtools.text import quoted
 
 #: ``LocalTieredStorage.ROOT_STORAGE_DIR_NAME``: the directory made under its ``dir`` setting.
 LOCAL_TIERED_STORAGE_DIR = "kafka-tiered-storage"
@@ -260,7 +262,7 @@ def parse_manifest(data: bytes, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Aiv
     try:
         doc = json.loads(data)
         if str(doc.get("version")) != "1":
-            raise ValueError(f"manifest version {doc.get('version')!r} is not 1")
+            raise ValueError(f"manifest version {quoted(str(doc.get('version')))} is not 1")
         index = doc["chunkIndex"]
         chunk, size = int(index["originalChunkSize"]), int(index["originalFileSize"])
         if chunk <= 0 or size < 0:
@@ -272,7 +274,7 @@ def parse_manifest(data: bytes, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Aiv
         elif index["type"] == "variable":
             sizes = _chunk_sizes(index["transformedChunks"], limit)
         else:
-            raise ValueError(f"chunk index type {index['type']!r}")
+            raise ValueError(f"chunk index type {quoted(str(index['type']))}")
         if len(sizes) != count or any(n < 0 for n in sizes):
             raise ValueError(f"{len(sizes)} chunk sizes for {count} chunks")
         encryption = doc.get("encryption")
@@ -366,21 +368,31 @@ def aiven_segment_bytes(log: Path, manifest_path: Path, *,
     ``.rsm-manifest``; or None and the finding that says why not: encrypted (reading needs
     the plugin's private key), or a manifest or chunks that do not add up."""
     try:
-        if manifest_path.stat().st_size > MANIFEST_CAP:
-            raise SegtoolsError("the manifest is too large to be one")
-        manifest = parse_manifest(manifest_path.read_bytes(), limit=limit)
+        manifest = parse_manifest(read_manifest(manifest_path), limit=limit)
         if manifest.encryption_key_id is not None:
             return None, finding(
                 "remote_segment_encrypted", str(log),
                 "an Aiven tiered-storage object encrypted by the plugin (AES-GCM chunks; the "
-                f"data key is wrapped by the key pair {manifest.encryption_key_id!r}): reading "
+                f"data key is wrapped by the key pair {quoted(manifest.encryption_key_id)}): "
+                "reading "
                 "it needs that private key, which segtools does not have and does not guess")
         if manifest.original_file_size > limit:
             raise SegtoolsError(f"the segment is {manifest.original_file_size} bytes, over "
                                 "--max-decompressed-bytes")
-        return assemble(manifest, log.read_bytes()), None
+        chunks = sum(manifest.transformed_sizes)
+        return assemble(manifest, read_upto(log, chunks + 1)), None
     except (SegtoolsError, OSError, ValueError) as e:
         return None, finding("remote_segment_unreadable", str(log), str(e))
+
+
+def read_manifest(path: Path) -> bytes:
+    """A local ``.rsm-manifest``, read as every file of a tree is (:func:`read_upto`: a link
+    is refused, whoever wrote the store could point one at a root-only file), and refused
+    above :data:`MANIFEST_CAP`."""
+    data = read_upto(path, MANIFEST_CAP + 1)
+    if len(data) > MANIFEST_CAP:
+        raise SegtoolsError("too large to be a segment manifest", path=str(path))
+    return data
 
 
 def _size(path: Path) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from segtools.findings import Finding
 from segtools.model import Batch, Record
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.segment import Segment
@@ -29,6 +30,9 @@ class SeekResult:
     start_position: int
     index_used: bool
     batches_scanned: int
+    #: What the walk met on the way, up to the batch returned (all of it when none was):
+    #: a torn tail, a corrupt length, a bad CRC, as ``verify`` reports them.
+    findings: tuple[Finding, ...] = ()
 
 
 def _usable(index) -> bool:
@@ -44,8 +48,10 @@ def start_position_for_offset(index: OffsetIndex | None, target: int) -> tuple[i
 
 def _first_record(segment: Segment, start: int, candidate, keep) -> tuple:
     """Walk from ``start``; decode the batches ``candidate(table)`` selects, in order, until
-    one holds a record ``keep`` accepts. Returns (batch, record, batches walked)."""
+    one holds a record ``keep`` accepts. Returns (batch, record, batches walked, findings
+    met up to that batch)."""
     walked = 0
+    met: list[Finding] = []
     for chunk in segment.walk(start, verify_crc=True):
         t = chunk.table
         for row in np.flatnonzero(candidate(t)):
@@ -53,18 +59,23 @@ def _first_record(segment: Segment, start: int, candidate, keep) -> tuple:
             for br in segment.batch_records(one):
                 for record in br.records:
                     if keep(record):
-                        return br.batch, record, walked + int(row) + 1
+                        at = br.batch.position
+                        met += [f for f in chunk.findings
+                                if f.position is None or f.position <= at]
+                        return br.batch, record, walked + int(row) + 1, tuple(met)
         walked += len(t)
-    return None, None, walked
+        met += chunk.findings
+    return None, None, walked, tuple(met)
 
 
 def seek_offset(segment: Segment, index: OffsetIndex | None, target: int) -> SeekResult:
     """The first record with offset >= ``target`` (the target itself unless compaction or a
     control batch removed it), found via the index and a forward scan."""
     start, used = start_position_for_offset(index, target)
-    batch, record, scanned = _first_record(segment, start, lambda t: t.last_offset >= target,
-                                           lambda r: r.offset >= target)
-    return SeekResult(batch, record, start, used, scanned)
+    batch, record, scanned, met = _first_record(segment, start,
+                                                lambda t: t.last_offset >= target,
+                                                lambda r: r.offset >= target)
+    return SeekResult(batch, record, start, used, scanned, met)
 
 
 def seek_timestamp(segment: Segment, offset_index: OffsetIndex | None,
@@ -74,7 +85,7 @@ def seek_timestamp(segment: Segment, offset_index: OffsetIndex | None,
     if _usable(time_index):
         indexed = time_index.lookup(target)
         start, used = start_position_for_offset(offset_index, indexed.offset)
-    batch, record, scanned = _first_record(segment, start,
-                                           lambda t: t.max_timestamp >= target,
-                                           lambda r: r.timestamp >= target)
-    return SeekResult(batch, record, start, used, scanned)
+    batch, record, scanned, met = _first_record(segment, start,
+                                                lambda t: t.max_timestamp >= target,
+                                                lambda r: r.timestamp >= target)
+    return SeekResult(batch, record, start, used, scanned, met)

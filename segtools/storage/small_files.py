@@ -25,6 +25,15 @@ TEXT_FILE_CAP = 64 * 1024 * 1024
 SNAPSHOT_CAP = 256 * 1024 * 1024
 
 
+def read_upto(path: str | os.PathLike[str], limit: int) -> bytes:
+    """Up to ``limit`` bytes of a file from its start, wherever it lives, as its location
+    reads a small file (the local disk opens it without following a link out of the tree,
+    :func:`~segtools.storage.files.open_regular`); raises for I/O, as the caller decides
+    what an unreadable file is."""
+    where = as_path(path)
+    return where.location.read_upto(where, limit)
+
+
 def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
                      ) -> tuple[str | None, list[Finding]]:
     """Read a small text file (checkpoint, properties) as UTF-8, refusing files above ``cap``.
@@ -32,8 +41,7 @@ def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
     Returns ``(None, findings)`` when the file cannot be read."""
     spath = str(path)
     try:
-        where = as_path(path)
-        data = where.location.read_upto(where, cap + 1)
+        data = read_upto(path, cap + 1)
     except (SegtoolsError, OSError) as e:
         return None, [cannot_read(spath, e)]
     if len(data) > cap:

@@ -103,6 +103,7 @@ class MappedSource:
         self._populate = _POPULATE_READ
         self._rate = gentle.current().rate
         self._charged = 0  # bytes counted against the read-rate cap (walked front to back)
+        self._keeper = gentle.current().keeper
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         if hi > self._checked:  # the guard: never touch a page the file no longer has
@@ -114,13 +115,18 @@ class MappedSource:
         return self.array, 0, end
 
     def release(self, upto: int) -> None:
-        """Drop the pages already walked from this process (they stay in the page cache), so
-        a long walk's resident memory stays flat instead of growing to the segment size."""
-        if self.size < _RELEASE_MIN:
+        """Drop the pages already walked from this process, so a long walk's resident
+        memory stays flat instead of growing to the segment size; they stay in the page
+        cache, unless the run leaves the cache as found: then, unmapped here, the pages the
+        walk brought in are handed back too (the kernel drops no page still mapped). A view
+        of them read later faults them in again from the file, which is sealed."""
+        if self.size < _RELEASE_MIN and self._keeper is None:
             return
         upto -= upto % mmap.PAGESIZE
         if upto > self._released:
             advise(self.array, self._released, upto, mmap.MADV_DONTNEED)
+            if self._keeper is not None:
+                self._keeper.restore_range(self.fd, self._released, upto)
             self._released = upto
 
     def prefault(self, lo: int, hi: int) -> None:
@@ -169,6 +175,8 @@ class WindowSource:
         self.buffers = BufferPool(self.stride)
         self._last: tuple[np.ndarray, int, int] | None = None  # buffer, lo, avail
         self._rate = gentle.current().rate
+        self._keeper = gentle.current().keeper
+        self._released = 0
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
@@ -181,12 +189,25 @@ class WindowSource:
             self._rate.take(n)
         buf = self.buffers.get(n)
         got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
+        if got == n and hi < self.size:
+            # the next window read ahead while the walk checks this one: a blocking pread
+            # of cold data would otherwise leave the disk idle during every window's CRCs
+            with contextlib.suppress(OSError):
+                os.posix_fadvise(self.fd, self.origin + hi, min(n, self.size - hi),
+                                 os.POSIX_FADV_WILLNEED)
         if not keep:
             self._last = (buf, lo, lo + got)
         return buf[:got], lo, lo + got
 
     def release(self, upto: int) -> None:
-        return None
+        """The walk has passed ``upto``: when the run leaves the page cache as found, the
+        pages it read before there are handed back now, not when the file is closed (a
+        gigabyte segment would otherwise sit in the cache, in the broker's way, until its
+        walk ends). The windows hold private copies, so nothing here needs those pages."""
+        if self._keeper is not None and upto > self._released:
+            self._keeper.restore_range(self.fd, self.origin + self._released,
+                                       self.origin + upto)
+            self._released = upto
 
     def zero_from(self, lo: int, hi: int) -> int | None:
         found = zero_from(self.fd, self.origin + lo, self.origin + min(hi, self.size))

@@ -57,7 +57,9 @@ class SegmentSummary:
     producer_id_count: int = 0
     transactional_batches: int = 0
     control_batches: int = 0
-    crc_errors: int = 0
+    #: Batches whose stored CRC does not match their bytes; None when CRCs were not checked
+    #: (a count of 0 would claim a check that never ran).
+    crc_errors: int | None = None
     findings: tuple[Finding, ...] = field(default=())
 
     def __reduce__(self) -> tuple:
@@ -124,7 +126,7 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
                 None if files.timeindex is None else os.fsencode(files.timeindex),
                 verify_crc, SMALL_FILE, SMALL_TIME_INDEX, decompress_limit)
         if fast is not None:
-            return _compiled(files, is_active, fast)
+            return _compiled(files, is_active, fast, verify_crc)
     return _walked(files, is_active=is_active, verify_crc=verify_crc, time_index=time_index,
                    decompress_limit=decompress_limit)
 
@@ -172,9 +174,11 @@ _MAGICS = {bits: tuple(m for m in range(8) if bits >> m & 1) for bits in range(8
 assert len(CODEC_LABELS) <= 8
 
 
-def _compiled(files: SegmentFiles, is_active: bool, fast: tuple) -> SegmentSummary:
+def _compiled(files: SegmentFiles, is_active: bool, fast: tuple,
+              verify_crc: bool) -> SegmentSummary:
     """The summary from :func:`_summary.summarize_small`'s fold (the time index read by the
-    compiled code when plain, else by :class:`TimeIndex`, as in :func:`_walked`)."""
+    compiled code when plain, else by :class:`TimeIndex`, as in :func:`_walked`). The fold
+    answers only for a segment with nothing to report, so no CRC it checked failed."""
     (size, mtime_ns, batches, valid_bytes, records, first_offset, last_offset, first_ts,
      fold_max, fold_max_offset, codecs, magics, producers, txn, control, index) = fast
     log = str(files.log)
@@ -209,7 +213,7 @@ def _compiled(files: SegmentFiles, is_active: bool, fast: tuple) -> SegmentSumma
         magics=_MAGICS[magics],
         producer_ids=tuple(sorted(producers)[:MAX_PRODUCER_IDS]) if producers else (),
         producer_id_count=len(producers), transactional_batches=txn, control_batches=control,
-        findings=findings)
+        crc_errors=0 if verify_crc else None, findings=findings)
 
 
 def _max_mismatch(files: SegmentFiles, ti_last: tuple[int, int], log_max: int) -> Finding:
@@ -259,7 +263,8 @@ def _walked(files: SegmentFiles, *, is_active: bool, verify_crc: bool,
         magics=tuple(sorted(fold.magics)),
         producer_ids=tuple(sorted(fold.producers)[:MAX_PRODUCER_IDS]),
         producer_id_count=len(fold.producers), transactional_batches=fold.txn,
-        control_batches=fold.control, crc_errors=fold.crc_errors, findings=tuple(findings))
+        control_batches=fold.control, crc_errors=fold.crc_errors if verify_crc else None,
+        findings=tuple(findings))
 
 
 class _Fold:

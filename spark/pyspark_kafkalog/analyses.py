@@ -491,14 +491,16 @@ _OUTCOME_DDL = "struct<" + ",".join(f"{name}:{ddl}" for name, _, ddl in _OUTCOME
 #: ``segtools retention --what-if --format json``'s ``what_if`` objects (``changes`` as that
 #: JSON object's text; a series row ``[at_ms, bytes, oldest_record_ms]`` as a struct);
 #: ``too_short``: the partitions whose history is too short to extrapolate;
-#: ``recommendation``: the topic row's ``--recommend`` object as JSON text, when one was found.
+#: ``recommendation``: the topic row's ``--recommend`` object as JSON text, when one was found;
+#: ``unrecommended``: on a topic row ``--recommend`` found nothing for, why.
 WHAT_IF_SCHEMA = (f"topic string, partition int, changes string, current {_OUTCOME_DDL}, "
                   f"proposed {_OUTCOME_DDL}, too_short array<string>, "
-                  "recommendation string")
+                  "recommendation string, unrecommended string")
 _WHAT_IF_ARROW = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
                             ("changes", pa.string()), ("current", _OUTCOME_ARROW),
                             ("proposed", _OUTCOME_ARROW), ("too_short", pa.list_(pa.string())),
-                            ("recommendation", pa.string())])
+                            ("recommendation", pa.string()),
+                            ("unrecommended", pa.string())])
 #: The batch and segment rows one topic's simulation reads (``kind``: ``batch`` or
 #: ``segment``; a segment row brings its partition's cleaner checkpoint).
 _WHAT_IF_SIDE = ("kind", "log_dir", "topic", "partition", "segment_base_offset", "position",
@@ -589,7 +591,8 @@ def _what_if_rows(key: tuple, side: pa.Table, records: pa.Table,
                      "current": _outcome_row(w.current), "proposed": _outcome_row(w.proposed),
                      "too_short": list(w.too_short),
                      "recommendation": json.dumps(rec.to_json())
-                     if rec is not None and w.partition is None else None})
+                     if rec is not None and w.partition is None else None,
+                     "unrecommended": j["unrecommended"]})
     return pa.Table.from_pylist(rows, schema=_WHAT_IF_ARROW)
 
 

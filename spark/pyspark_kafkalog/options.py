@@ -69,6 +69,7 @@ class ReadOptions:
     include_headers: bool = False
     include_control: bool = False
     read_committed: bool = False
+    reveal_sensitive: bool = False  # __cluster_metadata values as stored, secrets included
     fail_on_corruption: bool = False
     verify_crc: bool = True
     min_partitions: int | None = None
@@ -84,7 +85,7 @@ class ReadOptions:
     schema_registry: str | None = None
     #: On a broker's host (docs/robustness.md): None lets the lock decide, as the CLI does.
     page_cache: PageCacheMode | None = None
-    max_read_rate: int | None = None  # bytes per second, per reading task
+    max_read_rate: int | None = None  # bytes per second, per executor (its tasks share it)
 
     @property
     def all_storage_options(self) -> dict[str, Any] | None:
@@ -129,6 +130,7 @@ def parse_options(options: Mapping[str, str]) -> ReadOptions:
         include_headers=_shared(opts, "includeHeaders", False),
         include_control=_shared(opts, "includeControl", False),
         read_committed=_shared(opts, "readCommitted", False),
+        reveal_sensitive=_shared(opts, "revealSensitive", False),
         fail_on_corruption=_bool(opts, "failOnCorruption", False),
         verify_crc=_shared(opts, "verifyCrc", True),
         min_partitions=_int(opts, "minPartitions", minimum=1),
@@ -187,7 +189,7 @@ OPTION_NAMES = (
     "endingOffsets",
     "startingOffsetsByTimestamp", "endingOffsetsByTimestamp", "startingTimestamp",
     "endingTimestamp", "includeHeaders", "includeControl", "readCommitted", "failOnCorruption",
-    "verifyCrc", "minPartitions", "maxPartitionBytes", "pushdown", "strings",
+    "verifyCrc", "revealSensitive", "minPartitions", "maxPartitionBytes", "pushdown", "strings",
     "maxDecompressedBytes", "remoteStore", "decode", "schemas", "schemaRegistry", "pageCache",
     "maxReadRate",
 )

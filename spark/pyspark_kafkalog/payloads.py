@@ -1,26 +1,23 @@
-"""A topic's decoded values as a typed struct column: the subject's latest Avro schema mapped to
-Spark types as spark-avro's ``SchemaConverters.toSqlType`` maps them, applied with
-``from_json`` to the ``value_decoded`` column the ``decode`` option adds.
+"""A topic's decoded values as typed columns on Spark: the payload room's one mapping
+(:mod:`segtools.payloads.shapes`: Avro, Protobuf and JSON Schema to column types, shared with
+``segtools query``'s DuckDB views) spelt in Spark's types, applied with ``from_json`` to the
+``value_decoded`` column the ``decode`` option adds.
 
-The mapping (spark-avro's): boolean, int, long, float, double, string as Spark's own types;
-bytes and fixed as binary (the decoded JSON holds them as base64, which Spark's JSON reader
-decodes); enum as string; record as struct; array as array; map as map with string keys;
-``["null", T]`` as a nullable T; a union of several non-null branches as string (the decoded
-JSON holds the branch's value alone, so no ``member0..n`` struct can be filled); logical
-types: date as date, timestamp-millis/micros as timestamp, local-timestamp-millis/micros as
-timestamp_ntz, decimal as decimal(precision, scale), uuid as string.
+Spark's JSON reader turns the renderings' strings into dates, instants, decimals and doubles
+(``"NaN"`` included) itself, but not a 64-bit integer written as a JSON string (the proto3
+JSON mapping's int64): those leaves are read as text and cast (``try_cast``: a value that is
+not a number is null, as DuckDB's ``from_json`` makes it). Spark has no usable TIME type
+(4.x refuses it unless enabled), so a time of day is text on both engines.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
-    BinaryType,
     BooleanType,
     DataType,
     DateType,
@@ -38,115 +35,136 @@ from pyspark.sql.types import (
 )
 
 from segtools.errors import SegtoolsError
-from segtools.payloads.schemas import AVRO, RegisteredSchema, Schemas, avro_named
+from segtools.payloads.schemas import Schemas
+from segtools.payloads.shapes import (
+    ListOf,
+    MapOf,
+    Scalar,
+    Shape,
+    TopicShape,
+    resolved,
+    topic_shape,
+)
 from segtools.payloads.sources import gather
 
-PRIMITIVES: dict[str, DataType] = {
+#: Spark's type of each scalar kind of :mod:`segtools.payloads.shapes`
+TYPES: dict[str, DataType] = {
     "boolean": BooleanType(), "int": IntegerType(), "long": LongType(), "float": FloatType(),
-    "double": DoubleType(), "bytes": BinaryType(), "string": StringType(),
-}
-LOGICAL: dict[str, DataType] = {
-    "date": DateType(), "timestamp-millis": TimestampType(), "timestamp-micros": TimestampType(),
-    "local-timestamp-millis": TimestampNTZType(), "local-timestamp-micros": TimestampNTZType(),
-    "uuid": StringType(),
-}
-#: Deeper than this an Avro schema is refused (a recursive record has no Spark type either).
-MAX_DEPTH = 64
+    "double": DoubleType(), "string": StringType(), "date": DateType(),
+    "timestamp": TimestampType(), "local_timestamp": TimestampNTZType(), "json": StringType()}
+#: the column holding a row's parsed value while the typed columns are built
+PARSED = "_segtools_typed"
 
 
-def _full_name(schema: dict, namespace: str | None) -> str:
-    name = schema["name"]
-    if "." in name or not (schema.get("namespace") or namespace):
-        return name
-    return f"{schema.get('namespace') or namespace}.{name}"
+def spark_type(shape: Shape, *, reading: bool = False) -> DataType:
+    """A shape as a Spark type; ``reading``: as ``from_json`` reads it (the leaves
+    :class:`SparkDialect` converts read as text)."""
+    if isinstance(shape, Scalar):
+        if reading and SparkDialect.converts(shape):
+            return StringType()
+        return (DecimalType(shape.precision, shape.scale) if shape.kind == "decimal"
+                else TYPES[shape.kind])
+    if isinstance(shape, ListOf):
+        return ArrayType(spark_type(shape.item, reading=reading), True)
+    if isinstance(shape, MapOf):
+        return MapType(StringType(), spark_type(shape.value, reading=reading), True)
+    return StructType([StructField(f.name, spark_type(f.shape, reading=reading), True)
+                       for f in shape.fields])
 
 
-def spark_type(schema, named: dict, namespace: str | None = None, depth: int = 0
-               ) -> tuple[DataType, bool]:
-    """The Spark type of an Avro schema (parsed JSON) and whether it is nullable; ``named``
-    holds the named types met so far (and those of the references)."""
-    if depth > MAX_DEPTH:
-        raise SegtoolsError("Avro schema nests too deep (or is recursive) for a Spark type")
-    if isinstance(schema, str):
-        if schema in PRIMITIVES:
-            return PRIMITIVES[schema], False
-        if schema == "null":
-            return StringType(), True
-        return spark_type(avro_named(schema, named, namespace), named, namespace, depth + 1)
-    if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        if len(branches) == 1:
-            return spark_type(branches[0], named, namespace, depth + 1)[0], True
-        return StringType(), True
-    kind = schema.get("type")
-    logical = schema.get("logicalType")
-    if logical == "decimal":
-        return DecimalType(int(schema.get("precision", 38)), int(schema.get("scale", 0))), False
-    if logical in LOGICAL:
-        return LOGICAL[logical], False
-    if kind in ("record", "error", "enum", "fixed"):
-        full = _full_name(schema, namespace)
-        named[full] = schema
-        if kind == "enum":
-            return StringType(), False
-        if kind == "fixed":
-            return BinaryType(), False
-        inner = full.rpartition(".")[0] or None
-        fields = []
-        for f in schema.get("fields", []):
-            dtype, nullable = spark_type(f["type"], named, inner, depth + 1)
-            fields.append(StructField(f["name"], dtype, nullable))
-        return StructType(fields), False
-    if kind == "array":
-        dtype, nullable = spark_type(schema["items"], named, namespace, depth + 1)
-        return ArrayType(dtype, nullable), False
-    if kind == "map":
-        dtype, nullable = spark_type(schema["values"], named, namespace, depth + 1)
-        return MapType(StringType(), dtype, nullable), False
-    return spark_type(kind, named, namespace, depth + 1)
+def _text(value: str) -> str:
+    """A Spark SQL string literal (Spark reads backslash escapes inside quotes)."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
-def struct_of(schema: RegisteredSchema, references: Iterable[RegisteredSchema] = ()) -> DataType:
-    """The Spark type of a registered Avro schema, its references' named types resolved."""
-    if schema.schema_type != AVRO:
-        raise SegtoolsError(f"{schema.subject} v{schema.version} is {schema.schema_type}: "
-                            "typed columns are made from Avro schemas")
-    named: dict = {}
-    for ref in references:
-        spark_type(json.loads(ref.schema), named)
-    return spark_type(json.loads(schema.schema), named)[0]
+class SparkDialect:
+    """Spark SQL's spelling of the expressions :func:`segtools.payloads.shapes.resolved`
+    builds."""
+
+    def member(self, expr: str, name: str) -> str:
+        return f"{expr}.`{name.replace('`', '``')}`"
+
+    def struct(self, parts: list[tuple[str, str]]) -> str:
+        return "named_struct(" + ", ".join(f"{_text(n)}, {e}" for n, e in parts) + ")"
+
+    def each(self, expr: str, var: str, body: str) -> str:
+        return f"transform({expr}, {var} -> {body})"
+
+    def entry_value(self, entry: str) -> str:
+        return entry
+
+    def each_value(self, expr: str, entry: str, body: str) -> str:
+        return f"transform_values({expr}, ({entry}_key, {entry}) -> {body})"
+
+    @staticmethod
+    def converts(scalar: Scalar) -> bool:
+        return scalar.kind == "long"
+
+    def convert(self, expr: str, scalar: Scalar) -> str:
+        return f"try_cast({expr} AS BIGINT)"
+
+    def literal(self, value: object, shape: Shape) -> str:
+        kind = spark_type(shape).simpleString()
+        if isinstance(shape, ListOf):
+            return f"CAST(array() AS {kind})"
+        if isinstance(shape, MapOf):
+            return f"CAST(map() AS {kind})"
+        if isinstance(value, bool):
+            return "TRUE" if value else "FALSE"
+        if isinstance(value, int | float):
+            return f"CAST({value!r} AS {kind})"
+        return _text(str(value))
 
 
-def latest_schema(schemas: Schemas | Iterable[str], subject: str
-                  ) -> tuple[RegisteredSchema, list[RegisteredSchema]]:
-    """The subject's latest version and the versions it references (transitively)."""
-    history = schemas if isinstance(schemas, Schemas) else _history(schemas)
-    latest = history.latest(subject)
-    if latest is None:
-        raise SegtoolsError(f"no version of subject {subject!r} in the schemas read")
-    refs = history.referenced(latest)
-    return latest, refs
+DIALECT = SparkDialect()
 
 
-def _history(paths: Iterable[str]) -> Schemas:
-    chain = gather([], [], schemas=list(paths))
+def parsed(topic: TopicShape, side: str = "value") -> Column:
+    """``<side>_decoded`` read into the shape (null for a row of another Protobuf message
+    than the topic's typed one)."""
+    parse = F.from_json(F.col(f"{side}_decoded"), spark_type(topic.columns, reading=True))
+    if topic.message is None:
+        return parse
+    return F.when(F.col(f"{side}_schema_message") == topic.message, parse)
+
+
+def typed_struct(topic: TopicShape) -> Column:
+    """The typed struct, from the :data:`PARSED` column."""
+    return F.expr(resolved(PARSED, topic.columns, DIALECT))
+
+
+def history_of(schemas: Schemas | Iterable[str]) -> Schemas:
+    """A ``Schemas`` history, or the one read from where the ``_schemas`` topic is."""
+    if isinstance(schemas, Schemas):
+        return schemas
+    chain = gather([], [], schemas=list(schemas))
     out = Schemas()
     for h in chain.histories():
         out.extend(h)
     return out
 
 
-def typed_column(schemas: Schemas | Iterable[str], topic: str, *, side: str = "value"
-                 ) -> Column:
-    """``from_json`` of ``<side>_decoded`` with the type of ``<topic>-<side>``'s latest
-    version (``schemas``: a ``Schemas`` history, or where the ``_schemas`` topic is)."""
-    latest, refs = latest_schema(schemas, f"{topic}-{side}")
-    return F.from_json(F.col(f"{side}_decoded"), struct_of(latest, refs))
+def latest_shape(schemas: Schemas | Iterable[str], topic: str, side: str = "value"
+                 ) -> TopicShape:
+    """The typed columns of ``<topic>-<side>``'s latest version, or an error saying why
+    there are none."""
+    history = history_of(schemas)
+    subject = f"{topic}-{side}"
+    if history.latest(subject) is None:
+        raise SegtoolsError(f"no version of subject {subject!r} in the schemas read")
+    found = topic_shape(history, topic, side)
+    if found is None:
+        raise SegtoolsError(f"{subject}'s latest version has no typed columns (not a record "
+                            "or an object of properties, or it does not compile)")
+    return found
 
 
 def with_typed_values(df: DataFrame, schemas: Schemas | Iterable[str], topic: str, *,
                       side: str = "value") -> DataFrame:
     """``df`` (read with ``decode``) with ``<side>_typed``: the decoded JSON as a struct of
-    the subject's latest schema; rows written with older versions fill what the latest
-    declares (missing fields are null)."""
-    return df.withColumn(f"{side}_typed", typed_column(schemas, topic, side=side))
+    the subject's latest version (Avro, Protobuf or JSON Schema); rows written with older
+    versions get what the format's resolution gives a field they lack (null, or the
+    format's default: docs/payloads.md "Typed columns")."""
+    shape = latest_shape(schemas, topic, side)
+    return (df.withColumn(PARSED, parsed(shape, side))
+            .withColumn(f"{side}_typed", typed_struct(shape)).drop(PARSED))

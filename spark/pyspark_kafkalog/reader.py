@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
@@ -33,6 +34,7 @@ from segtools.payloads.sources import gather
 from segtools.storage import gentle
 from segtools.storage.logdirs import walk
 from segtools.storage.scope import LocationScope
+from segtools.storage.throttle import ReadRate
 
 log = logging.getLogger("pyspark_kafkalog")
 
@@ -60,10 +62,14 @@ class KafkaLogReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The task's rows, read as gently as the CLI would on this host (a broker's lock
-        held: the page cache restored; ``maxReadRate``: capped for this task)."""
+        held: the page cache restored; ``maxReadRate``: capped for this task's executor, the
+        bucket shared by its concurrent tasks)."""
         arrow, text = text_payloads(to_arrow_schema(self.schema, timezone="UTC"))
         scan = make_scan(self.opts, self.columns, arrow)
-        with gentle.applied(self._gentle()):
+        settings = self._gentle()
+        if settings.rate is not None:
+            settings = replace(settings, rate=ReadRate.for_executor(settings.rate.rate))
+        with gentle.applied(settings):
             batches = read_task(partition, scan, self.opts.fail_on_corruption,
                                 self.opts.storage_secrets)
             if self.plan is not None and self.payloads is not None:

@@ -61,7 +61,8 @@ def make_scan(opts: ReadOptions, columns: tuple[str, ...], schema: pa.Schema) ->
     return rows.Scan(opts.level, columns, schema, include_control=opts.include_control,
                      read_committed=opts.read_committed, verify_crc=opts.verify_crc,
                      check_crc=opts.fail_on_corruption,
-                     max_decompressed_bytes=opts.max_decompressed_bytes)
+                     max_decompressed_bytes=opts.max_decompressed_bytes,
+                     reveal_sensitive=opts.reveal_sensitive)
 
 
 def reporter(fail_on_corruption: bool):

@@ -6,7 +6,8 @@ with every column the CLI's view has (the source builds only those, on the execu
 views that are analyses of the whole tree (``findings``, ``retention``, ``producers``,
 ``transactions``, ``offsets``, ``schemas``) are small: the driver computes them with the same
 functions the CLI's views call (:mod:`segtools.sql.views`) and hands Spark the Arrow table.
-With ``decode``, every topic whose value subject is Avro gets its typed view, as the CLI's.
+With ``decode``, every topic with a value subject (Avro, Protobuf, JSON Schema) gets its typed
+view, as the CLI's.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
-from pyspark_kafkalog import FORMAT
-from pyspark_kafkalog.payloads import typed_column
+from pyspark_kafkalog import FORMAT, payloads
 from pyspark_kafkalog.schema import DECODED_FIELDS, FIELDS
 from segtools.api import LogDirs
 from segtools.fetch import arguments
 from segtools.fetch.columns import Level
-from segtools.sql import engine, typed
+from segtools.payloads import shapes
+from segtools.sql import engine
 from segtools.sql.pushdown import Pushdown
 from segtools.sql.views import VIEWS, Options, record_columns
 
@@ -84,21 +85,24 @@ def register_views(spark: SparkSession, *paths: str | os.PathLike[str],
 
 
 def _typed_views(spark: SparkSession, tree: LogDirs, options: Options) -> list[str]:
-    """A view per topic with an Avro value subject: the CLI's columns, the fields typed."""
+    """A view per topic with a value subject: the CLI's columns, the fields typed by the
+    same mapping (:mod:`segtools.payloads.shapes`)."""
     history = engine.schema_history(tree, options)
     if history is None:
         return []
     records: DataFrame = spark.table("records")
     out = []
     for topic in tree.topics:
-        shape = typed.value_structure(history, topic)
-        if shape is None or topic.lower() in VIEWS:
+        if topic.lower() in VIEWS:
             continue
-        fields = {k.lower() for k in shape}
-        kept = [c for c in engine.TYPED_RECORD_COLUMNS if c not in fields]
+        shape = shapes.topic_shape(history, topic)
+        if shape is None:
+            continue
         frame = (records.where(F.col("topic") == topic)
-                 .withColumn("_typed", typed_column(history, topic))
-                 .select(*kept, "_typed.*"))
+                 .withColumn(payloads.PARSED, payloads.parsed(shape))
+                 .select(*engine.kept_columns(shape.columns),
+                         payloads.typed_struct(shape).alias(payloads.PARSED))
+                 .select(*engine.kept_columns(shape.columns), f"{payloads.PARSED}.*"))
         frame.createOrReplaceTempView(f"`{topic.replace('`', '``')}`")
         out.append(topic)
     return out

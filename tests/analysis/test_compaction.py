@@ -266,7 +266,9 @@ def test_cli_compaction_json_and_key(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert code == 0
     [p] = doc["partitions"]
-    assert p["config"]["cleanup.policy"]["source"] == "assumed"
+    assert p["config"]["cleanup.policy"] == {"value": "delete", "source": "default",
+                                             "detail": "LogConfig default"}
+    assert "never compacts" in p["not_compacted"]  # replayed as if compact, and said so
     assert p["first_dirty_offset"] == 40 and p["key_reuse"]["distinct_keys"] == 35
     assert [h["offset"] for h in p["key_history"]] == [2, 58]
     assert p["survivor"].startswith("offset 58")

@@ -11,6 +11,7 @@ from segtools.formats.internal.consumer_offsets import (
     CONSUMER_PROTOCOL_ASSIGNMENT,
     OFFSET_COMMIT_KEY,
     OFFSET_COMMIT_VALUE,
+    RECORD_TYPES,
     SHARE_GROUP_METADATA_VALUE,
     decode_assignment,
     decode_record,
@@ -175,3 +176,19 @@ def test_share_group_and_assignment_versions_decode():
     data = struct.pack(">h", 9) + CONSUMER_PROTOCOL_ASSIGNMENT.write(
         {"assignedPartitions": [{"topic": "x", "partitions": [1]}]}, 3)
     assert decode_assignment(data)[0] == 9
+
+
+def test_share_group_member_metadata_is_shown(tmp_path):
+    """A KIP-932 member's metadata declares fewer fields than a consumer group member's (no
+    instance id, regex, rebalance timeout, assignor): shown with what it has."""
+    key = struct.pack(">h", 10) + RECORD_TYPES[10][1].write(
+        {"groupId": "sg", "memberId": "m1"}, 10)
+    value = struct.pack(">h", 0) + RECORD_TYPES[10][2].write(
+        {"rackId": None, "clientId": "c1", "clientHost": "/10.0.0.1",
+         "subscribedTopicNames": ["t"]}, 0)
+    pdir = write_partition(tmp_path, "__consumer_offsets-0", [
+        records_batch([(key, value)], base_offset=0, timestamp=1)])
+    g = replay_offsets([as_partition(pdir)]).groups["sg"]
+    assert (g.kind, g.members848["m1"]["metadata"]) == ("share", {
+        "rackId": None, "clientId": "c1", "clientHost": "/10.0.0.1",
+        "subscribedTopicNames": ["t"], "classic_protocol": False})

@@ -15,6 +15,7 @@ import segtools
 from segtools.analysis import whatif
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.simulation import Outcome
+from segtools.cli import whatif as cli_whatif
 from segtools.cli.whatif_plot import binary_ticks
 from tests.analysis.whatif_tree import CONFIG, DAY, SEGTOOLS, TREE
 from tests.fixtures_manifest import FIXTURES
@@ -95,6 +96,62 @@ def test_a_sentence_never_compares_a_figure_with_itself():
     assert "(local.retention.ms 2d)" in said and "(retention.ms" not in said
 
 
+def test_a_topic_sentence_never_compares_a_figure_with_itself():
+    """``retention --recommend`` said "with no change the size moves between 0 B and 0 B
+    (current config 0 B..0 B)" of every topic it had nothing to recommend for: with no change
+    only the current config is said, a size that does not move is one figure, and a figure a
+    change leaves alone is said once, "as under the current config"."""
+    def item(changes: dict, cur: Outcome, prop: Outcome) -> whatif.WhatIf:
+        return whatif.WhatIf("t", None, changes, cur, prop)
+
+    same = _outcome(2048, 1024, 9 * DAY)
+    none = cli_whatif.sentence(item({}, same, same))
+    assert "no change proposed: under the current config the size moves between 1.0 KiB " \
+        "and 2.0 KiB and over the horizon's second half the oldest record is at most 9d old" \
+        in none and "current config 1.0 KiB" not in none
+    empty = Outcome(0, 0, None, None, (), 1, 0, 1, 0, start_bytes=100)
+    said = cli_whatif.sentence(item({}, empty, empty))
+    assert "the size stays at 0 B (empty) and the topic is empty over the horizon's " \
+        "second half" in said and "0 B and 0 B" not in said
+    unchanged = cli_whatif.sentence(item({"segment.ms": 10**12}, same, same))
+    assert "with segment.ms=1000000000000 the size moves between 1.0 KiB and 2.0 KiB, as " \
+        "under the current config, and over the horizon's second half the oldest record is " \
+        "at most 9d old, as under the current config" in unchanged
+    moved = cli_whatif.sentence(item({"segment.bytes": 4096}, same,
+                                     _outcome(2048, 2048, 7 * DAY)))
+    assert "the size stays at 2.0 KiB (current config 1.0 KiB..2.0 KiB)" in moved
+    assert "at most 7d old (current config 9d)" in moved
+
+
+def test_no_recommendation_says_why():
+    """A topic ``--recommend`` leaves alone says why, in recommend_topic's order of
+    reasons (busy-clicks' sentence read "no change proposed" with no word of why)."""
+    kept = _outcome(100, 0, 8 * DAY)
+    too_old = _outcome(100, 0, 30 * DAY)
+    week = TopicConfig(retention_ms=7 * DAY)
+    assert whatif.unrecommended(TopicConfig(cleanup_policy=("compact",)), kept, False) == \
+        "cleanup.policy=compact removes records by key only, with no time to keep"
+    assert whatif.unrecommended(TopicConfig(retention_ms=-1), kept, False) == \
+        "retention.ms is -1, so time retention is off"
+    assert whatif.unrecommended(week, too_old, True) == \
+        "a partition's history is too short to extrapolate"
+    assert whatif.unrecommended(week, kept, False) == \
+        "the current config keeps its promise (retention.ms 7d, with 25% slack)"
+    assert whatif.unrecommended(week, too_old, False) == \
+        "no segment change tried keeps the promise (retention.ms 7d, with 25% slack)"
+    both = TopicConfig(retention_ms=7 * DAY, cleanup_policy=("compact", "delete"))
+    assert whatif.unrecommended(both, too_old, False).startswith("no segment or cleaner ")
+
+
+def test_copies_of_a_partition_are_named_once():
+    """The replicas tree holds orders.v2-eu-9 in two brokers' log dirs; the short-history
+    line named it twice ("orders.v2-eu-9, orders.v2-eu-9")."""
+    proc = _cli(str(FIXTURES / "logdirs" / "replicas"), "--at", "2023-11-20T10:31Z",
+                "--recommend")
+    assert "  orders.v2-eu-9 (2 copies): the history spans less than 1d" in proc.stdout
+    assert "orders.v2-eu-9, orders.v2-eu-9" not in proc.stdout
+
+
 def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     """Piped (not a terminal), every sentence is one line however long; costs are in units
     (no "index bytes 20971800"), the ingest rate is written out."""
@@ -106,10 +163,17 @@ def test_text_in_a_pipe_is_one_line_per_sentence_with_units():
     lines = proc.stdout.splitlines()
     sentences = [x for x in lines if x.startswith("topic ")]
     assert len(sentences) == 4
-    assert all(x.endswith(")") and "oldest record is at most" in x for x in sentences)
+    assert all("oldest record is at most" in x for x in sentences)
+    assert [x.endswith(")") for x in sentences] == [False, True, True, True]  # busy-clicks
+    assert "no change proposed because the current config keeps its promise (retention.ms " \
+        "7d, with 25% slack): under the current config" in sentences[0]
     assert not any(x.startswith(("(", "14d)", "old (")) for x in lines)
     index = [x for x in lines if x.startswith("index bytes")]
     assert index and all("MiB" in x for x in index)
+    # a lag shown in days is not named in ms ("min compaction lag ms  0s")
+    assert [x.split()[-2:] for x in lines if x.startswith("min compaction lag ")] == \
+        [["0s", "0s"], ["0s", "0s"]]
+    assert not any("lag ms" in x for x in lines)
 
 
 def test_the_replay_cap_is_said_when_it_binds():
@@ -139,6 +203,89 @@ def test_the_replay_cap_is_said_when_it_binds():
                 "--what-if", "segment.bytes=1048576", "--ingest", "2000000").stdout
     assert "the replay cap binds: each simulated batch stands for" in text
     assert "at the scale asked: current config about" in text
+
+
+def test_counts_at_scale_are_said_once_when_equal():
+    """With no change (or one that changes neither count) the cap's line said "current config
+    about 18,467,214 segments at once ...; proposed config about 18,467,214 segments at once
+    ..." of figures that are one and the same."""
+    same = _outcome(100, 0, DAY)
+    big, small = whatif.FullScale(10, 20), whatif.FullScale(30, 40)
+
+    def said(changes: dict, scales: tuple) -> str:
+        return cli_whatif._at_scale(whatif.WhatIf("t", None, changes, same, same,
+                                                  full_scale=scales))
+
+    assert said({}, (big, big)) == "the current config about 10 segments at once and 20 rolls"
+    assert said({"segment.ms": 1}, (big, big)) == \
+        "either config about 10 segments at once and 20 rolls"
+    assert said({"segment.bytes": 14}, (big, small)) == (
+        "current config about 10 segments at once and 20 rolls; proposed config about 30 "
+        "segments at once and 40 rolls")
+
+
+def test_a_compacted_replay_is_bounded_by_its_segments():
+    """ledger-compact at 2 MB/s with 16 KiB segments: every replayed batch fills segments of
+    its own, and the cleaner weighs each segment in Python at each pass, so 20,000 replayed
+    batches took minutes for this one partition (the CLI on the whatif tree ran over ten).
+    The replay keeps to MAX_CLEANED_SEGMENTS batches there, still at the rate asked, and the
+    counts at the scale asked come from the bytes; a delete-only config, or a compacted one
+    whose log holds fewer segments at once, keeps the full replay."""
+    from segtools.analysis.config import parse_config_text
+    from segtools.analysis.partition_input import load_inputs
+    from segtools.analysis.simulation import MAX_CLEANED_SEGMENTS, MAX_REPLAY_BATCHES
+    from segtools.storage.logdirs import walk
+
+    loaded = load_inputs(walk([str(TREE / "ledger-compact-0"),
+                               str(TREE / "customers.compact-0")])[0],
+                         config_file=parse_config_text(CONFIG.read_text(), str(CONFIG)))
+    pi, customers = sorted(loaded.partitions, key=lambda p: p.topic != "ledger-compact")
+    part = whatif.PartitionHistory(pi, whatif.history(pi))
+    now = whatif.horizon_end(int(part.history.batch_ts.max()), 1 / 24)
+    horizon = whatif.Horizon(now, whatif.horizon_end(now, 30), whatif.parse_ingest(2e6), 1)
+    small = whatif.apply_changes(pi.config, {"segment.bytes": 16384})
+    disk = part.history.batches
+    bounded = horizon.extend(part.history, [pi.config, small])
+    assert bounded.batches - disk <= MAX_CLEANED_SEGMENTS + 24
+    appended = float(bounded.batch_size[disk:].sum())
+    assert abs(appended - 2e6 * 30 * 86_400) < 0.01 * appended
+    deleting = whatif.apply_changes(small, {"cleanup.policy": "delete"})
+    full = horizon.extend(part.history, [deleting])
+    assert MAX_CLEANED_SEGMENTS * 5 < full.batches - disk <= MAX_REPLAY_BATCHES + 24
+    auto = whatif.Horizon(now, horizon.end_ms, whatif.AUTO, 1)
+    assert auto.extend(part.history, [small]).replay_scale == 1
+    # ten years of customers.compact's own rate: over 10,000 16 KiB segments over the
+    # horizon, but a week's worth at once; a bound there stretched the window's quiet hours
+    # into weeks (the partition was simulated empty for days)
+    hot = whatif.history(customers)
+    decade = whatif.Horizon(now, whatif.horizon_end(now, 3650), whatif.AUTO, 1)
+    tiny = whatif.apply_changes(customers.config, {"segment.bytes": 16384})
+    assert decade.extend(hot, [customers.config, tiny]).replay_scale == \
+        decade.extend(hot).replay_scale < 30
+
+
+def test_the_charts_name_the_setting_they_hold_to():
+    """clicks.tiered keeps local.retention.ms (2d) locally; the PNG's and the report's age
+    charts drew that line labelled "retention.ms" (7d on this topic), the mislabel the
+    sentence had; the report's legend called the current config "today"."""
+    from segtools.cli.whatif_plot import figure
+    from segtools.report import whatif as report_whatif
+    from segtools.timestamps import to_millis
+
+    loaded = segtools.open(FIXTURES / "logdirs" / "tiered").inputs(
+        at=to_millis("2024-06-01T12:00Z"))
+    report = whatif.what_if_report(loaded, {"segment.ms": 43_200_000},
+                                   now_ms=to_millis("2024-06-01T12:00Z"), horizon_days=2)
+    assert report.retention_names == {"__remote_log_metadata": "retention.ms",
+                                      "clicks.tiered": "local.retention.ms"}
+    legends = [t.get_text() for ax in figure(report).axes if ax.get_legend()
+               for t in ax.get_legend().get_texts()]
+    assert "local.retention.ms" in legends
+    doc = report_whatif.from_report(report)
+    chart = next(t["chart"] for t in doc["topics"] if t["topic"] == "clicks.tiered")
+    assert (chart["retention_name"], chart["retention_ms"]) == ("local.retention.ms", 2 * DAY)
+    script = report_whatif.script()
+    assert "c.retention_name" in script and '"today"' not in script
 
 
 def test_plot_ticks_and_page_are_in_units(tmp_path):

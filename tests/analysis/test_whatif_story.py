@@ -223,6 +223,9 @@ def test_a_history_too_short_to_extrapolate_recommends_nothing():
     assert topics["corrupt-crc"]["too_short"] == ["corrupt-crc-0"]
     short = {t for t, w in topics.items() if w["too_short"]}
     assert not short & {r["topic"] for r in doc["recommendations"]}
+    assert topics["big-value"]["unrecommended"] == \
+        "a partition's history is too short to extrapolate"
+    assert all(w["unrecommended"] is None for w in doc["what_if"] if w["partition"] is not None)
     big = topics["big-value"]
     # no replay: nothing is appended, so the size never grows past what is on disk
     assert big["current"]["peak_bytes"] <= big["current"]["start_bytes"]
@@ -232,7 +235,48 @@ def test_a_history_too_short_to_extrapolate_recommends_nothing():
     assert "big-value-0: the history spans less than 1d, too short to extrapolate" in text
     # an empty second half is said in words, never as an age of "-"
     assert "topic big-value: " in text and "at most - old" not in text
-    assert "the topic is empty over the horizon's second half under either config" in text
+    assert "no change proposed because a partition's history is too short to extrapolate: " \
+        "under the current config the size moves between 0 B and 275.3 KiB and the topic " \
+        "is empty over the horizon's second half" in text
+
+
+def test_batches_without_a_timestamp_are_no_history():
+    """legacy's mixed.upgrade-0 starts with v0 messages (no timestamp, -1) and then has 11
+    seconds of v1/v2 batches (2017-07-14T04:40:07Z to 04:40:18Z). Counted from -1, its
+    history looked 47 years long and ``--recommend`` advised a segment.ms from those 11
+    seconds; the timed batches alone are what the history covers, far less than a day."""
+    loaded = load_inputs(walk([str(FIXTURES / "logdirs" / "legacy" / "mixed.upgrade-0")])[0])
+    (pi,) = loaded.partitions
+    h = si.history(pi)
+    assert int(h.batch_ts[0]) == -1 and int(h.batch_ts[-1]) - int(h.batch_ts[4]) == 11_750
+    assert whatif.PartitionHistory(pi, h).too_short
+    report = whatif.what_if_report(loaded, None, now_ms=int(h.batch_ts[-1]) + H,
+                                   horizon_days=30, recommend=True)
+    assert report.recommendations == ()
+    assert all(w.too_short == ("mixed.upgrade-0",) for w in report.items)
+
+
+def test_records_from_after_the_moment_are_not_an_empty_log():
+    """payloads' plain-0 at 2023-11-16 (its 377 bytes are timestamped 2024-05-01, 167 days
+    later): the log keeps them all month, so the what-if must not call it empty. Their ages
+    are negative, as ``segtools retention`` gives them ("167d 14h in the FUTURE"), and the
+    sentence says the records are in the future (it said "the topic is empty over the
+    horizon's second half" beside a size that stays at 377 B)."""
+    from segtools.cli.whatif import sentence
+    from segtools.timestamps import to_millis
+
+    loaded = load_inputs(walk([str(FIXTURES / "logdirs" / "payloads" / "plain-0")])[0])
+    at = to_millis("2023-11-16T00:00Z")
+    report = whatif.what_if_report(loaded, {}, now_ms=at, horizon_days=30)
+    topic = report.items[-1]
+    newest = max(s.max_timestamp for s in loaded.partitions[0].summaries)
+    c = topic.current
+    assert c.late_trough_bytes == c.peak_bytes == 377
+    assert c.oldest_age_ms_end is not None and c.oldest_age_ms_end < 0
+    assert c.oldest_age_ms_late == c.oldest_age_ms_end > at + 30 * DAY - newest
+    said = sentence(topic)
+    assert "empty" not in said
+    assert "every record left is timestamped at least 137d 14h in the future" in said
 
 
 def test_the_docs_quote_the_sentence_recommend_prints():

@@ -124,6 +124,9 @@ def test_compaction_with_no_config_says_why_in_its_repr():
     delete): the repr says so, in words that are not the CLI's flags."""
     text = repr(segtools.explain_compaction(SAMPLE, at=AT))
     assert "no compacted partition" in text and "cleanup.policy=compact" in text
+    named = repr(segtools.explain_compaction(f"{SAMPLE}/orders.v2-eu-0", at=AT))
+    assert "0 compacted partition(s), 0 the cleaner" in named  # its policy is delete
+    assert "1 named without a config (cleanup.policy=delete" in named
     assert "--" not in text
 
 

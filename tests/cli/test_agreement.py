@@ -6,6 +6,7 @@ two answers that disagree leave one of them wrong."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import io
 import json
 import subprocess
@@ -304,3 +305,129 @@ def test_tiered_at_a_moment_knows_only_the_events_before_it():
     assert segments and all(s["state_changed_ms"] <= to_millis(at) for s in segments)
     first = next(s for s in segments if s["start_offset"] == 0)
     assert first["state"] == "COPY_SEGMENT_FINISHED"
+
+
+def test_retention_and_compaction_assume_one_cleanup_policy():
+    """With no topic config both commands take Kafka's default, delete, and say so; the
+    cleaner's replay of a partition named anyway says the cleaner never runs on it."""
+    pdir = str(LOGDIRS / "sample" / "orders.v2-eu-0")
+    _, (retention,) = lines("retention", pdir, "--at", AT, "--format", "json")
+    _, (compaction,) = lines("compaction", pdir, "--at", AT, "--format", "json")
+    (kept,), (cleaned,) = retention["partitions"], compaction["partitions"]
+    assert kept["config"]["cleanup.policy"] == cleaned["config"]["cleanup.policy"]
+    assert cleaned["config"]["cleanup.policy"]["value"] == "delete"
+    assert "never compacts" in cleaned["not_compacted"]
+    for command in ("retention", "compaction"):
+        assert "cleanup.policy=delete [default]" in cli(command, pdir, "--at", AT)[1]
+    assert "the log cleaner never compacts this partition" in cli("compaction", pdir,
+                                                                  "--at", AT)[1]
+
+
+def test_a_key_no_record_has_is_a_selection_that_selects_nothing():
+    """As ``--topic`` matching no topic: one line naming what is there, exit 2, on the CLI
+    and in the Python API alike; a key that is there still gets its history."""
+    import segtools
+    from segtools.fetch.arguments import ArgumentError
+
+    pdir = str(LOGDIRS / "sample" / "payments-compact-0")
+    proc = subprocess.run([SEGTOOLS, "compaction", pdir, "--at", AT, "--key", "k2"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("segtools: error: ") and "no record has key 'k2'" in line
+    assert "nearest keys: 'k18', 'k19', 'k20', 'k21'" in line
+    with pytest.raises(ArgumentError, match="key: no record has key 'k2'"):
+        segtools.open(pdir).explain_compaction(at=AT, key="k2")
+    code, text = cli("compaction", pdir, "--at", AT, "--key", "k02")
+    assert code == 0 and "history of key k02: 2 version(s)" in text
+
+
+@pytest.mark.parametrize("junk", [b"this is not a Kafka segment\n" * 200, bytes(range(256)) * 20])
+def test_find_reports_the_damage_verify_reports(tmp_path, junk):
+    """A segment that is not Kafka bytes: ``find`` reads it on its way and must say what
+    ``verify`` says of it, not only that no record was found."""
+    pdir = tmp_path / "logs" / "junk-0"
+    pdir.mkdir(parents=True)
+    (pdir / "00000000000000000000.log").write_bytes(junk)
+    _, checked = lines("verify", str(pdir), "--format", "jsonl")
+    code, found = lines("find", str(pdir), "--offset", "0", "--format", "jsonl")
+    damage = {(f["code"], f["path"]) for f in checked
+              if f["type"] == "finding" and f["severity"] != "info"}
+    assert damage
+    assert damage <= {(f["code"], f["path"]) for f in found if f["type"] == "finding"}
+    assert code == 1
+
+
+@pytest.mark.parametrize("tree", ["sample", "legacy"])
+def test_scan_counts_bad_crcs_only_when_it_checks_them(tree):
+    """Without ``--crc`` no CRC is checked, so ``crc_errors`` is null (empty in csv, and the
+    table says so), not a 0 that reads as "all good"; with it, each segment's count is what
+    ``verify`` finds in that segment."""
+    path = str(LOGDIRS / tree)
+    _, plain = lines("scan", "-q", path, "--format", "jsonl")
+    assert {r["crc_errors"] for r in plain if r["type"] == "segment"} == {None}
+    _, checked = lines("scan", "-q", "--crc", path, "--format", "jsonl")
+    _, verified = lines("verify", "-q", path, "--format", "jsonl")
+    bad: dict[str, int] = {}
+    for f in verified:
+        if f["type"] == "finding" and f["code"] == "crc_mismatch":
+            bad[f["path"]] = bad.get(f["path"], 0) + 1
+    assert {r["path"]: r["crc_errors"] for r in checked if r["type"] == "segment"} == \
+        {r["path"]: bad.get(r["path"], 0) for r in checked if r["type"] == "segment"}
+    rows = list(csv.DictReader(io.StringIO(cli("scan", "-q", path, "--format", "csv")[1])))
+    assert rows and {row["crc_errors"] for row in rows} == {""}
+    assert "batch CRCs not checked (--crc checks them)" in cli("scan", "-q", path)[1]
+    assert "batch CRCs checked" in cli("scan", "-q", "--crc", path)[1]
+
+
+@pytest.mark.parametrize(("topic", "subjects"), [
+    ("orders", {"orders-value", "money"}),  # money: what orders-value references
+    ("events", {"events-value"}),
+    ("payloads.hostile", {"orders-value", "money", "legacy-value", "customers-value",
+                          "address", "events-value", "scratch-value"}),
+])
+def test_schemas_of_a_topic_are_those_it_uses(topic, subjects):
+    """``schemas --usage --topic T`` lists T's subjects, those its records' ids are
+    registered under and what they reference, not every subject of the registry; its usage
+    rows are the whole run's rows for T."""
+    tree = str(LOGDIRS / "payloads")
+    _, whole = lines("schemas", "--usage", "--format", "jsonl", tree)
+    _, mine = lines("schemas", "--usage", "--topic", topic, "--format", "jsonl", tree)
+    listed = {x["subject"] for x in mine if x["type"] in ("schema", "schema_removed")}
+    assert listed == subjects
+    configs = {x.get("subject") for x in mine if x["type"] not in (
+        "schema", "schema_removed", "schema_usage", "finding")}
+    assert configs <= subjects | {None}
+    usage_rows = [x for x in whole if x["type"] == "schema_usage" and x["topic"] == topic]
+    assert usage_rows == [x for x in mine if x["type"] == "schema_usage"]
+
+
+def test_notes_alone_exit_0_as_the_contract_says():
+    """docs/json-contract.md's exit codes say plainly that notes (info findings) never make
+    a command exit 1; ``verify`` printing only notes exits 0, a warning makes it 1."""
+    contract = (Path(__file__).resolve().parents[2] / "docs" / "json-contract.md").read_text()
+    codes = " ".join(contract.split("\n\n")[1].split())
+    assert "notes (`info` findings:" in codes and "never change the exit code" in codes
+    assert "`verify` on a healthy log dir that prints only notes exits `0`" in codes
+    code, found = lines("verify", "-q", "--format", "jsonl",
+                        str(LOGDIRS / "sample" / "payments-compact-0"))
+    severities = {x["severity"] for x in found if x["type"] == "finding"}
+    assert severities == {"info"} and code == 0
+    code, found = lines("verify", "-q", "--format", "jsonl", str(LOGDIRS / "sample"))
+    assert {"warning", "error"} & {x["severity"] for x in found if x["type"] == "finding"}
+    assert code == 1
+
+
+def test_the_report_and_compaction_agree_on_a_partition_without_config():
+    """The report of a partition named without a topic config shows its policy as
+    ``retention`` and ``compaction`` do (Kafka's default, delete), not as compacted, and
+    says why the cleaner's replay is shown anyway."""
+    pdir = str(LOGDIRS / "sample" / "orders.v2-eu-0")
+    _, (compaction,) = lines("compaction", pdir, "--at", AT, "--format", "json")
+    (cleaned,) = compaction["partitions"]
+    model = build([pdir], at=to_millis(AT))
+    (row,) = model.data["partitions"]
+    assert row["compacted"] is False and row["dirty_ratio"] is None
+    shown = model.detail(row["id"])["compaction"]
+    assert shown["policy"] == [cleaned["config"]["cleanup.policy"]["value"]] == ["delete"]
+    assert shown["not_compacted"] == cleaned["not_compacted"]

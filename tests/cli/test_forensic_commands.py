@@ -118,3 +118,21 @@ def test_usage_errors_are_one_line_exit_2(argv):
     assert p.stdout == ""
     assert p.stderr.strip().splitlines()[-1].startswith("segtools: error: ")
     assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("fmt", ["text", "jsonl"])
+def test_offsets_anomalies_spooled_a_few_lines_at_a_time(fmt, monkeypatch, capsys):
+    """The anomalies reach their spools in batches of lines: with batches of one line or
+    two, the answer is the one written line by line would be."""
+    from segtools.cli import offsets as page
+    from segtools.cli.main import main
+
+    def answer() -> str:
+        assert main(["offsets", "-q", "--format", fmt, str(FORENSICS)]) == 1
+        return capsys.readouterr().out
+
+    expected = answer()
+    assert "regression" in expected
+    for lines in (1, 2):
+        monkeypatch.setattr(page, "SPOOL_LINES", lines)
+        assert answer() == expected

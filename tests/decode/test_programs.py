@@ -278,17 +278,19 @@ def _answer(r: replay.OffsetsReplay):
 
 
 def test_the_compiled_loop_applies_what_python_would(tmp_path, monkeypatch):
-    """The compiled loop takes plain commits, regressions and deletions off Python's hands;
-    with it handing every row to Python instead, the replay's answer is the same."""
+    """The compiled loop takes plain commits, regressions, deletions and the groups' own
+    records off Python's hands; with it handing every row to Python instead, the replay's
+    answer is the same."""
     parts = _repeated(tmp_path, 40)
     fast = replay.replay_offsets(parts)
     assert len(fast.regressions) > 40 and len(fast.deletions) > 40
 
     def python_only(kinds, key_code, vver, vals, *args):
-        rows, events = args[-5], args[-4]
+        rows, events, run = args[-9], args[-8], args[-1]
         todo = np.flatnonzero(np.asarray(kinds) != 0)
         rows[:len(todo)] = todo
         events[:len(todo)] = _offsets.PYTHON
+        np.asarray(run)[:] = -1
         return len(todo)
 
     monkeypatch.setattr(_offsets, "apply_commits", python_only)

@@ -1,13 +1,17 @@
-"""--decode: the decoded columns as DuckDB JSON, and a typed view per Avro topic."""
+"""--decode: the decoded columns as DuckDB JSON, and a typed view per topic with a value
+subject (Avro, Protobuf, JSON Schema)."""
 
 from __future__ import annotations
 
 import json
 from decimal import Decimal
 
+import pyarrow as pa
+
 import segtools
 from segtools.cli.main import main
 from tests.fixtures_manifest import FIXTURES
+from tests.query import evolved_schemas
 
 PAYLOADS = FIXTURES / "logdirs" / "payloads"
 
@@ -50,3 +54,57 @@ def test_jsonl_nests_the_json_columns(capsys):
                  "order by \"offset\" limit 1"])
     out = capsys.readouterr().out
     assert code == 0 and json.loads(out)["value_decoded"] == decoded("orders")[0]
+
+
+def typed(sql: str, **kwargs) -> pa.Table:
+    return segtools.query(PAYLOADS, sql, decode=True, **kwargs)
+
+
+def test_protobuf_view_types_the_first_messages_fields():
+    """``customers-value`` declares Customer then Shipment: the view's columns are
+    Customer's (the message Confluent reads without a name), each proto3 type as the JSON
+    mapping writes it; Shipment rows keep their place with null fields."""
+    got = typed('select * from customers order by "offset"')
+    kinds = {f.name: f.type for f in got.schema}
+    assert kinds["customer_id"] == pa.int64()  # int64: a JSON string, read as a number
+    assert kinds["since"] == pa.timestamp("us", tz="UTC")  # google.protobuf.Timestamp
+    assert kinds["tier"] == pa.string()  # an enum, by name
+    assert kinds["emails"] == pa.list_(pa.string())
+    assert pa.types.is_struct(kinds["address"])
+    values = decoded("customers")
+    for row, value in zip(got.to_pylist(), values, strict=True):
+        if row["value_schema_message"] == "shop.Customer":
+            assert row["customer_id"] == int(value["customer_id"])
+            assert row["address"] == value["address"] and row["emails"] == value["emails"]
+            assert row["since"].isoformat().replace("+00:00", "Z") == value["since"]
+            assert row["tier"] == value["tier"]
+        else:
+            assert row["customer_id"] is None and row["address"] is None
+
+
+def test_json_schema_view_types_the_properties():
+    got = typed('select * from events order by "offset"')
+    kinds = {f.name: f.type for f in got.schema}
+    assert kinds["at"] == pa.timestamp("us", tz="UTC")  # "format": "date-time"
+    assert kinds["props"] == pa.string()  # an object of no properties: its JSON text
+    rows = got.to_pylist()
+    assert [r["user"] for r in rows] == [v["user"] for v in decoded("events")]
+    assert [json.loads(r["props"]) for r in rows] == [v["props"] for v in decoded("events")]
+
+
+def test_older_versions_resolve_to_the_latest(tmp_path):
+    """Rows written with version 1 read into version 2's columns as each format's reader
+    would: Protobuf drops the removed field, gives a field without presence its zero value,
+    an ``optional`` one null and a map none; JSON Schema gives a missing property null; Avro
+    fills a non-null field's default."""
+    schemas = [str(evolved_schemas.write(tmp_path))]
+    customers = typed("select * from customers where value_schema_message = 'shop.Customer'",
+                      schemas=schemas).to_pylist()
+    assert customers and all(r["value_schema_version"] == 1 for r in customers)
+    assert "emails" not in customers[0]
+    assert {(r["phone"], r["score"], len(r["counters"])) for r in customers} == {("", None, 0)}
+    events = typed("select * from events", schemas=schemas).to_pylist()
+    assert "props" not in events[0] and {(r["count"], r["place"]) for r in events} == {
+        (None, None)}
+    orders = typed('select value_schema_version as v, channel from orders order by "offset"')
+    assert [r["channel"] for r in orders.to_pylist() if r["v"] == 1] == ["web"] * 4

@@ -242,3 +242,11 @@ def test_conditions_naming_nothing_give_no_rows(view, where):
     assert table.num_rows == 0
     assert table.schema.names == segtools.query(SAMPLE, f"select * from {view} limit 0"
                                                 ).schema.names
+
+
+@pytest.mark.parametrize("sql", ["select 1 as one", "select 1 as one; "])
+def test_a_query_naming_no_view_runs(capsys, sql):
+    """No view to register: the parse's own result must not be left open on the connection
+    (DuckDB then refused the query itself: 'connection has an unfinished result')."""
+    code, out, err = query(capsys, str(SAMPLE), "--format", "jsonl", "-c", sql)
+    assert (code, json.loads(out), err) == (0, {"one": 1}, "")

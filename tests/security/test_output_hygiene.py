@@ -4,10 +4,14 @@ output file written inside a log dir."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import stat
+import subprocess
+import sys
+import tarfile
 
 import pytest
 
@@ -94,3 +98,24 @@ def test_the_report_marks_invisible_characters(tmp_path):
                                             page)]
     assert live == [], live[:5]
     assert "\\\\u202e" in page  # shown, as text
+
+
+def test_notes_on_stderr_are_escaped_too(tmp_path):
+    """The notes said before a run's answer name paths from the tree (a log dir of a bundle
+    directory, an archive): a note is a terminal line like an error line."""
+    hostile = "\x1b]0;owned\x07\u202e"
+    logs = tmp_path / f"logs{hostile}"
+    shutil.copytree(FIXTURES / "logdirs" / "legacy", logs)
+    (logs / ".lock").touch()  # no broker holds it: the note that says so names the log dir
+    bundle = tmp_path / f"b{hostile}.tgz"
+    with tarfile.open(bundle, "w:gz") as tf:
+        member = tarfile.TarInfo("logs/t-0/00000000000000000000.log")
+        member.size = 10
+        tf.addfile(member, io.BytesIO(bytes(10)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for path in (logs, bundle):
+        run = subprocess.run([sys.executable, "-m", "segtools.cli.main", "scan", "-q",
+                              str(path), "--storage-option", f"tmp_dir={tmp_path}"],
+                             capture_output=True, text=True, env=env)
+        assert "segtools: " in run.stderr and "\\x1b]0;owned\\x07\\u202e" in run.stderr
+        assert "\x1b" not in run.stderr and "\u202e" not in run.stderr, run.stderr

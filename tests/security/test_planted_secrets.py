@@ -5,11 +5,15 @@ every secret."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from segtools.analysis.cluster_metadata import timeline
 from segtools.sensitive import HIDDEN
+from tests.fixtures_manifest import FIXTURES
 from tests.robustness.commands import command_names, run_cli
+from tests.s3server import SECRET_KEY
 from tests.security.planted import (
     JAAS_PASSWORD,
     KEYSTORE_PASSWORD,
@@ -43,6 +47,10 @@ def argvs(pdir, out_dir) -> list[list[str]]:
         ["scan", "-q", "--format", "jsonl", logs],
         ["verify", "-q", "--deep", "--format", "jsonl", logs],
         ["report", "-q", "-o", str(out_dir / "report.html"), logs],
+        ["query", logs, "-c", "select * from records", "--format", "jsonl"],
+        *(["find", str(pdir), "--offset", str(offset), *fmt] for offset in (2, 3, 5)
+          for fmt in ([], ["--format", "jsonl"])),
+        ["query", logs, "-c", "select key, value from records", "--bytes", "utf8"],
     ]
 
 
@@ -54,7 +62,7 @@ def test_no_command_shows_a_sensitive_config_or_scram_credential(metadata_log, t
         if argv[0] == "report":
             shown += (tmp_path / "report.html").read_bytes()
         assert leaked(shown, METADATA_SECRETS) == [], argv
-        if argv[0] == "metadata":
+        if argv[0] == "metadata" or "utf8" in argv:
             assert HIDDEN.encode() in shown, argv
 
 
@@ -74,10 +82,34 @@ def test_the_replay_hands_out_no_secret(metadata_log):
     assert replay.image.topic_configs()["orders"]["retention.ms"] == "604800000"
 
 
+def test_the_record_views_hide_them_unless_asked(metadata_log):
+    """The Python API's and the Spark source's record rows (what the SQL face reads too) are
+    outputs like any other: a ``__cluster_metadata`` value reads as the CLI shows it, and as
+    stored only with ``reveal_sensitive`` / ``revealSensitive``."""
+    import segtools
+
+    logs = str(metadata_log.parent)
+    for strings in (False, True):
+        values = segtools.open(logs).to_arrow(strings=strings).read_all().column("value")
+        shown = repr(values.to_pylist()).encode()
+        assert leaked(shown, METADATA_SECRETS) == [] and HIDDEN.encode() in shown
+    revealed = segtools.open(logs).to_arrow(reveal_sensitive=True).read_all()
+    assert KEYSTORE_PASSWORD.encode() in b"".join(v or b"" for v in
+                                                  revealed.column("value").to_pylist())
+    pytest.importorskip("pyspark")
+    from tests.spark.inprocess import read
+
+    rows = read({"path": logs}).column("value").to_pylist()
+    assert leaked(repr(rows).encode(), METADATA_SECRETS) == []
+    rows = read({"path": logs, "revealSensitive": "true"}).column("value").to_pylist()
+    assert SCRAM_SALT in b"".join(v or b"" for v in rows)
+
+
 URIS = [f"s3://AKIAPLANTED:{URI_SECRET}@logs/sample",
         f"s3://logs/sample?access_key=AKIAPLANTED&secret_key={URI_SECRET}",
         f"gs://logs/sample?token={URI_SECRET}",
-        f"abfs://user:{URI_SECRET}@account.dfs.core.windows.net/sample"]
+        f"abfs://user:{URI_SECRET}@account.dfs.core.windows.net/sample",
+        f"file://user:{URI_SECRET}@localhost/var/kafka-logs"]
 
 
 #: How each command is given one path (the rest of its arguments a normal use needs).
@@ -130,11 +162,49 @@ def test_every_command_over_the_planted_tree(metadata_log, tmp_path, command):
     prints, in any form (the report: in its page too)."""
     logs = str(metadata_log.parent)
     argv = PATH_ARGV.get(command, lambda u, _: [command, u])(logs, tmp_path)
-    if command == "find":
-        argv = ["find", str(metadata_log), "--offset", "0"]
+    if command == "find":  # offset 2: the keystore password's record
+        argv = ["find", str(metadata_log), "--offset", "2"]
     run = run_cli(argv)
     assert "internal error" not in run.stderr and "Traceback" not in run.stderr, run.stderr
     shown = run.stdout + run.stderr.encode()
     if command == "report" and (tmp_path / "r.html").exists():
         shown += (tmp_path / "r.html").read_bytes()
     assert leaked(shown, METADATA_SECRETS) == [], argv
+
+
+@pytest.fixture(scope="module")
+def planted_store(s3_server, tmp_path_factory):
+    """The planted-metadata log dir (and a copy of ``sample`` beside it) in the session's S3
+    server, read with the server's storage options (its secret key among them)."""
+    root = tmp_path_factory.mktemp("planted-store")
+    write_metadata_log(root / "logs")
+    shutil.copytree(FIXTURES / "logdirs" / "sample" / "orders.v2-eu-1",
+                    root / "logs" / "orders.v2-eu-1")
+    return s3_server.upload_tree(root / "logs", "planted", "logs"), s3_server
+
+
+@pytest.mark.parametrize("command", command_names())
+def test_every_command_over_a_store_shows_no_storage_secret(planted_store, tmp_path, command):
+    """Each command on a tree in an object store, its secret key given with
+    ``--storage-option`` (and once with ``--debug`` and ``--hashes``, where a command takes
+    them): neither the key nor a planted config secret in what it prints or writes."""
+    uri, server = planted_store
+    argv = PATH_ARGV.get(command, lambda u, _: [command, u])(uri, tmp_path)
+    if command == "find":
+        argv = ["find", f"{uri}/orders.v2-eu-1", "--offset", "0"]
+    if command == "dump":
+        argv = ["dump", "--deep", "--print-data",
+                f"{uri}/__cluster_metadata-0/00000000000000000000.log"]
+    options = [f"--storage-option={k}={v}" for k, v in server.options.items()]
+    hashes = ["--hashes"] if command in ("dump", "scan", "verify", "report") else []
+    for extra in ([], ["--debug"]):
+        try:
+            run = run_cli([*extra, *argv, *options, *hashes])
+        except Exception as e:  # --debug raises: its text is an output too
+            shown = f"{e!r} {e}".encode()
+        else:
+            assert "internal error" not in run.stderr, run.stderr
+            shown = run.stdout + run.stderr.encode()
+        if command == "report" and (tmp_path / "r.html").exists():
+            shown += (tmp_path / "r.html").read_bytes()
+        assert leaked(shown, [SECRET_KEY, *METADATA_SECRETS]) == [], [*extra, *argv]

@@ -1,6 +1,6 @@
-"""docs/spark.md's and the README's Python examples, run as a notebook runs them
-(tests/docs_examples.py), in the shared session: ``SparkSession.builder.getOrCreate()`` in the
-docs returns it. The object-storage examples read the sample tree from the session's S3
+"""docs/spark.md's, docs/query.md's and the README's Python examples, run as a notebook runs
+them (tests/docs_examples.py), in the shared session: ``SparkSession.builder.getOrCreate()``
+in the docs returns it. The object-storage examples read the sample tree from the session's S3
 server, whose endpoint and credentials the test puts where the docs name the store's."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def s3_copies(s3_server, monkeypatch):
             "http://minio:9000": s3_server.endpoint, '"eu-west-1"': '"us-east-1"'}
 
 
-@pytest.mark.parametrize("doc", ["docs/spark.md", "README.md"])
+@pytest.mark.parametrize("doc", ["docs/spark.md", "docs/query.md", "README.md"])
 def test_every_python_block_runs(doc, spark, s3_copies, monkeypatch):
     monkeypatch.chdir(REPO)
     code = blocks(REPO / doc, s3_copies)

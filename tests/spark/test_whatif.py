@@ -58,7 +58,8 @@ def as_cli(row: dict) -> dict:
                                 for p in o["series"]]}
     return {"type": "what_if", "topic": row["topic"], "partition": row["partition"],
             "changes": json.loads(row["changes"]), "current": outcome(row["current"]),
-            "proposed": outcome(row["proposed"]), "too_short": row["too_short"]}
+            "proposed": outcome(row["proposed"]), "too_short": row["too_short"],
+            "unrecommended": row["unrecommended"]}
 
 
 def test_spark_rows_are_the_cli_what_if_objects(rows, cli):

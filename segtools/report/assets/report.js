@@ -506,6 +506,7 @@
 
   function compaction(c) {
     var box = el("div", null, el("h4", null, "Compaction"));
+    if (c.not_compacted) box.appendChild(el("div", "callout", c.not_compacted));
     box.appendChild(kv([
       ["dirty ratio", c.dirty_ratio + " (min.cleanable.dirty.ratio " + c.min_cleanable_dirty_ratio + ")"],
       ["next clean", c.would_clean_text],

@@ -77,13 +77,13 @@
     if (!c || c.x.length < 2) return;
     var proposed = "proposed: " + t.change_text;
     draw(document.getElementById("whatif-size-" + i), c.x, c.size,
-         [line("today", CURRENT, fmtBytes), line(proposed, PROPOSED, fmtBytes)],
+         [line("current config", CURRENT, fmtBytes), line(proposed, PROPOSED, fmtBytes)],
          {size: 84, incrs: BINARY_INCRS,
           values: function (u, vals) { return shown(u, "yticks", vals.map(fmtBytes)); }}, 1024);
-    var ages = c.age.slice(), lines = [line("today", CURRENT, fmtDur), line(proposed, PROPOSED, fmtDur)];
+    var ages = c.age.slice(), lines = [line("current config", CURRENT, fmtDur), line(proposed, PROPOSED, fmtDur)];
     if (c.retention_ms !== null) {
       ages.push(c.x.map(function () { return c.retention_ms; }));
-      lines.push(line("retention.ms", PROMISE, fmtDur, [6, 4]));
+      lines.push(line(c.retention_name, PROMISE, fmtDur, [6, 4]));
     }
     draw(document.getElementById("whatif-age-" + i), c.x, ages, lines,
          {size: 70, incrs: AGE_INCRS,
