@@ -46,8 +46,6 @@ from segtools.fetch.columns import Level
 from segtools.fetch.stream import ArrowRead, payloads_as_text, payloads_as_text_schema
 from segtools.findings import Finding, Severity
 from segtools.payloads import columns as payload_columns
-from segtools.payloads.decoder import Modes, PayloadDecoder
-from segtools.payloads.schemas import Schemas
 from segtools.storage import gentle, scope
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
@@ -66,6 +64,8 @@ if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annota
     from segtools.analysis.tiered import TieredReport
     from segtools.analysis.transactions import PartitionAnalysis, TransactionsReport
     from segtools.analysis.whatif import WhatIfReport
+    from segtools.payloads.decoder import Modes, PayloadDecoder
+    from segtools.payloads.schemas import Schemas
     from segtools.payloads.usage import SchemaUsage
     from segtools.sql.views import Options as ViewOptions
 
@@ -93,6 +93,8 @@ _remote_store = _LAZY("segtools.storage.remote_store")
 _sql_engine = _LAZY("segtools.sql.engine")
 _sql_trees = _LAZY("segtools.sql.trees")
 _sources = _LAZY("segtools.payloads.sources")  # a registry client (urllib): when decoding
+_decoder = _LAZY("segtools.payloads.decoder")  # the payload formats: when decoding
+_schemas = _LAZY("segtools.payloads.schemas")
 _sql_views = _LAZY("segtools.sql.views")
 
 Time = int | float | str | datetime
@@ -465,7 +467,7 @@ class LogDirs:
         histories = _sources.gather(self.log_dirs, self.findings).histories()
         if not histories:
             return None
-        out = Schemas(source=histories[0].source)
+        out = _schemas.Schemas(source=histories[0].source)
         for h in histories:
             out.extend(h)
         return out
@@ -485,7 +487,7 @@ class LogDirs:
         of ``schemas``), then a registry; what reading them met joins :attr:`findings`."""
         chain = _sources.gather(self.log_dirs, self.findings,
                                 schemas=[os.fspath(s) for s in schemas], registry=registry)
-        return PayloadDecoder(chain, _modes(decode))
+        return _decoder.PayloadDecoder(chain, _modes(decode))
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
                 strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
@@ -829,7 +831,7 @@ def _modes(decode: bool | str | None) -> Modes:
     mode = arguments.decode_mode(decode)
     if mode is None:
         raise arguments.ArgumentError(f"decode: must be true or a decode mode here, not {decode!r}")
-    return Modes.parse(mode)
+    return _decoder.Modes.parse(mode)
 
 
 def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
@@ -841,12 +843,12 @@ def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
     if isinstance(schemas, LogDirs):
         decoder = schemas.payload_decoder(decode, registry=schema_registry)
     elif hasattr(schemas, "by_id"):
-        decoder = PayloadDecoder(schemas, _modes(decode))
+        decoder = _decoder.PayloadDecoder(schemas, _modes(decode))
     else:
         paths = [schemas] if isinstance(schemas, str | os.PathLike) else list(schemas)
-        decoder = PayloadDecoder(_sources.gather([], [], schemas=[os.fspath(p) for p in paths],
-                                        registry=schema_registry),
-                                 _modes(decode))
+        chain = _sources.gather([], [], schemas=[os.fspath(p) for p in paths],
+                                registry=schema_registry)
+        decoder = _decoder.PayloadDecoder(chain, _modes(decode))
     return payload_columns.decode_table(table, decoder)
 
 
