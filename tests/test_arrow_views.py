@@ -313,5 +313,5 @@ def test_place_names_as_dictionaries_hold_the_same_values(level):
 
 
 def test_dictionary_is_a_boolean_argument():
-    with pytest.raises(segtools.ArgumentError, match="^dictionary: must be true or false"):
+    with pytest.raises(segtools.ArgumentError, match=r"^dictionary: must be true or false"):
         segtools.open(SAMPLE).to_arrow(dictionary="maybe")
