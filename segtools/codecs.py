@@ -21,14 +21,16 @@ Which library does what:
 
 from __future__ import annotations
 
-import functools
 import struct
 import threading
 import zlib
 from collections.abc import Callable
 from enum import IntEnum
 
-import lazy_loader
+import cramjam
+import crcmod.predefined
+import lz4.block
+import zstandard
 
 from segtools._checksum import crc32c as _crc32c
 from segtools.errors import CorruptDataError, DecompressionLimitError, UnsupportedFormatError
@@ -36,13 +38,6 @@ from segtools.errors import CorruptDataError, DecompressionLimitError, Unsupport
 #: Default cap on the bytes one batch may decompress to. Kafka's own default
 #: ``max.message.bytes`` is 1 MiB; brokers raise it, rarely past tens of MiB.
 DEFAULT_DECOMPRESS_LIMIT = 256 * 1024 * 1024
-
-#: The codecs' libraries load when a batch needs them: most reads (every uncompressed
-#: segment, every header-only walk) never do, and a command's start does not pay for them.
-cramjam = lazy_loader.load("cramjam", suppress_warning=True)
-crcmod_predefined = lazy_loader.load("crcmod.predefined", suppress_warning=True)
-lz4_block = lazy_loader.load("lz4.block", suppress_warning=True)
-zstandard = lazy_loader.load("zstandard", suppress_warning=True)
 
 
 class Compression(IntEnum):
@@ -73,14 +68,12 @@ def compression_from_attributes(attributes: int, *, magic: int) -> Compression:
 
 # --------------------------------------------------------------------------- checksums
 
-@functools.cache
-def _crcmod_crc32c() -> Callable[[bytes, int], int]:
-    return crcmod_predefined.mkCrcFun("crc-32c")
+_crcmod_crc32c = crcmod.predefined.mkCrcFun("crc-32c")
 
 
 def crc32c_reference(data, value: int = 0) -> int:
     """CRC-32C (Castagnoli) through crcmod: the slow, obviously-correct reference."""
-    return _crcmod_crc32c()(bytes(data), value)
+    return _crcmod_crc32c(bytes(data), value)
 
 
 def crc32c(data, value: int = 0) -> int:
@@ -272,8 +265,8 @@ def unlz4(data, limit: int = DEFAULT_DECOMPRESS_LIMIT, *, magic: int = 2) -> byt
             data = bytes(block)
         else:
             try:
-                data = lz4_block.decompress(block, uncompressed_size=block_max)
-            except lz4_block.LZ4BlockError as e:
+                data = lz4.block.decompress(block, uncompressed_size=block_max)
+            except lz4.block.LZ4BlockError as e:
                 raise CorruptDataError(f"lz4: {e}") from None
         total += len(data)
         if total > limit:

@@ -159,10 +159,9 @@ def test_start_up_imports_only_what_the_query_runs():
     for name in ("pandas", "pyarrow.compute", "segtools.analysis.explain",
                  "segtools.analysis.whatif", "segtools.analysis.verify", "segtools.results",
                  "segtools.analysis.offsets",
-                 # nor the codecs of batches it does not read (this partition's are lz4),
                  # nor what only a remote store, decoding or a forked worker needs (a whole
                  # command's start, docs/query.md)
-                 "zstandard", "cramjam", "psutil", "multiprocessing.pool",
+                 "psutil", "multiprocessing.pool",
                  "segtools.storage.remote_store", "segtools.payloads.decoder",
                  "segtools.payloads.plain"):
         assert name not in loaded_now, name
