@@ -173,6 +173,10 @@ _CONSTANT_ROWS = 1 << 16
 def _constant(value: object, n: int, target: pa.DataType) -> pa.Array:
     if value is None:
         return pa.nulls(n, target)
+    if pa.types.is_dictionary(target):  # one entry, and an index (0) per row
+        entry = _constant(value, 1, target.value_type)
+        return pa.DictionaryArray.from_arrays(
+            column(np.zeros(n, np.int32), target.index_type), entry)
     if isinstance(value, str) and target in (pa.string(), pa.binary()):
         raw = value.encode("utf-8")
         offsets = np.arange(n + 1, dtype=np.int32) * len(raw)
