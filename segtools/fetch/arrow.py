@@ -68,6 +68,12 @@ def _text_column(values: np.ndarray, target: pa.DataType, valid: np.ndarray | No
     items = values.tolist()
     if valid is not None:
         items = [v if ok else None for v, ok in zip(items, valid.tolist(), strict=True)]
+    return text_from_values(items, target)
+
+
+def text_from_values(items: list, target: pa.DataType) -> pa.Array:
+    """A string or binary column from Python values (``None`` is null), built from buffers
+    for the reason :func:`_text_column` gives."""
     encoded = [b"" if v is None else v if isinstance(v, bytes) else str(v).encode()
                for v in items]
     lengths = np.array([-1 if v is None else len(b)

@@ -697,7 +697,8 @@ def _metadata_values_shown(values: pa.Array, target: pa.DataType) -> pa.Array:
         raw = v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v
         out = cluster_metadata.metadata_value(raw)
         shown.append(out.decode("utf-8", "replace") if text and out is not None else out)
-    return pa.array(shown, type=target)
+    built = pa.string() if text else pa.binary()
+    return arrow.text_from_values(shown, built)  # conformed to ``target`` by the caller
 
 
 # -------------------------------------------------------------------------- batches
