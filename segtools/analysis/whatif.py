@@ -60,6 +60,16 @@ MINIMUMS: Mapping[str, int] = {
     "retention.ms": -1, "retention.bytes": -1, "delete.retention.ms": 0,
     "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1, "local.retention.ms": -2,
     "local.retention.bytes": -2}
+#: Kafka's upper bounds: the largest value of the config's Java type (``segment.bytes`` and
+#: ``segment.index.bytes`` are ``INT``, the others ``LONG``). ``LogConfig`` refuses a value
+#: beyond them when it parses it, so a what-if must too rather than simulate a config no
+#: broker would take.
+MAXIMUMS: Mapping[str, int] = {
+    name: (2**31 - 1 if name in ("segment.bytes", "segment.index.bytes") else 2**63 - 1)
+    for name in MINIMUMS}
+#: The highest ``--ingest`` rate taken, in bytes per second (a petabyte a second: beyond any
+#: cluster, and still far from a float's limits in the simulation's sums).
+MAX_INGEST_BYTES_PER_S = 1e15
 #: The longest simulation asked for, in days (ten years).
 MAX_HORIZON_DAYS = 3650.0
 
@@ -69,7 +79,8 @@ def parse_changes(changes: str | Mapping[str, object]) -> dict[str, object]:
     list value, ``cleanup.policy=compact,delete``, keeps its commas because a new pair starts
     only where ``,name=`` follows), or a mapping of Kafka config names to values (strings,
     numbers, or a list for ``cleanup.policy``). Each value is parsed as Kafka's config would
-    be and checked against :data:`MINIMUMS`; a ValueError says what is wrong."""
+    be and checked against :data:`MINIMUMS` and :data:`MAXIMUMS`; a name given twice is
+    refused rather than the last one silently winning. A ValueError says what is wrong."""
     if isinstance(changes, str):
         pairs = []
         for part in re.split(r",(?=[a-z][a-z.]*=)", changes.strip()):
@@ -87,10 +98,14 @@ def parse_changes(changes: str | Mapping[str, object]) -> dict[str, object]:
         if name not in WHAT_IF_NAMES:
             raise ValueError(f"{name!r} cannot be changed here (one of: "
                              f"{', '.join(WHAT_IF_NAMES)})")
+        if name in out:
+            raise ValueError(f"{name} is given twice")
         parsed = cfg.parse_value(name, value)
-        low = MINIMUMS.get(name)
+        low, high = MINIMUMS.get(name), MAXIMUMS.get(name)
         if low is not None and int(parsed) < low:
             raise ValueError(f"{name}={value} is below Kafka's minimum of {low}")
+        if high is not None and int(parsed) > high:
+            raise ValueError(f"{name}={value} is above Kafka's maximum of {high:,}")
         out[name] = parsed
     if not out:
         raise ValueError("nothing to change")
@@ -110,7 +125,7 @@ def check_horizon(days: float) -> float:
 def parse_ingest(value: object) -> Ingest:
     """The one reader of an ingest model, for every face: ``"auto"`` or None (each
     partition's recent history, repeated), or a topic's rate in bytes per second (more than
-    0, below 1e15)."""
+    0, below :data:`MAX_INGEST_BYTES_PER_S`)."""
     if value is None or value == "auto":
         return AUTO
     if isinstance(value, Ingest):
@@ -120,8 +135,9 @@ def parse_ingest(value: object) -> Ingest:
     except (TypeError, ValueError):
         raise ValueError(f"ingest must be auto or a rate in bytes per second, not {value!r}") \
             from None
-    if not 0 < rate < 1e15:
-        raise ValueError(f"an ingest rate must be more than 0 bytes per second, not {value!r}")
+    if not 0 < rate < MAX_INGEST_BYTES_PER_S:
+        raise ValueError(f"an ingest rate must be more than 0 and below "
+                         f"{MAX_INGEST_BYTES_PER_S:,.0f} bytes per second, not {value!r}")
     return Ingest(rate)
 
 

@@ -58,24 +58,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "compact,delete topics min.compaction.lag.ms, "
                         "min.cleanable.dirty.ratio or max.compaction.lag.ms) that keeps the "
                         "oldest record near retention.ms, with its cost")
-    g.add_argument("--horizon", type=float, default=DEFAULT_HORIZON_DAYS, metavar="DAYS",
+    g.add_argument("--horizon", type=float, metavar="DAYS",
                    help=f"days to simulate after --at (default {DEFAULT_HORIZON_DAYS:g})")
-    g.add_argument("--ingest", type=_ingest, default=Ingest(), metavar="auto|BYTES_PER_S",
+    g.add_argument("--ingest", type=_ingest, metavar="auto|BYTES_PER_S",
                    help="future appends: auto repeats each partition's last day of history "
                         "(its recent rate and shape); a number respaces it to a topic's rate "
                         "in bytes/s (split over its partitions)")
 
 
 def wanted(args: argparse.Namespace) -> bool:
-    return bool(args.what_if or args.recommend)
+    """Whether the command simulates. ``--horizon`` and ``--ingest`` shape a simulation only,
+    so given without ``--what-if`` or ``--recommend`` they are refused rather than ignored:
+    an SRE who typed ``--horizon 60`` expects sixty days of something."""
+    asked = bool(args.what_if or args.recommend)
+    if not asked:
+        given = [name for name, value in (("--horizon", args.horizon),
+                                          ("--ingest", args.ingest)) if value is not None]
+        if given:
+            raise SegtoolsError(f"{' and '.join(given)} without --what-if or --recommend: "
+                                f"nothing to simulate (give --what-if NAME=VALUE or "
+                                f"--recommend)")
+    return asked
 
 
 def horizon(args: argparse.Namespace) -> float:
-    """``--horizon``, checked by the library's one rule (a face adds only the option's name)."""
+    """``--horizon`` (the default when not given), checked by the library's one rule (a face
+    adds only the option's name)."""
+    days = DEFAULT_HORIZON_DAYS if args.horizon is None else args.horizon
     try:
-        return check_horizon(args.horizon)
+        return check_horizon(days)
     except ValueError as e:
         raise SegtoolsError(f"--horizon: {e}") from None
+
+
+def ingest(args: argparse.Namespace) -> Ingest:
+    """``--ingest``, or each partition's recent history when not given."""
+    return parse_ingest(args.ingest)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load(args)
     now = moment(args)
     report = what_if_report(loaded, args.what_if, now_ms=now, horizon_days=days,
-                            ingest=args.ingest, recommend=args.recommend,
+                            ingest=ingest(args), recommend=args.recommend,
                             limit=args.max_decompressed_bytes)
     if args.plot:
         try:

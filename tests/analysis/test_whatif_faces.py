@@ -37,7 +37,20 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     (["--what-if", "segment.bytes=100", "--horizon", "0"],
      "--horizon: the horizon must be more than 0 and at most 3650 days"),
     (["--what-if", "segment.bytes=100", "--ingest", "-5"],
-     "an ingest rate must be more than 0 bytes per second"),
+     "an ingest rate must be more than 0 and below 1,000,000,000,000,000 bytes per second"),
+    (["--what-if", "segment.bytes=100", "--ingest", "1e30"],
+     "an ingest rate must be more than 0 and below 1,000,000,000,000,000 bytes per second"),
+    # segment.bytes is a Java int in Kafka's LogConfig: a broker would refuse this
+    (["--what-if", "segment.bytes=99999999999999999999"],
+     "segment.bytes=99999999999999999999 is above Kafka's maximum of 2,147,483,647"),
+    (["--what-if", "retention.ms=9223372036854775808"],
+     "retention.ms=9223372036854775808 is above Kafka's maximum of 9,223,372,036,854,775,807"),
+    # the last of two values must not silently win
+    (["--what-if", "segment.bytes=4096,segment.bytes=8192"], "segment.bytes is given twice"),
+    # options that only shape a simulation are refused without one, not ignored
+    (["--horizon", "60"], "--horizon without --what-if or --recommend: nothing to simulate"),
+    (["--horizon", "-1", "--ingest", "5"],
+     "--horizon and --ingest without --what-if or --recommend"),
     (["--what-if", "segment.bytes=100", "--forecast", "5"],
      "--forecast projects today's segments with no new data"),
 ])
