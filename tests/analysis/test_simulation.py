@@ -28,6 +28,7 @@ from segtools.analysis.simulation import (
     ROLL_SEGMENT_MS,
     SERIES_BUCKETS,
     History,
+    bounded_series,
     simulate,
 )
 from segtools.storage.logdirs import walk
@@ -194,7 +195,7 @@ def test_recommendation_is_the_operators_fix():
         s = quiet[side]
         assert {"peak_bytes", "trough_bytes", "oldest_age_ms_max", "oldest_age_ms_end",
                 "series"} <= set(s)
-        assert 0 < len(s["series"]) <= 2 * SERIES_BUCKETS + 1
+        assert 0 < len(s["series"]) <= 2 * SERIES_BUCKETS + 2  # and the first and last rows
         assert all(len(row) == 3 for row in s["series"])
     assert quiet["current"]["peak_bytes"] > quiet["proposed"]["peak_bytes"]
 
@@ -288,3 +289,22 @@ def test_ingest_rate_respaces_the_replay():
     future = [r for r in fast.rolls if r.at_ms > NOW]
     assert len(future) >= 60 and {r.reason for r in future} == {ROLL_SEGMENT_BYTES}
     assert all(r.reason != ROLL_SEGMENT_BYTES for r in auto.rolls)
+
+
+def test_series_starts_at_the_moment_and_ends_at_the_horizon():
+    """A chart starts at ``--at``: a first row that is neither its bucket's highest nor its
+    lowest size is still kept (busy-clicks' first retention check left 360,190 B, between the
+    bucket's 361,963 B peak and its 297,013 B trough, and its chart began 65 minutes late)."""
+    times = np.arange(10, dtype=np.int64) * 1000
+    size = np.array([5, 9, 1, 4, 4, 4, 4, 4, 4, 3], np.int64)
+    oldest = np.array([0, 0, 2, 2, 2, 2, 2, 2, 2, -1], np.int64)
+    rows = bounded_series(times, size, oldest, buckets=1)
+    assert rows == ((0, 5, 0), (1000, 9, 0), (2000, 1, 2), (9000, 3, None))
+    report = whatif.what_if_report(
+        load_inputs(walk([str(TREE / "busy-clicks-0")])[0],
+                    config_file=parse_config_text(CONFIG.read_text(), str(CONFIG))),
+        {"segment.bytes": 16384}, now_ms=NOW, horizon_days=2)
+    for item in report.items:
+        for run in (item.current, item.proposed):
+            assert run.series[0][0] == NOW and run.series[-1][0] == report.end_ms
+            assert run.series[0][1] == 360_190
