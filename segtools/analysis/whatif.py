@@ -11,6 +11,7 @@ is simulated and summed, which counts the replication factor.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -726,16 +727,16 @@ def _why(topic: str, config: cfg.TopicConfig, change: Mapping[str, object], cur:
     shown, old_shown = (shown_value(name, v) for v in (value, getattr(
         config, cfg.DEFINITIONS[name].attr)))
     held = retention_name(config)
-    swing_new, swing_cur = round(100 * new.swing_late), round(100 * cur.swing_late)
+    swing_new, swing_cur = percent(new.swing_late), percent(cur.swing_late)
     sizes = (f"{format_bytes(new.late_trough_bytes)}..{format_bytes(new.late_peak_bytes)} "
              f"instead of {format_bytes(cur.late_trough_bytes)}.."
              f"{format_bytes(cur.late_peak_bytes)}")
-    if swing_new < swing_cur:
-        swing = f"the size swings {swing_new}% instead of {swing_cur}% ({sizes})"
-    elif swing_new == swing_cur:
-        swing = f"the size swing stays {swing_new}% ({sizes})"
+    if swing_new == swing_cur:
+        swing = f"the size swing stays {swing_new} ({sizes})"
+    elif new.swing_late < cur.swing_late:
+        swing = f"the size swings {swing_new} instead of {swing_cur} ({sizes})"
     else:
-        swing = (f"the size swings wider, {swing_new}% instead of {swing_cur}%, under a peak "
+        swing = (f"the size swings wider, {swing_new} instead of {swing_cur}, under a peak "
                  f"no higher ({sizes})")
     return (f"topic {topic}: with {name}={shown_value(name, value, raw=True)} ({shown}, today "
             f"{old_shown}) the oldest record is at most "
@@ -764,13 +765,25 @@ def _age(ms: int | None) -> str:
     return "-" if ms is None else format_duration(ms)
 
 
+def percent(fraction: float) -> str:
+    """A share in whole percents, except where rounding would claim none or all of a share
+    that is neither: a 764 B trough under a 274 KiB peak swings 99.7 %, and "100%" would say
+    the log empties."""
+    whole = round(100 * fraction)
+    if whole == 100 and fraction < 1:
+        return f"{math.floor(1000 * fraction) / 10:.1f}%"
+    if whole == 0 and fraction > 0:
+        return f"{math.ceil(1000 * fraction) / 10:.1f}%"
+    return f"{whole}%"
+
+
 def table_rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
     """The current-against-proposed table as a person reads it (label, current, proposed):
     the CLI's text and the what-if plot's page show these rows, the report the same labels."""
     return [("on disk now", format_bytes(c.start_bytes), format_bytes(p.start_bytes)),
             ("peak size", format_bytes(c.peak_bytes), format_bytes(p.peak_bytes)),
             ("trough size", format_bytes(c.trough_bytes), format_bytes(p.trough_bytes)),
-            ("swing", f"{100 * c.swing:.0f}%", f"{100 * p.swing:.0f}%"),
+            ("swing", percent(c.swing), percent(p.swing)),
             ("oldest record kept now", _age(c.oldest_age_ms_start),
              _age(p.oldest_age_ms_start)),
             ("oldest record, max", _age(c.oldest_age_ms_max), _age(p.oldest_age_ms_max)),
@@ -779,6 +792,25 @@ def table_rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
             ("segments, most at once", f"{c.segments_max:,}", f"{p.segments_max:,}"),
             ("rolls / deletions", f"{c.rolls:,} / {c.deletions:,}",
              f"{p.rolls:,} / {p.deletions:,}")]
+
+
+def _exact(value: object, unit: str) -> str:
+    return "-" if value is None else f"{value} {unit}".rstrip()
+
+
+def exact_rows(c: Outcome, p: Outcome) -> list[tuple[str, str]]:
+    """The numbers behind each cell of :func:`table_rows` (current, proposed), row for row:
+    a page's tooltip, so the rounded figure a person reads can be checked to the byte."""
+    return [(_exact(c.start_bytes, "bytes"), _exact(p.start_bytes, "bytes")),
+            (_exact(c.peak_bytes, "bytes"), _exact(p.peak_bytes, "bytes")),
+            (_exact(c.trough_bytes, "bytes"), _exact(p.trough_bytes, "bytes")),
+            (_exact(round(c.swing, 4), ""), _exact(round(p.swing, 4), "")),
+            (_exact(c.oldest_age_ms_start, "ms"), _exact(p.oldest_age_ms_start, "ms")),
+            (_exact(c.oldest_age_ms_max, "ms"), _exact(p.oldest_age_ms_max, "ms")),
+            (_exact(c.oldest_age_ms_late, "ms"), _exact(p.oldest_age_ms_late, "ms")),
+            (_exact(c.oldest_age_ms_end, "ms"), _exact(p.oldest_age_ms_end, "ms")),
+            (_exact(c.segments_max, ""), _exact(p.segments_max, "")),
+            (f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
 
 
 def alternative_parts(a) -> tuple[str, str]:
@@ -795,7 +827,7 @@ def alternative_parts(a) -> tuple[str, str]:
                f"{format_bytes(after['cleaner_bytes_read'])}"
                if "cleaner_passes" in after else "")
     return change, (f"oldest record at most {_age(a.proposed.oldest_age_ms_late)}, swing "
-                    f"{100 * a.proposed.swing_late:.0f}%, segments at most "
+                    f"{percent(a.proposed.swing_late)}, segments at most "
                     f"{a.proposed.segments_max}{cleaner}")
 
 

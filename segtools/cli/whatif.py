@@ -208,6 +208,25 @@ def _at_scale(w: WhatIf) -> str:
                      for side, f in (("current", cur), ("proposed", prop)) if f)
 
 
+def notes_of(report: WhatIfReport, w: WhatIf) -> list[str]:
+    """What qualifies a topic's figures, under its sentence: partitions whose history is too
+    short to extrapolate, and the replay cap when it binds (with the counts at the scale
+    asked)."""
+    notes = []
+    if w.too_short:
+        then = ("no future appends are modelled and nothing is recommended"
+                if report.ingest.bytes_per_s is None else
+                "its batches are only respaced to the --ingest rate")
+        notes.append(f"{_labels(w.too_short)}: the history spans less than "
+                     f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
+    scale = max(w.current.replay_scale, w.proposed.replay_scale)
+    if scale > 1:
+        notes.append(f"the replay cap binds: each simulated batch stands for {scale:,} "
+                     "batches (the rate is kept; the table counts rolls and segments of "
+                     f"those larger batches); at the scale asked: {_at_scale(w)}")
+    return notes
+
+
 def _labels(labels: tuple[str, ...]) -> str:
     """Partition names once each: the copies of a partition in several brokers' log dirs
     are one name with their count ("orders-9 (2 copies)"), not the name twice."""
@@ -232,17 +251,8 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
             continue
         out.print()
         _line(out, sentence(w), style="bold")
-        if w.too_short:
-            then = ("no future appends are modelled and nothing is recommended"
-                    if report.ingest.bytes_per_s is None else
-                    "its batches are only respaced to the --ingest rate")
-            _line(out, f"  {_labels(w.too_short)}: the history spans less than "
-                       f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
-        scale = max(w.current.replay_scale, w.proposed.replay_scale)
-        if scale > 1:
-            _line(out, f"  the replay cap binds: each simulated batch stands for {scale:,} "
-                       "batches (the rate is kept; the table counts rolls and segments of "
-                       f"those larger batches); at the scale asked: {_at_scale(w)}")
+        for note in notes_of(report, w):
+            _line(out, f"  {note}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("", "current", "proposed"):
             table.add_column(col, justify="left" if not col else "right")

@@ -26,6 +26,7 @@ from segtools.analysis.whatif import (
     changes_json,
     check_horizon,
     cost_label,
+    exact_rows,
     shown_cost,
     table_rows,
 )
@@ -86,28 +87,14 @@ def _change_text(changes: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in changes_json(changes).items()) or "no change"
 
 
-def _exact(value, unit: str) -> str:
-    return "-" if value is None else f"{value} {unit}".rstrip()
-
-
 def rows(current: Outcome, proposed: Outcome) -> list[dict]:
     """The current-against-proposed table as ``segtools retention --what-if`` prints it (its
     rows, :func:`segtools.analysis.whatif.table_rows`); ``exact`` holds the numbers behind
-    each shown value (the cell's tooltip)."""
-    c, p = current, proposed
-    exact = [(_exact(c.start_bytes, "bytes"), _exact(p.start_bytes, "bytes")),
-             (_exact(c.peak_bytes, "bytes"), _exact(p.peak_bytes, "bytes")),
-             (_exact(c.trough_bytes, "bytes"), _exact(p.trough_bytes, "bytes")),
-             (_exact(round(c.swing, 4), ""), _exact(round(p.swing, 4), "")),
-             (_exact(c.oldest_age_ms_start, "ms"), _exact(p.oldest_age_ms_start, "ms")),
-             (_exact(c.oldest_age_ms_max, "ms"), _exact(p.oldest_age_ms_max, "ms")),
-             (_exact(c.oldest_age_ms_late, "ms"), _exact(p.oldest_age_ms_late, "ms")),
-             (_exact(c.oldest_age_ms_end, "ms"), _exact(p.oldest_age_ms_end, "ms")),
-             (_exact(c.segments_max, ""), _exact(p.segments_max, "")),
-             (f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
-    # strict: a row added to the CLI's table needs its exact figures here
+    each shown value (the cell's tooltip, :func:`segtools.analysis.whatif.exact_rows`)."""
+    # strict: a row added to the CLI's table needs its exact figures too
     return [{"label": label, "current": cur, "proposed": prop, "exact": list(ex)}
-            for (label, cur, prop), ex in zip(table_rows(c, p), exact, strict=True)]
+            for (label, cur, prop), ex in zip(table_rows(current, proposed),
+                                              exact_rows(current, proposed), strict=True)]
 
 
 def chart(w: WhatIf, retention_ms: int | None, retention_name: str = "retention.ms") -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from html import escape
 
 import pytest
 
@@ -107,6 +108,20 @@ def test_a_sentence_never_compares_a_figure_with_itself():
     said = whatif._why("t", tiered, {"segment.ms": 3_600_000}, _outcome(100, 0, 3 * DAY),
                        _outcome(100, 0, 2 * DAY))
     assert "(local.retention.ms 2d)" in said and "(retention.ms" not in said
+
+
+def test_a_share_never_rounds_to_none_or_all():
+    """customers.compact's proposed swing (a 764 B trough under a 274 KiB peak) was printed
+    "100%", which says the log empties; rounding keeps a share that is neither none nor all
+    off both ends, in the table and in the sentence."""
+    assert [whatif.percent(f) for f in (0.9973, 0.99996, 1.0, 0.0004, 0.0, 0.5076)] == \
+        ["99.7%", "99.9%", "100%", "0.1%", "0%", "51%"]
+    said = whatif._why("t", TopicConfig(retention_ms=7 * DAY), {"segment.bytes": 4096},
+                       _outcome(1000, 0, 10 * DAY), _outcome(1000, 3, 7 * DAY))
+    assert "the size swings 99.7% instead of 100%" in said
+    rows = dict((label, (cur, prop)) for label, cur, prop in whatif.table_rows(
+        _outcome(1000, 0, DAY), _outcome(1000, 3, DAY)))
+    assert rows["swing"] == ("100%", "99.7%")
 
 
 def test_a_topic_sentence_never_compares_a_figure_with_itself():
@@ -311,6 +326,29 @@ def test_plot_ticks_and_page_are_in_units(tmp_path):
     html = page.read_text()
     assert "oldest record, 2nd half" in html and "KiB" in html
     assert "starting from the segments on disk" in html
+
+
+def test_the_plot_page_says_what_the_text_says(tmp_path):
+    """``--plot x.html`` was the tables alone: no sentence, no recommendation, no cost, and
+    the rolls / deletions cell's exact figure was the rolls only. The page holds every line
+    the text prints about a topic and its recommendation, and each cell's exact figures."""
+    page = tmp_path / "w.html"
+    proc = _cli(str(TREE / "customers.compact-0"), "--config", str(CONFIG), "--at", AT,
+                "--recommend", "--plot", str(page))
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    said = [line.strip() for line in proc.stdout.splitlines()
+            if line.startswith(("topic ", "recommendation: ", "  also keeps it: "))]
+    assert any(line.startswith("recommendation: ") for line in said)
+    for line in said:
+        assert escape(line.removeprefix("recommendation: ")) in html, line
+    doc = json.loads(_cli(str(TREE / "customers.compact-0"), "--config", str(CONFIG),
+                          "--at", AT, "--recommend", "--format", "json").stdout)
+    topic = next(w for w in doc["what_if"] if w["partition"] is None)
+    for side in ("current", "proposed"):
+        run = topic[side]
+        assert f"title='{run['rolls']} / {run['deletions']}'" in html
+    assert "cleaner passes" in html and "also keeps it: min.compaction.lag.ms=" in html
 
 
 # --------------------------------------------------------------------------- claims

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 
 import pytest
 
@@ -65,6 +66,16 @@ def exact(value, unit: str) -> str:
     return "-" if value is None else f"{value} {unit}".rstrip()
 
 
+def share(fraction: float) -> str:
+    """A swing as a person reads it: whole percents, one decimal where rounding would say
+    none or all of a share that is neither (0.9973 is 99.7%, not 100%)."""
+    if 0.995 <= fraction < 1:
+        return f"{int(fraction * 1000) / 10}%"
+    if 0 < fraction < 0.005:
+        return f"{math.ceil(fraction * 1000) / 10}%"
+    return f"{round(100 * fraction)}%"
+
+
 def expected_rows(c: dict, p: dict) -> list[dict]:
     """The table ``segtools retention --what-if`` prints, from its JSON numbers."""
     def row(label, fmt, unit, key):
@@ -77,8 +88,8 @@ def expected_rows(c: dict, p: dict) -> list[dict]:
     return [row("on disk now", format_bytes, "bytes", "start_bytes"),
             row("peak size", format_bytes, "bytes", "peak_bytes"),
             row("trough size", format_bytes, "bytes", "trough_bytes"),
-            {"label": "swing", "current": f"{100 * c['swing']:.0f}%",
-             "proposed": f"{100 * p['swing']:.0f}%", "exact": [str(c["swing"]), str(p["swing"])]},
+            {"label": "swing", "current": share(c["swing"]),
+             "proposed": share(p["swing"]), "exact": [str(c["swing"]), str(p["swing"])]},
             row("oldest record kept now", age, "ms", "oldest_age_ms_start"),
             row("oldest record, max", age, "ms", "oldest_age_ms_max"),
             row("oldest record, 2nd half", age, "ms", "oldest_age_ms_late"),
@@ -101,7 +112,7 @@ def expected_alternative(a: dict) -> dict:
                f"{format_bytes(cost['cleaner_bytes_read'])}" if "cleaner_passes" in cost else "")
     return {"change": change,
             "does": f"(oldest record at most {age(after['oldest_age_ms_late'])}, swing "
-                    f"{100 * after['swing_late']:.0f}%, segments at most "
+                    f"{share(after['swing_late'])}, segments at most "
                     f"{cost['segments_max']}{cleaner})"}
 
 
