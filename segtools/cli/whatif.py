@@ -145,9 +145,14 @@ def sentence(w: WhatIf) -> str:
     compared with itself; with no change (``--recommend`` found none to make) only the current
     config's figures are said."""
     c, p = w.current, w.proposed
-    kept = ("the first retention check takes every segment" if c.oldest_age_ms_start is None
-            else f"the oldest record retention keeps is {_old(c.oldest_age_ms_start)}")
-    head = f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; "
+    if c.start_bytes == 0:  # an empty log: no segment for retention to take
+        head = f"topic {w.topic}: 0 B on disk now (no record); "
+    elif c.oldest_age_ms_start is None:
+        head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the first "
+                "retention check takes every segment; ")
+    else:
+        head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the oldest "
+                f"record retention keeps is {_old(c.oldest_age_ms_start)}; ")
     if not w.changes:
         why = f" because {w.unrecommended}" if w.unrecommended else ""
         return (head + f"no change proposed{why}: under the current config the size "

@@ -141,6 +141,12 @@ def test_a_topic_sentence_never_compares_a_figure_with_itself():
     said = cli_whatif.sentence(item({}, empty, empty))
     assert "the size stays at 0 B (empty) and the topic is empty over the horizon's " \
         "second half" in said and "0 B and 0 B" not in said
+    assert "the first retention check takes every segment" in said
+    # a log with no record at all has no segment for retention to take
+    nothing = Outcome(0, 0, None, None, (), 1, 0, 0, 0, start_bytes=0)
+    said = cli_whatif.sentence(item({}, nothing, nothing))
+    assert said.startswith("topic t: 0 B on disk now (no record); ") and \
+        "retention check" not in said
     unchanged = cli_whatif.sentence(item({"segment.ms": 10**12}, same, same))
     assert "with segment.ms=1000000000000 the size moves between 1.0 KiB and 2.0 KiB, as " \
         "under the current config, and over the horizon's second half the oldest record is " \
