@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -22,6 +23,7 @@ from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
+    MIN_HISTORY_MS,
     CleanedSegments,
     History,
     Ingest,
@@ -743,6 +745,118 @@ def _why(topic: str, config: cfg.TopicConfig, change: Mapping[str, object], cur:
             f"{format_duration(new.oldest_age_ms_late or 0)} old over the horizon's second "
             f"half instead of {format_duration(cur.oldest_age_ms_late or 0)} ({held} "
             f"{format_duration(config.local_retention_ms_effective)}), and there {swing}")
+
+
+# --------------------------------------------------------------------------- in words
+
+
+def _old(ms: int) -> str:
+    """An age in words; a negative one is a record timestamped after the moment (as
+    ``segtools retention`` says of a future timestamp)."""
+    return f"{format_duration(ms)} old" if ms >= 0 else f"{format_duration(-ms)} in the future"
+
+
+def topic_sentence(w: WhatIf) -> str:
+    """One line a person can repeat: what the change does to the size and the oldest record,
+    beside the current config's simulation over the same horizon and what is on disk now. A
+    figure the change leaves as it is is said once, "as under the current config", never
+    compared with itself; with no change (``--recommend`` found none to make) only the current
+    config's figures are said."""
+    c, p = w.current, w.proposed
+    if c.start_bytes == 0:  # an empty log: no segment for retention to take
+        head = f"topic {w.topic}: 0 B on disk now (no record); "
+    elif c.oldest_age_ms_start is None:
+        head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the first "
+                "retention check takes every segment; ")
+    else:
+        head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the oldest "
+                f"record retention keeps is {_old(c.oldest_age_ms_start)}; ")
+    if not w.changes:
+        why = f" because {w.unrecommended}" if w.unrecommended else ""
+        return (head + f"no change proposed{why}: under the current config the size "
+                f"{_size_range(c)} and {_late(c.oldest_age_ms_late)}")
+    change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items())
+    if (p.trough_bytes, p.peak_bytes) == (c.trough_bytes, c.peak_bytes):
+        size = f"{_size_range(p)}, as under the current config,"
+    else:
+        size = (f"{_size_range(p)} (current config {format_bytes(c.trough_bytes)}.."
+                f"{format_bytes(c.peak_bytes)})")
+    return head + f"with {change} the size {size} and " + \
+        _late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)
+
+
+def _size_range(o) -> str:
+    """The size over the horizon in words: a range, or one figure when it does not move."""
+    if o.peak_bytes == 0:
+        return "stays at 0 B (empty)"
+    if o.trough_bytes == o.peak_bytes:
+        return f"stays at {format_bytes(o.peak_bytes)}"
+    return f"moves between {format_bytes(o.trough_bytes)} and {format_bytes(o.peak_bytes)}"
+
+
+def _late(age: int | None) -> str:
+    """One config's oldest record over the horizon's second half; None means the partition
+    held no record then (retention emptied it and nothing is appended: a history too short
+    to replay), said as such rather than as an age of "-"."""
+    if age is None:
+        return "the topic is empty over the horizon's second half"
+    if age < 0:
+        return (f"over the horizon's second half every record left is timestamped at least "
+                f"{format_duration(-age)} in the future")
+    return f"over the horizon's second half the oldest record is at most {_old(age)}"
+
+
+def _late_oldest(proposed: int | None, current: int | None) -> str:
+    """The horizon's second half under the proposed config beside the current one's."""
+    if proposed == current:
+        return _late(proposed) + (" under either config" if proposed is None
+                                  else ", as under the current config")
+    if proposed is None:
+        return _late(proposed) + f" (current config: the oldest record at most {_old(current)})"
+    then = "empty" if current is None else _old(current).removesuffix(" old")
+    return _late(proposed) + f" (current config {then})"
+
+
+def _at_scale(w: WhatIf) -> str:
+    """The counts at the scale asked: each config's, or once when they are the same (no
+    change, or one that changes neither count)."""
+    cur, prop = w.full_scale
+
+    def counts(f) -> str:
+        return f"about {f.segments_max:,} segments at once and {f.rolls:,} rolls"
+
+    if cur is not None and prop == cur:
+        return f"{'the current config' if not w.changes else 'either config'} {counts(cur)}"
+    return "; ".join(f"{side} config {counts(f)}"
+                     for side, f in (("current", cur), ("proposed", prop)) if f)
+
+
+def topic_notes(report: WhatIfReport, w: WhatIf) -> list[str]:
+    """What qualifies a topic's figures, under its sentence in every face (the CLI's text, the
+    plot's page, the report): partitions whose history is too
+    short to extrapolate, and the replay cap when it binds (with the counts at the scale
+    asked)."""
+    notes = []
+    if w.too_short:
+        then = ("no future appends are modelled and nothing is recommended"
+                if report.ingest.bytes_per_s is None else
+                "its batches are only respaced to the --ingest rate")
+        notes.append(f"{_labels(w.too_short)}: the history spans less than "
+                     f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
+    scale = max(w.current.replay_scale, w.proposed.replay_scale)
+    if scale > 1:
+        notes.append(f"the replay cap binds: each simulated batch stands for {scale:,} "
+                     "batches (the rate is kept; the table counts rolls and segments of "
+                     f"those larger batches); at the scale asked: {_at_scale(w)}")
+    return notes
+
+
+def _labels(labels: tuple[str, ...]) -> str:
+    """Partition names once each: the copies of a partition in several brokers' log dirs
+    are one name with their count ("orders-9 (2 copies)"), not the name twice."""
+    counts = Counter(labels)
+    return ", ".join(label if n == 1 else f"{label} ({n} copies)"
+                     for label, n in counts.items())
 
 
 def shown_value(name: str, value: object, raw: bool = False) -> str:

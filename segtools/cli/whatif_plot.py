@@ -27,9 +27,10 @@ from segtools.analysis.whatif import (
     exact_rows,
     shown_cost,
     table_rows,
+    topic_notes,
+    topic_sentence,
 )
 from segtools.cli.common import refuse_under_log_dir
-from segtools.cli.whatif import notes_of, sentence
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_time
 
@@ -127,9 +128,9 @@ def html_page(png: bytes, report: WhatIfReport, items: Sequence[WhatIf]) -> str:
                 for (label, cur, prop), ex in zip(table_rows(w.current, w.proposed),
                                                   exact_rows(w.current, w.proposed),
                                                   strict=True)]
-        notes = "".join(f"<p>{html.escape(line)}</p>" for line in notes_of(report, w))
+        notes = "".join(f"<p>{html.escape(line)}</p>" for line in topic_notes(report, w))
         tables.append(f"<h2>{html.escape(w.topic)}: {html.escape(change)}</h2>"
-                      f"<p><b>{html.escape(sentence(w))}</b></p>{notes}"
+                      f"<p><b>{html.escape(topic_sentence(w))}</b></p>{notes}"
                       f"{table(('', 'current', 'proposed'), body)}")
     for r in report.recommendations:
         before, after = r.cost["before"], r.cost["after"]

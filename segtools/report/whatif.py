@@ -29,6 +29,8 @@ from segtools.analysis.whatif import (
     exact_rows,
     shown_cost,
     table_rows,
+    topic_notes,
+    topic_sentence,
 )
 from segtools.api import LogDirs
 from segtools.errors import SegtoolsError
@@ -135,8 +137,10 @@ def _alternative(a) -> dict:
 
 
 def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
-    """The section's document: one entry per topic (its table, its chart when within the
-    budget, its recommendation), and what was asked."""
+    """The section's document: one entry per topic (the CLI's sentence and notes, so a page
+    read alone says why nothing is recommended, a history too short or the replay cap
+    binding; its table, its chart when within the budget, its recommendation), and what was
+    asked."""
     recs = {r.topic: r for r in report.recommendations}
     topics = []
     for w in report.items:
@@ -147,6 +151,7 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
             "topic": w.topic, "changes": changes_json(w.changes),
             "change_text": _change_text(w.changes),
             "rows": rows(w.current, w.proposed), "chart": None,
+            "sentence": topic_sentence(w), "notes": topic_notes(report, w),
             "partitions": sum(1 for x in report.items
                               if x.topic == w.topic and x.partition is not None),
             "retention_ms": report.retention_ms.get(w.topic),

@@ -16,7 +16,6 @@ import segtools
 from segtools.analysis import whatif
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.simulation import Outcome
-from segtools.cli import whatif as cli_whatif
 from segtools.cli.whatif_plot import binary_ticks
 from tests.analysis.whatif_tree import CONFIG, DAY, SEGTOOLS, TREE
 from tests.fixtures_manifest import FIXTURES
@@ -133,25 +132,25 @@ def test_a_topic_sentence_never_compares_a_figure_with_itself():
         return whatif.WhatIf("t", None, changes, cur, prop)
 
     same = _outcome(2048, 1024, 9 * DAY)
-    none = cli_whatif.sentence(item({}, same, same))
+    none = whatif.topic_sentence(item({}, same, same))
     assert "no change proposed: under the current config the size moves between 1.0 KiB " \
         "and 2.0 KiB and over the horizon's second half the oldest record is at most 9d old" \
         in none and "current config 1.0 KiB" not in none
     empty = Outcome(0, 0, None, None, (), 1, 0, 1, 0, start_bytes=100)
-    said = cli_whatif.sentence(item({}, empty, empty))
+    said = whatif.topic_sentence(item({}, empty, empty))
     assert "the size stays at 0 B (empty) and the topic is empty over the horizon's " \
         "second half" in said and "0 B and 0 B" not in said
     assert "the first retention check takes every segment" in said
     # a log with no record at all has no segment for retention to take
     nothing = Outcome(0, 0, None, None, (), 1, 0, 0, 0, start_bytes=0)
-    said = cli_whatif.sentence(item({}, nothing, nothing))
+    said = whatif.topic_sentence(item({}, nothing, nothing))
     assert said.startswith("topic t: 0 B on disk now (no record); ") and \
         "retention check" not in said
-    unchanged = cli_whatif.sentence(item({"segment.ms": 10**12}, same, same))
+    unchanged = whatif.topic_sentence(item({"segment.ms": 10**12}, same, same))
     assert "with segment.ms=1000000000000 the size moves between 1.0 KiB and 2.0 KiB, as " \
         "under the current config, and over the horizon's second half the oldest record is " \
         "at most 9d old, as under the current config" in unchanged
-    moved = cli_whatif.sentence(item({"segment.bytes": 4096}, same,
+    moved = whatif.topic_sentence(item({"segment.bytes": 4096}, same,
                                      _outcome(2048, 2048, 7 * DAY)))
     assert "the size stays at 2.0 KiB (current config 1.0 KiB..2.0 KiB)" in moved
     assert "at most 7d old (current config 9d)" in moved
@@ -247,7 +246,7 @@ def test_counts_at_scale_are_said_once_when_equal():
     big, small = whatif.FullScale(10, 20), whatif.FullScale(30, 40)
 
     def said(changes: dict, scales: tuple) -> str:
-        return cli_whatif._at_scale(whatif.WhatIf("t", None, changes, same, same,
+        return whatif._at_scale(whatif.WhatIf("t", None, changes, same, same,
                                                   full_scale=scales))
 
     assert said({}, (big, big)) == "the current config about 10 segments at once and 20 rolls"

@@ -7,6 +7,7 @@ cost table, the charts' legends under the cursor) must be what ``segtools retent
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
 import math
@@ -206,6 +207,32 @@ def test_no_section_unless_asked(tmp_path):
     assert 'id="what-if"' not in html and "D.what_if" not in html
     code, err = write_report(str(TREE), "-o", str(out), "--what-if", CHANGE, "--horizon", "0")
     assert code == 2 and "--horizon" in err
+    # --horizon alone asks for no simulation: refused, as by segtools retention
+    code, err = write_report(str(TREE), "-o", str(out), "--horizon", "60")
+    assert code == 2 and "--horizon without --what-if or --recommend" in err
+
+
+def test_the_page_says_why_nothing_is_recommended(tmp_path):
+    """The page showed tables only: a topic --recommend left alone said neither why (its
+    promise kept, a history too short to extrapolate) nor that no appends were modelled.
+    Each topic carries the CLI's sentence and notes, word for word."""
+    out = tmp_path / "why.html"
+    kept, short = TREE / "busy-clicks-0", FIXTURES / "logdirs" / "sample" / "torn-tail-0"
+    code, err = write_report(str(kept), str(short), "-o", str(out), "--config", str(CONFIG),
+                             "--at", AT, "--recommend")
+    assert code in (0, 1), err
+    page = out.read_text()
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(io.StringIO()):
+        main(["retention", str(kept), str(short), "--config", str(CONFIG), "--at", AT,
+              "--recommend"])
+    lines = [line.strip() for line in said.getvalue().splitlines()
+             if line.startswith(("topic ", "  torn-tail-0: "))]
+    assert len(lines) == 3 and any("too short to extrapolate" in line for line in lines)
+    assert any("no change proposed because the current config keeps its promise" in line
+               for line in lines)
+    for line in lines:
+        assert line in html.unescape(page), line
 
 
 def test_charts_stay_within_the_budget_recommendations_first():
