@@ -359,8 +359,12 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
     joined = (np.concatenate([o, m]) for o, m in zip(own, more, strict=True))
     oldest = np.zeros(0, np.int64)
     if h.unit_oldest.size:  # each replayed unit keeps its spread below its largest timestamp
-        spread = np.tile(h.unit_ts[u0:u1] - h.unit_oldest[u0:u1], copies)
-        oldest = np.concatenate([h.unit_oldest, uts - spread])
+        # a unit without one (-1: no record timestamp) has none in the replay either; its
+        # spread to -1 made its copies decades old (sample's edge-cases: 53 years)
+        timed = h.unit_oldest[u0:u1] >= 0
+        spread = np.tile(np.where(timed, h.unit_ts[u0:u1] - h.unit_oldest[u0:u1], 0), copies)
+        oldest = np.concatenate([h.unit_oldest,
+                                 np.where(np.tile(timed, copies), uts - spread, -1)])
     return History(*joined, segment_bases=h.segment_bases, disk_batches=n, replay_scale=k,
                    unit_oldest=oldest, disk_bytes=h.disk_bytes)
 

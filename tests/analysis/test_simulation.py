@@ -15,6 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
+import segtools
 from segtools.analysis import simulation_input as si
 from segtools.analysis import whatif
 from segtools.analysis.config import TopicConfig, parse_config_text, resolve
@@ -33,6 +34,7 @@ from segtools.analysis.simulation import (
 )
 from segtools.storage.logdirs import walk
 from tests.analysis.whatif_tree import CONFIG, DAY, NOW, SEGTOOLS, TREE, H, T
+from tests.fixtures_manifest import FIXTURES
 
 END = NOW + 30 * DAY
 
@@ -260,8 +262,6 @@ def test_config_resolution_is_unchanged_by_changes():
 
 def test_api_gives_the_cli_document():
     """``segtools.what_if`` and ``retention --what-if --format json`` are one assembly."""
-    import segtools
-
     api = segtools.what_if(str(TREE / "quiet-events-0"), changes="segment.ms=86400000",
                            at="2024-01-11T00:00Z", horizon_days=10, config=str(CONFIG))
     proc = subprocess.run([SEGTOOLS, "retention", str(TREE / "quiet-events-0"), "--config",
@@ -308,3 +308,18 @@ def test_series_starts_at_the_moment_and_ends_at_the_horizon():
         for run in (item.current, item.proposed):
             assert run.series[0][0] == NOW and run.series[-1][0] == report.end_ms
             assert run.series[0][1] == 360_190
+
+
+def test_a_batch_without_a_record_timestamp_stays_without_one_in_the_replay():
+    """sample's edge-cases-0 holds a batch whose oldest record timestamp is unknown (-1). The
+    replay kept each unit's spread below its largest timestamp, and the spread to -1 made
+    that batch's copies 53 years old: "the oldest record is at most 53y old" beside a start
+    of 7 hours. Replayed at 100 kB/s for 10 days under 7-day retention, no record may be
+    older than retention plus the time a 4 KiB or 1 GiB segment takes to fill and expire."""
+    report = segtools.what_if(str(FIXTURES / "logdirs" / "sample" / "edge-cases-0"),
+                              changes="segment.bytes=4096", at="2023-11-15T06:14Z",
+                              horizon_days=10, ingest_bytes_per_s=100_000)
+    for item in report.items:
+        for run in (item.current, item.proposed):
+            assert run.oldest_age_ms_start < DAY
+            assert 7 * DAY <= run.oldest_age_ms_max < 8 * DAY, item
