@@ -120,8 +120,9 @@ def check_horizon(days: float) -> float:
     :data:`MAX_HORIZON_DAYS`."""
     if not isinstance(days, (int, float)) or isinstance(days, bool) or not \
             0 < days <= MAX_HORIZON_DAYS:
+        given = f"{days:g}" if isinstance(days, float) else repr(days)  # "0", as typed
         raise ValueError(f"the horizon must be more than 0 and at most {MAX_HORIZON_DAYS:g} "
-                         f"days, not {days!r}")
+                         f"days, not {given}")
     return float(days)
 
 

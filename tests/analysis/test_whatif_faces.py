@@ -35,7 +35,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     (["--what-if", "segment.bytes=0"], "segment.bytes=0 is below Kafka's minimum of 14"),
     (["--what-if", "segment.ms=0"], "segment.ms=0 is below Kafka's minimum of 1"),
     (["--what-if", "segment.bytes=100", "--horizon", "0"],
-     "--horizon: the horizon must be more than 0 and at most 3650 days"),
+     "--horizon: the horizon must be more than 0 and at most 3650 days, not 0\n"),
+    (["--what-if", "segment.bytes=100", "--horizon", "-1"],
+     "the horizon must be more than 0 and at most 3650 days, not -1\n"),  # as typed
     (["--what-if", "segment.bytes=100", "--ingest", "-5"],
      "an ingest rate must be more than 0 and below 1,000,000,000,000,000 bytes per second"),
     (["--what-if", "segment.bytes=100", "--ingest", "1e30"],
