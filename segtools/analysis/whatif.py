@@ -41,6 +41,7 @@ from segtools.analysis.simulation import (
 from segtools.analysis.simulation_input import history
 from segtools.analysis.tiered import highest_remote_offset, is_tiered, remote_by_partition
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
 
 DAY_MS = 86_400_000
@@ -509,6 +510,28 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
     return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention, names)
 
 
+def refused(config: cfg.TopicConfig, changes: Mapping[str, object]) -> str:
+    """Why Kafka's ``LogConfig`` would refuse ``changes`` on a topic of ``config``, from the
+    checks that weigh one setting against another (``validateValues`` and, on a tiered
+    topic, ``validateRemoteStorageRetentionTime``/``Size``), or "" when it takes them. A
+    change no broker takes has no lifecycle to simulate; a config already refused before the
+    change is not the change's doing and is left to the rest of segtools to report."""
+    def why(c: cfg.TopicConfig) -> str:
+        if c.min_compaction_lag_ms > c.max_compaction_lag_ms:
+            return (f"min.compaction.lag.ms ({c.min_compaction_lag_ms}) is more than "
+                    f"max.compaction.lag.ms ({c.max_compaction_lag_ms})")
+        if not c.remote_storage_enable:
+            return ""
+        for unit, local, total in (("ms", c.local_retention_ms, c.retention_ms),
+                                   ("bytes", c.local_retention_bytes, c.retention_bytes)):
+            if local != -2 and total != -1 and not 0 <= local <= total:
+                return (f"on a tiered topic local.retention.{unit} ({local}) must be -2 or "
+                        f"between 0 and retention.{unit} ({total})")
+        return ""
+
+    return why(apply_changes(config, changes)) if changes and not why(config) else ""
+
+
 def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
                   changes: Mapping[str, object] | None, *, now_ms: int, end_ms: int,
                   ingest: Ingest = AUTO, recommend: bool = False,
@@ -516,7 +539,12 @@ def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
                   ) -> tuple[list[WhatIf], Recommendation | None]:
     """One topic: each partition and the topic under today's config and ``changes`` (with
     ``recommend`` and no ``changes``: the recommended change), and the recommendation when one
-    was asked and found. Every face that simulates a topic comes through here."""
+    was asked and found. Every face that simulates a topic comes through here, so a change
+    Kafka would refuse for the topic (:func:`refused`) is refused here, before simulating."""
+    why = refused(parts[0].pi.config, changes or {}) if parts else ""
+    if why:
+        shown = ", ".join(f"{k}={v}" for k, v in changes_json(changes or {}).items())
+        raise SegtoolsError(f"topic {topic}: Kafka refuses {shown}: {why}")
     horizon = Horizon(now_ms, end_ms, ingest, len(parts), fan_out)
     chosen = dict(changes or {})
     rec = None

@@ -47,6 +47,11 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
      "segment.bytes=99999999999999999999 is above Kafka's maximum of 2,147,483,647"),
     (["--what-if", "retention.ms=9223372036854775808"],
      "retention.ms=9223372036854775808 is above Kafka's maximum of 9,223,372,036,854,775,807"),
+    # settings weighed against each other, as LogConfig.validateValues does
+    (["--what-if", "min.compaction.lag.ms=10000,max.compaction.lag.ms=5000"],
+     "topic quiet-events: Kafka refuses min.compaction.lag.ms=10000, "
+     "max.compaction.lag.ms=5000: min.compaction.lag.ms (10000) is more than "
+     "max.compaction.lag.ms (5000)"),
     # the last of two values must not silently win
     (["--what-if", "segment.bytes=4096,segment.bytes=8192"], "segment.bytes is given twice"),
     # options that only shape a simulation are refused without one, not ignored
@@ -60,6 +65,32 @@ def test_the_cli_refuses_in_one_line(args, says):
     proc = _cli(str(TREE / "quiet-events-0"), "--at", AT, *args)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_tiered_topic_refuses_a_local_retention_past_its_retention():
+    """LogConfig.validateRemoteStorageRetentionTime/Size: on a tiered topic the local log may
+    keep no more than the whole log (clicks.tiered's local.retention.ms=10d under a 7-day
+    retention.ms was simulated, keeping 17 days locally); -1 is refused where retention.ms
+    is set; a topic without remote storage takes anything, and a config already refused
+    before the change is not the change's doing."""
+    tiered = TopicConfig(retention_ms=7 * DAY, retention_bytes=1000,
+                         remote_storage_enable=True, local_retention_ms=2 * DAY)
+    assert "local.retention.ms (864000000) must be -2 or between 0 and retention.ms " \
+        "(604800000)" in whatif.refused(tiered, {"local.retention.ms": 10 * DAY})
+    assert "local.retention.ms (-1)" in whatif.refused(tiered, {"local.retention.ms": -1})
+    assert "local.retention.bytes (2000)" in whatif.refused(
+        tiered, {"local.retention.bytes": 2000})
+    assert whatif.refused(tiered, {"local.retention.ms": DAY}) == ""
+    assert whatif.refused(tiered, {"local.retention.ms": 10 * DAY,
+                                   "retention.ms": -1}) == ""
+    assert whatif.refused(TopicConfig(retention_ms=7 * DAY),
+                          {"local.retention.ms": 10 * DAY}) == ""
+    already = TopicConfig(min_compaction_lag_ms=10, max_compaction_lag_ms=5)
+    assert whatif.refused(already, {"segment.bytes": 4096}) == ""
+    proc = _cli(str(FIXTURES / "logdirs" / "tiered"), "--at", "2024-06-01T12:00Z",
+                "--what-if", "local.retention.ms=864000000")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "segtools: error: topic clicks.tiered: Kafka refuses local.retention.ms=864000000")
 
 
 def test_the_api_refuses_with_the_same_words():
