@@ -15,8 +15,8 @@ preallocated index's zero tail is skipped where it is a hole (``SEEK_DATA``), re
 """
 
 from libc.stdint cimport int64_t, uint8_t
-from libc.stdlib cimport free, malloc
-from posix.fcntl cimport O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDONLY
+from libc.stdlib cimport calloc, free, malloc
+from posix.fcntl cimport O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDONLY, POSIX_FADV_RANDOM, posix_fadvise
 from posix.fcntl cimport open as c_open
 from posix.stat cimport S_ISREG, fstat, stat, struct_stat
 from posix.unistd cimport close, pread
@@ -86,6 +86,32 @@ cdef bint _zeros_from(int fd, int64_t start, int64_t size) noexcept nogil:
     return True
 
 
+cdef int64_t _read_extents(int fd, uint8_t *buf, int64_t size) noexcept nogil:
+    """Read the first ``size`` bytes of the file into ``buf`` (zeroed), the data only: a hole
+    reads as zeros, and reading one would fill the page cache with zero pages (a preallocated
+    index's tail, which gentle mode never hands back on a broker's active segment). How many
+    bytes it accounts for: ``size``, or less when the file ended first."""
+    cdef int64_t pos = 0, data, hole
+    cdef long r
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM)  # no read-ahead into the holes either
+    while pos < size:
+        data = lseek(fd, pos, SEEK_DATA)
+        if data == -1:  # ENXIO: only a hole is left (up to the end of the file)
+            return size if errno == ENXIO else pos
+        if data >= size:
+            return size
+        hole = lseek(fd, data, SEEK_HOLE)
+        if hole == -1 or hole > size:
+            hole = size
+        while data < hole:
+            r = pread(fd, buf + data, hole - data, data)
+            if r <= 0:
+                return data
+            data += r
+        pos = hole
+    return size
+
+
 cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
                             int *ok, bint head=False) noexcept nogil:
     """The whole file at ``path`` in a fresh buffer (free it), when it is a regular file of at
@@ -101,6 +127,7 @@ cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
     cdef long r
     cdef uint8_t *buf = NULL
     cdef int answer = 1
+    cdef struct_stat now
     ok[0] = 0
     if stat(path, st) != 0 or not S_ISREG(st.st_mode):
         return NULL
@@ -118,11 +145,15 @@ cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
         size = cap
         answer = 2
     if size:
-        buf = <uint8_t *>malloc(size)
+        buf = <uint8_t *>(calloc(size, 1) if head else malloc(size))
         if buf == NULL:
             close(fd)
             return NULL
-        while got < size:
+        if head:
+            got = _read_extents(fd, buf, size)
+            if fstat(fd, &now) != 0 or now.st_size < size:
+                got = -1  # shrank since it was measured: the ordinary reader says so
+        while 0 <= got < size:
             r = pread(fd, buf + got, size - got, got)
             if r <= 0:
                 break
