@@ -182,10 +182,12 @@ def decide(paths: Iterable[str | os.PathLike[str]], *, page_cache: PageCacheMode
     mode = page_cache or (PageCacheMode.RESTORE if broker else PageCacheMode.KEEP)
     if jobs is None and broker is not None:
         jobs = max(1, _cores() // 2)
-    return Gentle(keeper=PageCacheKeeper() if mode is PageCacheMode.RESTORE else None,
+    still = broker is None and len(local) == len(paths)
+    keeper = PageCacheKeeper(spare_active=not still)  # a hot tail only where one may be
+    return Gentle(keeper=keeper if mode is PageCacheMode.RESTORE else None,
                   rate=ReadRate(max_read_rate) if max_read_rate else None,
                   jobs=jobs, yield_cpu=broker is not None, broker=broker,
-                  still=broker is None and len(local) == len(paths), free=tuple(free))
+                  still=still, free=tuple(free))
 
 
 def notice(settings: Gentle) -> str | None:

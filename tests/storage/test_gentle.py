@@ -416,3 +416,17 @@ def test_the_zero_tail_of_a_preallocated_index_is_not_read(tmp_path):
             path = partition / name
             data_pages = -(-path.stat().st_blocks * 512 // PAGE)
             assert int(residency(path).sum()) <= data_pages, (command, name)
+
+
+def test_restore_asked_for_on_a_copy_leaves_the_active_segments_as_found(tmp_path):
+    """The active segment is spared only as a running broker's hot tail: where no broker
+    holds the log dir (a copy), ``--page-cache restore`` asked for leaves every file as found,
+    active segments included (they were left cached)."""
+    copy = tmp_path / "sample"
+    shutil.copytree(LOGDIRS / "sample", copy)
+    actives = [p for p in files_of(copy) if is_active(p) and p.suffix == ".log"]
+    assert actives and not gentle.decide([copy]).broker
+    make_cold(files_of(copy))
+    done = run(["verify", "--deep", "--page-cache", "restore", str(copy)])
+    assert done.returncode in (0, 1), done.stderr
+    assert not [p.name for p in actives if (residency(p) & data_pages(p)).any()]
