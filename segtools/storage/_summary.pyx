@@ -55,6 +55,22 @@ cdef int64_t _mtime_ns(struct_stat *st) noexcept nogil:
     return <int64_t>st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
 
 
+cdef int _extent(int fd, int64_t pos, int64_t size, int64_t *data,
+                 int64_t *hole) noexcept nogil:
+    """The next data extent ``[data, hole)`` of the file at or after ``pos``, cut at
+    ``size`` (``SEEK_DATA``/``SEEK_HOLE``): 1 when there is one, 0 when only holes are left
+    before ``size``, -1 when the file system cannot say."""
+    data[0] = lseek(fd, pos, SEEK_DATA)
+    if data[0] == -1:
+        return 0 if errno == ENXIO else -1
+    if data[0] >= size:
+        return 0
+    hole[0] = lseek(fd, data[0], SEEK_HOLE)
+    if hole[0] == -1 or hole[0] > size:
+        hole[0] = size
+    return 1
+
+
 cdef bint _zeros_from(int fd, int64_t start, int64_t size) noexcept nogil:
     """Whether the file holds only zeros from ``start`` to ``size``: its holes skipped with
     ``SEEK_DATA``/``SEEK_HOLE``, its data read, up to ``ZERO_READ_CAP`` bytes (more data than
@@ -62,15 +78,11 @@ cdef bint _zeros_from(int fd, int64_t start, int64_t size) noexcept nogil:
     cdef uint8_t chunk[4096]
     cdef int64_t pos = start, data, hole, budget = ZERO_READ_CAP, i
     cdef long r
+    cdef int found
     while pos < size:
-        data = lseek(fd, pos, SEEK_DATA)
-        if data == -1:
-            return errno == ENXIO
-        if data >= size:
-            return True
-        hole = lseek(fd, data, SEEK_HOLE)
-        if hole == -1 or hole > size:
-            hole = size
+        found = _extent(fd, pos, size, &data, &hole)
+        if found <= 0:
+            return found == 0
         while data < hole:
             if budget <= 0:
                 return False
@@ -90,19 +102,15 @@ cdef int64_t _read_extents(int fd, uint8_t *buf, int64_t size) noexcept nogil:
     """Read the first ``size`` bytes of the file into ``buf`` (zeroed), the data only: a hole
     reads as zeros, and reading one would fill the page cache with zero pages (a preallocated
     index's tail, which gentle mode never hands back on a broker's active segment). How many
-    bytes it accounts for: ``size``, or less when the file ended first."""
+    bytes it accounts for: ``size``, or where it failed (the caller reads the rest plainly)."""
     cdef int64_t pos = 0, data, hole
     cdef long r
+    cdef int found
     posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM)  # no read-ahead into the holes either
     while pos < size:
-        data = lseek(fd, pos, SEEK_DATA)
-        if data == -1:  # ENXIO: only a hole is left (up to the end of the file)
-            return size if errno == ENXIO else pos
-        if data >= size:
-            return size
-        hole = lseek(fd, data, SEEK_HOLE)
-        if hole == -1 or hole > size:
-            hole = size
+        found = _extent(fd, pos, size, &data, &hole)
+        if found <= 0:
+            return size if found == 0 else pos
         while data < hole:
             r = pread(fd, buf + data, hole - data, data)
             if r <= 0:
