@@ -50,7 +50,7 @@ from segtools.storage.files import (
     next_data,
     offset_from_file_name,
     open_regular_file,
-    pread_exact_or_short,
+    pread_data,
 )
 from segtools.storage.located import RemoteFile, is_remote, open_remote
 from segtools.storage.location import as_path
@@ -88,7 +88,7 @@ def _size(f: BinaryIO | RemoteFile) -> int:
 def _pread(f: BinaryIO | RemoteFile, length: int, position: int) -> bytes:
     if isinstance(f, RemoteFile):
         return f.pread(length, position)
-    return pread_exact_or_short(f.fileno(), length, position)
+    return pread_data(f.fileno(), length, position)
 
 
 def _reopen(cls, path: str, base_offset: int | None, log_size: int | None, sealed: bool):

@@ -101,6 +101,7 @@ class Segment:
         self.path = str(path)
         self.base_offset = base_offset_from_name(path)
         self.decompress_limit = decompress_limit
+        self.growing = False  # see walk(): a broker appending to it
         self._fd: int | None = None
         where = as_path(path)
         if is_remote(where):  # an object or an archive member: byte ranges of a listed file
@@ -118,6 +119,8 @@ class Segment:
             # no broker holds the log dir: nothing will shrink even the active segment
             settings = gentle.current()
             still = sealed or settings.still
+            self.growing = settings.broker is not None and not sealed and \
+                gentle.appended_by_broker(self.path)
             # not when the run hands the cache back (a broker's host) and its readers hand
             # out the records' zero-copy views (``binary_view`` columns): those keep the
             # mapping alive past close(), and whoever reads them then (DuckDB, a notebook)
@@ -175,13 +178,15 @@ class Segment:
         """Batch headers as table chunks, and the findings met on the way, from byte
         ``start``; ``until`` stops before the first batch starting at or after it."""
         return walk.walk(self.source, start, end, until=until, path=self.path,
-                         verify_crc=verify_crc, limit=self.decompress_limit, rows=rows)
+                         verify_crc=verify_crc, limit=self.decompress_limit, rows=rows,
+                         growing=self.growing)
 
     def table(self, start: int = 0, end: int | None = None, *, until: int | None = None,
               verify_crc: bool = True) -> tuple[BatchTable, tuple[Finding, ...]]:
         """The whole walk as one table (small files, or callers that need every row)."""
         return walk.table(self.source, start, end, until=until, path=self.path,
-                          verify_crc=verify_crc, limit=self.decompress_limit)
+                          verify_crc=verify_crc, limit=self.decompress_limit,
+                          growing=self.growing)
 
     def salvage(self) -> Iterator[Walked]:
         """The walk, resynchronising past corrupt batches (``verify --salvage``)."""
