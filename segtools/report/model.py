@@ -300,26 +300,30 @@ def forecast_chart(series: Sequence[tuple[str, Forecast]]) -> dict:
 # --------------------------------------------------------------------------- records
 
 
-def _records(files: SegmentFiles, *, first: bool, n: int, limit: int) -> list[Record]:
-    """The first (or last) ``n`` data records of one segment: for the last ones only the
-    final batches are decoded (the walk over the headers is shallow)."""
-    out: list[Record] = []
+def _records(files: SegmentFiles, *, first: bool, last: bool, n: int, limit: int
+             ) -> tuple[list[Record], list[Record]]:
+    """The first and the last ``n`` data records of one segment (each when asked for), from
+    one opening and one shallow walk of it: only the batches that hold them are decoded (a
+    partition of one segment, the common case on a broker's tree, asks for both)."""
+    head: list[Record] = []
+    tail: list[Record] = []
     with Segment.open(files, decompress_limit=limit) as seg:
-        last = None
+        final = None
         for walked in seg.walk(verify_crc=False):
             data = walked.table.take(~walked.table.is_control)
             if not len(data):
                 continue
-            if first:
+            if first and final is None:
                 for br in batch_records(seg.records(data.take(slice(0, n)))):
-                    out += br.records
-                return out[:n]
-            last = data
-        if last is not None:
-            for br in batch_records(seg.records(last.take(slice(max(0, len(last) - n),
-                                                                None)))):
-                out += br.records
-    return out[-n:] if n else []
+                    head += br.records
+                if not last:
+                    break
+            final = data
+        if last and final is not None:
+            for br in batch_records(seg.records(final.take(slice(max(0, len(final) - n),
+                                                                 None)))):
+                tail += br.records
+    return head[:n], tail[-n:] if n else []
 
 
 def _record(r: Record, redactor: Redactor | None, budget: Budget,
@@ -355,8 +359,12 @@ def samples(pdir: PartitionDir, redactor: Redactor | None, budget: Budget,
     if not segs:
         return {"first": [], "last": []}
     try:
-        first = _records(segs[0], first=True, n=budget.samples, limit=limit)
-        last = _records(segs[-1], first=False, n=budget.samples, limit=limit)
+        if len(segs) == 1:
+            first, last = _records(segs[0], first=True, last=True, n=budget.samples,
+                                   limit=limit)
+        else:
+            first, _ = _records(segs[0], first=True, last=False, n=budget.samples, limit=limit)
+            _, last = _records(segs[-1], first=False, last=True, n=budget.samples, limit=limit)
     except SegtoolsError:  # the reads met damage: verify's findings already say where
         return {"first": [], "last": []}
     if len(segs) == 1:
