@@ -17,7 +17,7 @@ import pytest
 
 import segtools
 from segtools import fanout
-from segtools.report import assets
+from segtools.report import assets, model
 from segtools.report.model import (
     DETAILS_LEFT_OUT,
     Budget,
@@ -302,3 +302,31 @@ def test_redacted_hostile_report_names_no_topic(tmp_path):
     (open_id,) = data["open_transactional_ids"]
     assert [p["topic"] for p in open_id["partitions"]] == \
         [r["topic"] for r in data["partitions"] if r["hanging"]]
+
+
+def test_sample_records_of_one_segment_are_read_from_one_opening(monkeypatch):
+    """A partition of one segment (most of a broker's tree) has its first and last records
+    read from one opening of the segment, and they are what two separate reads give."""
+    opened: list[str] = []
+    real_open = model.Segment.open
+
+    def counted(files, **kwargs):
+        opened.append(str(files.log))
+        return real_open(files, **kwargs)
+
+    pdirs = [p.directory for p in segtools.open(FIXTURES / "logdirs" / "producers").partitions()]
+    single = [p for p in pdirs if len([s for s in p.segments if s.log_size]) == 1]
+    assert single
+    for pdir in single:
+        files = next(s for s in pdir.segments if s.log_size)
+        apart = (model._records(files, first=True, last=False, n=3, limit=1 << 20)[0],
+                 model._records(files, first=False, last=True, n=3, limit=1 << 20)[1])
+        monkeypatch.setattr(model.Segment, "open", counted)
+        shown = model.samples(pdir, None, Budget(samples=3), 1 << 20)
+        monkeypatch.setattr(model.Segment, "open", real_open)
+        assert opened == [str(files.log)], pdir
+        opened.clear()
+        first_offsets = {r.offset for r in apart[0]}
+        assert [r["offset"] for r in shown["first"]] == [r.offset for r in apart[0]]
+        assert [r["offset"] for r in shown["last"]] == [r.offset for r in apart[1]
+                                                        if r.offset not in first_offsets]
