@@ -22,6 +22,7 @@ they are read, and topic names everywhere at the end (:func:`_scrub`).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import posixpath
@@ -50,6 +51,7 @@ from segtools.api import LogDirs
 from segtools.api import open as open_tree
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.chunks import batch_records
+from segtools.decode.table import BatchTable
 from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding
 from segtools.model import Record
@@ -314,16 +316,32 @@ def _records(files: SegmentFiles, *, first: bool, last: bool, n: int, limit: int
             if not len(data):
                 continue
             if first and final is None:
-                for br in batch_records(seg.records(data.take(slice(0, n)))):
-                    head += br.records
+                head = _end_records(seg, data.take(slice(0, n)), n, from_end=False)
                 if not last:
                     break
             final = data
         if last and final is not None:
-            for br in batch_records(seg.records(final.take(slice(max(0, len(final) - n),
-                                                                 None)))):
-                tail += br.records
+            tail = _end_records(seg, final.take(slice(max(0, len(final) - n), None)), n,
+                                from_end=True)
     return head[:n], tail[-n:] if n else []
+
+
+def _end_records(seg: Segment, picked: BatchTable, n: int, *, from_end: bool) -> list[Record]:
+    """The records of ``picked`` (a segment's first or last ``n`` data batches), enough of
+    them for ``n`` records at its start (or end): the batches are decoded from that end as
+    far as their record counts reach ``n`` (one batch of a producer's 16 KiB holds dozens;
+    decoding the others cost as much again, each a decompression), all of them when those
+    held fewer records than they declared (a damaged batch decodes to none)."""
+    counts = picked.record_count.tolist()
+    reach = itertools.accumulate(reversed(counts) if from_end else counts)
+    k = next((i + 1 for i, held in enumerate(reach) if held >= n), len(picked))
+    out = _batch_records(seg, picked.take(slice(len(picked) - k, None) if from_end
+                                          else slice(0, k)))
+    return out if len(out) >= n or k == len(picked) else _batch_records(seg, picked)
+
+
+def _batch_records(seg: Segment, table: BatchTable) -> list[Record]:
+    return [r for br in batch_records(seg.records(table)) for r in br.records]
 
 
 def _record(r: Record, redactor: Redactor | None, budget: Budget,

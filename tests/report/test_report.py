@@ -330,3 +330,46 @@ def test_sample_records_of_one_segment_are_read_from_one_opening(monkeypatch):
         assert [r["offset"] for r in shown["first"]] == [r.offset for r in apart[0]]
         assert [r["offset"] for r in shown["last"]] == [r.offset for r in apart[1]
                                                         if r.offset not in first_offsets]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_sample_records_decode_only_the_batches_they_need(tree, monkeypatch):
+    """The first (last) ``n`` records of a segment's first (last) ``n`` data batches are
+    those of all ``n`` batches decoded, on every segment of every fixture tree (damaged ones
+    included), though only as many batches as hold ``n`` records are decoded when they
+    decode as declared."""
+    decoded: list[int] = []
+    real = model.Segment.records
+
+    def counted(segment, table):
+        decoded.append(len(table))
+        return real(segment, table)
+
+    fewer = 0
+    for pdir in (p.directory for p in segtools.open(tree).partitions()):
+        for files in pdir.segments:
+            if not files.log_size:
+                continue
+            try:
+                segment = model.Segment.open(files, decompress_limit=1 << 20)
+            except segtools.SegtoolsError:
+                continue
+            with segment:
+                table = segment.table(verify_crc=False)[0]
+                data = table.take(~table.is_control)
+                for n in (1, 3):
+                    for from_end in (False, True):
+                        picked = data.take(slice(max(0, len(data) - n), None) if from_end
+                                           else slice(0, n))
+                        every = model._batch_records(segment, picked)
+                        monkeypatch.setattr(model.Segment, "records", counted)
+                        shown = model._end_records(segment, picked, n, from_end=from_end)
+                        monkeypatch.setattr(model.Segment, "records", real)
+                        want = every[-n:] if from_end else every[:n]
+                        got = shown[-n:] if from_end else shown[:n]
+                        assert [(r.offset, r.key, r.value) for r in got] == \
+                            [(r.offset, r.key, r.value) for r in want], files.log
+                        fewer += sum(decoded) < len(picked)
+                        decoded.clear()
+    if tree.name == "producers":
+        assert fewer
