@@ -26,6 +26,7 @@ import itertools
 import json
 import math
 import posixpath
+import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -250,7 +251,7 @@ def json_text(value) -> str:
     is made again with each shown as ``\\uXXXX`` text: the page sets it as ``textContent``,
     where it would still reorder or hide what a reader sees."""
     text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-    if any(escape in text for escape in _INVISIBLE_ESCAPES):
+    if _INVISIBLE_ESCAPED.search(text) is not None:
         value = _marked(value)
         text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
     if "NaN" in text or "Infinity" in text:
@@ -259,8 +260,10 @@ def json_text(value) -> str:
     return text
 
 
-#: How :func:`json.dumps` writes the invisible characters (ASCII JSON escapes).
-_INVISIBLE_ESCAPES = tuple(f"\\u{c:04x}" for c in INVISIBLE)
+#: How :func:`json.dumps` writes the invisible characters (ASCII JSON escapes), as one
+#: pattern: one pass over a detail's text, where a ``in`` test per character made 17 (a
+#: tenth of a millisecond per detail; a thousand details per report).
+_INVISIBLE_ESCAPED = re.compile("|".join(re.escape(f"\\u{c:04x}") for c in INVISIBLE))
 
 
 def _marked(value):

@@ -27,6 +27,7 @@ from segtools.report.model import (
     json_text,
 )
 from segtools.report.page import content_security_policy, embed_details, embed_json, render
+from segtools.text import INVISIBLE
 from segtools.timestamps import to_millis
 from tests.fixtures_manifest import FIXTURES
 from tests.report.conftest import ROOT, write_report
@@ -373,3 +374,15 @@ def test_sample_records_decode_only_the_batches_they_need(tree, monkeypatch):
                         decoded.clear()
     if tree.name == "producers":
         assert fewer
+
+
+def test_every_invisible_character_in_a_detail_is_shown_as_text():
+    """Each invisible character (a bidi override, a zero-width space) in a document comes out
+    of ``json_text`` as ``\\uXXXX`` text, keys included, whichever of them it is; a document
+    without one is written as it is."""
+    plain = {"key": "caf\u00e9", "n": [1, 2.5, None]}
+    assert json_text(plain) == json.dumps(plain, separators=(",", ":"))
+    for c in INVISIBLE:
+        shown = f"\\u{c:04x}"
+        doc = {f"k{chr(c)}": [f"a{chr(c)}b", 1]}
+        assert json.loads(json_text(doc)) == {f"k{shown}": [f"a{shown}b", 1]}, hex(c)
