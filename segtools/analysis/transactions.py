@@ -204,10 +204,13 @@ class TransactionFold:
             self.first_seen = int(t.base_offset[0])
         self.end = int(t.last_offset[-1]) + 1
         self.last_ts = max(self.last_ts, int(t.max_timestamp.max()))
-        # the control batches the fold reads markers of (a producer's, v2)
-        rows = np.flatnonzero(t.is_control & (t.producer_id >= 0) & (t.magic >= 2))
-        if len(rows):
-            self._read_markers(segment, t, rows)
+        # the control batches the fold reads markers of (a producer's, v2); a table handed
+        # over without its segment holds none (``TableFold``), and most tables of a broker's
+        # tree are those
+        if segment is not None:
+            rows = np.flatnonzero(t.is_control & (t.producer_id >= 0) & (t.magic >= 2))
+            if len(rows):
+                self._read_markers(segment, t, rows)
         self._tables.append(t)
         self._bases.append(files.base_offset)
         self._rows += len(t)
