@@ -16,11 +16,11 @@ from tests.forensics import records_batch, write_partition
 from tests.robustness.commands import command_names, run_cli
 from tests.s3server import SECRET_KEY
 from tests.security.planted import (
+    BROKER,
     JAAS_PASSWORD,
     KEYSTORE_PASSWORD,
     METADATA_SECRETS,
     SCRAM_SALT,
-    BROKER,
     URI_SECRET,
     frame,
     leaked,
