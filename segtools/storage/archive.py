@@ -352,11 +352,10 @@ class ArchiveLocation(Location):
     def _list_zip(self) -> None:
         try:
             with open(self.archive, "rb") as f:  # zipfile builds every entry: count first
-                if zip_directory.entries_over(f, os.fstat(f.fileno()).st_size,
-                                              self.max_members):
-                    self._damaged(f"more than {self.max_members} members: not read (set "
-                                  "--storage-option max_members=N to read it)")
-                    return
+                why = zip_directory.refusal(f, os.fstat(f.fileno()).st_size, self.max_members)
+            if why is not None:
+                self._damaged(why)
+                return
             self._zip = zipfile.ZipFile(self.archive)
             infos = self._zip.infolist()
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:

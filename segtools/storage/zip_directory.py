@@ -55,12 +55,34 @@ def _directory_span(f: BinaryIO, size: int) -> tuple[int, int] | None:
     return max(0, end_at - dir_size), dir_size
 
 
-def entries_over(f: BinaryIO, size: int, limit: int) -> bool:
-    """Whether the central directory of the zip ``f`` (``size`` bytes long) holds more than
-    ``limit`` entries. Only headers are read (46 bytes each, then a seek past their variable
-    fields); the walk ends at the directory's end, at the first bytes that are no header
-    (``zipfile`` says what is wrong there), or once ``limit`` is passed."""
+#: The most central directory ``zipfile`` is let read: it reads it whole, then keeps every
+#: entry's name, extra field and comment (up to 192 KiB an entry). 100,000 members named as
+#: a broker names them take about 10 MB.
+DIRECTORY_CAP = 64 * 1024 * 1024
+
+
+def refusal(f: BinaryIO, size: int, limit: int) -> str | None:
+    """Why the zip ``f`` (``size`` bytes long) is not given to ``zipfile``: a central
+    directory larger than :data:`DIRECTORY_CAP`, or of more than ``limit`` entries; None
+    when neither."""
     span = _directory_span(f, size)
+    if span is not None and span[1] > DIRECTORY_CAP:
+        return (f"a central directory of {span[1]} bytes: more than {DIRECTORY_CAP} bytes of "
+                "member headers, not read")
+    if entries_over(f, size, limit, span):
+        return (f"more than {limit} members: not read (set --storage-option max_members=N "
+                "to read it)")
+    return None
+
+
+def entries_over(f: BinaryIO, size: int, limit: int,
+                 span: tuple[int, int] | None = None) -> bool:
+    """Whether the central directory of the zip ``f`` (``size`` bytes long; at ``span`` when
+    already found) holds more than ``limit`` entries. Only headers are read (46 bytes each,
+    then a seek past their variable fields); the walk ends at the directory's end, at the
+    first bytes that are no header (``zipfile`` says what is wrong there), or once ``limit``
+    is passed."""
+    span = span or _directory_span(f, size)
     if span is None:
         return False
     pos, end = span[0], min(size, span[0] + span[1])
