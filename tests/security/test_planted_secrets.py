@@ -237,3 +237,20 @@ def test_an_undecodable_metadata_record_is_hidden_whole(tmp_path):
     assert values == [HIDDEN.encode()] * 2
     revealed = segtools.open(logs).to_arrow(reveal_sensitive=True).read_all()
     assert revealed.column("value").to_pylist() == [password + b"\0", bytes(newer)]
+
+
+def test_the_spark_source_keeps_a_credential_in_an_option_value_secret():
+    """``storage.endpoint_url=http://KEY:SECRET@minio:9000``: a public option by its name,
+    so it travelled in every task and plan with the credential in it. A storage option
+    whose value is a URI with credentials is a secret one, whatever its name."""
+    pytest.importorskip("pyspark")
+    from pyspark_kafkalog.options import is_secret_option, parse_options
+
+    endpoint = f"http://AKIAPLANTED:{URI_SECRET}@minio:9000"
+    opts = parse_options({"path": "s3://b/logs", "storage.endpoint_url": endpoint,
+                          "storage.region": "eu-west-1"})
+    assert opts.storage_options == {"region": "eu-west-1"}
+    assert opts.storage_secrets == {"endpoint_url": endpoint}
+    assert leaked(repr(opts).encode(), [URI_SECRET]) == []
+    assert is_secret_option("proxy", f"http://u:{URI_SECRET}@proxy:3128")
+    assert not is_secret_option("endpoint_url", "http://minio:9000")
