@@ -119,3 +119,13 @@ def test_a_uri_typed_after_white_space_hides_its_user_part():
     """`` s3://KEY@bucket`` (a stray space pasted before it) is no URI, so a local path that
     does not exist: its error line showed the access key."""
     assert without_credentials("/cwd/ s3:/AKIAKEY@bucket/p") == "/cwd/ s3:/***@bucket/p"
+
+
+def test_a_schema_registry_url_is_shown_without_its_credentials():
+    """Its user part was dropped, but a key in its query (``?api_key=``) was shown in every
+    error line that names the registry."""
+    from segtools.payloads.sources import RegistryClient
+
+    for url in ("http://registry:8081/?api_key=S3CR3T", "https://u:S3CR3T@registry/p?sig=S3CR3T"):
+        client = RegistryClient(url)
+        assert "S3CR3T" not in client.shown + repr(client), client.shown
