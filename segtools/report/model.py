@@ -355,7 +355,7 @@ def _record(r: Record, redactor: Redactor | None, budget: Budget,
     redaction asked; with ``decoder``, its key and value decoded beside the bytes."""
     if metadata:
         r = metadata_record(r)
-    shown = redactor.record(r) if redactor is not None else r
+    shown = redactor.record(r, topic) if redactor is not None else r
     out = {"offset": r.offset, "timestamp": r.timestamp,
            "key": preview(shown.key, budget.preview), "value": preview(shown.value, budget.preview),
            "headers": [[k, preview(v, budget.preview)] for k, v in shown.headers[:8]]}
