@@ -15,7 +15,8 @@ costs no disk).
 
 Each command runs as an operator runs it, output to a pipe: ``scan``, ``verify``,
 ``retention``, ``report``. The first run and the best of the next ones are timed, with the
-child's peak RSS (``ru_maxrss``, its ``VmHWM``), against the best of ``find TREE -type f
+child's least CPU time (user and system, its workers included) and peak RSS (``ru_maxrss``,
+its ``VmHWM``), against the best of ``find TREE -type f
 -printf '%s %p\\n'`` in the same run (the floor: listing and stat of every file). Then each
 shape alone (``--shape-partitions`` copies of it) is timed the same way against ``find`` of
 its own tree, so a shape that leaves the fast path shows as its own ratio.
@@ -245,8 +246,10 @@ def tree_counts(root: Path) -> tuple[int, int, int]:
 # --------------------------------------------------------------------------- timing
 
 
-def run_once(cmd: list[str]) -> tuple[float, int, int]:
-    """Wall seconds, peak RSS (MB) and exit code of one run, output to a pipe. A run still
+def run_once(cmd: list[str]) -> tuple[float, float, int, int]:
+    """Wall seconds, CPU seconds (user and system, its worker processes included: the
+    figure other tenants of a shared machine disturb least), peak RSS (MB) and exit code of
+    one run, output to a pipe. A run still
     going after ``RUN_LIMIT`` seconds is killed (exit code -9): a hung run is a figure too,
     and must not hang the benchmark."""
     t = time.perf_counter()
@@ -263,17 +266,17 @@ def run_once(cmd: list[str]) -> tuple[float, int, int]:
         watchdog.cancel()
     seconds = time.perf_counter() - t
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_maxrss // 1024, proc.returncode
+    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, proc.returncode
 
 
 def timed(cmd: list[str], repeat: int) -> dict:
     """The first run, then the best of ``repeat`` more, and the largest peak RSS."""
-    first, rss, code = run_once(cmd)
+    first, cpu, rss, code = run_once(cmd)
     best = first
     for _ in range(repeat):
-        s, r, _ = run_once(cmd)
-        best, rss = min(best, s), max(rss, r)
-    return {"first_s": first, "best_s": best, "rss_mb": rss, "exit": code}
+        s, c, r, _ = run_once(cmd)
+        best, cpu, rss = min(best, s), min(cpu, c), max(rss, r)
+    return {"first_s": first, "best_s": best, "cpu_s": cpu, "rss_mb": rss, "exit": code}
 
 
 def commands(tree: Path, out: Path) -> dict[str, list[str]]:
@@ -312,7 +315,8 @@ def mixed(sizes: list[int], wanted: list[str], repeat: int) -> dict:
         for name in wanted:
             r = row[name]
             print(f"  {name:9}: first {r['first_s']:6.2f} s, best {r['best_s']:6.2f} s = "
-                  f"{r['x_find']:5.1f}x find (target {TARGETS[name]}x), peak RSS "
+                  f"{r['x_find']:5.1f}x find (target {TARGETS[name]}x), best CPU "
+                  f"{r['cpu_s']:.2f} s, peak RSS "
                   f"{r['rss_mb']} MB, exit {r['exit']}")
         results[n] = row
     if len(sizes) > 1:

@@ -46,8 +46,6 @@ from segtools.fetch.columns import Level
 from segtools.fetch.stream import ArrowRead, payloads_as_text, payloads_as_text_schema
 from segtools.findings import Finding, Severity
 from segtools.payloads import columns as payload_columns
-from segtools.payloads.decoder import Modes, PayloadDecoder
-from segtools.payloads.schemas import Schemas
 from segtools.storage import gentle, scope
 from segtools.storage.gentle import PageCacheMode
 from segtools.storage.logdirs import LogDir, walk
@@ -66,6 +64,8 @@ if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annota
     from segtools.analysis.tiered import TieredReport
     from segtools.analysis.transactions import PartitionAnalysis, TransactionsReport
     from segtools.analysis.whatif import WhatIfReport
+    from segtools.payloads.decoder import Modes, PayloadDecoder
+    from segtools.payloads.schemas import Schemas
     from segtools.payloads.usage import SchemaUsage
     from segtools.sql.views import Options as ViewOptions
 
@@ -93,6 +93,8 @@ _remote_store = _LAZY("segtools.storage.remote_store")
 _sql_engine = _LAZY("segtools.sql.engine")
 _sql_trees = _LAZY("segtools.sql.trees")
 _sources = _LAZY("segtools.payloads.sources")  # a registry client (urllib): when decoding
+_decoder = _LAZY("segtools.payloads.decoder")  # the payload formats: when decoding
+_schemas = _LAZY("segtools.payloads.schemas")
 _sql_views = _LAZY("segtools.sql.views")
 
 Time = int | float | str | datetime
@@ -361,7 +363,8 @@ class LogDirs:
                  strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
                  binary: str = "view", strings: bool = False, decode: bool | str = False,
                  schemas: Iterable[str | os.PathLike[str]] = (),
-                 schema_registry: str | None = None, **selectors) -> ArrowRead:
+                 schema_registry: str | None = None, dictionary: bool = False,
+                 **selectors) -> ArrowRead:
         """The selected rows as Arrow record batches, streamed (memory stays flat).
 
         ``level``: ``records`` (one row per record), ``batches`` or ``segments``; ``columns``:
@@ -373,6 +376,12 @@ class LogDirs:
         arrays, for consumers that do not read views (Spark's Arrow exchange).
         ``strings=True`` gives ``key`` and ``value`` as UTF-8 text (``string``) instead, for
         SQL on JSON or text payloads; bytes that are not UTF-8 become U+FFFD.
+        ``dictionary=True`` gives the names every row of a partition shares (``topic``,
+        ``log_dir``, a segment's ``partition_dir``) as ``dictionary<int32, string>``: one
+        entry per Arrow batch and an index per row, where a plain ``string`` column repeats
+        the name in every row. An engine
+        that groups or filters by topic then compares integers (DuckDB's ``group by topic``
+        over 2.2 M records: half the time); the values read are the same.
 
         ``decode``: ``True`` (Confluent frames) or a mode of ``segtools dump --decode``
         (``"auto"``, ``"string:schema"``, ...) adds ``key_decoded``/``value_decoded`` (JSON
@@ -385,7 +394,8 @@ class LogDirs:
         notebook cell that reads it can be run twice and gets the same rows."""
         return self._reader("to_arrow()", level, columns, include_headers, strict, on_finding,
                             binary, selectors, strings, decode=decode, schemas=schemas,
-                            schema_registry=schema_registry)
+                            schema_registry=schema_registry,
+                            dictionary=arguments.boolean(dictionary, "dictionary"))
 
     @_located
     def _reader(self, where: str, level: Level | str, columns: Iterable[str] | None,
@@ -393,7 +403,7 @@ class LogDirs:
                 on_finding: Callable[[Finding], None] | None, binary: str,
                 selectors: dict[str, Any], strings: bool = False, *,
                 decode: bool | str = False, schemas: Iterable[str | os.PathLike[str]] = (),
-                schema_registry: str | None = None) -> ArrowRead:
+                schema_registry: str | None = None, dictionary: bool = False) -> ArrowRead:
         """One read: its arguments checked at the door (naming ``where`` and the caller's
         argument), its plan made now (so a bad selection fails here, not while iterating)."""
         arguments.unknown_names(selectors, _SELECTOR_NAMES, where, hints=_READ_KEYWORDS)
@@ -415,7 +425,7 @@ class LogDirs:
                      + (("tier",) if sel.remote_store is not None else ()))
         except fetch_columns.ColumnError as e:
             raise arguments.ArgumentError(f"columns: {e}") from None
-        schema = fetch_columns.schema(sel.level, names)
+        schema = fetch_columns.schema(sel.level, names, dictionary=dictionary)
         if binary == "view" and sel.level is Level.RECORDS:
             for name in ("key", "value"):
                 if name in schema.names:
@@ -462,7 +472,7 @@ class LogDirs:
         histories = _sources.gather(self.log_dirs, self.findings).histories()
         if not histories:
             return None
-        out = Schemas(source=histories[0].source)
+        out = _schemas.Schemas(source=histories[0].source)
         for h in histories:
             out.extend(h)
         return out
@@ -482,7 +492,7 @@ class LogDirs:
         of ``schemas``), then a registry; what reading them met joins :attr:`findings`."""
         chain = _sources.gather(self.log_dirs, self.findings,
                                 schemas=[os.fspath(s) for s in schemas], registry=registry)
-        return PayloadDecoder(chain, _modes(decode))
+        return _decoder.PayloadDecoder(chain, _modes(decode))
 
     def records(self, *, columns: Iterable[str] | None = None, include_headers: bool = False,
                 strict: bool = False, on_finding: Callable[[Finding], None] | None = None,
@@ -830,7 +840,7 @@ def _modes(decode: bool | str | None) -> Modes:
     mode = arguments.decode_mode(decode)
     if mode is None:
         raise arguments.ArgumentError(f"decode: must be true or a decode mode here, not {decode!r}")
-    return Modes.parse(mode)
+    return _decoder.Modes.parse(mode)
 
 
 def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
@@ -842,12 +852,12 @@ def decode_table(table: pa.Table, schemas, *, decode: bool | str = True,
     if isinstance(schemas, LogDirs):
         decoder = schemas.payload_decoder(decode, registry=schema_registry)
     elif hasattr(schemas, "by_id"):
-        decoder = PayloadDecoder(schemas, _modes(decode))
+        decoder = _decoder.PayloadDecoder(schemas, _modes(decode))
     else:
         paths = [schemas] if isinstance(schemas, str | os.PathLike) else list(schemas)
-        decoder = PayloadDecoder(_sources.gather([], [], schemas=[os.fspath(p) for p in paths],
-                                        registry=schema_registry),
-                                 _modes(decode))
+        chain = _sources.gather([], [], schemas=[os.fspath(p) for p in paths],
+                                registry=schema_registry)
+        decoder = _decoder.PayloadDecoder(chain, _modes(decode))
     return payload_columns.decode_table(table, decoder)
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import multiprocessing
 import os
 import queue
 import signal
@@ -27,9 +26,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
 
-import psutil
+import lazy_loader
 
 from segtools.storage import gentle, scope
+
+#: The worker pool and the priority calls load when a run forks workers or yields to a
+#: broker: a read in this process (a query, a dump) does not pay their imports.
+multiprocessing = lazy_loader.load("multiprocessing", suppress_warning=True)
+psutil = lazy_loader.load("psutil", suppress_warning=True)
 
 T = TypeVar("T")
 R = TypeVar("R")

@@ -78,6 +78,9 @@ RULES: tuple[Rule, ...] = (
     Rule("truncated_tail", W, A.FRAMING,
          "the last batch is cut short (torn write, crash, partial copy); Kafka's recovery "
          "truncates it"),
+    Rule("append_in_flight", I, A.FRAMING,
+         "a running broker's active segment ends in a batch it is still writing: the data "
+         "ends at the last whole batch, as a fetch reads it (FileLogInputStream)"),
     Rule("zero_filled_tail", I, A.FRAMING,
          "zero bytes after the last batch (preallocated segment, or a crash before data reached "
          "the disk)"),

@@ -47,6 +47,12 @@ _NAME_CHARS = "A-Za-z0-9._"
 #: right after a ``\\xNN`` escape (a binary key shown as text: ``__consumer_offsets`` keys
 #: put a length byte just before the topic name).
 _WORD_START = f"(?:(?<![{_NAME_CHARS}])|(?<=\\\\x[0-9a-f]{{2}}))"
+#: Topics whose records spell other topics' names in their bytes: offset commits
+#: (``__consumer_offsets`` keys), transactions' partitions (``__transaction_state`` values),
+#: ``TopicRecord``s (``__cluster_metadata``), tiered segments' partitions
+#: (``__remote_log_metadata``), and subjects (``_schemas`` keys, ``orders-value``).
+NAMING_TOPICS = frozenset(("__consumer_offsets", "__transaction_state", "__cluster_metadata",
+                           "__remote_log_metadata", "_schemas"))
 
 
 def parse_kinds(text: str) -> frozenset[str]:
@@ -101,11 +107,19 @@ class Redactor:
                 ) -> tuple[tuple[str, bytes | None], ...]:
         return tuple((self.header_key(k), self.header_value(v)) for k, v in headers)
 
-    def record(self, r: Record) -> Record:
+    def record(self, r: Record, topic: str | None = None) -> Record:
         """A record with its key, value and headers redacted; control records are Kafka's
-        (markers), not the producer's, and stay as they are."""
+        (markers), not the producer's, and stay as they are. A record of ``topic`` in
+        :data:`NAMING_TOPICS` spells topic names in its key and value, as bytes a name's
+        pattern cannot find (a length byte before each name, shown as ``\\r`` or ``\\x0c``
+        in a dump), so with ``topics`` redacted its key and value are tokens too."""
         if r.control is not None:
             return r
+        if "topics" in self.kinds and topic in NAMING_TOPICS:
+            return dataclasses.replace(
+                r, key=None if r.key is None else self.token("keys", r.key).encode("ascii"),
+                value=None if r.value is None else self.token("values", r.value).encode("ascii"),
+                headers=self.headers(r.headers))
         return dataclasses.replace(r, key=self.key(r.key), value=self.value(r.value),
                                    headers=self.headers(r.headers))
 

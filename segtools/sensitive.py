@@ -63,7 +63,7 @@ def refuse_uri_credentials(text: str) -> str | None:
 #: A URI typed with one slash or none (``s3:/KEY:SECRET@bucket``, ``s3:KEY:SECRET@bucket``): not
 #: a URI to the parser, so a local path that does not exist, but its user part is still a
 #: credential and must not be echoed in the error line.
-_MISTYPED_URI_USER = re.compile(r"(?:^|(?<=/))([A-Za-z][A-Za-z0-9+.-]*:/?)(?!/)([^/@\s]+)@")
+_MISTYPED_URI_USER = re.compile(r"(?:^|(?<=[/\s]))([A-Za-z][A-Za-z0-9+.-]*:/?)(?!/)([^/@\s]+)@")
 
 
 def _mistyped_uri_user(match: re.Match) -> str:
@@ -132,11 +132,25 @@ _SECRET_CONFIG = re.compile(
     r"|(?-i:[a-z0-9](Passwords?|Passwd|Passphrase|Secrets?)(?![a-z]))")
 
 
+#: A plugin's credential that no word above names, matched at the end of the config's name
+#: only (``delegation.token.expiry.time.ms`` and ``ssl.keystore.location`` are no secrets):
+#: the keys and tokens of tiered storage and other plugins
+#: (``rsm.config.storage.azure.account.key``, ``...azure.connection.string``,
+#: ``...gcs.credentials.json``, ``...azure.sas.token``, ``my.plugin.apiKey``).
+_CREDENTIAL_CONFIG = re.compile(
+    r"(?i)(^|[._-])((account|access|api|private|secret|shared|signing|master|encryption"
+    r"|client)[._-]?key|(access|auth|api|bearer|session|sas|refresh|id)[._-]?token"
+    r"|connection[._-]?string|credentials?([._-]json)?)$"
+    r"|(?-i:[a-z0-9](Api|Access|Account|Private|Secret)(Key|Token)$)")
+
+
 def is_sensitive_config(name: str) -> bool:
-    """Whether Kafka would hide this config's value from ``DescribeConfigs``."""
+    """Whether Kafka would hide this config's value from ``DescribeConfigs``, or a plugin's
+    credential is named by it."""
     parts = name.split(".")
     return (any(".".join(parts[i:]) in PASSWORD_CONFIGS for i in range(len(parts)))
-            or _SECRET_CONFIG.search(name) is not None)
+            or _SECRET_CONFIG.search(name) is not None
+            or _CREDENTIAL_CONFIG.search(name) is not None)
 
 
 def config_value(name: str, value: str | None, *, reveal: bool = False) -> str | None:

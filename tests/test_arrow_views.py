@@ -290,3 +290,28 @@ def test_a_column_of_labels_from_buffers_keeps_nulls():
     assert arrow.column(labels, pa.string(), valid).to_pylist() == ["gzip", None, None, "zstd",
                                                                      ""]
     assert arrow.column(labels[:0], pa.string()).to_pylist() == []
+
+
+@pytest.mark.parametrize("level", ["records", "batches", "segments"])
+def test_place_names_as_dictionaries_hold_the_same_values(level):
+    """``dictionary=True`` (what the SQL face reads, so an engine groups by an index): the
+    topic and log dir of every row, read over the whole sample tree with its several
+    partitions per log dir, are those of the plain read; only their type differs."""
+    ds = segtools.open(SAMPLE)
+    plain = ds.to_arrow(level).read_all()
+    coded = ds.to_arrow(level, dictionary=True).read_all()
+    assert coded.num_rows == plain.num_rows > 0
+    place = [n for n in ("topic", "log_dir", "partition_dir") if n in plain.schema.names]
+    assert "topic" in place and "log_dir" in place
+    for name in coded.schema.names:
+        expected = pa.dictionary(pa.int32(), pa.string()) if name in place \
+            else plain.schema.field(name).type
+        assert coded.schema.field(name).type == expected, name
+        assert coded.column(name).to_pylist() == plain.column(name).to_pylist(), name
+    if level != "segments":  # one dictionary entry per Arrow batch, not a name per row
+        assert all(len(chunk.dictionary) == 1 for chunk in coded.column("topic").chunks)
+
+
+def test_dictionary_is_a_boolean_argument():
+    with pytest.raises(segtools.ArgumentError, match=r"^dictionary: must be true or false"):
+        segtools.open(SAMPLE).to_arrow(dictionary="maybe")

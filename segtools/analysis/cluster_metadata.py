@@ -690,13 +690,16 @@ def metadata_record(record: Record) -> Record:
 def metadata_value(value: bytes | None, *, reveal: bool = False) -> bytes | None:
     """A ``__cluster_metadata`` record value as it may be shown raw (a preview, a dump's
     payload): re-encoded with :func:`metadata_fields`' hidden fields when it holds a secret,
-    unchanged otherwise (or when it does not decode: then it holds no config we could name)."""
+    unchanged when it holds none. A value that does not decode (a record version newer than
+    segtools knows, trailing bytes, damage) cannot be shown to hold no secret, a
+    ``ConfigRecord``'s password may sit in it whole, so it reads :data:`HIDDEN` as a whole:
+    ``reveal`` shows it as stored, and ``verify``/``metadata`` say why it did not decode."""
     if reveal or value is None:
         return value
     try:
         rec = decode_frame(bytes(value))
     except SegtoolsError:
-        return value
+        return HIDDEN.encode()
     shown = metadata_fields(rec.name, rec.data)
     if shown is rec.data:
         return value

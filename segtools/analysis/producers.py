@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from segtools.analysis import _batching
-from segtools.analysis.partition_log import TableFold, fold_tables, iter_records
+from segtools.analysis.partition_log import TableFold, fold_tables, iter_records, iter_tables
 from segtools.analysis.producer_state import FOLD_ROWS, ProducerStateFold, Transaction
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode.table import BatchTable, codec_label
@@ -680,6 +680,25 @@ def likely_duplicates(partition: PartitionDir, *, window_ms: int = 120_000,
     return found
 
 
+def _sampled_values(partition: PartitionDir, producer_id: int, sample: int) -> list[bytes]:
+    """The first ``sample`` non-empty values of one producer's data batches, in log order.
+    Read as record columns, each value sliced from its span: a broker's producers write
+    small records, and a :class:`~segtools.model.Record` (its batch, headers and control
+    key built) per value cost ten times the value itself."""
+    values: list[bytes] = []
+    findings: list[Finding] = []
+    for segment, _, table in iter_tables(partition, findings):
+        mine = table.take(~table.is_control & (table.producer_id == producer_id))
+        for chunk in segment.records(mine):
+            cols = chunk.columns
+            in_order = np.argsort(cols.batch, kind="stable")  # batch by batch, as written
+            for i in in_order[cols.value_len[in_order] > 0].tolist():
+                values.append(cols.value(i))
+                if len(values) >= sample:
+                    return values
+    return values
+
+
 def recompression_gain(partition: PartitionDir, producer_id: int, *, sample: int = 2000,
                        batch_bytes: int = DEFAULT_BATCH_SIZE) -> float | None:
     """How much smaller a sample of this producer's values gets when compressed in batches of
@@ -687,14 +706,7 @@ def recompression_gain(partition: PartitionDir, producer_id: int, *, sample: int
     larger inputs. None when there is nothing to sample."""
     import zstandard
 
-    values: list[bytes] = []
-    findings: list[Finding] = []
-    for lr in iter_records(partition, findings,
-                           want=lambda t: ~t.is_control & (t.producer_id == producer_id)):
-        if lr.record.value:
-            values.append(lr.record.value)
-        if len(values) >= sample:
-            break
+    values = _sampled_values(partition, producer_id, sample)
     if not values:
         return None
     c = zstandard.ZstdCompressor(level=3)

@@ -69,7 +69,7 @@ INDEX_INTERVAL_BYTES = 4096
 RETENTION_CHECK_INTERVAL_MS = 300_000
 #: ``log.cleaner.backoff.ms``: how long an idle cleaner thread sleeps between looks.
 CLEANER_BACKOFF_MS = 15_000
-#: Rows of a ``series`` at most (two per bucket: its peak and its trough).
+#: Buckets of a ``series`` (two rows each, its peak and its trough, and the first and last rows).
 SERIES_BUCKETS = 120
 #: Replayed batches per partition at most (see :func:`extend`).
 MAX_REPLAY_BATCHES = 20_000
@@ -359,8 +359,12 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
     joined = (np.concatenate([o, m]) for o, m in zip(own, more, strict=True))
     oldest = np.zeros(0, np.int64)
     if h.unit_oldest.size:  # each replayed unit keeps its spread below its largest timestamp
-        spread = np.tile(h.unit_ts[u0:u1] - h.unit_oldest[u0:u1], copies)
-        oldest = np.concatenate([h.unit_oldest, uts - spread])
+        # a unit without one (-1: no record timestamp) has none in the replay either; its
+        # spread to -1 made its copies decades old (sample's edge-cases: 53 years)
+        timed = h.unit_oldest[u0:u1] >= 0
+        spread = np.tile(np.where(timed, h.unit_ts[u0:u1] - h.unit_oldest[u0:u1], 0), copies)
+        oldest = np.concatenate([h.unit_oldest,
+                                 np.where(np.tile(timed, copies), uts - spread, -1)])
     return History(*joined, segment_bases=h.segment_bases, disk_batches=n, replay_scale=k,
                    unit_oldest=oldest, disk_bytes=h.disk_bytes)
 
@@ -1195,7 +1199,10 @@ def _segments_max(run: Run, now_ms: int, end_ms: int) -> int:
 def bounded_series(times: np.ndarray, size: np.ndarray, oldest: np.ndarray,
                    buckets: int = SERIES_BUCKETS) -> tuple[tuple[int, int, int | None], ...]:
     """At most two rows per bucket, its highest and its lowest size in time order, so a
-    sawtooth keeps its teeth; ``oldest_record_ms`` is null while the log is empty."""
+    sawtooth keeps its teeth, plus the first and the last row, so a chart starts at the
+    moment and ends at the horizon (a first row between its bucket's extremes was dropped,
+    and busy-clicks' chart began 65 minutes after ``--at``); ``oldest_record_ms`` is null
+    while the log is empty."""
     n = times.shape[0]
     if n == 0:
         return ()
@@ -1210,7 +1217,7 @@ def bounded_series(times: np.ndarray, size: np.ndarray, oldest: np.ndarray,
     at_lo = np.flatnonzero(size == lo[bucket])
     first_hi = at_hi[np.r_[True, bucket[at_hi][1:] != bucket[at_hi][:-1]]]
     first_lo = at_lo[np.r_[True, bucket[at_lo][1:] != bucket[at_lo][:-1]]]
-    keep = np.unique(np.r_[first_hi, first_lo, n - 1])
+    keep = np.unique(np.r_[0, first_hi, first_lo, n - 1])
     return tuple((t, s, o if o >= 0 else None) for t, s, o in zip(
         times[keep].tolist(), size[keep].tolist(), oldest[keep].tolist(), strict=True))
 

@@ -31,7 +31,6 @@ import numpy as np
 
 from segtools.analysis.partition_log import (
     as_partition,
-    batch_records,
     fold_tables,
     producer_snapshots,
     transaction_indexes,
@@ -62,6 +61,7 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir, PartitionState
+from segtools.storage.segment import Segment
 from segtools.units import format_duration
 
 #: ``transaction.max.timeout.ms`` default: no transaction may stay open longer.
@@ -204,15 +204,34 @@ class TransactionFold:
             self.first_seen = int(t.base_offset[0])
         self.end = int(t.last_offset[-1]) + 1
         self.last_ts = max(self.last_ts, int(t.max_timestamp.max()))
-        # the control batches the fold reads markers of (a producer's, v2)
-        for i in np.flatnonzero(t.is_control & (t.producer_id >= 0) & (t.magic >= 2)).tolist():
-            self._markers[self._rows + i] = _markers(
-                batch_records(segment, t.batch(i), self.findings))
+        # the control batches the fold reads markers of (a producer's, v2); a table handed
+        # over without its segment holds none (``TableFold``), and most tables of a broker's
+        # tree are those
+        if segment is not None:
+            rows = np.flatnonzero(t.is_control & (t.producer_id >= 0) & (t.magic >= 2))
+            if len(rows):
+                self._read_markers(segment, t, rows)
         self._tables.append(t)
         self._bases.append(files.base_offset)
         self._rows += len(t)
         if self._rows >= FOLD_ROWS:
             self._flush()
+
+    def _read_markers(self, segment: Segment, t: BatchTable, rows: np.ndarray) -> None:
+        """The markers of a chunk's control batches (``rows``), from one decode of them all:
+        a transactional partition holds a marker per transaction, and a decode call per
+        control batch cost more than its one record. A batch the decode does not reach (the
+        file shrank under the reader) has no markers, as when read alone."""
+        gathered = {position: self._rows + i for position, i in
+                    zip(t.position[rows].tolist(), rows.tolist(), strict=True)}
+        for row in gathered.values():
+            self._markers[row] = []
+        for br in segment.batch_records(t.take(rows)):
+            if br.finding is not None:
+                self.findings.append(br.finding)
+            row = gathered.get(br.batch.position)
+            if row is not None and br.records:
+                self._markers[row] = _markers(br.records)
 
     def _flush(self) -> None:
         if not self._tables:

@@ -11,7 +11,9 @@ is simulated and summed, which counts the replication factor.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -21,6 +23,7 @@ from segtools.analysis.explain import tiered_metadata
 from segtools.analysis.partition_input import Loaded, PartitionInput
 from segtools.analysis.simulation import (
     AUTO,
+    MIN_HISTORY_MS,
     CleanedSegments,
     History,
     Ingest,
@@ -38,6 +41,7 @@ from segtools.analysis.simulation import (
 from segtools.analysis.simulation_input import history
 from segtools.analysis.tiered import highest_remote_offset, is_tiered, remote_by_partition
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
 
 DAY_MS = 86_400_000
@@ -60,6 +64,16 @@ MINIMUMS: Mapping[str, int] = {
     "retention.ms": -1, "retention.bytes": -1, "delete.retention.ms": 0,
     "min.compaction.lag.ms": 0, "max.compaction.lag.ms": 1, "local.retention.ms": -2,
     "local.retention.bytes": -2}
+#: Kafka's upper bounds: the largest value of the config's Java type (``segment.bytes`` and
+#: ``segment.index.bytes`` are ``INT``, the others ``LONG``). ``LogConfig`` refuses a value
+#: beyond them when it parses it, so a what-if must too rather than simulate a config no
+#: broker would take.
+MAXIMUMS: Mapping[str, int] = {
+    name: (2**31 - 1 if name in ("segment.bytes", "segment.index.bytes") else 2**63 - 1)
+    for name in MINIMUMS}
+#: The highest ``--ingest`` rate taken, in bytes per second (a petabyte a second: beyond any
+#: cluster, and still far from a float's limits in the simulation's sums).
+MAX_INGEST_BYTES_PER_S = 1e15
 #: The longest simulation asked for, in days (ten years).
 MAX_HORIZON_DAYS = 3650.0
 
@@ -69,7 +83,8 @@ def parse_changes(changes: str | Mapping[str, object]) -> dict[str, object]:
     list value, ``cleanup.policy=compact,delete``, keeps its commas because a new pair starts
     only where ``,name=`` follows), or a mapping of Kafka config names to values (strings,
     numbers, or a list for ``cleanup.policy``). Each value is parsed as Kafka's config would
-    be and checked against :data:`MINIMUMS`; a ValueError says what is wrong."""
+    be and checked against :data:`MINIMUMS` and :data:`MAXIMUMS`; a name given twice is
+    refused rather than the last one silently winning. A ValueError says what is wrong."""
     if isinstance(changes, str):
         pairs = []
         for part in re.split(r",(?=[a-z][a-z.]*=)", changes.strip()):
@@ -87,10 +102,14 @@ def parse_changes(changes: str | Mapping[str, object]) -> dict[str, object]:
         if name not in WHAT_IF_NAMES:
             raise ValueError(f"{name!r} cannot be changed here (one of: "
                              f"{', '.join(WHAT_IF_NAMES)})")
+        if name in out:
+            raise ValueError(f"{name} is given twice")
         parsed = cfg.parse_value(name, value)
-        low = MINIMUMS.get(name)
+        low, high = MINIMUMS.get(name), MAXIMUMS.get(name)
         if low is not None and int(parsed) < low:
             raise ValueError(f"{name}={value} is below Kafka's minimum of {low}")
+        if high is not None and int(parsed) > high:
+            raise ValueError(f"{name}={value} is above Kafka's maximum of {high:,}")
         out[name] = parsed
     if not out:
         raise ValueError("nothing to change")
@@ -102,15 +121,16 @@ def check_horizon(days: float) -> float:
     :data:`MAX_HORIZON_DAYS`."""
     if not isinstance(days, (int, float)) or isinstance(days, bool) or not \
             0 < days <= MAX_HORIZON_DAYS:
+        given = f"{days:g}" if isinstance(days, float) else repr(days)  # "0", as typed
         raise ValueError(f"the horizon must be more than 0 and at most {MAX_HORIZON_DAYS:g} "
-                         f"days, not {days!r}")
+                         f"days, not {given}")
     return float(days)
 
 
 def parse_ingest(value: object) -> Ingest:
     """The one reader of an ingest model, for every face: ``"auto"`` or None (each
     partition's recent history, repeated), or a topic's rate in bytes per second (more than
-    0, below 1e15)."""
+    0, below :data:`MAX_INGEST_BYTES_PER_S`)."""
     if value is None or value == "auto":
         return AUTO
     if isinstance(value, Ingest):
@@ -120,8 +140,9 @@ def parse_ingest(value: object) -> Ingest:
     except (TypeError, ValueError):
         raise ValueError(f"ingest must be auto or a rate in bytes per second, not {value!r}") \
             from None
-    if not 0 < rate < 1e15:
-        raise ValueError(f"an ingest rate must be more than 0 bytes per second, not {value!r}")
+    if not 0 < rate < MAX_INGEST_BYTES_PER_S:
+        raise ValueError(f"an ingest rate must be more than 0 and below "
+                         f"{MAX_INGEST_BYTES_PER_S:,.0f} bytes per second, not {value!r}")
     return Ingest(rate)
 
 
@@ -489,6 +510,28 @@ def what_if_report(loaded: Loaded, changes: Mapping[str, object] | None, *, now_
     return WhatIfReport(now_ms, end_ms, ingest, tuple(items), tuple(recs), retention, names)
 
 
+def refused(config: cfg.TopicConfig, changes: Mapping[str, object]) -> str:
+    """Why Kafka's ``LogConfig`` would refuse ``changes`` on a topic of ``config``, from the
+    checks that weigh one setting against another (``validateValues`` and, on a tiered
+    topic, ``validateRemoteStorageRetentionTime``/``Size``), or "" when it takes them. A
+    change no broker takes has no lifecycle to simulate; a config already refused before the
+    change is not the change's doing and is left to the rest of segtools to report."""
+    def why(c: cfg.TopicConfig) -> str:
+        if c.min_compaction_lag_ms > c.max_compaction_lag_ms:
+            return (f"min.compaction.lag.ms ({c.min_compaction_lag_ms}) is more than "
+                    f"max.compaction.lag.ms ({c.max_compaction_lag_ms})")
+        if not c.remote_storage_enable:
+            return ""
+        for unit, local, total in (("ms", c.local_retention_ms, c.retention_ms),
+                                   ("bytes", c.local_retention_bytes, c.retention_bytes)):
+            if local != -2 and total != -1 and not 0 <= local <= total:
+                return (f"on a tiered topic local.retention.{unit} ({local}) must be -2 or "
+                        f"between 0 and retention.{unit} ({total})")
+        return ""
+
+    return why(apply_changes(config, changes)) if changes and not why(config) else ""
+
+
 def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
                   changes: Mapping[str, object] | None, *, now_ms: int, end_ms: int,
                   ingest: Ingest = AUTO, recommend: bool = False,
@@ -496,7 +539,12 @@ def what_if_topic(topic: str, parts: Sequence[PartitionHistory],
                   ) -> tuple[list[WhatIf], Recommendation | None]:
     """One topic: each partition and the topic under today's config and ``changes`` (with
     ``recommend`` and no ``changes``: the recommended change), and the recommendation when one
-    was asked and found. Every face that simulates a topic comes through here."""
+    was asked and found. Every face that simulates a topic comes through here, so a change
+    Kafka would refuse for the topic (:func:`refused`) is refused here, before simulating."""
+    why = refused(parts[0].pi.config, changes or {}) if parts else ""
+    if why:
+        shown = ", ".join(f"{k}={v}" for k, v in changes_json(changes or {}).items())
+        raise SegtoolsError(f"topic {topic}: Kafka refuses {shown}: {why}")
     horizon = Horizon(now_ms, end_ms, ingest, len(parts), fan_out)
     chosen = dict(changes or {})
     rec = None
@@ -710,22 +758,134 @@ def _why(topic: str, config: cfg.TopicConfig, change: Mapping[str, object], cur:
     shown, old_shown = (shown_value(name, v) for v in (value, getattr(
         config, cfg.DEFINITIONS[name].attr)))
     held = retention_name(config)
-    swing_new, swing_cur = round(100 * new.swing_late), round(100 * cur.swing_late)
+    swing_new, swing_cur = percent(new.swing_late), percent(cur.swing_late)
     sizes = (f"{format_bytes(new.late_trough_bytes)}..{format_bytes(new.late_peak_bytes)} "
              f"instead of {format_bytes(cur.late_trough_bytes)}.."
              f"{format_bytes(cur.late_peak_bytes)}")
-    if swing_new < swing_cur:
-        swing = f"the size swings {swing_new}% instead of {swing_cur}% ({sizes})"
-    elif swing_new == swing_cur:
-        swing = f"the size swing stays {swing_new}% ({sizes})"
+    if swing_new == swing_cur:
+        swing = f"the size swing stays {swing_new} ({sizes})"
+    elif new.swing_late < cur.swing_late:
+        swing = f"the size swings {swing_new} instead of {swing_cur} ({sizes})"
     else:
-        swing = (f"the size swings wider, {swing_new}% instead of {swing_cur}%, under a peak "
+        swing = (f"the size swings wider, {swing_new} instead of {swing_cur}, under a peak "
                  f"no higher ({sizes})")
     return (f"topic {topic}: with {name}={shown_value(name, value, raw=True)} ({shown}, today "
             f"{old_shown}) the oldest record is at most "
             f"{format_duration(new.oldest_age_ms_late or 0)} old over the horizon's second "
             f"half instead of {format_duration(cur.oldest_age_ms_late or 0)} ({held} "
             f"{format_duration(config.local_retention_ms_effective)}), and there {swing}")
+
+
+# --------------------------------------------------------------------------- in words
+
+
+def _old(ms: int) -> str:
+    """An age in words; a negative one is a record timestamped after the moment (as
+    ``segtools retention`` says of a future timestamp)."""
+    return f"{format_duration(ms)} old" if ms >= 0 else f"{format_duration(-ms)} in the future"
+
+
+def topic_sentence(w: WhatIf) -> str:
+    """One line a person can repeat: what the change does to the size and the oldest record,
+    beside the current config's simulation over the same horizon and what is on disk now. A
+    figure the change leaves as it is is said once, "as under the current config", never
+    compared with itself; with no change (``--recommend`` found none to make) only the current
+    config's figures are said."""
+    c, p = w.current, w.proposed
+    if c.start_bytes == 0:  # an empty log: no segment for retention to take
+        head = f"topic {w.topic}: 0 B on disk now (no record); "
+    elif c.oldest_age_ms_start is None:
+        head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the first "
+                "retention check takes every segment; ")
+    else:
+        head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the oldest "
+                f"record retention keeps is {_old(c.oldest_age_ms_start)}; ")
+    if not w.changes:
+        why = f" because {w.unrecommended}" if w.unrecommended else ""
+        return (head + f"no change proposed{why}: under the current config the size "
+                f"{_size_range(c)} and {_late(c.oldest_age_ms_late)}")
+    change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items())
+    if (p.trough_bytes, p.peak_bytes) == (c.trough_bytes, c.peak_bytes):
+        size = f"{_size_range(p)}, as under the current config,"
+    else:
+        size = (f"{_size_range(p)} (current config {format_bytes(c.trough_bytes)}.."
+                f"{format_bytes(c.peak_bytes)})")
+    return head + f"with {change} the size {size} and " + \
+        _late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)
+
+
+def _size_range(o) -> str:
+    """The size over the horizon in words: a range, or one figure when it does not move."""
+    if o.peak_bytes == 0:
+        return "stays at 0 B (empty)"
+    if o.trough_bytes == o.peak_bytes:
+        return f"stays at {format_bytes(o.peak_bytes)}"
+    return f"moves between {format_bytes(o.trough_bytes)} and {format_bytes(o.peak_bytes)}"
+
+
+def _late(age: int | None) -> str:
+    """One config's oldest record over the horizon's second half; None means the partition
+    held no record then (retention emptied it and nothing is appended: a history too short
+    to replay), said as such rather than as an age of "-"."""
+    if age is None:
+        return "the topic is empty over the horizon's second half"
+    if age < 0:
+        return (f"over the horizon's second half every record left is timestamped at least "
+                f"{format_duration(-age)} in the future")
+    return f"over the horizon's second half the oldest record is at most {_old(age)}"
+
+
+def _late_oldest(proposed: int | None, current: int | None) -> str:
+    """The horizon's second half under the proposed config beside the current one's."""
+    if proposed == current:
+        return _late(proposed) + (" under either config" if proposed is None
+                                  else ", as under the current config")
+    if proposed is None:
+        return _late(proposed) + f" (current config: the oldest record at most {_old(current)})"
+    then = "empty" if current is None else _old(current).removesuffix(" old")
+    return _late(proposed) + f" (current config {then})"
+
+
+def _at_scale(w: WhatIf) -> str:
+    """The counts at the scale asked: each config's, or once when they are the same (no
+    change, or one that changes neither count)."""
+    cur, prop = w.full_scale
+
+    def counts(f) -> str:
+        return f"about {f.segments_max:,} segments at once and {f.rolls:,} rolls"
+
+    if cur is not None and prop == cur:
+        return f"{'the current config' if not w.changes else 'either config'} {counts(cur)}"
+    return "; ".join(f"{side} config {counts(f)}"
+                     for side, f in (("current", cur), ("proposed", prop)) if f)
+
+
+def topic_notes(report: WhatIfReport, w: WhatIf) -> list[str]:
+    """What qualifies a topic's figures, under its sentence in every face (the CLI's text, the
+    plot's page, the report): partitions whose history is too
+    short to extrapolate, and the replay cap when it binds (with the counts at the scale
+    asked)."""
+    notes = []
+    if w.too_short:
+        then = ("no future appends are modelled and nothing is recommended"
+                if report.ingest.bytes_per_s is None else
+                "its batches are only respaced to the --ingest rate")
+        notes.append(f"{_labels(w.too_short)}: the history spans less than "
+                     f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
+    scale = max(w.current.replay_scale, w.proposed.replay_scale)
+    if scale > 1:
+        notes.append(f"the replay cap binds: each simulated batch stands for {scale:,} "
+                     "batches (the rate is kept; the table counts rolls and segments of "
+                     f"those larger batches); at the scale asked: {_at_scale(w)}")
+    return notes
+
+
+def _labels(labels: tuple[str, ...]) -> str:
+    """Partition names once each: the copies of a partition in several brokers' log dirs
+    are one name with their count ("orders-9 (2 copies)"), not the name twice."""
+    counts = Counter(labels)
+    return ", ".join(label if n == 1 else f"{label} ({n} copies)"
+                     for label, n in counts.items())
 
 
 def shown_value(name: str, value: object, raw: bool = False) -> str:
@@ -748,13 +908,25 @@ def _age(ms: int | None) -> str:
     return "-" if ms is None else format_duration(ms)
 
 
+def percent(fraction: float) -> str:
+    """A share in whole percents, except where rounding would claim none or all of a share
+    that is neither: a 764 B trough under a 274 KiB peak swings 99.7 %, and "100%" would say
+    the log empties."""
+    whole = round(100 * fraction)
+    if whole == 100 and fraction < 1:
+        return f"{math.floor(1000 * fraction) / 10:.1f}%"
+    if whole == 0 and fraction > 0:
+        return f"{math.ceil(1000 * fraction) / 10:.1f}%"
+    return f"{whole}%"
+
+
 def table_rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
     """The current-against-proposed table as a person reads it (label, current, proposed):
     the CLI's text and the what-if plot's page show these rows, the report the same labels."""
     return [("on disk now", format_bytes(c.start_bytes), format_bytes(p.start_bytes)),
             ("peak size", format_bytes(c.peak_bytes), format_bytes(p.peak_bytes)),
             ("trough size", format_bytes(c.trough_bytes), format_bytes(p.trough_bytes)),
-            ("swing", f"{100 * c.swing:.0f}%", f"{100 * p.swing:.0f}%"),
+            ("swing", percent(c.swing), percent(p.swing)),
             ("oldest record kept now", _age(c.oldest_age_ms_start),
              _age(p.oldest_age_ms_start)),
             ("oldest record, max", _age(c.oldest_age_ms_max), _age(p.oldest_age_ms_max)),
@@ -763,6 +935,25 @@ def table_rows(c: Outcome, p: Outcome) -> list[tuple[str, str, str]]:
             ("segments, most at once", f"{c.segments_max:,}", f"{p.segments_max:,}"),
             ("rolls / deletions", f"{c.rolls:,} / {c.deletions:,}",
              f"{p.rolls:,} / {p.deletions:,}")]
+
+
+def _exact(value: object, unit: str) -> str:
+    return "-" if value is None else f"{value} {unit}".rstrip()
+
+
+def exact_rows(c: Outcome, p: Outcome) -> list[tuple[str, str]]:
+    """The numbers behind each cell of :func:`table_rows` (current, proposed), row for row:
+    a page's tooltip, so the rounded figure a person reads can be checked to the byte."""
+    return [(_exact(c.start_bytes, "bytes"), _exact(p.start_bytes, "bytes")),
+            (_exact(c.peak_bytes, "bytes"), _exact(p.peak_bytes, "bytes")),
+            (_exact(c.trough_bytes, "bytes"), _exact(p.trough_bytes, "bytes")),
+            (_exact(round(c.swing, 4), ""), _exact(round(p.swing, 4), "")),
+            (_exact(c.oldest_age_ms_start, "ms"), _exact(p.oldest_age_ms_start, "ms")),
+            (_exact(c.oldest_age_ms_max, "ms"), _exact(p.oldest_age_ms_max, "ms")),
+            (_exact(c.oldest_age_ms_late, "ms"), _exact(p.oldest_age_ms_late, "ms")),
+            (_exact(c.oldest_age_ms_end, "ms"), _exact(p.oldest_age_ms_end, "ms")),
+            (_exact(c.segments_max, ""), _exact(p.segments_max, "")),
+            (f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
 
 
 def alternative_parts(a) -> tuple[str, str]:
@@ -779,7 +970,7 @@ def alternative_parts(a) -> tuple[str, str]:
                f"{format_bytes(after['cleaner_bytes_read'])}"
                if "cleaner_passes" in after else "")
     return change, (f"oldest record at most {_age(a.proposed.oldest_age_ms_late)}, swing "
-                    f"{100 * a.proposed.swing_late:.0f}%, segments at most "
+                    f"{percent(a.proposed.swing_late)}, segments at most "
                     f"{a.proposed.segments_max}{cleaner}")
 
 

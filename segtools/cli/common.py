@@ -16,16 +16,21 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
+import lazy_loader
+
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding, Severity
-from segtools.payloads.decoder import Modes
 from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, settled, walk
 from segtools.storage.partition import PartitionDir, load_partition_dir
 from segtools.storage.throttle import parse_rate
 from segtools.text import unmatched
 from segtools.timestamps import to_millis
 from segtools.units import format_time
+
+#: The payload decoder (its modes, the formats behind them) loads when something is
+#: decoded: a read or a command line without ``--decode`` does not pay for it.
+_decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 
@@ -184,7 +189,7 @@ def decode_flag(argv: list[str]) -> list[str]:
 
 def _is_mode(word: str) -> bool:
     try:
-        Modes.parse(word)
+        _decoder.Modes.parse(word)
     except ValueError:
         return False
     return True

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+import lazy_loader
 
 from segtools.cli import render
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
-from segtools.payloads.decoder import Modes, PayloadDecoder
 from segtools.payloads.sources import AUTH_VARIABLE, gather
+
+if TYPE_CHECKING:
+    from segtools.payloads.decoder import PayloadDecoder
+
+#: The payload decoder (its modes, the formats behind them) loads when something is
+#: decoded: a read or a command line without ``--decode`` does not pay for it.
+_decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
 
 
 def add_decode(p: argparse.ArgumentParser) -> None:
@@ -38,12 +47,12 @@ def payload_decoder(args: argparse.Namespace, places, findings: list[Finding]
     if args.decode is None:
         return None
     try:
-        modes = Modes.parse(args.decode)
+        modes = _decoder.Modes.parse(args.decode)
     except ValueError as e:
         raise SegtoolsError(f"--decode: {e}") from None
     chain = gather(places, findings, schemas=args.schemas, registry=args.schema_registry,
                    say=args.schema_notes.append)
-    return PayloadDecoder(chain, modes)
+    return _decoder.PayloadDecoder(chain, modes)
 
 
 def say_sources(notes: list[str]) -> None:

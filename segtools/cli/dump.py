@@ -623,7 +623,7 @@ def _emit_record(r: Record, batch: Batch, args, mode: str, out: Output, path: Pa
         _emit_decoded(r, batch, args, mode, out, path)
         return
     if out.redactor is not None:
-        r = out.redactor.record(r)
+        r = out.redactor.record(r, topic_of(path))
     obj = render.record_json(r, mode)
     if args.decoder is None:
         out.emit(obj, render.record_text(r, batch, print_data=args.print_data, mode=mode)
@@ -643,7 +643,7 @@ def _emit_decoded(r: Record, batch: Batch, args, mode: str, out: Output, path: P
     decoded values as it hides the bytes (the same token)."""
     topic = topic_of(path)
     decoded = decode_record(args.payloads, r.key, r.value, topic)
-    shown = out.redactor.record(r) if out.redactor is not None else r
+    shown = out.redactor.record(r, topic) if out.redactor is not None else r
     obj = render.record_json(shown, mode)
     texts: dict[str, str | None] = {}
     for side, raw in (("key", shown.key), ("value", shown.value)):

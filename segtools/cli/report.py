@@ -126,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
         out = check_output(args.output, logs.log_dirs)  # the tree is listed once, here
         if args.config is not None and not Path(args.config).is_file():
             raise SegtoolsError("no such file", path=args.config)
-        ask = Ask(args.what_if, args.recommend, args.horizon, args.ingest.bytes_per_s) \
+        ask = Ask(args.what_if, args.recommend, whatif.horizon(args),
+                  whatif.ingest(args).bytes_per_s) \
             if whatif.wanted(args) else None
         # chain of custody (--hashes): every file the analyses read, in the page, redacted
         # with the rest of it

@@ -6,30 +6,29 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import Counter
 
 from rich.table import Table
 
-from segtools.analysis.simulation import MIN_HISTORY_MS, Ingest
+from segtools.analysis.simulation import Ingest
 from segtools.analysis.whatif import (
     DEFAULT_HORIZON_DAYS,
-    WhatIf,
     WhatIfReport,
     alternative_parts,
-    changes_json,
     check_horizon,
     cost_label,
     parse_changes,
     parse_ingest,
     shown_cost,
     table_rows,
+    topic_notes,
+    topic_sentence,
     what_if_report,
 )
 from segtools.cli import render
 from segtools.cli.common import collector_paused, exit_code, moment
 from segtools.cli.explain import console, load, safe
 from segtools.errors import SegtoolsError
-from segtools.units import format_bytes, format_duration, format_time
+from segtools.units import format_time
 
 
 def _changes(text: str) -> dict:
@@ -58,24 +57,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "compact,delete topics min.compaction.lag.ms, "
                         "min.cleanable.dirty.ratio or max.compaction.lag.ms) that keeps the "
                         "oldest record near retention.ms, with its cost")
-    g.add_argument("--horizon", type=float, default=DEFAULT_HORIZON_DAYS, metavar="DAYS",
+    g.add_argument("--horizon", type=float, metavar="DAYS",
                    help=f"days to simulate after --at (default {DEFAULT_HORIZON_DAYS:g})")
-    g.add_argument("--ingest", type=_ingest, default=Ingest(), metavar="auto|BYTES_PER_S",
+    g.add_argument("--ingest", type=_ingest, metavar="auto|BYTES_PER_S",
                    help="future appends: auto repeats each partition's last day of history "
                         "(its recent rate and shape); a number respaces it to a topic's rate "
                         "in bytes/s (split over its partitions)")
 
 
 def wanted(args: argparse.Namespace) -> bool:
-    return bool(args.what_if or args.recommend)
+    """Whether the command simulates. ``--horizon`` and ``--ingest`` shape a simulation only,
+    so given without ``--what-if`` or ``--recommend`` they are refused rather than ignored:
+    an SRE who typed ``--horizon 60`` expects sixty days of something."""
+    asked = bool(args.what_if or args.recommend)
+    if not asked:
+        given = [name for name, value in (("--horizon", args.horizon),
+                                          ("--ingest", args.ingest)) if value is not None]
+        if given:
+            raise SegtoolsError(f"{' and '.join(given)} without --what-if or --recommend: "
+                                f"nothing to simulate (give --what-if NAME=VALUE or "
+                                f"--recommend)")
+    return asked
 
 
 def horizon(args: argparse.Namespace) -> float:
-    """``--horizon``, checked by the library's one rule (a face adds only the option's name)."""
+    """``--horizon`` (the default when not given), checked by the library's one rule (a face
+    adds only the option's name)."""
+    days = DEFAULT_HORIZON_DAYS if args.horizon is None else args.horizon
     try:
-        return check_horizon(args.horizon)
+        return check_horizon(days)
     except ValueError as e:
         raise SegtoolsError(f"--horizon: {e}") from None
+
+
+def ingest(args: argparse.Namespace) -> Ingest:
+    """``--ingest``, or each partition's recent history when not given."""
+    return parse_ingest(args.ingest)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -88,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     loaded = load(args)
     now = moment(args)
     report = what_if_report(loaded, args.what_if, now_ms=now, horizon_days=days,
-                            ingest=args.ingest, recommend=args.recommend,
+                            ingest=ingest(args), recommend=args.recommend,
                             limit=args.max_decompressed_bytes)
     if args.plot:
         try:
@@ -114,90 +131,6 @@ def run(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- text
 
 
-def _old(ms: int) -> str:
-    """An age in words; a negative one is a record timestamped after the moment (as
-    ``segtools retention`` says of a future timestamp)."""
-    return f"{format_duration(ms)} old" if ms >= 0 else f"{format_duration(-ms)} in the future"
-
-
-def sentence(w: WhatIf) -> str:
-    """One line a person can repeat: what the change does to the size and the oldest record,
-    beside the current config's simulation over the same horizon and what is on disk now. A
-    figure the change leaves as it is is said once, "as under the current config", never
-    compared with itself; with no change (``--recommend`` found none to make) only the current
-    config's figures are said."""
-    c, p = w.current, w.proposed
-    kept = ("the first retention check takes every segment" if c.oldest_age_ms_start is None
-            else f"the oldest record retention keeps is {_old(c.oldest_age_ms_start)}")
-    head = f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {kept}; "
-    if not w.changes:
-        why = f" because {w.unrecommended}" if w.unrecommended else ""
-        return (head + f"no change proposed{why}: under the current config the size "
-                f"{_size_range(c)} and {_late(c.oldest_age_ms_late)}")
-    change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items())
-    if (p.trough_bytes, p.peak_bytes) == (c.trough_bytes, c.peak_bytes):
-        size = f"{_size_range(p)}, as under the current config,"
-    else:
-        size = (f"{_size_range(p)} (current config {format_bytes(c.trough_bytes)}.."
-                f"{format_bytes(c.peak_bytes)})")
-    return head + f"with {change} the size {size} and " + \
-        _late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)
-
-
-def _size_range(o) -> str:
-    """The size over the horizon in words: a range, or one figure when it does not move."""
-    if o.peak_bytes == 0:
-        return "stays at 0 B (empty)"
-    if o.trough_bytes == o.peak_bytes:
-        return f"stays at {format_bytes(o.peak_bytes)}"
-    return f"moves between {format_bytes(o.trough_bytes)} and {format_bytes(o.peak_bytes)}"
-
-
-def _late(age: int | None) -> str:
-    """One config's oldest record over the horizon's second half; None means the partition
-    held no record then (retention emptied it and nothing is appended: a history too short
-    to replay), said as such rather than as an age of "-"."""
-    if age is None:
-        return "the topic is empty over the horizon's second half"
-    if age < 0:
-        return (f"over the horizon's second half every record left is timestamped at least "
-                f"{format_duration(-age)} in the future")
-    return f"over the horizon's second half the oldest record is at most {_old(age)}"
-
-
-def _late_oldest(proposed: int | None, current: int | None) -> str:
-    """The horizon's second half under the proposed config beside the current one's."""
-    if proposed == current:
-        return _late(proposed) + (" under either config" if proposed is None
-                                  else ", as under the current config")
-    if proposed is None:
-        return _late(proposed) + f" (current config: the oldest record at most {_old(current)})"
-    then = "empty" if current is None else _old(current).removesuffix(" old")
-    return _late(proposed) + f" (current config {then})"
-
-
-def _at_scale(w: WhatIf) -> str:
-    """The counts at the scale asked: each config's, or once when they are the same (no
-    change, or one that changes neither count)."""
-    cur, prop = w.full_scale
-
-    def counts(f) -> str:
-        return f"about {f.segments_max:,} segments at once and {f.rolls:,} rolls"
-
-    if cur is not None and prop == cur:
-        return f"{'the current config' if not w.changes else 'either config'} {counts(cur)}"
-    return "; ".join(f"{side} config {counts(f)}"
-                     for side, f in (("current", cur), ("proposed", prop)) if f)
-
-
-def _labels(labels: tuple[str, ...]) -> str:
-    """Partition names once each: the copies of a partition in several brokers' log dirs
-    are one name with their count ("orders-9 (2 copies)"), not the name twice."""
-    counts = Counter(labels)
-    return ", ".join(label if n == 1 else f"{label} ({n} copies)"
-                     for label, n in counts.items())
-
-
 def _line(out, text: str, **style) -> None:
     """A sentence on one line: in a pipe every row is one line (docs/cli.md), and a terminal
     wraps it where it ends."""
@@ -213,18 +146,9 @@ def print_what_if(report: WhatIfReport, plot_path: str | None) -> None:
         if w.partition is not None:
             continue
         out.print()
-        _line(out, sentence(w), style="bold")
-        if w.too_short:
-            then = ("no future appends are modelled and nothing is recommended"
-                    if report.ingest.bytes_per_s is None else
-                    "its batches are only respaced to the --ingest rate")
-            _line(out, f"  {_labels(w.too_short)}: the history spans less than "
-                       f"{format_duration(MIN_HISTORY_MS)}, too short to extrapolate; {then}")
-        scale = max(w.current.replay_scale, w.proposed.replay_scale)
-        if scale > 1:
-            _line(out, f"  the replay cap binds: each simulated batch stands for {scale:,} "
-                       "batches (the rate is kept; the table counts rolls and segments of "
-                       f"those larger batches); at the scale asked: {_at_scale(w)}")
+        _line(out, topic_sentence(w), style="bold")
+        for note in topic_notes(report, w):
+            _line(out, f"  {note}")
         table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
         for col in ("", "current", "proposed"):
             table.add_column(col, justify="left" if not col else "right")

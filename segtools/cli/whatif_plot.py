@@ -18,7 +18,18 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter
 
-from segtools.analysis.whatif import WhatIf, WhatIfReport, changes_json, table_rows
+from segtools.analysis.whatif import (
+    WhatIf,
+    WhatIfReport,
+    alternative_parts,
+    changes_json,
+    cost_label,
+    exact_rows,
+    shown_cost,
+    table_rows,
+    topic_notes,
+    topic_sentence,
+)
 from segtools.cli.common import refuse_under_log_dir
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_time
@@ -99,27 +110,38 @@ def png_bytes(report: WhatIfReport) -> bytes:
 
 
 def html_page(png: bytes, report: WhatIfReport, items: Sequence[WhatIf]) -> str:
-    """The picture and, per topic, the CLI's sentence-free table (sizes and durations in
-    units, the exact figures in each cell's title), with what was simulated above them."""
-    def cell(text: str, exact: object) -> str:
-        return f"<td class=num title='{html.escape(str(exact))}'>{html.escape(text)}</td>"
+    """The picture and, per topic, what the CLI's text says: its sentence and its table
+    (sizes and durations in units, the exact figures in each cell's title), then the
+    recommendations with their cost, with what was simulated above them."""
+    def cell(text: str, exact: str) -> str:
+        return f"<td class=num title='{html.escape(exact)}'>{html.escape(text)}</td>"
+
+    def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+        return ("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) +
+                "</tr>" + "".join(rows) + "</table>")
 
     tables = []
     for w in items:
         change = ", ".join(f"{k}={v}" for k, v in changes_json(w.changes).items()) or \
             "no change"
-        exact = [w.current.to_json(), w.proposed.to_json()]
-        keys = ("start_bytes", "peak_bytes", "trough_bytes", "swing", "oldest_age_ms_start",
-                "oldest_age_ms_max", "oldest_age_ms_late", "oldest_age_ms_end",
-                "segments_max", "rolls")
-        body = "".join(
-            f"<tr><td>{html.escape(label)}</td>{cell(cur, exact[0][k])}"
-            f"{cell(prop, exact[1][k])}</tr>"
-            for (label, cur, prop), k in zip(table_rows(w.current, w.proposed), keys,
-                                            strict=True))
-        tables.append(f"<h2>{html.escape(w.topic)}: {html.escape(change)}</h2><table>"
-                      "<tr><th></th><th>current</th><th>proposed</th></tr>"
-                      f"{body}</table>")
+        body = [f"<tr><td>{html.escape(label)}</td>{cell(cur, ex[0])}{cell(prop, ex[1])}</tr>"
+                for (label, cur, prop), ex in zip(table_rows(w.current, w.proposed),
+                                                  exact_rows(w.current, w.proposed),
+                                                  strict=True)]
+        notes = "".join(f"<p>{html.escape(line)}</p>" for line in topic_notes(report, w))
+        tables.append(f"<h2>{html.escape(w.topic)}: {html.escape(change)}</h2>"
+                      f"<p><b>{html.escape(topic_sentence(w))}</b></p>{notes}"
+                      f"{table(('', 'current', 'proposed'), body)}")
+    for r in report.recommendations:
+        before, after = r.cost["before"], r.cost["after"]
+        body = [f"<tr><td>{html.escape(cost_label(key))}</td>"
+                f"{cell(shown_cost(key, before[key]), str(before[key]))}"
+                f"{cell(shown_cost(key, after[key]), str(after[key]))}</tr>" for key in before]
+        also = "".join(f"<p>also keeps it: {html.escape(change)} ({html.escape(does)})</p>"
+                       for change, does in map(alternative_parts, r.alternatives))
+        tables.append(f"<h2>recommendation: {html.escape(r.topic)}</h2>"
+                      f"<p><b>{html.escape(r.why)}</b></p>"
+                      f"{table(('cost', 'before', 'after'), body)}{also}")
     head = (f"what-if from {format_time(report.at_ms)} to {format_time(report.end_ms)}, "
             f"starting from the segments on disk; ingest: {report.ingest.describe()}")
     return ("<!doctype html><meta charset=utf-8><title>segtools what-if</title>"

@@ -248,8 +248,9 @@ def checked(chunk: Walked, source: Source, path: str = "") -> Walked:
 
 
 def _tail(source: Source, path: str, pos: int, end: int, stop: int,
-          data: np.ndarray, base: int, avail: int) -> Finding | None:
-    """The finding for why the walk ended before ``end`` (None: it reached it)."""
+          data: np.ndarray, base: int, avail: int, growing: bool) -> Finding | None:
+    """The finding for why the walk ended before ``end`` (None: it reached it); in a file a
+    running broker is appending to (``growing``), a cut last batch is an append in flight."""
     remaining = end - pos
     if stop == _walk.STOP_END:
         return None
@@ -257,6 +258,8 @@ def _tail(source: Source, path: str, pos: int, end: int, stop: int,
         if source.zero_from(pos, end) is None:
             return _finding("zero_filled_tail", path,
                             f"{remaining} zero bytes after the last batch", pos)
+        if growing:
+            return _in_flight(path, pos, remaining, None)
         return _finding("truncated_tail", path,
                         f"{remaining} bytes after the last batch are too few for a batch "
                         "header", pos)
@@ -272,16 +275,27 @@ def _tail(source: Source, path: str, pos: int, end: int, stop: int,
                         f"batch length {length} is below the minimum {v2.MIN_LENGTH}; the "
                         "framing is lost from here", pos, base_offset)
     if stop == _walk.STOP_TORN:
+        if growing:
+            return _in_flight(path, pos, remaining, base_offset)
         return _finding("truncated_tail", path,
                         f"last batch declares {v2.LOG_OVERHEAD + length} bytes but only "
                         f"{remaining} remain (torn write or partial copy)", pos, base_offset)
     return None
 
 
+def _in_flight(path: str, position: int, remaining: int, base_offset: int | None) -> Finding:
+    """A running broker's append that the size seen at open cut: Kafka's own reader of a log
+    (``FileLogInputStream.nextBatch``) ends the data before a batch it does not hold whole,
+    and so does a fetch; the next read sees the batch whole."""
+    return _finding("append_in_flight", path,
+                    f"the last {remaining} bytes are a batch the broker is still writing; the "
+                    "data ends before it, as a fetch's does", position, base_offset)
+
+
 def walk(source: Source, start: int = 0, end: int | None = None, *, until: int | None = None,
          path: str = "", verify_crc: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
          rows: int = TABLE_ROWS, chunk_bytes: int = CHUNK_BYTES,
-         leave_crc: bool = False) -> Iterator[Walked]:
+         leave_crc: bool = False, growing: bool = False) -> Iterator[Walked]:
     """The batches of ``source`` from byte ``start``, as table chunks of at most ``rows`` rows
     and about ``chunk_bytes`` bytes of batches.
 
@@ -294,6 +308,9 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
     (``crc_valid`` :data:`CRC_PENDING`, the rows in :attr:`Walked.left`), which then passes
     each chunk through :func:`checked`. A batch's bytes are then read from memory once
     instead of twice.
+
+    ``growing``: a running broker is appending to the file (its active segment), so a last
+    batch cut short at the size seen at open is an append in flight, not a torn write.
     """
     end = source.size if end is None else min(end, source.size)
     until = end if until is None else min(until, end)
@@ -350,7 +367,7 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
                 source.release(chunk_start)
                 released = chunk_start
             continue
-        tail = _tail(source, path, pos, end, stop, data, base, avail)
+        tail = _tail(source, path, pos, end, stop, data, base, avail, growing)
         if tail is not None:
             buffers.late.append((pos, 3, tail))
         yield _chunk(buffers, path, pos, leave)

@@ -29,11 +29,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import lazy_loader
+
 from segtools.errors import SegtoolsError
 from segtools.fetch.columns import Level
-from segtools.payloads.decoder import Modes
 from segtools.timestamps import to_millis
 from segtools.units import parse_duration
+
+#: The payload decoder (its modes, the formats behind them) loads when something is
+#: decoded: a read or a command line without ``--decode`` does not pay for it.
+_decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
 
 __all__ = [
     "EARLIEST",
@@ -136,7 +141,7 @@ def decode_mode(value: Any, name: str = "decode") -> str | None:
             return None
         mode = "schema" if word.lower() in ("true", "1", "yes") else word
         try:
-            Modes.parse(mode)
+            _decoder.Modes.parse(mode)
         except ValueError as e:
             raise _fail(name, str(e)) from None
         return mode

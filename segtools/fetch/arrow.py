@@ -68,6 +68,12 @@ def _text_column(values: np.ndarray, target: pa.DataType, valid: np.ndarray | No
     items = values.tolist()
     if valid is not None:
         items = [v if ok else None for v, ok in zip(items, valid.tolist(), strict=True)]
+    return text_from_values(items, target)
+
+
+def text_from_values(items: list, target: pa.DataType) -> pa.Array:
+    """A string or binary column from Python values (``None`` is null), built from buffers
+    for the reason :func:`_text_column` gives."""
     encoded = [b"" if v is None else v if isinstance(v, bytes) else str(v).encode()
                for v in items]
     lengths = np.array([-1 if v is None else len(b)
@@ -173,6 +179,10 @@ _CONSTANT_ROWS = 1 << 16
 def _constant(value: object, n: int, target: pa.DataType) -> pa.Array:
     if value is None:
         return pa.nulls(n, target)
+    if pa.types.is_dictionary(target):  # one entry, and an index (0) per row
+        entry = _constant(value, 1, target.value_type)
+        return pa.DictionaryArray.from_arrays(
+            column(np.zeros(n, np.int32), target.index_type), entry)
     if isinstance(value, str) and target in (pa.string(), pa.binary()):
         raw = value.encode("utf-8")
         offsets = np.arange(n + 1, dtype=np.int32) * len(raw)

@@ -182,9 +182,18 @@ def canonical(names: Sequence[str], level: Level) -> tuple[str, ...]:
     return tuple(out)
 
 
-def schema(level: Level, columns: Sequence[str]) -> pa.Schema:
-    """The Arrow schema of ``columns`` (canonical names) at ``level``; all nullable."""
+#: The text columns every row of one partition shares (its place in the tree).
+PLACE_COLUMNS = ("topic", "log_dir", "partition_dir")
+#: How ``to_arrow(dictionary=True)`` types them: one dictionary entry per Arrow batch.
+PLACE_DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+
+
+def schema(level: Level, columns: Sequence[str], *, dictionary: bool = False) -> pa.Schema:
+    """The Arrow schema of ``columns`` (canonical names) at ``level``; all nullable.
+    ``dictionary``: the :data:`PLACE_COLUMNS` as :data:`PLACE_DICTIONARY`."""
     types = dict(FIELDS[level])
+    if dictionary:
+        types.update((name, PLACE_DICTIONARY) for name in PLACE_COLUMNS if name in types)
     return pa.schema([pa.field(name, types[name]) for name in columns])
 
 

@@ -31,7 +31,6 @@ from segtools.findings import Finding
 from segtools.storage.index import OffsetIndex, TimeIndex
 from segtools.storage.logdirs import LogDir, walk
 from segtools.storage.partition import PartitionDir, SegmentFiles
-from segtools.storage.remote_store import segment_store
 from segtools.storage.seek import seek_timestamp
 from segtools.storage.segment import Segment
 
@@ -42,6 +41,9 @@ if TYPE_CHECKING:
 #: The transactions analysis (a tenth of a second to import) only for a read_committed read:
 #: every Spark executor imports this module before its first task.
 _transactions = lazy_loader.load("segtools.analysis.transactions", suppress_warning=True)
+#: The remote store's client (zstandard, a thread pool, an object store's SDK) likewise, only
+#: for a read with a remote store.
+_remote_store = lazy_loader.load("segtools.storage.remote_store", suppress_warning=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -486,7 +488,7 @@ def _remote_tier(sel: Selection, log_dirs: list[LogDir]
     )
     from segtools.analysis.tiered import remote_by_partition
 
-    store = segment_store(sel.remote_store, sel.storage_options)
+    store = _remote_store.segment_store(sel.remote_store, sel.storage_options)
     if sel.read_committed:
         raise SelectionError("readCommitted cannot be used with a remote store (the remote "
                              "segments' transaction indexes are not read)")

@@ -173,7 +173,8 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
     chunks_walked = walk.walk(source, start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
                               chunk_bytes=WALK_BYTES,
-                              leave_crc=reader is not None and reader.leave_crc)
+                              leave_crc=reader is not None and reader.leave_crc,
+                              growing=segment.growing)
     share = _Share() if threaded and reader is not None else None
     walked = _planned(chunks_walked, piece, start, reader, share)
     pages = _Pages(segment.source, start, piece.end)
@@ -697,7 +698,8 @@ def _metadata_values_shown(values: pa.Array, target: pa.DataType) -> pa.Array:
         raw = v.encode("utf-8", "surrogateescape") if isinstance(v, str) else v
         out = cluster_metadata.metadata_value(raw)
         shown.append(out.decode("utf-8", "replace") if text and out is not None else out)
-    return pa.array(shown, type=target)
+    built = pa.string() if text else pa.binary()
+    return arrow.text_from_values(shown, built)  # conformed to ``target`` by the caller
 
 
 # -------------------------------------------------------------------------- batches

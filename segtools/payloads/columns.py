@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import lazy_loader
 import numpy as np
@@ -20,8 +21,10 @@ import pyarrow as pa
 
 from segtools.payloads import framing
 from segtools.payloads.decoded import SchemaUse
-from segtools.payloads.decoder import PayloadDecoder
 from segtools.payloads.errors import BodyMismatch, PayloadError
+
+if TYPE_CHECKING:  # the decoder is handed in: reading these columns' names loads none
+    from segtools.payloads.decoder import PayloadDecoder
 
 #: pyarrow's compute module (0.1 s to import) only when values are decoded: a query that
 #: decodes nothing never pays for it.

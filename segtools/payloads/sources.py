@@ -31,6 +31,7 @@ from segtools.payloads.schemas import (
     Schemas,
 )
 from segtools.payloads.schemas_topic import SCHEMAS_TOPIC, beside, read_schemas, schemas_partitions
+from segtools.sensitive import without_credentials
 from segtools.storage.location import as_path
 from segtools.storage.logdirs import LogDir, walk
 
@@ -112,9 +113,12 @@ class RegistryClient:
 
     @property
     def shown(self) -> str:
+        """The URL without its user part, and with a credential in its query
+        (``?api_key=...``) shown as ``***``, as every path is."""
         parts = urllib.parse.urlsplit(self.url)
-        return parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")
-                              ).geturl() if parts.hostname else self.url
+        return without_credentials(
+            parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")
+                           ).geturl() if parts.hostname else self.url)
 
     def _get(self, path: str):
         if path in self.cache:

@@ -26,8 +26,11 @@ from segtools.analysis.whatif import (
     changes_json,
     check_horizon,
     cost_label,
+    exact_rows,
     shown_cost,
     table_rows,
+    topic_notes,
+    topic_sentence,
 )
 from segtools.api import LogDirs
 from segtools.errors import SegtoolsError
@@ -86,28 +89,14 @@ def _change_text(changes: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in changes_json(changes).items()) or "no change"
 
 
-def _exact(value, unit: str) -> str:
-    return "-" if value is None else f"{value} {unit}".rstrip()
-
-
 def rows(current: Outcome, proposed: Outcome) -> list[dict]:
     """The current-against-proposed table as ``segtools retention --what-if`` prints it (its
     rows, :func:`segtools.analysis.whatif.table_rows`); ``exact`` holds the numbers behind
-    each shown value (the cell's tooltip)."""
-    c, p = current, proposed
-    exact = [(_exact(c.start_bytes, "bytes"), _exact(p.start_bytes, "bytes")),
-             (_exact(c.peak_bytes, "bytes"), _exact(p.peak_bytes, "bytes")),
-             (_exact(c.trough_bytes, "bytes"), _exact(p.trough_bytes, "bytes")),
-             (_exact(round(c.swing, 4), ""), _exact(round(p.swing, 4), "")),
-             (_exact(c.oldest_age_ms_start, "ms"), _exact(p.oldest_age_ms_start, "ms")),
-             (_exact(c.oldest_age_ms_max, "ms"), _exact(p.oldest_age_ms_max, "ms")),
-             (_exact(c.oldest_age_ms_late, "ms"), _exact(p.oldest_age_ms_late, "ms")),
-             (_exact(c.oldest_age_ms_end, "ms"), _exact(p.oldest_age_ms_end, "ms")),
-             (_exact(c.segments_max, ""), _exact(p.segments_max, "")),
-             (f"{c.rolls} / {c.deletions}", f"{p.rolls} / {p.deletions}")]
-    # strict: a row added to the CLI's table needs its exact figures here
+    each shown value (the cell's tooltip, :func:`segtools.analysis.whatif.exact_rows`)."""
+    # strict: a row added to the CLI's table needs its exact figures too
     return [{"label": label, "current": cur, "proposed": prop, "exact": list(ex)}
-            for (label, cur, prop), ex in zip(table_rows(c, p), exact, strict=True)]
+            for (label, cur, prop), ex in zip(table_rows(current, proposed),
+                                              exact_rows(current, proposed), strict=True)]
 
 
 def chart(w: WhatIf, retention_ms: int | None, retention_name: str = "retention.ms") -> dict:
@@ -148,8 +137,10 @@ def _alternative(a) -> dict:
 
 
 def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
-    """The section's document: one entry per topic (its table, its chart when within the
-    budget, its recommendation), and what was asked."""
+    """The section's document: one entry per topic (the CLI's sentence and notes, so a page
+    read alone says why nothing is recommended, a history too short or the replay cap
+    binding; its table, its chart when within the budget, its recommendation), and what was
+    asked."""
     recs = {r.topic: r for r in report.recommendations}
     topics = []
     for w in report.items:
@@ -160,6 +151,7 @@ def from_report(report: WhatIfReport, charted: int = CHARTED_TOPICS) -> dict:
             "topic": w.topic, "changes": changes_json(w.changes),
             "change_text": _change_text(w.changes),
             "rows": rows(w.current, w.proposed), "chart": None,
+            "sentence": topic_sentence(w), "notes": topic_notes(report, w),
             "partitions": sum(1 for x in report.items
                               if x.topic == w.topic and x.partition is not None),
             "retention_ms": report.retention_ms.get(w.topic),

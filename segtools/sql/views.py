@@ -68,7 +68,10 @@ def _chosen(view_columns: Iterable[str], wanted: frozenset[str] | None,
 
 def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
     """Record rows, reading only the partitions, segments and byte ranges the pushed
-    conditions leave (the selection's index searches), and only the columns named."""
+    conditions leave (the selection's index searches), and only the columns named. The
+    names of a row's place come dictionary-encoded (``to_arrow(dictionary=True)``): the
+    engine sees ``VARCHAR`` columns all the same, and groups and filters on them by their
+    dictionary index instead of hashing the name in every row."""
     payload = {f.name for f in payload_columns.FIELDS}
     wanted = push.columns
     decode = options.decode and (wanted is None or bool(wanted & {p.lower() for p in payload}))
@@ -76,7 +79,8 @@ def records(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
         wanted = wanted | {"key", "value"}
     names = _chosen((c for c in record_columns(options) if c not in payload), wanted, "offset")
     reader = _matching(tree, push, lambda **chosen: tree.to_arrow(
-        Level.RECORDS, columns=names, binary="view", decode=decode, schemas=options.schemas,
+        Level.RECORDS, columns=names, binary="view", dictionary=True, decode=decode,
+        schemas=options.schemas,
         schema_registry=options.schema_registry, on_finding=options.on_finding,
         **{**selectors(push, options), **chosen}))
     if options.decode and not decode:
@@ -89,7 +93,7 @@ def batches(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
     names = _chosen((n for n, _ in FIELDS[Level.BATCHES] if n != "tier"), push.columns,
                     "base_offset")
     return _counted(_matching(tree, push, lambda **chosen: tree.to_arrow(
-        Level.BATCHES, columns=names, on_finding=options.on_finding,
+        Level.BATCHES, columns=names, dictionary=True, on_finding=options.on_finding,
         **{"topics": push.topic_globs, "partitions": push.partitions, **chosen})),
         options.on_rows)
 
@@ -99,7 +103,7 @@ def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchR
     names = _chosen((n for n, _ in FIELDS[Level.SEGMENTS] if n != "tier"), push.columns,
                     "base_offset")
     return _matching(tree, push, lambda **chosen: tree.to_arrow(
-        Level.SEGMENTS, columns=names, on_finding=options.on_finding,
+        Level.SEGMENTS, columns=names, dictionary=True, on_finding=options.on_finding,
         **{"topics": push.topic_globs, "partitions": push.partitions, **chosen}))
 
 

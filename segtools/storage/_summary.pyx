@@ -15,8 +15,8 @@ preallocated index's zero tail is skipped where it is a hole (``SEEK_DATA``), re
 """
 
 from libc.stdint cimport int64_t, uint8_t
-from libc.stdlib cimport free, malloc
-from posix.fcntl cimport O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDONLY
+from libc.stdlib cimport calloc, free, malloc
+from posix.fcntl cimport O_CLOEXEC, O_NOCTTY, O_NONBLOCK, O_RDONLY, POSIX_FADV_RANDOM, posix_fadvise
 from posix.fcntl cimport open as c_open
 from posix.stat cimport S_ISREG, fstat, stat, struct_stat
 from posix.unistd cimport close, pread
@@ -55,6 +55,22 @@ cdef int64_t _mtime_ns(struct_stat *st) noexcept nogil:
     return <int64_t>st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec
 
 
+cdef int _extent(int fd, int64_t pos, int64_t size, int64_t *data,
+                 int64_t *hole) noexcept nogil:
+    """The next data extent ``[data, hole)`` of the file at or after ``pos``, cut at
+    ``size`` (``SEEK_DATA``/``SEEK_HOLE``): 1 when there is one, 0 when only holes are left
+    before ``size``, -1 when the file system cannot say."""
+    data[0] = lseek(fd, pos, SEEK_DATA)
+    if data[0] == -1:
+        return 0 if errno == ENXIO else -1
+    if data[0] >= size:
+        return 0
+    hole[0] = lseek(fd, data[0], SEEK_HOLE)
+    if hole[0] == -1 or hole[0] > size:
+        hole[0] = size
+    return 1
+
+
 cdef bint _zeros_from(int fd, int64_t start, int64_t size) noexcept nogil:
     """Whether the file holds only zeros from ``start`` to ``size``: its holes skipped with
     ``SEEK_DATA``/``SEEK_HOLE``, its data read, up to ``ZERO_READ_CAP`` bytes (more data than
@@ -62,15 +78,11 @@ cdef bint _zeros_from(int fd, int64_t start, int64_t size) noexcept nogil:
     cdef uint8_t chunk[4096]
     cdef int64_t pos = start, data, hole, budget = ZERO_READ_CAP, i
     cdef long r
+    cdef int found
     while pos < size:
-        data = lseek(fd, pos, SEEK_DATA)
-        if data == -1:
-            return errno == ENXIO
-        if data >= size:
-            return True
-        hole = lseek(fd, data, SEEK_HOLE)
-        if hole == -1 or hole > size:
-            hole = size
+        found = _extent(fd, pos, size, &data, &hole)
+        if found <= 0:
+            return found == 0
         while data < hole:
             if budget <= 0:
                 return False
@@ -84,6 +96,28 @@ cdef bint _zeros_from(int fd, int64_t start, int64_t size) noexcept nogil:
             budget -= r
         pos = hole
     return True
+
+
+cdef int64_t _read_extents(int fd, uint8_t *buf, int64_t size) noexcept nogil:
+    """Read the first ``size`` bytes of the file into ``buf`` (zeroed), the data only: a hole
+    reads as zeros, and reading one would fill the page cache with zero pages (a preallocated
+    index's tail, which gentle mode never hands back on a broker's active segment). How many
+    bytes it accounts for: ``size``, or where it failed (the caller reads the rest plainly)."""
+    cdef int64_t pos = 0, data, hole
+    cdef long r
+    cdef int found
+    posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM)  # no read-ahead into the holes either
+    while pos < size:
+        found = _extent(fd, pos, size, &data, &hole)
+        if found <= 0:
+            return size if found == 0 else pos
+        while data < hole:
+            r = pread(fd, buf + data, hole - data, data)
+            if r <= 0:
+                return data
+            data += r
+        pos = hole
+    return size
 
 
 cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
@@ -101,6 +135,7 @@ cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
     cdef long r
     cdef uint8_t *buf = NULL
     cdef int answer = 1
+    cdef struct_stat now
     ok[0] = 0
     if stat(path, st) != 0 or not S_ISREG(st.st_mode):
         return NULL
@@ -118,11 +153,15 @@ cdef uint8_t *_read_regular(const char *path, int64_t cap, struct_stat *st,
         size = cap
         answer = 2
     if size:
-        buf = <uint8_t *>malloc(size)
+        buf = <uint8_t *>(calloc(size, 1) if head else malloc(size))
         if buf == NULL:
             close(fd)
             return NULL
-        while got < size:
+        if head:
+            got = _read_extents(fd, buf, size)
+            if fstat(fd, &now) != 0 or now.st_size < size:
+                got = -1  # shrank since it was measured: the ordinary reader says so
+        while 0 <= got < size:
             r = pread(fd, buf + got, size - got, got)
             if r <= 0:
                 break

@@ -46,6 +46,7 @@ from typing import Any
 
 from segtools.errors import SegtoolsError
 from segtools.findings import finding
+from segtools.storage import zip_directory
 from segtools.storage.files import pread_exact_or_short
 from segtools.storage.local import LocalPath
 from segtools.storage.located import Entry, ListedLocation
@@ -351,6 +352,11 @@ class ArchiveLocation(ListedLocation):
 
     def _list_zip(self) -> None:
         try:
+            with open(self.archive, "rb") as f:  # zipfile builds every entry: count first
+                why = zip_directory.refusal(f, os.fstat(f.fileno()).st_size, self.max_members)
+            if why is not None:
+                self._damaged(why)
+                return
             self._zip = zipfile.ZipFile(self.archive)
             infos = self._zip.infolist()
         except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as e:

@@ -10,6 +10,7 @@ import errno
 import os
 import re
 import stat
+import sys
 from typing import BinaryIO
 
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
@@ -194,6 +195,33 @@ def next_data(fd: int, pos: int) -> int | None:
         return None if e.errno == errno.ENXIO else pos
     except AttributeError:  # pragma: no cover - a platform without SEEK_DATA
         return pos
+
+
+def data_end(fd: int, pos: int) -> int:
+    """``lseek(SEEK_HOLE)``: where the data at ``pos`` ends (the next hole, or the end of the
+    file). Reading a hole fills the page cache with zero pages, so a scan reads up to here."""
+    try:
+        return os.lseek(fd, pos, os.SEEK_HOLE)
+    except (OSError, AttributeError):  # pragma: no cover - a file system that cannot say
+        return sys.maxsize
+
+
+def pread_data(fd: int, length: int, position: int) -> bytes:
+    """:func:`pread_exact_or_short`, with the holes in the range given as the zeros they hold
+    but not read: reading one fills the page cache with zero pages (a preallocated index's
+    10 MiB tail, which gentle mode never hands back on a broker's active segment)."""
+    end = min(position + length, os.fstat(fd).st_size)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)  # no read-ahead into the holes either
+    out = bytearray(max(0, end - position))
+    pos = position
+    while pos < end and (data := next_data(fd, pos)) is not None and data < end:
+        stop = min(end, data_end(fd, data))
+        chunk = pread_exact_or_short(fd, stop - data, data)
+        out[data - position:data - position + len(chunk)] = chunk
+        if len(chunk) < stop - data:  # the file shrank: what it held is all there is
+            return bytes(out[:data - position + len(chunk)])
+        pos = stop
+    return bytes(out)
 
 
 def pread_exact_or_short(fd: int, length: int, position: int) -> bytes:

@@ -116,6 +116,19 @@ def held_by_broker(paths: Iterable[str | os.PathLike[str]]) -> tuple[int, str] |
     return lock_states(paths)[0]
 
 
+def appended_by_broker(log: str) -> bool:
+    """Whether a running broker may be appending to the segment ``log`` right now: the last
+    ``.log`` of its partition dir (Kafka appends only to the active segment) in a log dir a
+    broker holds. Asked only of segments whose listing did not seal them."""
+    directory, name = os.path.split(log)
+    try:
+        later = any(e.name.endswith(".log") and e.name[:-4].isdigit() and e.name > name
+                    for e in os.scandir(directory or "."))
+    except OSError:
+        return False
+    return not later and held_by_broker([log]) is not None
+
+
 def lock_states(paths: Iterable[str | os.PathLike[str]]
                 ) -> tuple[tuple[int, str] | None, list[str]]:
     """The first ``(pid, log dir)`` a running broker holds among ``paths``' log dirs (or
@@ -169,10 +182,12 @@ def decide(paths: Iterable[str | os.PathLike[str]], *, page_cache: PageCacheMode
     mode = page_cache or (PageCacheMode.RESTORE if broker else PageCacheMode.KEEP)
     if jobs is None and broker is not None:
         jobs = max(1, _cores() // 2)
-    return Gentle(keeper=PageCacheKeeper() if mode is PageCacheMode.RESTORE else None,
+    still = broker is None and len(local) == len(paths)
+    keeper = PageCacheKeeper(spare_active=not still)  # a hot tail only where one may be
+    return Gentle(keeper=keeper if mode is PageCacheMode.RESTORE else None,
                   rate=ReadRate(max_read_rate) if max_read_rate else None,
                   jobs=jobs, yield_cpu=broker is not None, broker=broker,
-                  still=broker is None and len(local) == len(paths), free=tuple(free))
+                  still=still, free=tuple(free))
 
 
 def notice(settings: Gentle) -> str | None:

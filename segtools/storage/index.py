@@ -205,7 +205,7 @@ class _MappedIndex(_IndexFile):
         return self._scan
 
     def _read_slots(self, start: int, count: int) -> np.ndarray:
-        data = self._file.pread(count * self.ENTRY_SIZE, start * self.ENTRY_SIZE)
+        data = self._file.pread_data(count * self.ENTRY_SIZE, start * self.ENTRY_SIZE)
         usable = len(data) // self.ENTRY_SIZE
         return np.frombuffer(data, dtype=self._DTYPE, count=usable)
 
@@ -295,7 +295,7 @@ class _MappedIndex(_IndexFile):
             pos = self._file.next_data(pos)
             if pos is None or pos >= self.file_size:
                 return None
-            data = self._file.pread(min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
+            data = self._file.pread_data(min(_ZERO_SCAN_CHUNK, self.file_size - pos), pos)
             if not data:
                 return None
             view = np.frombuffer(data, dtype=np.uint8)
@@ -306,7 +306,7 @@ class _MappedIndex(_IndexFile):
 
     def _slot_raw(self, slot: int) -> tuple:
         """Any slot (valid or not) via pread, for Kafka's own checks on its entry count."""
-        data = self._file.pread(self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+        data = self._file.pread_data(self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
         if len(data) < self.ENTRY_SIZE:
             return tuple([0] * len(self._DTYPE.names))
         return self._STRUCT.unpack(data)  # type: ignore[attr-defined]
@@ -350,7 +350,7 @@ class _MappedIndex(_IndexFile):
                     (mapped := self._file.mapping(self.file_size)) is not None:
                 self._mmap = mapped
                 return self._mmap
-            data = self._file.pread(size, 0)
+            data = self._file.pread_data(size, 0)
             if len(data) < size:
                 raise SegtoolsError("index file shrank while it was being read (a follower "
                                     "truncating its log?)", path=str(self.path),
@@ -785,7 +785,7 @@ class TransactionIndex(_IndexFile):
         slot = 0
         while slot < total:
             count = min(self._CHUNK_ENTRIES, total - slot)
-            data = self._file.pread(count * self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
+            data = self._file.pread_data(count * self.ENTRY_SIZE, slot * self.ENTRY_SIZE)
             for i, fields in enumerate(ABORTED_TXN_STRUCT.iter_unpack(
                     memoryview(data)[: len(data) - len(data) % self.ENTRY_SIZE])):
                 yield AbortedTxn(*fields, position=(slot + i) * self.ENTRY_SIZE)

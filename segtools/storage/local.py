@@ -31,7 +31,7 @@ import lazy_loader
 
 from segtools.errors import SegtoolsError
 from segtools.storage import gentle
-from segtools.storage.files import next_data, open_regular, pread_exact_or_short
+from segtools.storage.files import next_data, open_regular, pread_data, pread_exact_or_short
 from segtools.storage.located import Entry, Location, OpenedSegment, OpenFile
 
 if TYPE_CHECKING:
@@ -67,6 +67,9 @@ class LocalFile(OpenFile):
 
     def pread(self, length: int, position: int) -> bytes:
         return pread_exact_or_short(self.fd, length, position)
+
+    def pread_data(self, length: int, position: int) -> bytes:
+        return pread_data(self.fd, length, position)
 
     def next_data(self, position: int) -> int | None:
         return next_data(self.fd, position)
@@ -140,6 +143,8 @@ class LocalDisk(Location):
             # no broker holds the log dir: nothing will shrink even the active segment
             settings = gentle.current()
             still = sealed or settings.still
+            growing = settings.broker is not None and not sealed and \
+                gentle.appended_by_broker(os.fspath(path))
             # not when the run hands the cache back (a broker's host) and its readers hand
             # out the records' zero-copy views (``binary_view`` columns): those keep the
             # mapping alive past close(), and whoever reads them then (DuckDB, a notebook)
@@ -161,7 +166,8 @@ class LocalDisk(Location):
         except BaseException:
             _release(fd)
             raise
-        return OpenedSegment(source, size, st.st_mtime_ns, is_mapped, lambda: _release(fd))
+        return OpenedSegment(source, size, st.st_mtime_ns, is_mapped, lambda: _release(fd),
+                             growing)
 
     def read_small(self, path: LocalPath, limit: int) -> bytes | None:
         try:

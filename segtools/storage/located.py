@@ -68,6 +68,12 @@ class OpenFile(ABC):
     def pread(self, length: int, position: int) -> bytes:
         """Up to ``length`` bytes at ``position``; fewer when the file ends (or shrank)."""
 
+    def pread_data(self, length: int, position: int) -> bytes:
+        """:meth:`pread`, with a local file's holes given as the zeros they hold but not
+        read: reading a hole fills the page cache with zero pages (a preallocated index's
+        tail), which gentle mode never hands back on a broker's active segment."""
+        return self.pread(length, position)
+
     def next_data(self, position: int) -> int | None:
         """The next byte at or after ``position`` that is not in a hole (a preallocated
         index is mostly holes on disk); a listed object has none."""
@@ -112,6 +118,9 @@ class OpenedSegment:
     mtime_ns: int
     is_mapped: bool = False
     release: Callable[[], None] = _nothing
+    #: A running broker may be appending to it: a torn last batch is the end of the data
+    #: (``append_in_flight``), not damage (see :func:`segtools.decode.walk.walk`).
+    growing: bool = False
 
 
 class Location(ABC):

@@ -119,9 +119,11 @@ class PageCacheKeeper:
     a file opened twice keeps the residency of its first opening, the state it was found in.
 
     The broker's hot files (its active segments and the files named after them,
-    :meth:`is_hot`) are never noted, so never advised away."""
+    :meth:`is_hot`) are never noted, so never advised away; ``spare_active`` False (no
+    broker holds the log dir: there is no hot tail) notes them like the others."""
 
     found: dict[tuple[int, int], _Found] = field(default_factory=dict)
+    spare_active: bool = True
     #: Each partition directory's active base offset, listed once per run.
     tails: dict[str, int | None] = field(default_factory=dict)
 
@@ -186,7 +188,7 @@ class PageCacheKeeper:
         small and rewritten by rename; they are handed back like sealed files."""
         head, name = os.path.split(path)
         stem = name.split(".", 1)[0]
-        if not (stem.isascii() and stem.isdigit()):
+        if not (self.spare_active and stem.isascii() and stem.isdigit()):
             return False
         if head not in self.tails:
             self.tails[head] = active_base_offset(head)

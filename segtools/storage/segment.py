@@ -93,6 +93,7 @@ class Segment:
         self.mtime_ms = opened.mtime_ns // 1_000_000
         self.is_mapped = opened.is_mapped
         self._release = opened.release
+        self.growing = opened.growing  # see walk(): a broker appending to it
 
     @classmethod
     def open(cls, files: SegmentFiles, *,
@@ -126,13 +127,15 @@ class Segment:
         """Batch headers as table chunks, and the findings met on the way, from byte
         ``start``; ``until`` stops before the first batch starting at or after it."""
         return walk.walk(self.source, start, end, until=until, path=self.path,
-                         verify_crc=verify_crc, limit=self.decompress_limit, rows=rows)
+                         verify_crc=verify_crc, limit=self.decompress_limit, rows=rows,
+                         growing=self.growing)
 
     def table(self, start: int = 0, end: int | None = None, *, until: int | None = None,
               verify_crc: bool = True) -> tuple[BatchTable, tuple[Finding, ...]]:
         """The whole walk as one table (small files, or callers that need every row)."""
         return walk.table(self.source, start, end, until=until, path=self.path,
-                          verify_crc=verify_crc, limit=self.decompress_limit)
+                          verify_crc=verify_crc, limit=self.decompress_limit,
+                          growing=self.growing)
 
     def salvage(self) -> Iterator[Walked]:
         """The walk, resynchronising past corrupt batches (``verify --salvage``)."""

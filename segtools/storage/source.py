@@ -36,7 +36,7 @@ from segtools.decode.buffers import BufferPool
 from segtools.decode.source import advise
 from segtools.decode.walk import first_nonzero
 from segtools.storage import gentle
-from segtools.storage.files import next_data
+from segtools.storage.files import data_end, next_data
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
 MAPPED_STRIDE = 64 * 1024 * 1024
@@ -76,7 +76,7 @@ def zero_from(fd: int, lo: int, hi: int) -> int | None:
         if nxt is None or nxt >= hi:
             return None
         pos = nxt
-        got = _pread_into(fd, view[:min(len(buf), hi - pos)], pos)
+        got = _pread_into(fd, view[:min(len(buf), hi - pos, data_end(fd, pos) - pos)], pos)
         if got == 0:
             return None  # the file ended (or shrank) before hi: nothing non-zero is left
         found = first_nonzero(buf, 0, got)

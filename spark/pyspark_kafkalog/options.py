@@ -40,6 +40,15 @@ STORAGE_PREFIX = "storage."
 #: Storage option names that hold credentials (access keys, secrets, tokens, passwords, SAS
 #: and account keys, whatever the store calls them): never in a task nor printed.
 SECRET_NAME = re.compile(r"key|secret|token|password|credential|sas", re.IGNORECASE)
+
+
+def is_secret_option(name: str, value: Any) -> bool:
+    """Whether a storage option holds a credential: by its name, or by a value that is a URI
+    with credentials written into it (``storage.endpoint_url=http://KEY:SECRET@minio:9000``,
+    a proxy's ``http://user:password@proxy``), which a public option would carry into every
+    task and plan."""
+    return SECRET_NAME.search(name) is not None \
+        or (isinstance(value, str) and uri_credentials(value) is not None)
 #: Storage options that are numbers (the CLI's ``--storage-option`` converts the same ones).
 _INT_STORAGE_OPTIONS = ("tmp_limit", "concurrency", "block_size", "block_bytes", "seek_bytes",
                         "small_file_bytes", "max_attempts")
@@ -260,7 +269,7 @@ def _storage(opts: dict[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
         value: Any = raw
         if name in _INT_STORAGE_OPTIONS:
             value = _int(opts, key, minimum=1)
-        (secret if SECRET_NAME.search(name) else public)[name] = value
+        (secret if is_secret_option(name, value) else public)[name] = value
     return public, secret
 
 

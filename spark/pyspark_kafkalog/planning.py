@@ -24,7 +24,7 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from pyspark_kafkalog.options import SECRET_NAME, OptionError, ReadOptions
+from pyspark_kafkalog.options import OptionError, ReadOptions, is_secret_option
 from pyspark_kafkalog.pushdown import Constraints
 from segtools.errors import SegtoolsError
 from segtools.fetch.arguments import by_field
@@ -49,7 +49,7 @@ class _TaskPickler(pickle.Pickler):
             return None
         where = obj.location
         public = tuple((k, v) for k, v in sorted(where.options.items())
-                       if not SECRET_NAME.search(k))
+                       if not is_secret_option(k, v))
         return (where.uri, public, obj.key)
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import segtools
 from segtools.analysis import producers as prod
+from segtools.analysis.partition_log import iter_records, iter_tables
 from segtools.cli.main import main
 from segtools.fetch.columns import batch_table
 from tests.fixtures_manifest import FIXTURES
@@ -133,3 +134,19 @@ def test_no_batching_advice_on_topics_only_brokers_write():
     batches = segtools.open(tree).batches()
     assert data_batches == sum(not b["is_control"] and b["topic"] != "__cluster_metadata"
                                for b in batches)
+
+
+@pytest.mark.parametrize("tree", sorted(p.name for p in (FIXTURES / "logdirs").iterdir()
+                                        if p.is_dir()))
+def test_recompression_sample_is_the_records_values(tree):
+    """The recompression trial's values, read as record columns, are those the record-by-record
+    reader gives (non-empty values of the producer's data batches, in log order), on every
+    fixture partition and producer, cut short or not."""
+    for pdir in (p.directory for p in segtools.open(FIXTURES / "logdirs" / tree).partitions()):
+        pids = {int(x) for _, _, t in iter_tables(pdir, []) for x in t.producer_id.tolist()}
+        for pid in sorted(pids):
+            want = [lr.record.value for lr in iter_records(
+                pdir, [], want=lambda t, pid=pid: ~t.is_control & (t.producer_id == pid))
+                if lr.record.value]
+            for sample in (3, 2000):
+                assert prod._sampled_values(pdir, pid, sample) == want[:sample], (pdir, pid)

@@ -15,6 +15,7 @@ import subprocess
 import numpy as np
 import pytest
 
+import segtools
 from segtools.analysis import simulation_input as si
 from segtools.analysis import whatif
 from segtools.analysis.config import TopicConfig, parse_config_text, resolve
@@ -28,10 +29,12 @@ from segtools.analysis.simulation import (
     ROLL_SEGMENT_MS,
     SERIES_BUCKETS,
     History,
+    bounded_series,
     simulate,
 )
 from segtools.storage.logdirs import walk
 from tests.analysis.whatif_tree import CONFIG, DAY, NOW, SEGTOOLS, TREE, H, T
+from tests.fixtures_manifest import FIXTURES
 
 END = NOW + 30 * DAY
 
@@ -194,7 +197,7 @@ def test_recommendation_is_the_operators_fix():
         s = quiet[side]
         assert {"peak_bytes", "trough_bytes", "oldest_age_ms_max", "oldest_age_ms_end",
                 "series"} <= set(s)
-        assert 0 < len(s["series"]) <= 2 * SERIES_BUCKETS + 1
+        assert 0 < len(s["series"]) <= 2 * SERIES_BUCKETS + 2  # and the first and last rows
         assert all(len(row) == 3 for row in s["series"])
     assert quiet["current"]["peak_bytes"] > quiet["proposed"]["peak_bytes"]
 
@@ -259,8 +262,6 @@ def test_config_resolution_is_unchanged_by_changes():
 
 def test_api_gives_the_cli_document():
     """``segtools.what_if`` and ``retention --what-if --format json`` are one assembly."""
-    import segtools
-
     api = segtools.what_if(str(TREE / "quiet-events-0"), changes="segment.ms=86400000",
                            at="2024-01-11T00:00Z", horizon_days=10, config=str(CONFIG))
     proc = subprocess.run([SEGTOOLS, "retention", str(TREE / "quiet-events-0"), "--config",
@@ -288,3 +289,37 @@ def test_ingest_rate_respaces_the_replay():
     future = [r for r in fast.rolls if r.at_ms > NOW]
     assert len(future) >= 60 and {r.reason for r in future} == {ROLL_SEGMENT_BYTES}
     assert all(r.reason != ROLL_SEGMENT_BYTES for r in auto.rolls)
+
+
+def test_series_starts_at_the_moment_and_ends_at_the_horizon():
+    """A chart starts at ``--at``: a first row that is neither its bucket's highest nor its
+    lowest size is still kept (busy-clicks' first retention check left 360,190 B, between the
+    bucket's 361,963 B peak and its 297,013 B trough, and its chart began 65 minutes late)."""
+    times = np.arange(10, dtype=np.int64) * 1000
+    size = np.array([5, 9, 1, 4, 4, 4, 4, 4, 4, 3], np.int64)
+    oldest = np.array([0, 0, 2, 2, 2, 2, 2, 2, 2, -1], np.int64)
+    rows = bounded_series(times, size, oldest, buckets=1)
+    assert rows == ((0, 5, 0), (1000, 9, 0), (2000, 1, 2), (9000, 3, None))
+    report = whatif.what_if_report(
+        load_inputs(walk([str(TREE / "busy-clicks-0")])[0],
+                    config_file=parse_config_text(CONFIG.read_text(), str(CONFIG))),
+        {"segment.bytes": 16384}, now_ms=NOW, horizon_days=2)
+    for item in report.items:
+        for run in (item.current, item.proposed):
+            assert run.series[0][0] == NOW and run.series[-1][0] == report.end_ms
+            assert run.series[0][1] == 360_190
+
+
+def test_a_batch_without_a_record_timestamp_stays_without_one_in_the_replay():
+    """sample's edge-cases-0 holds a batch whose oldest record timestamp is unknown (-1). The
+    replay kept each unit's spread below its largest timestamp, and the spread to -1 made
+    that batch's copies 53 years old: "the oldest record is at most 53y old" beside a start
+    of 7 hours. Replayed at 100 kB/s for 10 days under 7-day retention, no record may be
+    older than retention plus the time a 4 KiB or 1 GiB segment takes to fill and expire."""
+    report = segtools.what_if(str(FIXTURES / "logdirs" / "sample" / "edge-cases-0"),
+                              changes="segment.bytes=4096", at="2023-11-15T06:14Z",
+                              horizon_days=10, ingest_bytes_per_s=100_000)
+    for item in report.items:
+        for run in (item.current, item.proposed):
+            assert run.oldest_age_ms_start < DAY
+            assert 7 * DAY <= run.oldest_age_ms_max < 8 * DAY, item

@@ -7,7 +7,15 @@ from __future__ import annotations
 import shutil
 import struct
 
-from segtools.analysis.partition_log import as_partition, iter_tables, partitions_of
+import numpy as np
+
+import segtools
+from segtools.analysis.partition_log import (
+    as_partition,
+    batch_records,
+    iter_tables,
+    partitions_of,
+)
 from segtools.analysis.transaction_state import open_transactional_ids, replay_transaction_state
 from segtools.analysis.transactions import (
     AbortedRange,
@@ -22,6 +30,7 @@ from segtools.analysis.transactions import (
     scan_transactions,
 )
 from segtools.formats.snapshot import build_producer_snapshot, parse_producer_snapshot
+from segtools.storage.segment import Segment
 from tests.fixtures_manifest import SAMPLE
 from tests.forensics import FORENSICS
 
@@ -153,3 +162,35 @@ def test_transaction_state_timeline():
     assert short.owners == replay.owners
     assert state["type"] == "transaction_state"
     assert state["partitions"] == {"payments.hanging": [0]}
+
+
+def test_a_chunks_markers_come_from_one_decode(monkeypatch):
+    """The transactions scan reads the markers of a chunk's control batches in one decode
+    (one call per control batch cost more than its record), and closes transactions with
+    the markers reading each control batch alone gives."""
+    calls: list[int] = []
+    real = Segment.batch_records
+
+    def counted(segment, table):
+        calls.append(len(table))
+        return real(segment, table)
+
+    checked = 0
+    for tree in (FORENSICS, SAMPLE):
+        for pdir in (p.directory for p in segtools.open(tree).partitions()):
+            alone: set[int] = set()
+            for segment, _, t in iter_tables(pdir, []):
+                for i in np.flatnonzero(t.is_control & (t.producer_id >= 0)).tolist():
+                    alone |= {r.offset for r in batch_records(segment, t.batch(i), [])
+                              if r.control is not None}
+            if len(alone) < 2:
+                continue
+            monkeypatch.setattr(Segment, "batch_records", counted)
+            scan = scan_transactions(pdir)
+            monkeypatch.setattr(Segment, "batch_records", real)
+            closed = {x.marker_offset for x in scan.transactions if x.marker is not None}
+            assert closed and closed <= alone, pdir
+            assert sum(calls) == len(alone) and len(calls) < len(alone), pdir
+            calls.clear()
+            checked += 1
+    assert checked

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+from html import escape
 
 import pytest
 
@@ -15,7 +16,6 @@ import segtools
 from segtools.analysis import whatif
 from segtools.analysis.config import TopicConfig
 from segtools.analysis.simulation import Outcome
-from segtools.cli import whatif as cli_whatif
 from segtools.cli.whatif_plot import binary_ticks
 from tests.analysis.whatif_tree import CONFIG, DAY, SEGTOOLS, TREE
 from tests.fixtures_manifest import FIXTURES
@@ -35,9 +35,29 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
     (["--what-if", "segment.bytes=0"], "segment.bytes=0 is below Kafka's minimum of 14"),
     (["--what-if", "segment.ms=0"], "segment.ms=0 is below Kafka's minimum of 1"),
     (["--what-if", "segment.bytes=100", "--horizon", "0"],
-     "--horizon: the horizon must be more than 0 and at most 3650 days"),
+     "--horizon: the horizon must be more than 0 and at most 3650 days, not 0\n"),
+    (["--what-if", "segment.bytes=100", "--horizon", "-1"],
+     "the horizon must be more than 0 and at most 3650 days, not -1\n"),  # as typed
     (["--what-if", "segment.bytes=100", "--ingest", "-5"],
-     "an ingest rate must be more than 0 bytes per second"),
+     "an ingest rate must be more than 0 and below 1,000,000,000,000,000 bytes per second"),
+    (["--what-if", "segment.bytes=100", "--ingest", "1e30"],
+     "an ingest rate must be more than 0 and below 1,000,000,000,000,000 bytes per second"),
+    # segment.bytes is a Java int in Kafka's LogConfig: a broker would refuse this
+    (["--what-if", "segment.bytes=99999999999999999999"],
+     "segment.bytes=99999999999999999999 is above Kafka's maximum of 2,147,483,647"),
+    (["--what-if", "retention.ms=9223372036854775808"],
+     "retention.ms=9223372036854775808 is above Kafka's maximum of 9,223,372,036,854,775,807"),
+    # settings weighed against each other, as LogConfig.validateValues does
+    (["--what-if", "min.compaction.lag.ms=10000,max.compaction.lag.ms=5000"],
+     "topic quiet-events: Kafka refuses min.compaction.lag.ms=10000, "
+     "max.compaction.lag.ms=5000: min.compaction.lag.ms (10000) is more than "
+     "max.compaction.lag.ms (5000)"),
+    # the last of two values must not silently win
+    (["--what-if", "segment.bytes=4096,segment.bytes=8192"], "segment.bytes is given twice"),
+    # options that only shape a simulation are refused without one, not ignored
+    (["--horizon", "60"], "--horizon without --what-if or --recommend: nothing to simulate"),
+    (["--horizon", "-1", "--ingest", "5"],
+     "--horizon and --ingest without --what-if or --recommend"),
     (["--what-if", "segment.bytes=100", "--forecast", "5"],
      "--forecast projects today's segments with no new data"),
 ])
@@ -45,6 +65,32 @@ def test_the_cli_refuses_in_one_line(args, says):
     proc = _cli(str(TREE / "quiet-events-0"), "--at", AT, *args)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert says in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_tiered_topic_refuses_a_local_retention_past_its_retention():
+    """LogConfig.validateRemoteStorageRetentionTime/Size: on a tiered topic the local log may
+    keep no more than the whole log (clicks.tiered's local.retention.ms=10d under a 7-day
+    retention.ms was simulated, keeping 17 days locally); -1 is refused where retention.ms
+    is set; a topic without remote storage takes anything, and a config already refused
+    before the change is not the change's doing."""
+    tiered = TopicConfig(retention_ms=7 * DAY, retention_bytes=1000,
+                         remote_storage_enable=True, local_retention_ms=2 * DAY)
+    assert "local.retention.ms (864000000) must be -2 or between 0 and retention.ms " \
+        "(604800000)" in whatif.refused(tiered, {"local.retention.ms": 10 * DAY})
+    assert "local.retention.ms (-1)" in whatif.refused(tiered, {"local.retention.ms": -1})
+    assert "local.retention.bytes (2000)" in whatif.refused(
+        tiered, {"local.retention.bytes": 2000})
+    assert whatif.refused(tiered, {"local.retention.ms": DAY}) == ""
+    assert whatif.refused(tiered, {"local.retention.ms": 10 * DAY,
+                                   "retention.ms": -1}) == ""
+    assert whatif.refused(TopicConfig(retention_ms=7 * DAY),
+                          {"local.retention.ms": 10 * DAY}) == ""
+    already = TopicConfig(min_compaction_lag_ms=10, max_compaction_lag_ms=5)
+    assert whatif.refused(already, {"segment.bytes": 4096}) == ""
+    proc = _cli(str(FIXTURES / "logdirs" / "tiered"), "--at", "2024-06-01T12:00Z",
+                "--what-if", "local.retention.ms=864000000")
+    assert proc.returncode == 2 and proc.stderr.startswith(
+        "segtools: error: topic clicks.tiered: Kafka refuses local.retention.ms=864000000")
 
 
 def test_the_api_refuses_with_the_same_words():
@@ -96,6 +142,20 @@ def test_a_sentence_never_compares_a_figure_with_itself():
     assert "(local.retention.ms 2d)" in said and "(retention.ms" not in said
 
 
+def test_a_share_never_rounds_to_none_or_all():
+    """customers.compact's proposed swing (a 764 B trough under a 274 KiB peak) was printed
+    "100%", which says the log empties; rounding keeps a share that is neither none nor all
+    off both ends, in the table and in the sentence."""
+    assert [whatif.percent(f) for f in (0.9973, 0.99996, 1.0, 0.0004, 0.0, 0.5076)] == \
+        ["99.7%", "99.9%", "100%", "0.1%", "0%", "51%"]
+    said = whatif._why("t", TopicConfig(retention_ms=7 * DAY), {"segment.bytes": 4096},
+                       _outcome(1000, 0, 10 * DAY), _outcome(1000, 3, 7 * DAY))
+    assert "the size swings 99.7% instead of 100%" in said
+    rows = dict((label, (cur, prop)) for label, cur, prop in whatif.table_rows(
+        _outcome(1000, 0, DAY), _outcome(1000, 3, DAY)))
+    assert rows["swing"] == ("100%", "99.7%")
+
+
 def test_a_topic_sentence_never_compares_a_figure_with_itself():
     """``retention --recommend`` said "with no change the size moves between 0 B and 0 B
     (current config 0 B..0 B)" of every topic it had nothing to recommend for: with no change
@@ -105,19 +165,25 @@ def test_a_topic_sentence_never_compares_a_figure_with_itself():
         return whatif.WhatIf("t", None, changes, cur, prop)
 
     same = _outcome(2048, 1024, 9 * DAY)
-    none = cli_whatif.sentence(item({}, same, same))
+    none = whatif.topic_sentence(item({}, same, same))
     assert "no change proposed: under the current config the size moves between 1.0 KiB " \
         "and 2.0 KiB and over the horizon's second half the oldest record is at most 9d old" \
         in none and "current config 1.0 KiB" not in none
     empty = Outcome(0, 0, None, None, (), 1, 0, 1, 0, start_bytes=100)
-    said = cli_whatif.sentence(item({}, empty, empty))
+    said = whatif.topic_sentence(item({}, empty, empty))
     assert "the size stays at 0 B (empty) and the topic is empty over the horizon's " \
         "second half" in said and "0 B and 0 B" not in said
-    unchanged = cli_whatif.sentence(item({"segment.ms": 10**12}, same, same))
+    assert "the first retention check takes every segment" in said
+    # a log with no record at all has no segment for retention to take
+    nothing = Outcome(0, 0, None, None, (), 1, 0, 0, 0, start_bytes=0)
+    said = whatif.topic_sentence(item({}, nothing, nothing))
+    assert said.startswith("topic t: 0 B on disk now (no record); ") and \
+        "retention check" not in said
+    unchanged = whatif.topic_sentence(item({"segment.ms": 10**12}, same, same))
     assert "with segment.ms=1000000000000 the size moves between 1.0 KiB and 2.0 KiB, as " \
         "under the current config, and over the horizon's second half the oldest record is " \
         "at most 9d old, as under the current config" in unchanged
-    moved = cli_whatif.sentence(item({"segment.bytes": 4096}, same,
+    moved = whatif.topic_sentence(item({"segment.bytes": 4096}, same,
                                      _outcome(2048, 2048, 7 * DAY)))
     assert "the size stays at 2.0 KiB (current config 1.0 KiB..2.0 KiB)" in moved
     assert "at most 7d old (current config 9d)" in moved
@@ -213,7 +279,7 @@ def test_counts_at_scale_are_said_once_when_equal():
     big, small = whatif.FullScale(10, 20), whatif.FullScale(30, 40)
 
     def said(changes: dict, scales: tuple) -> str:
-        return cli_whatif._at_scale(whatif.WhatIf("t", None, changes, same, same,
+        return whatif._at_scale(whatif.WhatIf("t", None, changes, same, same,
                                                   full_scale=scales))
 
     assert said({}, (big, big)) == "the current config about 10 segments at once and 20 rolls"
@@ -298,6 +364,29 @@ def test_plot_ticks_and_page_are_in_units(tmp_path):
     html = page.read_text()
     assert "oldest record, 2nd half" in html and "KiB" in html
     assert "starting from the segments on disk" in html
+
+
+def test_the_plot_page_says_what_the_text_says(tmp_path):
+    """``--plot x.html`` was the tables alone: no sentence, no recommendation, no cost, and
+    the rolls / deletions cell's exact figure was the rolls only. The page holds every line
+    the text prints about a topic and its recommendation, and each cell's exact figures."""
+    page = tmp_path / "w.html"
+    proc = _cli(str(TREE / "customers.compact-0"), "--config", str(CONFIG), "--at", AT,
+                "--recommend", "--plot", str(page))
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    said = [line.strip() for line in proc.stdout.splitlines()
+            if line.startswith(("topic ", "recommendation: ", "  also keeps it: "))]
+    assert any(line.startswith("recommendation: ") for line in said)
+    for line in said:
+        assert escape(line.removeprefix("recommendation: ")) in html, line
+    doc = json.loads(_cli(str(TREE / "customers.compact-0"), "--config", str(CONFIG),
+                          "--at", AT, "--recommend", "--format", "json").stdout)
+    topic = next(w for w in doc["what_if"] if w["partition"] is None)
+    for side in ("current", "proposed"):
+        run = topic[side]
+        assert f"title='{run['rolls']} / {run['deletions']}'" in html
+    assert "cleaner passes" in html and "also keeps it: min.compaction.lag.ms=" in html
 
 
 # --------------------------------------------------------------------------- claims

@@ -262,7 +262,6 @@ def test_records_from_after_the_moment_are_not_an_empty_log():
     are negative, as ``segtools retention`` gives them ("167d 14h in the FUTURE"), and the
     sentence says the records are in the future (it said "the topic is empty over the
     horizon's second half" beside a size that stays at 377 B)."""
-    from segtools.cli.whatif import sentence
     from segtools.timestamps import to_millis
 
     loaded = load_inputs(walk([str(FIXTURES / "logdirs" / "payloads" / "plain-0")])[0])
@@ -274,7 +273,7 @@ def test_records_from_after_the_moment_are_not_an_empty_log():
     assert c.late_trough_bytes == c.peak_bytes == 377
     assert c.oldest_age_ms_end is not None and c.oldest_age_ms_end < 0
     assert c.oldest_age_ms_late == c.oldest_age_ms_end > at + 30 * DAY - newest
-    said = sentence(topic)
+    said = whatif.topic_sentence(topic)
     assert "empty" not in said
     assert "every record left is timestamped at least 137d 14h in the future" in said
 

@@ -158,7 +158,12 @@ def test_start_up_imports_only_what_the_query_runs():
     loaded_now = set(report["loaded"])
     for name in ("pandas", "pyarrow.compute", "segtools.analysis.explain",
                  "segtools.analysis.whatif", "segtools.analysis.verify", "segtools.results",
-                 "segtools.analysis.offsets"):
+                 "segtools.analysis.offsets",
+                 # nor what only a remote store, decoding or a forked worker needs (a whole
+                 # command's start, docs/query.md)
+                 "psutil", "multiprocessing.pool",
+                 "segtools.storage.remote_store", "segtools.payloads.decoder",
+                 "segtools.payloads.plain"):
         assert name not in loaded_now, name
 
 

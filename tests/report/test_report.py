@@ -17,7 +17,7 @@ import pytest
 
 import segtools
 from segtools import fanout
-from segtools.report import assets
+from segtools.report import assets, model
 from segtools.report.model import (
     DETAILS_LEFT_OUT,
     Budget,
@@ -27,6 +27,7 @@ from segtools.report.model import (
     json_text,
 )
 from segtools.report.page import content_security_policy, embed_details, embed_json, render
+from segtools.text import INVISIBLE
 from segtools.timestamps import to_millis
 from tests.fixtures_manifest import FIXTURES
 from tests.report.conftest import ROOT, write_report
@@ -302,3 +303,86 @@ def test_redacted_hostile_report_names_no_topic(tmp_path):
     (open_id,) = data["open_transactional_ids"]
     assert [p["topic"] for p in open_id["partitions"]] == \
         [r["topic"] for r in data["partitions"] if r["hanging"]]
+
+
+def test_sample_records_of_one_segment_are_read_from_one_opening(monkeypatch):
+    """A partition of one segment (most of a broker's tree) has its first and last records
+    read from one opening of the segment, and they are what two separate reads give."""
+    opened: list[str] = []
+    real_open = model.Segment.open
+
+    def counted(files, **kwargs):
+        opened.append(str(files.log))
+        return real_open(files, **kwargs)
+
+    pdirs = [p.directory for p in segtools.open(FIXTURES / "logdirs" / "producers").partitions()]
+    single = [p for p in pdirs if len([s for s in p.segments if s.log_size]) == 1]
+    assert single
+    for pdir in single:
+        files = next(s for s in pdir.segments if s.log_size)
+        apart = (model._records(files, first=True, last=False, n=3, limit=1 << 20)[0],
+                 model._records(files, first=False, last=True, n=3, limit=1 << 20)[1])
+        monkeypatch.setattr(model.Segment, "open", counted)
+        shown = model.samples(pdir, None, Budget(samples=3), 1 << 20)
+        monkeypatch.setattr(model.Segment, "open", real_open)
+        assert opened == [str(files.log)], pdir
+        opened.clear()
+        first_offsets = {r.offset for r in apart[0]}
+        assert [r["offset"] for r in shown["first"]] == [r.offset for r in apart[0]]
+        assert [r["offset"] for r in shown["last"]] == [r.offset for r in apart[1]
+                                                        if r.offset not in first_offsets]
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_sample_records_decode_only_the_batches_they_need(tree, monkeypatch):
+    """The first (last) ``n`` records of a segment's first (last) ``n`` data batches are
+    those of all ``n`` batches decoded, on every segment of every fixture tree (damaged ones
+    included), though only as many batches as hold ``n`` records are decoded when they
+    decode as declared."""
+    decoded: list[int] = []
+    real = model.Segment.records
+
+    def counted(segment, table):
+        decoded.append(len(table))
+        return real(segment, table)
+
+    fewer = 0
+    for pdir in (p.directory for p in segtools.open(tree).partitions()):
+        for files in pdir.segments:
+            if not files.log_size:
+                continue
+            try:
+                segment = model.Segment.open(files, decompress_limit=1 << 20)
+            except segtools.SegtoolsError:
+                continue
+            with segment:
+                table = segment.table(verify_crc=False)[0]
+                data = table.take(~table.is_control)
+                for n in (1, 3):
+                    for from_end in (False, True):
+                        picked = data.take(slice(max(0, len(data) - n), None) if from_end
+                                           else slice(0, n))
+                        every = model._batch_records(segment, picked)
+                        monkeypatch.setattr(model.Segment, "records", counted)
+                        shown = model._end_records(segment, picked, n, from_end=from_end)
+                        monkeypatch.setattr(model.Segment, "records", real)
+                        want = every[-n:] if from_end else every[:n]
+                        got = shown[-n:] if from_end else shown[:n]
+                        assert [(r.offset, r.key, r.value) for r in got] == \
+                            [(r.offset, r.key, r.value) for r in want], files.log
+                        fewer += sum(decoded) < len(picked)
+                        decoded.clear()
+    if tree.name == "producers":
+        assert fewer
+
+
+def test_every_invisible_character_in_a_detail_is_shown_as_text():
+    """Each invisible character (a bidi override, a zero-width space) in a document comes out
+    of ``json_text`` as ``\\uXXXX`` text, keys included, whichever of them it is; a document
+    without one is written as it is."""
+    plain = {"key": "caf\u00e9", "n": [1, 2.5, None]}
+    assert json_text(plain) == json.dumps(plain, separators=(",", ":"))
+    for c in INVISIBLE:
+        shown = f"\\u{c:04x}"
+        doc = {f"k{chr(c)}": [f"a{chr(c)}b", 1]}
+        assert json.loads(json_text(doc)) == {f"k{shown}": [f"a{shown}b", 1]}, hex(c)

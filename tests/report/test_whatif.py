@@ -7,8 +7,10 @@ cost table, the charts' legends under the cursor) must be what ``segtools retent
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import json
+import math
 
 import pytest
 
@@ -65,6 +67,16 @@ def exact(value, unit: str) -> str:
     return "-" if value is None else f"{value} {unit}".rstrip()
 
 
+def share(fraction: float) -> str:
+    """A swing as a person reads it: whole percents, one decimal where rounding would say
+    none or all of a share that is neither (0.9973 is 99.7%, not 100%)."""
+    if 0.995 <= fraction < 1:
+        return f"{int(fraction * 1000) / 10}%"
+    if 0 < fraction < 0.005:
+        return f"{math.ceil(fraction * 1000) / 10}%"
+    return f"{round(100 * fraction)}%"
+
+
 def expected_rows(c: dict, p: dict) -> list[dict]:
     """The table ``segtools retention --what-if`` prints, from its JSON numbers."""
     def row(label, fmt, unit, key):
@@ -77,8 +89,8 @@ def expected_rows(c: dict, p: dict) -> list[dict]:
     return [row("on disk now", format_bytes, "bytes", "start_bytes"),
             row("peak size", format_bytes, "bytes", "peak_bytes"),
             row("trough size", format_bytes, "bytes", "trough_bytes"),
-            {"label": "swing", "current": f"{100 * c['swing']:.0f}%",
-             "proposed": f"{100 * p['swing']:.0f}%", "exact": [str(c["swing"]), str(p["swing"])]},
+            {"label": "swing", "current": share(c["swing"]),
+             "proposed": share(p["swing"]), "exact": [str(c["swing"]), str(p["swing"])]},
             row("oldest record kept now", age, "ms", "oldest_age_ms_start"),
             row("oldest record, max", age, "ms", "oldest_age_ms_max"),
             row("oldest record, 2nd half", age, "ms", "oldest_age_ms_late"),
@@ -101,7 +113,7 @@ def expected_alternative(a: dict) -> dict:
                f"{format_bytes(cost['cleaner_bytes_read'])}" if "cleaner_passes" in cost else "")
     return {"change": change,
             "does": f"(oldest record at most {age(after['oldest_age_ms_late'])}, swing "
-                    f"{100 * after['swing_late']:.0f}%, segments at most "
+                    f"{share(after['swing_late'])}, segments at most "
                     f"{cost['segments_max']}{cleaner})"}
 
 
@@ -195,6 +207,32 @@ def test_no_section_unless_asked(tmp_path):
     assert 'id="what-if"' not in html and "D.what_if" not in html
     code, err = write_report(str(TREE), "-o", str(out), "--what-if", CHANGE, "--horizon", "0")
     assert code == 2 and "--horizon" in err
+    # --horizon alone asks for no simulation: refused, as by segtools retention
+    code, err = write_report(str(TREE), "-o", str(out), "--horizon", "60")
+    assert code == 2 and "--horizon without --what-if or --recommend" in err
+
+
+def test_the_page_says_why_nothing_is_recommended(tmp_path):
+    """The page showed tables only: a topic --recommend left alone said neither why (its
+    promise kept, a history too short to extrapolate) nor that no appends were modelled.
+    Each topic carries the CLI's sentence and notes, word for word."""
+    out = tmp_path / "why.html"
+    kept, short = TREE / "busy-clicks-0", FIXTURES / "logdirs" / "sample" / "torn-tail-0"
+    code, err = write_report(str(kept), str(short), "-o", str(out), "--config", str(CONFIG),
+                             "--at", AT, "--recommend")
+    assert code in (0, 1), err
+    page = out.read_text()
+    said = io.StringIO()
+    with contextlib.redirect_stdout(said), contextlib.redirect_stderr(io.StringIO()):
+        main(["retention", str(kept), str(short), "--config", str(CONFIG), "--at", AT,
+              "--recommend"])
+    lines = [line.strip() for line in said.getvalue().splitlines()
+             if line.startswith(("topic ", "  torn-tail-0: "))]
+    assert len(lines) == 3 and any("too short to extrapolate" in line for line in lines)
+    assert any("no change proposed because the current config keeps its promise" in line
+               for line in lines)
+    for line in lines:
+        assert line in html.unescape(page), line
 
 
 def test_charts_stay_within_the_budget_recommendations_first():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import struct
 import subprocess
 import sys
 import tarfile
@@ -187,3 +188,59 @@ def test_impossible_dates_and_writestr_members_are_read(tmp_path):
         assert "internal error" not in run.stderr and "Traceback" not in run.stderr, run.stderr
         assert b"archive_member_refused" not in run.stdout
         assert run.code in (0, 1), run.stderr
+
+
+def _zip_of_empty_entries(path: Path, n: int, extra: int = 0) -> Path:
+    """A zip64 whose central directory lists ``n`` empty stored entries, all pointing at one
+    local header (what a hostile bundle does to stay small: 79 bytes an entry), each with an
+    ``extra``-byte extra field."""
+    local = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, 0, 0, 0, 1, 0) + b"a"
+    field = b"\xfe\xca" + struct.pack("<H", extra - 4) + b"x" * (extra - 4) if extra else b""
+    entries = []
+    for i in range(n):
+        name = b"logs/t-0/%020d.log" % i
+        entries.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, 0,
+                                   0, 0, len(name), len(field), 0, 0, 0, 0o100644 << 16, 0)
+                       + name + field)
+    directory = b"".join(entries)
+    end64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, len(directory),
+                        len(local))
+    locator = struct.pack("<IIQI", 0x07064B50, 0, len(local) + len(directory), 1)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, 0xFFFF, 0xFFFF, 0xFFFFFFFF, 0xFFFFFFFF,
+                      0)
+    path.write_bytes(local + directory + end64 + locator + end)
+    return path
+
+
+def test_a_zip_of_many_entries_is_refused_before_zipfile_builds_them(tmp_path):
+    """300,000 empty entries in a 24 MB zip: ``zipfile`` made a ``ZipInfo`` of each (about
+    1 KB) before the member cap could look, 620 MB and 43 s for 600,000. The central
+    directory is now counted first, and the zip refused past the cap."""
+    many = _zip_of_empty_entries(tmp_path / "many.zip", 300_000)
+    code, rss, err = _run_measured(["scan", "-q", "--format", "jsonl", str(many)])
+    assert code in (1, 2) and "Traceback" not in err and "internal error" not in err, err
+    assert rss < 128 * MIB, rss
+
+
+def test_the_zip_cap_counts_what_zipfile_would_read(tmp_path, monkeypatch):
+    """At the cap a zip is read, one past it is not opened by ``zipfile`` at all."""
+    small = _zip_of_empty_entries(tmp_path / "small.zip", 1001)
+    run = run_cli(["scan", "--format", "jsonl", str(small), "--storage-option",
+                   "max_members=1001"])
+    assert b"more than" not in run.stdout
+    opened = []
+    monkeypatch.setattr(archive.zipfile, "ZipFile", lambda *a, **k: opened.append(a))
+    run = run_cli(["scan", "--format", "jsonl", str(small), "--storage-option",
+                   "max_members=1000"])
+    assert b"more than 1000 members: not read" in run.stdout and opened == []
+
+
+def test_a_zip_of_huge_member_headers_is_refused_before_zipfile_reads_them(tmp_path,
+                                                                            monkeypatch):
+    """1,100 entries with 64 KB extra fields: a 70 MB central directory ``zipfile`` read
+    whole and kept, under the member cap. Refused before ``zipfile`` opens it."""
+    big = _zip_of_empty_entries(tmp_path / "big.zip", 1100, extra=65_000)
+    opened = []
+    monkeypatch.setattr(archive.zipfile, "ZipFile", lambda *a, **k: opened.append(a))
+    run = run_cli(["scan", "--format", "jsonl", str(big)])
+    assert b"a central directory of" in run.stdout and opened == []

@@ -12,14 +12,17 @@ import pytest
 from segtools.analysis.cluster_metadata import timeline
 from segtools.sensitive import HIDDEN
 from tests.fixtures_manifest import FIXTURES
+from tests.forensics import records_batch, write_partition
 from tests.robustness.commands import command_names, run_cli
 from tests.s3server import SECRET_KEY
 from tests.security.planted import (
+    BROKER,
     JAAS_PASSWORD,
     KEYSTORE_PASSWORD,
     METADATA_SECRETS,
     SCRAM_SALT,
     URI_SECRET,
+    frame,
     leaked,
     write_metadata_log,
 )
@@ -208,3 +211,46 @@ def test_every_command_over_a_store_shows_no_storage_secret(planted_store, tmp_p
         if command == "report" and (tmp_path / "r.html").exists():
             shown += (tmp_path / "r.html").read_bytes()
         assert leaked(shown, [SECRET_KEY, *METADATA_SECRETS]) == [], [*extra, *argv]
+
+
+def test_an_undecodable_metadata_record_is_hidden_whole(tmp_path):
+    """A ``ConfigRecord`` segtools cannot decode (one byte after it, a version newer than it
+    knows) still holds the password as stored: the views that show a value raw hid nothing in
+    it, because only a decoded record could be re-encoded. It now reads ``[hidden]`` whole,
+    and as stored only when asked."""
+    import segtools
+
+    password = frame("ConfigRecord", resourceType=BROKER, resourceName="1",
+                     name="ssl.keystore.password", value=KEYSTORE_PASSWORD)
+    newer = bytearray(password)
+    newer[2] = 1  # the record's version: ConfigRecord has only version 0
+    pdir = write_partition(tmp_path / "logs", "__cluster_metadata-0", [records_batch(
+        [(None, password + b"\0"), (None, bytes(newer))], base_offset=0,
+        timestamp=1_700_000_000_000)])
+    logs = str(pdir.parent)
+    for argv in (["dump", "--deep", "--print-data", str(pdir / "00000000000000000000.log")],
+                 ["query", logs, "-c", "select value from records", "--bytes", "utf8"]):
+        run = run_cli(argv)
+        shown = run.stdout + run.stderr.encode()
+        assert leaked(shown, [KEYSTORE_PASSWORD]) == [] and HIDDEN.encode() in shown, argv
+    values = segtools.open(logs).to_arrow().read_all().column("value").to_pylist()
+    assert values == [HIDDEN.encode()] * 2
+    revealed = segtools.open(logs).to_arrow(reveal_sensitive=True).read_all()
+    assert revealed.column("value").to_pylist() == [password + b"\0", bytes(newer)]
+
+
+def test_the_spark_source_keeps_a_credential_in_an_option_value_secret():
+    """``storage.endpoint_url=http://KEY:SECRET@minio:9000``: a public option by its name,
+    so it travelled in every task and plan with the credential in it. A storage option
+    whose value is a URI with credentials is a secret one, whatever its name."""
+    pytest.importorskip("pyspark")
+    from pyspark_kafkalog.options import is_secret_option, parse_options
+
+    endpoint = f"http://AKIAPLANTED:{URI_SECRET}@minio:9000"
+    opts = parse_options({"path": "s3://b/logs", "storage.endpoint_url": endpoint,
+                          "storage.region": "eu-west-1"})
+    assert opts.storage_options == {"region": "eu-west-1"}
+    assert opts.storage_secrets == {"endpoint_url": endpoint}
+    assert leaked(repr(opts).encode(), [URI_SECRET]) == []
+    assert is_secret_option("proxy", f"http://u:{URI_SECRET}@proxy:3128")
+    assert not is_secret_option("endpoint_url", "http://minio:9000")

@@ -61,3 +61,20 @@ def test_the_custody_list_of_a_dump_is_redacted(tmp_path):
                if '"custody"' in line]
     assert custody and all("payments.hanging" not in r["path"] for r in custody)
     assert mentions(run.stdout.decode(), {"payments.hanging"}) == []
+
+
+def test_dump_of_an_internal_topic_names_no_topic():
+    """``dump --print-data --redact topics`` of the segments that spell topic names in their
+    bytes (offset commits' keys, transactions' partitions, ``TopicRecord``s): the names sat
+    after a length byte shown as ``\\r`` or ``\\x0c``, where no word pattern finds them, and
+    were printed. Their keys and values are tokens now."""
+    names = named_topics(FORENSICS)
+    for partition in ("__consumer_offsets-9", "__consumer_offsets-5", "__transaction_state-7",
+                      "__cluster_metadata-0"):
+        segment = str(FORENSICS / partition / "00000000000000000000.log")
+        for fmt in (["--format", "text"], ["--format", "jsonl", "--bytes", "utf8"]):
+            run = run_cli(["dump", "--deep", "--print-data", "--redact", "topics", *fmt,
+                           segment])
+            shown = run.stdout.decode("utf-8", "replace")
+            assert [n for n in names if n in shown] == [], (partition, fmt)
+            assert "value." in shown, (partition, fmt)

@@ -94,3 +94,38 @@ def test_a_uri_mistyped_with_one_slash_still_hides_its_credentials(typed, shown)
 @pytest.mark.parametrize("path", ["/tmp/user@host/x", "/srv/kafka@2/logs", "mailto:a@b"])
 def test_an_at_sign_in_a_path_is_not_a_credential(path):
     assert without_credentials(path) == path
+
+
+@pytest.mark.parametrize("name", [
+    "rsm.config.storage.azure.account.key", "rsm.config.storage.azure.connection.string",
+    "rsm.config.storage.gcs.credentials.json", "rsm.config.storage.azure.sas.token",
+    "acme.plugin.api.key", "acme.plugin.apiKey", "acme.accessToken", "acme.private.key"])
+def test_plugin_credentials_named_as_keys_and_tokens_are_hidden(name):
+    """Tiered storage plugins and others name their credentials key, token, credentials or
+    connection string (the Azure account key, the GCS service account's JSON): no word of
+    Kafka's password-type names, so they were shown."""
+    assert config_value(name, "s3cr3t") == HIDDEN
+
+
+@pytest.mark.parametrize("name", [
+    "delegation.token.expiry.time.ms", "sasl.oauthbearer.token.endpoint.url",
+    "ssl.keystore.location", "rsm.config.storage.aws.access.key.id", "primary.key",
+    "sasl.oauthbearer.client.credentials.client.id"])
+def test_names_that_only_mention_a_key_or_token_are_shown(name):
+    assert config_value(name, "v") == "v"
+
+
+def test_a_uri_typed_after_white_space_hides_its_user_part():
+    """`` s3://KEY@bucket`` (a stray space pasted before it) is no URI, so a local path that
+    does not exist: its error line showed the access key."""
+    assert without_credentials("/cwd/ s3:/AKIAKEY@bucket/p") == "/cwd/ s3:/***@bucket/p"
+
+
+def test_a_schema_registry_url_is_shown_without_its_credentials():
+    """Its user part was dropped, but a key in its query (``?api_key=``) was shown in every
+    error line that names the registry."""
+    from segtools.payloads.sources import RegistryClient
+
+    for url in ("http://registry:8081/?api_key=S3CR3T", "https://u:S3CR3T@registry/p?sig=S3CR3T"):
+        client = RegistryClient(url)
+        assert "S3CR3T" not in client.shown + repr(client), client.shown

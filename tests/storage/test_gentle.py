@@ -384,3 +384,49 @@ def test_a_command_maps_sealed_segments_and_still_hands_their_pages_back(trees: 
     with gentle.applied(gentle.Gentle(keeper=PageCacheKeeper())), \
             Segment.open(sealed) as segment:
         assert not segment.is_mapped
+
+
+def test_the_zero_tail_of_a_preallocated_index_is_not_read(tmp_path):
+    """Kafka preallocates an active segment's indexes (``segment.index.bytes``, 10 MiB) as
+    sparse files; the check for entries past the valid ones skipped the holes but read 1 MiB
+    from the last data block on, filling the cache with zero pages: two or three MiB for each
+    active segment, which gentle mode never hands back (the broker's hot tail), so gigabytes
+    on a broker with thousands of partitions. Only the data blocks may be read."""
+    source = LOGDIRS / "sample" / "orders.v2-eu-0"
+    partition = tmp_path / "kafka-logs" / "orders.v2-eu-0"
+    partition.mkdir(parents=True)
+    for name in ("00000000000000000205.log", "leader-epoch-checkpoint", "partition.metadata"):
+        shutil.copy(source / name, partition)
+    for name, entry in (("00000000000000000205.index", 8), ("00000000000000000205.timeindex", 12)):
+        data = (source / name).read_bytes()
+        used = len(data.rstrip(b"\0"))
+        used += -used % entry
+        with open(partition / name, "wb") as f:  # the entries, then holes: as Kafka leaves it
+            f.write(data[:used])
+            f.truncate(len(data))
+    for command in (["verify"], ["scan"], ["dump"]):
+        for path in partition.iterdir():
+            fd = os.open(path, os.O_RDONLY)
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            os.close(fd)
+        target = (partition / "00000000000000000205.index") if command[0] == "dump" else partition
+        assert run([*command, str(target)]).returncode in (0, 1)
+        for name in ("00000000000000000205.index", "00000000000000000205.timeindex"):
+            path = partition / name
+            data_pages = -(-path.stat().st_blocks * 512 // PAGE)
+            assert int(residency(path).sum()) <= data_pages, (command, name)
+
+
+def test_restore_asked_for_on_a_copy_leaves_the_active_segments_as_found(tmp_path):
+    """The active segment is spared only as a running broker's hot tail: where no broker
+    holds the log dir (a copy), ``--page-cache restore`` asked for leaves every file as found,
+    active segments included (they were left cached)."""
+    copy = tmp_path / "sample"
+    shutil.copytree(LOGDIRS / "sample", copy)
+    actives = [p for p in files_of(copy) if is_active(p) and p.suffix == ".log"]
+    assert actives and not gentle.decide([copy]).broker
+    make_cold(files_of(copy))
+    done = run(["verify", "--deep", "--page-cache", "restore", str(copy)])
+    assert done.returncode in (0, 1), done.stderr
+    assert not [p.name for p in actives if (residency(p) & data_pages(p)).any()]
