@@ -26,6 +26,7 @@ import bisect
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 import numpy as np
 
@@ -61,8 +62,15 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.model import Batch, Record
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, PartitionDir, PartitionState
-from segtools.storage.segment import Segment
 from segtools.units import format_duration
+
+
+class MarkerReader(Protocol):
+    """What the fold asks of a segment a reading room opened: its control batches decoded
+    (the rules under ``analysis/`` read no file themselves)."""
+
+    def batch_records(self, table: BatchTable) -> Iterable: ...
+
 
 #: ``transaction.max.timeout.ms`` default: no transaction may stay open longer.
 DEFAULT_MAX_TIMEOUT_MS = 900_000
@@ -217,7 +225,7 @@ class TransactionFold:
         if self._rows >= FOLD_ROWS:
             self._flush()
 
-    def _read_markers(self, segment: Segment, t: BatchTable, rows: np.ndarray) -> None:
+    def _read_markers(self, segment: MarkerReader, t: BatchTable, rows: np.ndarray) -> None:
         """The markers of a chunk's control batches (``rows``), from one decode of them all:
         a transactional partition holds a marker per transaction, and a decode call per
         control batch cost more than its one record. A batch the decode does not reach (the
