@@ -468,14 +468,14 @@ class RemoteFile(OpenFile):
         return self.entry.size
 
     def seen(self) -> tuple[int, int | None]:
-        return self.entry.size, self.entry.mtime_ns
+        """What the location says of the file now (a store may learn its version tag only
+        when the file is opened, after the listing)."""
+        e = self.path.entry
+        return (e.size, e.mtime_ns) if e is not None else (-1, None)
 
     def etag(self) -> str | None:
-        """The version tag as the location knows it now: a store gives one with an open
-        (the object store's ``HeadObject``), which may come with this file's first read,
-        after the listing entry this file was opened with."""
-        now = self.path.entry
-        return (now if now is not None else self.entry).etag
+        e = self.path.entry
+        return e.etag if e is not None else None
 
     def pread(self, length: int, position: int) -> bytes:
         hi = min(self.entry.size, position + max(length, 0))
