@@ -629,6 +629,8 @@ def timeline(path: PartitionDir | str | os.PathLike[str], *, at: int | None = No
 
 #: The start of a FeatureLevelRecord's frame: frame version 1, apiKey 12 (one uvarint byte each).
 _FEATURE_LEVEL_FRAME = bytes((FRAME_VERSION, 12))
+#: The first byte of every metadata record's frame (the frame version, a one-byte varint).
+_METADATA_FRAME = bytes((FRAME_VERSION,))
 
 
 def _metadata_version_in(records: Iterator[LogRecord]) -> int | None:
@@ -693,13 +695,16 @@ def metadata_value(value: bytes | None, *, reveal: bool = False) -> bytes | None
     unchanged when it holds none. A value that does not decode (a record version newer than
     segtools knows, trailing bytes, damage) cannot be shown to hold no secret, a
     ``ConfigRecord``'s password may sit in it whole, so it reads :data:`HIDDEN` as a whole:
-    ``reveal`` shows it as stored, and ``verify``/``metadata`` say why it did not decode."""
+    ``reveal`` shows it as stored, and ``verify``/``metadata`` say why it did not decode.
+    A value that is not framed as a metadata record at all (the Raft log's control records:
+    leader changes, voters, kraft.version, which start with their own int16 version 0) holds
+    no config and is shown as stored."""
     if reveal or value is None:
         return value
     try:
         rec = decode_frame(bytes(value))
     except SegtoolsError:
-        return HIDDEN.encode()
+        return HIDDEN.encode() if bytes(value[:1]) == _METADATA_FRAME else value
     shown = metadata_fields(rec.name, rec.data)
     if shown is rec.data:
         return value
