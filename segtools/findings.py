@@ -253,9 +253,10 @@ RULES: tuple[Rule, ...] = (
     Rule("file_not_utf8", E, A.CHECKPOINTS, "a text metadata file that is not UTF-8"),
     # ---------------------------------------------------------------- files and directories
     Rule("path_not_found", E, A.DIRECTORIES, "a path given on the command line does not exist"),
-    Rule("archive_member_refused", W, A.DIRECTORIES,
+    Rule("archive_member_refused", E, A.DIRECTORIES,
          "an archive member that is a link, a device or a name escaping the archive (an "
-         "absolute path or '..'): listed, never read or followed"),
+         "absolute path or '..'): listed, never read or followed, so what it names is not "
+         "read (an error, as symlink_not_followed is on disk)"),
     Rule("archive_damaged", E, A.DIRECTORIES,
          "an archive that ends early or does not parse: the members after the damage are "
          "missing from the answer"),

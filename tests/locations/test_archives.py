@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -212,3 +213,29 @@ def test_hashes_of_members(trees, bundles):
         assert r["location"] == "archive" and not r["changed"]
         assert r["size"] == local.stat().st_size and r["mtime_ms"] == STAMP * 1000
         assert r["sha256"] == hashlib.sha256(local.read_bytes()).hexdigest()
+
+
+def test_a_linked_partition_weighs_the_same_on_disk_and_in_a_tar(trees, tmp_path):
+    """A symlinked partition directory is not read on disk (``symlink_not_followed``) nor in a
+    bundle (``archive_member_refused``): data is missing from the answer either way, so both
+    are errors and ``verify`` exits alike (the tar's was a warning, exit 0 where disk gave 1)."""
+    logdir = tmp_path / "logdir"
+    logdir.mkdir()
+    (logdir / "meta.properties").write_bytes((trees / "sample" / "meta.properties").read_bytes())
+    shutil.copytree(trees / "sample" / "orders.v2-eu-1", logdir / "orders.v2-eu-1")
+    (logdir / "orders-0").symlink_to(trees / "sample" / "orders.v2-eu-0")
+    bundle = tmp_path / "linked.tar"
+    with tarfile.open(bundle, "w") as tf:
+        tf.add(logdir, arcname="logdir")  # tarfile keeps the link as a link member
+    runs = {where: run_cli(["verify", "-q", "--format", "jsonl", str(path)])
+            for where, path in (("disk", logdir), ("tar", bundle))}
+    severity = {}
+    for where, run in runs.items():
+        found = [json.loads(line) for line in run.stdout.decode().splitlines()
+                 if '"finding"' in line]
+        linked = [f for f in found if f.get("code") in ("symlink_not_followed",
+                                                         "archive_member_refused")]
+        assert linked, (where, run.stdout, run.stderr)
+        severity[where] = {f["severity"] for f in linked}
+    assert severity["disk"] == severity["tar"] == {"error"}, severity
+    assert runs["disk"].code == runs["tar"].code == 1, {w: r.code for w, r in runs.items()}
