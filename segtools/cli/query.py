@@ -93,7 +93,9 @@ def run(args: argparse.Namespace) -> int:
         # everything loaded so far (pyarrow, numpy, segtools' reading stack) and DuckDB, which
         # loads here, lives until the process ends: frozen, no collection during the walk
         # walks it again, and the exit leaves it to the operating system instead of tearing
-        # down its objects one by one (0.03-0.05 s of CPU a command: docs/performance.md)
+        # down its objects one by one (0.04-0.1 s of CPU a command: docs/performance.md).
+        # Only the imports: registering may read a view whole (a view named twice), and a
+        # read's cycles must stay collectable
         engine.duckdb_module()
     with common.rows_progress("reading", quiet=args.quiet) as advance, \
             engine.session(engine.Limits(args.memory, args.temp_limit),
@@ -107,8 +109,7 @@ def run(args: argparse.Namespace) -> int:
             _print(engine.Result(engine.explain(con, trees, args.sql, options).to_reader(),
                                  frozenset()), args)
             return common.exit_code(read)
-        with common.collector_paused():  # the tree's listing, made once, kept as long
-            engine.register(con, trees, args.sql, options)
+        engine.register(con, trees, args.sql, options)
         if args.output is not None:
             engine.export(con, args.sql, args.output)
         else:
