@@ -6,14 +6,19 @@ to /dev/null); each figure is the first run and the best of the next ones:
   under ``$SEGTOOLS_TREE_DIR``) against ``segtools find PARTITION_DIR --offset`` on the one
   partition (the issue's target: <= 2x);
 * the full aggregation ``select topic, count(*), sum(octet_length(value)) from records group
-  by topic`` over a generated segment (``--mib``, 500 records of 100 B per batch, as
-  ``benchmarks.common`` builds them) against DuckDB over a Parquet (zstd) copy of the same
-  records (target: <= 2x), beside the CPU time of the start-up alone (pyarrow with numpy,
-  DuckDB, a connection) against the same peer: the part of the ratio no reader in Python
-  avoids; and through Spark ``local[2]`` on the ``kafkalog`` source's views (target:
+  by topic`` over a ``--mib`` segment of each batch shape users have (``benchmarks.shapes``:
+  written by Kafka's ``MemoryRecordsBuilder``, random text values, in a rolled log dir)
+  against DuckDB over a Parquet copy of the same records, written as a user writes one
+  (``pyarrow.parquet.write_table(..., compression="zstd")``, default row groups; target:
+  <= 2x). Beside each, the start-up alone (pyarrow with numpy, DuckDB, a connection) against
+  the same peer: the part of the ratio no reader in Python avoids. One more row keeps the
+  earlier figure, a segment of copies of ONE batch (``benchmarks.common.make_segment``),
+  whose Parquet copy compresses about 1,000-fold and so flatters the peer;
+* the same aggregation through Spark ``local[2]`` on the ``kafkalog`` source's views (target:
   ``segtools query`` ahead).
 
-Prints JSON with the load average beside the figures.
+Prints JSON lines with the load average beside the figures, and the aggregation's ratios as a
+table on stderr.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -33,7 +39,8 @@ import pyarrow.parquet as pq
 
 import segtools
 from benchmarks.bench_tree import build_tree
-from benchmarks.common import make_segment
+from benchmarks.common import OUT, make_segment
+from benchmarks.shapes import SHAPES, rolled
 
 SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
 #: The commands run as an installed segtools runs: with its modules' bytecode cached (pip
@@ -57,27 +64,36 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def paired(ours: Callable[[], None], peer: Callable[[], None], repeat: int) -> dict:
-    """Both commands timed in turns (the machine's load falls on both alike): the first run
-    of each, and the best of the runs after it, by the wall clock and by the CPU time the
-    command used (user + system: what other tenants of a shared machine disturb less)."""
-    wall: dict[str, list[float]] = {"ours": [], "peer": []}
-    cpu: dict[str, list[float]] = {"ours": [], "peer": []}
+def turns(commands: dict[str, Callable[[], None]], repeat: int
+          ) -> dict[str, dict[str, list[float]]]:
+    """Each command run ``repeat + 1`` times, all of them in turns (the machine's load falls
+    on each alike): the seconds of every run by the wall clock and by the CPU time the command
+    used (user + system: what other tenants of a shared machine disturb less)."""
+    times: dict[str, dict[str, list[float]]] = {"wall": {n: [] for n in commands},
+                                                "cpu": {n: [] for n in commands}}
     for _ in range(repeat + 1):
-        for name, fn in (("ours", ours), ("peer", peer)):
+        for name, fn in commands.items():
             start, used = time.perf_counter(), _children_cpu()
             fn()
-            wall[name].append(time.perf_counter() - start)
-            cpu[name].append(_children_cpu() - used)
-    out: dict = {}
-    for clock, times in (("wall", wall), ("cpu", cpu)):
-        first = {name: t[0] for name, t in times.items()}
-        best = {name: min(t[1:]) for name, t in times.items()}
-        out[clock] = {"first_s": {k: round(v, 3) for k, v in first.items()},
-                      "best_s": {k: round(v, 3) for k, v in best.items()},
-                      "first_ratio": round(first["ours"] / first["peer"], 2),
-                      "best_ratio": round(best["ours"] / best["peer"], 2)}
-    return out
+            times["wall"][name].append(time.perf_counter() - start)
+            times["cpu"][name].append(_children_cpu() - used)
+    return times
+
+
+def against(times: dict[str, list[float]], ours: str, peer: str) -> dict:
+    """One clock's first run and best later run of ``ours`` and ``peer``, and their ratios."""
+    first = {name: times[name][0] for name in (ours, peer)}
+    best = {name: min(times[name][1:]) for name in (ours, peer)}
+    return {"first_s": {k: round(v, 3) for k, v in first.items()},
+            "best_s": {k: round(v, 3) for k, v in best.items()},
+            "first_ratio": round(first[ours] / first[peer], 2),
+            "best_ratio": round(best[ours] / best[peer], 2)}
+
+
+def paired(ours: Callable[[], None], peer: Callable[[], None], repeat: int) -> dict:
+    """``ours`` against ``peer``, timed in turns, by both clocks."""
+    times = turns({"ours": ours, "peer": peer}, repeat)
+    return {clock: against(times[clock], "ours", "peer") for clock in ("wall", "cpu")}
 
 
 def point(partitions: int, repeat: int) -> dict:
@@ -106,26 +122,76 @@ AGGREGATION = ("select topic, count(*), sum(octet_length(value)) from {source} "
 START_UP = "import pyarrow, duckdb; duckdb.connect(':memory:').sql('select 1').fetchall()"
 
 
-def aggregation(mib: int, repeat: int) -> dict:
-    """The aggregation through ``segtools query`` and through DuckDB over Parquet (zstd)."""
-    partition = make_segment(f"query-agg-{mib}-0", mib << 20).parent
-    parquet = partition.parent / f"query-agg-{mib}.parquet"
+@dataclass(frozen=True, slots=True)
+class Aggregated:
+    """One row of the aggregation figure: a partition and the Parquet copy of its records."""
+
+    label: str
+    partition: Path
+    parquet: Path
+
+
+def parquet_copy(partition: Path, parquet: Path) -> Path:
+    """The partition's records (the ``records`` view's columns, keys and values as plain
+    binary) in a Parquet file as a user writes one: pyarrow's writer, zstd, its default row
+    groups. Written once (through a temporary name, so a run stopped half-way leaves none)."""
     if not parquet.exists():
-        table = segtools.open(partition).to_arrow(columns=["topic", "value"],
-                                                  binary="binary").read_all()
-        pq.write_table(table, parquet, compression="zstd")
-    figures = paired(
-        partial(run, "query", str(partition), "-c", AGGREGATION.format(source="records")),
-        partial(python, "import duckdb; duckdb.sql(" + repr(AGGREGATION.format(
-            source=f"read_parquet('{parquet}')")) + ").fetchall()"), repeat)
-    # the floor under the target: that start-up alone, against the same peer
-    start_up = paired(partial(python, START_UP), partial(python, "import duckdb; duckdb.sql("
-                      + repr(AGGREGATION.format(source=f"read_parquet('{parquet}')"))
-                      + ").fetchall()"), repeat)["cpu"]
-    return {"benchmark": "query_aggregation", "segment_mib": mib,
-            "peer": "duckdb over a Parquet (zstd) copy", **figures, "target": 2.0,
-            "start_up_cpu": {"what": START_UP, "best_s": start_up["best_s"],
-                             "best_ratio": start_up["best_ratio"]}}
+        table = segtools.open(partition).to_arrow(binary="binary").read_all()
+        partial_file = parquet.with_suffix(f".{os.getpid()}.tmp")
+        pq.write_table(table, partial_file, compression="zstd")
+        partial_file.rename(parquet)
+    return parquet
+
+
+def aggregated(mib: int, names: tuple[str, ...]) -> list[Aggregated]:
+    """The rows: each shape named (its segment rolled in a log dir of its own), then the
+    segment of one batch copied (``repeated``), labelled for what it is."""
+    rows = []
+    for shape in SHAPES:
+        if shape.name in names:
+            partition = rolled(shape, mib << 20)
+            rows.append(Aggregated(shape.label, partition, parquet_copy(
+                partition, OUT / "shapes" / f"query-{shape.name}-{mib}m.parquet")))
+    if REPEATED in names:
+        partition = make_segment(f"query-agg-{mib}-0", mib << 20).parent
+        rows.append(Aggregated("500 x 100 B, ONE batch copied (flatters the peer)", partition,
+                               parquet_copy(partition, OUT / f"query-agg-{mib}-records.parquet")))
+    return rows
+
+
+#: the row of ``make_segment``'s copies of one batch
+REPEATED = "repeated"
+
+
+def aggregation(row: Aggregated, repeat: int) -> dict:
+    """The aggregation through ``segtools query`` and through DuckDB over the Parquet copy,
+    and the start-up alone, all three in turns."""
+    peer_sql = AGGREGATION.format(source=f"read_parquet('{row.parquet}')")
+    times = turns({"ours": partial(run, "query", str(row.partition), "-c",
+                                   AGGREGATION.format(source="records")),
+                   "peer": partial(python, f"import duckdb; duckdb.sql({peer_sql!r}).fetchall()"),
+                   "start_up": partial(python, START_UP)}, repeat)
+    return {"benchmark": "query_aggregation", "shape": row.label, "segment_mib": round(
+                sum(f.stat().st_size for f in row.partition.glob("*.log")) / 2**20),
+            "parquet_mib": round(row.parquet.stat().st_size / 2**20, 2),
+            "peer": "duckdb over a Parquet (zstd) copy",
+            **{clock: against(times[clock], "ours", "peer") for clock in ("wall", "cpu")},
+            "target": 2.0,
+            "start_up": {"what": START_UP,
+                         **{clock: against(times[clock], "start_up", "peer")
+                            for clock in ("wall", "cpu")}}}
+
+
+def table(rows: list[dict]) -> str:
+    """The aggregation's ratios, one line a row: ours / peer, first and best, by both clocks,
+    and the start-up's best CPU ratio beside them."""
+    lines = [f"{'shape':<50} {'wall first':>10} {'wall best':>9} {'cpu first':>9} "
+             f"{'cpu best':>8} {'start-up cpu':>12}"]
+    for r in rows:
+        lines.append(f"{r['shape']:<50} {r['wall']['first_ratio']:>9}x "
+                     f"{r['wall']['best_ratio']:>8}x {r['cpu']['first_ratio']:>8}x "
+                     f"{r['cpu']['best_ratio']:>7}x {r['start_up']['cpu']['best_ratio']:>11}x")
+    return "\n".join(lines)
 
 
 SPARK = """
@@ -179,13 +245,20 @@ def main() -> None:
     p.add_argument("--mib", type=int, default=256, help="the aggregation's segment size")
     p.add_argument("--repeat", type=int, default=3, help="runs after the first")
     p.add_argument("--only", choices=("point", "aggregation", "spark"))
+    shapes = (*(s.name for s in SHAPES), REPEATED)
+    p.add_argument("--shape", action="append", choices=shapes,
+                   help="the aggregation's rows (repeatable; default: every shape, then the "
+                        "repeated batch)")
     args = p.parse_args()
     if args.only in (None, "point"):
         print(json.dumps({**point(args.partitions, args.repeat),
                           "load_average": os.getloadavg()[0]}), flush=True)
     if args.only in (None, "aggregation"):
-        print(json.dumps({**aggregation(args.mib, args.repeat),
-                          "load_average": os.getloadavg()[0]}), flush=True)
+        rows = []
+        for row in aggregated(args.mib, tuple(args.shape or shapes)):
+            rows.append({**aggregation(row, args.repeat), "load_average": os.getloadavg()[0]})
+            print(json.dumps(rows[-1]), flush=True)
+        print(table(rows), file=sys.stderr)
     if args.only in (None, "spark"):
         print(json.dumps({**spark_aggregation(args.mib, args.repeat),
                           "load_average": os.getloadavg()[0]}), flush=True)

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import segtools
+from segtools.api import LogDirs
 from segtools.cli.main import main
 from segtools.storage import source
 from tests.fixtures_manifest import FIXTURES, SAMPLE
@@ -250,3 +251,23 @@ def test_a_query_naming_no_view_runs(capsys, sql):
     (DuckDB then refused the query itself: 'connection has an unfinished result')."""
     code, out, err = query(capsys, str(SAMPLE), "--format", "jsonl", "-c", sql)
     assert (code, json.loads(out), err) == (0, {"one": 1}, "")
+
+
+def test_an_aggregation_reads_only_its_two_columns_as_views(monkeypatch):
+    """The benchmark's aggregation hands the reader only ``topic`` and ``value``, the values
+    as views of the segment's bytes (no copy), the topic as a dictionary: the walk decodes
+    nothing else and DuckDB groups by an index (docs/performance.md, SQL)."""
+    asked: list[dict] = []
+    real = LogDirs.to_arrow
+
+    def to_arrow(self, level="records", **kwargs):
+        asked.append({"level": str(level), **kwargs})
+        return real(self, level, **kwargs)
+
+    monkeypatch.setattr(LogDirs, "to_arrow", to_arrow)
+    table = segtools.query(SAMPLE / "orders.v2-eu-1", "select topic, count(*), "
+                           "sum(octet_length(value)) from records group by topic")
+    assert table.num_rows == 1
+    (read,) = [a for a in asked if a["level"] == "records"]
+    assert sorted(read["columns"]) == ["topic", "value"]
+    assert read["binary"] == "view" and read["dictionary"] is True

@@ -139,22 +139,37 @@ def test_a_missing_path_is_refused_even_when_no_view_is_read(capsys, tmp_path):
     assert "no such file or directory" in err
 
 
-def test_start_up_imports_only_what_the_query_runs():
-    """pandas (through pyarrow's conversion of a zoned time) and the analyses the query never
-    calls cost more than the rest of a point query: they are not imported."""
+#: the modules the probe asks whether the collector still walks
+KEPT = ("duckdb", "pyarrow", "numpy", "segtools.fetch.rows")
+
+
+@pytest.fixture(scope="module")
+def point_query_process() -> dict:
+    """A point query run by ``main`` in a fresh interpreter, as the command runs: its exit
+    code, its rows, the modules it loaded, and which of ``KEPT`` the collector still walks."""
     probe = (
-        "import sys, types\n"
+        "import gc, sys, types\n"
         "from segtools.cli.main import main\n"
         f"code = main(['query', {str(SAMPLE)!r}, '--format', 'jsonl', '-c', {POINT!r}])\n"
         "loaded = [n for n, m in sys.modules.items() if type(m) is types.ModuleType]\n"
-        "print(json.dumps({'code': code, 'loaded': loaded}), file=sys.stderr)\n")
+        "walked = {id(o) for o in gc.get_objects()}\n"
+        f"collected = [n for n in {KEPT!r} if id(vars(sys.modules[n])) in walked]\n"
+        "print(json.dumps({'code': code, 'loaded': loaded, 'collected': collected}), "
+        "file=sys.stderr)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "spark")])}
     done = subprocess.run([sys.executable, "-c", "import json\n" + probe], env=env,
                           capture_output=True, text=True, check=True, timeout=120)
-    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return {**json.loads(done.stderr.strip().splitlines()[-1]),
+            "rows": done.stdout.splitlines()}
+
+
+def test_start_up_imports_only_what_the_query_runs(point_query_process):
+    """pandas (through pyarrow's conversion of a zoned time) and the analyses the query never
+    calls cost more than the rest of a point query: they are not imported."""
+    report = point_query_process
     assert report["code"] == 0
-    assert len(done.stdout.splitlines()) == 3
-    assert json.loads(done.stdout.splitlines()[0])["timestamp"].endswith("+00:00")
+    assert len(report["rows"]) == 3
+    assert json.loads(report["rows"][0])["timestamp"].endswith("+00:00")
     loaded_now = set(report["loaded"])
     for name in ("pandas", "pyarrow.compute", "segtools.analysis.explain",
                  "segtools.analysis.whatif", "segtools.analysis.verify", "segtools.results",
@@ -165,6 +180,14 @@ def test_start_up_imports_only_what_the_query_runs():
                  "segtools.storage.remote_store", "segtools.payloads.decoder",
                  "segtools.payloads.plain"):
         assert name not in loaded_now, name
+
+
+def test_the_modules_a_query_loads_are_kept_out_of_the_collector(point_query_process):
+    """The engine, Arrow and the reading stack live until the process ends: frozen once
+    loaded, no collection during the walk goes over them again and the exit does not tear
+    them down object by object (docs/performance.md, SQL)."""
+    assert point_query_process["code"] == 0
+    assert point_query_process["collected"] == []
 
 
 WHATIF = FIXTURES / "logdirs" / "whatif"
