@@ -457,3 +457,15 @@ def test_a_segment_inside_an_archive_finds_its_schemas(tmp_path):
     assert '"value_decoded":{"order_id":42' in done.stdout
     listed = cli("schemas", f"{bundle}/kafka-logs", "--format", "jsonl")
     assert listed.returncode == 0 and '"subject":"orders-value"' in listed.stdout
+
+
+def test_auto_leaves_a_key_it_does_not_recognise_as_schema_mode_does(chain):
+    """The plain topic's keys are LongSerializer longs (1000..), whose first bytes read as a
+    frame naming id 0: auto claims no less of a key than schema mode, which leaves them."""
+    for mode in ("schema", "auto"):
+        rows = segtools.open(TREE).to_arrow(decode=mode, topics="plain").read_all()
+        assert rows.column("key_payload_error").null_count == rows.num_rows, mode
+        assert rows.column("key_decoded").null_count == rows.num_rows, mode
+    done = cli("dump", "--deep", "--decode", "auto", "--format", "jsonl", str(segment("plain")))
+    assert done.returncode == 0, done.stdout
+    assert '"finding"' not in done.stdout
