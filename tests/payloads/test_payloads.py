@@ -469,3 +469,63 @@ def test_auto_leaves_a_key_it_does_not_recognise_as_schema_mode_does(chain):
     done = cli("dump", "--deep", "--decode", "auto", "--format", "jsonl", str(segment("plain")))
     assert done.returncode == 0, done.stdout
     assert '"finding"' not in done.stdout
+
+
+def _serve(handler) -> http.server.ThreadingHTTPServer:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_registry_credentials_go_to_the_registry_only(chain):
+    """Basic auth from the URL's user part (it was sent to DNS as a host name), never onto
+    a redirect to another host (urllib copied it there), and no scheme but http(s) (file://
+    read the disk)."""
+    (history,) = chain.histories()
+    heard: list[tuple[int, str | None]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        moved_to: str | None = None
+
+        def do_GET(self):
+            heard.append((self.server.server_address[1], self.headers.get("Authorization")))
+            if self.moved_to:
+                self.send_response(302)
+                self.send_header("Location", self.moved_to + self.path)
+                self.end_headers()
+                return
+            schema = history.by_id(int(self.path.split("?")[0].split("/")[3]))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(json.dumps({"schema": schema.schema} if "/versions" not in
+                                        self.path else []).encode())
+
+        def log_message(self, *args):
+            pass
+
+    class Elsewhere(Handler):
+        pass
+
+    other = _serve(Elsewhere)
+    moved_to = f"http://127.0.0.1:{other.server_address[1]}"
+    Moving = type("Moving", (Handler,), {"moved_to": moved_to})
+    moving = _serve(Moving)
+    try:
+        in_url = PayloadDecoder(gather([], [], registry=f"http://alice:s3cret@127.0.0.1:"
+                                                         f"{other.server_address[1]}"))
+        assert in_url.decode(framing.frame(7, b"\x02a"), topic="t", is_key=False).value == \
+            {"text": "a"}
+        assert {auth for _, auth in heard} == {"Basic YWxpY2U6czNjcmV0"}
+        heard.clear()
+        redirected = PayloadDecoder(gather([], [], registry=f"http://alice:s3cret@127.0.0.1:"
+                                                             f"{moving.server_address[1]}"))
+        redirected.decode(framing.frame(7, b"\x02a"), topic="t", is_key=False)
+    finally:
+        other.shutdown()
+        moving.shutdown()
+    assert (moving.server_address[1], "Basic YWxpY2U6czNjcmV0") in heard
+    assert (other.server_address[1], None) in heard
+    assert all(auth is None for port, auth in heard if port == other.server_address[1])
+    for url in ("file:///etc", "ftp://registry", "http://registry:port"):
+        with pytest.raises(segtools.SegtoolsError):
+            gather([], [], registry=url)
