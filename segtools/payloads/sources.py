@@ -240,7 +240,9 @@ def gather(log_dirs: Sequence[LogDir | Path], findings: list[Finding], *,
     chain = SchemaChain()
     named = list(schemas)
     for location in named:
-        dirs, _ = walk([location])
+        dirs, loose = walk([location])
+        if any(f.code == "path_not_found" for f in loose):
+            raise SegtoolsError("no such file or directory", path=location)
         partitions = _topic_partitions(dirs)
         if partitions:
             history = read_schemas(partitions, findings)

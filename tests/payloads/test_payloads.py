@@ -529,3 +529,9 @@ def test_registry_credentials_go_to_the_registry_only(chain):
     for url in ("file:///etc", "ftp://registry", "http://registry:port"):
         with pytest.raises(segtools.SegtoolsError):
             gather([], [], registry=url)
+
+
+def test_a_schemas_location_that_does_not_exist_says_so(tmp_path):
+    done = cli("dump", "--decode", str(segment("orders")), "--schemas", str(tmp_path / "gone"))
+    assert done.returncode == 2
+    assert done.stderr == f"segtools: error: {tmp_path / 'gone'}: no such file or directory\n"
