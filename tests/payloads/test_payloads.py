@@ -535,3 +535,15 @@ def test_a_schemas_location_that_does_not_exist_says_so(tmp_path):
     done = cli("dump", "--decode", str(segment("orders")), "--schemas", str(tmp_path / "gone"))
     assert done.returncode == 2
     assert done.stderr == f"segtools: error: {tmp_path / 'gone'}: no such file or directory\n"
+
+
+def test_query_shows_a_typed_map_as_the_object_value_decoded_holds():
+    """The orders view's Avro map came out of query as pyarrow's pairs, [["source", ...]]."""
+    sql = "select tags from orders where \"offset\" = 1"
+    done = cli("query", str(TREE), "--decode", "--format", "jsonl", "-c", sql)
+    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    (record,) = segtools.open(TREE).records(decode=True, topics="orders", start_offset=1,
+                                             end_offset=2)
+    assert row["tags"] == json.loads(record["value_decoded"])["tags"] == {"source": "fixture"}
+    text = cli("query", str(TREE), "--decode", "-c", sql)
+    assert '{"source":"fixture"}' in text.stdout.splitlines()[1]
