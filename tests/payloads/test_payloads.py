@@ -95,6 +95,23 @@ def test_undecodable_store_record_is_a_finding():
     assert got.by_id(9).schema_type == "AVRO"
 
 
+def test_store_records_the_registry_would_not_read_are_findings():
+    """Java Integer ids and versions, a Boolean deleted flag, an enum's name as a setting:
+    an id past 32 bits, a deleted of "yes" and a compatibility of {"x": 1} were taken (a
+    registration under id 2^40, a soft delete, a cleared setting)."""
+    key = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
+    bad = [b'{"subject":"s","version":1,"id":1099511627776,"schema":"\\"int\\""}',
+           b'{"subject":"s","version":1,"id":true,"schema":"\\"int\\""}',
+           b'{"subject":"s","version":1,"id":9,"schema":"\\"int\\"","deleted":"yes"}']
+    records = [StoreRecord(i, i, key, value) for i, value in enumerate(bad)]
+    records.append(StoreRecord(3, 3, b'{"keytype":"CONFIG","subject":null,"magic":0}',
+                               b'{"compatibilityLevel":{"x":1}}'))
+    findings: list = []
+    got = replay(records, "x", findings)
+    assert [f.offset for f in findings] == [0, 1, 2, 3]
+    assert len(got) == 0 and got.configs == []
+
+
 # ------------------------------------------------------------------ decoding, per format
 
 
