@@ -13,7 +13,10 @@ objects, long as a JSON number, bytes and fixed as base64, decimal as an exact d
 timestamp-millis/micros as ISO-8601 UTC with ``Z``, local-timestamp-millis/micros as ISO-8601
 without a zone, date as ``YYYY-MM-DD``, time-millis/micros as ``HH:MM:SS[.ffffff]``, uuid as
 its text, NaN and infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (as the
-proto3 JSON mapping writes them).
+proto3 JSON mapping writes them). A date or timestamp outside the years 1..9999 (a sentinel
+such as Long.MAX_VALUE) is written in ISO-8601's expanded year form, as Java prints it
+(``+292278994-08-17T07:12:55.807000Z``); fastavro cannot make a datum of it, so the tests hold
+those to Java's text instead. A time that is not a time of day is written as its number.
 """
 
 from __future__ import annotations
