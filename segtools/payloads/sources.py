@@ -160,16 +160,24 @@ class RegistryClient:
             request.add_unredirected_header("Authorization", f"Basic {token}")
         try:
             with http.urlopen(request, timeout=REGISTRY_TIMEOUT) as answer:
-                found = json.loads(answer.read(MAX_ANSWER_BYTES))
+                data = answer.read(MAX_ANSWER_BYTES + 1)
         except urllib.error.HTTPError as e:
             if e.code != 404:
                 raise SegtoolsError(f"schema registry answered {e.code} to GET {path}",
                                     path=self.shown) from None
-            found = None
+            data = b"null"
         except (urllib.error.URLError, OSError, ValueError) as e:
             reason = getattr(e, "reason", e)
             raise SegtoolsError(f"schema registry unreachable: {reason}", path=self.shown
                                 ) from None
+        if len(data) > MAX_ANSWER_BYTES:
+            raise SegtoolsError(f"schema registry answered GET {path} with more than "
+                                f"{MAX_ANSWER_BYTES >> 20} MiB: not a schema", path=self.shown)
+        try:
+            found = json.loads(data)
+        except (ValueError, RecursionError) as e:  # a proxy's HTML page, a torn answer
+            raise SegtoolsError(f"schema registry answered GET {path} with what is not JSON "
+                                f"({e})", path=self.shown) from None
         self.cache[path] = found
         return found
 

@@ -564,3 +564,27 @@ def test_query_shows_a_typed_map_as_the_object_value_decoded_holds():
     assert row["tags"] == json.loads(record["value_decoded"])["tags"] == {"source": "fixture"}
     text = cli("query", str(TREE), "--decode", "-c", sql)
     assert '{"source":"fixture"}' in text.stdout.splitlines()[1]
+
+
+def test_a_registry_answer_that_is_not_json_says_so():
+    """A proxy's HTML page (or an answer cut at the size cap) was "schema registry
+    unreachable"."""
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"<html>login</html>")
+
+        def log_message(self, *args):
+            pass
+
+    server = _serve(Html)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(segtools.SegtoolsError, match="GET /schemas/ids/7 with what is "
+                                                         "not JSON"):
+            PayloadDecoder(gather([], [], registry=url)).decode(
+                framing.frame(7, b"\x02a"), topic="t", is_key=False)
+    finally:
+        server.shutdown()
