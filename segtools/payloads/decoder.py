@@ -88,7 +88,10 @@ class Modes:
 
     @classmethod
     def parse(cls, text: str) -> Modes:
-        key, _, value = text.partition(":")
+        key, colon, value = text.partition(":")
+        if colon and not (key and value):  # "string:" is not "string:string"
+            raise ValueError(f"{text!r} names no mode for the "
+                             f"{'value' if key else 'key'} (KEYMODE:VALUEMODE)")
         value = value or key
         for m in (key, value):
             if m not in MODES:

@@ -588,3 +588,16 @@ def test_a_registry_answer_that_is_not_json_says_so():
                 framing.frame(7, b"\x02a"), topic="t", is_key=False)
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize(("word", "said"), [
+    ("long:bogus", "unknown decode mode 'bogus'"),
+    ("string:", "'string:' names no mode for the value"),
+    (":schema", "':schema' names no mode for the key"),
+])
+def test_a_mode_pair_with_a_wrong_side_names_it(word, said):
+    """"string:" decoded both sides as strings; "long:bogus" was taken for a file."""
+    done = cli("dump", "--decode", word, str(segment("orders")))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"segtools: error: --decode: {said}")
+    assert done.stderr.count("\n") == 1
