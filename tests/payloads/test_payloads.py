@@ -601,3 +601,14 @@ def test_a_mode_pair_with_a_wrong_side_names_it(word, said):
     assert done.returncode == 2
     assert done.stderr.startswith(f"segtools: error: --decode: {said}")
     assert done.stderr.count("\n") == 1
+
+
+def test_protobuf_fields_come_in_the_order_the_proto_declares():
+    """json_format writes set fields first and the defaults it fills in after: a customer
+    whose tier was FREE (unset) had "tier" after "emails", one with SILVER before."""
+    rows = segtools.open(TREE).to_arrow(decode=True, topics="customers").read_all()
+    orders = {tuple(json.loads(text)) for text, message in
+              zip(rows.column("value_decoded").to_pylist(),
+                  rows.column("value_schema_message").to_pylist(), strict=True)
+              if message == "shop.Customer"}
+    assert orders == {("customer_id", "name", "address", "since", "tier", "emails")}
