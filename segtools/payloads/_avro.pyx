@@ -69,6 +69,7 @@ cdef enum:
     E_TRAILING = 8
     E_PYTHON = 9
     E_COUNT = 10
+    E_BUDGET = 11
 
 cdef const char* HEX = b"0123456789abcdef"
 cdef const char* B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -603,10 +604,13 @@ cdef int python_value(Program p, int64_t kind, int64_t arg, const uint8_t* s, Py
 
 
 def transcode(Program program, const uint8_t[::1] data, const int64_t[::1] starts,
-              const int64_t[::1] ends, Py_ssize_t max_value_bytes):
+              const int64_t[::1] ends, Py_ssize_t max_value_bytes, Py_ssize_t max_total_bytes):
     """JSON text of each value ``data[starts[i]:ends[i]]``: (the texts' bytes, their offsets
     (n + 1, int32 as Arrow's string arrays hold them), and each value's error code, 0 for
-    none; a failed value's text is empty)."""
+    none; a failed value's text is empty). Once the texts reach ``max_total_bytes`` the values
+    left are refused (``E_BUDGET``): each value is capped at ``max_value_bytes``, so the texts
+    stay below what an Arrow string array's int32 offsets can hold (32 hostile values of 64
+    MiB each raised OverflowError out of the whole read)."""
     cdef Py_ssize_t n = starts.shape[0]
     cdef Out out
     cdef In src
@@ -622,6 +626,10 @@ def transcode(Program program, const uint8_t[::1] data, const int64_t[::1] start
         raise MemoryError()
     try:
         for i in range(n):
+            if out.length >= max_total_bytes:
+                errs[i] = E_BUDGET
+                offs[i + 1] = <int32_t>out.length
+                continue
             src.data = &data[0] if data.shape[0] else NULL
             src.pos = starts[i]
             src.end = ends[i]

@@ -612,3 +612,20 @@ def test_protobuf_fields_come_in_the_order_the_proto_declares():
                   rows.column("value_schema_message").to_pylist(), strict=True)
               if message == "shop.Customer"}
     assert orders == {("customer_id", "name", "address", "since", "tier", "emails")}
+
+
+def test_avro_values_past_a_column_s_json_budget_are_findings(chain, monkeypatch):
+    """32 hostile values of 64 MiB of JSON each (an array of nulls: no bytes per item) raised
+    OverflowError out of the read (an Arrow string column holds 2 GiB): the values past the
+    column's budget are now refused, each a finding, and the ones before it decode."""
+    from segtools.payloads import columns
+
+    orders = segtools.open(TREE).to_arrow(topics="orders", columns=["topic", "key", "value"],
+                                          binary="binary").read_all()
+    monkeypatch.setattr(columns, "MAX_COLUMN_JSON", 400)
+    side = columns.decode_side(PayloadDecoder(chain), columns.Payloads.of_column(
+        orders.column("value").combine_chunks()), columns.Topics.one("orders", 8), False)
+    decoded, errors = side.columns[0].to_pylist(), side.columns[6].to_pylist()
+    assert decoded[0] is not None and errors[0] is None
+    assert errors[-1] == "payload_body_mismatch" and decoded[-1] is None
+    assert "already fill the JSON one Arrow column holds" in side.messages[-1]
