@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         for v in history.removed:
             obj = {**v.to_json(), "type": "schema_removed"}
             _line(jsonl, obj, f"hard-deleted: {render.terminal_safe(v.subject)} v{v.version} "
-                              f"(id {v.id})")
+                              f"(id {v.id}) at {_time(v.removed_ms)}")
     if args.usage:
         for row in rows:
             subject = ""
@@ -106,7 +106,8 @@ def _schema_text(v) -> str:
                      f"{'latest' if r.version == LATEST else f'v{r.version}'}"
                      for r in v.references)
     return (f"{render.terminal_safe(v.subject)} v{v.version}: id {v.id} {v.schema_type}"
-            f"{' DELETED' if v.deleted else ''} registered {_time(v.registered_ms)}"
+            f" registered {_time(v.registered_ms)}"
+            f"{f' DELETED at {_time(v.deleted_ms)}' if v.deleted else ''}"
             f"{' references ' + refs if refs else ''}")
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -136,7 +136,7 @@ class _Replay:
                                              setting if isinstance(setting, str) else None,
                                              record.timestamp, record.offset))
         elif keytype == "DELETE_SUBJECT":
-            self._delete_subject(value)
+            self._delete_subject(value, record)
         elif keytype not in ("CLEAR_SUBJECT", "NOOP", "CONTEXT", "DELETE_CONTEXT"):
             raise _Undecodable(f"unknown keytype {keytype!r}")
 
@@ -147,17 +147,21 @@ class _Replay:
         if value is None:  # a hard delete: the registry forgets the version
             gone = self.live.pop((subject, version), None)
             if gone is not None:
-                self.removed.append(gone)
+                self.removed.append(replace(gone, removed_ms=record.timestamp))
             return
         parsed = _schema_value(value, record)
         first = self.live.get((subject, version))
-        if first is not None:  # a soft delete or a rewrite: keep when it was registered
-            parsed = RegisteredSchema(parsed.id, subject, version, parsed.schema_type,
-                                      parsed.schema, parsed.references, parsed.deleted,
-                                      first.registered_ms, first.offset)
-        self.live[(subject, version)] = parsed
+        # a soft delete or a rewrite keeps when the version was registered, and a soft delete
+        # is dated by the first record that said it
+        deleted_ms = None
+        if parsed.deleted:
+            deleted_ms = first.deleted_ms if first is not None and first.deleted \
+                else record.timestamp
+        if first is not None:
+            parsed = replace(parsed, registered_ms=first.registered_ms, offset=first.offset)
+        self.live[(subject, version)] = replace(parsed, deleted_ms=deleted_ms)
 
-    def _delete_subject(self, value: dict | None) -> None:
+    def _delete_subject(self, value: dict | None, record: StoreRecord) -> None:
         if value is None:
             return
         subject, upto = value.get("subject"), value.get("version")
@@ -165,9 +169,7 @@ class _Replay:
             raise _Undecodable("a DELETE_SUBJECT value without subject and version")
         for (s, v), schema in list(self.live.items()):
             if s == subject and v <= upto and not schema.deleted:
-                self.live[(s, v)] = RegisteredSchema(
-                    schema.id, s, v, schema.schema_type, schema.schema, schema.references,
-                    True, schema.registered_ms, schema.offset)
+                self.live[(s, v)] = replace(schema, deleted=True, deleted_ms=record.timestamp)
 
     def result(self) -> Schemas:
         return Schemas(list(self.live.values()), self.removed, self.configs, self.source)

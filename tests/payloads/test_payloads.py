@@ -629,3 +629,29 @@ def test_avro_values_past_a_column_s_json_budget_are_findings(chain, monkeypatch
     assert decoded[0] is not None and errors[0] is None
     assert errors[-1] == "payload_body_mismatch" and decoded[-1] is None
     assert "already fill the JSON one Arrow column holds" in side.messages[-1]
+
+
+def test_soft_and_hard_deletes_are_dated():
+    """The timeline kept when each version was registered but not when it was deleted: an
+    investigator asking "since when can this id not be registered against" had no answer."""
+    key = b'{"keytype":"SCHEMA","subject":"s","version":%d,"magic":1}'
+    value = b'{"subject":"s","version":%d,"id":%d,"schema":"\\"int\\""%s}'
+    records = [StoreRecord(0, 100, key % 1, value % (1, 9, b"")),
+               StoreRecord(1, 200, key % 2, value % (2, 10, b"")),
+               StoreRecord(2, 300, key % 1, value % (1, 9, b',"deleted":true')),
+               StoreRecord(3, 400, key % 1, value % (1, 9, b',"deleted":true')),
+               StoreRecord(4, 500, b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}',
+                           b'{"subject":"s","version":2}'),
+               StoreRecord(5, 600, key % 1, None)]
+    findings: list = []
+    got = replay(records, "x", findings)
+    assert findings == []
+    (gone,) = got.removed
+    assert (gone.registered_ms, gone.deleted_ms, gone.removed_ms) == (100, 300, 600)
+    two = got.by_subject_version("s", 2)
+    assert (two.registered_ms, two.deleted_ms, two.removed_ms) == (200, 500, None)
+    assert two.to_json()["deleted_at"] == 500
+    listed = cli("schemas", str(TREE))
+    assert "legacy-value v1: id 7 AVRO registered 2024-05-01T13:07:00.000Z DELETED at " \
+           "2024-05-01T13:12:00.000Z" in listed.stdout
+    assert "hard-deleted: scratch-value v1 (id 8) at 2024-05-01T13:15:00.000Z" in listed.stdout
