@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
                             path=args.paths[0])
     jsonl = args.format == "jsonl"
     partitions = [p for d in log_dirs for p in d.partitions if common.selected(p, args)]
-    rows = list(usage(partitions, findings, limit=args.max_decompressed_bytes)) \
+    rows = list(usage(partitions, findings, limit=args.max_decompressed_bytes,
+                      known=lambda i: chain.by_id(i) is not None or chain.hard_deleted(i))) \
         if args.usage else []
     if args.topic:  # the selected topics' schemas only, not every subject of the registry
         topics = {p.name.topic for p in partitions if p.name is not None}

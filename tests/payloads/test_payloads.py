@@ -655,3 +655,14 @@ def test_soft_and_hard_deletes_are_dated():
     assert "legacy-value v1: id 7 AVRO registered 2024-05-01T13:07:00.000Z DELETED at " \
            "2024-05-01T13:12:00.000Z" in listed.stdout
     assert "hard-deleted: scratch-value v1 (id 8) at 2024-05-01T13:15:00.000Z" in listed.stdout
+
+
+def test_usage_counts_a_key_as_the_decoder_reads_it():
+    """The plain topic's LongSerializer keys were "id 0 (unknown)" in schemas --usage, the
+    API's schema_usage and the report, where every decoding face leaves them undecoded."""
+    rows = segtools.open(TREE).schema_usage("plain")
+    assert [(r.side, r.schema_id, r.records) for r in rows] == [("key", None, 4),
+                                                                 ("value", None, 4)]
+    listed = cli("schemas", str(TREE), "--usage", "--topic", "plain", "--format", "jsonl")
+    keys = [json.loads(line) for line in listed.stdout.splitlines() if '"side":"key"' in line]
+    assert [k["schema_id"] for k in keys] == [None]
