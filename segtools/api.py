@@ -481,8 +481,11 @@ class LogDirs:
     def schema_usage(self, topics: str | Iterable[str] = "*") -> list[SchemaUsage]:
         """Per topic, side and schema id: the records using it, from which offset and time to
         which, and the producers that wrote them (``segtools schemas --usage``)."""
+        history = self.schema_history()
         return _usage.usage([p.directory for p in self.partitions(topics)], self.findings,
-                            limit=self.max_decompressed_bytes)
+                            limit=self.max_decompressed_bytes, known=None if history is None
+                            else lambda i: history.by_id(i) is not None or
+                            history.hard_deleted(i))
 
     @_located
     def payload_decoder(self, decode: bool | str = True,

@@ -36,7 +36,8 @@ def add_decode(p: argparse.ArgumentParser) -> None:
                         "s3://...) or a directory of schema files; default: the log dirs read")
     p.add_argument("--schema-registry", metavar="URL",
                    help="a Schema Registry to ask (GETs only) for ids the disk does not hold; "
-                        f"basic auth from ${AUTH_VARIABLE}")
+                        f"basic auth from ${AUTH_VARIABLE} (better: kept out of the process "
+                        "list), else from the URL's user:password@")
 
 
 def payload_decoder(args: argparse.Namespace, places, findings: list[Finding]

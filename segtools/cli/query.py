@@ -186,13 +186,15 @@ def _values(column: pa.Array) -> list:
     ``TIMESTAMP WITH TIME ZONE``) is read as the UTC instants it holds (the same buffers
     viewed without the zone), then given UTC: pyarrow resolves a zone name through pandas
     when it converts, and importing pandas (0.4 s) or pyarrow's compute functions (a cast,
-    0.1 s) is slower than the rest of a point query's work together."""
+    0.1 s) is slower than the rest of a point query's work together. A map is an object (a
+    typed view's Avro map or Protobuf ``map<K, V>``, shown as ``value_decoded`` shows it),
+    not pyarrow's list of key-value pairs."""
     kind = column.type
     if pa.types.is_timestamp(kind) and kind.tz is not None:
         instants = column.view(pa.timestamp(kind.unit))
         return [None if v is None else v.replace(tzinfo=datetime.UTC)
                 for v in instants.to_pylist()]
-    return column.to_pylist()
+    return column.to_pylist(maps_as_pydicts="lossy")
 
 
 def _plain(value, bytes_mode: str):

@@ -56,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
                             path=args.paths[0])
     jsonl = args.format == "jsonl"
     partitions = [p for d in log_dirs for p in d.partitions if common.selected(p, args)]
-    rows = list(usage(partitions, findings, limit=args.max_decompressed_bytes)) \
+    rows = list(usage(partitions, findings, limit=args.max_decompressed_bytes,
+                      known=lambda i: chain.by_id(i) is not None or chain.hard_deleted(i))) \
         if args.usage else []
     if args.topic:  # the selected topics' schemas only, not every subject of the registry
         topics = {p.name.topic for p in partitions if p.name is not None}
@@ -72,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         for v in history.removed:
             obj = {**v.to_json(), "type": "schema_removed"}
             _line(jsonl, obj, f"hard-deleted: {render.terminal_safe(v.subject)} v{v.version} "
-                              f"(id {v.id})")
+                              f"(id {v.id}) at {_time(v.removed_ms)}")
     if args.usage:
         for row in rows:
             subject = ""
@@ -106,7 +107,8 @@ def _schema_text(v) -> str:
                      f"{'latest' if r.version == LATEST else f'v{r.version}'}"
                      for r in v.references)
     return (f"{render.terminal_safe(v.subject)} v{v.version}: id {v.id} {v.schema_type}"
-            f"{' DELETED' if v.deleted else ''} registered {_time(v.registered_ms)}"
+            f" registered {_time(v.registered_ms)}"
+            f"{f' DELETED at {_time(v.deleted_ms)}' if v.deleted else ''}"
             f"{' references ' + refs if refs else ''}")
 
 

@@ -69,6 +69,7 @@ cdef enum:
     E_TRAILING = 8
     E_PYTHON = 9
     E_COUNT = 10
+    E_BUDGET = 11
 
 cdef const char* HEX = b"0123456789abcdef"
 cdef const char* B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -348,12 +349,23 @@ cdef inline int64_t floor_div(int64_t a, int64_t b) noexcept:
     return q
 
 
+cdef int put_year(Out* out, In* src, int64_t y) except -1:
+    """A year as ISO-8601 writes it, and Java's ``LocalDate``/``Instant`` print it: four
+    digits for 0..9999, else signed (``+10000``, ``-0001``; year 0 is 1 BC)."""
+    if 0 <= y <= 9999:
+        return put_padded(out, src, y, 4)
+    if y > 9999:
+        return put_char(out, src, 43) or put_long(out, src, y)
+    if y >= -9999:
+        return put_char(out, src, 45) or put_padded(out, src, -y, 4)
+    return put_long(out, src, y)
+
+
 cdef int put_date(Out* out, In* src, int64_t days) except -1:
-    """``date.isoformat()`` of days since 1970-01-01 (years 1..9999, as Python's date)."""
+    """``date.isoformat()`` of days since 1970-01-01, the proleptic Gregorian calendar of any
+    year (a date past Python's 1..9999 is still a datum: a sentinel such as Integer.MAX_VALUE
+    is shown as the date it names, ``+5881580-07-11``, as Java's ``LocalDate`` prints it)."""
     cdef int64_t z, era, doe, yoe, y, doy, mp, d, m
-    if days < -719162 or days > 2932896:  # 0001-01-01 .. 9999-12-31
-        src.err = E_RANGE
-        return 1
     z = days + 719468
     era = floor_div(z, 146097)
     doe = z - era * 146097
@@ -365,7 +377,7 @@ cdef int put_date(Out* out, In* src, int64_t days) except -1:
     m = mp + 3 if mp < 10 else mp - 9
     if m <= 2:
         y += 1
-    return put_padded(out, src, y, 4) or put_char(out, src, 45) or \
+    return put_year(out, src, y) or put_char(out, src, 45) or \
         put_padded(out, src, m, 2) or put_char(out, src, 45) or put_padded(out, src, d, 2)
 
 
@@ -382,10 +394,17 @@ cdef int put_clock(Out* out, In* src, int64_t micros_of_day) except -1:
     return 0
 
 
-cdef int put_timestamp(Out* out, In* src, int64_t micros, bint utc) except -1:
-    """An ISO-8601 timestamp as ``datetime.isoformat()`` (``Z`` after a UTC one)."""
-    cdef int64_t days = floor_div(micros, 86400000000)
-    cdef int64_t rest = micros - days * 86400000000
+cdef int put_timestamp(Out* out, In* src, int64_t v, int64_t per_day, bint utc) except -1:
+    """An ISO-8601 timestamp as ``datetime.isoformat()`` (``Z`` after a UTC one) of ``v``
+    units since the epoch, ``per_day`` of them a day (milliseconds or microseconds), over the
+    whole long's range (Long.MIN_VALUE included: no product here can overflow)."""
+    cdef int64_t days = v / per_day  # C division: toward zero
+    cdef int64_t rest = v % per_day
+    if rest < 0:
+        rest += per_day
+        days -= 1
+    if per_day == 86400000:
+        rest *= 1000
     if put_char(out, src, 34) or put_date(out, src, days) or put_char(out, src, 84) or \
             put_clock(out, src, rest):
         return 1
@@ -403,7 +422,7 @@ cdef int value(Program p, int64_t node, In* src, Out* out, int depth) except -1:
     cdef int64_t kind = p.nodes[node, 0]
     cdef int64_t a = p.nodes[node, 1]
     cdef int64_t b = p.nodes[node, 2]
-    cdef int64_t v, count, i, size, k
+    cdef int64_t v, count, i, size, k, scaled
     cdef Py_ssize_t start
     cdef float f
     cdef double dbl
@@ -530,6 +549,10 @@ cdef int value(Program p, int64_t node, In* src, Out* out, int depth) except -1:
             src.err = E_INDEX
             return 1
         return value(p, p.children[a + v], src, out, depth + 1)
+    # Every int or long is a valid datum of a date, time or timestamp (a sentinel such as
+    # Long.MAX_VALUE for "never" is common), so none loses its record to a finding: a date or
+    # timestamp of any year is written in ISO-8601's expanded form (put_year); a time that is
+    # not a time of day as its number, as Avro's JSON encoding writes a logical type's value.
     if kind == K_DATE:
         if read_long(src, &v):
             return 1
@@ -540,25 +563,20 @@ cdef int value(Program p, int64_t node, In* src, Out* out, int depth) except -1:
     if kind == K_TIME_MILLIS or kind == K_TIME_MICROS:
         if read_long(src, &v):
             return 1
-        if kind == K_TIME_MILLIS:
-            v *= 1000
-        if v < 0 or v >= 86400000000:
-            src.err = E_RANGE
+        if kind == K_TIME_MILLIS and (v < -2147483648 or v > 2147483647):
+            src.err = E_RANGE  # an int's encoding holds no more
             return 1
-        return put_char(out, src, 34) or put_clock(out, src, v) or put_char(out, src, 34)
+        scaled = v * 1000 if kind == K_TIME_MILLIS else v
+        if scaled < 0 or scaled >= 86400000000:
+            return put_long(out, src, v)
+        return put_char(out, src, 34) or put_clock(out, src, scaled) or put_char(out, src, 34)
     if kind == K_TS_MILLIS or kind == K_TS_MICROS or kind == K_LTS_MILLIS or \
             kind == K_LTS_MICROS:
         if read_long(src, &v):
             return 1
-        if kind == K_TS_MILLIS or kind == K_LTS_MILLIS:
-            if v < -62135596800000 or v > 253402300799999:
-                src.err = E_RANGE
-                return 1
-            v *= 1000
-        elif v < -62135596800000000 or v > 253402300799999999:
-            src.err = E_RANGE
-            return 1
-        return put_timestamp(out, src, v, kind == K_TS_MILLIS or kind == K_TS_MICROS)
+        return put_timestamp(out, src, v, 86400000 if kind == K_TS_MILLIS or
+                             kind == K_LTS_MILLIS else 86400000000,
+                             kind == K_TS_MILLIS or kind == K_TS_MICROS)
     src.err = E_INDEX
     return 1
 
@@ -586,10 +604,13 @@ cdef int python_value(Program p, int64_t kind, int64_t arg, const uint8_t* s, Py
 
 
 def transcode(Program program, const uint8_t[::1] data, const int64_t[::1] starts,
-              const int64_t[::1] ends, Py_ssize_t max_value_bytes):
+              const int64_t[::1] ends, Py_ssize_t max_value_bytes, Py_ssize_t max_total_bytes):
     """JSON text of each value ``data[starts[i]:ends[i]]``: (the texts' bytes, their offsets
     (n + 1, int32 as Arrow's string arrays hold them), and each value's error code, 0 for
-    none; a failed value's text is empty)."""
+    none; a failed value's text is empty). Once the texts reach ``max_total_bytes`` the values
+    left are refused (``E_BUDGET``): each value is capped at ``max_value_bytes``, so the texts
+    stay below what an Arrow string array's int32 offsets can hold (32 hostile values of 64
+    MiB each raised OverflowError out of the whole read)."""
     cdef Py_ssize_t n = starts.shape[0]
     cdef Out out
     cdef In src
@@ -605,6 +626,10 @@ def transcode(Program program, const uint8_t[::1] data, const int64_t[::1] start
         raise MemoryError()
     try:
         for i in range(n):
+            if out.length >= max_total_bytes:
+                errs[i] = E_BUDGET
+                offs[i + 1] = <int32_t>out.length
+                continue
             src.data = &data[0] if data.shape[0] else NULL
             src.pos = starts[i]
             src.end = ends[i]

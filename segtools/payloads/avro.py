@@ -13,7 +13,10 @@ objects, long as a JSON number, bytes and fixed as base64, decimal as an exact d
 timestamp-millis/micros as ISO-8601 UTC with ``Z``, local-timestamp-millis/micros as ISO-8601
 without a zone, date as ``YYYY-MM-DD``, time-millis/micros as ``HH:MM:SS[.ffffff]``, uuid as
 its text, NaN and infinities as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (as the
-proto3 JSON mapping writes them).
+proto3 JSON mapping writes them). A date or timestamp outside the years 1..9999 (a sentinel
+such as Long.MAX_VALUE) is written in ISO-8601's expanded year form, as Java prints it
+(``+292278994-08-17T07:12:55.807000Z``); fastavro cannot make a datum of it, so the tests hold
+those to Java's text instead. A time that is not a time of day is written as its number.
 """
 
 from __future__ import annotations
@@ -90,7 +93,9 @@ ERRORS = {1: "cut short", 2: "a varint longer than 10 bytes", 3: "a string that 
           4: "a union branch or enum symbol out of range", 5: "nested too deep",
           6: f"expands past {MAX_VALUE_JSON >> 20} MiB of JSON", 7: "a value out of its range",
           8: "bytes after the datum", 9: "a decimal or uuid that does not convert",
-          10: "an array or map block counting more items than bytes"}
+          10: "an array or map block counting more items than bytes",
+          11: "the values before it in its batch already fill the JSON one Arrow column "
+              "holds (read fewer records at a time)"}
 
 
 def decimal_text(raw: bytes, scale: int) -> str:
@@ -213,12 +218,15 @@ class Transcoder:
             np.array(compiler.children, np.int64), np.array(compiler.names, np.int64),
             b"".join(compiler.consts), offsets, root, decimal_text, uuid_text)
 
-    def many(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    def many(self, data: np.ndarray, starts: np.ndarray, ends: np.ndarray, budget: int
              ) -> tuple[bytes, np.ndarray, np.ndarray]:
         """The JSON texts of ``data[starts[i]:ends[i]]``: their bytes, int32 offsets (n + 1)
-        and per value an error code (0: none; :data:`ERRORS` says what the others mean)."""
+        and per value an error code (0: none; :data:`ERRORS` says what the others mean); once
+        the texts reach ``budget`` bytes (below 2 GiB less a value's cap: the int32
+        offsets) the values left are refused."""
         return _avro.transcode(self.program, data, starts.astype(np.int64, copy=False),
-                               ends.astype(np.int64, copy=False), MAX_VALUE_JSON)
+                               ends.astype(np.int64, copy=False), MAX_VALUE_JSON,
+                               max(0, budget))
 
     @staticmethod
     def why(error: int) -> str:
@@ -227,7 +235,7 @@ class Transcoder:
     def __call__(self, body: bytes) -> RawJson:
         data = np.frombuffer(body, np.uint8) if body else np.zeros(0, np.uint8)
         text, _, errors = self.many(data, np.zeros(1, np.int64),
-                                    np.array([len(body)], np.int64))
+                                    np.array([len(body)], np.int64), MAX_VALUE_JSON)
         if errors[0]:
             raise BodyMismatch(f"Avro body does not decode: {ERRORS[int(errors[0])]}")
         return RawJson(text.decode("utf-8"))

@@ -34,6 +34,10 @@ SIDE_FIELDS = (("decoded", pa.string()), ("schema_id", pa.int32()),
                ("schema_subject", pa.string()), ("schema_version", pa.int32()),
                ("schema_type", pa.string()), ("schema_message", pa.string()),
                ("payload_error", pa.string()))
+#: What the Avro texts of one side's column may fill together (the compiled transcoder refuses
+#: the values past it): a ``string`` array's int32 offsets hold 2 GiB, and the column also
+#: holds each value's last text (capped at 64 MiB) and what the other formats decoded.
+MAX_COLUMN_JSON = 1 << 30
 #: Each side's column names, without the side's prefix.
 NAMES = tuple(name for name, _ in SIDE_FIELDS)
 #: The columns added, in order.
@@ -189,6 +193,7 @@ def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: Topics,
     uses = np.full(n, None, object)
     pieces: list[tuple[np.ndarray, list[pa.Array]]] = []
     framed = ids >= 0
+    budget = MAX_COLUMN_JSON  # what the column's Avro texts may fill together
     # one key per (schema id, topic): the id in the high bits, the topic code + 1 below
     keys = np.unique((ids[framed].astype(np.int64) << 32) | (codes[framed] + 1))
     for schema_id, code in ((int(k >> 32), int(k & 0xFFFFFFFF) - 1) for k in keys):
@@ -199,7 +204,9 @@ def decode_side(decoder: PayloadDecoder, payloads: Payloads, topics: Topics,
         rows = np.flatnonzero((ids == schema_id) & (codes == code))
         starts = payloads.starts[rows]
         texts, text_offsets, failed = transcode.many(
-            payloads.data, starts + framing.HEADER_SIZE, starts + payloads.lengths[rows])
+            payloads.data, starts + framing.HEADER_SIZE, starts + payloads.lengths[rows],
+            budget)
+        budget -= len(texts)
         ok = failed == 0
         for j in np.flatnonzero(~ok):
             messages[rows[j]] = f"Avro body does not decode: {transcode.why(failed[j])}"

@@ -15,7 +15,8 @@ Modes, chosen per side (key, value):
   undecoded: most framed topics key by ``StringSerializer`` or ``LongSerializer``, whose
   bytes may start with a zero;
 - ``auto``: a frame when there is one, otherwise what Kafka's own serializers and plain JSON
-  write, recognised and named (``"type": "JSON_TEXT"`` or ``"STRING"``), never silently;
+  write, recognised and named (``"type": "JSON_TEXT"`` or ``"STRING"``), never silently; a
+  key it does not recognise is left undecoded, as in ``schema`` mode;
 - ``string``, ``int``, ``long``, ``uuid``, ``json``: Kafka's ``StringSerializer``,
   ``IntegerSerializer``, ``LongSerializer``, ``UUIDSerializer`` or a JSON serializer for
   every payload of that side.
@@ -87,7 +88,10 @@ class Modes:
 
     @classmethod
     def parse(cls, text: str) -> Modes:
-        key, _, value = text.partition(":")
+        key, colon, value = text.partition(":")
+        if colon and not (key and value):  # "string:" is not "string:string"
+            raise ValueError(f"{text!r} names no mode for the "
+                             f"{'value' if key else 'key'} (KEYMODE:VALUEMODE)")
         value = value or key
         for m in (key, value):
             if m not in MODES:
@@ -119,12 +123,13 @@ class PayloadDecoder:
                 return self._framed(bytes(data), topic, is_key)
             except (UnknownSchemaId, FrameTruncated):
                 # bytes that only look framed (a LongSerializer key below 2^56 starts with a
-                # zero byte): auto still recognises text or JSON; a key in schema mode is left
-                # undecoded, as keys without a frame are; otherwise the frame's error stands
+                # zero byte): auto still recognises text or JSON; a key is left undecoded, as
+                # keys without a frame are (auto claims no less of a key than schema does);
+                # otherwise the frame's error stands
                 recognised = plain.recognise(data) if mode == "auto" else None
                 if recognised is not None:
                     return recognised
-                if is_key and mode == "schema":
+                if is_key:
                     return None
                 raise
         if mode == "auto":

@@ -16,9 +16,10 @@ limit) into a ``FileDescriptorSet``, and the directory is removed. The descripto
 pool of their own per schema id (two ids may define the same message names differently).
 
 JSON (docs/payloads.md "Protobuf to JSON"): Google's ``json_format`` with the field names as
-written in the ``.proto`` (``preserving_proto_field_name``), every field shown (proto3 defaults
-included), int64/uint64/fixed64 as decimal strings and enums by name (the proto3 JSON
-mapping's choices), bytes as base64, well-known types in their JSON forms.
+written in the ``.proto`` (``preserving_proto_field_name``) and in its order, every field
+without presence shown (proto3 defaults included), int64/uint64/fixed64 as decimal strings
+and enums by name (the proto3 JSON mapping's choices), bytes as base64, well-known types in
+their JSON forms.
 """
 
 from __future__ import annotations
@@ -151,7 +152,42 @@ class ProtoSchema:
                 msg.ParseFromString(body)
             except (DecodeError, RuntimeError, ValueError) as e:
                 raise BodyMismatch(f"Protobuf body does not decode as {name}: {e}") from None
-            return json_format.MessageToDict(msg, preserving_proto_field_name=True,
-                                             always_print_fields_with_no_presence=True)
+            return declared_order(
+                json_format.MessageToDict(msg, preserving_proto_field_name=True,
+                                          always_print_fields_with_no_presence=True),
+                cls.DESCRIPTOR)
 
         return name, decode
+
+
+def declared_order(obj: dict, descriptor) -> dict:
+    """``json_format``'s object with its fields in the ``.proto``'s order. It writes the
+    fields a message set first, then the defaults it fills in, so two values of one message
+    came out in different orders (``tier`` before or after ``emails``): the JSON text of a
+    message is now one shape whatever was set. Well-known types keep their JSON forms; what
+    the descriptor does not name (an extension, ``[pkg.ext]``) follows."""
+    out = {}
+    for field in descriptor.fields:
+        if field.name not in obj:
+            continue
+        value = obj[field.name]
+        inner = field.message_type
+        if inner is not None and inner.full_name not in _JSON_FORMS and value is not None:
+            if inner.GetOptions().map_entry:
+                entry = inner.fields_by_name["value"].message_type
+                if entry is not None and entry.full_name not in _JSON_FORMS:
+                    value = {k: declared_order(v, entry) for k, v in value.items()}
+            elif isinstance(value, list):
+                value = [declared_order(v, inner) for v in value]
+            else:
+                value = declared_order(value, inner)
+        out[field.name] = value
+    out.update((k, v) for k, v in obj.items() if k not in out)
+    return out
+
+
+#: Messages the proto3 JSON mapping writes in a form of their own (not an object of fields).
+_JSON_FORMS = frozenset(f"google.protobuf.{name}" for name in (
+    "Any", "Timestamp", "Duration", "FieldMask", "Struct", "Value", "ListValue", "NullValue",
+    "DoubleValue", "FloatValue", "Int64Value", "UInt64Value", "Int32Value", "UInt32Value",
+    "BoolValue", "StringValue", "BytesValue", "Empty"))

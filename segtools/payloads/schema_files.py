@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from segtools.errors import SegtoolsError
 from segtools.payloads.schemas import (
     AVRO,
     JSON,
@@ -51,6 +52,10 @@ AVRO_NAMED = frozenset(("record", "error", "enum", "fixed"))
 BUILTIN_IMPORTS = ("google/protobuf/", "google/type/", "confluent/")
 #: The most nodes of one Avro schema walked for its names (a schema is thousands at most).
 MAX_AVRO_NODES = 1_000_000
+#: The largest schema file read: a schema is kilobytes (the registry keeps each in one record
+#: of ``_schemas``, 1 MB by Kafka's default); a larger file is not one, and reading it whole
+#: would hold it all in memory.
+MAX_SCHEMA_FILE_BYTES = 16 << 20
 
 _PROTO_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _PROTO_IMPORT = re.compile(r'\bimport\s+(?:public\s+|weak\s+)?"([^"\n]+)"\s*;')
@@ -132,12 +137,32 @@ class SchemaFile:
     text: str
 
 
+def _text(path: Path) -> str:
+    """A schema file's text. One that is too large, or not UTF-8 (what the registry stores and
+    its REST API serves), is a one-line error naming it, not a guess with replaced bytes."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(MAX_SCHEMA_FILE_BYTES + 1)
+    except OSError as e:
+        raise SegtoolsError(f"cannot read: {e.strerror or e}", path=str(path)) from None
+    if len(data) > MAX_SCHEMA_FILE_BYTES:
+        raise SegtoolsError(f"more than {MAX_SCHEMA_FILE_BYTES >> 20} MiB: not a schema file",
+                            path=str(path))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise SegtoolsError(f"not UTF-8 text (byte {data[e.start]:#04x} at {e.start})",
+                            path=str(path)) from None
+
+
 def _files(root: Path) -> Iterator[tuple[Path, str, str]]:
+    """The schema files under ``root`` with their texts: numbered ones of every kind, and the
+    ``.proto``/``.avsc`` files schemas may import (another ``.json`` is not a schema's)."""
     for path in sorted(root.rglob("*")):
         kind = EXTENSIONS.get(path.suffix)
-        if kind is not None and path.is_file():
-            yield path.relative_to(root), kind, path.read_text(encoding="utf-8",
-                                                              errors="replace")
+        if kind is None or (kind == JSON and not path.stem.isdigit()) or not path.is_file():
+            continue
+        yield path.relative_to(root), kind, _text(path)
 
 
 def schema_files(root: Path) -> list[SchemaFile]:

@@ -51,13 +51,18 @@ class RegisteredSchema:
     deleted: bool = False
     registered_ms: int | None = None
     offset: int | None = None
+    #: When the version was soft-deleted (the first ``_schemas`` record saying so).
+    deleted_ms: int | None = None
+    #: When it was hard-deleted (its null value's record), for the versions that are gone.
+    removed_ms: int | None = None
 
     def to_json(self) -> dict:
         return {"type": "schema", "id": self.id, "subject": self.subject,
                 "version": self.version, "schema_type": self.schema_type,
                 "deleted": self.deleted,
                 "references": [r.to_json() for r in self.references],
-                "registered": self.registered_ms, "offset": self.offset}
+                "registered": self.registered_ms, "offset": self.offset,
+                "deleted_at": self.deleted_ms, "removed_at": self.removed_ms}
 
 
 @dataclass(frozen=True, slots=True)

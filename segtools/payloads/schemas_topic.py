@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -72,9 +72,17 @@ def _json_object(data: bytes | None, what: str) -> dict | None:
     return obj
 
 
+def _is_int32(value) -> bool:
+    """An id or a version as the registry's records hold them: Java ``Integer`` fields
+    (``SchemaKey``, ``SchemaValue``), which Jackson does not fill from a bool, a fraction or a
+    number past 32 bits; the registry's reader skips such a record, and so does segtools."""
+    return isinstance(value, int) and not isinstance(value, bool) and \
+        -(1 << 31) <= value < (1 << 31)
+
+
 def _reference(obj) -> SchemaReference:
     if not isinstance(obj, dict) or not isinstance(obj.get("name"), str) or \
-            not isinstance(obj.get("subject"), str) or not isinstance(obj.get("version"), int):
+            not isinstance(obj.get("subject"), str) or not _is_int32(obj.get("version")):
         raise _Undecodable("a reference without name, subject and version")
     return SchemaReference(obj["name"], obj["subject"], obj["version"])
 
@@ -82,17 +90,21 @@ def _reference(obj) -> SchemaReference:
 def _schema_value(obj: dict, record: StoreRecord) -> RegisteredSchema:
     subject, version, schema_id = obj.get("subject"), obj.get("version"), obj.get("id")
     schema = obj.get("schema")
-    if not isinstance(subject, str) or not isinstance(version, int) or \
-            not isinstance(schema_id, int) or not isinstance(schema, str):
-        raise _Undecodable("a SCHEMA value without subject, version, id and schema")
+    if not isinstance(subject, str) or not _is_int32(version) or \
+            not _is_int32(schema_id) or not isinstance(schema, str):
+        raise _Undecodable("a SCHEMA value without subject, version, id (32-bit integers) "
+                           "and schema")
     schema_type = obj.get("schemaType") or AVRO
     if schema_type not in SCHEMA_TYPES:
         raise _Undecodable(f"unknown schemaType {schema_type!r}")
     refs = obj.get("references") or []
     if not isinstance(refs, list):
         raise _Undecodable("references is not a list")
+    deleted = obj.get("deleted", False)
+    if not isinstance(deleted, bool | None):  # SchemaValue.deleted is a Boolean
+        raise _Undecodable(f"deleted is {deleted!r}, not true or false")
     return RegisteredSchema(schema_id, subject, version, schema_type, schema,
-                            tuple(_reference(r) for r in refs), bool(obj.get("deleted")),
+                            tuple(_reference(r) for r in refs), bool(deleted),
                             record.timestamp, record.offset)
 
 
@@ -117,43 +129,47 @@ class _Replay:
             subject = key.get("subject")
             field = "compatibilityLevel" if keytype == "CONFIG" else "mode"
             setting = None if value is None else value.get(field)
+            if setting is not None and not isinstance(setting, str):  # an enum's name
+                raise _Undecodable(f"a {keytype} value whose {field} is not a name")
             self.configs.append(ConfigChange("compatibility" if keytype == "CONFIG" else "mode",
                                              subject if isinstance(subject, str) else None,
                                              setting if isinstance(setting, str) else None,
                                              record.timestamp, record.offset))
         elif keytype == "DELETE_SUBJECT":
-            self._delete_subject(value)
+            self._delete_subject(value, record)
         elif keytype not in ("CLEAR_SUBJECT", "NOOP", "CONTEXT", "DELETE_CONTEXT"):
             raise _Undecodable(f"unknown keytype {keytype!r}")
 
     def _schema(self, key: dict, value: dict | None, record: StoreRecord) -> None:
         subject, version = key.get("subject"), key.get("version")
-        if not isinstance(subject, str) or not isinstance(version, int):
+        if not isinstance(subject, str) or not _is_int32(version):
             raise _Undecodable("a SCHEMA key without subject and version")
         if value is None:  # a hard delete: the registry forgets the version
             gone = self.live.pop((subject, version), None)
             if gone is not None:
-                self.removed.append(gone)
+                self.removed.append(replace(gone, removed_ms=record.timestamp))
             return
         parsed = _schema_value(value, record)
         first = self.live.get((subject, version))
-        if first is not None:  # a soft delete or a rewrite: keep when it was registered
-            parsed = RegisteredSchema(parsed.id, subject, version, parsed.schema_type,
-                                      parsed.schema, parsed.references, parsed.deleted,
-                                      first.registered_ms, first.offset)
-        self.live[(subject, version)] = parsed
+        # a soft delete or a rewrite keeps when the version was registered, and a soft delete
+        # is dated by the first record that said it
+        deleted_ms = None
+        if parsed.deleted:
+            deleted_ms = first.deleted_ms if first is not None and first.deleted \
+                else record.timestamp
+        if first is not None:
+            parsed = replace(parsed, registered_ms=first.registered_ms, offset=first.offset)
+        self.live[(subject, version)] = replace(parsed, deleted_ms=deleted_ms)
 
-    def _delete_subject(self, value: dict | None) -> None:
+    def _delete_subject(self, value: dict | None, record: StoreRecord) -> None:
         if value is None:
             return
         subject, upto = value.get("subject"), value.get("version")
-        if not isinstance(subject, str) or not isinstance(upto, int):
+        if not isinstance(subject, str) or not _is_int32(upto):
             raise _Undecodable("a DELETE_SUBJECT value without subject and version")
         for (s, v), schema in list(self.live.items()):
             if s == subject and v <= upto and not schema.deleted:
-                self.live[(s, v)] = RegisteredSchema(
-                    schema.id, s, v, schema.schema_type, schema.schema, schema.references,
-                    True, schema.registered_ms, schema.offset)
+                self.live[(s, v)] = replace(schema, deleted=True, deleted_ms=record.timestamp)
 
     def result(self) -> Schemas:
         return Schemas(list(self.live.values()), self.removed, self.configs, self.source)

@@ -98,27 +98,55 @@ def _references(obj) -> tuple[SchemaReference, ...]:
 class RegistryClient:
     """A Schema Registry (or Karapace) read with GETs only (its REST API's ``/schemas/ids``
     and ``/subjects`` resources), every answer kept for the run. Credentials come from
-    :data:`AUTH_VARIABLE` and never appear in a message; the URL is shown without them."""
+    :data:`AUTH_VARIABLE`, else from the URL's user part (the clients'
+    ``basic.auth.credentials.source`` ``USER_INFO`` and ``URL``); they never appear in a
+    message, and the URL is shown without them."""
 
-    url: str = field(repr=False)  # may carry user:password itself
+    url: str = field(repr=False)  # may carry user:password itself: taken out in __post_init__
     auth: str | None = field(default=None, repr=False)
     cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+            _ = parts.port  # a port that is not a number raises here
+        except ValueError as e:
+            raise SegtoolsError(f"not a schema registry URL: {e}", path=self.shown) from None
+        if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+            # urllib would also open file:// and ftp:// URLs: a registry is a REST service
+            raise SegtoolsError("a schema registry URL is http://HOST[:PORT] or https://...",
+                                path=self.shown)
+        if "@" in parts.netloc:
+            user, _, _ = parts.netloc.rpartition("@")
+            if self.auth is None and ":" in user:
+                self.auth = urllib.parse.unquote(user)
+            self.url = parts._replace(netloc=self._host(parts)).geturl()
 
     def __repr__(self) -> str:
         return f"RegistryClient({self.shown})"
 
     @classmethod
     def from_environment(cls, url: str, environ=os.environ) -> RegistryClient:
-        return cls(url.rstrip("/"), environ.get(AUTH_VARIABLE))
+        return cls(url.rstrip("/"), environ.get(AUTH_VARIABLE) or None)
+
+    @staticmethod
+    def _host(parts: urllib.parse.SplitResult) -> str:
+        """The URL's host and port, without its user part (an IPv6 host in brackets)."""
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        return host + (f":{parts.port}" if parts.port else "")
 
     @property
     def shown(self) -> str:
         """The URL without its user part, and with a credential in its query
         (``?api_key=...``) shown as ``***``, as every path is."""
-        parts = urllib.parse.urlsplit(self.url)
-        return without_credentials(
-            parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")
-                           ).geturl() if parts.hostname else self.url)
+        try:
+            parts = urllib.parse.urlsplit(self.url)
+            bare = parts._replace(netloc=self._host(parts)).geturl() if parts.hostname \
+                else self.url
+        except ValueError:  # a port that is not a number
+            bare = self.url
+        return without_credentials(bare)
 
     def _get(self, path: str):
         if path in self.cache:
@@ -127,19 +155,29 @@ class RegistryClient:
             "Accept": "application/vnd.schemaregistry.v1+json, application/json"})
         if self.auth:
             token = base64.b64encode(self.auth.encode()).decode("ascii")
-            request.add_header("Authorization", f"Basic {token}")
+            # not sent again if the registry redirects: a redirect may name another host
+            # (urllib copies ordinary headers onto the redirected request)
+            request.add_unredirected_header("Authorization", f"Basic {token}")
         try:
             with http.urlopen(request, timeout=REGISTRY_TIMEOUT) as answer:
-                found = json.loads(answer.read(MAX_ANSWER_BYTES))
+                data = answer.read(MAX_ANSWER_BYTES + 1)
         except urllib.error.HTTPError as e:
             if e.code != 404:
                 raise SegtoolsError(f"schema registry answered {e.code} to GET {path}",
                                     path=self.shown) from None
-            found = None
+            data = b"null"
         except (urllib.error.URLError, OSError, ValueError) as e:
             reason = getattr(e, "reason", e)
             raise SegtoolsError(f"schema registry unreachable: {reason}", path=self.shown
                                 ) from None
+        if len(data) > MAX_ANSWER_BYTES:
+            raise SegtoolsError(f"schema registry answered GET {path} with more than "
+                                f"{MAX_ANSWER_BYTES >> 20} MiB: not a schema", path=self.shown)
+        try:
+            found = json.loads(data)
+        except (ValueError, RecursionError) as e:  # a proxy's HTML page, a torn answer
+            raise SegtoolsError(f"schema registry answered GET {path} with what is not JSON "
+                                f"({e})", path=self.shown) from None
         self.cache[path] = found
         return found
 
@@ -210,7 +248,9 @@ def gather(log_dirs: Sequence[LogDir | Path], findings: list[Finding], *,
     chain = SchemaChain()
     named = list(schemas)
     for location in named:
-        dirs, _ = walk([location])
+        dirs, loose = walk([location])
+        if any(f.code == "path_not_found" for f in loose):
+            raise SegtoolsError("no such file or directory", path=location)
         partitions = _topic_partitions(dirs)
         if partitions:
             history = read_schemas(partitions, findings)

@@ -9,7 +9,7 @@ switched it) is one row's ``first_offset``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -53,9 +53,13 @@ def schema_id_of(data: bytes | None) -> int | None:
 
 
 def usage(partitions: Iterable[PartitionDir], findings: list[Finding], *,
-          limit: int = DEFAULT_DECOMPRESS_LIMIT) -> list[SchemaUsage]:
+          limit: int = DEFAULT_DECOMPRESS_LIMIT,
+          known: Callable[[int], bool] | None = None) -> list[SchemaUsage]:
     """Schema use per topic, side and id, over every live partition but the store topic, in
-    topic then first-use order."""
+    topic then first-use order. With ``known`` (whether a source holds an id, or held it
+    before a hard delete), a key whose frame names an id it does not know is counted as
+    unframed, as the decoder leaves such a key: a ``LongSerializer`` key below 2^56 starts
+    with a zero byte and reads as a frame naming id 0."""
     rows: dict[tuple[str, str, int | None], SchemaUsage] = {}
     for p in partitions:
         if p.name is None or p.name.state is not PartitionState.LIVE or \
@@ -65,7 +69,11 @@ def usage(partitions: Iterable[PartitionDir], findings: list[Finding], *,
             for side, data in (("key", record.key), ("value", record.value)):
                 if data is None:
                     continue
-                key = (p.name.topic, side, schema_id_of(data))
+                schema_id = schema_id_of(data)
+                if side == "key" and schema_id is not None and known is not None and \
+                        not known(schema_id):
+                    schema_id = UNFRAMED
+                key = (p.name.topic, side, schema_id)
                 row = rows.get(key)
                 if row is None:
                     row = rows[key] = SchemaUsage(*key, first_offset=record.offset,

@@ -114,7 +114,7 @@ def test_many_values_per_call_keep_their_boundaries(batch):
     data = np.frombuffer(b"".join(bodies), np.uint8)
     ends = np.cumsum([len(b) for b in bodies])
     starts = ends - [len(b) for b in bodies]
-    texts, offsets, errors = TRANSCODER.many(data, starts, ends)
+    texts, offsets, errors = TRANSCODER.many(data, starts, ends, 1 << 30)
     assert not errors.any()
     got = [texts[offsets[i]:offsets[i + 1]].decode() for i in range(len(bodies))]
     assert got == [reference(b) for b in bodies]
@@ -171,3 +171,34 @@ def test_wide_decimals_are_exact():
     unscaled = -(10**37) - 123456789
     raw = unscaled.to_bytes(16, "big", signed=True)
     assert wide(bytes([len(raw) * 2]) + raw) == '"-1000000000000000000000000000012345.6789"'
+
+
+def _zigzag(v: int) -> bytes:
+    raw = (v << 1) ^ (v >> 63)
+    out = bytearray()
+    while raw > 0x7F:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
+    return bytes(out)
+
+
+@pytest.mark.parametrize(("logical", "stored", "shown"), [
+    # Java's Instant.ofEpochMilli / LocalDate.ofEpochDay print these (jshell, Java 17); the
+    # fraction keeps this page's six digits
+    ("timestamp-millis", 2**63 - 1, "+292278994-08-17T07:12:55.807000Z"),
+    ("timestamp-millis", -2**63, "-292275055-05-16T16:47:04.192000Z"),
+    ("timestamp-millis", -62135596800001, "0000-12-31T23:59:59.999000Z"),
+    ("timestamp-micros", 2**62, "+148108-07-06T14:00:27.387904Z"),
+    ("local-timestamp-millis", 253402300800000, "+10000-01-01T00:00:00"),
+    ("date", -2**31, "-5877641-06-23"),
+    ("date", 2**31 - 1, "+5881580-07-11"),
+    ("time-millis", 86400000, 86400000),
+    ("time-micros", -1, -1),
+])
+def test_a_sentinel_date_or_time_is_shown_not_a_body_mismatch(logical, stored, shown):
+    """Long.MAX_VALUE for "never" is a valid datum: the record was lost to
+    payload_body_mismatch (years past Python's 1..9999, times past a day)."""
+    base = "int" if logical in ("date", "time-millis") else "long"
+    transcoder = avro.Transcoder(json.dumps({"type": base, "logicalType": logical}), [])
+    assert json.loads(transcoder(_zigzag(stored))) == shown

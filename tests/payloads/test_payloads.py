@@ -95,6 +95,23 @@ def test_undecodable_store_record_is_a_finding():
     assert got.by_id(9).schema_type == "AVRO"
 
 
+def test_store_records_the_registry_would_not_read_are_findings():
+    """Java Integer ids and versions, a Boolean deleted flag, an enum's name as a setting:
+    an id past 32 bits, a deleted of "yes" and a compatibility of {"x": 1} were taken (a
+    registration under id 2^40, a soft delete, a cleared setting)."""
+    key = b'{"keytype":"SCHEMA","subject":"s","version":1,"magic":1}'
+    bad = [b'{"subject":"s","version":1,"id":1099511627776,"schema":"\\"int\\""}',
+           b'{"subject":"s","version":1,"id":true,"schema":"\\"int\\""}',
+           b'{"subject":"s","version":1,"id":9,"schema":"\\"int\\"","deleted":"yes"}']
+    records = [StoreRecord(i, i, key, value) for i, value in enumerate(bad)]
+    records.append(StoreRecord(3, 3, b'{"keytype":"CONFIG","subject":null,"magic":0}',
+                               b'{"compatibilityLevel":{"x":1}}'))
+    findings: list = []
+    got = replay(records, "x", findings)
+    assert [f.offset for f in findings] == [0, 1, 2, 3]
+    assert len(got) == 0 and got.configs == []
+
+
 # ------------------------------------------------------------------ decoding, per format
 
 
@@ -457,3 +474,195 @@ def test_a_segment_inside_an_archive_finds_its_schemas(tmp_path):
     assert '"value_decoded":{"order_id":42' in done.stdout
     listed = cli("schemas", f"{bundle}/kafka-logs", "--format", "jsonl")
     assert listed.returncode == 0 and '"subject":"orders-value"' in listed.stdout
+
+
+def test_auto_leaves_a_key_it_does_not_recognise_as_schema_mode_does(chain):
+    """The plain topic's keys are LongSerializer longs (1000..), whose first bytes read as a
+    frame naming id 0: auto claims no less of a key than schema mode, which leaves them."""
+    for mode in ("schema", "auto"):
+        rows = segtools.open(TREE).to_arrow(decode=mode, topics="plain").read_all()
+        assert rows.column("key_payload_error").null_count == rows.num_rows, mode
+        assert rows.column("key_decoded").null_count == rows.num_rows, mode
+    done = cli("dump", "--deep", "--decode", "auto", "--format", "jsonl", str(segment("plain")))
+    assert done.returncode == 0, done.stdout
+    assert '"finding"' not in done.stdout
+
+
+def _serve(handler) -> http.server.ThreadingHTTPServer:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def test_registry_credentials_go_to_the_registry_only(chain):
+    """Basic auth from the URL's user part (it was sent to DNS as a host name), never onto
+    a redirect to another host (urllib copied it there), and no scheme but http(s) (file://
+    read the disk)."""
+    (history,) = chain.histories()
+    heard: list[tuple[int, str | None]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        moved_to: str | None = None
+
+        def do_GET(self):
+            heard.append((self.server.server_address[1], self.headers.get("Authorization")))
+            if self.moved_to:
+                self.send_response(302)
+                self.send_header("Location", self.moved_to + self.path)
+                self.end_headers()
+                return
+            schema = history.by_id(int(self.path.split("?")[0].split("/")[3]))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(json.dumps({"schema": schema.schema} if "/versions" not in
+                                        self.path else []).encode())
+
+        def log_message(self, *args):
+            pass
+
+    class Elsewhere(Handler):
+        pass
+
+    other = _serve(Elsewhere)
+    moved_to = f"http://127.0.0.1:{other.server_address[1]}"
+    Moving = type("Moving", (Handler,), {"moved_to": moved_to})
+    moving = _serve(Moving)
+    try:
+        in_url = PayloadDecoder(gather([], [], registry=f"http://alice:s3cret@127.0.0.1:"
+                                                         f"{other.server_address[1]}"))
+        assert in_url.decode(framing.frame(7, b"\x02a"), topic="t", is_key=False).value == \
+            {"text": "a"}
+        assert {auth for _, auth in heard} == {"Basic YWxpY2U6czNjcmV0"}
+        heard.clear()
+        redirected = PayloadDecoder(gather([], [], registry=f"http://alice:s3cret@127.0.0.1:"
+                                                             f"{moving.server_address[1]}"))
+        redirected.decode(framing.frame(7, b"\x02a"), topic="t", is_key=False)
+    finally:
+        other.shutdown()
+        moving.shutdown()
+    assert (moving.server_address[1], "Basic YWxpY2U6czNjcmV0") in heard
+    assert (other.server_address[1], None) in heard
+    assert all(auth is None for port, auth in heard if port == other.server_address[1])
+    for url in ("file:///etc", "ftp://registry", "http://registry:port"):
+        with pytest.raises(segtools.SegtoolsError):
+            gather([], [], registry=url)
+
+
+def test_a_schemas_location_that_does_not_exist_says_so(tmp_path):
+    done = cli("dump", "--decode", str(segment("orders")), "--schemas", str(tmp_path / "gone"))
+    assert done.returncode == 2
+    assert done.stderr == f"segtools: error: {tmp_path / 'gone'}: no such file or directory\n"
+
+
+def test_query_shows_a_typed_map_as_the_object_value_decoded_holds():
+    """The orders view's Avro map came out of query as pyarrow's pairs, [["source", ...]]."""
+    sql = "select tags from orders where \"offset\" = 1"
+    done = cli("query", str(TREE), "--decode", "--format", "jsonl", "-c", sql)
+    (row,) = [json.loads(line) for line in done.stdout.splitlines()]
+    (record,) = segtools.open(TREE).records(decode=True, topics="orders", start_offset=1,
+                                             end_offset=2)
+    assert row["tags"] == json.loads(record["value_decoded"])["tags"] == {"source": "fixture"}
+    text = cli("query", str(TREE), "--decode", "-c", sql)
+    assert '{"source":"fixture"}' in text.stdout.splitlines()[1]
+
+
+def test_a_registry_answer_that_is_not_json_says_so():
+    """A proxy's HTML page (or an answer cut at the size cap) was "schema registry
+    unreachable"."""
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"<html>login</html>")
+
+        def log_message(self, *args):
+            pass
+
+    server = _serve(Html)
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with pytest.raises(segtools.SegtoolsError, match="GET /schemas/ids/7 with what is "
+                                                         "not JSON"):
+            PayloadDecoder(gather([], [], registry=url)).decode(
+                framing.frame(7, b"\x02a"), topic="t", is_key=False)
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.parametrize(("word", "said"), [
+    ("long:bogus", "unknown decode mode 'bogus'"),
+    ("string:", "'string:' names no mode for the value"),
+    (":schema", "':schema' names no mode for the key"),
+])
+def test_a_mode_pair_with_a_wrong_side_names_it(word, said):
+    """"string:" decoded both sides as strings; "long:bogus" was taken for a file."""
+    done = cli("dump", "--decode", word, str(segment("orders")))
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"segtools: error: --decode: {said}")
+    assert done.stderr.count("\n") == 1
+
+
+def test_protobuf_fields_come_in_the_order_the_proto_declares():
+    """json_format writes set fields first and the defaults it fills in after: a customer
+    whose tier was FREE (unset) had "tier" after "emails", one with SILVER before."""
+    rows = segtools.open(TREE).to_arrow(decode=True, topics="customers").read_all()
+    orders = {tuple(json.loads(text)) for text, message in
+              zip(rows.column("value_decoded").to_pylist(),
+                  rows.column("value_schema_message").to_pylist(), strict=True)
+              if message == "shop.Customer"}
+    assert orders == {("customer_id", "name", "address", "since", "tier", "emails")}
+
+
+def test_avro_values_past_a_column_s_json_budget_are_findings(chain, monkeypatch):
+    """32 hostile values of 64 MiB of JSON each (an array of nulls: no bytes per item) raised
+    OverflowError out of the read (an Arrow string column holds 2 GiB): the values past the
+    column's budget are now refused, each a finding, and the ones before it decode."""
+    from segtools.payloads import columns
+
+    orders = segtools.open(TREE).to_arrow(topics="orders", columns=["topic", "key", "value"],
+                                          binary="binary").read_all()
+    monkeypatch.setattr(columns, "MAX_COLUMN_JSON", 400)
+    side = columns.decode_side(PayloadDecoder(chain), columns.Payloads.of_column(
+        orders.column("value").combine_chunks()), columns.Topics.one("orders", 8), False)
+    decoded, errors = side.columns[0].to_pylist(), side.columns[6].to_pylist()
+    assert decoded[0] is not None and errors[0] is None
+    assert errors[-1] == "payload_body_mismatch" and decoded[-1] is None
+    assert "already fill the JSON one Arrow column holds" in side.messages[-1]
+
+
+def test_soft_and_hard_deletes_are_dated():
+    """The timeline kept when each version was registered but not when it was deleted: an
+    investigator asking "since when can this id not be registered against" had no answer."""
+    key = b'{"keytype":"SCHEMA","subject":"s","version":%d,"magic":1}'
+    value = b'{"subject":"s","version":%d,"id":%d,"schema":"\\"int\\""%s}'
+    records = [StoreRecord(0, 100, key % 1, value % (1, 9, b"")),
+               StoreRecord(1, 200, key % 2, value % (2, 10, b"")),
+               StoreRecord(2, 300, key % 1, value % (1, 9, b',"deleted":true')),
+               StoreRecord(3, 400, key % 1, value % (1, 9, b',"deleted":true')),
+               StoreRecord(4, 500, b'{"keytype":"DELETE_SUBJECT","subject":"s","magic":0}',
+                           b'{"subject":"s","version":2}'),
+               StoreRecord(5, 600, key % 1, None)]
+    findings: list = []
+    got = replay(records, "x", findings)
+    assert findings == []
+    (gone,) = got.removed
+    assert (gone.registered_ms, gone.deleted_ms, gone.removed_ms) == (100, 300, 600)
+    two = got.by_subject_version("s", 2)
+    assert (two.registered_ms, two.deleted_ms, two.removed_ms) == (200, 500, None)
+    assert two.to_json()["deleted_at"] == 500
+    listed = cli("schemas", str(TREE))
+    assert "legacy-value v1: id 7 AVRO registered 2024-05-01T13:07:00.000Z DELETED at " \
+           "2024-05-01T13:12:00.000Z" in listed.stdout
+    assert "hard-deleted: scratch-value v1 (id 8) at 2024-05-01T13:15:00.000Z" in listed.stdout
+
+
+def test_usage_counts_a_key_as_the_decoder_reads_it():
+    """The plain topic's LongSerializer keys were "id 0 (unknown)" in schemas --usage, the
+    API's schema_usage and the report, where every decoding face leaves them undecoded."""
+    rows = segtools.open(TREE).schema_usage("plain")
+    assert [(r.side, r.schema_id, r.records) for r in rows] == [("key", None, 4),
+                                                                 ("value", None, 4)]
+    listed = cli("schemas", str(TREE), "--usage", "--topic", "plain", "--format", "jsonl")
+    keys = [json.loads(line) for line in listed.stdout.splitlines() if '"side":"key"' in line]
+    assert [k["schema_id"] for k in keys] == [None]

@@ -12,6 +12,8 @@ import pytest
 
 import segtools
 from segtools.cli.schemas import _schema_text
+from segtools.errors import SegtoolsError
+from segtools.payloads import schema_files
 from segtools.payloads.schema_files import avro_names, proto_imports, read_directory
 from segtools.payloads.schemas import LATEST, SchemaReference
 
@@ -116,3 +118,18 @@ def test_avro_names_and_proto_imports():
             'import "google/protobuf/timestamp.proto";\nimport public "a/b.proto";\n'
             'import weak "c.proto"; import "confluent/meta.proto";\nimport "a/b.proto";\n')
     assert proto_imports(text) == ("a/b.proto", "c.proto")
+
+
+def test_a_huge_or_not_utf8_schema_file_is_an_error_naming_it(tmp_path, monkeypatch):
+    """A schema file was read whole whatever its size, and bytes that are not UTF-8 were
+    replaced (the schema then compiled under a name the file does not hold)."""
+    (tmp_path / "notes.json").write_bytes(b"\xff" * 64)  # not a schema's: never read
+    (tmp_path / "1.avsc").write_bytes(b'{"type":"record","name":"R\xff","fields":[]}')
+    with pytest.raises(SegtoolsError, match=r"not UTF-8 text \(byte 0xff at 26\)") as e:
+        read_directory(tmp_path)
+    assert e.value.path == str(tmp_path / "1.avsc")
+    monkeypatch.setattr(schema_files, "MAX_SCHEMA_FILE_BYTES", 64)
+    (tmp_path / "1.avsc").write_text('{"type":"record","name":"R","doc":"' + "x" * 64 +
+                                     '","fields":[]}')
+    with pytest.raises(SegtoolsError, match="not a schema file"):
+        read_directory(tmp_path)
