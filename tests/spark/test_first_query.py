@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from pyspark import cloudpickle
-
 from pyspark_kafkalog.options import Level, parse_options
 from pyspark_kafkalog.reader import KafkaLogReader
 from pyspark_kafkalog.schema import default_schema
