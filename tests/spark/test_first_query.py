@@ -16,9 +16,12 @@ import sys
 from pathlib import Path
 
 from pyspark import cloudpickle
+from pyspark.sql.datasource import CaseInsensitiveDict, DataSourceReader, InputPartition
 from pyspark_kafkalog.options import Level, parse_options
 from pyspark_kafkalog.reader import KafkaLogReader
 from pyspark_kafkalog.schema import default_schema
+
+from benchmarks.bench_spark_ceiling import CeilingSource
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What only a read with ``decode`` needs: the payload decoder, the schemas' sources (and the
@@ -38,7 +41,7 @@ print(json.dumps({"rows": rows, "loaded": loaded}))
 """
 
 
-def run_as_executor(reader: KafkaLogReader, task: object) -> dict:
+def run_as_executor(reader: DataSourceReader, task: object) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "spark"), str(ROOT)])}
     done = subprocess.run([sys.executable, "-c", EXECUTOR, cloudpickle.dumps(reader).hex(),
                            pickle.dumps(task).hex()],
@@ -59,3 +62,17 @@ def test_an_executor_loads_no_payload_decoding_for_a_read_without_it(trees):
     loaded = set(report["loaded"])
     assert "segtools.fetch.rows" in loaded  # the probe does see what a read loads
     assert [name for name in DECODE_ONLY if name in loaded] == []
+
+
+def test_the_benchmarks_ceiling_imports_nothing_of_the_source_or_its_peers(tmp_path):
+    """``bench_spark`` takes the ceiling's first count for Spark's own first-query cost: its
+    executors must import no more than Spark's reader path does (it lived in the benchmark's
+    module, whose import loads kafka-python for the naive peer)."""
+    schema = default_schema(Level.RECORDS, False)
+    options = CaseInsensitiveDict({"tasks": "1", "rows": "10", "topic": "t",
+                                   "logDir": str(tmp_path), "valueBytes": "8"})
+    reader = CeilingSource(options).reader(schema)
+    report = run_as_executor(reader, InputPartition(0))
+    assert report["rows"] == 10
+    assert [name for name in report["loaded"]
+            if name.split(".")[0] in ("segtools", "pyspark_kafkalog", "kafka")] == []
