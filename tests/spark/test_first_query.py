@@ -51,8 +51,8 @@ def run_as_executor(reader: DataSourceReader, task: object) -> dict:
 
 
 def test_an_executor_loads_no_payload_decoding_for_a_read_without_it(trees):
-    """The decoder and the schemas' sources were a third of what the reader's module imported
-    in each Python worker, whether or not anything was decoded."""
+    """The decoder and the schemas' sources were a seventh of what the reader's module
+    imported in each Python worker, whether or not anything was decoded."""
     path = trees / "sample" / "orders.v2-eu-1"
     reader = KafkaLogReader(parse_options({"path": str(path)}),
                             default_schema(Level.RECORDS, False))
