@@ -63,8 +63,8 @@ class _CeilingReader(DataSourceReader):
 
     def read(self, partition: InputPartition):
         share = self.rows // self.tasks + (partition.value < self.rows % self.tasks)
-        batch = _ready_batch(self.schema_json, BATCH_ROWS, self.topic, self.log_dir,
-                             self.value_bytes)
+        batch = _ready_batch(self.schema_json, min(BATCH_ROWS, share), self.topic,
+                             self.log_dir, self.value_bytes)
         while share > 0:
             yield batch if share >= batch.num_rows else batch.slice(0, share)
             share -= batch.num_rows
