@@ -12,18 +12,23 @@ of 200 B per batch: ``linger.ms=0`` producers, internal topics) and ``large`` (5
   (:func:`pyspark_kafkalog.analyses.key_reuse`).
 * **ceiling**: a trivial Python data source with the same schema, the same number of tasks
   and rows, yielding one ready-made Arrow batch over and over: what Spark's Python data
-  source plumbing can take in at best.
+  source plumbing can take in at best (:mod:`benchmarks.bench_spark_ceiling`, a module that
+  imports nothing of segtools). Loaded anew for every count, as kafkalog is.
 * **naive peer**: kafka-python's ``MemoryRecords`` inside ``mapPartitions`` over the same
   files, rows turned into a DataFrame of the same schema.
 
 Each count is timed as a user meets it (issue 23): the first ``count()`` in a fresh session
-(Python workers start, Spark's own code is cold), then the best of three. Also printed: what
-one query costs whatever its data (the count of a one-partition fixture), and the CPU a count
-takes in the JVM (Spark: planning, scheduling, Arrow batches to rows) and in the Python
-processes (the source's decoding and the Arrow batches' serialisation), per million rows.
+(Python workers and planners start, Spark's own code is cold), then the best of three. The
+ceiling's first count is timed the same way, in a fresh session of its own (a child process:
+a new JVM, no Python worker started): what it costs is Spark's, and what kafkalog's first
+count costs beyond it is the source's (issue 37). Each first count is also split into the
+CPU of the JVM, of the Python planners on the driver (``schema()``, ``partitions()``) and of
+the executors' Python workers. Also printed: what one query costs whatever its data (the
+count of a one-partition fixture), and the CPU per million rows of a warm count.
 
 Goals: kafkalog >= 70 % of the ceiling and >= 20x the naive peer (issue 6); one-record
-batches at >= 1.0 M rows/s on ``local[2]``, best of three (issue 23). ``--no-naive`` skips
+batches on ``local[2]`` at >= 0.5 M rows/s for the first count of a fresh session and
+>= 1.2 M rows/s best of three (issue 37). ``--no-naive`` skips
 the slow naive peer; ``--master local[2]`` runs one master. Results also go to
 ``$SEGTOOLS_BENCH_DIR/segtools-bench/spark-<shape>.json``.
 """
@@ -33,13 +38,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
-
 from benchmarks import shapes
+from benchmarks.bench_spark_ceiling import CeilingSource
 from benchmarks.common import OUT
 
 PARTITIONS = 4
@@ -90,76 +95,6 @@ def session(master: str):
     return spark
 
 
-# ------------------------------------------------------------------------------ ceiling
-
-_READY: dict = {}
-
-
-def _ready_batch(schema, rows: int, log_dir: str, value_bytes: int):
-    """One Arrow batch shaped like kafkalog's rows (10-byte keys, values of the shape's size,
-    the same topic and log dir strings), built once per Python worker and then yielded as is."""
-    import numpy as np
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    if (rows, log_dir, value_bytes) in _READY:
-        return _READY[rows, log_dir, value_bytes]
-    target = to_arrow_schema(schema, timezone="UTC")
-    i = np.arange(rows)
-    values = {
-        "key": pa.array([b"key-%06d" % (k % 5000) for k in range(rows)], pa.binary()),
-        "value": pa.array([b"v" * value_bytes] * rows, pa.binary()),
-        "topic": pa.array([TOPIC] * rows), "partition": pa.array(np.zeros(rows, np.int32)),
-        "offset": pa.array(i), "timestamp": pa.array(i * 1000, pa.timestamp("us", tz="UTC")),
-        "timestampType": pa.array(np.zeros(rows, np.int32)),
-        "log_dir": pa.array([log_dir] * rows),
-        "segment_base_offset": pa.array(np.zeros(rows, np.int64)),
-        "position": pa.array(i), "producer_id": pa.array(np.full(rows, -1, np.int64)),
-        "producer_epoch": pa.array(np.full(rows, -1, np.int32)),
-        "leader_epoch": pa.array(np.zeros(rows, np.int32)),
-        "is_transactional": pa.array(np.zeros(rows, bool)),
-        "is_control": pa.array(np.zeros(rows, bool)),
-        "compression": pa.array(["none"] * rows), "crc_valid": pa.array(np.ones(rows, bool)),
-        "magic": pa.array(np.full(rows, 2, np.int32)),
-    }
-    batch = pa.RecordBatch.from_arrays([values[f.name] for f in target], schema=target)
-    _READY[rows, log_dir, value_bytes] = batch
-    return batch
-
-
-class _CeilingReader(DataSourceReader):
-    def __init__(self, schema, tasks: int, rows: int, batch_rows: int, log_dir: str,
-                 value_bytes: int):
-        self.schema, self.tasks, self.rows, self.batch_rows = schema, tasks, rows, batch_rows
-        self.log_dir, self.value_bytes = log_dir, value_bytes
-
-    def partitions(self):
-        return [InputPartition(i) for i in range(self.tasks)]
-
-    def read(self, partition):
-        share = self.rows // self.tasks + (partition.value < self.rows % self.tasks)
-        batch = _ready_batch(self.schema, self.batch_rows, self.log_dir, self.value_bytes)
-        while share > 0:
-            yield batch if share >= batch.num_rows else batch.slice(0, share)
-            share -= batch.num_rows
-
-
-class CeilingSource(DataSource):
-    @classmethod
-    def name(cls):
-        return "kafkalog_ceiling"
-
-    def schema(self):
-        from pyspark_kafkalog.options import Level
-        from pyspark_kafkalog.schema import default_schema
-        return default_schema(Level.RECORDS, False)
-
-    def reader(self, schema):
-        o = self.options
-        return _CeilingReader(schema, int(o["tasks"]), int(o["rows"]), int(o["batchrows"]),
-                              o["logdir"], int(o["valuebytes"]))
-
-
 # ---------------------------------------------------------------------------- naive peer
 
 
@@ -208,6 +143,12 @@ def timed(fn, repeat: int) -> tuple[float, object]:
 
 
 _HZ = os.sysconf("SC_CLK_TCK")
+#: The kinds of process a count's CPU is split into: the session's JVM (Spark: planning,
+#: scheduling, Arrow batches to rows), the Python planners Spark starts on the driver for a
+#: data source (``schema()`` at load, ``partitions()`` at the first action: modules
+#: ``pyspark.sql.worker.*``) and the executors' Python workers (``read()``: the source's
+#: decoding, the Arrow batches, their serialisation).
+KINDS = ("jvm", "planners", "workers")
 
 
 def _children() -> dict[int, list[int]]:
@@ -222,76 +163,129 @@ def _children() -> dict[int, list[int]]:
     return out
 
 
+def _kind(pid: int, parent: str) -> str:
+    """A process's kind: a Python daemon or worker started by the JVM is a planner or an
+    executor worker by the module it runs (the last argument of ``pyspark.daemon``); what a
+    daemon forks is of its daemon's kind."""
+    if parent != "jvm":
+        return parent
+    argv = [a for a in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if a]
+    return "planners" if any(a.startswith(b"pyspark.sql.worker.") for a in argv) else "workers"
+
+
 def cpu_split(spark) -> dict[str, float]:
-    """CPU seconds so far of the session's JVM (Spark: planning, scheduling, Arrow to rows)
-    and of every Python process under it (the source's planner and Python workers: decoding,
-    Arrow batches, their serialisation). Exited workers are counted through ``cutime``."""
-    root = spark.sparkContext._gateway.proc.pid
-    tree, todo, children = [], [root], _children()
+    """CPU seconds so far of the session's JVM and of the Python processes under it, by kind
+    (:data:`KINDS`). Exited workers are counted through their parent's ``cutime``."""
+    out = dict.fromkeys(KINDS, 0.0)
+    children = _children()
+    todo = [(spark.sparkContext._gateway.proc.pid, "jvm")]
     while todo:
-        pid = todo.pop()
-        tree.append(pid)
-        todo.extend(children.get(pid, ()))
-    out = {"jvm": 0.0, "python": 0.0}
-    for pid in tree:
+        pid, kind = todo.pop()
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
         except OSError:
             continue
-        own = (int(fields[11]) + int(fields[12])) / _HZ
-        waited = (int(fields[13]) + int(fields[14])) / _HZ
-        kind = "python" if comm.startswith("python") else "jvm"
-        out[kind] += own
-        out["python"] += waited  # children reaped by this one: Python workers
+        out[kind] += (int(fields[11]) + int(fields[12])) / _HZ
+        # children reaped by this one (forked Python workers) count as its own kind's;
+        # the JVM reaps only Python processes
+        reaped = (int(fields[13]) + int(fields[14])) / _HZ
+        out["workers" if kind == "jvm" else kind] += reaped
+        for child in children.get(pid, ()):
+            try:
+                todo.append((child, _kind(child, kind)))
+            except OSError:
+                continue
     return out
 
 
-def cpu_of(spark, fn) -> tuple[float, dict[str, float]]:
+def cpu_of(spark, fn) -> tuple[float, dict[str, float], object]:
+    """``fn()``'s wall time, the CPU it took by kind of process, and its result."""
     before = cpu_split(spark)
     t = time.perf_counter()
-    fn()
+    result = fn()
     wall = time.perf_counter() - t
     after = cpu_split(spark)
-    return wall, {k: after[k] - before[k] for k in before}
+    return wall, {k: after[k] - before[k] for k in before}, result
 
 
 #: A one-partition fixture tree: what one query costs Spark whatever the data.
 SMALL = Path(__file__).resolve().parents[1] / "fixtures" / "logdirs" / "sample" / "orders.v2-eu-1"
 
 
+def ceiling_frame(spark, tree: Path, tasks: int, rows: int, value_bytes: int):
+    """The ceiling's DataFrame: kafkalog's schema, tasks and row count (see
+    :mod:`benchmarks.bench_spark_ceiling`)."""
+    from pyspark_kafkalog.options import Level
+    from pyspark_kafkalog.schema import default_schema
+
+    return (spark.read.format(CeilingSource.name()).schema(default_schema(Level.RECORDS, False))
+            .option("tasks", tasks).option("rows", rows).option("topic", TOPIC)
+            .option("logDir", str(tree)).option("valueBytes", value_bytes).load())
+
+
+def first_count(spark, frame) -> dict:
+    """A fresh session's first query as a notebook user meets it: ``load()`` (Spark's
+    planner runs the source's ``schema()``), then ``count()`` (the planner runs
+    ``partitions()``, the executors' Python workers start and read, the JVM's code is
+    cold), each with its wall time and the CPU of every kind of process."""
+    load_s, load_cpu, df = cpu_of(spark, frame)
+    count_s, count_cpu, rows = cpu_of(spark, df.count)
+    return {"load_s": load_s, "load_cpu": load_cpu, "first_s": count_s,
+            "first_cpu": count_cpu, "rows": rows}
+
+
+def ceiling_first(master: str, tree: Path, tasks: int, rows: int, value_bytes: int) -> dict:
+    """The ceiling's first count in a fresh session of its own: a new process (a new JVM,
+    no Python worker started, nothing of kafkalog's run before it)."""
+    args = [sys.executable, "-m", "benchmarks.bench_spark", "--ceiling-first", master,
+            str(tree), str(tasks), str(rows), str(value_bytes)]
+    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _ceiling_first_main(master: str, tree: str, tasks: str, rows: str, value_bytes: str) -> None:
+    spark = session(master)
+    try:
+        out = first_count(spark, lambda: ceiling_frame(spark, Path(tree), int(tasks), int(rows),
+                                                       int(value_bytes)))
+    finally:
+        spark.stop()
+    print(json.dumps(out))
+
+
 def measure(master: str, tree: Path, naive: bool, value_bytes: int) -> dict:
     """As a user meets it: a fresh session, the first count (Python workers start, Spark's
-    code is cold), then the best of three; the ceiling the same way in the same session."""
+    code is cold), then the best of three; the ceiling's first count in a fresh session of
+    its own, and its best of three interleaved with kafkalog's in the first session."""
     from pyspark_kafkalog import analyses
     from pyspark_kafkalog.options import parse_options
     from pyspark_kafkalog.planning import plan
 
-    spark = session(master)
     tasks = len(plan(parse_options({"path": str(tree)})))  # what the source plans here
+    spark = session(master)
     out: dict = {"tasks": tasks}
 
     def count():
         return spark.read.format("kafkalog").load(str(tree)).count()
 
     try:
-        t = time.perf_counter()
-        rows = count()
-        out["first_s"] = time.perf_counter() - t
-        out["rows"] = rows
-        ceiling = (spark.read.format("kafkalog_ceiling").option("tasks", tasks)
-                   .option("rows", rows).option("batchRows", 65536)
-                   .option("logDir", str(tree)).option("valueBytes", value_bytes).load())
-        assert ceiling.count() == rows  # its first count: both are warm from here on
+        out |= first_count(spark, lambda: spark.read.format("kafkalog").load(str(tree)))
+        rows = out["rows"]
+        def ceiling():
+            """Loaded anew for each count, as kafkalog's is: a DataFrame keeps its planned
+            partitions, so a reused one would skip the planner round trip kafkalog pays."""
+            return ceiling_frame(spark, tree, tasks, rows, value_bytes).count()
+
+        assert ceiling() == rows  # warms what the ceiling alone uses
         runs: dict[str, list[float]] = {"kafkalog_s": [], "ceiling_s": []}
         for _ in range(3):  # interleaved, so neither gets a warmer JVM than the other
-            for name, fn in (("kafkalog_s", count), ("ceiling_s", ceiling.count)):
+            for name, fn in (("kafkalog_s", count), ("ceiling_s", ceiling)):
                 t = time.perf_counter()
                 assert fn() == rows
                 runs[name].append(time.perf_counter() - t)
         out |= {name: min(times) for name, times in runs.items()}
         out["kafkalog_cpu"] = cpu_of(spark, count)[1]
-        out["ceiling_cpu"] = cpu_of(spark, ceiling.count)[1]
+        out["ceiling_cpu"] = cpu_of(spark, ceiling)[1]
         out["fixed_s"], _ = timed(lambda: spark.read.format("kafkalog").load(str(SMALL))
                                   .count(), 3)
         out["key_reuse_s"], reuse = timed(
@@ -304,33 +298,46 @@ def measure(master: str, tree: Path, naive: bool, value_bytes: int) -> dict:
             assert n == rows
     finally:
         spark.stop()
+    out["ceiling_first"] = ceiling_first(master, tree, tasks, out["rows"], value_bytes)
     return out
+
+
+def _cpu_line(cpu: dict[str, float]) -> str:
+    return ", ".join(f"{kind} {cpu[kind]:.2f}" for kind in KINDS)
 
 
 def run_shape(shape: shapes.Shape, naive: bool, masters: tuple[str, ...]) -> bool:
     tree = build_tree(shape)
     size = sum(p.stat().st_size for p in tree.glob("*/*.log"))
-    results: dict = {"tree_bytes": size}
+    results: dict = {"tree_bytes": size, "load": os.getloadavg()}
     for master in masters:
         results[master] = measure(master, tree, naive=naive and master == "local[2]",
                                   value_bytes=shape.value_bytes)
     rows = results[masters[-1]]["rows"]
     print(f"== {shape.label} per batch: {PARTITIONS} partitions, {size / 2**20:.0f} MiB, "
-          f"{rows / 1e6:.2f} M records of ~{size / rows:.0f} B (uncompressed v2)")
+          f"{rows / 1e6:.2f} M records of ~{size / rows:.0f} B (uncompressed v2); load "
+          f"{results['load'][0]:.1f}")
     for master in masters:
         r = results[master]
+        c1 = r["ceiling_first"]
         k, c = r["kafkalog_cpu"], r["ceiling_cpu"]
         share = r["ceiling_s"] / r["kafkalog_s"]
         print(f"{master} ({r['tasks']} tasks): kafkalog count: first "
               f"{rows / r['first_s'] / 1e6:.2f} M rows/s, best of three "
-              f"{rows / r['kafkalog_s'] / 1e6:.2f} M rows/s; ceiling "
+              f"{rows / r['kafkalog_s'] / 1e6:.2f} M rows/s; ceiling: first "
+              f"{rows / c1['first_s'] / 1e6:.2f} M rows/s, best of three "
               f"{rows / r['ceiling_s'] / 1e6:.2f} M rows/s -> {share:.0%} of the ceiling; "
               f"key reuse {rows / r['key_reuse_s'] / 1e6:.2f} M rows/s")
+        print(f"  first query of a fresh session: kafkalog load {r['load_s']:.2f} s + count "
+              f"{r['first_s']:.2f} s, the ceiling load {c1['load_s']:.2f} s + count "
+              f"{c1['first_s']:.2f} s: kafkalog's first count is "
+              f"{r['first_s'] / c1['first_s']:.2f}x the ceiling's")
+        print(f"  CPU s of the first count: kafkalog {_cpu_line(r['first_cpu'])}; ceiling "
+              f"{_cpu_line(c1['first_cpu'])}")
         print(f"  one query's fixed cost (a {SMALL.name} count): {r['fixed_s']:.2f} s = "
-              f"{r['fixed_s'] / r['kafkalog_s']:.0%} of the count; CPU per M rows: JVM "
-              f"{k['jvm'] / rows * 1e6:.2f} s, Python {k['python'] / rows * 1e6:.2f} s "
-              f"(ceiling: JVM {c['jvm'] / rows * 1e6:.2f} s, Python "
-              f"{c['python'] / rows * 1e6:.2f} s)")
+              f"{r['fixed_s'] / r['kafkalog_s']:.0%} of the count; CPU per M rows of a warm "
+              f"count: kafkalog {_cpu_line({n: v / rows * 1e6 for n, v in k.items()})}; "
+              f"ceiling {_cpu_line({n: v / rows * 1e6 for n, v in c.items()})}")
     ok = min(results[m]["ceiling_s"] / results[m]["kafkalog_s"] for m in masters) >= 0.7
     if "local[1]" in masters and "local[2]" in masters:
         r1, r2 = results["local[1]"], results["local[2]"]
@@ -341,9 +348,10 @@ def run_shape(shape: shapes.Shape, naive: bool, masters: tuple[str, ...]) -> boo
     if "local[2]" in masters:
         r2 = results["local[2]"]
         if shape.name == "one":
-            steady = rows / r2["kafkalog_s"] / 1e6
-            print(f"one-record batches on local[2], best of three: {steady:.2f} M rows/s "
-                  f"(target >= 1.0: {'met' if steady >= 1.0 else 'NOT met'})")
+            steady, first = rows / r2["kafkalog_s"] / 1e6, rows / r2["first_s"] / 1e6
+            print(f"one-record batches on local[2]: first count {first:.2f} M rows/s "
+                  f"(target >= 0.5: {'met' if first >= 0.5 else 'NOT met'}), best of three "
+                  f"{steady:.2f} M rows/s (target >= 1.2: {'met' if steady >= 1.2 else 'NOT met'})")
         if naive:
             print(f"naive peer (kafka-python in mapPartitions, local[2]): "
                   f"{rows / r2['naive_s'] / 1e3:.0f} k rows/s -> kafkalog is "
@@ -355,6 +363,10 @@ def run_shape(shape: shapes.Shape, naive: bool, masters: tuple[str, ...]) -> boo
 
 
 def main() -> None:
+    if "--ceiling-first" in sys.argv:
+        at = sys.argv.index("--ceiling-first")
+        _ceiling_first_main(*sys.argv[at + 1:at + 6])
+        return
     naive = "--no-naive" not in sys.argv
     names = ("one", "large")
     if "--shape" in sys.argv:

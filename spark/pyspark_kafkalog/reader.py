@@ -16,7 +16,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
+import lazy_loader
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -29,14 +31,22 @@ from pyspark_kafkalog.scan import make_scan, read_task
 from pyspark_kafkalog.schema import DecodePlan, requested_columns, text_payloads
 from segtools.fetch.stream import payloads_as_text
 from segtools.payloads.columns import decoded_columns
-from segtools.payloads.decoder import Modes, PayloadDecoder
-from segtools.payloads.sources import gather
 from segtools.storage import gentle
 from segtools.storage.logdirs import walk
 from segtools.storage.scope import LocationScope
 from segtools.storage.throttle import ReadRate
 
+if TYPE_CHECKING:
+    from segtools.payloads.decoder import PayloadDecoder
+
 log = logging.getLogger("pyspark_kafkalog")
+
+#: The payload decoder and the schemas' sources load only for a read with ``decode``: every
+#: Python process that unpickles a reader (the driver's planner, each executor's Python
+#: worker as it starts) would otherwise import them for nothing: 15 ms of CPU there, a
+#: seventh of the source's own imports (docs/spark.md, "The first query").
+_decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
+_sources = lazy_loader.load("segtools.payloads.sources", suppress_warning=True)
 
 
 class KafkaLogReader(DataSourceReader):
@@ -100,9 +110,9 @@ def payload_decoder(opts: ReadOptions) -> PayloadDecoder:
     findings: list = []
     with LocationScope(opts.all_storage_options):
         log_dirs, _ = walk(opts.paths, opts.all_storage_options)
-        chain = gather(log_dirs, findings, schemas=opts.schemas,
-                       registry=opts.schema_registry,
-                       say=lambda line: log.info("kafkalog: %s", line))
+        chain = _sources.gather(log_dirs, findings, schemas=opts.schemas,
+                                registry=opts.schema_registry,
+                                say=lambda line: log.info("kafkalog: %s", line))
     for f in findings:
         log.warning("kafkalog: %s: %s: %s", f.path, f.code, f.message)
-    return PayloadDecoder(chain, Modes.parse(opts.decode or "schema"))
+    return _decoder.PayloadDecoder(chain, _decoder.Modes.parse(opts.decode or "schema"))

@@ -1,0 +1,78 @@
+"""What a fresh session's first query costs the source (docs/spark.md, "The first query").
+
+Every Python process Spark starts for a query imports the source anew: the driver's planner
+that unpickles the reader and runs ``partitions()``, and each executor's Python worker as it
+unpickles the reader and its first task. What those processes import is the source's own share
+of a first query, so it is checked here, in a fresh interpreter as Spark's are, without a JVM.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+from pyspark import cloudpickle
+from pyspark.sql.datasource import CaseInsensitiveDict, DataSourceReader, InputPartition
+from pyspark_kafkalog.options import Level, parse_options
+from pyspark_kafkalog.reader import KafkaLogReader
+from pyspark_kafkalog.schema import default_schema
+
+from benchmarks.bench_spark_ceiling import CeilingSource
+
+ROOT = Path(__file__).resolve().parents[2]
+#: What only a read with ``decode`` needs: the payload decoder, the schemas' sources (and the
+#: registry client behind them).
+DECODE_ONLY = ("segtools.payloads.decoder", "segtools.payloads.sources", "urllib.request")
+
+#: An executor's Python worker: unpickle the reader and a task, read the task's rows, and
+#: name the modules that were really loaded (a lazily loaded module that nothing touched is
+#: still a stand-in, not a ``types.ModuleType``).
+EXECUTOR = """
+import json, pickle, sys, types
+reader = pickle.loads(bytes.fromhex(sys.argv[1]))
+task = pickle.loads(bytes.fromhex(sys.argv[2]))
+rows = sum(batch.num_rows for batch in reader.read(task))
+loaded = [n for n, m in sys.modules.items() if type(m) is types.ModuleType]
+print(json.dumps({"rows": rows, "loaded": loaded}))
+"""
+
+
+def run_as_executor(reader: DataSourceReader, task: object) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "spark"), str(ROOT)])}
+    done = subprocess.run([sys.executable, "-c", EXECUTOR, cloudpickle.dumps(reader).hex(),
+                           pickle.dumps(task).hex()],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_an_executor_loads_no_payload_decoding_for_a_read_without_it(trees):
+    """The decoder and the schemas' sources were a seventh of what the reader's module
+    imported in each Python worker, whether or not anything was decoded."""
+    path = trees / "sample" / "orders.v2-eu-1"
+    reader = KafkaLogReader(parse_options({"path": str(path)}),
+                            default_schema(Level.RECORDS, False))
+    tasks = reader.partitions()
+    report = run_as_executor(reader, tasks[0])
+    assert report["rows"] > 0
+    loaded = set(report["loaded"])
+    assert "segtools.fetch.rows" in loaded  # the probe does see what a read loads
+    assert [name for name in DECODE_ONLY if name in loaded] == []
+
+
+def test_the_benchmarks_ceiling_imports_nothing_of_the_source_or_its_peers(tmp_path):
+    """``bench_spark`` takes the ceiling's first count for Spark's own first-query cost: its
+    executors must import no more than Spark's reader path does (it lived in the benchmark's
+    module, whose import loads kafka-python for the naive peer)."""
+    schema = default_schema(Level.RECORDS, False)
+    options = CaseInsensitiveDict({"tasks": "1", "rows": "10", "topic": "t",
+                                   "logDir": str(tmp_path), "valueBytes": "8"})
+    reader = CeilingSource(options).reader(schema)
+    report = run_as_executor(reader, InputPartition(0))
+    assert report["rows"] == 10
+    assert [name for name in report["loaded"]
+            if name.split(".")[0] in ("segtools", "pyspark_kafkalog", "kafka")] == []
