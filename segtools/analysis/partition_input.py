@@ -12,7 +12,7 @@ here, keeps the faces from each re-deriving it; reading record timestamps of kep
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -145,13 +145,41 @@ def load_cluster_metadata(partition_paths, *, at: int | None = None,
     return {}, "", findings
 
 
-def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
-                config_file: cfg.ConfigFile | None = None, at: int | None = None,
-                limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                advance: Callable[[int], None] = lambda n: None) -> Loaded:
-    """Summarise every live partition's segments under ``log_dirs`` and resolve each topic's
-    config (flags > config file > ``__cluster_metadata`` in the tree > Kafka's defaults): the
-    one partition input of the retention and compaction analyses, whatever path was given."""
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """What :func:`load_inputs` knows before any segment is read: the partitions to
+    summarise (with their log dirs), those skipped for their name or state, the findings
+    of the listing and of the config's sources, and the config's resolution inputs. A face
+    that shows partitions as they come (``segtools retention``) starts from here."""
+
+    todo: tuple[tuple[LogDir, PartitionDir], ...]
+    skipped: tuple[Skipped, ...]
+    findings: tuple[Finding, ...]
+    config_sources: tuple[str, ...]
+    flags: Mapping[str, str]
+    config_file: cfg.ConfigFile | None
+    metadata: Mapping[str, Mapping[str, str]]
+    metadata_detail: str
+
+    def config(self, topic: str) -> cfg.TopicConfig:
+        return cfg.resolve(topic, flags=self.flags, config_file=self.config_file,
+                           metadata=self.metadata, metadata_detail=self.metadata_detail)
+
+
+@dataclass(frozen=True, slots=True)
+class Summarised:
+    """One planned partition once its segments are read: its input, or why it is skipped
+    (exactly one of the two), with the findings its reading met, in order."""
+
+    findings: tuple[Finding, ...]
+    input: PartitionInput | None
+    skipped: Skipped | None = None
+
+
+def plan_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
+                config_file: cfg.ConfigFile | None = None, at: int | None = None) -> Planned:
+    """The first half of :func:`load_inputs`: which partitions, the config's sources (the
+    ``__cluster_metadata`` log replayed to ``at``), and the listing's findings."""
     flags = dict(flags or {})
     findings: list[Finding] = []
     meta_paths = metadata_logs(log_dirs)
@@ -191,34 +219,75 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                                            "explained", unlisted))
                 else:
                     skipped.append(Skipped(str(p.path), "no segments"))
-    out = []
-    summarised = fanout.ordered(partial(_summaries, limit=limit), [p for _, p in todo],
-                                segments=sum(len(p.segments) for _, p in todo))
-    for (d, p), (summaries, unread) in zip(todo, summarised, strict=True):
+    return Planned(tuple(todo), tuple(skipped), tuple(findings), tuple(sources), flags,
+                   config_file, metadata, meta_where)
+
+
+def summarised(planned: Planned, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+               advance: Callable[[int], None] = lambda n: None) -> Iterator[Summarised]:
+    """The second half of :func:`load_inputs`: every planned partition, in order, as its
+    summaries come back from the workers (forked here, before the caller starts anything
+    else), so a face can explain and show one partition while the workers read the next.
+    A topic's config is resolved once, when its first partition comes (the resolution is
+    pure in the topic's name; a tree holds a few partitions of each topic)."""
+    results = fanout.ordered(partial(_summaries, limit=limit), [p for _, p in planned.todo],
+                             segments=sum(len(p.segments) for _, p in planned.todo))
+    return _summarised(planned, results, advance)
+
+
+def _summarised(planned: Planned, results: Iterator, advance: Callable[[int], None]
+                ) -> Iterator[Summarised]:
+    configs: dict[str, cfg.TopicConfig] = {}
+    for (d, p), (summaries, unread) in zip(planned.todo, results, strict=True):
         advance(sum(s.log_size or 0 for s in p.segments))
-        findings += [f for s in summaries for f in s.findings]
+        found = tuple(f for s in summaries for f in s.findings)
         if unread is not None:
-            findings.append(unread)
-            skipped.append(Skipped(str(p.path), f"{Path(unread.path).name} could not be read "
-                                   f"({unread.message.removeprefix('could not be read: ')}): "
-                                   "its retention and cleaning are not explained", unread))
+            yield Summarised((*found, unread), None, Skipped(
+                str(p.path), f"{Path(unread.path).name} could not be read "
+                f"({unread.message.removeprefix('could not be read: ')}): its retention and "
+                "cleaning are not explained", unread))
             continue
-        tp = (p.name.topic, p.name.partition)
-        config = cfg.resolve(p.name.topic, flags=flags, config_file=config_file,
-                             metadata=metadata, metadata_detail=meta_where)
+        topic = p.name.topic
+        config = configs.get(topic)
+        if config is None:
+            config = configs[topic] = planned.config(topic)
         lineage = _lineage_unread(p)
         if config.remote_storage_enable and lineage is not None:
             why = lineage.message.removeprefix("cannot read: ")
-            skipped.append(Skipped(str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not "
-                                   f"be read ({why}): a tiered partition's retention and remote "
-                                   "verdicts follow its leader epoch lineage, so they are not "
-                                   "explained", lineage))
+            yield Summarised(found, None, Skipped(
+                str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not be read ({why}): "
+                "a tiered partition's retention and remote verdicts follow its leader epoch "
+                "lineage, so they are not explained", lineage))
             continue
-        out.append(PartitionInput(
-            d, p, p.name.topic, p.name.partition, tuple(summaries), config,
-            d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
-            d.cleaner_offsets.get(tp)))
-    return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
+        tp = (topic, p.name.partition)
+        yield Summarised(found, PartitionInput(
+            d, p, topic, p.name.partition, tuple(summaries), config,
+            d.high_watermarks.get(tp), d.log_start_offsets.get(tp), d.cleaner_offsets.get(tp)))
+
+
+def gathered(planned: Planned, items: Iterable[Summarised]) -> Loaded:
+    """The :class:`Loaded` of a plan once every partition came back."""
+    out: list[PartitionInput] = []
+    skipped = list(planned.skipped)
+    findings = list(planned.findings)
+    for item in items:
+        findings += item.findings
+        if item.input is not None:
+            out.append(item.input)
+        else:
+            skipped.append(item.skipped)
+    return Loaded(tuple(out), tuple(skipped), tuple(findings), planned.config_sources)
+
+
+def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
+                config_file: cfg.ConfigFile | None = None, at: int | None = None,
+                limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                advance: Callable[[int], None] = lambda n: None) -> Loaded:
+    """Summarise every live partition's segments under ``log_dirs`` and resolve each topic's
+    config (flags > config file > ``__cluster_metadata`` in the tree > Kafka's defaults): the
+    one partition input of the retention and compaction analyses, whatever path was given."""
+    planned = plan_inputs(log_dirs, flags=flags, config_file=config_file, at=at)
+    return gathered(planned, summarised(planned, limit=limit, advance=advance))
 
 
 def _lineage_unread(p: PartitionDir) -> Finding | None:
