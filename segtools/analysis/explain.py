@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from segtools.analysis import compaction as comp
@@ -34,7 +34,7 @@ from segtools.analysis.partition_input import (
 )
 from segtools.analysis.remote_input import remote_metadata
 from segtools.analysis.remote_log import RemoteLogMetadata
-from segtools.analysis.retention import PartitionRetention, explain_retention
+from segtools.analysis.retention import PartitionRetention, StaleRecords, explain_retention
 from segtools.analysis.tiered import (
     RemoteVerdict,
     highest_remote_offset,
@@ -183,8 +183,8 @@ def retention_report(loaded: Loaded, *, now_ms: int, forecast_days: float | None
             tiers = tiered_partition(pi, by_key.get((pi.topic, pi.partition)), now_ms=now_ms,
                                      metadata_path=str(pi.dir.path))
             findings += tiers.findings
-        e = _explained(pi, pr, until=until, deep=deep, limit=limit, advance=advance,
-                       remote=tiers.verdicts if tiers is not None else None)
+        stale = stale_in_kept(pi, pr, limit=limit, advance=advance) if deep else None
+        e = _explained(pi, pr, until, stale, tiers.verdicts if tiers is not None else None)
         each(e)
         explained.append(e)
     topics = topic_forecasts(explained) if until is not None else {}
@@ -196,12 +196,13 @@ def _until(now_ms: int, forecast_days: float | None) -> int | None:
     return now_ms + int(forecast_days * DAY_MS) if forecast_days is not None else None
 
 
-def _explained(pi: PartitionInput, pr: PartitionRetention, *, until: int | None, deep: bool,
-               limit: int, advance: Callable[[int], None],
+def _explained(pi: PartitionInput, pr: PartitionRetention, until: int | None,
+               stale: Mapping[int, StaleRecords] | None,
                remote: tuple[RemoteVerdict, ...] | None = None) -> RetentionExplained:
-    """One partition's answer from its verdicts: the deep pass and the forecast added."""
-    if deep:
-        pr = pr.with_stale(stale_in_kept(pi, pr, limit=limit, advance=advance))
+    """One partition's answer from its verdicts: the deep pass's answer (None: not asked
+    for) and the forecast added."""
+    if stale is not None:
+        pr = pr.with_stale(stale)
     fc = forecast_partition(pr, until_ms=until) if until is not None else None
     return RetentionExplained(pi, pr, fc, remote)
 
@@ -213,16 +214,17 @@ def streamed_retention(planned: Planned, *, now_ms: int, forecast_days: float | 
                        ) -> tuple[Loaded, RetentionReport]:
     """:func:`retention_report` over a tree as its partitions' summaries come back from the
     workers: each partition is explained (and handed to ``each``) while the workers read
-    the next ones, so a face's own work overlaps the reading instead of following it. The
-    answer is the one :func:`retention_report` gives over :func:`load_inputs`'s result.
+    the next ones (and run the deep pass beside the summaries), so a face's own work overlaps
+    the reading instead of following it. The answer is the one :func:`retention_report`
+    gives over :func:`load_inputs`'s result.
     A tiered partition's verdicts need the whole tree's ``__remote_log_metadata`` replayed
     first, so a tree that holds one is read whole before anything is explained.
     ``advance`` is told the bytes summarised (the deep pass's reads go untold)."""
-    items = summarised(planned, limit=limit, advance=advance)
     if _any_tiered(planned):
-        loaded = gathered(planned, items)
+        loaded = gathered(planned, summarised(planned, limit=limit, advance=advance))
         return loaded, retention_report(loaded, now_ms=now_ms, forecast_days=forecast_days,
                                         deep=deep, limit=limit, each=each)
+    items = summarised(planned, limit=limit, advance=advance, stale_at=now_ms if deep else None)
     until = _until(now_ms, forecast_days)
     explained: list[RetentionExplained] = []
 
@@ -233,8 +235,7 @@ def streamed_retention(planned: Planned, *, now_ms: int, forecast_days: float | 
                 pr = explain_retention(pi.summaries, pi.config, now_ms=now_ms,
                                        high_watermark=pi.high_watermark,
                                        log_start_offset=pi.log_start_offset)
-                e = _explained(pi, pr, until=until, deep=deep, limit=limit,
-                               advance=lambda n: None)
+                e = _explained(pi, pr, until, item.stale)
                 each(e)
                 explained.append(e)
             yield item

@@ -26,6 +26,7 @@ from segtools.analysis.retention import (
     WITHIN_RETENTION_MS,
     PartitionRetention,
     StaleRecords,
+    explain_retention,
     stale_records,
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -174,6 +175,9 @@ class Summarised:
     findings: tuple[Finding, ...]
     input: PartitionInput | None
     skipped: Skipped | None = None
+    #: the deep pass's old records in kept segments, by base offset, when it was asked for
+    #: (:func:`summarised`'s ``stale_at``)
+    stale: Mapping[int, StaleRecords] | None = None
 
 
 def plan_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
@@ -224,21 +228,50 @@ def plan_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
 
 
 def summarised(planned: Planned, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
-               advance: Callable[[int], None] = lambda n: None) -> Iterator[Summarised]:
+               advance: Callable[[int], None] = lambda n: None,
+               stale_at: int | None = None) -> Iterator[Summarised]:
     """The second half of :func:`load_inputs`: every planned partition, in order, as its
     summaries come back from the workers (forked here, before the caller starts anything
     else), so a face can explain and show one partition while the workers read the next.
     A topic's config is resolved once, when its first partition comes (the resolution is
-    pure in the topic's name; a tree holds a few partitions of each topic)."""
-    results = fanout.ordered(partial(_summaries, limit=limit), [p for _, p in planned.todo],
+    pure in the topic's name; a tree holds a few partitions of each topic).
+
+    ``stale_at`` (epoch ms): the workers also run retention's deep pass at that moment
+    (:func:`stale_in_kept`, for a partition that is not tiered: its verdicts need no other
+    partition), so the records read for it are read beside the summaries, not after them."""
+    results = fanout.ordered(partial(_read, planned=planned, limit=limit, stale_at=stale_at),
+                             planned.todo,
                              segments=sum(len(p.segments) for _, p in planned.todo))
     return _summarised(planned, results, advance)
+
+
+def _read(todo: tuple[LogDir, PartitionDir], *, planned: Planned, limit: int,
+          stale_at: int | None
+          ) -> tuple[tuple[SegmentSummary, ...], Finding | None, dict[int, StaleRecords] | None]:
+    """One partition's job for :func:`summarised`: its summaries (or the finding of the
+    segment that could not be read) and, at ``stale_at``, the deep pass's answer."""
+    d, p = todo
+    summaries, unread = _summaries(p, limit=limit)
+    if stale_at is None or unread is not None:
+        return summaries, unread, None
+    pi = _input(d, p, summaries, planned.config(p.name.topic))
+    pr = explain_retention(summaries, pi.config, now_ms=stale_at,
+                           high_watermark=pi.high_watermark,
+                           log_start_offset=pi.log_start_offset)
+    return summaries, unread, stale_in_kept(pi, pr, limit=limit)
+
+
+def _input(d: LogDir, p: PartitionDir, summaries: tuple[SegmentSummary, ...],
+           config: cfg.TopicConfig) -> PartitionInput:
+    tp = (p.name.topic, p.name.partition)
+    return PartitionInput(d, p, tp[0], tp[1], summaries, config, d.high_watermarks.get(tp),
+                          d.log_start_offsets.get(tp), d.cleaner_offsets.get(tp))
 
 
 def _summarised(planned: Planned, results: Iterator, advance: Callable[[int], None]
                 ) -> Iterator[Summarised]:
     configs: dict[str, cfg.TopicConfig] = {}
-    for (d, p), (summaries, unread) in zip(planned.todo, results, strict=True):
+    for (d, p), (summaries, unread, stale) in zip(planned.todo, results, strict=True):
         advance(sum(s.log_size or 0 for s in p.segments))
         found = tuple(f for s in summaries for f in s.findings)
         if unread is not None:
@@ -259,10 +292,7 @@ def _summarised(planned: Planned, results: Iterator, advance: Callable[[int], No
                 "a tiered partition's retention and remote verdicts follow its leader epoch "
                 "lineage, so they are not explained", lineage))
             continue
-        tp = (topic, p.name.partition)
-        yield Summarised(found, PartitionInput(
-            d, p, topic, p.name.partition, tuple(summaries), config,
-            d.high_watermarks.get(tp), d.log_start_offsets.get(tp), d.cleaner_offsets.get(tp)))
+        yield Summarised(found, _input(d, p, summaries, config), stale=stale)
 
 
 def gathered(planned: Planned, items: Iterable[Summarised]) -> Loaded:
