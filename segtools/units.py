@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-
 #: 9999-12-31T23:59:59.999Z, the last millisecond ``datetime`` shows.
 LAST_SHOWN_MS = 253_402_300_799_999
 

@@ -43,7 +43,7 @@ from segtools.storage.partition import (
     load_partition_dir,
 )
 from segtools.storage.segment import Segment, unreadable
-from segtools.storage.summary import SegmentSummary, summarize
+from segtools.storage.summary import KeptRead, SegmentSummary, kept_summary, summarize
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +229,8 @@ def plan_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
 
 def summarised(planned: Planned, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                advance: Callable[[int], None] = lambda n: None,
-               stale_at: int | None = None) -> Iterator[Summarised]:
+               stale_at: int | None = None,
+               made: Mapping[str, Summaries] | None = None) -> Iterator[Summarised]:
     """The second half of :func:`load_inputs`: every planned partition, in order, as its
     summaries come back from the workers (forked here, before the caller starts anything
     else), so a face can explain and show one partition while the workers read the next.
@@ -238,10 +239,15 @@ def summarised(planned: Planned, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
 
     ``stale_at`` (epoch ms): the workers also run retention's deep pass at that moment
     (:func:`stale_in_kept`, for a partition that is not tiered: its verdicts need no other
-    partition), so the records read for it are read beside the summaries, not after them."""
-    results = fanout.ordered(partial(_read, planned=planned, limit=limit, stale_at=stale_at),
-                             planned.todo,
-                             segments=sum(len(p.segments) for _, p in planned.todo))
+    partition), so the records read for it are read beside the summaries, not after them.
+    ``made``: partitions already summarised (by directory path,
+    :func:`partition_summaries`), which are not read again."""
+    made = made or {}
+    todo = [t for t in planned.todo if str(t[1].path) not in made]
+    read = fanout.ordered(partial(_read, planned=planned, limit=limit, stale_at=stale_at),
+                          todo, segments=sum(len(p.segments) for _, p in todo))
+    results = ((*made[str(p.path)], None) if str(p.path) in made else next(read)
+               for _, p in planned.todo)
     return _summarised(planned, results, advance)
 
 
@@ -312,12 +318,14 @@ def gathered(planned: Planned, items: Iterable[Summarised]) -> Loaded:
 def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
                 config_file: cfg.ConfigFile | None = None, at: int | None = None,
                 limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                advance: Callable[[int], None] = lambda n: None) -> Loaded:
+                advance: Callable[[int], None] = lambda n: None,
+                made: Mapping[str, Summaries] | None = None) -> Loaded:
     """Summarise every live partition's segments under ``log_dirs`` and resolve each topic's
     config (flags > config file > ``__cluster_metadata`` in the tree > Kafka's defaults): the
-    one partition input of the retention and compaction analyses, whatever path was given."""
+    one partition input of the retention and compaction analyses, whatever path was given.
+    ``made``: partitions already summarised (:func:`summarised`)."""
     planned = plan_inputs(log_dirs, flags=flags, config_file=config_file, at=at)
-    return gathered(planned, summarised(planned, limit=limit, advance=advance))
+    return gathered(planned, summarised(planned, limit=limit, advance=advance, made=made))
 
 
 def _lineage_unread(p: PartitionDir) -> Finding | None:
@@ -329,19 +337,39 @@ def _lineage_unread(p: PartitionDir) -> Finding | None:
                  and Path(f.path).name == LEADER_EPOCH_CHECKPOINT_FILE), None)
 
 
-def _summaries(p: PartitionDir, *, limit: int
-               ) -> tuple[tuple[SegmentSummary, ...], Finding | None]:
+#: One partition's summaries, or the finding of the segment that could not be read.
+Summaries = tuple[tuple[SegmentSummary, ...], Finding | None]
+
+
+def _summaries(p: PartitionDir, *, limit: int,
+               kept: Mapping[str, KeptRead] | None = None) -> Summaries:
     """Every segment of one partition, summarised (a job for :func:`fanout.ordered`), or the
     finding of the first segment that could not be read: retention and the cleaner decide
     over a partition's whole log (sizes, the newest timestamps), so a partition with a hole
-    is not explained; the rest of the tree still is."""
+    is not explained; the rest of the tree still is. ``kept``: small segments ``verify``
+    already read (by ``.log`` path), summarised from that reading."""
     out = []
     for s in p.segments:
+        held = kept.get(str(s.log)) if kept else None
+        if held is not None:
+            out.append(kept_summary(s, held, is_active=s is p.active_segment))
+            continue
         try:
             out.append(summarize(s, is_active=s is p.active_segment, decompress_limit=limit))
         except SegtoolsError as e:
             return (), unreadable(str(s.log), e)
     return tuple(out), None
+
+
+def partition_summaries(p: PartitionDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                        kept: Mapping[str, KeptRead] | None = None) -> Summaries | None:
+    """What :func:`load_inputs` would summarise of one listed partition directory (None: a
+    directory it does not summarise, or one it lists again), for an analysis that read the
+    partition first and hands the summaries over (``made``)."""
+    if p.name is None or p.name.is_metadata_log or p.name.state in _SKIP_STATE or \
+            not p.segments or not p.complete:
+        return None
+    return _summaries(p, limit=limit, kept=kept)
 
 
 def input_bytes(log_dirs: Sequence[LogDir]) -> int:
