@@ -261,6 +261,8 @@ def _read(todo: tuple[LogDir, PartitionDir], *, planned: Planned, limit: int,
     if stale_at is None or unread is not None:
         return summaries, unread, None
     pi = _input(d, p, summaries, planned.config(p.name.topic))
+    if not _may_be_within_retention(summaries, pi.config, stale_at):
+        return summaries, unread, {}
     pr = explain_retention(summaries, pi.config, now_ms=stale_at,
                            high_watermark=pi.high_watermark,
                            log_start_offset=pi.log_start_offset)
@@ -400,6 +402,17 @@ def record_times(files: SegmentFiles, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
     if not ts_parts:
         return np.zeros(0, np.int64), np.zeros(0)
     return np.concatenate(ts_parts), np.concatenate(size_parts)
+
+
+def _may_be_within_retention(summaries: Sequence[SegmentSummary], config: cfg.TopicConfig,
+                             now_ms: int) -> bool:
+    """Whether a segment of these could be kept as ``within_retention_ms`` (what the deep
+    pass reads): only one whose records are within retention.ms can (a kept segment past it
+    is blocked, or was kept by a rule that stops the time pass, each with its own reason).
+    Most partitions of a large, old tree have none, and are not replayed to find out."""
+    retention_ms = config.local_retention_ms_effective
+    return retention_ms >= 0 and any(
+        s.record_count and now_ms - s.largest_timestamp <= retention_ms for s in summaries)
 
 
 def deep_segments(pr: PartitionRetention) -> list:

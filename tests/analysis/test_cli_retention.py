@@ -179,3 +179,31 @@ def test_streamed_answer_is_the_gathered_one(tree, deep, monkeypatch):
     assert len(loaded.partitions) == len(report.partitions)
     if deep and tree == SAMPLE:
         assert any(v.stale for e in shown for v in e.retention.segments)
+
+
+@pytest.mark.parametrize("tree", ["sample", "whatif", "legacy", "zookeeper"])
+def test_the_deep_pass_skips_only_partitions_with_nothing_to_read(tree):
+    """The workers replay retention for the deep pass only where a segment's records are
+    within retention.ms: every segment the deep pass reads is one, at every moment that
+    moves a segment across its edge."""
+    from segtools.analysis.partition_input import (
+        _may_be_within_retention,
+        deep_segments,
+        load_inputs,
+    )
+    from segtools.analysis.retention import explain_retention
+    from segtools.storage.logdirs import walk
+
+    loaded = load_inputs(walk([str(FIXTURES / "logdirs" / tree)])[0])
+    read = 0
+    for pi in loaded.partitions:
+        ret = pi.config.local_retention_ms_effective
+        moments = {s.largest_timestamp + ret + d for s in pi.summaries for d in (-1, 0, 1)}
+        for now in moments:
+            pr = explain_retention(pi.summaries, pi.config, now_ms=now,
+                                   high_watermark=pi.high_watermark,
+                                   log_start_offset=pi.log_start_offset)
+            if deep_segments(pr):
+                read += 1
+                assert _may_be_within_retention(pi.summaries, pi.config, now)
+    assert read or tree == "legacy"
