@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -59,7 +59,7 @@ if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annota
     from segtools.analysis.diverge import ReplicaSet
     from segtools.analysis.explain import CompactionReport, RetentionReport
     from segtools.analysis.offsets import OffsetsReplay
-    from segtools.analysis.partition_input import Loaded
+    from segtools.analysis.partition_input import Loaded, Summaries
     from segtools.analysis.producers import PartitionProducers
     from segtools.analysis.tiered import TieredReport
     from segtools.analysis.transactions import PartitionAnalysis, TransactionsReport
@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annota
     from segtools.payloads.schemas import Schemas
     from segtools.payloads.usage import SchemaUsage
     from segtools.sql.views import Options as ViewOptions
+    from segtools.storage.summary import KeptRead
 
 # The analyses, the SQL face and the remote store load on first use, not at import: every
 # command imports this module, and one that reads records (``query``, ``dump``) should not pay
@@ -563,17 +564,40 @@ class LogDirs:
     def verify(self, *, deep: bool = False, topics: str | Iterable[str] = "*",
                partitions: int | Iterable[int] | None = None) -> list[Finding]:
         """Every finding ``segtools verify`` reports for the selected partitions."""
+        out = self.verify_tree_files()
+        for found in self.verify_partitions(self.verified(topics, partitions), deep=deep):
+            out += found
+        return _results.FindingsResult(out)
+
+    @_gently
+    def verify_tree_files(self) -> list[Finding]:
+        """What :meth:`verify` reports before any partition: the tree's listing and the
+        files that belong to a log dir rather than a partition."""
         out = list(self._tree_findings)
         for d in self.log_dirs:
             out += _verify.verify_log_dir_files(d, limit=self.max_decompressed_bytes)
+        return out
+
+    def verified(self, topics: str | Iterable[str] = "*",
+                 partitions: int | Iterable[int] | None = None
+                 ) -> list[tuple[LogDir, PartitionDir]]:
+        """The partition directories :meth:`verify` reads (every state), in its order, each
+        with its log dir."""
         wanted = {id(p.directory) for p in self.partitions(topics, partitions,
                                                            arguments.PARTITION_STATES)}
-        for d in self.log_dirs:
-            for pdir in d.partitions:
-                if id(pdir) in wanted:
-                    out += _verify.verify_partition(d, pdir, deep=deep,
-                                            limit=self.max_decompressed_bytes)
-        return _results.FindingsResult(out)
+        return [(d, pdir) for d in self.log_dirs for pdir in d.partitions if id(pdir) in wanted]
+
+    @_gently
+    def verify_partitions(self, pdirs: Sequence[tuple[LogDir, PartitionDir]], *,
+                          deep: bool = False,
+                          keep: Callable[[SegmentFiles, KeptRead], None] | None = None
+                          ) -> list[list[Finding]]:
+        """Each partition directory's findings, as :meth:`verify` reports them, for some of
+        :meth:`verified` (a part of the tree, in a worker); ``keep`` is handed what the
+        compiled reading of a small segment read
+        (:func:`segtools.analysis.verify.verify_partition`), for an analysis that follows."""
+        return [_verify.verify_partition(d, pdir, deep=deep, limit=self.max_decompressed_bytes,
+                                         keep=keep) for d, pdir in pdirs]
 
     @_gently
     def transactions(self, *, now: Time | None = None,
@@ -642,10 +666,13 @@ class LogDirs:
 
     @_gently
     def inputs(self, *, at: Time | None = None, config: str | os.PathLike[str] | None = None,
-               configs: Mapping[str, object] | None = None) -> Loaded:
+               configs: Mapping[str, object] | None = None,
+               made: Mapping[str, Summaries] | None = None) -> Loaded:
         """Every live partition summarised with its resolved topic config (``configs`` >
         ``config`` file > ``__cluster_metadata`` in the tree > Kafka's defaults, as the CLI's
-        flags and ``--config``): the input of the retention and compaction analyses."""
+        flags and ``--config``): the input of the retention and compaction analyses.
+        ``made``: partitions an analysis already summarised, by directory path
+        (:func:`segtools.analysis.partition_input.partition_summaries`)."""
         flags = {}
         for name, value in (configs or {}).items():
             text = str(value).lower() if isinstance(value, bool) else str(value)
@@ -663,7 +690,7 @@ class LogDirs:
         loaded = _partition_input.load_inputs(
             self.log_dirs, flags=flags, config_file=config_file,
             at=None if at is None else arguments.moment(at, "at"),
-            limit=self.max_decompressed_bytes)
+            limit=self.max_decompressed_bytes, made=made)
         return _partition_input.Loaded(loaded.partitions, loaded.skipped,
                                        self._loose + loaded.findings, loaded.config_sources)
 

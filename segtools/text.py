@@ -43,7 +43,11 @@ def _no_surrogates(text: str) -> str:
 
 def terminal_safe(text: str) -> str:
     """Escape C0/C1 control characters so no byte sequence can drive the terminal, and mark
-    the invisible ones (:data:`INVISIBLE`) so none can disguise a name."""
+    the invisible ones (:data:`INVISIBLE`) so none can disguise a name. Text that is all
+    printable holds none of them (each is a control, format, separator or surrogate
+    character, none printable), so it is returned as it is: most of what a table shows."""
+    if text.isprintable():
+        return text
     return _no_surrogates(text).translate(_CONTROL_ESCAPES)
 
 

@@ -7,13 +7,22 @@ the formatting lives here, below the analyses, rather than in one face.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
+
+#: 9999-12-31T23:59:59.999Z, the last millisecond ``datetime`` shows.
+LAST_SHOWN_MS = 253_402_300_799_999
 
 
 def format_time(ms: int | None) -> str:
-    """UTC ISO-8601 to the second, or ``never`` / ``out-of-range``."""
+    """UTC ISO-8601 to the second, or ``never`` / ``out-of-range``. A time from 1970 on is
+    the C library's ``gmtime`` of its whole seconds (a large tree's tables show one or two
+    per segment: half the cost of building a ``datetime``); an earlier or later one goes
+    through ``datetime``, which says where it is out of range."""
     if ms is None:
         return "never"
+    if 0 <= ms <= LAST_SHOWN_MS:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms // 1000))
     try:
         return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):

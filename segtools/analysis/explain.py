@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from segtools.analysis import compaction as comp
@@ -24,13 +24,17 @@ from segtools.analysis.forecast import Forecast, combine, forecast_partition
 from segtools.analysis.partition_input import (
     Loaded,
     PartitionInput,
+    Planned,
     Skipped,
+    Summarised,
     deep_segments,
+    gathered,
     stale_in_kept,
+    summarised,
 )
 from segtools.analysis.remote_input import remote_metadata
 from segtools.analysis.remote_log import RemoteLogMetadata
-from segtools.analysis.retention import PartitionRetention, explain_retention
+from segtools.analysis.retention import PartitionRetention, StaleRecords, explain_retention
 from segtools.analysis.tiered import (
     RemoteVerdict,
     highest_remote_offset,
@@ -40,6 +44,7 @@ from segtools.analysis.tiered import (
     tiered_partition,
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.errors import SegtoolsError
 from segtools.findings import Finding
 from segtools.timestamps import DAY_MS
 from segtools.units import format_bytes, format_duration, format_time
@@ -159,30 +164,98 @@ def deep_bytes(found: Sequence[tuple[PartitionInput, PartitionRetention]]) -> in
 def retention_report(loaded: Loaded, *, now_ms: int, forecast_days: float | None = None,
                      deep: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                      found: Sequence[tuple[PartitionInput, PartitionRetention]] | None = None,
-                     advance: Callable[[int], None] = lambda n: None) -> RetentionReport:
+                     advance: Callable[[int], None] = lambda n: None,
+                     each: Callable[[RetentionExplained], None] = lambda e: None
+                     ) -> RetentionReport:
     """Retention at ``now_ms`` for every partition of ``loaded``: verdicts, the deep pass
     (records older than retention.ms in kept segments) unless ``deep`` is off, and with
     ``forecast_days`` the size forecast per partition and per topic. ``found`` reuses the
-    verdicts of :func:`verdicts` (a face that sized a progress bar from them)."""
-    until = now_ms + int(forecast_days * DAY_MS) if forecast_days is not None else None
+    verdicts of :func:`verdicts` (a face that sized a progress bar from them); ``each`` is
+    handed every partition's answer as soon as it is made (a face that shows it then)."""
+    until = _until(now_ms, forecast_days)
     remote = tiered_metadata(loaded, now_ms)
     by_key = remote_by_partition(remote) if remote is not None else {}
     explained = []
     findings = list(loaded.findings) + list(remote.findings if remote is not None else ())
     for pi, pr in (found if found is not None else verdicts(loaded, now_ms)):
-        if deep:
-            pr = pr.with_stale(stale_in_kept(pi, pr, limit=limit, advance=advance))
-        fc = forecast_partition(pr, until_ms=until) if until is not None else None
         tiers = None
         if remote is not None and is_tiered(pi):
             tiers = tiered_partition(pi, by_key.get((pi.topic, pi.partition)), now_ms=now_ms,
                                      metadata_path=str(pi.dir.path))
             findings += tiers.findings
-        explained.append(RetentionExplained(pi, pr, fc,
-                                            tiers.verdicts if tiers is not None else None))
+        stale = stale_in_kept(pi, pr, limit=limit, advance=advance) if deep else None
+        e = _explained(pi, pr, until, stale, tiers.verdicts if tiers is not None else None)
+        each(e)
+        explained.append(e)
     topics = topic_forecasts(explained) if until is not None else {}
     return RetentionReport(now_ms, loaded.config_sources, tuple(explained), topics,
                            loaded.skipped, tuple(findings))
+
+
+def _until(now_ms: int, forecast_days: float | None) -> int | None:
+    return now_ms + int(forecast_days * DAY_MS) if forecast_days is not None else None
+
+
+def _explained(pi: PartitionInput, pr: PartitionRetention, until: int | None,
+               stale: Mapping[int, StaleRecords] | None,
+               remote: tuple[RemoteVerdict, ...] | None = None) -> RetentionExplained:
+    """One partition's answer from its verdicts: the deep pass's answer (None: not asked
+    for) and the forecast added."""
+    if stale is not None:
+        pr = pr.with_stale(stale)
+    fc = forecast_partition(pr, until_ms=until) if until is not None else None
+    return RetentionExplained(pi, pr, fc, remote)
+
+
+def streamed_retention(planned: Planned, *, now_ms: int, forecast_days: float | None = None,
+                       deep: bool = True, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                       advance: Callable[[int], None] = lambda n: None,
+                       each: Callable[[RetentionExplained], None] = lambda e: None
+                       ) -> tuple[Loaded, RetentionReport]:
+    """:func:`retention_report` over a tree as its partitions' summaries come back from the
+    workers: each partition is explained (and handed to ``each``) while the workers read
+    the next ones (and run the deep pass beside the summaries), so a face's own work overlaps
+    the reading instead of following it. The answer is the one :func:`retention_report`
+    gives over :func:`load_inputs`'s result.
+    A tiered partition's verdicts need the whole tree's ``__remote_log_metadata`` replayed
+    first, so a tree that holds one is read whole before anything is explained.
+    ``advance`` is told the bytes summarised (the deep pass's reads go untold)."""
+    if _any_tiered(planned):
+        loaded = gathered(planned, summarised(planned, limit=limit, advance=advance))
+        return loaded, retention_report(loaded, now_ms=now_ms, forecast_days=forecast_days,
+                                        deep=deep, limit=limit, each=each)
+    items = summarised(planned, limit=limit, advance=advance, stale_at=now_ms if deep else None)
+    until = _until(now_ms, forecast_days)
+    explained: list[RetentionExplained] = []
+
+    def explain_each(items: Iterable[Summarised]) -> Iterator[Summarised]:
+        for item in items:
+            pi = item.input
+            if pi is not None:
+                pr = explain_retention(pi.summaries, pi.config, now_ms=now_ms,
+                                       high_watermark=pi.high_watermark,
+                                       log_start_offset=pi.log_start_offset)
+                e = _explained(pi, pr, until, item.stale)
+                each(e)
+                explained.append(e)
+            yield item
+
+    loaded = gathered(planned, explain_each(items))
+    topics = topic_forecasts(explained) if until is not None else {}
+    return loaded, RetentionReport(now_ms, loaded.config_sources, tuple(explained), topics,
+                                   loaded.skipped, loaded.findings)
+
+
+def _any_tiered(planned: Planned) -> bool:
+    """Whether a planned partition's topic is tiered (a config that does not resolve counts
+    as one: the tree is then read whole, and the resolution fails where it always did)."""
+    for topic in {p.name.topic for _, p in planned.todo}:
+        try:
+            if planned.config(topic).remote_storage_enable:
+                return True
+        except SegtoolsError:
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------- compaction

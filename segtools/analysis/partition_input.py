@@ -12,7 +12,7 @@ here, keeps the faces from each re-deriving it; reading record timestamps of kep
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,6 +26,7 @@ from segtools.analysis.retention import (
     WITHIN_RETENTION_MS,
     PartitionRetention,
     StaleRecords,
+    explain_retention,
     stale_records,
 )
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -42,7 +43,7 @@ from segtools.storage.partition import (
     load_partition_dir,
 )
 from segtools.storage.segment import Segment, unreadable
-from segtools.storage.summary import SegmentSummary, summarize
+from segtools.storage.summary import KeptRead, SegmentSummary, kept_summary, summarize
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,13 +146,44 @@ def load_cluster_metadata(partition_paths, *, at: int | None = None,
     return {}, "", findings
 
 
-def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
-                config_file: cfg.ConfigFile | None = None, at: int | None = None,
-                limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                advance: Callable[[int], None] = lambda n: None) -> Loaded:
-    """Summarise every live partition's segments under ``log_dirs`` and resolve each topic's
-    config (flags > config file > ``__cluster_metadata`` in the tree > Kafka's defaults): the
-    one partition input of the retention and compaction analyses, whatever path was given."""
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """What :func:`load_inputs` knows before any segment is read: the partitions to
+    summarise (with their log dirs), those skipped for their name or state, the findings
+    of the listing and of the config's sources, and the config's resolution inputs. A face
+    that shows partitions as they come (``segtools retention``) starts from here."""
+
+    todo: tuple[tuple[LogDir, PartitionDir], ...]
+    skipped: tuple[Skipped, ...]
+    findings: tuple[Finding, ...]
+    config_sources: tuple[str, ...]
+    flags: Mapping[str, str]
+    config_file: cfg.ConfigFile | None
+    metadata: Mapping[str, Mapping[str, str]]
+    metadata_detail: str
+
+    def config(self, topic: str) -> cfg.TopicConfig:
+        return cfg.resolve(topic, flags=self.flags, config_file=self.config_file,
+                           metadata=self.metadata, metadata_detail=self.metadata_detail)
+
+
+@dataclass(frozen=True, slots=True)
+class Summarised:
+    """One planned partition once its segments are read: its input, or why it is skipped
+    (exactly one of the two), with the findings its reading met, in order."""
+
+    findings: tuple[Finding, ...]
+    input: PartitionInput | None
+    skipped: Skipped | None = None
+    #: the deep pass's old records in kept segments, by base offset, when it was asked for
+    #: (:func:`summarised`'s ``stale_at``)
+    stale: Mapping[int, StaleRecords] | None = None
+
+
+def plan_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
+                config_file: cfg.ConfigFile | None = None, at: int | None = None) -> Planned:
+    """The first half of :func:`load_inputs`: which partitions, the config's sources (the
+    ``__cluster_metadata`` log replayed to ``at``), and the listing's findings."""
     flags = dict(flags or {})
     findings: list[Finding] = []
     meta_paths = metadata_logs(log_dirs)
@@ -191,34 +223,111 @@ def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                                            "explained", unlisted))
                 else:
                     skipped.append(Skipped(str(p.path), "no segments"))
-    out = []
-    summarised = fanout.ordered(partial(_summaries, limit=limit), [p for _, p in todo],
-                                segments=sum(len(p.segments) for _, p in todo))
-    for (d, p), (summaries, unread) in zip(todo, summarised, strict=True):
+    return Planned(tuple(todo), tuple(skipped), tuple(findings), tuple(sources), flags,
+                   config_file, metadata, meta_where)
+
+
+def summarised(planned: Planned, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+               advance: Callable[[int], None] = lambda n: None,
+               stale_at: int | None = None,
+               made: Mapping[str, Summaries] | None = None) -> Iterator[Summarised]:
+    """The second half of :func:`load_inputs`: every planned partition, in order, as its
+    summaries come back from the workers (forked here, before the caller starts anything
+    else), so a face can explain and show one partition while the workers read the next.
+    A topic's config is resolved once, when its first partition comes (the resolution is
+    pure in the topic's name; a tree holds a few partitions of each topic).
+
+    ``stale_at`` (epoch ms): the workers also run retention's deep pass at that moment
+    (:func:`stale_in_kept`, for a partition that is not tiered: its verdicts need no other
+    partition), so the records read for it are read beside the summaries, not after them.
+    ``made``: partitions already summarised (by directory path,
+    :func:`partition_summaries`), which are not read again."""
+    made = made or {}
+    todo = [t for t in planned.todo if str(t[1].path) not in made]
+    read = fanout.ordered(partial(_read, planned=planned, limit=limit, stale_at=stale_at),
+                          todo, segments=sum(len(p.segments) for _, p in todo))
+    results = ((*made[str(p.path)], None) if str(p.path) in made else next(read)
+               for _, p in planned.todo)
+    return _summarised(planned, results, advance)
+
+
+def _read(todo: tuple[LogDir, PartitionDir], *, planned: Planned, limit: int,
+          stale_at: int | None
+          ) -> tuple[tuple[SegmentSummary, ...], Finding | None, dict[int, StaleRecords] | None]:
+    """One partition's job for :func:`summarised`: its summaries (or the finding of the
+    segment that could not be read) and, at ``stale_at``, the deep pass's answer."""
+    d, p = todo
+    summaries, unread = _summaries(p, limit=limit)
+    if stale_at is None or unread is not None:
+        return summaries, unread, None
+    pi = _input(d, p, summaries, planned.config(p.name.topic))
+    if not _may_be_within_retention(summaries, pi.config, stale_at):
+        return summaries, unread, {}
+    pr = explain_retention(summaries, pi.config, now_ms=stale_at,
+                           high_watermark=pi.high_watermark,
+                           log_start_offset=pi.log_start_offset)
+    return summaries, unread, stale_in_kept(pi, pr, limit=limit)
+
+
+def _input(d: LogDir, p: PartitionDir, summaries: tuple[SegmentSummary, ...],
+           config: cfg.TopicConfig) -> PartitionInput:
+    tp = (p.name.topic, p.name.partition)
+    return PartitionInput(d, p, tp[0], tp[1], summaries, config, d.high_watermarks.get(tp),
+                          d.log_start_offsets.get(tp), d.cleaner_offsets.get(tp))
+
+
+def _summarised(planned: Planned, results: Iterator, advance: Callable[[int], None]
+                ) -> Iterator[Summarised]:
+    configs: dict[str, cfg.TopicConfig] = {}
+    for (d, p), (summaries, unread, stale) in zip(planned.todo, results, strict=True):
         advance(sum(s.log_size or 0 for s in p.segments))
-        findings += [f for s in summaries for f in s.findings]
+        found = tuple(f for s in summaries for f in s.findings)
         if unread is not None:
-            findings.append(unread)
-            skipped.append(Skipped(str(p.path), f"{Path(unread.path).name} could not be read "
-                                   f"({unread.message.removeprefix('could not be read: ')}): "
-                                   "its retention and cleaning are not explained", unread))
+            yield Summarised((*found, unread), None, Skipped(
+                str(p.path), f"{Path(unread.path).name} could not be read "
+                f"({unread.message.removeprefix('could not be read: ')}): its retention and "
+                "cleaning are not explained", unread))
             continue
-        tp = (p.name.topic, p.name.partition)
-        config = cfg.resolve(p.name.topic, flags=flags, config_file=config_file,
-                             metadata=metadata, metadata_detail=meta_where)
+        topic = p.name.topic
+        config = configs.get(topic)
+        if config is None:
+            config = configs[topic] = planned.config(topic)
         lineage = _lineage_unread(p)
         if config.remote_storage_enable and lineage is not None:
             why = lineage.message.removeprefix("cannot read: ")
-            skipped.append(Skipped(str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not "
-                                   f"be read ({why}): a tiered partition's retention and remote "
-                                   "verdicts follow its leader epoch lineage, so they are not "
-                                   "explained", lineage))
+            yield Summarised(found, None, Skipped(
+                str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not be read ({why}): "
+                "a tiered partition's retention and remote verdicts follow its leader epoch "
+                "lineage, so they are not explained", lineage))
             continue
-        out.append(PartitionInput(
-            d, p, p.name.topic, p.name.partition, tuple(summaries), config,
-            d.high_watermarks.get(tp), d.log_start_offsets.get(tp),
-            d.cleaner_offsets.get(tp)))
-    return Loaded(tuple(out), tuple(skipped), tuple(findings), tuple(sources))
+        yield Summarised(found, _input(d, p, summaries, config), stale=stale)
+
+
+def gathered(planned: Planned, items: Iterable[Summarised]) -> Loaded:
+    """The :class:`Loaded` of a plan once every partition came back."""
+    out: list[PartitionInput] = []
+    skipped = list(planned.skipped)
+    findings = list(planned.findings)
+    for item in items:
+        findings += item.findings
+        if item.input is not None:
+            out.append(item.input)
+        else:
+            skipped.append(item.skipped)
+    return Loaded(tuple(out), tuple(skipped), tuple(findings), planned.config_sources)
+
+
+def load_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None = None,
+                config_file: cfg.ConfigFile | None = None, at: int | None = None,
+                limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                advance: Callable[[int], None] = lambda n: None,
+                made: Mapping[str, Summaries] | None = None) -> Loaded:
+    """Summarise every live partition's segments under ``log_dirs`` and resolve each topic's
+    config (flags > config file > ``__cluster_metadata`` in the tree > Kafka's defaults): the
+    one partition input of the retention and compaction analyses, whatever path was given.
+    ``made``: partitions already summarised (:func:`summarised`)."""
+    planned = plan_inputs(log_dirs, flags=flags, config_file=config_file, at=at)
+    return gathered(planned, summarised(planned, limit=limit, advance=advance, made=made))
 
 
 def _lineage_unread(p: PartitionDir) -> Finding | None:
@@ -230,19 +339,39 @@ def _lineage_unread(p: PartitionDir) -> Finding | None:
                  and Path(f.path).name == LEADER_EPOCH_CHECKPOINT_FILE), None)
 
 
-def _summaries(p: PartitionDir, *, limit: int
-               ) -> tuple[tuple[SegmentSummary, ...], Finding | None]:
+#: One partition's summaries, or the finding of the segment that could not be read.
+Summaries = tuple[tuple[SegmentSummary, ...], Finding | None]
+
+
+def _summaries(p: PartitionDir, *, limit: int,
+               kept: Mapping[str, KeptRead] | None = None) -> Summaries:
     """Every segment of one partition, summarised (a job for :func:`fanout.ordered`), or the
     finding of the first segment that could not be read: retention and the cleaner decide
     over a partition's whole log (sizes, the newest timestamps), so a partition with a hole
-    is not explained; the rest of the tree still is."""
+    is not explained; the rest of the tree still is. ``kept``: small segments ``verify``
+    already read (by ``.log`` path), summarised from that reading."""
     out = []
     for s in p.segments:
+        held = kept.get(str(s.log)) if kept else None
+        if held is not None:
+            out.append(kept_summary(s, held, is_active=s is p.active_segment))
+            continue
         try:
             out.append(summarize(s, is_active=s is p.active_segment, decompress_limit=limit))
         except SegtoolsError as e:
             return (), unreadable(str(s.log), e)
     return tuple(out), None
+
+
+def partition_summaries(p: PartitionDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                        kept: Mapping[str, KeptRead] | None = None) -> Summaries | None:
+    """What :func:`load_inputs` would summarise of one listed partition directory (None: a
+    directory it does not summarise, or one it lists again), for an analysis that read the
+    partition first and hands the summaries over (``made``)."""
+    if p.name is None or p.name.is_metadata_log or p.name.state in _SKIP_STATE or \
+            not p.segments or not p.complete:
+        return None
+    return _summaries(p, limit=limit, kept=kept)
 
 
 def input_bytes(log_dirs: Sequence[LogDir]) -> int:
@@ -273,6 +402,17 @@ def record_times(files: SegmentFiles, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
     if not ts_parts:
         return np.zeros(0, np.int64), np.zeros(0)
     return np.concatenate(ts_parts), np.concatenate(size_parts)
+
+
+def _may_be_within_retention(summaries: Sequence[SegmentSummary], config: cfg.TopicConfig,
+                             now_ms: int) -> bool:
+    """Whether a segment of these could be kept as ``within_retention_ms`` (what the deep
+    pass reads): only one whose records are within retention.ms can (a kept segment past it
+    is blocked, or was kept by a rule that stops the time pass, each with its own reason).
+    Most partitions of a large, old tree have none, and are not replayed to find out."""
+    retention_ms = config.local_retention_ms_effective
+    return retention_ms >= 0 and any(
+        s.record_count and now_ms - s.largest_timestamp <= retention_ms for s in summaries)
 
 
 def deep_segments(pr: PartitionRetention) -> list:

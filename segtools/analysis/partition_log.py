@@ -13,7 +13,7 @@ partition's other files that the forensic rules hold against the log (``.txninde
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -147,16 +147,21 @@ class TableFold(Protocol):
 
 
 def fold_tables(partition: PartitionDir, folds: Sequence[TableFold], *,
-                verify_crc: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> None:
+                verify_crc: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                held: Mapping[str, bytes] | None = None) -> None:
     """One walk of a partition's live segments feeding several analyses: on a broker's tree
     of small segments, opening and walking each segment costs more than any analysis of
     its batches, so analyses that run together share the walk. A small segment whose walk
     has nothing to say and holds no control batch is read whole and walked in one call
     (:func:`~segtools.decode.walk.whole_table`); any other takes the ordinary walk. Each
-    fold gets the walk's findings in the order it would have met them walking alone."""
+    fold gets the walk's findings in the order it would have met them walking alone.
+    ``held``: small segments' bytes already read (by ``.log`` path: ``verify``'s reading,
+    :class:`~segtools.storage.summary.KeptRead`), walked without reading them again."""
     met: list[Finding] = []
     for files in partition.segments:
-        data = read_small(files)
+        data = held.get(str(files.log)) if held else None
+        if data is None:
+            data = read_small(files)
         table = None if data is None else whole_table(data, verify_crc=verify_crc)
         if table is not None and not table.is_control.any():
             for fold in folds:

@@ -594,15 +594,17 @@ def _at(ms: int | None) -> str:
 def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
                       measure_codec: bool = True,
                       advance: Callable[[int], None] = lambda n: None,
-                      beside: Sequence[TableFold] = ()) -> PartitionProducers:
+                      beside: Sequence[TableFold] = (),
+                      held: Mapping[str, bytes] | None = None) -> PartitionProducers:
     """Batching and sequences of every producer in one partition, from the batch headers;
     ``measure_codec`` recompresses a bounded sample of an unbatched producer's values;
-    ``beside``: other analyses fed by the same walk of the partition."""
+    ``beside``: other analyses fed by the same walk of the partition; ``held``: small
+    segments' bytes already read (:func:`~segtools.analysis.partition_log.fold_tables`)."""
     name = partition.name
     out = PartitionProducers(name.topic if name else partition.path.name,
                              name.partition if name else -1, str(partition.path))
     out.findings.extend(partition.unread)
-    fold_tables(partition, [out, *beside], verify_crc=False, limit=limit)
+    fold_tables(partition, [out, *beside], verify_crc=False, limit=limit, held=held)
     out.flush()
     for s in partition.segments:
         advance(s.log_size)

@@ -40,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -106,10 +107,18 @@ class SegmentVerdict:
     is_active: bool
     deletable: bool
     reason: str
-    reason_text: str
     eligible_at: int | None
     blocked_by: int | None = None  # base offset of the segment that stops the prefix
     stale: StaleRecords | None = None
+    #: what the sentence is made from (the partition's replay and this segment's place in
+    #: it): the sentence is formatted only when it is shown (:attr:`reason_text`), as a
+    #: what-if replays retention thousands of times and shows none of them
+    why: _Why | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def reason_text(self) -> str:
+        """The reason as a sentence, with the figures that decided it."""
+        return "" if self.why is None else _reason_text(*self.why)
 
     def to_json(self) -> dict:
         return {
@@ -161,6 +170,8 @@ class PartitionRetention:
     def with_stale(self, stale: Mapping[int, StaleRecords]) -> PartitionRetention:
         """Attach the deep pass's old-records-in-kept-segments counts (keyed by base offset)
         and call them out: the answer to "why is data older than retention still here"."""
+        if not stale and not any(c.code == "stale_records" for c in self.callouts):
+            return self
         segs = tuple(dataclasses.replace(v, stale=stale[v.base_offset])
                      if v.base_offset in stale else v for v in self.segments)
         hits = [v for v in segs if not v.deletable and v.stale and v.stale.count]
@@ -333,10 +344,11 @@ def explain_retention(segments: Sequence[SegmentSummary], config: TopicConfig, *
         blocked_by = segs[first_kept].base_offset if reason == BLOCKED_BY_EARLIER_SEGMENT \
             else None
         verdicts.append(_verdict(ctx, i, False, reason, prefix, blocked_by))
-    result = PartitionRetention(config, now_ms, hw, high_watermark is None, lso,
-                                log_start_offset is None, leo, size, tuple(verdicts),
-                                rolled=rolled)
-    return dataclasses.replace(result, callouts=tuple(_callouts(ctx, result)))
+    verdicts = tuple(verdicts)
+    return PartitionRetention(config, now_ms, hw, high_watermark is None, lso,
+                              log_start_offset is None, leo, size, verdicts,
+                              tuple(_callouts(ctx, verdicts, high_watermark is None)),
+                              rolled=rolled)
 
 
 def _time_eligible(largest: int, retention_ms: int) -> int | None:
@@ -384,6 +396,15 @@ class _Context:
     awaiting: frozenset[int] = frozenset()
 
 
+class _Why(NamedTuple):
+    """:func:`_reason_text`'s arguments, kept by a verdict until its sentence is shown."""
+
+    ctx: _Context
+    i: int
+    reason: str
+    blocked_by: int | None
+
+
 def _kept_reason(ctx: _Context, i: int, first_kept: int, expired: bool) -> str:
     """Why a segment the passes left is kept. The first kept segment stopped the last pass;
     a later one that is past retention itself is kept only by the prefix rule."""
@@ -412,7 +433,6 @@ def _newest(s: SegmentSummary) -> str:
 def _reason_text(ctx: _Context, i: int, reason: str, blocked_by: int | None) -> str:
     s = ctx.segs[i]
     age = ctx.now - s.largest_timestamp
-    ret = format_duration(ctx.retention_ms) if ctx.retention_ms >= 0 else "-1"
     if reason == LOG_START_OFFSET_BREACHED:
         text = (f"next segment starts at {ctx.segs[i + 1].base_offset} <= log start offset "
                 f"{ctx.lso}: all of it is below the log start offset")
@@ -434,6 +454,7 @@ def _reason_text(ctx: _Context, i: int, reason: str, blocked_by: int | None) -> 
     elif reason == WITHIN_RETENTION_MS:
         name = "local.retention.ms" if ctx.config.remote_copy_enabled else "retention.ms"
         if age < 0:
+            ret = format_duration(ctx.retention_ms) if ctx.retention_ms >= 0 else "-1"
             text = (f"{_newest(s)} is {format_duration(-age)} in the FUTURE; {name} "
                     f"{ret} counts from it")
         else:
@@ -476,18 +497,17 @@ def _verdict(ctx: _Context, i: int, deletable: bool, reason: str, eligible_at: i
         record_count=s.record_count, first_timestamp=s.first_timestamp,
         max_timestamp=s.largest_timestamp, max_timestamp_source=s.max_timestamp_source,
         age_ms=ctx.now - s.largest_timestamp, is_active=i == len(ctx.segs) - 1,
-        deletable=deletable, reason=reason,
-        reason_text=_reason_text(ctx, i, reason, blocked_by), eligible_at=eligible_at,
-        blocked_by=blocked_by)
+        deletable=deletable, reason=reason, eligible_at=eligible_at, blocked_by=blocked_by,
+        why=_Why(ctx, i, reason, blocked_by))
 
 
 # --------------------------------------------------------------------------- call-outs
 
 
-def _callouts(ctx: _Context, pr: PartitionRetention) -> list[Callout]:
+def _callouts(ctx: _Context, verdicts: Sequence[SegmentVerdict],
+              high_watermark_assumed: bool) -> list[Callout]:
     out: list[Callout] = []
-    verdicts = pr.segments
-    if pr.high_watermark_assumed:
+    if high_watermark_assumed:
         out.append(Callout(
             "high_watermark_assumed",
             f"no high watermark for this partition (replication-offset-checkpoint): assumed "
@@ -506,7 +526,7 @@ def _callouts(ctx: _Context, pr: PartitionRetention) -> list[Callout]:
             f"cleanup.policy={','.join(ctx.config.cleanup_policy)}: retention.ms and "
             "retention.bytes do not delete here; only segments wholly below the log start "
             "offset go (UnifiedLog.deleteOldSegments)"))
-    if pr.rolled:
+    if ctx.rolled:
         out.append(Callout(
             "active_segment_rolled",
             f"every segment is deletable: Kafka rolls a new empty active segment at offset "

@@ -25,7 +25,10 @@ from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
 from segtools.storage.segment import Segment, file_unreadable, unreadable
 from segtools.storage.small_files import read_producer_snapshot
-from segtools.storage.summary import small_segment_checks
+from segtools.storage.summary import KeptRead, small_segment_checks
+
+#: What :func:`verify_partition` hands each small segment it read in compiled code.
+Keep = Callable[[SegmentFiles, KeptRead], None]
 
 
 @dataclass
@@ -60,14 +63,19 @@ def _open_indexes(files: SegmentFiles, log_size: int, findings: list[Finding]):
 
 
 def _checked_small(files: SegmentFiles, epochs: integrity.LeaderEpochs,
-                   previous_last: int | None, limit: int) -> _SegmentResult | None:
+                   previous_last: int | None, limit: int, keep: Keep | None = None
+                   ) -> _SegmentResult | None:
     """A small local segment about which no rule has anything to say, read and checked in
     compiled code (:func:`segtools.storage._summary.verify_small`); None when it needs the
-    ordinary reading (:func:`_check_segment`), which then names every finding."""
-    fast = small_segment_checks(files, previous_last, epochs.last_epoch, limit)
+    ordinary reading (:func:`_check_segment`), which then names every finding. ``keep`` is
+    handed what was read."""
+    fast = small_segment_checks(files, previous_last, epochs.last_epoch, limit,
+                                keep is not None)
     if fast is None:
         return None
-    segment_last, cleaned, new_epochs, inside, offset_steps, index_findings = fast
+    segment_last, cleaned, new_epochs, inside, offset_steps, index_findings, kept = fast
+    if keep is not None:
+        keep(files, kept)
     for epoch, offset in new_epochs:
         epochs.first_offset.setdefault(epoch, offset)
         epochs.last_epoch = max(epochs.last_epoch, epoch)
@@ -85,9 +93,10 @@ def _checked_small(files: SegmentFiles, epochs: integrity.LeaderEpochs,
 
 def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
                    previous_last: int | None, *, deep: bool, salvage: bool,
-                   limit: int, compacted: bool = False) -> _SegmentResult:
+                   limit: int, compacted: bool = False, keep: Keep | None = None
+                   ) -> _SegmentResult:
     if not (deep or salvage):
-        checked = _checked_small(files, epochs, previous_last, limit)
+        checked = _checked_small(files, epochs, previous_last, limit, keep)
         if checked is not None:
             return checked
     index_findings: list[Finding] = []
@@ -125,8 +134,11 @@ def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
 
 def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
                      salvage: bool = False, limit: int = DEFAULT_DECOMPRESS_LIMIT,
-                     advance: Callable[[int], None] = lambda n: None) -> list[Finding]:
-    """Every finding for one partition directory."""
+                     advance: Callable[[int], None] = lambda n: None,
+                     keep: Keep | None = None) -> list[Finding]:
+    """Every finding for one partition directory. ``keep`` is handed each small segment the
+    compiled reading checked, with what it read (:class:`~segtools.storage.summary.KeptRead`),
+    so that analyses run beside ``verify`` need not read it again."""
     findings = list(pdir.findings)
     epochs = integrity.LeaderEpochs(str(pdir.path))
     tp = (pdir.name.topic, pdir.name.partition) if pdir.name else None
@@ -138,7 +150,7 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
     for files in pdir.segments:
         try:
             result = _check_segment(files, epochs, previous_last, deep=deep, salvage=salvage,
-                                    limit=limit, compacted=compacted)
+                                    limit=limit, compacted=compacted, keep=keep)
         except SegtoolsError as e:
             # an index that cannot be opened is its own finding, not the segment's
             index_path = e.path is not None and str(e.path) != str(files.log)

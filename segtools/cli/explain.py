@@ -12,7 +12,14 @@ from rich.console import Console
 from rich.text import Text
 
 from segtools.analysis import config as cfg
-from segtools.analysis.partition_input import Loaded, input_bytes, load_inputs, read_config_file
+from segtools.analysis.partition_input import (
+    Loaded,
+    Planned,
+    input_bytes,
+    load_inputs,
+    plan_inputs,
+    read_config_file,
+)
 from segtools.cli import render
 from segtools.cli.common import (
     add_at,
@@ -77,6 +84,17 @@ def load(args: argparse.Namespace) -> Loaded:
         loaded = load_inputs(log_dirs, flags=flags_from_args(args), config_file=config_file,
                              at=args.at, limit=args.max_decompressed_bytes, advance=advance)
     return dataclasses.replace(loaded, findings=tuple(loose) + loaded.findings)
+
+
+def plan(args: argparse.Namespace) -> tuple[Planned, int]:
+    """Walk PATH and plan every partition's input (:func:`load` before any segment is
+    read), with the bytes the summaries will read (a progress bar's total)."""
+    log_dirs, loose = open_tree(args.paths)
+    config_file = read_config_file(args.config) if args.config else None
+    planned = plan_inputs(log_dirs, flags=flags_from_args(args), config_file=config_file,
+                          at=args.at)
+    return (dataclasses.replace(planned, findings=tuple(loose) + planned.findings),
+            input_bytes(log_dirs))
 
 
 # --------------------------------------------------------------------------- deep pass

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 
 from segtools.analysis.explain import (
     DAY_MS,
     RetentionExplained,
     RetentionReport,
-    deep_bytes,
     high_watermark_source,
     log_start_offset_source,
-    retention_report,
-    verdicts,
+    streamed_retention,
 )
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.partition_input import Loaded
@@ -29,7 +28,7 @@ from segtools.analysis.retention import AWAITING_REMOTE_COPY
 from segtools.analysis.tiered import RemoteVerdict
 from segtools.cli import explain, render, whatif
 from segtools.cli.common import add_command, clock_note, exit_code, moment, moment_line, progress
-from segtools.cli.explain import config_line, load
+from segtools.cli.explain import config_line, plan
 from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
 from segtools.units import format_bytes, format_duration, format_time
@@ -73,15 +72,22 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     if args.forecast is not None and not 0 < args.forecast <= 36500:
         raise SegtoolsError("--forecast DAYS must be between 0 and 36500")
-    loaded = load(args)
+    planned, total = plan(args)
     now = moment(args)
     days = args.forecast if args.forecast is not None else (14.0 if args.plot else None)
-    found = verdicts(loaded, now)
-    deep = 0 if args.no_deep else deep_bytes(found)
-    with progress(deep, "reading record timestamps", quiet=args.quiet) as advance:
-        report = retention_report(loaded, now_ms=now, forecast_days=days,
-                                  deep=not args.no_deep, limit=args.max_decompressed_bytes,
-                                  found=found, advance=advance)
+    out = sys.stdout  # taken before a progress bar may stand in for it
+    text = args.format != "json"
+    say = Lines(out, terminal_width(out))
+    if text:
+        print_head(say, planned.config_sources, moment_line(args, now), clock_note(args, now))
+    # each partition is shown as it is explained, while the workers read the next ones; a
+    # bar on the terminal the text scrolls on would only be torn by it
+    with progress(total, "summarising", quiet=args.quiet or (text and out.isatty())) \
+            as advance:
+        loaded, report = streamed_retention(
+            planned, now_ms=now, forecast_days=days, deep=not args.no_deep,
+            limit=args.max_decompressed_bytes, advance=advance,
+            each=partial(print_partition, say) if text else lambda e: None)
     if args.plot:
         try:  # matplotlib is heavy (and optional): imported only when a picture is wanted
             from segtools.cli import plot
@@ -90,11 +96,11 @@ def run(args: argparse.Namespace) -> int:
                 from None
         until = now + int(days * DAY_MS)
         plot.write(args.plot, report.partitions, report.topics, now_ms=now, until_ms=until)
-    if args.format == "json":
-        sys.stdout.write(render.dumps(report.to_json(args.plot)))
-        sys.stdout.write("\n")
+    if text:
+        print_tail(say, loaded, report, args.plot)
     else:
-        print_text(loaded, report, args.plot, moment_line(args, now), clock_note(args, now))
+        out.write(render.dumps(report.to_json(args.plot)))
+        out.write("\n")
     return exit_code(report.findings)
 
 
@@ -115,19 +121,17 @@ FORECAST_COLUMNS = (Column("when", width=20), Column("partition"),
                     Column("topic size after", right=True))
 
 
-def print_text(loaded: Loaded, report: RetentionReport, plot_path: str | None,
-               clock: str, note: str | None = None) -> None:
-    """``clock``: the run's moment (:func:`~segtools.cli.common.moment_line`); ``note``: what
-    it means when it is now."""
-    out = sys.stdout
-    width = terminal_width(out)
-    say = Lines(out, width)
+def print_head(say: Lines, config_sources: tuple[str, ...], clock: str,
+               note: str | None = None) -> None:
     say(f"retention {clock}; config from: "
-        f"{', '.join(loaded.config_sources) or 'Kafka defaults only'}")
+        f"{', '.join(config_sources) or 'Kafka defaults only'}")
     if note:
         say(note)
-    for e in report.partitions:
-        print_partition(say, e)
+
+
+def print_tail(say: Lines, loaded: Loaded, report: RetentionReport,
+               plot_path: str | None) -> None:
+    """What follows the partitions: the skipped ones, the topics' forecasts, the findings."""
     for s in loaded.skipped:
         say(f"skipped {s.path}: {s.reason}")
     for name, fc in report.topics.items():

@@ -39,7 +39,7 @@ from segtools.analysis.explain import CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
-from segtools.analysis.partition_input import Loaded, metadata_logs
+from segtools.analysis.partition_input import Loaded, Summaries, metadata_logs, partition_summaries
 from segtools.analysis.partition_log import fold_tables
 from segtools.analysis.producers import PartitionProducers
 from segtools.analysis.producers import analyse_partition as analyse_producers
@@ -72,6 +72,7 @@ from segtools.storage.partition import (
     parse_partition_dir_name,
 )
 from segtools.storage.segment import Segment
+from segtools.storage.summary import KeptRead
 from segtools.text import INVISIBLE, distinct_names, mark_invisible, shown_path
 from segtools.units import format_time
 
@@ -642,25 +643,30 @@ class _Analyses:
     @classmethod
     def run(cls, logs: LogDirs, *, at: int | None, now: int, config: str | None,
             budget: Budget) -> _Analyses:
-        # the analyses that read every partition's own files (each its own way) run beside
-        # the rest, in forked workers on the other cores, and come back as results
+        # the analyses that read every partition's own files run in forked workers, one
+        # read of each small segment for verify, the inputs' summaries, the producers and
+        # the transactions (:func:`_read_partitions`); what needs no summary runs here
+        # meanwhile
         segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
-        jobs = _beside_jobs(logs)
-        beside = fanout.ordered(partial(_beside, logs, budget, now), jobs, segments=segments)
-        inputs = logs.inputs(at=at, config=config)
-        retention = logs.explain_retention(at=now, inputs=inputs,
-                                           forecast_days=budget.forecast_days)
-        compaction = logs.explain_compaction(at=now, inputs=inputs)
-        tiers = logs.tiered(at=now, inputs=inputs)
+        live = frozenset(id(p.directory) for p in logs.partitions())
+        beside = fanout.ordered(partial(_beside, logs, budget, now, live), _beside_jobs(logs),
+                                segments=segments)
         # the group timelines need every commit: the replay keeps its history only when asked
         replay = (logs.offsets_at(history=True) if CONSUMER_OFFSETS_TOPIC in logs.topics
                   else None)
         replicas = logs.diverge()
-        done = list(beside)  # in the jobs' order
-        verified = done[0]
-        producers = [pp for part, _ in done[1:] for pp in part]
-        txns = logs.transactions(now=now, analysed={path: result for _, analysed in done[1:]
-                                           for path, result in analysed.items()})
+        tree_files, *parts = beside  # in the jobs' order
+        verified = [*tree_files, *(f for part in parts for found in part.verified
+                                   for f in found)]
+        inputs = logs.inputs(at=at, config=config, made={
+            path: made for part in parts for path, made in part.summaries.items()})
+        retention = logs.explain_retention(at=now, inputs=inputs,
+                                           forecast_days=budget.forecast_days)
+        compaction = logs.explain_compaction(at=now, inputs=inputs)
+        tiers = logs.tiered(at=now, inputs=inputs)
+        producers = [pp for part in parts for pp in part.producers]
+        txns = logs.transactions(now=now, analysed={path: result for part in parts
+                                           for path, result in part.analysed.items()})
         sourced, merged = _dedupe([
             ("segtools verify", verified),
             ("the topic config (segtools retention, compaction)", inputs.findings),
@@ -684,21 +690,22 @@ PARTITION_JOBS = 16
 
 
 def _beside_jobs(logs: LogDirs) -> list[tuple]:
-    """verify, then each part of the tree's partitions (their producers and transactions):
-    the analyses that read every partition's own files, as jobs for
-    :func:`_beside` (a worker that is done takes the next)."""
-    pdirs = [p.directory for p in logs.partitions()]  # what ``LogDirs.producers`` reads
+    """verify's tree-level files, then each part of the partitions ``verify`` reads (every
+    state, in its order), as jobs for :func:`_beside` (a worker that is done takes the
+    next)."""
+    pdirs = logs.verified()
     step = max(1, -(-len(pdirs) // PARTITION_JOBS))
-    return [("verify",), *(("partitions", pdirs[i:i + step])
-                           for i in range(0, len(pdirs), step))]
+    return [("tree",), *(("partitions", pdirs[i:i + step])
+                         for i in range(0, len(pdirs), step))]
 
 
-def _beside(logs: LogDirs, budget: Budget, now: int, job: tuple):
+def _beside(logs: LogDirs, budget: Budget, now: int, live: frozenset[int], job: tuple):
     """One job of :func:`_beside_jobs` (:func:`segtools.fanout.ordered` may run it in a
-    forked worker: ``logs`` reaches it through the fork, the result comes back pickled)."""
-    if job[0] == "verify":
-        return logs.verify()
-    return _producers_and_transactions(job[1], logs.max_decompressed_bytes, budget, now)
+    forked worker: ``logs`` reaches it through the fork, the result comes back pickled).
+    ``live``: the partition directories the producers and transactions read (by ``id``)."""
+    if job[0] == "tree":
+        return logs.verify_tree_files()
+    return _read_partitions(logs, job[1], live, budget, now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -719,25 +726,56 @@ def _seen(pp: PartitionProducers, budget: Budget) -> ProducersSeen:
                          _producers(pp, budget, cut) if pp.producers else None, cut)
 
 
-def _producers_and_transactions(pdirs: Sequence[PartitionDir], limit: int, budget: Budget,
-                                now: int
-                                ) -> tuple[list[ProducersSeen], dict[str, PartitionAnalysis]]:
-    """Each partition's producers (as ``segtools producers``) and transactions (as ``segtools
-    transactions``, with its defaults), from one walk of its segments. A transactions scan
-    comes back without its partition's listing, which the caller has (pickling it again
-    would cost more than the scan)."""
+@dataclass(frozen=True, slots=True)
+class _PartsRead:
+    """What a job of :func:`_read_partitions` hands back: per partition directory (in
+    ``verify``'s order) its verify findings; the inputs' summaries of those ``load_inputs``
+    summarises (by path); the producers seen and the transactions analysed."""
+
+    verified: list[list[Finding]]
+    summaries: dict[str, Summaries]
+    producers: list[ProducersSeen]
+    analysed: dict[str, PartitionAnalysis]
+
+
+def _read_partitions(logs: LogDirs, pdirs: Sequence[tuple[LogDir, PartitionDir]],
+                     live: frozenset[int], budget: Budget, now: int) -> _PartsRead:
+    """``verify`` of each partition, its summaries for the inputs, and its producers (as
+    ``segtools producers``) and transactions (as ``segtools transactions``, with its
+    defaults) from one reading of each small segment: what ``verify``'s compiled reading
+    read (:class:`~segtools.storage.summary.KeptRead`) is summarised and walked as it is; a
+    segment it did not take is read by each as before. A transactions scan comes back
+    without its partition's listing, which the caller has (pickling it again would cost
+    more than the scan)."""
+    limit = logs.max_decompressed_bytes
+    summaries: dict[str, Summaries] = {}
     found, analysed = [], {}
-    for pdir in pdirs:
+    verified = []
+    kept: dict[str, KeptRead] = {}  # one partition's, at a time
+
+    def keep(files: SegmentFiles, read: KeptRead) -> None:
+        kept[str(files.log)] = read
+
+    for log_dir, pdir in pdirs:
+        kept.clear()
+        verified += logs.verify_partitions([(log_dir, pdir)], keep=keep)
+        made = partition_summaries(pdir, limit=limit, kept=kept)
+        if made is not None:
+            summaries[str(pdir.path)] = made
+        if id(pdir) not in live:
+            continue
+        held = {path: read.data for path, read in kept.items()}
         beside = [TransactionFold(pdir)] if transactions_scanned(pdir) else []
         if producers_analysed(pdir):
-            found.append(_seen(analyse_producers(pdir, limit=limit, beside=beside), budget))
+            found.append(_seen(analyse_producers(pdir, limit=limit, beside=beside, held=held),
+                               budget))
         elif beside:
-            fold_tables(pdir, beside, limit=limit)
+            fold_tables(pdir, beside, limit=limit, held=held)
         for fold in beside:
-            scan, hanging, findings = analyse_transactions(pdir, limit=limit, now=now,
-                                                           scan=fold.scan())
-            analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, findings)
-    return found, analysed
+            scan, hanging, txn_findings = analyse_transactions(pdir, limit=limit, now=now,
+                                                               scan=fold.scan())
+            analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, txn_findings)
+    return _PartsRead(verified, summaries, found, analysed)
 
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,

@@ -316,7 +316,7 @@ cdef bint _fold_inflating(const uint8_t *buf, int64_t size, bint verify_crc, Fol
 
 def verify_small(bytes log_path, object index_path, object timeindex_path, int64_t base_offset,
                  object previous_last, int64_t last_epoch, int64_t cap, int64_t index_cap,
-                 object limit):
+                 object limit, bint keep=False):
     """``verify``'s reading of one small segment (see the module doc) when none of its rules
     has anything to say about it: the ``.log`` walked with every CRC checked, its ``.index``
     and ``.timeindex`` (None: absent) plain (or plain and then zero-filled: a preallocated
@@ -329,9 +329,14 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
     cleaner's work, new leader epochs as (epoch, first offset) pairs, time index entries in
     the older record-offset convention, offset steps as (previous last, base, position,
     first batch of the segment), the zero tail of a preallocated time index as (valid
-    entries, first timestamp) or None)``: the steps and the convention are not findings yet
-    (the partition's compaction evidence classifies the steps), nor is the tail (Kafka's
-    ``TimeIndex.sanityCheck`` trips on it: :func:`segtools.storage.index.padded_active`)."""
+    entries, first timestamp) or None, what was read)``: the steps and the convention are
+    not findings yet (the partition's compaction evidence classifies the steps), nor is the
+    tail (Kafka's ``TimeIndex.sanityCheck`` trips on it:
+    :func:`segtools.storage.index.padded_active`).
+
+    ``keep``: what was read is handed back, so that nothing reads the segment again: the
+    fold as :func:`summarize_small` gives it (the same fold, whose CRCs all matched) and the
+    ``.log``'s bytes; None otherwise."""
     cdef struct_stat st, ist, tst
     cdef Fold f
     cdef Checks c
@@ -344,6 +349,8 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
     cdef uint8_t *ibuf = NULL
     cdef uint8_t *tbuf = NULL
     cdef int64_t ts = 0, rel = 0, igot = 0, tgot = 0, tvalid = 0, tfirst = 0
+    cdef int tstate = INDEX_ABSENT
+    kept = None
     if index_path is not None:
         ipath = <bytes>index_path
     if timeindex_path is not None:
@@ -365,13 +372,19 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
             if ok and iok and tpath != NULL:
                 tbuf = _read_regular(tpath, index_cap - index_cap % TIME_ENTRY, &tst, &tok, True)
                 tgot = min(<int64_t>tst.st_size, index_cap - index_cap % TIME_ENTRY)
-                tok = tok and _time_index(tbuf, tgot, tst.st_size, True, &ts, &rel, &tvalid,
-                                          &tfirst) != INDEX_SLOW
+                if tok:
+                    tstate = _time_index(tbuf, tgot, tst.st_size, True, &ts, &rel, &tvalid,
+                                         &tfirst)
+                    tok = tstate != INDEX_SLOW
                 c.timeindex = tbuf
                 c.time_entries = tvalid
         if ok and iok and tok:
             clean = _fold_inflating(buf, st.st_size, True, &f, &c, limit, base_offset,
                                     previous_last, last_epoch)
+        if clean and keep:
+            kept = (_folded(&st, &f, None if tpath == NULL else
+                            (tstate, ts, rel, tst.st_size, _mtime_ns(&tst))),
+                    buf[:st.st_size] if st.st_size else b"")
     finally:
         free(buf)
         free(ibuf)
@@ -386,7 +399,7 @@ def verify_small(bytes log_path, object index_path, object timeindex_path, int64
             tuple([(c.epochs[i], c.epoch_offsets[i]) for i in range(c.epoch_count)]),
             c.inside,
             tuple([(c.steps[i][0], c.steps[i][1], c.steps[i][2], c.steps[i][3])
-                   for i in range(c.step_count)]), padded)
+                   for i in range(c.step_count)]), padded, kept)
 
 
 def timeindex_state(bytes path, int64_t cap):
@@ -437,7 +450,12 @@ def summarize_small(bytes log_path, object timeindex_path, bint verify_crc, int6
     if not ok or not clean:
         return None
     index = None if timeindex_path is None else timeindex_state(timeindex_path, index_cap)
-    return (st.st_size, _mtime_ns(&st), f.batches, f.valid_bytes, f.records,
+    return _folded(&st, &f, index)
+
+
+cdef tuple _folded(struct_stat *st, Fold *f, object index):
+    """:func:`summarize_small`'s answer from a clean fold and its time index's state."""
+    return (st.st_size, _mtime_ns(st), f.batches, f.valid_bytes, f.records,
             f.first_offset if f.has_first_offset else None,
             f.last_offset if f.has_first_offset else None,
             f.first_ts if f.has_first_ts else None, f.max_ts,

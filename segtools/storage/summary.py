@@ -135,8 +135,26 @@ def _fsencode(path) -> bytes | None:
     return None if path is None else os.fsencode(path)
 
 
+@dataclass(frozen=True, slots=True)
+class KeptRead:
+    """A small segment as ``verify``'s compiled reading left it (:func:`small_segment_checks`
+    with ``keep``): its fold, as :func:`summarize` would fold it, and the ``.log``'s bytes.
+    With it the inputs' summary (:func:`kept_summary`) and the folds over the partition's
+    batch tables read nothing again: each small file is read once per command."""
+
+    fold: tuple
+    data: bytes
+
+
+def kept_summary(files: SegmentFiles, kept: KeptRead, *, is_active: bool) -> SegmentSummary:
+    """:func:`summarize` of a segment whose compiled reading was kept: the same summary
+    (that reading's fold answered only for a segment with nothing to report)."""
+    return _compiled(files, is_active, kept.fold, False)
+
+
 def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_epoch: int,
-                         limit: int = DEFAULT_DECOMPRESS_LIMIT) -> tuple | None:
+                         limit: int = DEFAULT_DECOMPRESS_LIMIT, keep: bool = False
+                         ) -> tuple | None:
     """``verify``'s rules over one small local segment, in compiled code, when none of them
     has anything to say (:func:`segtools.storage._summary.verify_small`); None when the
     segment needs the ordinary reading (or is not where the compiled code reads by name),
@@ -146,22 +164,24 @@ def small_segment_checks(files: SegmentFiles, previous_last: int | None, last_ep
     epochs as (epoch, first offset) pairs, time index entries in the older record-offset
     convention, offset steps as (previous last, base, position, first batch), the time
     index's sanity findings)``: the one Kafka's check has for a preallocated tail
-    (:func:`segtools.storage.index.padded_active`), else none."""
+    (:func:`segtools.storage.index.padded_active`), else none; and, with ``keep``, what was
+    read (:class:`KeptRead`; None without)."""
     if not as_path(files.log).location.compiled_reads:
         return None
     with gentle.watched(files.log, files.index, files.timeindex):
         fast = _summary.verify_small(
             os.fsencode(files.log), _fsencode(files.index), _fsencode(files.timeindex),
-            files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX, limit)
+            files.base_offset, previous_last, last_epoch, SMALL_FILE, SMALL_TIME_INDEX, limit,
+            keep)
     if fast is None:
         return None
-    log, index, timeindex, *checked, padded = fast
+    log, index, timeindex, *checked, padded, kept = fast
     for path, seen in ((files.log, log), (files.index, index), (files.timeindex, timeindex)):
         if seen is not None:
             note_read(path, *seen)
     sanity = () if padded is None or padded[1] <= 0 else \
         (padded_active(str(files.timeindex), *padded),)
-    return (*checked, sanity)
+    return (*checked, sanity, None if kept is None else KeptRead(*kept))
 
 
 def _labels(bits: int, names) -> tuple:

@@ -133,3 +133,77 @@ def test_forecast_and_plot_files(tmp_path, capsys):
     assert "data:image/png;base64," in text and "retention_ms_breached" in text
     assert "http://" not in text and "https://" not in text  # nothing fetched at view time
     assert FIXTURES.exists()
+
+
+def test_partitions_are_shown_as_they_are_read(monkeypatch, capsys):
+    """A large tree's answer streams: each partition is explained and printed while the
+    next ones are still being read, so the printing overlaps the workers' reading."""
+    from segtools.analysis import partition_input
+
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "1")
+    printed_before: list[int] = []
+    real = partition_input._summaries
+
+    def watched(p, *, limit):
+        printed_before.append(sys.stdout.getvalue().count("\n"))
+        return real(p, limit=limit)
+
+    monkeypatch.setattr(partition_input, "_summaries", watched)
+    assert main(["retention", str(SAMPLE), "--at", AT]) == 1
+    assert len(printed_before) > 3
+    assert printed_before[0] == 1  # the header only
+    assert printed_before == sorted(printed_before) and printed_before[-1] > 20
+
+
+@pytest.mark.parametrize("tree, deep", [(SAMPLE, True), (SAMPLE, False),
+                                        (FIXTURES / "logdirs" / "tiered", True)])
+def test_streamed_answer_is_the_gathered_one(tree, deep, monkeypatch):
+    """What the streamed run explains in forked workers (the deep pass there too) is what
+    ``retention_report`` says over ``load_inputs``'s result (the API's and the report's
+    path); a tree with a tiered partition is gathered first."""
+    from segtools import fanout
+    from segtools.analysis.explain import retention_report, streamed_retention
+    from segtools.analysis.partition_input import load_inputs, plan_inputs
+    from segtools.storage.logdirs import walk
+
+    at = 1_700_604_840_000
+    log_dirs = walk([str(tree)])[0]
+    expected = retention_report(load_inputs(log_dirs), now_ms=at, forecast_days=3, deep=deep)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    shown = []
+    loaded, report = streamed_retention(plan_inputs(walk([str(tree)])[0]), now_ms=at,
+                                        forecast_days=3, deep=deep, each=shown.append)
+    assert json.dumps(report.to_json()) == json.dumps(expected.to_json())
+    assert [e.to_json() for e in shown] == [e.to_json() for e in report.partitions]
+    assert len(loaded.partitions) == len(report.partitions)
+    if deep and tree == SAMPLE:
+        assert any(v.stale for e in shown for v in e.retention.segments)
+
+
+@pytest.mark.parametrize("tree", ["sample", "whatif", "legacy", "zookeeper"])
+def test_the_deep_pass_skips_only_partitions_with_nothing_to_read(tree):
+    """The workers replay retention for the deep pass only where a segment's records are
+    within retention.ms: every segment the deep pass reads is one, at every moment that
+    moves a segment across its edge."""
+    from segtools.analysis.partition_input import (
+        _may_be_within_retention,
+        deep_segments,
+        load_inputs,
+    )
+    from segtools.analysis.retention import explain_retention
+    from segtools.storage.logdirs import walk
+
+    loaded = load_inputs(walk([str(FIXTURES / "logdirs" / tree)])[0])
+    read = 0
+    for pi in loaded.partitions:
+        ret = pi.config.local_retention_ms_effective
+        moments = {s.largest_timestamp + ret + d for s in pi.summaries for d in (-1, 0, 1)}
+        for now in moments:
+            pr = explain_retention(pi.summaries, pi.config, now_ms=now,
+                                   high_watermark=pi.high_watermark,
+                                   log_start_offset=pi.log_start_offset)
+            if deep_segments(pr):
+                read += 1
+                assert _may_be_within_retention(pi.summaries, pi.config, now)
+    assert read or tree == "legacy"

@@ -38,6 +38,20 @@ def test_text_marks_bidi_and_zero_width_characters():
     assert "\\u202e" in shown and "\\u200b" in shown and "\\x1b" in shown
 
 
+def test_every_character_terminal_safe_escapes_is_unprintable():
+    """``terminal_safe`` passes printable text through untouched (its fast path), which is
+    right only while every character it escapes, and every lone surrogate, is one
+    ``str.isprintable`` refuses: checked over every code point."""
+    from segtools.text import _CONTROL_ESCAPES, _no_surrogates
+
+    for code in range(0x110000):
+        c = chr(code)
+        if c.isprintable():
+            assert code not in _CONTROL_ESCAPES and _no_surrogates(c) == c, hex(code)
+    assert terminal_safe("topic-1 \u00e9 \u2003") == "topic-1 \u00e9 \u2003"
+    assert terminal_safe("a\u202eb\udcff") == "a\\u202eb\\xff"
+
+
 def test_an_error_line_is_one_escaped_line(tmp_path):
     """A FIFO whose name carries an OSC sequence: the error names it, escaped."""
     fifo = tmp_path / "00000000000000000000\x1b]0;owned\x07\u202e.log"

@@ -194,3 +194,26 @@ def test_a_wrapper_that_does_not_inflate_is_left_to_the_walk(tmp_path):
     assert summarize_small_of(s) is None
     assert _summarised(s, False, False) == _walked(s, False, False)
     assert "corrupt_message" in {f.code for f in _walked(s, False, False).findings}
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_what_verify_keeps_is_what_a_second_read_gives(tree):
+    """``verify``'s compiled reading, kept (``keep``), gives the summary ``summarize`` gives
+    and the ``.log``'s bytes as they are on disk: so the report's inputs and folds may take
+    it instead of reading the segment again."""
+    from segtools.storage.summary import kept_summary
+
+    kept_any = False
+    for _, p, s in _segments(tree):
+        checked = small_segment_checks(s, None, -1, 1 << 26, True)
+        plain = small_segment_checks(s, None, -1, 1 << 26)
+        if checked is None:
+            assert plain is None
+            continue
+        assert checked[:-1] == plain[:-1]
+        kept = checked[-1]
+        active = s is p.active_segment
+        assert kept_summary(s, kept, is_active=active) == _summarised(s, active, False)
+        assert kept.data == s.log.read_bytes()
+        kept_any = True
+    assert kept_any or tree != SAMPLE
