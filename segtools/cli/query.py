@@ -26,6 +26,7 @@ from segtools.cli import common, render
 from segtools.cli.decoding import add_decode
 from segtools.cli.table import Column, TextTable
 from segtools.errors import SegtoolsError
+from segtools.fetch import arguments
 from segtools.findings import Finding
 from segtools.sql import engine
 from segtools.sql.trees import Trees
@@ -67,6 +68,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "so a range in the middle of a long log reads its own segments; a "
                         "later record with an earlier time is then not read. Without it, "
                         "the read goes on to the end of each partition")
+    p.add_argument("--states", default="live", metavar="STATES",
+                   help="which partition directories the records, batches and segments "
+                        "views read: live (default), delete (what a deleted topic left, "
+                        "<topic>-<n>.<id>-delete), future, stray, comma-separated, or all")
+    p.add_argument("--include-control", action="store_true",
+                   help="keep control records (transaction markers) in records, as dump "
+                        "prints them; by default the view holds what a consumer is handed")
     p.add_argument("--explain", action="store_true",
                    help="print what the record views would read instead of the rows: the "
                         "partitions walked, the segments and bytes chosen by the pushed "
@@ -103,7 +111,9 @@ def run(args: argparse.Namespace) -> int:
         options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
                           schema_registry=args.schema_registry, on_rows=advance,
                           on_finding=read.append, time_index=args.time_index,
-                          at_ms=common.moment(args))
+                          at_ms=common.moment(args),
+                          states=arguments.states(args.states, "--states"),
+                          include_control=args.include_control)
         trees = Trees(args.paths, open_tree)
         if args.explain:
             _print(engine.Result(engine.explain(con, trees, args.sql, options).to_reader(),

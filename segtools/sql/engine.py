@@ -138,7 +138,8 @@ def register(con, tree: LogDirs | Trees, sql: str | None, options: Options = PLA
     for name, view in VIEWS.items():
         push = pushdown.for_view(parsed, name) if sql is not None else every
         if push.references:
-            source = (trees.for_records(push, with_schemas=bool(options.decode))
+            source = (trees.for_records(push, with_schemas=bool(options.decode),
+                                            live_only=options.states == ("live",))
                       if name in RECORD_VIEWS else trees.whole())
             _install(con, name, view(source, push, options), push.references,
                      _JSON_DECODED if options.decode and name == "records" else "*")
@@ -157,7 +158,8 @@ def explain(con, tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> p
     for name in VIEWS:
         push = pushdown.for_view(parsed, name)
         if name in RECORD_VIEWS and push.references:
-            source = trees.for_records(push, with_schemas=bool(options.decode))
+            source = trees.for_records(push, with_schemas=bool(options.decode),
+                                       live_only=options.states == ("live",))
             rows.append(reading(name, source, push, options))
     return pa.Table.from_pylist(rows, schema=READING_SCHEMA)
 
