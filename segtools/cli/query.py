@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
             return common.exit_code(read)
         engine.register(con, trees, args.sql, options)
         if args.output is not None:
-            engine.export(con, args.sql, args.output)
+            engine.export(con, args.sql, args.output, args.bytes)
         else:
             _print(engine.result(con, args.sql), args)
     if read:

@@ -271,3 +271,24 @@ def test_an_aggregation_reads_only_its_two_columns_as_views(monkeypatch):
     (read,) = [a for a in asked if a["level"] == "records"]
     assert sorted(read["columns"]) == ["topic", "value"]
     assert read["binary"] == "view" and read["dictionary"] is True
+
+
+@pytest.mark.parametrize("bytes_mode", ["base64", "hex"])
+def test_a_text_export_writes_bytes_as_the_printed_rows_do(capsys, tmp_path, bytes_mode):
+    """Keys, values and header values (bytes nested in a list of structs) in ``-o x.jsonl``
+    and ``-o x.csv`` are the text ``--bytes`` prints, not the engine's own escaped text."""
+    sql = ("select \"offset\", key, value, headers, {'k': key} as nested from records "
+           "where topic = 'edge-cases' and \"offset\" in (5, 9) order by \"offset\"")
+    args = (str(SAMPLE), "-c", sql, "--bytes", bytes_mode)
+    code, printed, _ = query(capsys, *args, "--format", "jsonl")
+    assert code == 0
+    code, _, _ = query(capsys, *args, "-o", str(tmp_path / "rows.jsonl"))
+    assert code == 0
+    rows = [json.loads(line) for line in printed.splitlines()]
+    assert [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()
+            ] == rows
+    code, _, _ = query(capsys, *args, "-o", str(tmp_path / "rows.csv"))
+    assert code == 0
+    written = (tmp_path / "rows.csv").read_text()
+    assert all(r["key"] in written and r["value"] in written for r in rows)
+    assert rows[1]["headers"][0]["value"] in written
