@@ -16,7 +16,8 @@ import datetime
 import decimal
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pyarrow as pa
@@ -105,9 +106,13 @@ def run(args: argparse.Namespace) -> int:
         # Only the imports: registering may read a view whole (a view named twice), and a
         # read's cycles must stay collectable
         engine.duckdb_module()
-    with common.rows_progress("reading", quiet=args.quiet) as advance, \
+    with ExitStack() as progress, \
             engine.session(engine.Limits(args.memory, args.temp_limit),
                            output=args.output) as con:
+        advance = progress.enter_context(common.rows_progress("reading", quiet=args.quiet))
+        # rows printed on the terminal the bar is drawn on would be glued to it: the bar
+        # goes once the first rows (or the end) arrive, which are then progress enough
+        before_rows = progress.close if sys.stdout.isatty() else None
         options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
                           schema_registry=args.schema_registry, on_rows=advance,
                           on_finding=read.append, time_index=args.time_index,
@@ -117,13 +122,13 @@ def run(args: argparse.Namespace) -> int:
         trees = Trees(args.paths, open_tree)
         if args.explain:
             _print(engine.Result(engine.explain(con, trees, args.sql, options).to_reader(),
-                                 frozenset()), args)
+                                 frozenset()), args, before_rows)
             return common.exit_code(read)
         engine.register(con, trees, args.sql, options)
         if args.output is not None:
             engine.export(con, args.sql, args.output, args.bytes)
         else:
-            _print(engine.result(con, args.sql), args)
+            _print(engine.result(con, args.sql), args, before_rows)
     if read:
         print(f"segtools: query: {len(read)} finding(s) met while reading "
               f"(the findings view lists them)", file=sys.stderr)
@@ -142,8 +147,11 @@ def _refuse_inside(output: str, paths: list[str]) -> None:
                                 path=output)
 
 
-def _print(result: engine.Result, args: argparse.Namespace) -> None:
-    reader = result.reader
+def _print(result: engine.Result, args: argparse.Namespace,
+           before_rows: Callable[[], None] | None = None) -> None:
+    """The rows on stdout in ``args.format``; ``before_rows`` is called once the first rows
+    (or the end of none) are at hand, before anything is written."""
+    reader = _announced(result.reader, before_rows)
     names = unique(reader.schema.names)
     out = sys.stdout
     if args.format == "jsonl":
@@ -165,6 +173,23 @@ def _print(result: engine.Result, args: argparse.Namespace) -> None:
             for values in _rows(reader, args.bytes):
                 table.add(*(render.terminal_safe("null" if v is None else _cell(v))
                             for v in values))
+
+
+def _announced(reader: pa.RecordBatchReader, before_rows: Callable[[], None] | None
+               ) -> pa.RecordBatchReader:
+    """The stream, calling ``before_rows`` when its first batch or its end arrives."""
+    if before_rows is None:
+        return reader
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            for batch in reader:
+                before_rows()
+                yield batch
+        finally:
+            before_rows()
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
 def unique(names: list[str]) -> list[str]:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -292,3 +295,26 @@ def test_a_text_export_writes_bytes_as_the_printed_rows_do(capsys, tmp_path, byt
     written = (tmp_path / "rows.csv").read_text()
     assert all(r["key"] in written and r["value"] in written for r in rows)
     assert rows[1]["headers"][0]["value"] in written
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("sql", ["select topic, count(*) from records group by all",
+                                 "select \"offset\" from records where topic = 'edge-cases'"])
+def test_the_progress_display_is_gone_before_rows_reach_its_terminal(monkeypatch, sql):
+    """A bar on the terminal the rows are printed on would have rows glued to its line:
+    it goes before the first row (or the header of none) is written."""
+    written_when_gone: list[str] = []
+
+    @contextmanager
+    def progress(description: str, *, quiet: bool):
+        yield lambda n: None
+        written_when_gone.append(sys.stdout.getvalue())
+
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    monkeypatch.setattr("segtools.cli.common.rows_progress", progress)
+    assert main(["query", str(SAMPLE), "-c", sql]) in (0, 1)
+    assert written_when_gone == [""] and sys.stdout.getvalue().startswith(("topic", "offset"))
