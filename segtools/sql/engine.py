@@ -133,6 +133,8 @@ def register(con, tree: LogDirs | Trees, sql: str | None, options: Options = PLA
     read (the partitions a record view's conditions name)."""
     trees = tree if isinstance(tree, Trees) else Trees.of(tree)
     trees.require()
+    if sql is not None:
+        one_statement(con, sql)
     parsed = pushdown.parse(con, sql) if sql is not None else None
     every = pushdown.Pushdown(references=2)
     for name, view in VIEWS.items():
@@ -153,6 +155,7 @@ def explain(con, tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> p
     condition narrows the read as meant (``segtools query --explain``)."""
     trees = tree if isinstance(tree, Trees) else Trees.of(tree)
     trees.require()
+    one_statement(con, sql)
     parsed = pushdown.parse(con, sql)
     rows = []
     for name in VIEWS:
@@ -162,6 +165,23 @@ def explain(con, tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> p
                                        live_only=options.states == ("live",))
             rows.append(reading(name, source, push, options))
     return pa.Table.from_pylist(rows, schema=READING_SCHEMA)
+
+
+def one_statement(con, sql: str) -> None:
+    """Refuse a query of no statement or of several before any view is read: the engine
+    would run them all and hand back only the last one's rows (the others' lost, their
+    views read for nothing), and nothing at all for none. A syntax error is left to the
+    run, which reports it with its position."""
+    duckdb = duckdb_module()
+    try:
+        count = len(con.extract_statements(sql))
+    except duckdb.Error:
+        return
+    if count == 0:
+        raise QueryError("the query is empty: it holds no SQL statement")
+    if count > 1:
+        raise QueryError(f"one SQL statement per query, not {count} (separated by ';'): "
+                         f"run each on its own")
 
 
 #: the decoded payloads as DuckDB's JSON type (``value_decoded->>'$.id'``)

@@ -153,6 +153,9 @@ def test_nothing_written_under_the_locations(capsys, tmp_path, monkeypatch):
     ('select "offset"\nfrom segments where nope', "(line 2, column 21)"),
     ("select * from no_such_view", "no_such_view"),
     ("select count(*) from record", 'Did you mean "records"? (line 1, column 22)'),
+    ("", "the query is empty"),
+    (" ;\n-- nothing\n", "the query is empty"),
+    ("select 1; select count(*) from records", "one SQL statement per query, not 2"),
 ])
 def test_sql_error_is_one_line(capsys, sql, where):
     code, out, err = query(capsys, str(SAMPLE), "-c", sql)
