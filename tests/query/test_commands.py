@@ -4,6 +4,7 @@ and the partition directories a topic's deletion leaves (``--states``)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import duckdb
 import pytest
@@ -83,3 +84,19 @@ def test_an_unknown_state_is_one_line(capsys, states):
     code = main(["query", str(SAMPLE), "--states", states, "-c", "select 1"])
     _, err = capsys.readouterr()
     assert code == 2 and err.count("\n") == 1 and "--states: unknown state" in err
+
+
+def test_a_point_query_over_every_state_finds_the_renamed_directory(tmp_path):
+    """A query naming its partition exactly reads only that directory, found by its plain
+    name; with other states it must also find the renamed one of the same partition."""
+    root = tmp_path / "logs"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns("*-delete", "payments*",
+                                                                  "edge-cases-*", "big-value-*"))
+    shutil.copytree(root / "orders.v2-eu-0",
+                    root / "orders.v2-eu-0.0123456789abcdef0123456789abcdef-delete")
+    sql = ("select count(*) as n from records where topic = 'orders.v2-eu' and partition = 0 "
+           "and \"offset\" >= 0")
+    live = segtools.query(root, sql).to_pylist()[0]["n"]
+    assert live > 0
+    assert segtools.query(root, sql, states="all").to_pylist() == [{"n": 2 * live}]
+    assert segtools.query(root, sql, states="delete").to_pylist() == [{"n": live}]
