@@ -25,7 +25,7 @@ import pyarrow as pa
 from segtools.api import LogDirs
 from segtools.cli import common, render
 from segtools.cli.decoding import add_decode
-from segtools.cli.table import Column, TextTable
+from segtools.cli.table import Column, TextTable, layout
 from segtools.errors import SegtoolsError
 from segtools.fetch import arguments
 from segtools.findings import Finding
@@ -168,11 +168,15 @@ def _print(result: engine.Result, args: argparse.Namespace,
     else:
         numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                    or pa.types.is_decimal(f.type) for f in reader.schema]
-        with TextTable([Column(n, right=r) for n, r in zip(names, numeric, strict=True)],
-                       out) as table:
+        columns = [Column(render.terminal_safe(n), right=r)
+                   for n, r in zip(names, numeric, strict=True)]
+        with TextTable(columns, out) as table:
             for values in _rows(reader, args.bytes):
                 table.add(*(render.terminal_safe("null" if v is None else _cell(v))
                             for v in values))
+        if table.rows == 0:  # no rows still names the columns: the query ran, and matched none
+            out.write(layout(columns, (), table.width).render(
+                [c.name for c in columns], [c.right for c in columns]) + "\n")
 
 
 def _announced(reader: pa.RecordBatchReader, before_rows: Callable[[], None] | None

@@ -321,3 +321,10 @@ def test_the_progress_display_is_gone_before_rows_reach_its_terminal(monkeypatch
     monkeypatch.setattr("segtools.cli.common.rows_progress", progress)
     assert main(["query", str(SAMPLE), "-c", sql]) in (0, 1)
     assert written_when_gone == [""] and sys.stdout.getvalue().startswith(("topic", "offset"))
+
+
+def test_no_rows_still_print_the_header_and_names_are_terminal_safe(capsys):
+    code, out, _ = query(capsys, str(SAMPLE), "-c",
+                         "select topic, \"offset\" as \"a\x1b[31mb\" from records where false")
+    assert code == 0
+    assert out.split() == ["topic", "a\\x1b[31mb"] and "\x1b" not in out
