@@ -529,16 +529,19 @@ class LogDirs:
                schemas: Iterable[str | os.PathLike[str]] = (),
                schema_registry: str | None = None,
                memory: str | None = None, temp_limit: str | None = None,
-               at: Time | None = None):
+               at: Time | None = None, states: str | Iterable[str] = "live",
+               include_control: bool = False):
         """A DuckDB connection with the views of ``segtools query`` (docs/query.md), for a
         notebook's many queries. No query is known in advance, so nothing is pushed down: each
         view is read once, whole, into a temporary table (spilled past ``memory`` to a
         temporary directory removed with the connection). For one query over a large tree,
         :func:`query` reads only what its conditions select. ``at``: the moment the
-        retention and transactions views answer for (default: now)."""
+        retention and transactions views answer for (default: now); ``states``,
+        ``include_control``: as :func:`query`'s."""
         con = _sql_engine.connect(_sql_engine.limits(memory, temp_limit))
-        _sql_engine.register(con, self, None,
-                             _view_options(decode, schemas, schema_registry, at))
+        _sql_engine.register(con, self, None, _view_options(
+            decode, schemas, schema_registry, at, states=states,
+            include_control=include_control))
         return con
 
     @staticmethod
@@ -911,10 +914,13 @@ def open(*paths: str | os.PathLike[str],
 
 def _view_options(decode: bool | str, schemas: Iterable[str | os.PathLike[str]],
                   schema_registry: str | None, at: Time | None,
-                  time_index: bool = False) -> ViewOptions:
+                  time_index: bool = False, states: str | Iterable[str] = "live",
+                  include_control: bool = False) -> ViewOptions:
     """The views' options from the API's arguments: the moment fixed here, once."""
     return _sql_views.Options(decode, tuple(os.fspath(s) for s in schemas), schema_registry,
-                              time_index=time_index, at_ms=_now(at))
+                              time_index=time_index, at_ms=_now(at),
+                              states=_parse("states", states),
+                              include_control=_parse("include_control", include_control))
 
 
 def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql: str, *,
@@ -923,12 +929,16 @@ def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql:
           temp_limit: str | None = None,
           max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
           storage_options: Mapping[str, Any] | None = None,
-          time_index: bool = False, at: Time | None = None) -> pa.Table:
+          time_index: bool = False, at: Time | None = None,
+          states: str | Iterable[str] = "live", include_control: bool = False) -> pa.Table:
     """``segtools query PATH... -c SQL`` as a function: the rows as an Arrow table, with the
     views narrowed by the query's conditions before anything is decoded (docs/query.md);
     ``time_index``: as ``--time-index``, an upper time bound read as Kafka's ``ListOffsets``
     (a later record with an earlier time is then not read); ``at``: as ``--at``, the moment
-    the retention and transactions views answer for (default: now)."""
+    the retention and transactions views answer for (default: now); ``states`` and
+    ``include_control``: as ``--states`` and ``--include-control``, the partition
+    directories the record views read (a deleted topic's are ``"delete"``) and whether
+    ``records`` keeps the transaction markers."""
     places = [os.fspath(p) for p in ([paths] if isinstance(paths, str | os.PathLike)
                                      else paths)]
     if not places:
@@ -938,7 +948,7 @@ def query(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], sql:
         storage_options=storage_options, relist=False))
     with _sql_engine.session(_sql_engine.limits(memory, temp_limit)) as con:
         _sql_engine.register(con, trees, sql, _view_options(
-            decode, schemas, schema_registry, at, time_index))
+            decode, schemas, schema_registry, at, time_index, states, include_control))
         return _sql_engine.run(con, sql).read_all()
 
 

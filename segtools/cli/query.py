@@ -16,7 +16,8 @@ import datetime
 import decimal
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,8 +25,9 @@ import pyarrow as pa
 from segtools.api import LogDirs
 from segtools.cli import common, render
 from segtools.cli.decoding import add_decode
-from segtools.cli.table import Column, TextTable
+from segtools.cli.table import Column, TextTable, layout
 from segtools.errors import SegtoolsError
+from segtools.fetch import arguments
 from segtools.findings import Finding
 from segtools.sql import engine
 from segtools.sql.trees import Trees
@@ -67,6 +69,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "so a range in the middle of a long log reads its own segments; a "
                         "later record with an earlier time is then not read. Without it, "
                         "the read goes on to the end of each partition")
+    p.add_argument("--states", default="live", metavar="STATES",
+                   help="which partition directories the records, batches and segments "
+                        "views read: live (default), delete (what a deleted topic left, "
+                        "<topic>-<n>.<id>-delete), future, stray, comma-separated, or all")
+    p.add_argument("--include-control", action="store_true",
+                   help="keep control records (transaction markers) in records, as dump "
+                        "prints them; by default the view holds what a consumer is handed")
     p.add_argument("--explain", action="store_true",
                    help="print what the record views would read instead of the rows: the "
                         "partitions walked, the segments and bytes chosen by the pushed "
@@ -97,23 +106,29 @@ def run(args: argparse.Namespace) -> int:
         # Only the imports: registering may read a view whole (a view named twice), and a
         # read's cycles must stay collectable
         engine.duckdb_module()
-    with common.rows_progress("reading", quiet=args.quiet) as advance, \
+    with ExitStack() as progress, \
             engine.session(engine.Limits(args.memory, args.temp_limit),
                            output=args.output) as con:
+        advance = progress.enter_context(common.rows_progress("reading", quiet=args.quiet))
+        # rows printed on the terminal the bar is drawn on would be glued to it: the bar
+        # goes once the first rows (or the end) arrive, which are then progress enough
+        before_rows = progress.close if sys.stdout.isatty() else None
         options = Options(decode=args.decode or False, schemas=tuple(args.schemas),
                           schema_registry=args.schema_registry, on_rows=advance,
                           on_finding=read.append, time_index=args.time_index,
-                          at_ms=common.moment(args))
+                          at_ms=common.moment(args),
+                          states=arguments.states(args.states, "--states"),
+                          include_control=args.include_control)
         trees = Trees(args.paths, open_tree)
         if args.explain:
             _print(engine.Result(engine.explain(con, trees, args.sql, options).to_reader(),
-                                 frozenset()), args)
+                                 frozenset()), args, before_rows)
             return common.exit_code(read)
         engine.register(con, trees, args.sql, options)
         if args.output is not None:
-            engine.export(con, args.sql, args.output)
+            engine.export(con, args.sql, args.output, args.bytes)
         else:
-            _print(engine.result(con, args.sql), args)
+            _print(engine.result(con, args.sql), args, before_rows)
     if read:
         print(f"segtools: query: {len(read)} finding(s) met while reading "
               f"(the findings view lists them)", file=sys.stderr)
@@ -132,8 +147,11 @@ def _refuse_inside(output: str, paths: list[str]) -> None:
                                 path=output)
 
 
-def _print(result: engine.Result, args: argparse.Namespace) -> None:
-    reader = result.reader
+def _print(result: engine.Result, args: argparse.Namespace,
+           before_rows: Callable[[], None] | None = None) -> None:
+    """The rows on stdout in ``args.format``; ``before_rows`` is called once the first rows
+    (or the end of none) are at hand, before anything is written."""
+    reader = _announced(result.reader, before_rows)
     names = unique(reader.schema.names)
     out = sys.stdout
     if args.format == "jsonl":
@@ -150,11 +168,32 @@ def _print(result: engine.Result, args: argparse.Namespace) -> None:
     else:
         numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type)
                    or pa.types.is_decimal(f.type) for f in reader.schema]
-        with TextTable([Column(n, right=r) for n, r in zip(names, numeric, strict=True)],
-                       out) as table:
+        columns = [Column(render.terminal_safe(n), right=r)
+                   for n, r in zip(names, numeric, strict=True)]
+        with TextTable(columns, out) as table:
             for values in _rows(reader, args.bytes):
                 table.add(*(render.terminal_safe("null" if v is None else _cell(v))
                             for v in values))
+        if table.rows == 0:  # no rows still names the columns: the query ran, and matched none
+            out.write(layout(columns, (), table.width).render(
+                [c.name for c in columns], [c.right for c in columns]) + "\n")
+
+
+def _announced(reader: pa.RecordBatchReader, before_rows: Callable[[], None] | None
+               ) -> pa.RecordBatchReader:
+    """The stream, calling ``before_rows`` when its first batch or its end arrives."""
+    if before_rows is None:
+        return reader
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        try:
+            for batch in reader:
+                before_rows()
+                yield batch
+        finally:
+            before_rows()
+
+    return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
 
 def unique(names: list[str]) -> list[str]:

@@ -133,12 +133,15 @@ def register(con, tree: LogDirs | Trees, sql: str | None, options: Options = PLA
     read (the partitions a record view's conditions name)."""
     trees = tree if isinstance(tree, Trees) else Trees.of(tree)
     trees.require()
+    if sql is not None:
+        one_statement(con, sql)
     parsed = pushdown.parse(con, sql) if sql is not None else None
     every = pushdown.Pushdown(references=2)
     for name, view in VIEWS.items():
         push = pushdown.for_view(parsed, name) if sql is not None else every
         if push.references:
-            source = (trees.for_records(push, with_schemas=bool(options.decode))
+            source = (trees.for_records(push, with_schemas=bool(options.decode),
+                                            live_only=options.states == ("live",))
                       if name in RECORD_VIEWS else trees.whole())
             _install(con, name, view(source, push, options), push.references,
                      _JSON_DECODED if options.decode and name == "records" else "*")
@@ -152,14 +155,33 @@ def explain(con, tree: LogDirs | Trees, sql: str, options: Options = PLAIN) -> p
     condition narrows the read as meant (``segtools query --explain``)."""
     trees = tree if isinstance(tree, Trees) else Trees.of(tree)
     trees.require()
+    one_statement(con, sql)
     parsed = pushdown.parse(con, sql)
     rows = []
     for name in VIEWS:
         push = pushdown.for_view(parsed, name)
         if name in RECORD_VIEWS and push.references:
-            source = trees.for_records(push, with_schemas=bool(options.decode))
+            source = trees.for_records(push, with_schemas=bool(options.decode),
+                                       live_only=options.states == ("live",))
             rows.append(reading(name, source, push, options))
     return pa.Table.from_pylist(rows, schema=READING_SCHEMA)
+
+
+def one_statement(con, sql: str) -> None:
+    """Refuse a query of no statement or of several before any view is read: the engine
+    would run them all and hand back only the last one's rows (the others' lost, their
+    views read for nothing), and nothing at all for none. A syntax error is left to the
+    run, which reports it with its position."""
+    duckdb = duckdb_module()
+    try:
+        count = len(con.extract_statements(sql))
+    except duckdb.Error:
+        return
+    if count == 0:
+        raise QueryError("the query is empty: it holds no SQL statement")
+    if count > 1:
+        raise QueryError(f"one SQL statement per query, not {count} (separated by ';'): "
+                         f"run each on its own")
 
 
 #: the decoded payloads as DuckDB's JSON type (``value_decoded->>'$.id'``)
@@ -281,18 +303,74 @@ def _positioned(con, sql: str, error: Exception) -> tuple[Exception, int]:
     return error, 0
 
 
-def export(con, sql: str, target: str | os.PathLike[str]) -> None:
-    """The query's rows written by the engine's own writer, in the format the suffix names."""
+def export(con, sql: str, target: str | os.PathLike[str], bytes_mode: str = "base64") -> None:
+    """The query's rows written by the engine's own writer, in the format the suffix names.
+    A text format (CSV, JSON Lines) gets bytes as ``bytes_mode`` renders them (``--bytes``),
+    as the rows printed on stdout have them; Parquet keeps them binary."""
     duckdb = duckdb_module()
     suffix = Path(target).suffix.lower()
     if suffix not in EXPORT_FORMATS:
         raise QueryError(f"{target}: the output's suffix must be one of "
                          f"{', '.join(EXPORT_FORMATS)}")
     quoted = os.path.abspath(target).replace("'", "''")
+    kind = EXPORT_FORMATS[suffix]
     try:
-        con.execute(f"COPY ({strip(sql)}) TO '{quoted}' (FORMAT {EXPORT_FORMATS[suffix]})")
+        rows = strip(sql)
+        if kind != "PARQUET":
+            rows = _bytes_as_text(con, rows, bytes_mode)
+        con.execute(f"COPY ({rows}) TO '{quoted}' (FORMAT {kind})")
     except duckdb.Error as e:
         raise QueryError(one_line(e)) from None
+
+
+#: a BLOB as text, per ``--bytes`` (``render.render_bytes``'s modes): DuckDB's text writers
+#: would cast it to DuckDB's own escaped text (``\x00\x01``, every byte past ASCII escaped,
+#: valid UTF-8 too), which no other face prints and few readers undo. ``utf8`` decodes
+#: valid UTF-8; a value that is not keeps DuckDB's escapes, whole
+_BYTES_AS_TEXT = {"base64": "base64({0})", "hex": "lower(hex({0}))",
+                  "utf8": "coalesce(try(decode({0})), {0}::VARCHAR)"}
+
+
+def _bytes_as_text(con, sql: str, bytes_mode: str) -> str:
+    """``sql`` with every BLOB of its rows (in lists, structs and maps too) as text, or
+    ``sql`` itself when it has none. Its columns are taken by position (a join may repeat a
+    name) and keep their names."""
+    relation = con.sql(sql)
+    names = [f"_segtools_{i}" for i in range(len(relation.columns))]
+    columns = [_as_text(typed.quoted(alias), kind, bytes_mode, 0) for alias, kind
+               in zip(names, relation.types, strict=True)]
+    if all(c is None for c in columns):
+        return sql
+    rows = f"({sql}) AS _segtools_rows({', '.join(typed.quoted(n) for n in names)})"
+    chosen = ", ".join(f"{c or typed.quoted(alias)} AS {typed.quoted(name)}" for c, alias, name
+                       in zip(columns, names, relation.columns, strict=True))
+    return f"SELECT {chosen} FROM {rows}"
+
+
+def _as_text(expr: str, kind, bytes_mode: str, depth: int) -> str | None:
+    """``expr`` (of DuckDB type ``kind``) with its BLOBs as text, or None when it holds
+    none (it is written as it is)."""
+    if kind.id == "blob":
+        return _BYTES_AS_TEXT[bytes_mode].format(expr)
+    if kind.id == "list":
+        item = f"_segtools_item{depth}"
+        inner = _as_text(item, kind.children[0][1], bytes_mode, depth + 1)
+        return None if inner is None else f"list_transform({expr}, lambda {item}: {inner})"
+    if kind.id == "map":
+        entry = f"_segtools_entry{depth}"
+        inner = _as_text(entry, duckdb_module().struct_type(dict(kind.children)), bytes_mode,
+                         depth + 1)
+        return None if inner is None else \
+            f"map_from_entries(list_transform(map_entries({expr}), lambda {entry}: {inner}))"
+    if kind.id == "struct":
+        fields = [(name, _as_text(f"{expr}.{typed.quoted(name)}", child, bytes_mode, depth))
+                  for name, child in kind.children]
+        if all(field is None for _, field in fields):
+            return None
+        packed = ", ".join(f"{typed.quoted(name)} := {field or f'{expr}.{typed.quoted(name)}'}"
+                           for name, field in fields)
+        return f"CASE WHEN {expr} IS NULL THEN NULL ELSE struct_pack({packed}) END"
+    return None
 
 
 def strip(sql: str) -> str:

@@ -67,12 +67,18 @@ class Trees:
             self._whole = self._open(self.paths)
         return self._whole
 
-    def for_records(self, push: Pushdown, *, with_schemas: bool = False) -> LogDirs:
+    def for_records(self, push: Pushdown, *, with_schemas: bool = False,
+                    live_only: bool = True) -> LogDirs:
         """The tree a record, batch or segment view reads for ``push``: the partitions it
         names when it names them exactly, else the whole tree. ``with_schemas`` keeps the
-        log dirs' ``_schemas`` partitions in it (decoding reads its schemas there)."""
+        log dirs' ``_schemas`` partitions in it (decoding reads its schemas there).
+        ``live_only``: the view reads only live partition directories; a renamed one
+        (``<topic>-<n>.<uuid>-delete``, ``-future``) is not found by its plain name, so a
+        view reading those walks the whole tree."""
         if self._whole is not None:
             return self._whole
+        if not live_only:
+            return self.whole()
         paths = partition_paths(self.paths, push, with_schemas=with_schemas)
         if paths is None:
             return self.whole()

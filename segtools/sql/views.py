@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from segtools.fetch import plan
-from segtools.fetch.arguments import ArgumentError
+from segtools.fetch.arguments import PARTITION_STATES, ArgumentError
 from segtools.fetch.columns import FIELDS, TIMESTAMP, Level
 from segtools.findings import Finding
 from segtools.payloads import columns as payload_columns
@@ -46,6 +46,15 @@ class Options:
     #: the moment (epoch ms) the retention and transactions views measure ages against, as
     #: those commands' ``--at``; None: the wall clock when the view is read
     at_ms: int | None = None
+    #: which partition directories the record views read (the Spark source's
+    #: ``partitionStates``): ``live`` by default; ``delete`` reads what a topic's deletion left
+    #: (Kafka renames a deleted partition's directory ``<topic>-<n>.<uuid>-delete`` and removes
+    #: it only after ``file.delete.delay.ms``), ``future`` and ``stray`` the other renamed ones
+    states: tuple[str, ...] = ("live",)
+    #: keep control records (transaction markers) in ``records``, as ``dump`` prints them
+    #: (the Spark source's ``includeControl``); by default the view holds what a consumer
+    #: is handed, as Kafka's fetch path filters them out
+    include_control: bool = False
 
 
 def record_columns(options: Options) -> tuple[str, ...]:
@@ -94,8 +103,7 @@ def batches(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchRe
                     "base_offset")
     return _counted(_matching(tree, push, lambda **chosen: tree.to_arrow(
         Level.BATCHES, columns=names, dictionary=True, on_finding=options.on_finding,
-        **{"topics": push.topic_globs, "partitions": push.partitions, **chosen})),
-        options.on_rows)
+        **{**_places(push, options), **chosen})), options.on_rows)
 
 
 def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchReader:
@@ -104,7 +112,14 @@ def segments(tree: LogDirs, push: Pushdown, options: Options) -> pa.RecordBatchR
                     "base_offset")
     return _matching(tree, push, lambda **chosen: tree.to_arrow(
         Level.SEGMENTS, columns=names, dictionary=True, on_finding=options.on_finding,
-        **{"topics": push.topic_globs, "partitions": push.partitions, **chosen}))
+        **{**_places(push, options), **chosen}))
+
+
+def _places(push: Pushdown, options: Options) -> dict:
+    """The selectors of the partition directories a view reads: the pushed topics and
+    partitions, in the states asked for."""
+    return {"topics": push.topic_globs, "partitions": push.partitions,
+            "states": options.states}
 
 
 def _matching(tree: LogDirs, push: Pushdown, read: Callable[..., Any]) -> pa.RecordBatchReader:
@@ -117,7 +132,7 @@ def _matching(tree: LogDirs, push: Pushdown, read: Callable[..., Any]) -> pa.Rec
         if not str(e).startswith(("topics: no topic matches", "partitions: no partition")):
             raise
     # the view's columns, from a read of nothing: its schema without its rows
-    schema = read(topics=tree.topics[:1], partitions=None).schema
+    schema = read(topics=tree.topics[:1], partitions=None, states=PARTITION_STATES).schema
     return pa.RecordBatchReader.from_batches(schema, iter(()))
 
 
@@ -155,6 +170,7 @@ def selectors(push: Pushdown, options: Options) -> dict:
     record may carry an earlier time, which that reading leaves out (as a consumer reading
     by ``offsetsForTimes`` does); without it the read goes on to the end of the log."""
     return {"topics": push.topic_globs, "partitions": push.partitions,
+            "states": options.states, "include_control": options.include_control,
             "start_offset": push.offset_min, "end_offset": push.offset_max,
             "start_time": push.timestamp_min_ms,
             "end_time": push.timestamp_max_ms if options.time_index else None}
@@ -175,7 +191,7 @@ def reading(view: str, tree: LogDirs, push: Pushdown, options: Options) -> dict:
     exclusive; times: the lower one, and the upper one only when it is read by the index)."""
     chosen = selectors(push, options)
     level = Level.BATCHES if view == "batches" else Level.RECORDS
-    whole = {"topics": chosen["topics"], "partitions": chosen["partitions"]}
+    whole = _places(push, options)
     with gentle.applied(tree.gentle):  # the index searches read files, as the rows would
         # the batch view reads its partitions whole; the segment view summarises them
         listed = None if tree.relist else tree.log_dirs

@@ -49,13 +49,19 @@ def _schema(level: Level, names: Iterable[str], decode: bool) -> StructType:
 
 def register_views(spark: SparkSession, *paths: str | os.PathLike[str],
                    decode: bool | str = False, schemas: Iterable[str] = (),
-                   schema_registry: str | None = None, at: object = None) -> list[str]:
+                   schema_registry: str | None = None, at: object = None,
+                   states: str | Iterable[str] = "live",
+                   include_control: bool = False) -> list[str]:
     """Create (or replace) the temporary views of ``segtools query`` over ``paths``; returns
     their names. ``at``: the moment the retention and transactions views answer for, as
-    ``segtools query --at`` (epoch ms, ISO-8601 or an aware datetime; default: now)."""
+    ``segtools query --at`` (epoch ms, ISO-8601 or an aware datetime; default: now);
+    ``states``, ``include_control``: as ``--states`` and ``--include-control`` (the source's
+    ``partitionStates`` and ``includeControl``)."""
     places = [os.fspath(p) for p in paths]
     options = Options(decode, tuple(schemas), schema_registry,
-                      at_ms=arguments.moment_or_now(at))
+                      at_ms=arguments.moment_or_now(at),
+                      states=arguments.states(states, "states"),
+                      include_control=arguments.boolean(include_control, "include_control"))
     tree = LogDirs(places)
     names = []
     for name, level in SOURCE_LEVELS.items():
@@ -63,7 +69,9 @@ def register_views(spark: SparkSession, *paths: str | os.PathLike[str],
                    else tuple(n for n, _ in FIELDS[level] if n != "tier"))
         reader = (spark.read.format(FORMAT)
                   .schema(_schema(level, columns, bool(decode) and level is Level.RECORDS))
-                  .option("level", level.value).option("paths", json.dumps(places)))
+                  .option("level", level.value).option("paths", json.dumps(places))
+                  .option("partitionStates", ",".join(options.states))
+                  .option("includeControl", str(options.include_control).lower()))
         if decode and level is Level.RECORDS:
             reader = reader.option("decode", "true" if decode is True else str(decode))
             if options.schemas:

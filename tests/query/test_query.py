@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
+import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -150,6 +153,9 @@ def test_nothing_written_under_the_locations(capsys, tmp_path, monkeypatch):
     ('select "offset"\nfrom segments where nope', "(line 2, column 21)"),
     ("select * from no_such_view", "no_such_view"),
     ("select count(*) from record", 'Did you mean "records"? (line 1, column 22)'),
+    ("", "the query is empty"),
+    (" ;\n-- nothing\n", "the query is empty"),
+    ("select 1; select count(*) from records", "one SQL statement per query, not 2"),
 ])
 def test_sql_error_is_one_line(capsys, sql, where):
     code, out, err = query(capsys, str(SAMPLE), "-c", sql)
@@ -271,3 +277,54 @@ def test_an_aggregation_reads_only_its_two_columns_as_views(monkeypatch):
     (read,) = [a for a in asked if a["level"] == "records"]
     assert sorted(read["columns"]) == ["topic", "value"]
     assert read["binary"] == "view" and read["dictionary"] is True
+
+
+@pytest.mark.parametrize("bytes_mode", ["base64", "hex"])
+def test_a_text_export_writes_bytes_as_the_printed_rows_do(capsys, tmp_path, bytes_mode):
+    """Keys, values and header values (bytes nested in a list of structs) in ``-o x.jsonl``
+    and ``-o x.csv`` are the text ``--bytes`` prints, not the engine's own escaped text."""
+    sql = ("select \"offset\", key, value, headers, {'k': key} as nested from records "
+           "where topic = 'edge-cases' and \"offset\" in (5, 9) order by \"offset\"")
+    args = (str(SAMPLE), "-c", sql, "--bytes", bytes_mode)
+    code, printed, _ = query(capsys, *args, "--format", "jsonl")
+    assert code == 0
+    code, _, _ = query(capsys, *args, "-o", str(tmp_path / "rows.jsonl"))
+    assert code == 0
+    rows = [json.loads(line) for line in printed.splitlines()]
+    assert [json.loads(line) for line in (tmp_path / "rows.jsonl").read_text().splitlines()
+            ] == rows
+    code, _, _ = query(capsys, *args, "-o", str(tmp_path / "rows.csv"))
+    assert code == 0
+    written = (tmp_path / "rows.csv").read_text()
+    assert all(r["key"] in written and r["value"] in written for r in rows)
+    assert rows[1]["headers"][0]["value"] in written
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("sql", ["select topic, count(*) from records group by all",
+                                 "select \"offset\" from records where topic = 'edge-cases'"])
+def test_the_progress_display_is_gone_before_rows_reach_its_terminal(monkeypatch, sql):
+    """A bar on the terminal the rows are printed on would have rows glued to its line:
+    it goes before the first row (or the header of none) is written."""
+    written_when_gone: list[str] = []
+
+    @contextmanager
+    def progress(description: str, *, quiet: bool):
+        yield lambda n: None
+        written_when_gone.append(sys.stdout.getvalue())
+
+    monkeypatch.setattr(sys, "stdout", _Terminal())
+    monkeypatch.setattr("segtools.cli.common.rows_progress", progress)
+    assert main(["query", str(SAMPLE), "-c", sql]) in (0, 1)
+    assert written_when_gone == [""] and sys.stdout.getvalue().startswith(("topic", "offset"))
+
+
+def test_no_rows_still_print_the_header_and_names_are_terminal_safe(capsys):
+    code, out, _ = query(capsys, str(SAMPLE), "-c",
+                         "select topic, \"offset\" as \"a\x1b[31mb\" from records where false")
+    assert code == 0
+    assert out.split() == ["topic", "a\\x1b[31mb"] and "\x1b" not in out

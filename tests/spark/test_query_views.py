@@ -62,6 +62,24 @@ def test_portable_queries_agree(spark, tree):
         spark.conf.unset("spark.sql.ansi.doubleQuotedIdentifiers")
 
 
+def test_every_state_and_the_markers_agree(spark):
+    """``states`` and ``include_control`` reach the source as ``partitionStates`` and
+    ``includeControl``: the sample's deleted partition and its transaction markers are read
+    on both engines."""
+    path = FIXTURES / "logdirs" / "sample"
+    spark.conf.set("spark.sql.ansi.doubleQuotedIdentifiers", "true")
+    try:
+        register_views(spark, path, at=AT, states="all", include_control=True)
+        for sql in (*PORTABLE[:3], "select topic, partition, sum(case when is_control then 1 "
+                                   "else 0 end) as markers from records group by all"):
+            expected = segtools.query(path, sql, at=AT, states="all", include_control=True)
+            got = spark.sql(sql).collect()
+            assert _rows(got) == _rows(tuple(r.values()) for r in expected.to_pylist()), sql
+            assert ("orders.v2-eu", 5) in {(r[0], r[1]) for r in got}, sql
+    finally:
+        spark.conf.unset("spark.sql.ansi.doubleQuotedIdentifiers")
+
+
 def test_same_columns_on_both_engines(spark):
     path = FIXTURES / "logdirs" / "payloads"
     names = register_views(spark, path, decode=True)
