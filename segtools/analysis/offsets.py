@@ -619,7 +619,10 @@ class _Replayer:
         fam = self.decoder.family
         members = {v: p.slots["members"].sub for (t, v), (_, p) in fam.value_programs.items()
                    if t == GROUP_METADATA_TYPE}
-        self._elements = {v: (p.first, p.count) for v, p in members.items()}
+        # a member's program by GroupMetadataValue version, looked up for a block at once
+        self._elements = np.zeros((max(members) + 1, 2), np.int32)
+        for v, p in members.items():
+            self._elements[v] = p.first, p.count
         self._element_defaults = next(iter(members.values())).defaults
         self._subscriptions, self._assignments = (
             np.array([[p.first, p.count] for p in (fam.extra[f"{m.name}-v{v}"]
@@ -885,7 +888,7 @@ class _Replayer:
         meta = meta[b.vals[meta, s.members + 1] > 0]
         if not len(meta):
             return {}
-        elements = np.array([self._elements[v] for v in b.vver[meta].tolist()], np.int32)
+        elements = self._elements[b.vver[meta]]
         bad = versioned_fields(self.decoder.family.ops, elements, self._element_defaults,
                                  b.data, np.ascontiguousarray(b.vals[meta, s.members]),
                                  np.ascontiguousarray(b.vals[meta, s.members + 1]),
