@@ -604,6 +604,8 @@ class _Replayer:
         self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
         self._held_groups: dict[int, int] = {}  # group code -> the same, per group
         self._group_fast = np.zeros(0, np.int8)  # by interned string (see above)
+        self._met = np.zeros(0, bool)  # by interned string: a group the replay has met
+        self._known = np.zeros(0, bool)  # by key code: a commit key the replay knows
         self._group_runs = np.zeros(0, np.int64)
         self._row = 0  # the row being applied, in the whole replay
         self._keys: dict[int, tuple[int, str, int, bool]] = {}  # -> group, topic, partition, kept
@@ -641,6 +643,7 @@ class _Replayer:
             self._wanted_np = np.array(self._wanted, bool)
             grow = len(texts) - len(self._group_fast)
             self._group_fast = np.concatenate([self._group_fast, np.zeros(grow, np.int8)])
+            self._met = np.concatenate([self._met, np.zeros(grow, bool)])
             self._group_runs = np.concatenate([self._group_runs, np.zeros(grow, np.int64)])
 
     def _group(self, code: int, log_partition: int) -> GroupState:
@@ -651,6 +654,7 @@ class _Replayer:
             if g is None:
                 g = self.groups[name] = GroupState(name, log_partition)
             self._by_code[code] = g
+            self._met[code] = True
             self._group_fast[code] = code not in self._held_groups
         return g
 
@@ -658,8 +662,16 @@ class _Replayer:
         kept = self.history and (self.history_topic is None or topic == self.history_topic) \
             and (self.history_partition is None or partition == self.history_partition)
         self._keys[k] = (group, topic, partition, kept)
+        self._know(k + 1)
+        self._known[k] = True
         self.current.ensure(k + 1)
         self.current.fast[k] = not kept and k not in self._held
+
+    def _know(self, keys: int) -> None:
+        """Room in ``_known`` for ``keys`` key codes."""
+        if keys > len(self._known):
+            grow = max(1024, 2 * keys) - len(self._known)
+            self._known = np.concatenate([self._known, np.zeros(grow, bool)])
 
     def _commit(self, k: int, c: AppliedCommit, status: str = APPLIED) -> OffsetCommit:
         group, topic, partition, _ = self._keys[k]
@@ -727,7 +739,7 @@ class _Replayer:
         txn = table.is_transactional[batch]
         plain = wanted & (b.rtype <= OFFSET_COMMIT_TYPES[-1]) & ~txn
         kinds = plain.astype(np.int8) + 2 * (~ok | (wanted & ~plain)).astype(np.int8)
-        suspects = self._suspects(b, np.flatnonzero(wanted), b.rtype[wanted])
+        suspects = self._suspects(b, wanted)
         if not (b.status == ST_ERROR).any():
             # a record only the reference reads is applied by Python out of the loop's order:
             # a block holding one folds nothing, and meets its groups as Python reaches them
@@ -767,11 +779,14 @@ class _Replayer:
         their first row on (else a log's first block, or a new group's, is Python's alone).
         Groups are met in the order of their first rows, as Python would meet them."""
         rows = np.flatnonzero(wanted)
+        rows = rows[~self._met[b.vals[rows, 0]]]  # most blocks: none
         codes, first = np.unique(b.vals[rows, 0], return_index=True)
         for code in codes[np.argsort(first)].tolist():
             if self._by_code[code] is None:
                 self._group(code, lp)
+        self._know(len(self.decoder.keys))
         rows = np.flatnonzero(plain)
+        rows = rows[~self._known[b.key_code[rows]]]  # most blocks: none
         keys, first = np.unique(b.key_code[rows], return_index=True)
         s, texts = self.slots, self.decoder.texts
         for k, i in zip(keys.tolist(), rows[first].tolist(), strict=True):
@@ -877,14 +892,13 @@ class _Replayer:
                 self._special(b, i, rtypes[x], groups[x], vv[x], pids[x], where, path, pending,
                               raws[x], suspects.get(i, ()))
 
-    def _suspects(self, b: Block, rows: np.ndarray, rtype: np.ndarray) -> dict[int, list[int]]:
-        """Group metadata records among ``rows`` (of record types ``rtype``) whose members'
+    def _suspects(self, b: Block, wanted: np.ndarray) -> dict[int, list[int]]:
+        """Group metadata records among the ``wanted`` rows whose members'
         consumer-protocol bytes do not all read cleanly (the subscription exactly at its own
         version's layout, the assignment at its own): row -> member indices, for
         :func:`describe_protocol` to say what is wrong. One compiled call for the block."""
         s = self.slots
-        meta = rows[(b.status[rows] == ST_OK) & (rtype == GROUP_METADATA_TYPE)
-                    & (b.vver[rows] >= 0)]
+        meta = np.flatnonzero(wanted & (b.rtype == GROUP_METADATA_TYPE) & (b.vver >= 0))
         meta = meta[b.vals[meta, s.members + 1] > 0]
         if not len(meta):
             return {}
