@@ -70,6 +70,11 @@ TOPICS: dict[str, tuple[str, list[str], Callable, Callable]] = {
 }
 
 
+#: The ``__consumer_offsets`` logs of the whole command: (label, copies move on, steady).
+LOGS = (("keeps consuming", True, False), ("rewinds every copy", False, False),
+        ("steady commits", True, True))
+
+
 def best(fn: Callable[[], int]) -> tuple[float, int]:
     out, n = float("inf"), 0
     for _ in range(PASSES):
@@ -176,6 +181,8 @@ def main() -> None:
                     help="another checkout (e.g. a git worktree of the code before a change, "
                          "its compiled modules built): its offsets timed in turns with this "
                          "one's")
+    ap.add_argument("--log", action="append", choices=[label for label, _, _ in LOGS],
+                    help="only this log of the whole command (repeatable; default: all)")
     opts = ap.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
     results: dict = {"decode": {}, "offsets_1gib": {}}
@@ -198,9 +205,9 @@ def main() -> None:
                   f"({row['reference_per_s'] / 1e3:4.0f} k/s); whole replay "
                   f"{row['replay_per_s'] / 1e3:5.0f} k/s = {row['replay_ratio']:4.1f}x",
                   flush=True)
-    for label, move_on, steady in (("keeps consuming", True, False),
-                                   ("rewinds every copy", False, False),
-                                   ("steady commits", True, True)):
+    for label, move_on, steady in LOGS:
+        if opts.log and label not in opts.log:
+            continue
         root = internal_logs.log_dir("offsets", TOPICS["offsets"][1], opts.offsets_mib * MB,
                                      "fixture", move_on, steady)
         r = results["offsets_1gib"][label] = whole_offsets(root, opts.peer_code)
