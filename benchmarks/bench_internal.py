@@ -14,8 +14,10 @@ batch). Page cache warm, best of ``PASSES``.
   ``timeline``; anomalies and events to a sink that drops them), against the reference's
   decode alone (a ceiling for a replay built on it: conservative).
 * **1 GiB**: ``segtools offsets`` over 1 GiB of ``__consumer_offsets`` (the five fixture
-  partitions), whole command in a child process, stdout to /dev/null, peak RSS from the
-  child's ``/proc/self/status`` (VmHWM). Two logs: copies whose groups keep consuming (each
+  partitions), whole command in a child process, stdout to /dev/null, peak RSS the largest
+  of the child's ``/proc/self/status`` (VmHWM) and its worker processes' (the partitions
+  replay side by side); ``--peer-code DIR`` times another checkout's ``offsets`` in the same
+  turns (the code before a change). Two logs: copies whose groups keep consuming (each
   copy's committed offsets moved on, the fixture's own stories repeating: a reset to earliest,
   expired offsets) and the worst case, copies that rewind every offset (1.4 M regressions and
   deletions to print), and a steady log: after the first copy, only the fixture's plain
@@ -68,6 +70,11 @@ TOPICS: dict[str, tuple[str, list[str], Callable, Callable]] = {
 }
 
 
+#: The ``__consumer_offsets`` logs of the whole command: (label, copies move on, steady).
+LOGS = (("keeps consuming", True, False), ("rewinds every copy", False, False),
+        ("steady commits", True, True))
+
+
 def best(fn: Callable[[], int]) -> tuple[float, int]:
     out, n = float("inf"), 0
     for _ in range(PASSES):
@@ -115,38 +122,52 @@ def replay(command: str, parts: list[PartitionDir], root: Path) -> int:
     return timeline(root / "__cluster_metadata-0", on_event=lambda e: None).end_offset
 
 
-def command(*argv: str) -> tuple[float, float, float]:
+def command(*argv: str, code_dir: Path | None = None) -> tuple[float, float, float]:
     """A whole command in a child process, stdout to /dev/null: wall seconds, CPU seconds
-    (the child's user and system time: what other tenants of the machine disturb least) and
-    peak RSS in MB (the child's VmHWM)."""
-    code = ("import sys; from segtools.cli.main import main; code = main(sys.argv[1:]); "
-            "print([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0], "
-            "file=sys.stderr); sys.exit(code)")
+    (the child's user and system time, its worker processes' included: what other tenants of
+    the machine disturb least) and peak RSS in MB (the largest of the child's VmHWM and its
+    workers'). ``code_dir``: run that checkout's segtools instead (an older one, as a peer)."""
+    code = ("import resource, sys; from segtools.cli.main import main; "
+            "code = main(sys.argv[1:]); "
+            "own = [l for l in open('/proc/self/status') if l.startswith('VmHWM')][0]; "
+            "print(max(int(own.split()[1]), "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss), file=sys.stderr); "
+            "sys.exit(code)")
+    env = None
+    if code_dir is not None:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(code_dir), *os.environ.get("PYTHONPATH", "").split(os.pathsep)])}
     before = os.times()
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *argv],
+    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t
     after = os.times()
     assert proc.returncode in (0, 1), proc.stderr
     cpu = (after.children_user - before.children_user) + \
         (after.children_system - before.children_system)
-    return seconds, cpu, int(proc.stderr.split()[-2]) / 1024
+    return seconds, cpu, int(proc.stderr.split()[-1]) / 1024
 
 
-def whole_offsets(root: Path) -> dict:
+def whole_offsets(root: Path, peer_code: Path | None = None) -> dict:
     """``offsets`` and, as the peer, ``scan --crc`` of the same bytes (the checked walk of
     every batch: what reading the log costs before any record is decoded), in turns, first
-    run and best of ``PASSES``."""
+    run and best of ``PASSES``; with ``peer_code``, that checkout's ``offsets`` too, in the
+    same turns (the code before a change, on the same log and the same machine load)."""
     runs: dict[str, list[tuple[float, float, float]]] = {"offsets": [], "scan": []}
+    if peer_code is not None:
+        runs["peer offsets"] = []
     for _ in range(PASSES):
         runs["offsets"].append(command("offsets", "-q", str(root)))
+        if peer_code is not None:
+            runs["peer offsets"].append(command("offsets", "-q", str(root),
+                                                code_dir=peer_code))
         runs["scan"].append(command("scan", "--crc", "-q", str(root)))
     out: dict = {"gib": sum(p.size_bytes for p in partitions_of([root], "__consumer_offsets"))
                  / BIG}
     for name, times in runs.items():
         out[name] = {"first_s": times[0][0], "best_s": min(t[0] for t in times),
-                     "best_cpu_s": min(t[1] for t in times),
+                     "first_cpu_s": times[0][1], "best_cpu_s": min(t[1] for t in times),
                      "peak_rss_mb": max(t[2] for t in times)}
     return out
 
@@ -156,6 +177,12 @@ def main() -> None:
     ap.add_argument("--offsets-mib", type=int, default=BIG // MB,
                     help="size of the __consumer_offsets logs of the whole command")
     ap.add_argument("--no-decode", action="store_true", help="the whole command only")
+    ap.add_argument("--peer-code", type=Path, metavar="DIR",
+                    help="another checkout (e.g. a git worktree of the code before a change, "
+                         "its compiled modules built): its offsets timed in turns with this "
+                         "one's")
+    ap.add_argument("--log", action="append", choices=[label for label, _, _ in LOGS],
+                    help="only this log of the whole command (repeatable; default: all)")
     opts = ap.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
     results: dict = {"decode": {}, "offsets_1gib": {}}
@@ -178,20 +205,28 @@ def main() -> None:
                   f"({row['reference_per_s'] / 1e3:4.0f} k/s); whole replay "
                   f"{row['replay_per_s'] / 1e3:5.0f} k/s = {row['replay_ratio']:4.1f}x",
                   flush=True)
-    for label, move_on, steady in (("keeps consuming", True, False),
-                                   ("rewinds every copy", False, False),
-                                   ("steady commits", True, True)):
+    for label, move_on, steady in LOGS:
+        if opts.log and label not in opts.log:
+            continue
         root = internal_logs.log_dir("offsets", TOPICS["offsets"][1], opts.offsets_mib * MB,
                                      "fixture", move_on, steady)
-        r = results["offsets_1gib"][label] = whole_offsets(root)
+        r = results["offsets_1gib"][label] = whole_offsets(root, opts.peer_code)
         o, scan = r["offsets"], r["scan"]
         print(f"segtools offsets, {r['gib']:.2f} GiB of __consumer_offsets ({label}): "
               f"first {o['first_s']:.1f} s, best {o['best_s']:.1f} s = "
               f"{o['best_s'] / r['gib']:.1f} s/GiB (target <= {OFFSETS_S_PER_GIB} s/GiB), "
               f"CPU {o['best_cpu_s'] / r['gib']:.1f} s/GiB; {o['best_s'] / scan['best_s']:.1f}x "
               f"the time (CPU {o['best_cpu_s'] / scan['best_cpu_s']:.1f}x) of scan --crc of the "
-              f"same bytes ({scan['best_s']:.2f} s); peak RSS {o['peak_rss_mb']:.0f} MB",
-              flush=True)
+              f"same bytes ({scan['best_s']:.2f} s); peak RSS {o['peak_rss_mb']:.0f} MB; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        if opts.peer_code is not None:
+            peer = r["peer offsets"]
+            print(f"  peer ({opts.peer_code}): first {peer['first_s']:.1f} s, best "
+                  f"{peer['best_s']:.1f} s, CPU {peer['best_cpu_s']:.1f} s: this code takes "
+                  f"{o['best_s'] / peer['best_s']:.2f}x its best time, "
+                  f"{o['first_s'] / peer['first_s']:.2f}x its first, "
+                  f"{o['best_cpu_s'] / peer['best_cpu_s']:.2f}x its CPU; peak RSS "
+                  f"{peer['peak_rss_mb']:.0f} MB", flush=True)
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "internal.json").write_text(json.dumps(results, indent=1))
 

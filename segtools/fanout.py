@@ -120,9 +120,8 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     store's) is not forked at all: the work stays in this process
     (:meth:`segtools.storage.scope.LocationScope.shares_connections`: the run's own
     locations decide, not what else the process holds open)."""
-    n = min(workers() if processes is None else max(1, processes), len(items))
-    if n < 2 or segments < MIN_SEGMENTS or _holds_store() or \
-            "fork" not in multiprocessing.get_all_start_methods():
+    n = planned(len(items), segments=segments, processes=processes)
+    if n < 2:
         return map(fn, items)
     global _WORK
     _WORK = (fn, items)
@@ -137,6 +136,18 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     results = pool.imap(_run, range(len(items)),
                         chunksize=max(1, min(64, len(items) // (16 * n))))
     return _drain(pool, results)
+
+
+def planned(jobs: int, *, segments: int, processes: int | None = None) -> int:
+    """How many worker processes :func:`ordered` forks for ``jobs`` jobs of ``segments``
+    segments' work (1: none, the work stays in this process). A caller whose answer depends
+    on how the work is split (a replay that merges per-job results when it forks, and keeps
+    one state across jobs when it does not) asks first."""
+    n = min(workers() if processes is None else max(1, processes), jobs)
+    if n < 2 or segments < MIN_SEGMENTS or _holds_store() or \
+            "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return n
 
 
 def _in_scope(owner: scope.LocationScope | None, work: Callable[[], None]) -> None:

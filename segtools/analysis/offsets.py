@@ -33,15 +33,17 @@ they are found when one is given (the CLI spools them), else into the result.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
+from segtools import fanout
 from segtools.analysis import _offsets
 from segtools.analysis.partition_log import iter_chunks
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
@@ -602,6 +604,8 @@ class _Replayer:
         self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
         self._held_groups: dict[int, int] = {}  # group code -> the same, per group
         self._group_fast = np.zeros(0, np.int8)  # by interned string (see above)
+        self._met = np.zeros(0, bool)  # by interned string: a group the replay has met
+        self._known = np.zeros(0, bool)  # by key code: a commit key the replay knows
         self._group_runs = np.zeros(0, np.int64)
         self._row = 0  # the row being applied, in the whole replay
         self._keys: dict[int, tuple[int, str, int, bool]] = {}  # -> group, topic, partition, kept
@@ -617,7 +621,10 @@ class _Replayer:
         fam = self.decoder.family
         members = {v: p.slots["members"].sub for (t, v), (_, p) in fam.value_programs.items()
                    if t == GROUP_METADATA_TYPE}
-        self._elements = {v: (p.first, p.count) for v, p in members.items()}
+        # a member's program by GroupMetadataValue version, looked up for a block at once
+        self._elements = np.zeros((max(members) + 1, 2), np.int32)
+        for v, p in members.items():
+            self._elements[v] = p.first, p.count
         self._element_defaults = next(iter(members.values())).defaults
         self._subscriptions, self._assignments = (
             np.array([[p.first, p.count] for p in (fam.extra[f"{m.name}-v{v}"]
@@ -636,6 +643,7 @@ class _Replayer:
             self._wanted_np = np.array(self._wanted, bool)
             grow = len(texts) - len(self._group_fast)
             self._group_fast = np.concatenate([self._group_fast, np.zeros(grow, np.int8)])
+            self._met = np.concatenate([self._met, np.zeros(grow, bool)])
             self._group_runs = np.concatenate([self._group_runs, np.zeros(grow, np.int64)])
 
     def _group(self, code: int, log_partition: int) -> GroupState:
@@ -646,6 +654,7 @@ class _Replayer:
             if g is None:
                 g = self.groups[name] = GroupState(name, log_partition)
             self._by_code[code] = g
+            self._met[code] = True
             self._group_fast[code] = code not in self._held_groups
         return g
 
@@ -653,8 +662,16 @@ class _Replayer:
         kept = self.history and (self.history_topic is None or topic == self.history_topic) \
             and (self.history_partition is None or partition == self.history_partition)
         self._keys[k] = (group, topic, partition, kept)
+        self._know(k + 1)
+        self._known[k] = True
         self.current.ensure(k + 1)
         self.current.fast[k] = not kept and k not in self._held
+
+    def _know(self, keys: int) -> None:
+        """Room in ``_known`` for ``keys`` key codes."""
+        if keys > len(self._known):
+            grow = max(1024, 2 * keys) - len(self._known)
+            self._known = np.concatenate([self._known, np.zeros(grow, bool)])
 
     def _commit(self, k: int, c: AppliedCommit, status: str = APPLIED) -> OffsetCommit:
         group, topic, partition, _ = self._keys[k]
@@ -722,7 +739,7 @@ class _Replayer:
         txn = table.is_transactional[batch]
         plain = wanted & (b.rtype <= OFFSET_COMMIT_TYPES[-1]) & ~txn
         kinds = plain.astype(np.int8) + 2 * (~ok | (wanted & ~plain)).astype(np.int8)
-        suspects = self._suspects(b, np.flatnonzero(wanted), b.rtype[wanted])
+        suspects = self._suspects(b, wanted)
         if not (b.status == ST_ERROR).any():
             # a record only the reference reads is applied by Python out of the loop's order:
             # a block holding one folds nothing, and meets its groups as Python reaches them
@@ -762,11 +779,14 @@ class _Replayer:
         their first row on (else a log's first block, or a new group's, is Python's alone).
         Groups are met in the order of their first rows, as Python would meet them."""
         rows = np.flatnonzero(wanted)
+        rows = rows[~self._met[b.vals[rows, 0]]]  # most blocks: none
         codes, first = np.unique(b.vals[rows, 0], return_index=True)
         for code in codes[np.argsort(first)].tolist():
             if self._by_code[code] is None:
                 self._group(code, lp)
+        self._know(len(self.decoder.keys))
         rows = np.flatnonzero(plain)
+        rows = rows[~self._known[b.key_code[rows]]]  # most blocks: none
         keys, first = np.unique(b.key_code[rows], return_index=True)
         s, texts = self.slots, self.decoder.texts
         for k, i in zip(keys.tolist(), rows[first].tolist(), strict=True):
@@ -872,18 +892,17 @@ class _Replayer:
                 self._special(b, i, rtypes[x], groups[x], vv[x], pids[x], where, path, pending,
                               raws[x], suspects.get(i, ()))
 
-    def _suspects(self, b: Block, rows: np.ndarray, rtype: np.ndarray) -> dict[int, list[int]]:
-        """Group metadata records among ``rows`` (of record types ``rtype``) whose members'
+    def _suspects(self, b: Block, wanted: np.ndarray) -> dict[int, list[int]]:
+        """Group metadata records among the ``wanted`` rows whose members'
         consumer-protocol bytes do not all read cleanly (the subscription exactly at its own
         version's layout, the assignment at its own): row -> member indices, for
         :func:`describe_protocol` to say what is wrong. One compiled call for the block."""
         s = self.slots
-        meta = rows[(b.status[rows] == ST_OK) & (rtype == GROUP_METADATA_TYPE)
-                    & (b.vver[rows] >= 0)]
+        meta = np.flatnonzero(wanted & (b.rtype == GROUP_METADATA_TYPE) & (b.vver >= 0))
         meta = meta[b.vals[meta, s.members + 1] > 0]
         if not len(meta):
             return {}
-        elements = np.array([self._elements[v] for v in b.vver[meta].tolist()], np.int32)
+        elements = self._elements[b.vver[meta]]
         bad = versioned_fields(self.decoder.family.ops, elements, self._element_defaults,
                                  b.data, np.ascontiguousarray(b.vals[meta, s.members]),
                                  np.ascontiguousarray(b.vals[meta, s.members + 1]),
@@ -1150,27 +1169,207 @@ class _Replayer:
             self.groups[name].topic_names = names.names()
 
 
+@runtime_checkable
+class SplitSink(Protocol):
+    """A sink that partitions replayed in worker processes fill (the CLI's spools, whose
+    lines are rendered where the anomalies are found): each worker makes its own with
+    :meth:`split`, and what its :meth:`handover` returns (it must pickle) reaches this
+    process, which takes them in the partitions' order (:meth:`adopt`), or drops them when
+    the replay runs again in one process (:meth:`discard`). A sink that is only a callable gets
+    each worker's anomalies back as values, in the order they were found."""
+
+    def __call__(self, anomaly: Anomaly) -> None: ...
+
+    def split(self) -> SplitSink: ...
+
+    def handover(self) -> object: ...
+
+    def adopt(self, handed: object) -> None: ...
+
+    def discard(self, handed: object) -> None: ...
+
+
+#: A replay's bytes weighed in the segments :mod:`segtools.fanout` counts: replaying 16 KiB
+#: of ``__consumer_offsets`` costs about what summarising one segment's headers does, so a
+#: log of a few tens of MiB goes to worker processes and the fixtures stay in this one.
+REPLAY_BYTES_PER_SEGMENT = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Asked:
+    """What a replay is asked (the arguments of :func:`replay_offsets`), for each process."""
+
+    at: int | None
+    groups: list[str] | None
+    limit: int
+    history: bool
+    topic: str | None
+    partition: int | None
+
+    def replayer(self, sink: Callable[[Anomaly], None] | None) -> _Replayer:
+        return _Replayer(self.at, self.groups, self.limit, self.history, self.topic,
+                         self.partition, sink)
+
+
+class _OnePartition(NamedTuple):
+    """A worker's answer for one partition: its replay, and its sink's handover (a
+    :class:`SplitSink`'s, or the anomalies found, for a sink that is only a callable)."""
+
+    replay: OffsetsReplay
+    handed: object
+
+
+def _taking_effect(c: OffsetCommit) -> tuple[int, int, int]:
+    """The order of a replay's history: when each commit took effect, then where it sits."""
+    return c.effective_timestamp, c.where.partition, c.where.offset
+
+
+def _answer(replayer: _Replayer, parts: Sequence[PartitionDir]) -> OffsetsReplay:
+    return OffsetsReplay(tuple(p.path for p in parts), replayer.groups,
+                         tuple(sorted(replayer.commits, key=_taking_effect)),
+                         tuple(replayer.regressions), tuple(replayer.deletions),
+                         tuple(replayer.group_deletions), tuple(replayer.findings),
+                         replayer.records)
+
+
+def _serial(parts: Sequence[PartitionDir], asked: _Asked,
+            sink: Callable[[Anomaly], None] | None,
+            advance: Callable[[int], None] | None) -> OffsetsReplay:
+    """Every partition in this process, through one replayer, in the order given."""
+    replayer = asked.replayer(sink)
+    for pdir in parts:
+        replayer.partition(pdir, advance)
+    replayer.finish()
+    return _answer(replayer, parts)
+
+
+def _replay_one(asked: _Asked, sink: Callable[[Anomaly], None] | None,
+                pdir: PartitionDir) -> _OnePartition:
+    """One partition, replayed on its own (a job :func:`segtools.fanout.ordered` runs in a
+    worker process)."""
+    if isinstance(sink, SplitSink):
+        own = sink.split()
+        replayer = asked.replayer(own)
+        handed: Callable[[], object] = own.handover
+    elif sink is not None:
+        found: list[Anomaly] = []
+        replayer = asked.replayer(found.append)
+        handed = found.copy
+    else:
+        replayer = asked.replayer(None)
+        handed = type(None)
+    replayer.partition(pdir, None)
+    replayer.finish()
+    return _OnePartition(_answer(replayer, (pdir,)), handed())
+
+
+def _merged(parts: Sequence[PartitionDir], replays: Sequence[OffsetsReplay]
+            ) -> OffsetsReplay | None:
+    """The partitions' replays as one replay of them all would answer, in the partitions'
+    order (groups as first met, anomalies and findings as found, the history in the order
+    the commits took effect), or None when a group's records lie in two partitions: one
+    replay keeps its state across them, and only one replay says what that gives."""
+    groups: dict[str, GroupState] = {}
+    for r in replays:
+        for name, g in r.groups.items():
+            if groups.setdefault(name, g) is not g:
+                return None
+
+    def joined(field_name: str) -> tuple:
+        return tuple(itertools.chain.from_iterable(getattr(r, field_name) for r in replays))
+
+    return OffsetsReplay(tuple(p.path for p in parts), groups,
+                         tuple(sorted(joined("commits"), key=_taking_effect)),
+                         joined("regressions"), joined("deletions"), joined("group_deletions"),
+                         joined("findings"), sum(r.records for r in replays))
+
+
+class OffsetsReplaying:
+    """A replay begun. A group lives in one partition of ``__consumer_offsets`` (its
+    coordinator's: ``GroupCoordinatorService.partitionFor``), so partitions replay
+    independently: a large log's go to :mod:`segtools.fanout`'s worker processes, forked
+    here (before the caller starts a thread: a progress bar's), largest first so that the
+    last to finish is a small one; :meth:`result` merges their answers into the one a single
+    replay gives, byte for byte. Copies of one partition (log dirs of several brokers) hold
+    the same groups: they replay in one process, as does a log too small to be worth a
+    worker's start, or a run with one worker (``--jobs 1``)."""
+
+    def __init__(self, partitions: Iterable[PartitionDir], asked: _Asked,
+                 sink: Callable[[Anomaly], None] | None, processes: int | None):
+        self.parts = list(partitions)
+        self.asked = asked
+        self.sink = sink
+        numbers = [p.name.partition if p.name else -1 for p in self.parts]
+        weight = sum(p.size_bytes for p in self.parts) // REPLAY_BYTES_PER_SEGMENT
+        self._order = sorted(range(len(self.parts)), key=lambda i: -self.parts[i].size_bytes)
+        self._jobs: Iterator[_OnePartition] | None = None
+        if len(set(numbers)) == len(numbers) and \
+                fanout.planned(len(self.parts), segments=weight, processes=processes) > 1:
+            self._jobs = fanout.ordered(partial(_replay_one, asked, sink),
+                                        [self.parts[i] for i in self._order],
+                                        segments=weight, processes=processes)
+
+    @property
+    def forked(self) -> bool:
+        """Whether the partitions went to worker processes."""
+        return self._jobs is not None
+
+    def result(self, advance: Callable[[int], None] | None = None) -> OffsetsReplay:
+        """The replay's answer; ``advance(bytes)`` is told the progress (a partition at a
+        time when they replay in workers)."""
+        if self._jobs is None:
+            return _serial(self.parts, self.asked, self.sink, advance)
+        done: list[_OnePartition | None] = [None] * len(self.parts)
+        for i, one in zip(self._order, self._jobs, strict=True):
+            done[i] = one
+            if advance is not None:
+                advance(self.parts[i].size_bytes)
+        answers = [one for one in done if one is not None]
+        merged = _merged(self.parts, [one.replay for one in answers])
+        if merged is None:
+            if isinstance(self.sink, SplitSink):
+                for one in answers:
+                    self.sink.discard(one.handed)
+            return _serial(self.parts, self.asked, self.sink, None)
+        for one in answers:
+            if isinstance(self.sink, SplitSink):
+                self.sink.adopt(one.handed)
+            elif self.sink is not None:
+                for anomaly in one.handed:
+                    self.sink(anomaly)
+        return merged
+
+
+def begin_replay(partitions: Iterable[PartitionDir], *, at: int | None = None,
+                 groups: list[str] | None = None, history: bool = False,
+                 topic: str | None = None, partition: int | None = None,
+                 sink: Callable[[Anomaly], None] | None = None,
+                 limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                 processes: int | None = None) -> OffsetsReplaying:
+    """:func:`replay_offsets` begun: its workers (when it has any) forked and started now,
+    the answer from :meth:`OffsetsReplaying.result`. ``processes``: how many worker
+    processes at most (None: :func:`segtools.fanout.workers`; 1: this process only)."""
+    return OffsetsReplaying(partitions, _Asked(at, groups, limit, history, topic, partition),
+                            sink, processes)
+
+
 def replay_offsets(partitions: Iterable[PartitionDir], *, at: int | None = None,
                    groups: list[str] | None = None, history: bool = False,
                    topic: str | None = None, partition: int | None = None,
                    sink: Callable[[Anomaly], None] | None = None,
                    advance: Callable[[int], None] | None = None,
-                   limit: int = DEFAULT_DECOMPRESS_LIMIT) -> OffsetsReplay:
+                   limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                   processes: int | None = None) -> OffsetsReplay:
     """Replay ``__consumer_offsets`` partitions up to ``at`` (epoch ms, inclusive; the end of
     the logs when None), keeping only groups matching the ``groups`` globs (all when None).
 
     ``history`` keeps every commit, tombstone, aborted and pending commit (of ``topic`` and
     ``partition`` when given) in :attr:`OffsetsReplay.commits`; without it memory holds only
     the live state. ``sink`` receives each regression, deletion and group deletion as it is
-    found (they are then not kept); ``advance(bytes)`` is told the progress."""
-    replayer = _Replayer(at, groups, limit, history, topic, partition, sink)
-    parts = list(partitions)
-    for pdir in parts:
-        replayer.partition(pdir, advance)
-    replayer.finish()
-    order = sorted(replayer.commits, key=lambda c: (c.effective_timestamp, c.where.partition,
-                                                    c.where.offset))
-    return OffsetsReplay(tuple(p.path for p in parts), replayer.groups, tuple(order),
-                         tuple(replayer.regressions), tuple(replayer.deletions),
-                         tuple(replayer.group_deletions), tuple(replayer.findings),
-                         replayer.records)
+    found (they are then not kept; when the partitions replay in worker processes, each
+    partition's once it is done, in the partitions' order: a :class:`SplitSink` is filled in
+    the workers); ``advance(bytes)`` is told the progress. ``processes`` as
+    :func:`begin_replay`'s."""
+    return begin_replay(partitions, at=at, groups=groups, history=history, topic=topic,
+                        partition=partition, sink=sink, limit=limit,
+                        processes=processes).result(advance)

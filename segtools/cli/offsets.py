@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import os
 import shutil
 import sys
 import tempfile
@@ -40,7 +41,7 @@ from segtools.analysis.offsets import (
     OffsetDeletion,
     OffsetRegression,
     OffsetsReplay,
-    replay_offsets,
+    begin_replay,
 )
 from segtools.analysis.partition_log import live_partitions
 from segtools.cli import render
@@ -90,8 +91,17 @@ def _spool() -> IO[str]:
     return tempfile.SpooledTemporaryFile(SPOOL_BYTES, "w+", encoding="utf-8")
 
 
+def _part_file(section: str, directory: str) -> IO[str]:
+    """A worker's lines of one section, kept (the run's directory goes with the run)."""
+    return tempfile.NamedTemporaryFile("w", encoding="utf-8", prefix=f"{section}-",
+                                       dir=directory, delete=False)
+
+
 #: Rendered lines a section holds before they go to its spool in one write.
 SPOOL_LINES = 4096
+
+#: The sections anomalies are printed in, in order.
+SECTIONS = ("regressions", "deletions", "groups")
 
 
 class Anomalies(contextlib.ExitStack):
@@ -99,16 +109,28 @@ class Anomalies(contextlib.ExitStack):
     found (those ``--topic``/``--partition`` select), into one spool per section. A
     production log repeats a few groups and partitions in hundreds of thousands of lines:
     their terminal-safe names are made once each (:class:`_Names`), and lines reach the spool
-    a few thousand at a time."""
+    a few thousand at a time.
 
-    def __init__(self, args: argparse.Namespace):
+    When the partitions replay in worker processes, each worker renders its partition's lines
+    into files of its own (:meth:`split`, in this run's temporary directory), and the section
+    is its own spool followed by the partitions' files in the partitions' order
+    (:meth:`adopt`): the lines are rendered where they are found, and none is held in
+    memory to be sent back."""
+
+    def __init__(self, args: argparse.Namespace, directory: str | None = None):
         super().__init__()
         self.args = args
-        self.regressions, self.deletions, self.groups = (self.enter_context(_spool())
-                                                         for _ in range(3))
-        self.counts = {"regressions": 0, "deletions": 0, "groups": 0}
-        self.pending: dict[str, list[str]] = {section: [] for section in self.counts}
+        self.counts = dict.fromkeys(SECTIONS, 0)
+        self.pending: dict[str, list[str]] = {section: [] for section in SECTIONS}
         self.names = _Names()
+        self.adopted: dict[str, list[str]] = {section: [] for section in SECTIONS}
+        self.spools: dict[str, IO[str]] = {}
+        if directory is None:  # this run's own: its spools, and its workers' directory
+            self.directory = self.enter_context(
+                tempfile.TemporaryDirectory(prefix="segtools-offsets-"))
+            self.spools = {section: self.enter_context(_spool()) for section in SECTIONS}
+        else:
+            self.directory = directory
 
     def __call__(self, anomaly: Anomaly) -> None:
         args = self.args
@@ -141,14 +163,45 @@ class Anomalies(contextlib.ExitStack):
     def _flush(self, section: str) -> None:
         pending = self.pending[section]
         if pending:
-            getattr(self, section).write("\n".join(pending) + "\n")
+            spool = self.spools.get(section)
+            if spool is None:  # a worker's: a file of its own in the run's directory
+                spool = self.spools[section] = self.enter_context(
+                    _part_file(section, self.directory))
+            spool.write("\n".join(pending) + "\n")
             pending.clear()
+
+    def split(self) -> Anomalies:
+        """A worker's sink for one partition (its lines in files of its own)."""
+        return Anomalies(self.args, self.directory)
+
+    def handover(self) -> tuple[tuple[str, str | None, int], ...]:
+        """A worker's lines, written out: each section's file (None: no line) and count."""
+        for section in SECTIONS:
+            self._flush(section)
+        self.close()
+        return tuple((section, getattr(self.spools.get(section), "name", None),
+                      self.counts[section]) for section in SECTIONS)
+
+    def adopt(self, handed: tuple[tuple[str, str | None, int], ...]) -> None:
+        """A worker's partition: its lines follow those taken before."""
+        for section, name, count in handed:
+            self.counts[section] += count
+            if name is not None:
+                self.adopted[section].append(name)
+
+    def discard(self, handed: tuple[tuple[str, str | None, int], ...]) -> None:
+        for _, name, _ in handed:
+            if name is not None:
+                os.unlink(name)
 
     def copy(self, section: str, out: IO[str]) -> None:
         self._flush(section)
-        spool = getattr(self, section)
+        spool = self.spools[section]
         spool.seek(0)
         shutil.copyfileobj(spool, out)
+        for name in self.adopted[section]:
+            with open(name, encoding="utf-8") as part:
+                shutil.copyfileobj(part, out)
 
 
 class _Names:
@@ -181,11 +234,11 @@ def run(args: argparse.Namespace) -> int:
                             path=" ".join(args.paths))
     total = sum(p.size_bytes for p in partitions)
     with Anomalies(args) as anomalies:
+        replaying = begin_replay(  # workers forked before the progress bar's thread starts
+            partitions, at=args.at, groups=args.group, history=args.history, topic=args.topic,
+            partition=args.partition, sink=anomalies, limit=args.max_decompressed_bytes)
         with progress(total, CONSUMER_OFFSETS_TOPIC, quiet=args.quiet) as advance:
-            replay = replay_offsets(partitions, at=args.at, groups=args.group,
-                                    history=args.history, topic=args.topic,
-                                    partition=args.partition, sink=anomalies, advance=advance,
-                                    limit=args.max_decompressed_bytes)
+            replay = replaying.result(advance)
         if args.group and not replay.groups and not anomalies.counts["groups"]:
             # a typo must not read as "no offsets": say that nothing matched
             raise SegtoolsError(f"--group: no group matches {', '.join(map(repr, args.group))}"
@@ -228,7 +281,7 @@ def write_json(replay: OffsetsReplay, anomalies: Anomalies, args, out) -> None:
     if args.history:
         for c in replay.commits_for(args.topic, args.partition):
             emit(c.to_json())
-    for section in ("regressions", "deletions", "groups"):
+    for section in SECTIONS:
         anomalies.copy(section, out)
     for f in replay.findings:
         emit(f.to_json())

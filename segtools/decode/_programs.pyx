@@ -58,6 +58,7 @@ cpdef enum:
     F_INTERN = 4           # store the string's (or uuid's) interned code, not its position
     F_TAG_VALID = 8        # a tag table row: the tag is valid in this version
     F_PRESENCE_VARINT = 16  # a nullable tagged struct: a uvarint presence marker
+    F_FLAT_SUB = 32        # a struct or array of structs whose struct is flat (run_flat)
 
 # How each record's keys and values are framed.
 cpdef enum:
@@ -454,7 +455,7 @@ cdef int64_t run_op(Ctx *c, const int32_t *op, int64_t pos, int64_t end,
                     return pos + 1
                 p = pos + 1
         start = p
-        p = run_ops(c, op[COL_SUB], op[COL_COUNT], p, end, NULL)
+        p = run_sub(c, op, p, end)
         if p < 0:
             return -1
         store2(out, slot, start, 1)
@@ -475,7 +476,7 @@ cdef int64_t run_op(Ctx *c, const int32_t *op, int64_t pos, int64_t end,
             p += n * w
         elif elem == OP_STRUCT:
             for k in range(n):
-                p = run_ops(c, op[COL_SUB], op[COL_COUNT], p, end, NULL)
+                p = run_sub(c, op, p, end)
                 if p < 0:
                     return -1
         else:
@@ -560,13 +561,101 @@ cdef inline int32_t value_program(const int32_t *value_table, int64_t ntypes,
     return value_table[t * nversions + v]
 
 
+cdef int64_t run_flat(Ctx *c, int64_t first, int64_t count, int64_t pos, int64_t end,
+                      int64_t *out) noexcept nogil:
+    """:func:`run_ops` for a *flat* program, one of numbers, strings and bytes and its tagged
+    fields (no struct or array: an offset commit's key and value, a group's key, a classic
+    group's member), ``out`` NULL or not. The same reads and checks, without the dispatch through
+    :func:`run_op` and :func:`run_scalar` for the fields most records hold: a non-compact
+    string or bytes and the big-endian integers (anything else goes to
+    :func:`run_scalar`)."""
+    cdef const int32_t *op
+    cdef const uint8_t *d = c.d
+    cdef int32_t code, flags, slot, interned
+    cdef int64_t i, n
+    for i in range(first, first + count):
+        op = c.ops + i * WIDTH
+        code = op[COL_OP]
+        flags = op[COL_FLAGS]
+        slot = op[COL_SLOT] if out != NULL else -1
+        if code == OP_INT64:
+            if pos + 8 > end:
+                return -1
+            if slot >= 0:
+                out[slot] = be_i64(d + pos)
+            pos += 8
+        elif code == OP_INT32:
+            if pos + 4 > end:
+                return -1
+            if slot >= 0:
+                out[slot] = be_i32(d + pos)
+            pos += 4
+        elif code == OP_INT16:
+            if pos + 2 > end:
+                return -1
+            if slot >= 0:
+                out[slot] = be_i16(d + pos)
+            pos += 2
+        elif (code == OP_STRING or code == OP_BYTES) and not (flags & F_COMPACT):
+            # ``Readable.readString`` / ``readBytes``: an int16 (string) or int32 (bytes)
+            # length, -1 for null where the field may be null, never past the bytes left
+            if code == OP_STRING:
+                if pos + 2 > end:
+                    return -1
+                n = be_i16(d + pos)
+                pos += 2
+            else:
+                if pos + 4 > end:
+                    return -1
+                n = be_i32(d + pos)
+                pos += 4
+            if n < 0:
+                if not (flags & F_NULLABLE):
+                    return -1
+                store2(out, slot, pos, -1)
+                continue
+            if n > end - pos:
+                return -1
+            if code == OP_STRING:
+                if n > MAX_STRING_LENGTH or not utf8_valid(d + pos, n):
+                    return -1
+                if flags & F_INTERN and slot >= 0:
+                    interned = intern(c.strings, d + pos, n)
+                    if interned < 0:
+                        return -1
+                    store2(out, slot, interned, n)
+                    pos += n
+                    continue
+            store2(out, slot, pos, n)
+            pos += n
+        elif code == OP_TAGS:
+            pos = run_tags(c, op, pos, end, out)
+            if pos < 0:
+                return -1
+        else:
+            pos = run_scalar(c, code, flags, slot, pos, end, out)
+            if pos < 0:
+                return -1
+    return pos
+
+
+cdef inline int64_t run_sub(Ctx *c, const int32_t *op, int64_t pos,
+                            int64_t end) noexcept nogil:
+    """The struct a STRUCT or ARRAY row reads (one element of an array), stored nowhere."""
+    if op[COL_FLAGS] & F_FLAT_SUB:
+        return run_flat(c, op[COL_SUB], op[COL_COUNT], pos, end, NULL)
+    return run_ops(c, op[COL_SUB], op[COL_COUNT], pos, end, NULL)
+
+
 cdef inline bint run_program(Ctx *c, const int32_t *program, const int64_t *defaults,
                              int64_t first, int64_t last, int64_t pos, int64_t end,
                              int64_t *row) noexcept nogil:
     """Prefill slots ``[first, last)`` of ``row`` from the program's defaults, then run it
-    (``program`` = first op row, op count) over ``[pos, end)``: whether it read exactly to
-    ``end``, as a record's key or value must."""
+    (``program`` = first op row, op count, whether it is flat: :func:`run_flat`) over
+    ``[pos, end)``: whether it read exactly to ``end``, as a record's key or value must."""
     memcpy(row + first, defaults + first, (last - first) * sizeof(int64_t))
+    if program[2]:
+        return run_flat(c, program[0], program[1], pos, end, row) == end
     return run_ops(c, program[0], program[1], pos, end, row) == end
 
 
@@ -581,7 +670,7 @@ def decode(int mode, const uint8_t[::1] buf, const int64_t[::1] key_pos,
     """Decode record ``r`` of ``key/value_pos/len`` (spans into ``buf``, length -1 = null)
     for every ``r`` not marked in ``skip``, framed as ``mode`` says.
 
-    ``programs[p]`` = (first row, row count) of program ``p`` in ``ops``; ``key_table[t]`` the
+    ``programs[p]`` = (first row, row count, flat) of program ``p`` in ``ops``; ``key_table[t]`` the
     key program of key type (or version) ``t``, ``value_table[t, v]`` the value program of
     version ``v``, -1 where the reference knows none. Slots ``[0, key_slots)`` of a record's row
     in ``vals`` hold its key's fields, the rest its value's, each prefilled from the program's

@@ -280,10 +280,12 @@ class Compiler:
             flags |= K.F_INTERN
         return _CODES[type_.name], flags, None
 
-    @staticmethod
-    def _row(s: Slot, version: int, flexible: bool, f: Field) -> list[int]:
+    def _row(self, s: Slot, version: int, flexible: bool, f: Field) -> list[int]:
         flags = s.flags | (K.F_NULLABLE if version in f.nullable else 0)
         sub_first, sub_count = (s.sub.first, s.sub.count) if s.sub is not None else (0, 0)
+        if s.sub is not None and all(row[K.COL_OP] in _FLAT_CODES
+                                     for row in self.rows[sub_first:sub_first + sub_count]):
+            flags |= K.F_FLAT_SUB
         if isinstance(f.type, ArrayOf):
             return [K.OP_ARRAY, flags, s.slot, s.code, sub_first, sub_count, -1, 0]
         return [s.code, flags, s.slot, 0, sub_first, sub_count, -1, 0]
@@ -306,7 +308,7 @@ class Family:
     width: int
     key_programs: dict[int, tuple[str, Program]]  # type (or key version) -> (name, program)
     value_programs: dict[tuple[int, int], tuple[str, Program]]  # (type, version) -> ...
-    programs: np.ndarray  # [top-level program, (first, count)]
+    programs: np.ndarray  # [top-level program, (first, count, flat)]
     defaults: np.ndarray  # [top-level program, slot]
     key_table: np.ndarray
     value_table: np.ndarray
@@ -349,7 +351,9 @@ def _family(name: str, mode: int, keys: dict[int, tuple[str, Message, int]],
     extras = {nm: c.program(m.body, v, v in m.flexible) for nm, (m, v) in (extra or {}).items()}
     tops = [p for _, p in key_programs.values()] + [p for _, p in value_programs.values()]
     index = {id(p): i for i, p in enumerate(tops)}
-    programs = np.array([[p.first, p.count] for p in tops] or [[0, 0]], np.int32)
+    ops = c.ops()
+    programs = np.array([[p.first, p.count, _flat(ops, p)] for p in tops] or [[0, 0, 0]],
+                        np.int32)
     defaults = np.full((max(len(tops), 1), width), K.ABSENT, np.int64)
     for i, p in enumerate(tops):
         defaults[i, p.base:p.base + p.width] = p.defaults
@@ -364,8 +368,21 @@ def _family(name: str, mode: int, keys: dict[int, tuple[str, Message, int]],
     ident = np.zeros(len(key_table), np.int8)
     for t in identity:
         ident[t] = 1
-    return Family(name, mode, c.ops(), key_width, width, key_programs, value_programs,
+    return Family(name, mode, ops, key_width, width, key_programs, value_programs,
                   programs, defaults, key_table, value_table, ident, extras)
+
+
+#: The type codes a flat program holds (``_programs.run_flat``): numbers, strings, bytes and
+#: the tagged fields of a flexible version (whose own rows the general interpreter reads).
+_FLAT_CODES = frozenset(_CODES.values()) | {K.OP_TAGS}
+
+
+def _flat(ops: np.ndarray, program: Program) -> bool:
+    """Whether a top-level program is flat: no struct or array (the compiled
+    decoder then runs it without its general dispatch; a struct or array row whose struct is
+    flat says so in its flags, ``F_FLAT_SUB``)."""
+    rows = ops[program.first:program.first + program.count]
+    return bool(np.isin(rows[:, K.COL_OP], list(_FLAT_CODES)).all())
 
 
 def _versions(m: Message) -> range:

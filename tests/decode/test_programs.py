@@ -4,6 +4,7 @@ damaged bytes; and the declarations as the single source of truth (a wrong one i
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 
 import numpy as np
@@ -13,12 +14,13 @@ from hypothesis import strategies as st
 
 from segtools.analysis import _offsets
 from segtools.analysis import offsets as replay
-from segtools.analysis.partition_log import as_partition, partitions_of
+from segtools.analysis.partition_log import as_partition, iter_chunks, partitions_of
 from segtools.decode import _programs as K
 from segtools.decode import programs
 from segtools.errors import SegtoolsError
 from segtools.formats.internal import cluster_metadata, consumer_offsets, transaction_state
 from segtools.formats.internal.generated import INT32, field, message
+from tests.fixtures_manifest import FIXTURES
 from tests.forensics import FORENSICS, message_values
 
 
@@ -124,6 +126,95 @@ def test_damaged_bytes_are_refused_exactly_when_the_reference_refuses(topic, cas
             part += data.draw(st.binary(min_size=1, max_size=4))
     key, raw = (bytes(p) if p is not None else None for p in damaged)
     assert compiled(topic, key, raw) == reference(topic, key, raw)
+
+
+def _general(family: programs.Family) -> programs.Family:
+    """The family with no program run as flat: every record through the general
+    interpreter (``run_ops``), the rule ``run_flat`` is held to."""
+    ops = family.ops.copy()
+    ops[:, K.COL_FLAGS] &= ~K.F_FLAT_SUB
+    table = family.programs.copy()
+    table[:, 2] = 0
+    return dataclasses.replace(family, ops=ops, programs=table)
+
+
+def _decoded(family: programs.Family, records: list[tuple[bytes | None, bytes | None]]
+             ) -> tuple:
+    """One block of ``records`` (key and value bytes) as a fresh decoder reads it: every
+    column, the slots of the rows it read, and the names it interned."""
+    decoder = programs.Decoder(family)
+    data = b"".join((k or b"") + (v or b"") for k, v in records)
+    at, pos = 0, []
+    for k, v in records:
+        pos.append((at, len(k) if k is not None else -1, at + len(k or b""),
+                    len(v) if v is not None else -1))
+        at += len(k or b"") + len(v or b"")
+    kp, kl, vp, vl = (np.array(c, np.int64) for c in zip(*pos, strict=True))
+    buf = np.frombuffer(data, np.uint8) if data else np.zeros(1, np.uint8)
+    b = decoder.decode(buf, kp, kl, vp, vl, np.zeros(len(records), np.int8))
+    ok = b.status == K.ST_OK
+    return (b.status.tolist(), b.rtype.tolist(), b.kver.tolist(), b.vver.tolist(),
+            b.key_code.tolist(), b.vals[ok].tolist(), decoder.texts, decoder.uuid_texts)
+
+
+def test_flat_programs_are_the_common_ones():
+    """The flat path runs what most records of ``__consumer_offsets`` hold: an offset
+    commit's key and its non-flexible values, a group's key, a classic group's members."""
+    fam = programs.consumer_offsets_family()
+    rows = fam.programs.tolist()
+    flat = {(t, v) for (t, v), (_, p) in fam.value_programs.items()
+            if [p.first, p.count, 1] in rows}
+    assert {(1, 1), (1, 2), (1, 3), (0, 0)} <= flat
+    assert (consumer_offsets.GROUP_METADATA_TYPE, 3) not in flat
+    members = fam.value_programs[(consumer_offsets.GROUP_METADATA_TYPE, 3)][1]
+    row = fam.ops[members.first:members.first + members.count][
+        list(members.slots).index("members")]
+    assert row[K.COL_FLAGS] & K.F_FLAT_SUB
+
+
+@pytest.mark.parametrize("topic", ["__consumer_offsets", "__transaction_state",
+                                   "__cluster_metadata"])
+def test_the_flat_path_reads_every_fixture_record_as_the_interpreter_does(topic):
+    """Every record of every fixture partition of the internal topics, in one block per
+    partition: the same columns, slots and names with and without the flat path."""
+    family = FAMILIES[topic]()
+    seen = 0
+    for tree in sorted((FIXTURES / "logdirs").iterdir()):
+        for pdir in partitions_of([tree], topic):
+            records = [(cols.key(i), cols.value(i))
+                       for chunk in iter_chunks(pdir, [])
+                       for cols in (chunk.columns,) for i in range(len(cols))
+                       if not chunk.table.is_control[cols.batch[i]]]
+            if records:
+                assert _decoded(family, records) == _decoded(_general(family), records)
+                seen += len(records)
+    assert seen
+
+
+@pytest.mark.parametrize(("topic", "case"), list(_cases()))
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_the_flat_path_reads_generated_and_damaged_records_as_the_interpreter_does(
+        topic, case, data):
+    """Records the reference writes, whole and damaged (flipped, cut, lengthened), several
+    to a block: the flat path and the general interpreter agree on every column."""
+    key_schema, key_version, value_schema, version = case
+    records = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        key_value = data.draw(message_values(key_schema, key_version)) if key_schema else None
+        key, raw = encode(topic, case, key_value,
+                          data.draw(message_values(value_schema, version)))
+        raw = bytearray(raw)
+        how = data.draw(st.sampled_from(["whole", "flip", "cut", "extend"]))
+        if how == "flip" and raw:
+            raw[data.draw(st.integers(0, len(raw) - 1))] ^= data.draw(st.integers(1, 255))
+        elif how == "cut" and raw:
+            del raw[data.draw(st.integers(0, len(raw) - 1)):]
+        elif how == "extend":
+            raw += data.draw(st.binary(min_size=1, max_size=4))
+        records.append((key, bytes(raw)))
+    family = FAMILIES[topic]()
+    assert _decoded(family, records) == _decoded(_general(family), records)
 
 
 #: UTF-8 at the edges of Unicode table 3-7: the first and last of each row, the bytes just
