@@ -26,6 +26,10 @@ from pathlib import Path
 ACCESS_KEY = "segtools-test-key"
 SECRET_KEY = "segtools-test-secret-do-not-print"
 REGION = "us-east-1"
+#: How long a test server may take to accept connections. Waited for only while it does not:
+#: on a quiet machine moto answers in about a second, but Azurite (node) once took over 30 s
+#: on this machine at a load of 12, and a server that is late fails every test that takes it.
+START_SECONDS = 120
 
 
 def _free_port() -> int:
@@ -59,7 +63,7 @@ class S3Server:
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=self._dir.name)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             try:
                 urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
@@ -70,7 +74,7 @@ class S3Server:
                     raise RuntimeError("moto server exited at start") from None
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError("moto server did not start within 30 s")
+        raise RuntimeError(f"moto server did not start within {START_SECONDS} s")
 
     def stop(self) -> None:
         if self._proc is not None:
