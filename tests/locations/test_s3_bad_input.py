@@ -195,8 +195,8 @@ def test_no_write_request_is_ever_made(s3_server, copies):
 
 
 def test_the_server_records_requests_only_when_asked(s3_server):
-    """Recording every request of the session (uploads' bodies too) made each request
-    1.6-2x slower; only :func:`test_no_write_request_is_ever_made` needs the log."""
+    """The recorder logged every request of the session (uploads' bodies too) to a file
+    that only grew; only :func:`test_no_write_request_is_ever_made` needs the log."""
     s3_server.put("unrecorded", "key", b"bytes")
     assert s3_server.client().get_object(Bucket="unrecorded", Key="key")["Body"].read()
     assert not [r for r in s3_server.request_log() if "unrecorded" in r["url"]]
