@@ -2,9 +2,10 @@
 
 Each target runs in its own process (a libFuzzer process fuzzes one function) with the
 committed regression corpus (``fuzz/corpus/<target>``), seeds cut from the fixtures
-(``.cache/fuzz/seeds/<target>``) and a growing working corpus (``.cache/fuzz/work/<target>``,
-where libFuzzer adds what it learns). A crash leaves its input in ``.cache/fuzz/crashes/``;
-copy it into ``fuzz/corpus/<target>/`` once fixed, so it replays in every test run.
+(``.cache/fuzz/seeds/<key>/<target>``, cut again only when their sources change) and a
+growing working corpus (``.cache/fuzz/work/<target>``, where libFuzzer adds what it learns).
+A crash leaves its input in ``.cache/fuzz/crashes/``; copy it into ``fuzz/corpus/<target>/``
+once fixed, so it replays in every test run.
 Exit status: 0 when no target crashed.
 """
 
@@ -19,20 +20,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzz.seeds import write_seeds
+from fuzz.seeds import fixture_seeds
 from fuzz.targets import TARGETS
 
 FUZZ = Path(__file__).resolve().parent
 ROOT = FUZZ.parent
 CACHE = ROOT / ".cache" / "fuzz"
+#: Seeds depend only on their sources, so every run shares them (a test's scratch cache too).
+SEEDS_CACHE = CACHE / "seeds"
 SHM = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
-def command(target: str, seconds: float, *, cache: Path = CACHE,
+def command(target: str, seconds: float, *, cache: Path = CACHE, seeds: Path | None = None,
             extra: tuple[str, ...] = ()) -> list[str]:
-    """The libFuzzer command line for one target (its seeds are written first)."""
-    seeds, work, crashes = cache / "seeds" / target, cache / "work" / target, cache / "crashes"
-    write_seeds(target, seeds)
+    """The libFuzzer command line for one target: its working corpus and crashes under
+    ``cache``, its seeds from ``seeds``, a set :func:`fuzz.seeds.fixture_seeds` made (by
+    default the one kept under :data:`SEEDS_CACHE`, cut first if the fixtures or the code changed
+    since; a caller running many targets finds it once)."""
+    seeds = (seeds or fixture_seeds(SEEDS_CACHE)) / target
+    work, crashes = cache / "work" / target, cache / "crashes"
     work.mkdir(parents=True, exist_ok=True)
     crashes.mkdir(parents=True, exist_ok=True)
     corpus = FUZZ / "corpus" / target
@@ -42,11 +48,12 @@ def command(target: str, seconds: float, *, cache: Path = CACHE,
             f"-artifact_prefix={crashes}/{target}-", *extra, *dirs]
 
 
-def run_target(target: str, seconds: float, *, cache: Path = CACHE,
+def run_target(target: str, seconds: float, *, cache: Path = CACHE, seeds: Path | None = None,
                extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     """Fuzz one target in its own process, with a scratch directory removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="segtools-fuzz-", dir=SHM) as scratch:
-        return subprocess.run(command(target, seconds, cache=cache, extra=extra), cwd=ROOT,
+        return subprocess.run(command(target, seconds, cache=cache, seeds=seeds, extra=extra),
+                              cwd=ROOT,
                               env={**os.environ, "SEGTOOLS_FUZZ_SCRATCH": scratch},
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               timeout=seconds + 600)
@@ -72,9 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown targets {sorted(unknown)}")
     failed = []
+    seeds = fixture_seeds(SEEDS_CACHE)
     for target in args.targets or list(TARGETS):
         started = time.monotonic()
-        result = run_target(target, args.seconds)
+        result = run_target(target, args.seconds, seeds=seeds)
         print(f"{target}: exit {result.returncode} in {time.monotonic() - started:.0f}s, "
               f"{summary(result.stderr)}", flush=True)
         if result.returncode:

@@ -2,12 +2,16 @@
 
 A fuzzer that starts from real batches (every codec, v0/v1 wrappers, control batches, real
 indexes and snapshots) reaches the deep paths in seconds instead of hours. Seeds are made on
-demand into ``.cache/fuzz/seeds/<target>/`` (not committed: the fixtures are).
+demand into ``.cache/fuzz/seeds/<key>/<target>/`` (not committed: the fixtures are), once for
+each state of what they are cut from (:func:`sources_key`): cutting them runs every fixture
+batch through the decoders, seconds that every test run would otherwise spend again.
 """
 
 from __future__ import annotations
 
 import hashlib
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -189,7 +193,7 @@ def payloads() -> Iterator[bytes]:
 
 SEEDS = {name: fn for name, fn in globals().items()
          if callable(fn) and not name.startswith("_") and fn.__module__ == __name__
-         and name != "write_seeds"}
+         and name not in ("write_seeds", "sources_key", "fixture_seeds")}
 
 
 def write_seeds(target: str, directory: Path) -> int:
@@ -200,3 +204,51 @@ def write_seeds(target: str, directory: Path) -> int:
         (directory / hashlib.sha1(seed).hexdigest()).write_bytes(seed)
         n += 1
     return n
+
+
+#: What the seeds are cut from (the fixtures) and with (this module, the targets' framing, and
+#: the segtools readers that walk the fixtures' batches).
+_SOURCES = (ROOT / "fixtures" / "logdirs", ROOT / "fixtures" / "payloads", ROOT / "fuzz",
+            ROOT / "segtools")
+_SOURCE_SUFFIXES = (".py", ".pyx", ".pxd", ".h")
+
+
+def sources_key() -> str:
+    """A digest of every input of the seeds: each fixture file's name and bytes (the
+    ``dir_names`` seeds are names), and the source of the code that cuts them. Any change to
+    one makes new seeds; nothing else does."""
+    digest = hashlib.sha256()
+    for top in _SOURCES:
+        code = top.name in ("fuzz", "segtools")
+        for path in sorted(top.rglob("*")):
+            if not path.is_file() or (code and path.suffix not in _SOURCE_SUFFIXES):
+                continue
+            digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0")
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:20]
+
+
+def fixture_seeds(cache: Path) -> Path:
+    """The directory holding every target's seeds (``<dir>/<target>/``) for the sources as
+    they are now: cut on the first call and kept under ``cache``, keyed by
+    :func:`sources_key`. Written beside and renamed into place, so a run never sees half a
+    set; seeds of earlier sources are removed."""
+    key = sources_key()
+    done = cache / key
+    if done.is_dir():
+        return done
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
+    try:
+        for target in SEEDS:
+            write_seeds(target, partial / target)
+        partial.rename(done)
+    except OSError:
+        if not done.is_dir():  # not another run's rename that won the race
+            raise
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+    for stale in cache.iterdir():
+        if stale.name != key and not stale.name.startswith("."):
+            shutil.rmtree(stale, ignore_errors=True)
+    return done

@@ -26,6 +26,10 @@ from pathlib import Path
 ACCESS_KEY = "segtools-test-key"
 SECRET_KEY = "segtools-test-secret-do-not-print"
 REGION = "us-east-1"
+#: How long a test server may take to accept connections. Waited for only while it does not:
+#: on a quiet machine moto answers in about a second, but Azurite (node) once took over 30 s
+#: on this machine at a load of 12, and a server that is late fails every test that takes it.
+START_SECONDS = 120
 
 
 def _free_port() -> int:
@@ -51,23 +55,27 @@ class S3Server:
 
     def start(self) -> S3Server:
         self._dir = tempfile.TemporaryDirectory(prefix="segtools-moto-")
-        env = {**os.environ, "MOTO_ENABLE_RECORDING": "true",
-               "MOTO_RECORDER_FILEPATH": os.path.join(self._dir.name, "recording"),
+        # the recorder stays off until start_recording(): on from the start (moto's
+        # MOTO_ENABLE_RECORDING) it wrote every request of the session, uploads' bodies
+        # included, to a log that only grew (one ranged GET after another took 1.6-2x as
+        # long; the suite's S3 tests, whose reads overlap, ran no faster without it)
+        env = {**os.environ, "MOTO_RECORDER_FILEPATH": os.path.join(self._dir.name, "recording"),
                **self.extra_env}
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=self._dir.name)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             try:
                 urllib.request.urlopen(f"{self.endpoint}/moto-api/", timeout=1).close()
+                self._api("reset-recording")  # an empty log, not none at all
                 return self
             except OSError:
                 if self._proc.poll() is not None:
                     raise RuntimeError("moto server exited at start") from None
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError("moto server did not start within 30 s")
+        raise RuntimeError(f"moto server did not start within {START_SECONDS} s")
 
     def stop(self) -> None:
         if self._proc is not None:
@@ -135,8 +143,13 @@ class S3Server:
         self._api("start-recording")
 
     def recorded(self) -> list[dict]:
-        """The requests served since :meth:`start_recording` (method, path, headers)."""
+        """The requests served since :meth:`start_recording` (method, path, headers); the
+        recorder is stopped."""
         self._api("stop-recording")
+        return self.request_log()
+
+    def request_log(self) -> list[dict]:
+        """The recorder's log as it is now (empty until :meth:`start_recording`)."""
         text = self._api("download-recording", "GET").decode()
         return [json.loads(line) for line in text.splitlines() if line.strip()]
 

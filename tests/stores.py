@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.s3server import stop_process
+from tests.s3server import START_SECONDS, stop_process
 
 REPO = Path(__file__).resolve().parent.parent
 AZURITE = REPO / ".cache" / "azurite" / "node_modules" / ".bin" / "azurite-blob"
@@ -64,7 +64,7 @@ class _Server:
         self._dir = tempfile.TemporaryDirectory(prefix=f"segtools-{self.scheme}-")
         self._proc = subprocess.Popen(self.command(self._dir.name), cwd=self._dir.name,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
@@ -74,7 +74,7 @@ class _Server:
                     raise RuntimeError(f"{self.scheme} emulator exited at start") from None
                 time.sleep(0.1)
         self.stop()
-        raise RuntimeError(f"{self.scheme} emulator did not start within 30 s")
+        raise RuntimeError(f"{self.scheme} emulator did not start within {START_SECONDS} s")
 
     def stop(self) -> None:
         if self._proc is not None:

@@ -197,14 +197,18 @@ def test_sigterm_ends_a_run_stuck_on_a_store_that_never_answers():
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(64)
+    silent.settimeout(120)
     port = silent.getsockname()[1]
+    asked = None
     try:
         proc = subprocess.Popen([SEGTOOLS, "scan", "-q", "s3://bucket/logs",
                                  "--storage-option", f"endpoint_url=http://127.0.0.1:{port}",
                                  "--storage-option", "access_key=a",
                                  "--storage-option", "secret_key=b"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(3)
+        asked, _ = silent.accept()  # the run has reached the store: its wait begins
+        asked.settimeout(30)
+        assert asked.recv(4096)  # its request is sent, and is never answered
         assert proc.poll() is None  # still waiting on the store
         began = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -212,6 +216,8 @@ def test_sigterm_ends_a_run_stuck_on_a_store_that_never_answers():
         assert proc.returncode == 128 + signal.SIGTERM
         assert time.monotonic() - began < 15
     finally:
+        if asked is not None:
+            asked.close()
         silent.close()
 
 

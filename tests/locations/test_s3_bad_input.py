@@ -194,6 +194,14 @@ def test_no_write_request_is_ever_made(s3_server, copies):
     assert not any(r["method"] == "GET" and "uploads" in r["url"] for r in requests)
 
 
+def test_the_server_records_requests_only_when_asked(s3_server):
+    """The recorder logged every request of the session (uploads' bodies too) to a file
+    that only grew; only :func:`test_no_write_request_is_ever_made` needs the log."""
+    s3_server.put("unrecorded", "key", b"bytes")
+    assert s3_server.client().get_object(Bucket="unrecorded", Key="key")["Body"].read()
+    assert not [r for r in s3_server.request_log() if "unrecorded" in r["url"]]
+
+
 def test_credentials_from_a_profile(tmp_path):
     """The standard chain: a named profile of a shared credentials file opens a store that
     checks credentials; the same run without it is refused."""

@@ -4,7 +4,9 @@ or a one-line error (exit 0, 1 or 2), never a hang, a traceback or an internal e
 Shapes a tree can hold under a name Kafka uses: a FIFO (opening one blocks until a writer
 comes), a UNIX socket, a link to a device, a directory, a dangling link, a huge sparse file
 (reading every zero page would take minutes), and a file cut mid-entry. Each command runs
-in-process under an alarm, so a hang fails the test instead of the suite.
+in-process under two alarms, so a hang fails the test instead of the suite: one on the CPU time
+it spends (a run that reads what it should not), one on the time it waits (a run blocked on a
+FIFO or a device).
 """
 
 from __future__ import annotations
@@ -24,7 +26,12 @@ from tests.fixtures_manifest import FIXTURES
 
 SOURCE = FIXTURES / "logdirs" / "sample"
 PARTITION = "payments-compact-0"
+#: The CPU seconds a command may spend: reading the 50 GiB of holes of a ``sparse`` file takes
+#: far more, a command that seeks past them far less. CPU time, not the clock's: on a machine
+#: loaded by other jobs a command that needs 3 s of CPU took over 20 s to run.
 SECONDS = 20
+#: The seconds a command may wait, blocked (a FIFO with no writer uses no CPU at all).
+WAIT_SECONDS = 120
 
 #: Where each kind of file lives, relative to the log dir.
 KINDS = {
@@ -74,17 +81,25 @@ def _replace(path: Path, shape: str, sockets: list) -> None:
 
 
 @contextlib.contextmanager
-def _deadline(seconds: int):
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s")
+def _deadline(cpu_seconds: float, wait_seconds: float):
+    """A ``TimeoutError`` once the process has spent ``cpu_seconds`` of CPU time
+    (``ITIMER_PROF``) or ``wait_seconds`` have passed (``ITIMER_REAL``), whichever is first."""
+    def spent(signum, frame):
+        raise TimeoutError(f"still running after {cpu_seconds} s of CPU time")
 
-    old = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
+    def waited(signum, frame):
+        raise TimeoutError(f"still running after {wait_seconds} s")
+
+    old = signal.signal(signal.SIGPROF, spent), signal.signal(signal.SIGALRM, waited)
+    signal.setitimer(signal.ITIMER_PROF, cpu_seconds)
+    signal.setitimer(signal.ITIMER_REAL, wait_seconds)
     try:
         yield
     finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGALRM, old[1])
+        signal.signal(signal.SIGPROF, old[0])
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
@@ -92,7 +107,7 @@ def _run(argv: list[str]) -> tuple[int, str]:
     raw = io.BytesIO()
     stdout = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
     with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err), \
-            _deadline(SECONDS):
+            _deadline(SECONDS, WAIT_SECONDS):
         code = main(argv)
     return code, err.getvalue()
 
@@ -103,6 +118,15 @@ def _check(code: int, err: str, what: str) -> None:
     if code == 2:
         lines = [ln for ln in err.splitlines() if ln.strip()]
         assert len(lines) == 1 and lines[0].startswith("segtools: error: "), f"{what}: {err}"
+
+
+def test_the_deadline_ends_a_run_that_spins_and_one_that_waits():
+    """Both alarms fire: CPU spent in a loop, and a wait that spends none."""
+    with pytest.raises(TimeoutError, match="of CPU time"), _deadline(0.3, 60):
+        while True:
+            pass
+    with pytest.raises(TimeoutError, match=r"after 0\.3 s$"), _deadline(60, 0.3):
+        signal.pause()
 
 
 @pytest.mark.parametrize("shape", ["fifo", "socket", "device", "directory", "dangling",

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from fuzz.run import run_target
-from fuzz.seeds import SEEDS
+from fuzz.run import SEEDS_CACHE, run_target
+from fuzz.seeds import SEEDS, fixture_seeds, sources_key, write_seeds
 from fuzz.targets import TARGETS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,15 +35,38 @@ def test_regression_corpus_replays(path):
     TARGETS[path.parent.name](path.read_bytes())
 
 
+def test_seeds_are_cut_once_for_the_sources_as_they_are(tmp_path, monkeypatch):
+    """The kept set is what cutting the seeds now gives, it is reused while the sources are
+    unchanged (cut again it would not be: the cutter is stubbed out), and a set kept for
+    other sources is removed when a new one is cut."""
+    stale = tmp_path / "0123456789abcdef0123"
+    (stale / "codecs").mkdir(parents=True)
+    kept = fixture_seeds(tmp_path)
+    assert kept.name == sources_key() and not stale.exists()
+    assert sorted(p.name for p in kept.iterdir()) == sorted(SEEDS)
+    fresh = tmp_path / "fresh"
+    for target in ("dir_names", "snapshot", "text_files"):
+        write_seeds(target, fresh / target)
+        assert {p.name: p.read_bytes() for p in (kept / target).iterdir()} == \
+            {p.name: p.read_bytes() for p in (fresh / target).iterdir()}
+
+    def cut_again(*_):
+        raise AssertionError("seeds cut again for unchanged sources")
+
+    monkeypatch.setattr("fuzz.seeds.write_seeds", cut_again)
+    assert fixture_seeds(tmp_path) == kept
+
+
 @pytest.fixture(scope="module")
 def short_runs(tmp_path_factory) -> dict[str, tuple[int, float, str]]:
     if importlib.util.find_spec("atheris") is None:
         pytest.skip("atheris is not installed (pip install atheris; it ships manylinux wheels)")
-    cache = tmp_path_factory.mktemp("fuzz")
+    cache = tmp_path_factory.mktemp("fuzz")  # each run learns afresh: its working corpus
+    seeds = fixture_seeds(SEEDS_CACHE)  # cut once per state of the fixtures and the code
 
     def one(name: str) -> tuple[str, tuple[int, float, str]]:
         started = time.monotonic()
-        r = run_target(name, SECONDS, cache=cache, extra=("-seed=1",))
+        r = run_target(name, SECONDS, cache=cache, seeds=seeds, extra=("-seed=1",))
         return name, (r.returncode, time.monotonic() - started, r.stderr[-3000:])
 
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,14 @@ HOT = "sample/payments-compact-0"
 #: 0.5 % of a 10 MiB index in 2 s with nothing running), while a run dropping what it found
 #: resident would take all of them.
 KEPT = 0.9
+#: Tries of one command's "resident stays resident" check. The kernel evicts clean page-cache
+#: pages that no process maps on its own, whichever file they belong to: here a proactive
+#: reclaimer (DAMON's ``pageout`` scheme, sampling physical memory: file refaults grow while
+#: ``pgsteal`` stays still) took all of a one-page index between the check's two looks, once
+#: in some thirty runs, more often when a loaded machine stretches the commands. Such a loss is
+#: random and rare; a command that drops pages it found resident drops them on every try (the
+#: cache is set up the same way each time), so it still fails.
+ATTEMPTS = 3
 #: The broker: lock every path given, say so, hold until stdin closes.
 BROKER = """
 import fcntl, os, sys
@@ -178,8 +187,18 @@ def test_a_broker_s_active_segment_is_read_through_windows(trees: Tree, broker):
         assert not active_is_mapped(trees)
 
 
-@pytest.mark.parametrize("command", sorted(ARGUMENT_SETS))
-def test_every_command_leaves_the_page_cache_as_found(trees: Tree, broker, command):
+@dataclass(frozen=True)
+class CacheAfter:
+    """What one pass of a command's runs did to the cache: the files whose resident pages
+    went missing (below :data:`KEPT`), and those with pages it read left behind."""
+
+    dropped: list[str]
+    left: list[str]
+
+
+def leave_as_found(trees: Tree, argvs: list[list[str]]) -> CacheAfter:
+    """The hot partition resident and every other file cold, then each of ``argvs`` run as a
+    command under the broker's lock; the cache as it is afterwards."""
     files = files_of(trees.root)
     hot = files_of(trees.root / HOT)
     make_cold(files)
@@ -188,20 +207,36 @@ def test_every_command_leaves_the_page_cache_as_found(trees: Tree, broker, comma
     assert all(before[p].all() for p in hot)
     assert not any(before[p].any() for p in files if p not in set(hot))
 
-    for argv in ARGUMENT_SETS[command](trees):
+    for argv in argvs:
         done = run(argv)
         assert done.returncode in (0, 1), (argv, done.stderr)
         assert done.stderr.count("segtools: gentle mode:") == 1, done.stderr  # said once
         assert "--max-read-rate" in done.stderr
 
-    read = [p for p in files if residency(p).shape == before[p].shape]
-    for path in read:
+    dropped, left = [], []
+    for path in files:
         now = residency(path)
+        if now.shape != before[path].shape:
+            continue
         kept = before[path] & data_pages(path)
-        assert not kept.any() or now[kept].mean() >= KEPT, \
-            f"{path}: resident pages were dropped"
-        if not is_active(path):
-            assert not now[~before[path]].any(), f"{path}: pages read were left in the cache"
+        if kept.any() and now[kept].mean() < KEPT:
+            dropped.append(f"{path}: {int(now[kept].sum())} of {int(kept.sum())} pages kept")
+        if not is_active(path) and now[~before[path]].any():
+            left.append(f"{path}: {int(now[~before[path]].sum())} pages")
+    return CacheAfter(dropped, left)
+
+
+@pytest.mark.parametrize("command", sorted(ARGUMENT_SETS))
+def test_every_command_leaves_the_page_cache_as_found(trees: Tree, broker, command):
+    """Pages read are handed back on every try (the kernel never brings a page in for a
+    process that did not read it); pages found resident stay resident on at least one of
+    :data:`ATTEMPTS` tries (the kernel may evict one on its own, :data:`ATTEMPTS`)."""
+    for _ in range(ATTEMPTS):
+        after = leave_as_found(trees, ARGUMENT_SETS[command](trees))
+        assert not after.left, f"pages read were left in the cache: {after.left}"
+        if not after.dropped:
+            return
+    pytest.fail(f"resident pages were dropped on each of {ATTEMPTS} tries: {after.dropped}")
 
 
 def test_keep_leaves_what_was_read_cached(trees: Tree, broker):
