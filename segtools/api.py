@@ -653,12 +653,16 @@ class LogDirs:
                   partitions: int | Iterable[int] | None = None,
                   duplicates_window: int | None = None) -> list[PartitionProducers]:
         """How each producer batched into each partition, what its sequences say (as
-        ``segtools producers``); ``duplicates_window`` (ms, or text as ``--window`` takes it:
+        ``segtools producers``: every partition directory, a deleted topic's too);
+        ``duplicates_window`` (ms, or text as ``--window`` takes it:
         ``"5m"``) also looks for retried sends of non-idempotent producers, stored on each
         result as ``duplicates``."""
         if duplicates_window is not None:
             duplicates_window = arguments.duration_ms(duplicates_window, "duplicates_window")
-        pdirs = [p.directory for p in self.partitions(topics, partitions)]
+        # every state, as the command and transactions(): a deleted topic's producers are
+        # evidence too (the producers view and this API answered without them)
+        pdirs = [p.directory for p in self.partitions(
+            topics, partitions, states=arguments.PARTITION_STATES)]
         results = _producers.analyse(pdirs, limit=self.max_decompressed_bytes)
         if duplicates_window is not None:
             for pdir, r in zip([p for p in pdirs if p.name and not p.name.is_metadata_log],

@@ -93,3 +93,19 @@ def test_the_moment_changes_the_verdicts():
     early = segtools.query(SAMPLE, sql, at="2023-11-15T00:00Z").column("n")[0].as_py()
     late = segtools.query(SAMPLE, sql, at="2030-01-01T00:00Z").column("n")[0].as_py()
     assert early < late
+
+
+def test_producers_view_api_and_command_agree_on_every_state():
+    """``sample`` holds a deleted topic's directory (``...-delete``): the command lists its
+    producers, so the API and the view must too (they read live directories only)."""
+    done = subprocess.run([SEGTOOLS, "producers", "--format", "jsonl", str(SAMPLE)],
+                          capture_output=True, check=False)
+    command = sorted((o["topic"], o["partition"], o["producer_id"])
+                     for o in map(json.loads, done.stdout.decode().splitlines())
+                     if o.get("type") == "producer_batching")
+    api = sorted((g.to_json()["topic"], g.to_json()["partition"], g.to_json()["producer_id"])
+                 for r in segtools.open(SAMPLE).producers() for g in r.producers.values())
+    view = sorted(tuple(r.values()) for r in rows(
+        SAMPLE, "select topic, partition, producer_id from producers"))
+    assert command and command == api == view
+    assert any(p.state != "live" for p in segtools.open(SAMPLE).partitions(states="all"))
