@@ -42,6 +42,13 @@ from segtools.storage.files import data_end, next_data
 MAPPED_STRIDE = 64 * 1024 * 1024
 #: Window size for ``pread``: small enough to stay in the CPU caches while it is walked.
 PREAD_STRIDE = 4 * 1024 * 1024
+#: The widest ``pread`` window, for a walk whose chunks are larger than the stride (the Python
+#: API's and Spark's reader: 16 MiB chunks, an Arrow batch each). The reader decodes each
+#: window's records as one chunk (``chunk_per_window``), and its Python work per chunk (the
+#: walk's step, the plan, about twenty Arrow columns) is a third of its time on 4 MiB windows
+#: of 16 x 1 KiB batches; the copy costs the same per byte either way. A shallow walk keeps
+#: the stride: its CRC pass reads the window it has just copied, from the CPU caches.
+PREAD_CHUNK_STRIDE = 16 * 1024 * 1024
 #: Inflated bytes per chunk of compressed batches (the record decoder's buffers).
 CHUNK_BUFFER = 16 * 1024 * 1024
 #: Below this size a mapping's pages are not worth handing back.
@@ -90,6 +97,10 @@ class MappedSource:
     """A sealed file: one read-only mapping, walked in windows whose pages are handed back."""
 
     stride = MAPPED_STRIDE
+    shared_windows = True  # every window is a view of the one mapping
+
+    def walk_ahead(self, windows: int) -> None:
+        """Every window is a view of the one mapping: nothing to keep for another thread."""
 
     def __init__(self, fd: int, size: int):
         self.fd = fd
@@ -161,33 +172,49 @@ class WindowSource:
     so a truncation under the reader shortens a read instead of killing the process.
 
     Buffers are recycled: a buffer is reused once nothing else refers to it (CPython's
-    reference count says so), and a ``keep`` request for bytes the last window already holds
+    reference count says so), and a ``keep`` request for bytes a recent window already holds
     (the records of batches just walked) is answered with a view of that window, with no
-    second read; the window's buffer is then simply not reused while the view lives."""
+    second read; the window's buffer is then simply not reused while the view lives.
+
+    The walk may run on a thread of its own, ahead of a reader that decodes the chunk before
+    (``shared_windows``): ``os.preadv`` lets go of the GIL, so the copy of the next window
+    and the walk over it use the second core while the reader decodes. The reader's ``keep``
+    requests then find their chunk's window among the last few read (:meth:`walk_ahead`;
+    never the walk's window in progress, which is added only once read).
+
+    ``windows``: where the window buffers come from, when the reader keeps a pool of its own
+    across segments (a fresh page costs more than copying a page into it: see
+    :func:`segtools.fetch.rows.read`); else a pool of this file's own."""
 
     stride = PREAD_STRIDE
+    chunk_stride = PREAD_CHUNK_STRIDE
     chunk_per_window = True
+    shared_windows = True
 
-    def __init__(self, fd: int, size: int, origin: int = 0):
+    def __init__(self, fd: int, size: int, origin: int = 0, windows: BufferPool | None = None):
         self.fd = fd
         self.size = size
         self.origin = origin  # where the file starts in ``fd`` (an archive member: its offset)
-        self.buffers = BufferPool(self.stride)
-        self._last: tuple[np.ndarray, int, int] | None = None  # buffer, lo, avail
+        self.buffers = BufferPool(CHUNK_BUFFER)  # the record decoder's (inflated payloads)
+        self._own_windows = windows is None
+        self._windows = BufferPool(self.stride) if windows is None else windows
+        #: ``(buffer, lo, avail)`` of the last windows the walk read, newest first
+        self._recent: tuple[tuple[np.ndarray, int, int], ...] = ()
+        self._keep_recent = 1
         self._rate = gentle.current().rate
         self._keeper = gentle.current().keeper
         self._released = 0
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
-        if keep and self._last is not None:
-            buf, last_lo, last_avail = self._last
-            if last_lo <= lo and hi <= last_avail:
-                return buf[lo - last_lo:hi - last_lo], lo, hi
+        if keep:
+            for buf, last_lo, last_avail in self._recent:
+                if last_lo <= lo and hi <= last_avail:
+                    return buf[lo - last_lo:hi - last_lo], lo, hi
         n = max(0, hi - lo)
         if self._rate is not None:
             self._rate.take(n)
-        buf = self.buffers.get(n)
+        buf = self._windows.get(n)
         got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
         if got == n and hi < self.size:
             # the next window read ahead while the walk checks this one: a blocking pread
@@ -195,9 +222,15 @@ class WindowSource:
             with contextlib.suppress(OSError):
                 os.posix_fadvise(self.fd, self.origin + hi, min(n, self.size - hi),
                                  os.POSIX_FADV_WILLNEED)
-        if not keep:
-            self._last = (buf, lo, lo + got)
+        if not keep:  # one tuple replaced whole: a reader on another thread sees old or new
+            self._recent = ((buf, lo, lo + got), *self._recent[:self._keep_recent - 1])
         return buf[:got], lo, lo + got
+
+    def walk_ahead(self, windows: int) -> None:
+        """The walk will run on a thread of its own, up to ``windows`` windows past the
+        chunk whose records another thread decodes: that many are kept for its ``keep``
+        requests (one otherwise: each window's buffer held is one the pool cannot reuse)."""
+        self._keep_recent = max(1, windows)
 
     def release(self, upto: int) -> None:
         """The walk has passed ``upto``: when the run leaves the page cache as found, the
@@ -215,4 +248,6 @@ class WindowSource:
 
     def close(self) -> None:
         self.buffers.clear()
-        self._last = None
+        if self._own_windows:
+            self._windows.clear()
+        self._recent = ()
