@@ -60,6 +60,75 @@ _ZERO_CHUNK = 1 << 20
 _POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22) if sys.platform == "linux" else None
 
 
+#: Bytes of a cold file asked of the device ahead of the walk (``POSIX_FADV_WILLNEED``): a
+#: disk reading 1-3 GB/s keeps 20-60 ms of work queued, longer than the checks and decoding
+#: of any window take, so the device never waits for the walk to ask. The kernel's own
+#: readahead of a sequential reader is ``read_ahead_kb`` (128 KiB by default, a few MiB on
+#: some virtual disks) and starts only when the reader reaches it: alone it leaves the
+#: device idle while the walk works and the walk waiting while the device reads.
+READAHEAD = 64 * 1024 * 1024
+
+
+class ReadAhead:
+    """The device kept busy ahead of a walk over a file that is not in the page cache.
+
+    Only a cold file is asked for ahead: a warm one needs no device, and asking the kernel
+    about pages it holds already costs about a tenth of copying them. Whether the bytes
+    ahead are cached is asked of the kernel with a one-byte ``preadv`` that may not block
+    (``RWF_NOWAIT``); once a probe misses, the file is treated as cold to its end.
+
+    On a broker's host (a read-rate cap, or the page cache left as found) only one window
+    is asked for ahead, as the kernel's own readahead would: the cap is on the device's
+    reads, and a page still being read when the file is closed cannot be handed back (the
+    kernel drops no page under I/O), so no more than a window may be in flight then.
+    :func:`depth` says which."""
+
+    def __init__(self, fd: int, size: int, origin: int = 0, depth: int = READAHEAD):
+        self.fd = fd
+        self.size = size
+        self.origin = origin
+        self.depth = depth
+        self.cold = False
+        self._asked = 0  # file position up to which the device was asked for
+        self._probe = bytearray(1)
+
+    def passed(self, pos: int, upto: int) -> None:
+        """The walk is at ``pos`` and has the bytes up to ``upto`` in hand (or is about to
+        read them): keep the device ``depth`` bytes ahead of that, if the file is cold."""
+        stop = min(self.size, upto + self.depth)
+        if stop <= self._asked:
+            return
+        if not self.cold:
+            self.cold = not self._cached(stop - 1)
+            if not self.cold:
+                return
+        start = max(pos, self._asked)
+        if stop < self.size and stop - start < self.depth // 4:
+            return  # asked in large steps: each call walks the cache's index of the range
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(self.fd, self.origin + start, stop - start,
+                             os.POSIX_FADV_WILLNEED)
+        self._asked = stop
+
+    def _cached(self, pos: int) -> bool:
+        """Whether the page holding ``pos`` is in the page cache (a read of it would not
+        wait for the device). A kernel without ``RWF_NOWAIT`` (before 4.14) answers no."""
+        try:
+            return os.preadv(self.fd, [self._probe], self.origin + pos, _NOWAIT) == 1
+        except OSError:
+            return False
+
+
+_NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+
+
+def depth(stride: int) -> int:
+    """How far ahead of the walk a file is asked for under the run's settings (see
+    :class:`ReadAhead`): a window on a broker's host, :data:`READAHEAD` elsewhere."""
+    settings = gentle.current()
+    return stride if settings.rate is not None or settings.keeper is not None else READAHEAD
+
+
 def _pread_into(fd: int, view: memoryview, position: int) -> int:
     """Fill ``view`` from ``position``; returns the bytes read (fewer: the file ended)."""
     done = 0
@@ -115,6 +184,7 @@ class MappedSource:
         self._rate = gentle.current().rate
         self._charged = 0  # bytes counted against the read-rate cap (walked front to back)
         self._keeper = gentle.current().keeper
+        self._ahead = ReadAhead(fd, size, depth=depth(PREAD_STRIDE))
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         if hi > self._checked:  # the guard: never touch a page the file no longer has
@@ -123,6 +193,8 @@ class MappedSource:
         if self._rate is not None and end > self._charged:
             self._rate.take(end - self._charged)
             self._charged = end
+        if not keep:  # the walk's own windows, front to back
+            self._ahead.passed(lo, end)
         return self.array, 0, end
 
     def release(self, upto: int) -> None:
@@ -204,6 +276,7 @@ class WindowSource:
         self._rate = gentle.current().rate
         self._keeper = gentle.current().keeper
         self._released = 0
+        self._ahead = ReadAhead(fd, size, origin, depth(self.stride))
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
@@ -215,13 +288,9 @@ class WindowSource:
         if self._rate is not None:
             self._rate.take(n)
         buf = self._windows.get(n)
+        if not keep:  # the walk's own windows, front to back: cold, the device reads ahead
+            self._ahead.passed(lo, hi)
         got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
-        if got == n and hi < self.size:
-            # the next window read ahead while the walk checks this one: a blocking pread
-            # of cold data would otherwise leave the disk idle during every window's CRCs
-            with contextlib.suppress(OSError):
-                os.posix_fadvise(self.fd, self.origin + hi, min(n, self.size - hi),
-                                 os.POSIX_FADV_WILLNEED)
         if not keep:  # one tuple replaced whole: a reader on another thread sees old or new
             self._recent = ((buf, lo, lo + got), *self._recent[:self._keep_recent - 1])
         return buf[:got], lo, lo + got
