@@ -241,6 +241,47 @@ def test_windows_are_walked_ahead_on_a_thread_as_the_mapping_is(tmp_path, monkey
     assert len(threaded[0]) == 200 * 41
 
 
+def test_a_file_truncated_under_windows_walked_ahead_ends_with_a_finding(tmp_path,
+                                                                          monkeypatch):
+    """A follower truncates the segment while the walk, on its own thread, reads windows
+    ahead of the reader: the read ends where the file now ends, with the finding the
+    inline walk gives at the same byte, the rows before it kept; nothing is raised."""
+    from segtools import fanout
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import WindowSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 40)
+    log = pdir / "00000000000000000005.log"
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(WindowSource, "stride", size)
+    monkeypatch.setattr(WindowSource, "chunk_stride", 3 * size)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    cut = 10 * size + 100  # inside the 11th batch
+    real_window = WindowSource.window
+
+    def window(self, lo, hi, *, keep=False):
+        if not keep and lo >= 6 * size and self.size > cut and os.path.getsize(log) > cut:
+            os.truncate(log, cut)  # the follower's LogSegment.truncateTo, mid-read
+        return real_window(self, lo, hi, keep=keep)
+
+    monkeypatch.setattr(WindowSource, "window", window)
+
+    def read() -> tuple[list, list]:
+        shutil.copy(tmp_path / "whole.log", log)
+        findings, offsets = [], []
+        for batch in segtools.open(pdir, page_cache="restore").to_arrow(
+                columns=["offset", "value"], on_finding=findings.append):
+            offsets += batch.column("offset").to_pylist()
+        return offsets, [(f.code, f.position) for f in findings]
+
+    shutil.copy(log, tmp_path / "whole.log")
+    threaded = read()
+    assert ("segment_truncated_while_reading", 10 * size) in threaded[1]
+    assert threaded[0][:2000] == list(range(5, 2005))  # the ten whole batches
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    assert read() == threaded
+
+
 def test_a_window_kept_for_the_reader_is_the_bytes_it_was_read_from(tmp_path):
     """The walk on its own thread reads on while the reader asks for the bytes of a chunk
     it walked earlier: they come from the last windows read while those are kept
