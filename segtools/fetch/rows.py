@@ -59,11 +59,12 @@ PREFAULT_STEP = 2 * 1024 * 1024
 #: Bytes of the blocks record columns are cut from (recycled once a batch is let go).
 ARROW_BLOCK = 8 * 1024 * 1024
 #: A ``pread`` window's buffer: one walk chunk (the window grows to the chunk,
-#: ``storage.source.PREAD_CHUNK_STRIDE``). The windows of a walk running ahead, the one the
-#: reader decodes and the one the consumer's last Arrow batch still points into are in use
-#: at once: the pool keeps that many.
+#: ``storage.source.PREAD_CHUNK_STRIDE``). Inline, the window being read and the one the
+#: consumer's last Arrow batch points into are in use at once; with the walk ahead on its
+#: own thread, up to five. The pool keeps four: one more comes from Arrow's allocator,
+#: which keeps it for the next.
 WINDOW_BUFFER = WALK_BYTES
-WINDOW_BUFFERS = 6
+WINDOW_BUFFERS = 4
 #: Walked chunks waiting for the reader when the walk runs on a thread of its own.
 WALK_AHEAD = 1
 
