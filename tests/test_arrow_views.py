@@ -234,7 +234,8 @@ def test_windows_are_walked_ahead_on_a_thread_as_the_mapping_is(tmp_path, monkey
     threaded = read()
     assert started, "the windows were not walked ahead"
     assert max(windows) == 3 * size  # a walk chunk per window, not the stride
-    assert 0 < len(made) <= fetch_rows.WINDOW_BUFFERS + fetch_rows.WALK_AHEAD + 2
+    windows_made = [n for n in made if n >= fetch_rows.WINDOW_BUFFER]  # not column blocks
+    assert 0 < len(windows_made) <= fetch_rows.WINDOW_BUFFERS + fetch_rows.WALK_AHEAD + 2
     monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
     assert threaded == read()
     assert ("crc_mismatch", size * 17) in threaded[1]

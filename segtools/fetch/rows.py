@@ -111,10 +111,11 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
     if scan.level is Level.SEGMENTS:
         yield from _segment_rows(list(pieces), scan, report)
         return
-    pool = BufferPool(ARROW_BLOCK)
-    ahead = BufferPool(ARROW_BLOCK)  # for the records decoded beside the walk
-    # the buffers of ``pread`` windows (a live segment, or any under a restored page cache),
-    # kept across segments and, through Arrow's allocator, across reads
+    # every buffer from Arrow's allocator, which keeps freed memory for the next read: the
+    # blocks record columns are cut from, and the ``pread`` windows (a live segment, or any
+    # under a restored page cache), kept across segments
+    pool = BufferPool(ARROW_BLOCK, allocate=arrow.memory)
+    ahead = BufferPool(ARROW_BLOCK, allocate=arrow.memory)  # for records decoded beside the walk
     windows = BufferPool(WINDOW_BUFFER, size=WINDOW_BUFFERS, allocate=arrow.memory)
     for piece in pieces:
         segment = _open(piece, scan, windows)
