@@ -10,36 +10,23 @@ import os
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from segtools.storage import gentle
 from segtools.storage import source as sources
-from segtools.storage.pagecache import PageCacheKeeper, resident
+from segtools.storage.pagecache import PageCacheKeeper
 from segtools.storage.source import MappedSource, WindowSource
 from segtools.storage.throttle import ReadRate
+from tests.storage.test_gentle import make_cold, residency
 
 MIB = 1 << 20
 SIZE = 24 * MIB
 
 
-def residency(path: Path) -> np.ndarray:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return np.frombuffer(resident(fd, os.fstat(fd).st_size), np.uint8).astype(bool)
-    finally:
-        os.close(fd)
-
-
 def cold_file(tmp_path: Path) -> Path:
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(os.urandom(SIZE))
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # a dirty page (just written) cannot be dropped
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
+    make_cold([path])
     assert not residency(path)[SIZE // 2 // 4096:].any()
     return path
 
