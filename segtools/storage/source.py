@@ -73,7 +73,7 @@ class ReadAhead:
     """The device kept busy ahead of a walk over a file that is not in the page cache.
 
     Only a cold file is asked for ahead: a warm one needs no device, and asking the kernel
-    about pages it holds already costs about a tenth of copying them. Whether the bytes
+    about pages it holds already costs about a fifth of copying them. Whether the bytes
     ahead are cached is asked of the kernel with a one-byte ``preadv`` that may not block
     (``RWF_NOWAIT``); once a probe misses, the file is treated as cold to its end.
 
