@@ -201,7 +201,7 @@ def test_windows_are_walked_ahead_on_a_thread_as_the_mapping_is(tmp_path, monkey
     from segtools.fetch import rows as fetch_rows
     from segtools.storage.source import WindowSource
 
-    pdir, size = _sealed_copies(tmp_path / "logs", 40)
+    pdir, size = _sealed_copies(tmp_path / "logs", 24)
     with open(pdir / "00000000000000000005.log", "r+b") as f:  # one bad CRC, mid-segment
         f.seek(size * 17 + 100)
         f.write(b"\xff")
@@ -239,7 +239,7 @@ def test_windows_are_walked_ahead_on_a_thread_as_the_mapping_is(tmp_path, monkey
     monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
     assert threaded == read()
     assert ("crc_mismatch", size * 17) in threaded[1]
-    assert len(threaded[0]) == 200 * 41
+    assert len(threaded[0]) == 200 * 25
 
 
 def test_a_file_truncated_under_windows_walked_ahead_ends_with_a_finding(tmp_path,
