@@ -111,11 +111,12 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
     if scan.level is Level.SEGMENTS:
         yield from _segment_rows(list(pieces), scan, report)
         return
-    # every buffer from Arrow's allocator, which keeps freed memory for the next read: the
-    # blocks record columns are cut from, and the ``pread`` windows (a live segment, or any
-    # under a restored page cache), kept across segments
-    pool = BufferPool(ARROW_BLOCK, allocate=arrow.memory)
-    ahead = BufferPool(ARROW_BLOCK, allocate=arrow.memory)  # for records decoded beside the walk
+    pool = BufferPool(ARROW_BLOCK)
+    ahead = BufferPool(ARROW_BLOCK)  # for the records decoded beside the walk
+    # the buffers of ``pread`` windows (a live segment, or any under a restored page cache),
+    # kept across segments and, through Arrow's allocator, across reads. Not the column
+    # blocks: the allocator keeps every block a consumer held at once resident after it is
+    # let go, and a stream's peak memory would grow with it (test_arrow_views' flat memory)
     windows = BufferPool(WINDOW_BUFFER, size=WINDOW_BUFFERS, allocate=arrow.memory)
     for piece in pieces:
         segment = _open(piece, scan, windows)
