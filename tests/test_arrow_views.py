@@ -191,6 +191,131 @@ def test_walk_ahead_thread_reads_what_the_inline_walk_reads(tmp_path, monkeypatc
 
 
 
+def test_windows_are_walked_ahead_on_a_thread_as_the_mapping_is(tmp_path, monkeypatch):
+    """A segment read through ``pread`` windows (here: sealed, under a restored page cache,
+    as under a running broker) is walked ahead on a thread of its own when the run may use
+    two cores, windows of a walk chunk each: the rows and findings are the inline walk's,
+    a bad CRC is found where it is, and the reader's window buffers come from one pool kept
+    across the segments of the read."""
+    from segtools import fanout
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import WindowSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 24)
+    with open(pdir / "00000000000000000005.log", "r+b") as f:  # one bad CRC, mid-segment
+        f.seek(size * 17 + 100)
+        f.write(b"\xff")
+    monkeypatch.setattr(segment_room, "SMALL_FILE", 0)  # the active segment too: a window
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(WindowSource, "stride", size)
+    monkeypatch.setattr(WindowSource, "chunk_stride", 3 * size + 10)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    started, windows, made = [], [], []
+    real, real_window, real_memory = fanout.ahead, WindowSource.window, arrow.memory
+    monkeypatch.setattr(fanout, "ahead",
+                        lambda items, **kw: (started.append(1), real(items, **kw))[1])
+
+    def window(self, lo, hi, *, keep=False):
+        if not keep:
+            windows.append(hi - lo)
+        return real_window(self, lo, hi, keep=keep)
+
+    monkeypatch.setattr(WindowSource, "window", window)
+    monkeypatch.setattr(arrow, "memory", lambda n: (made.append(n), real_memory(n))[1])
+
+    def read() -> tuple[list, list]:
+        """Each batch let go once read, as a stream's consumer does."""
+        findings, rows = [], []
+        for batch in segtools.open(pdir, page_cache="restore").to_arrow(
+                on_finding=findings.append):
+            rows += batch.to_pylist()
+        return rows, [(f.code, f.position) for f in findings]
+
+    threaded = read()
+    assert started, "the windows were not walked ahead"
+    assert max(windows) == 3 * size  # a walk chunk per window, not the stride
+    windows_made = [n for n in made if n >= fetch_rows.WINDOW_BUFFER]  # not column blocks
+    assert 0 < len(windows_made) <= fetch_rows.WINDOW_BUFFERS + fetch_rows.WALK_AHEAD + 2
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    assert threaded == read()
+    assert ("crc_mismatch", size * 17) in threaded[1]
+    assert len(threaded[0]) == 200 * 25
+
+
+def test_a_file_truncated_under_windows_walked_ahead_ends_with_a_finding(tmp_path,
+                                                                          monkeypatch):
+    """A follower truncates the segment while the walk, on its own thread, reads windows
+    ahead of the reader: the read ends where the file now ends, with the finding the
+    inline walk gives at the same byte, the rows before it kept; nothing is raised."""
+    from segtools import fanout
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import WindowSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 40)
+    log = pdir / "00000000000000000005.log"
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(WindowSource, "stride", size)
+    monkeypatch.setattr(WindowSource, "chunk_stride", 3 * size)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    cut = 10 * size + 100  # inside the 11th batch
+    real_window = WindowSource.window
+
+    def window(self, lo, hi, *, keep=False):
+        if not keep and lo >= 6 * size and self.size > cut and os.path.getsize(log) > cut:
+            os.truncate(log, cut)  # the follower's LogSegment.truncateTo, mid-read
+        return real_window(self, lo, hi, keep=keep)
+
+    monkeypatch.setattr(WindowSource, "window", window)
+
+    def read() -> tuple[list, list]:
+        shutil.copy(tmp_path / "whole.log", log)
+        findings, offsets = [], []
+        for batch in segtools.open(pdir, page_cache="restore").to_arrow(
+                columns=["offset", "value"], on_finding=findings.append):
+            offsets += batch.column("offset").to_pylist()
+        return offsets, [(f.code, f.position) for f in findings]
+
+    shutil.copy(log, tmp_path / "whole.log")
+    threaded = read()
+    assert ("segment_truncated_while_reading", 10 * size) in threaded[1]
+    assert threaded[0][:2000] == list(range(5, 2005))  # the ten whole batches
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    assert read() == threaded
+
+
+def test_a_window_kept_for_the_reader_is_the_bytes_it_was_read_from(tmp_path):
+    """The walk on its own thread reads on while the reader asks for the bytes of a chunk
+    it walked earlier: they come from the last windows read while those are kept
+    (``walk_ahead``), and are read again, never taken from a reused buffer, once they are
+    not."""
+    from segtools.decode.buffers import BufferPool
+    from segtools.storage.source import WindowSource
+
+    data = bytes(range(256)) * 64  # 16 KiB, every window's bytes told apart by position
+    path = tmp_path / "f.log"
+    path.write_bytes(data)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = WindowSource(fd, len(data), windows=BufferPool(4096, size=4))
+        source.walk_ahead(3)
+        step = 4096
+        for lo in range(0, len(data), step):
+            source.window(lo, lo + step)
+        reads = []
+        real = source._windows.get
+        source._windows.get = lambda n: (reads.append(n), real(n))[1]
+        newest, _, _ = source.window(3 * step + 10, 3 * step + 20, keep=True)
+        oldest, _, _ = source.window(10, 20, keep=True)
+        kept_middle, _, _ = source.window(step + 5, 2 * step - 5, keep=True)
+        assert reads == [10]  # the window of 0..4096 fell out: read again
+        assert newest.tobytes() == data[3 * step + 10:3 * step + 20]
+        assert oldest.tobytes() == data[10:20]
+        assert kept_middle.tobytes() == data[step + 5:2 * step - 5]
+        source.close()
+    finally:
+        os.close(fd)
+
+
 def test_the_consumer_works_for_the_producer_only_while_it_would_wait():
     """``fanout.ahead``'s ``idle`` runs while the next item is not ready (here the producer
     waits for it), stops being called once it says it has nothing left to do, and the items

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import mmap
 import sys
+import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -27,21 +29,32 @@ class BufferPool:
 
     "Free" is CPython's reference count: a buffer that only the pool refers to. Callers
     slice what they get; a chunk of records holding a slice keeps the buffer out of reuse for
-    as long as the chunk lives (a slice's ``base`` is the buffer itself, never a slice)."""
+    as long as the chunk lives (a slice's ``base`` is the buffer itself, never a slice).
 
-    def __init__(self, minimum: int, size: int = 8):
+    ``allocate`` makes a new buffer (:func:`aligned` by default; it must return an array
+    that its slices refer back to). A pool may be shared by two threads (a walk reading
+    windows ahead of the reader that decodes them): a buffer is taken under a lock."""
+
+    def __init__(self, minimum: int, size: int = 8,
+                 allocate: Callable[[int], np.ndarray] = aligned):
         self.minimum = minimum
         self.size = size
+        self._allocate = allocate
         self._buffers: list[np.ndarray] = []
+        self._taking = threading.Lock()
 
     def get(self, n: int) -> np.ndarray:
         """A buffer of at least ``n`` bytes that nothing else refers to (pooled when it is of
         the usual size; a larger one goes when its last user lets go of it)."""
+        with self._taking:
+            return self._get(n)
+
+    def _get(self, n: int) -> np.ndarray:
         for buf in self._buffers:
             # referenced by the list, this loop's variable and getrefcount's argument only
             if len(buf) >= n and sys.getrefcount(buf) <= 3:
                 return buf
-        buf = aligned(max(n, self.minimum))
+        buf = self._allocate(max(n, self.minimum))
         if n > 4 * self.minimum:
             return buf
         if len(self._buffers) < self.size:

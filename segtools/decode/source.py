@@ -37,6 +37,13 @@ class Source(Protocol):
     chunk_per_window: bool
     #: Where the record decoder gets memory for inflated payloads (recycled across chunks).
     buffers: BufferPool
+    #: With ``chunk_per_window``: the widest window asked for when the walk's chunks are
+    #: larger than ``stride`` (optional; the stride).
+    chunk_stride: int
+    #: Whether the walk may run on a thread of its own while another thread asks for kept
+    #: windows of the chunks it walked (optional; False). Such a source has
+    #: ``walk_ahead(windows)``, told how many windows the walk may run ahead of the reader.
+    shared_windows: bool
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         """The bytes of ``[lo, hi)``: ``(array, base, avail)`` where ``array[0]`` is the byte

@@ -319,10 +319,12 @@ def walk(source: Source, start: int = 0, end: int | None = None, *, until: int |
     capacity = max(1, min(rows, (min(end - start, chunk_bytes)) // 26 + 1))
     buffers = _Buffers(capacity)
     pos = chunk_start = start
-    stride = max(source.stride, v2.RECORD_BATCH_OVERHEAD)  # a window holds a header at least
     # a source that copies windows into private memory ends a chunk with each window, so that
-    # decoding the chunk's records right after reuses those bytes instead of reading them again
+    # decoding the chunk's records right after reuses those bytes instead of reading them again;
+    # its windows then grow with the chunks asked for, up to its ``chunk_stride``
     per_window = getattr(source, "chunk_per_window", False)
+    widest = min(chunk_bytes, getattr(source, "chunk_stride", 0)) if per_window else 0
+    stride = max(source.stride, widest, v2.RECORD_BATCH_OVERHEAD)  # a header at least
     want = stride
     released = start
     data, base, avail, hi = None, 0, 0, 0

@@ -29,6 +29,20 @@ BINARY = pa.binary()
 MAX_COLUMN_BYTES = 1 << 30
 
 
+#: The page size (``pread`` copies into a page-aligned buffer about four times as fast).
+_PAGE = 4096
+
+
+def memory(n: int) -> np.ndarray:
+    """``n`` bytes, page-aligned, from Arrow's memory pool (uninitialised): memory that
+    Arrow's allocator keeps for the next buffer once this one is let go, so a stream of
+    reads (one ``to_arrow()`` after another) writes into pages already mapped, where fresh
+    anonymous pages cost several times what copying a page into them does. Slices of the
+    array refer back to it, as :class:`~segtools.decode.buffers.BufferPool` needs."""
+    buf = pa.allocate_buffer(n + _PAGE)
+    return np.frombuffer(buf, dtype=np.uint8, count=n, offset=-buf.address % _PAGE)
+
+
 def conform(array: pa.Array, target: pa.DataType) -> pa.Array:
     """The array in the type Spark expects (a user schema may say ``long`` for an int)."""
     return array if array.type == target else array.cast(target)

@@ -58,6 +58,15 @@ WINDOW_BYTES = 2 * WALK_BYTES
 PREFAULT_STEP = 2 * 1024 * 1024
 #: Bytes of the blocks record columns are cut from (recycled once a batch is let go).
 ARROW_BLOCK = 8 * 1024 * 1024
+#: A ``pread`` window's buffer: one walk chunk (the window grows to the chunk,
+#: ``storage.source.PREAD_CHUNK_STRIDE``). Inline, the window being read and the one the
+#: consumer's last Arrow batch points into are in use at once; with the walk ahead on its
+#: own thread, up to five. The pool keeps four: one more comes from Arrow's allocator,
+#: which keeps it for the next.
+WINDOW_BUFFER = WALK_BYTES
+WINDOW_BUFFERS = 4
+#: Walked chunks waiting for the reader when the walk runs on a thread of its own.
+WALK_AHEAD = 1
 
 Report = Callable[[Finding], None]
 T = TypeVar("T")
@@ -104,8 +113,13 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
         return
     pool = BufferPool(ARROW_BLOCK)
     ahead = BufferPool(ARROW_BLOCK)  # for the records decoded beside the walk
+    # the buffers of ``pread`` windows (a live segment, or any under a restored page cache),
+    # kept across segments and, through Arrow's allocator, across reads. Not the column
+    # blocks: the allocator keeps every block a consumer held at once resident after it is
+    # let go, and a stream's peak memory would grow with it (test_arrow_views' flat memory)
+    windows = BufferPool(WINDOW_BUFFER, size=WINDOW_BUFFERS, allocate=arrow.memory)
     for piece in pieces:
-        segment = _open(piece, scan)
+        segment = _open(piece, scan, windows)
         if isinstance(segment, Finding):
             report(segment)
             continue
@@ -116,12 +130,14 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa
                 yield from _record_rows(segment, piece, scan, report, pool, ahead)
 
 
-def _open(piece: ByteRange, scan: Scan) -> Segment | Finding:
+def _open(piece: ByteRange, scan: Scan,
+          windows: BufferPool | None = None) -> Segment | Finding:
     """The segment, or the finding that says why it cannot be read: gone since planning (a
     live broker deletes segments between planning and reading: retention, a cleaner's swap),
     or unreadable (mode 000, an I/O error). Either way the other ranges are read."""
     try:
-        return Segment.open(piece.files, decompress_limit=scan.max_decompressed_bytes)
+        return Segment.open(piece.files, decompress_limit=scan.max_decompressed_bytes,
+                            windows=windows)
     except VanishedError:
         return _vanished(piece)
     except SegtoolsError as e:
@@ -168,7 +184,10 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
     start = piece.start
     if start > 0 and not _boundary_ok(segment, piece):
         start = 0
-    threaded = segment.is_mapped and piece.end - start > WALK_BYTES and fanout.workers() > 1
+    threaded = (getattr(segment.source, "shared_windows", False)
+                and piece.end - start > WALK_BYTES and fanout.workers() > 1)
+    if threaded:  # the queue holds one walked chunk, the walk reads the next
+        segment.source.walk_ahead(WALK_AHEAD + 2)
     source = _KeepPages(segment.source) if threaded else segment.source
     chunks_walked = walk.walk(source, start, until=piece.end, path=segment.path,
                               verify_crc=verify_crc, limit=segment.decompress_limit,
@@ -179,7 +198,8 @@ def owned(segment: Segment, piece: ByteRange, verify_crc: bool, report: Report,
     walked = _planned(chunks_walked, piece, start, reader, share)
     pages = _Pages(segment.source, start, piece.end)
     if threaded:
-        walked = fanout.ahead(walked, name="segtools-walk-ahead", idle=pages)
+        walked = fanout.ahead(walked, depth=WALK_AHEAD, name="segtools-walk-ahead",
+                              idle=pages)
     try:
         while True:
             asked = time.perf_counter()

@@ -36,6 +36,7 @@ from segtools.storage.located import Entry, Location, OpenedSegment, OpenFile
 
 if TYPE_CHECKING:
     from segtools.decode import source as _buffers
+    from segtools.decode.buffers import BufferPool
     from segtools.storage import source as _sources
 
 # The segment sources (numpy, the compiled walk) load when a segment is first opened, not
@@ -132,7 +133,8 @@ class LocalDisk(Location):
             os.close(fd)
 
     def open_segment(self, path: LocalPath, *, sealed: bool,
-                     listed: tuple[int, int | None] | None, small: int) -> OpenedSegment:
+                     listed: tuple[int, int | None] | None, small: int,
+                     windows: BufferPool | None = None) -> OpenedSegment:
         """Mapped when sealed and unchanged since the listing, else ``pread`` windows; a
         file up to ``small`` bytes in one read (module doc)."""
         fd, st = open_regular(os.fspath(path))
@@ -162,7 +164,7 @@ class LocalDisk(Location):
             elif is_mapped:
                 source = _sources.MappedSource(fd, size)
             else:
-                source = _sources.WindowSource(fd, size)
+                source = _sources.WindowSource(fd, size, windows=windows)
         except BaseException:
             _release(fd)
             raise

@@ -33,11 +33,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from segtools.errors import NotAKafkaFileError, SegtoolsError, VanishedError
 from segtools.findings import Finding
 from segtools.storage import scope
+
+if TYPE_CHECKING:
+    from segtools.decode.buffers import BufferPool
 from segtools.storage.scope import note_read, options_key
 
 
@@ -159,10 +162,12 @@ class Location(ABC):
 
     @abstractmethod
     def open_segment(self, path, *, sealed: bool, listed: tuple[int, int | None] | None,
-                     small: int) -> OpenedSegment:
+                     small: int, windows: BufferPool | None = None) -> OpenedSegment:
         """A segment's ``.log`` for the batch walk, read the way this kind reads it best
         and safely (``sealed``: Kafka can no longer shrink it; ``listed``: what the listing
-        saw; ``small``: up to this size a file is better read whole)."""
+        saw; ``small``: up to this size a file is better read whole; ``windows``: the
+        reader's pool for window buffers copied into private memory, kept across its
+        segments)."""
 
     @abstractmethod
     def read_small(self, path, limit: int) -> bytes | None:
@@ -270,7 +275,8 @@ class ListedLocation(Location):
         return open_remote(path).pread(limit, 0)
 
     def open_segment(self, path: RemotePath, *, sealed: bool,
-                     listed: tuple[int, int | None] | None, small: int) -> OpenedSegment:
+                     listed: tuple[int, int | None] | None, small: int,
+                     windows: BufferPool | None = None) -> OpenedSegment:
         """The object's (or member's) ranges: a listed file cannot shrink under its reader
         the way a local one can, and one replaced since the listing is refused as it is
         read (:class:`ObjectChangedError`); its small files came with the listing."""

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, salvage, walk
+from segtools.decode.buffers import BufferPool
 from segtools.decode.chunks import BatchRecords, Chunk
 from segtools.decode.table import BatchTable
 from segtools.decode.walk import TABLE_ROWS, Walked
@@ -77,17 +78,19 @@ class Segment:
 
     ``sealed``: the caller knows Kafka can no longer shrink this file (its listing said so,
     :attr:`SegmentFiles.sealed`); ``listed``: the ``(size, mtime_ns)`` the listing saw. A
-    sealed file whose size or mtime changed since is read as live anyway."""
+    sealed file whose size or mtime changed since is read as live anyway. ``windows``: the
+    reader's pool for the buffers of ``pread`` windows, kept across its segments."""
 
     def __init__(self, path: str | os.PathLike, *,
                  decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT, sealed: bool = False,
-                 listed: tuple[int, int | None] | None = None):
+                 listed: tuple[int, int | None] | None = None,
+                 windows: BufferPool | None = None):
         self.path = str(path)
         self.base_offset = base_offset_from_name(path)
         self.decompress_limit = decompress_limit
         where = as_path(path)
         opened = where.location.open_segment(where, sealed=sealed, listed=listed,
-                                             small=SMALL_FILE)
+                                             small=SMALL_FILE, windows=windows)
         self.source = opened.source
         self.size = opened.size  # the size seen at open: a growing segment is read to here
         self.mtime_ms = opened.mtime_ns // 1_000_000
@@ -96,11 +99,11 @@ class Segment:
         self.growing = opened.growing  # see walk(): a broker appending to it
 
     @classmethod
-    def open(cls, files: SegmentFiles, *,
-             decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT) -> Segment:
+    def open(cls, files: SegmentFiles, *, decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT,
+             windows: BufferPool | None = None) -> Segment:
         """The segment of a listing, read the way its listing says it may be."""
         return cls(files.log, decompress_limit=decompress_limit, sealed=files.sealed,
-                   listed=(files.log_size, files.log_mtime_ns))
+                   listed=(files.log_size, files.log_mtime_ns), windows=windows)
 
     def __enter__(self) -> Segment:
         return self

@@ -42,6 +42,13 @@ from segtools.storage.files import data_end, next_data
 MAPPED_STRIDE = 64 * 1024 * 1024
 #: Window size for ``pread``: small enough to stay in the CPU caches while it is walked.
 PREAD_STRIDE = 4 * 1024 * 1024
+#: The widest ``pread`` window, for a walk whose chunks are larger than the stride (the Python
+#: API's and Spark's reader: 16 MiB chunks, an Arrow batch each). The reader decodes each
+#: window's records as one chunk (``chunk_per_window``), and its Python work per chunk (the
+#: walk's step, the plan, about twenty Arrow columns) is a third of its time on 4 MiB windows
+#: of 16 x 1 KiB batches; the copy costs the same per byte either way. A shallow walk keeps
+#: the stride: its CRC pass reads the window it has just copied, from the CPU caches.
+PREAD_CHUNK_STRIDE = 16 * 1024 * 1024
 #: Inflated bytes per chunk of compressed batches (the record decoder's buffers).
 CHUNK_BUFFER = 16 * 1024 * 1024
 #: Below this size a mapping's pages are not worth handing back.
@@ -51,6 +58,75 @@ _ZERO_CHUNK = 1 << 20
 #: would fault them in; a page the file no longer has fails the call instead of raising
 #: SIGBUS. Python names it only from 3.12 on.
 _POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22) if sys.platform == "linux" else None
+
+
+#: Bytes of a cold file asked of the device ahead of the walk (``POSIX_FADV_WILLNEED``): a
+#: disk reading 1-3 GB/s keeps 20-60 ms of work queued, longer than the checks and decoding
+#: of any window take, so the device never waits for the walk to ask. The kernel's own
+#: readahead of a sequential reader is ``read_ahead_kb`` (128 KiB by default, a few MiB on
+#: some virtual disks) and starts only when the reader reaches it: alone it leaves the
+#: device idle while the walk works and the walk waiting while the device reads.
+READAHEAD = 64 * 1024 * 1024
+
+
+class ReadAhead:
+    """The device kept busy ahead of a walk over a file that is not in the page cache.
+
+    Only a cold file is asked for ahead: a warm one needs no device, and asking the kernel
+    about pages it holds already costs about a fifth of copying them. Whether the bytes
+    ahead are cached is asked of the kernel with a one-byte ``preadv`` that may not block
+    (``RWF_NOWAIT``); once a probe misses, the file is treated as cold to its end.
+
+    On a broker's host (a read-rate cap, or the page cache left as found) only one window
+    is asked for ahead, as the kernel's own readahead would: the cap is on the device's
+    reads, and a page still being read when the file is closed cannot be handed back (the
+    kernel drops no page under I/O), so no more than a window may be in flight then.
+    :func:`depth` says which."""
+
+    def __init__(self, fd: int, size: int, origin: int = 0, depth: int = READAHEAD):
+        self.fd = fd
+        self.size = size
+        self.origin = origin
+        self.depth = depth
+        self.cold = False
+        self._asked = 0  # file position up to which the device was asked for
+        self._probe = bytearray(1)
+
+    def passed(self, pos: int, upto: int) -> None:
+        """The walk is at ``pos`` and has the bytes up to ``upto`` in hand (or is about to
+        read them): keep the device ``depth`` bytes ahead of that, if the file is cold."""
+        stop = min(self.size, upto + self.depth)
+        if stop <= self._asked:
+            return
+        if not self.cold:
+            self.cold = not self._cached(stop - 1)
+            if not self.cold:
+                return
+        start = max(pos, self._asked)
+        if stop < self.size and stop - start < self.depth // 4:
+            return  # asked in large steps: each call walks the cache's index of the range
+        with contextlib.suppress(OSError):
+            os.posix_fadvise(self.fd, self.origin + start, stop - start,
+                             os.POSIX_FADV_WILLNEED)
+        self._asked = stop
+
+    def _cached(self, pos: int) -> bool:
+        """Whether the page holding ``pos`` is in the page cache (a read of it would not
+        wait for the device). A kernel without ``RWF_NOWAIT`` (before 4.14) answers no."""
+        try:
+            return os.preadv(self.fd, [self._probe], self.origin + pos, _NOWAIT) == 1
+        except OSError:
+            return False
+
+
+_NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+
+
+def depth(stride: int) -> int:
+    """How far ahead of the walk a file is asked for under the run's settings (see
+    :class:`ReadAhead`): a window on a broker's host, :data:`READAHEAD` elsewhere."""
+    settings = gentle.current()
+    return stride if settings.rate is not None or settings.keeper is not None else READAHEAD
 
 
 def _pread_into(fd: int, view: memoryview, position: int) -> int:
@@ -90,6 +166,10 @@ class MappedSource:
     """A sealed file: one read-only mapping, walked in windows whose pages are handed back."""
 
     stride = MAPPED_STRIDE
+    shared_windows = True  # every window is a view of the one mapping
+
+    def walk_ahead(self, windows: int) -> None:
+        """Every window is a view of the one mapping: nothing to keep for another thread."""
 
     def __init__(self, fd: int, size: int):
         self.fd = fd
@@ -104,6 +184,7 @@ class MappedSource:
         self._rate = gentle.current().rate
         self._charged = 0  # bytes counted against the read-rate cap (walked front to back)
         self._keeper = gentle.current().keeper
+        self._ahead = ReadAhead(fd, size, depth=depth(PREAD_STRIDE))
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         if hi > self._checked:  # the guard: never touch a page the file no longer has
@@ -112,6 +193,8 @@ class MappedSource:
         if self._rate is not None and end > self._charged:
             self._rate.take(end - self._charged)
             self._charged = end
+        if not keep:  # the walk's own windows, front to back
+            self._ahead.passed(lo, end)
         return self.array, 0, end
 
     def release(self, upto: int) -> None:
@@ -161,43 +244,62 @@ class WindowSource:
     so a truncation under the reader shortens a read instead of killing the process.
 
     Buffers are recycled: a buffer is reused once nothing else refers to it (CPython's
-    reference count says so), and a ``keep`` request for bytes the last window already holds
+    reference count says so), and a ``keep`` request for bytes a recent window already holds
     (the records of batches just walked) is answered with a view of that window, with no
-    second read; the window's buffer is then simply not reused while the view lives."""
+    second read; the window's buffer is then simply not reused while the view lives.
+
+    The walk may run on a thread of its own, ahead of a reader that decodes the chunk before
+    (``shared_windows``): ``os.preadv`` lets go of the GIL, so the copy of the next window
+    and the walk over it use the second core while the reader decodes. The reader's ``keep``
+    requests then find their chunk's window among the last few read (:meth:`walk_ahead`;
+    never the walk's window in progress, which is added only once read).
+
+    ``windows``: where the window buffers come from, when the reader keeps a pool of its own
+    across segments (a fresh page costs more than copying a page into it: see
+    :func:`segtools.fetch.rows.read`); else a pool of this file's own."""
 
     stride = PREAD_STRIDE
+    chunk_stride = PREAD_CHUNK_STRIDE
     chunk_per_window = True
+    shared_windows = True
 
-    def __init__(self, fd: int, size: int, origin: int = 0):
+    def __init__(self, fd: int, size: int, origin: int = 0, windows: BufferPool | None = None):
         self.fd = fd
         self.size = size
         self.origin = origin  # where the file starts in ``fd`` (an archive member: its offset)
-        self.buffers = BufferPool(self.stride)
-        self._last: tuple[np.ndarray, int, int] | None = None  # buffer, lo, avail
+        self.buffers = BufferPool(CHUNK_BUFFER)  # the record decoder's (inflated payloads)
+        self._own_windows = windows is None
+        self._windows = BufferPool(self.stride) if windows is None else windows
+        #: ``(buffer, lo, avail)`` of the last windows the walk read, newest first
+        self._recent: tuple[tuple[np.ndarray, int, int], ...] = ()
+        self._keep_recent = 1
         self._rate = gentle.current().rate
         self._keeper = gentle.current().keeper
         self._released = 0
+        self._ahead = ReadAhead(fd, size, origin, depth(self.stride))
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
         hi = min(hi, self.size)
-        if keep and self._last is not None:
-            buf, last_lo, last_avail = self._last
-            if last_lo <= lo and hi <= last_avail:
-                return buf[lo - last_lo:hi - last_lo], lo, hi
+        if keep:
+            for buf, last_lo, last_avail in self._recent:
+                if last_lo <= lo and hi <= last_avail:
+                    return buf[lo - last_lo:hi - last_lo], lo, hi
         n = max(0, hi - lo)
         if self._rate is not None:
             self._rate.take(n)
-        buf = self.buffers.get(n)
+        buf = self._windows.get(n)
+        if not keep:  # the walk's own windows, front to back: cold, the device reads ahead
+            self._ahead.passed(lo, hi)
         got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
-        if got == n and hi < self.size:
-            # the next window read ahead while the walk checks this one: a blocking pread
-            # of cold data would otherwise leave the disk idle during every window's CRCs
-            with contextlib.suppress(OSError):
-                os.posix_fadvise(self.fd, self.origin + hi, min(n, self.size - hi),
-                                 os.POSIX_FADV_WILLNEED)
-        if not keep:
-            self._last = (buf, lo, lo + got)
+        if not keep:  # one tuple replaced whole: a reader on another thread sees old or new
+            self._recent = ((buf, lo, lo + got), *self._recent[:self._keep_recent - 1])
         return buf[:got], lo, lo + got
+
+    def walk_ahead(self, windows: int) -> None:
+        """The walk will run on a thread of its own, up to ``windows`` windows past the
+        chunk whose records another thread decodes: that many are kept for its ``keep``
+        requests (one otherwise: each window's buffer held is one the pool cannot reuse)."""
+        self._keep_recent = max(1, windows)
 
     def release(self, upto: int) -> None:
         """The walk has passed ``upto``: when the run leaves the page cache as found, the
@@ -215,4 +317,6 @@ class WindowSource:
 
     def close(self) -> None:
         self.buffers.clear()
-        self._last = None
+        if self._own_windows:
+            self._windows.clear()
+        self._recent = ()

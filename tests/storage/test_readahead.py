@@ -1,0 +1,104 @@
+"""Cold files are read ahead of the walk; warm ones cost no advice; a broker's host gets a
+window ahead at most (``storage.source.ReadAhead``).
+
+Cold pages are made with ``posix_fadvise(DONTNEED)`` on this test's own files and residency
+is read with ``mincore`` (``pagecache.resident``)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from segtools.storage import gentle
+from segtools.storage import source as sources
+from segtools.storage.pagecache import PageCacheKeeper
+from segtools.storage.source import MappedSource, WindowSource
+from segtools.storage.throttle import ReadRate
+from tests.storage.test_gentle import make_cold, residency
+
+MIB = 1 << 20
+SIZE = 24 * MIB
+
+
+def cold_file(tmp_path: Path) -> Path:
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(os.urandom(SIZE))
+    make_cold([path])
+    assert not residency(path)[SIZE // 2 // 4096:].any()
+    return path
+
+
+def resident_soon(path: Path, page: int, seconds: float = 10.0) -> bool:
+    """Whether ``page`` comes into the cache within ``seconds`` (the device reads
+    asynchronously what it was asked for)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if residency(path)[page]:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.parametrize("kind", [MappedSource, WindowSource])
+def test_a_cold_file_is_asked_for_far_ahead_of_the_walk(tmp_path, kind):
+    """The walk has asked for its first megabyte only: the device is already reading the
+    file's last pages (the kernel's own readahead reaches a few MiB at most)."""
+    path = cold_file(tmp_path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = kind(fd, SIZE)
+        source.window(0, MIB)
+        assert resident_soon(path, SIZE // 4096 - 1), "the end of the file was not read ahead"
+        source.close()
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("kind", [MappedSource, WindowSource])
+def test_a_warm_file_is_read_without_advice(tmp_path, kind, monkeypatch):
+    """Asking the kernel for pages it holds costs about a tenth of copying them: a file in
+    the cache is walked with no ``posix_fadvise`` call at all."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(os.urandom(8 * MIB))
+    path.read_bytes()
+    advised = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda *a: advised.append(a))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = kind(fd, 8 * MIB)
+        pos = 0
+        while pos < 8 * MIB:
+            pos = source.window(pos, pos + MIB)[2]
+        source.close()
+    finally:
+        os.close(fd)
+    assert advised == []
+
+
+@pytest.mark.parametrize("settings", [gentle.Gentle(keeper=PageCacheKeeper()),
+                                      gentle.Gentle(rate=ReadRate(1 << 40))],
+                         ids=["restore", "rate"])
+def test_a_broker_s_host_is_asked_a_window_ahead_at_most(tmp_path, settings, monkeypatch):
+    """Under a restored page cache (or a rate cap) a page still being read when the file is
+    closed could not be handed back: the device is asked for one window ahead, not
+    :data:`~segtools.storage.source.READAHEAD`."""
+    path = cold_file(tmp_path)
+    asked = []
+    real = os.posix_fadvise
+    monkeypatch.setattr(os, "posix_fadvise",
+                        lambda fd, lo, n, advice: (asked.append((lo, n, advice)),
+                                                   real(fd, lo, n, advice))[1])
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with gentle.applied(settings):
+            source = WindowSource(fd, SIZE)
+            source.window(0, source.stride)
+            source.close()
+    finally:
+        os.close(fd)
+    willneed = [(lo, n) for lo, n, advice in asked if advice == os.POSIX_FADV_WILLNEED]
+    assert willneed and max(lo + n for lo, n in willneed) <= 2 * WindowSource.stride
+    assert sources.depth(WindowSource.stride) == sources.READAHEAD  # outside the run
