@@ -61,8 +61,10 @@ def store_copies(request, tmp_path_factory) -> Copies:
     from pyarrow import fs as pafs
     for info in fs.get_file_info(pafs.FileSelector(f"{BUCKET}/{PREFIX}", recursive=True)):
         if info.type == pafs.FileType.File and info.mtime_ns:
-            stamp = info.mtime_ns / 1e9
-            os.utime(local.root / info.path[len(BUCKET) + len(PREFIX) + 2:], (stamp, stamp))
+            # in nanoseconds: a float of seconds can land a hair below the store's
+            # millisecond (…44.431 read back as …44.430999), which the answers truncate
+            stamp = info.mtime_ns
+            os.utime(local.root / info.path[len(BUCKET) + len(PREFIX) + 2:], ns=(stamp, stamp))
     return Copies(local, uri, {**server.options, **extra})
 
 
