@@ -43,17 +43,23 @@ _FLOCK = "hhqqi"
 #: ``mincore``'s vector: only the low bit of each byte says whether the page is resident.
 _LOW_BIT = bytes(i & 1 for i in range(256))
 _COLD = re.compile(b"\x00+")
+#: Resolves a name to an inode without opening the file (Linux); 0 where there is none.
+_O_PATH = getattr(os, "O_PATH", 0)
+#: How the lock file is opened to be asked: read-only, never blocking, never a terminal.
+_LOCK_OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 def broker_lock_holder(log_dir: str | os.PathLike[str]) -> int | None:
     """The process id holding ``log_dir/.lock`` exclusively (a running broker), or None.
 
     The file is opened read-only and only asked (``F_GETLK``); the kernel answers for locks
-    held by *other* processes, which is what a broker is."""
-    path = os.path.join(os.fspath(log_dir), LOCK_FILE)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
+    held by *other* processes, which is what a broker is. A ``.lock`` that is a symbolic link
+    is followed, wherever it points: Kafka opens the lock file by its name
+    (``FileChannel.open`` follows links), so a broker whose ``.lock`` is a link locks the
+    link's target, and the question is whether that file is locked (see
+    :func:`_open_lock_file` for why following it is safe)."""
+    fd = _open_lock_file(os.path.join(os.fspath(log_dir), LOCK_FILE))
+    if fd is None:
         return None
     try:
         query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
@@ -64,6 +70,41 @@ def broker_lock_holder(log_dir: str | os.PathLike[str]) -> int | None:
         os.close(fd)
     kind, _, _, _, pid = struct.unpack(_FLOCK, answer)
     return pid if kind != fcntl.F_UNLCK else None
+
+
+def _open_lock_file(path: str) -> int | None:
+    """A read-only descriptor of the regular file ``path`` names, through links, or None.
+
+    Whoever writes the log dir (the broker's account) can point ``.lock`` anywhere, and
+    segtools may run as root: opening a device can act (a watchdog starts counting, a tape
+    rewinds) and opening a FIFO can block, before any check on the descriptor could refuse
+    it. So the name is first resolved to an inode without opening it (``O_PATH`` runs no
+    driver's open), that inode's type is checked (a regular file only), and that same inode,
+    not the name again, is then opened read-only and non-blocking through
+    ``/proc/self/fd``, so a link swapped in between the check and the open is not followed.
+    What the answer gives away is one lock's holder, the pid a broker's notice shows.
+    Without ``O_PATH`` or ``/proc`` a link is not followed (``O_NOFOLLOW``), as before."""
+    if _O_PATH:
+        try:
+            handle = os.open(path, _O_PATH | os.O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(handle).st_mode):
+                return None
+            return os.open(f"/proc/self/fd/{handle}", _LOCK_OPEN)
+        except OSError:
+            pass
+        finally:
+            os.close(handle)
+    try:
+        fd = os.open(path, _LOCK_OPEN | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 def resident(fd: int, size: int) -> bytes:

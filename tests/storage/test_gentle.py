@@ -8,6 +8,7 @@ made with ``posix_fadvise(DONTNEED)`` on this test's own copies of the fixture t
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -284,6 +285,62 @@ def test_f_getlk_is_a_query(trees: Tree, broker):
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def lock_held(path: Path):
+    """``path`` locked as a broker locks its ``.lock``, by a process of its own."""
+    proc = subprocess.Popen([sys.executable, "-c", BROKER, str(path)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "locked"
+    try:
+        yield proc
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+def a_log_dir(root: Path) -> Path:
+    log_dir = root / "kafka-logs"
+    log_dir.mkdir()
+    (log_dir / "meta.properties").write_text("version=1\nnode.id=1\n")
+    return log_dir
+
+
+@pytest.mark.parametrize("where", ["inside", "outside", "through two links"])
+def test_a_lock_that_is_a_link_is_asked_of_its_target(tmp_path, where):
+    """Kafka opens ``.lock`` by its name, so a broker whose ``.lock`` is a link locks the
+    link's target: gentle mode must see that lock, wherever the link points."""
+    log_dir = a_log_dir(tmp_path)
+    target = (log_dir / "real.lock") if where == "inside" else (tmp_path / "elsewhere.lock")
+    target.touch()
+    if where == "through two links":
+        (tmp_path / "hop").symlink_to(target)
+        (log_dir / ".lock").symlink_to(tmp_path / "hop")
+    else:
+        (log_dir / ".lock").symlink_to(target)
+    before = target.stat()
+    assert broker_lock_holder(log_dir) is None  # the target is free: a stopped broker
+    with lock_held(target) as holder:
+        assert broker_lock_holder(log_dir) == holder.pid
+        assert gentle.held_by_broker([log_dir]) == (holder.pid, str(log_dir))
+        assert gentle.decide([log_dir]).keeper is not None
+    after = target.stat()
+    assert (after.st_size, after.st_mtime_ns, after.st_ino) == \
+        (before.st_size, before.st_mtime_ns, before.st_ino)
+
+
+def test_a_lock_link_to_what_is_no_regular_file_is_no_broker(tmp_path):
+    """A ``.lock`` pointed at a FIFO, a device, a directory or nothing is no broker's lock,
+    and asking does not hang: the target's type is checked before it is opened."""
+    log_dir = a_log_dir(tmp_path)
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "directory").mkdir()
+    for target in (tmp_path / "fifo", Path("/dev/null"), tmp_path / "directory",
+                   tmp_path / "missing"):
+        (log_dir / ".lock").unlink(missing_ok=True)
+        (log_dir / ".lock").symlink_to(target)
+        assert broker_lock_holder(log_dir) is None, target
 
 
 def test_the_spark_source_leaves_the_page_cache_as_found(trees: Tree, broker):
