@@ -1,0 +1,40 @@
+"""``bench_cold``'s method: each cold command run paired with a device read of the same
+evicted files, back to back, so the ratio it reports is of one minute's disk, not two."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.bench_cold import Pair, Summary, paired
+
+
+def test_each_pair_is_a_device_read_and_a_command_on_freshly_evicted_files():
+    log: list[str] = []
+
+    def timed(name: str, seconds: float):
+        def run() -> float:
+            log.append(name)
+            return seconds
+        return run
+
+    def cold() -> float:
+        log.append("evict")
+        return 0.0
+
+    pairs = paired(timed("device", 1.0), timed("command", 2.0), cold, repeat=3)
+    assert log == ["evict", "device", "evict", "command",
+                   "evict", "command", "evict", "device",
+                   "evict", "device", "evict", "command"]
+    assert pairs == [Pair(1.0, 2.0, 0.0)] * 3  # each time where it belongs, whatever the order
+
+
+def test_the_ratio_is_per_pair_against_the_device_of_that_pair_or_warm():
+    # the disk doubles its speed between pairs: the command keeps up with it in each pair
+    pairs = [Pair(device=2.0, command=2.0, resident=0.0),
+             Pair(device=1.0, command=1.25, resident=0.0),
+             Pair(device=0.5, command=0.5, resident=0.0)]
+    summary = Summary.of(pairs, warm=0.1)
+    assert summary.median == pytest.approx(1.0)
+    assert (summary.lowest, summary.best, summary.first) == pytest.approx((0.8, 1.0, 1.0))
+    # a command slower warm than the device is held to its warm speed
+    assert Summary.of([Pair(1.0, 4.0, 0.0)], warm=4.0).median == pytest.approx(1.0)
