@@ -45,8 +45,8 @@ _LOW_BIT = bytes(i & 1 for i in range(256))
 _COLD = re.compile(b"\x00+")
 #: Resolves a name to an inode without opening the file (Linux); 0 where there is none.
 _O_PATH = getattr(os, "O_PATH", 0)
-#: How the lock file is opened to be asked: read-only, never blocking, never a terminal.
-_LOCK_OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+#: How a file is opened to be asked about: read-only, never blocking, never a terminal.
+_QUIET_OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 def broker_lock_holder(log_dir: str | os.PathLike[str]) -> int | None:
@@ -92,19 +92,12 @@ def _open_lock_file(path: str) -> int | None:
         try:
             if not stat.S_ISREG(os.fstat(handle).st_mode):
                 return None
-            return os.open(f"/proc/self/fd/{handle}", _LOCK_OPEN)
+            return os.open(f"/proc/self/fd/{handle}", _QUIET_OPEN)
         except OSError:
             pass
         finally:
             os.close(handle)
-    try:
-        fd = os.open(path, _LOCK_OPEN | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    return fd
+    return _open_quietly(path, os.O_NOFOLLOW)
 
 
 def resident(fd: int, size: int) -> bytes:
@@ -242,12 +235,13 @@ def _inode(fd: int) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
-def _open_quietly(path: str | os.PathLike[str] | None) -> int | None:
-    """A regular file opened read-only without blocking, or None (gone, not regular)."""
+def _open_quietly(path: str | os.PathLike[str] | None, flags: int = 0) -> int | None:
+    """A regular file opened read-only without blocking, or None (gone, not regular);
+    ``flags`` added to the open's."""
     if path is None:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(path, _QUIET_OPEN | flags)
     except OSError:
         return None
     if not stat.S_ISREG(os.fstat(fd).st_mode):

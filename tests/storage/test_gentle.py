@@ -117,19 +117,25 @@ def trees(tmp_path_factory) -> Tree:
     return copy_fixture_trees(tmp_path_factory.mktemp("gentle") / "trees")
 
 
-@pytest.fixture
-def broker(trees: Tree):
-    """Every fixture log dir held by a 'broker' process, for the length of a test."""
-    log_dirs, _ = walk([trees.root])
-    locks = [str(Path(d.path) / ".lock") for d in log_dirs if d.partitions]
-    proc = subprocess.Popen([sys.executable, "-c", BROKER, *locks], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
+@contextlib.contextmanager
+def lock_held(*paths: Path | str):
+    """``paths`` locked as a broker locks its ``.lock``, by a process of its own."""
+    proc = subprocess.Popen([sys.executable, "-c", BROKER, *map(str, paths)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "locked"
     try:
         yield proc
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+@pytest.fixture
+def broker(trees: Tree):
+    """Every fixture log dir held by a 'broker' process, for the length of a test."""
+    log_dirs, _ = walk([trees.root])
+    with lock_held(*(Path(d.path) / ".lock" for d in log_dirs if d.partitions)) as proc:
+        yield proc
 
 
 def run(argv: list[str]) -> subprocess.CompletedProcess:
@@ -285,19 +291,6 @@ def test_f_getlk_is_a_query(trees: Tree, broker):
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     finally:
         os.close(fd)
-
-
-@contextlib.contextmanager
-def lock_held(path: Path):
-    """``path`` locked as a broker locks its ``.lock``, by a process of its own."""
-    proc = subprocess.Popen([sys.executable, "-c", BROKER, str(path)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)
-    assert proc.stdout.readline().strip() == "locked"
-    try:
-        yield proc
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=30)
 
 
 def a_log_dir(root: Path) -> Path:
