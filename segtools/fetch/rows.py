@@ -10,6 +10,7 @@ caller's ``report``, which may log it or raise).
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -464,11 +465,18 @@ _DERIVED_FROM = {
 
 
 class _Constant:
-    """Which of a table's columns hold one value in every row (each checked once)."""
+    """Which of a table's columns hold one value in every row (each checked once), and the
+    table's first row, from which the fields derived from such columns are read."""
 
     def __init__(self, t: BatchTable):
         self.t = t
         self.known: dict[str, bool] = {}
+
+    @functools.cached_property
+    def first(self) -> BatchTable:
+        """Taken once per chunk: a table's row is a copy of each of its columns, and a chunk
+        of records has about ten fields whose value is the same for every batch."""
+        return self.t.take(slice(0, 1))
 
     def __call__(self, column: str) -> bool:
         same = self.known.get(column)
@@ -485,7 +493,7 @@ def _per_batch(t: BatchTable, expand: Callable[[np.ndarray], np.ndarray], n: int
     worked out from the first batch alone."""
     sources = _DERIVED_FROM.get(name)
     if constant is not None and sources and all(constant(c) for c in sources):
-        values, valid = _batch_values(t.take(slice(0, 1)), name)
+        values, valid = _batch_values(constant.first, name)
         first = None if valid is not None and not valid[0] else values[0]
         return arrow.repeated(first.item() if hasattr(first, "item") else first, n, target)
     times = _batch_times(t, name)
