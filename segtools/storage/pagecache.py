@@ -76,12 +76,13 @@ def _open_lock_file(path: str) -> int | None:
     """A read-only descriptor of the regular file ``path`` names, through links, or None.
 
     Whoever writes the log dir (the broker's account) can point ``.lock`` anywhere, and
-    segtools may run as root: opening a device can act (a watchdog starts counting, a tape
-    rewinds) and opening a FIFO can block, before any check on the descriptor could refuse
-    it. So the name is first resolved to an inode without opening it (``O_PATH`` runs no
-    driver's open), that inode's type is checked (a regular file only), and that same inode,
-    not the name again, is then opened read-only and non-blocking through
-    ``/proc/self/fd``, so a link swapped in between the check and the open is not followed.
+    segtools may run as root: opening a device can act (a watchdog starts counting when it
+    is opened, a tape rewinds when it is closed) and opening a FIFO can block, before any
+    check on the descriptor could refuse it. So the name is first resolved to an inode
+    without opening it (``O_PATH`` runs no driver's open), that inode's type is checked (a
+    regular file only), and that same inode, not the name again, is then opened read-only
+    and non-blocking through ``/proc/self/fd``, so a link swapped in between the check and
+    the open is not followed.
     What the answer gives away is one lock's holder, the pid a broker's notice shows.
     Without ``O_PATH`` or ``/proc`` a link is not followed (``O_NOFOLLOW``), as before."""
     if _O_PATH:
