@@ -261,7 +261,7 @@ def _read(todo: tuple[LogDir, PartitionDir], *, planned: Planned, limit: int,
     if stale_at is None or unread is not None:
         return summaries, unread, None
     pi = _input(d, p, summaries, planned.config(p.name.topic))
-    if not _may_be_within_retention(summaries, pi.config, stale_at):
+    if not may_be_within_retention(summaries, pi.config, stale_at):
         return summaries, unread, {}
     pr = explain_retention(summaries, pi.config, now_ms=stale_at,
                            high_watermark=pi.high_watermark,
@@ -281,26 +281,38 @@ def _summarised(planned: Planned, results: Iterator, advance: Callable[[int], No
     configs: dict[str, cfg.TopicConfig] = {}
     for (d, p), (summaries, unread, stale) in zip(planned.todo, results, strict=True):
         advance(sum(s.log_size or 0 for s in p.segments))
-        found = tuple(f for s in summaries for f in s.findings)
-        if unread is not None:
-            yield Summarised((*found, unread), None, Skipped(
-                str(p.path), f"{Path(unread.path).name} could not be read "
-                f"({unread.message.removeprefix('could not be read: ')}): its retention and "
-                "cleaning are not explained", unread))
-            continue
-        topic = p.name.topic
-        config = configs.get(topic)
-        if config is None:
-            config = configs[topic] = planned.config(topic)
-        lineage = _lineage_unread(p)
-        if config.remote_storage_enable and lineage is not None:
-            why = lineage.message.removeprefix("cannot read: ")
-            yield Summarised(found, None, Skipped(
-                str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not be read ({why}): "
-                "a tiered partition's retention and remote verdicts follow its leader epoch "
-                "lineage, so they are not explained", lineage))
-            continue
-        yield Summarised(found, _input(d, p, summaries, config), stale=stale)
+        if unread is None:
+            topic = p.name.topic
+            config = configs.get(topic)
+            if config is None:
+                config = configs[topic] = planned.config(topic)
+        else:
+            config = None
+        yield decided(d, p, (summaries, unread), config, stale)
+
+
+def decided(d: LogDir, p: PartitionDir, made: Summaries, config: cfg.TopicConfig | None,
+            stale: Mapping[int, StaleRecords] | None = None) -> Summarised:
+    """One planned partition once its segments are read: its input, or why it is skipped
+    (``config``: its topic's, which a partition whose segment could not be read needs not).
+    Pure in what it is given, so a worker that reads the partition decides as the parent
+    would."""
+    summaries, unread = made
+    found = tuple(f for s in summaries for f in s.findings)
+    if unread is not None:
+        return Summarised((*found, unread), None, Skipped(
+            str(p.path), f"{Path(unread.path).name} could not be read "
+            f"({unread.message.removeprefix('could not be read: ')}): its retention and "
+            "cleaning are not explained", unread))
+    assert config is not None
+    lineage = _lineage_unread(p)
+    if config.remote_storage_enable and lineage is not None:
+        why = lineage.message.removeprefix("cannot read: ")
+        return Summarised(found, None, Skipped(
+            str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not be read ({why}): "
+            "a tiered partition's retention and remote verdicts follow its leader epoch "
+            "lineage, so they are not explained", lineage))
+    return Summarised(found, _input(d, p, summaries, config), stale=stale)
 
 
 def gathered(planned: Planned, items: Iterable[Summarised]) -> Loaded:
@@ -404,7 +416,7 @@ def record_times(files: SegmentFiles, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
     return np.concatenate(ts_parts), np.concatenate(size_parts)
 
 
-def _may_be_within_retention(summaries: Sequence[SegmentSummary], config: cfg.TopicConfig,
+def may_be_within_retention(summaries: Sequence[SegmentSummary], config: cfg.TopicConfig,
                              now_ms: int) -> bool:
     """Whether a segment of these could be kept as ``within_retention_ms`` (what the deep
     pass reads): only one whose records are within retention.ms can (a kept segment past it
