@@ -32,8 +32,10 @@ from segtools.analysis.partition_input import (
     decided,
     deep_segments,
     gathered,
+    listed_plan,
     may_be_within_retention,
     partition_summaries,
+    planned_partition,
     stale_in_kept,
     summarised,
 )
@@ -51,7 +53,7 @@ from segtools.analysis.tiered import (
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
-from segtools.storage.logdirs import LogDir
+from segtools.storage.logdirs import LogDir, PartitionRef, list_partition
 from segtools.storage.partition import PartitionDir
 from segtools.timestamps import DAY_MS
 from segtools.units import format_bytes, format_duration, format_time
@@ -265,15 +267,17 @@ def _any_tiered(planned: Planned) -> bool:
 
 
 def _topic_configs(planned: Planned) -> dict[str, cfg.TopicConfig] | None:
-    """Every planned topic's config, in the order the topics come; None when one is tiered
-    or does not resolve (:func:`_any_tiered`)."""
+    """Every planned topic's config (a partition not listed yet counts by its name); None
+    when one is tiered or does not resolve (:func:`_any_tiered`)."""
     configs: dict[str, cfg.TopicConfig] = {}
-    for _, p in planned.todo:
-        topic = p.name.topic
-        if topic in configs:
+    names = [p.name for _, p in planned.todo] + [
+        r.name for _, refs in planned.unlisted for r in refs
+        if r.name is not None and not r.name.is_metadata_log]
+    for name in names:
+        if name.topic in configs:
             continue
         try:
-            config = configs[topic] = planned.config(topic)
+            config = configs[name.topic] = planned.config(name.topic)
         except SegtoolsError:
             return None
         if config.remote_storage_enable:
@@ -285,14 +289,19 @@ def _topic_configs(planned: Planned) -> dict[str, cfg.TopicConfig] | None:
 class RetentionShown:
     """One partition of :func:`shown_retention`, as a worker hands it back: what the face
     rendered of its answer (None: skipped), and only the small values the tree's tail needs,
-    so neither its summaries nor its verdicts cross back to the parent."""
+    so neither its listing, its summaries nor its verdicts cross back to this process."""
 
-    findings: tuple[Finding, ...]
+    findings: tuple[Finding, ...]  # what reading its segments met
     skipped: Skipped | None
     text: str | None
     topic: str
     label: str
     forecast: Forecast | None
+    log_bytes: int  # what was summarised (a progress bar's step)
+    #: a partition listed by the worker (:attr:`Planned.unlisted`): what the listing met,
+    #: and why it is not summarised (its name, its state, no segments), as a plan says
+    listing: tuple[Finding, ...] = ()
+    unplanned: Skipped | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,57 +316,92 @@ class RetentionTail:
     findings: tuple[Finding, ...]
 
 
+#: A partition not listed yet counts as this many segments when deciding whether to fork
+#: workers (:func:`segtools.fanout.planned`): its listing, two small files read and its
+#: segments' summaries cost about what four segments' summaries do.
+UNLISTED_PARTITION_WEIGHT = 4
+
+
 def shown_retention(planned: Planned, render: Callable[[RetentionExplained], str], *,
                     now_ms: int, forecast_days: float | None = None, deep: bool = True,
                     limit: int = DEFAULT_DECOMPRESS_LIMIT,
                     advance: Callable[[int], None] = lambda n: None,
                     write: Callable[[str], None]) -> RetentionTail:
     """:func:`streamed_retention` for a face that only shows each partition: the workers
-    read, explain and ``render`` each one, and this process only writes what comes
-    back, in the tree's order. On a large tree the explaining and rendering (a third of the
-    time this process spent) then run on every core instead of on the one the results are
-    collected on. The text is the one ``render`` makes of :func:`streamed_retention`'s
-    answer; a tree with a tiered partition is explained here, after its remote metadata is
-    replayed (:func:`streamed_retention`)."""
+    list (when ``planned`` left its partitions unlisted), read, explain and ``render`` each
+    one, and this process only writes what comes back, in the tree's order. On a large
+    tree the listing, explaining and rendering (most of what this process did) then run on
+    every core instead of on the one the results are collected on. The text, the skipped
+    partitions and the findings are those ``render`` and :func:`streamed_retention` give
+    over the listed plan; a tree with a tiered partition is listed and explained here,
+    after its remote metadata is replayed (:func:`streamed_retention`)."""
     configs = _topic_configs(planned)
     if configs is None:
-        _, report = streamed_retention(planned, now_ms=now_ms, forecast_days=forecast_days,
-                                       deep=deep, limit=limit, advance=advance,
-                                       each=lambda e: write(render(e)))
+        _, report = streamed_retention(listed_plan(planned), now_ms=now_ms,
+                                       forecast_days=forecast_days, deep=deep, limit=limit,
+                                       advance=advance, each=lambda e: write(render(e)))
         return RetentionTail(now_ms, report.config_sources, report.topics, report.skipped,
                              report.findings)
     until = _until(now_ms, forecast_days)
     job = partial(_shown, configs=configs, now_ms=now_ms, until=until, deep=deep, limit=limit,
                   render=render)
-    todo = planned.todo
-    skipped = list(planned.skipped)
-    findings = list(planned.findings)
+    jobs: list[tuple[LogDir, PartitionDir | PartitionRef]] = [
+        *planned.todo, *((d, r) for d, refs in planned.unlisted for r in refs)]
+    weight = sum(len(p.segments) if isinstance(p, PartitionDir) else UNLISTED_PARTITION_WEIGHT
+                 for _, p in jobs)
+    shown = fanout.ordered(job, jobs, segments=weight)
+    plan_findings = list(planned.findings)
+    plan_skipped = list(planned.skipped)
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
     forecasts = []
-    for (_, p), shown in zip(todo, fanout.ordered(
-            job, todo, segments=sum(len(p.segments) for _, p in todo)), strict=True):
-        advance(sum(s.log_size or 0 for s in p.segments))
-        findings += shown.findings
-        if shown.skipped is not None:
-            skipped.append(shown.skipped)
-        if shown.text is not None:
-            write(shown.text)
-            forecasts.append((shown.topic, shown.label, shown.forecast))
+
+    def take(one: RetentionShown) -> None:
+        advance(one.log_bytes)
+        plan_findings.extend(one.listing)
+        if one.unplanned is not None:
+            plan_skipped.append(one.unplanned)
+        findings.extend(one.findings)
+        if one.skipped is not None:
+            skipped.append(one.skipped)
+        if one.text is not None:
+            write(one.text)
+            forecasts.append((one.topic, one.label, one.forecast))
+
+    for _ in planned.todo:
+        take(next(shown))
+    for d, refs in planned.unlisted:
+        plan_findings.extend(d.findings)
+        for _ in refs:
+            take(next(shown))
     topics = _by_topic(forecasts) if until is not None else {}
-    return RetentionTail(now_ms, planned.config_sources, topics, tuple(skipped),
-                         tuple(findings))
+    return RetentionTail(now_ms, planned.config_sources, topics,
+                         (*plan_skipped, *skipped), (*plan_findings, *findings))
 
 
-def _shown(todo: tuple[LogDir, PartitionDir], *, configs: Mapping[str, cfg.TopicConfig],
-           now_ms: int, until: int | None, deep: bool, limit: int,
-           render: Callable[[RetentionExplained], str]) -> RetentionShown:
-    """One partition's job for :func:`shown_retention`: read, decide, explain, render."""
-    d, p = todo
+def _shown(job: tuple[LogDir, PartitionDir | PartitionRef], *,
+           configs: Mapping[str, cfg.TopicConfig], now_ms: int, until: int | None,
+           deep: bool, limit: int, render: Callable[[RetentionExplained], str]
+           ) -> RetentionShown:
+    """One partition's job for :func:`shown_retention`: list and plan it (when it is not
+    listed yet), read, decide, explain, render."""
+    d, p = job
+    listing: tuple[Finding, ...] = ()
+    if isinstance(p, PartitionRef):
+        listed_dir = list_partition(d, p)
+        listing = listed_dir.findings
+        whole, unplanned = planned_partition(d, listed_dir)
+        if whole is None:
+            return RetentionShown((), None, None, "", "", None, 0, listing, unplanned)
+        p = whole
+    log_bytes = sum(s.log_size or 0 for s in p.segments)
     made = partition_summaries(p, limit=limit)
     assert made is not None  # planned partitions are whole, named, live and not empty
     found = decided(d, p, made, configs[p.name.topic])
     pi = found.input
     if pi is None:
-        return RetentionShown(found.findings, found.skipped, None, p.name.topic, "", None)
+        return RetentionShown(found.findings, found.skipped, None, p.name.topic, "", None,
+                              log_bytes, listing)
     pr = explain_retention(pi.summaries, pi.config, now_ms=now_ms,
                            high_watermark=pi.high_watermark,
                            log_start_offset=pi.log_start_offset)
@@ -366,7 +410,8 @@ def _shown(todo: tuple[LogDir, PartitionDir], *, configs: Mapping[str, cfg.Topic
         stale = stale_in_kept(pi, pr, limit=limit) \
             if may_be_within_retention(pi.summaries, pi.config, now_ms) else {}
     e = _explained(pi, pr, until, stale)
-    return RetentionShown(found.findings, None, render(e), pi.topic, pi.label, e.forecast)
+    return RetentionShown(found.findings, None, render(e), pi.topic, pi.label, e.forecast,
+                          log_bytes, listing)
 
 
 # --------------------------------------------------------------------------- compaction

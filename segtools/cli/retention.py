@@ -30,7 +30,7 @@ from segtools.analysis.retention import AWAITING_REMOTE_COPY
 from segtools.analysis.tiered import RemoteVerdict
 from segtools.cli import explain, render, whatif
 from segtools.cli.common import add_command, clock_note, exit_code, moment, moment_line, progress
-from segtools.cli.explain import config_line, plan
+from segtools.cli.explain import config_line, plan, plan_unlisted
 from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
@@ -75,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     if args.forecast is not None and not 0 < args.forecast <= 36500:
         raise SegtoolsError("--forecast DAYS must be between 0 and 36500")
-    planned, total = plan(args)
+    if args.format != "json" and not args.plot:  # the workers list the partitions
+        planned, total = plan_unlisted(args), None
+    else:
+        planned, total = plan(args)
     now = moment(args)
     days = args.forecast if args.forecast is not None else (14.0 if args.plot else None)
     out = sys.stdout  # taken before a progress bar may stand in for it

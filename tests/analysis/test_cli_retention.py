@@ -211,29 +211,36 @@ def test_the_deep_pass_skips_only_partitions_with_nothing_to_read(tree):
     assert read or tree == "legacy"
 
 
+@pytest.mark.parametrize("unlisted", [False, True])
 @pytest.mark.parametrize("tree, options", [
     ("sample", {}), ("sample", {"forecast_days": 3, "deep": False}), ("hostile", {}),
     ("forensics", {}), ("tiered", {"forecast_days": 2})])
-def test_the_workers_render_what_this_process_would(tree, options, monkeypatch):
-    """``segtools retention``'s text is rendered in the forked workers (this process only
-    writes it): the same text, in the same order, with the same skipped partitions,
-    findings and topic forecasts as explaining and printing each partition here; a tree
-    with a tiered partition is explained here (its remote metadata first)."""
+def test_the_workers_render_what_this_process_would(tree, options, unlisted, monkeypatch):
+    """``segtools retention``'s text is rendered in the forked workers, which also list the
+    partition directories (``unlisted``: this process found them only), and this process
+    only writes it: the same text, in the same order, with the same skipped partitions,
+    findings (the listing's first, as a plan has them) and topic forecasts as listing
+    here and explaining and printing each partition here; a tree with a tiered partition
+    is listed and explained here (its remote metadata first)."""
     from segtools import fanout
     from segtools.analysis.explain import shown_retention, streamed_retention
-    from segtools.analysis.partition_input import plan_inputs
+    from segtools.analysis.partition_input import plan_inputs, plan_unlisted
     from segtools.cli.retention import print_partition, rendered
     from segtools.cli.table import Lines
-    from segtools.storage.logdirs import walk
+    from segtools.storage.logdirs import walk, walk_roots
 
     at = 1_700_604_840_000
-    planned = plan_inputs(walk([str(FIXTURES / "logdirs" / tree)])[0])
+    path = str(FIXTURES / "logdirs" / tree)
+    planned = plan_inputs(walk([path])[0])
     printed = io.StringIO()
     _, report = streamed_retention(planned, now_ms=at, each=partial(print_partition,
                                                                     Lines(printed, None)),
                                    **options)
     monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
     monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    if unlisted:
+        planned = plan_unlisted(walk_roots([path])[0])
+        assert planned.unlisted and not planned.todo
     written: list[str] = []
     tail = shown_retention(planned, partial(rendered, None), now_ms=at, write=written.append,
                            **options)
