@@ -18,9 +18,9 @@ from segtools.analysis.partition_input import (
     input_bytes,
     load_inputs,
     plan_inputs,
+    plan_unlisted,
     read_config_file,
 )
-from segtools.analysis.partition_input import plan_unlisted as plan_unlisted_inputs
 from segtools.cli import render
 from segtools.cli.common import (
     add_at,
@@ -99,7 +99,7 @@ def plan(args: argparse.Namespace) -> tuple[Planned, int]:
             input_bytes(log_dirs))
 
 
-def plan_unlisted(args: argparse.Namespace) -> Planned:
+def plan_roots(args: argparse.Namespace) -> Planned:
     """:func:`plan` with PATH's partition directories found but left for the workers to
     list (:func:`segtools.analysis.partition_input.plan_unlisted`); a tree off the local
     disk is listed here (:func:`plan`). The bytes to summarise are not known before."""
@@ -108,8 +108,8 @@ def plan_unlisted(args: argparse.Namespace) -> Planned:
         return plan(args)[0]
     roots, loose = found
     config_file = read_config_file(args.config) if args.config else None
-    planned = plan_unlisted_inputs(roots, flags=flags_from_args(args),
-                                   config_file=config_file, at=args.at)
+    planned = plan_unlisted(roots, flags=flags_from_args(args), config_file=config_file,
+                            at=args.at)
     return dataclasses.replace(planned, findings=tuple(loose) + planned.findings)
 
 

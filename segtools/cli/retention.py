@@ -30,7 +30,7 @@ from segtools.analysis.retention import AWAITING_REMOTE_COPY
 from segtools.analysis.tiered import RemoteVerdict
 from segtools.cli import explain, render, whatif
 from segtools.cli.common import add_command, clock_note, exit_code, moment, moment_line, progress
-from segtools.cli.explain import config_line, plan, plan_unlisted
+from segtools.cli.explain import config_line, plan, plan_roots
 from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     if args.forecast is not None and not 0 < args.forecast <= 36500:
         raise SegtoolsError("--forecast DAYS must be between 0 and 36500")
     if args.format != "json" and not args.plot:  # the workers list the partitions
-        planned, total = plan_unlisted(args), None
+        planned, total = plan_roots(args), None
     else:
         planned, total = plan(args)
     now = moment(args)
