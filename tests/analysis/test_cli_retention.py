@@ -250,3 +250,29 @@ def test_the_workers_render_what_this_process_would(tree, options, unlisted, mon
     assert [(t, fc.to_json()) for t, fc in tail.topics.items()] == \
         [(t, fc.to_json()) for t, fc in report.topics.items()]
     assert bool(tail.topics) == ("forecast_days" in options)
+
+
+def test_this_process_lists_no_partition_directory(monkeypatch, capsys):
+    """With workers, ``segtools retention`` (text) lists the log dir's root here and leaves
+    every partition directory to the workers, which list, read, explain and render it;
+    what is printed is what one process prints."""
+    from segtools import fanout
+    from segtools.storage import logdirs
+
+    assert main(["retention", str(SAMPLE), "--at", AT]) == 1
+    alone = capsys.readouterr().out
+    listed_here: list[str] = []
+    real = logdirs.load_partition_dir
+
+    def counted(path, *args):
+        listed_here.append(str(path))
+        return real(path, *args)
+
+    monkeypatch.setattr(logdirs, "load_partition_dir", counted)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    assert main(["retention", str(SAMPLE), "--at", AT]) == 1
+    assert capsys.readouterr().out == alone
+    assert listed_here == []
+    assert main(["retention", str(SAMPLE), "--at", AT, "--format", "json"]) == 1
+    assert len(listed_here) > 10  # the JSON document is made here from the listed tree
