@@ -33,7 +33,7 @@ from segtools.storage.partition import (
     PartitionDir,
     PartitionName,
     classify_partition_file,
-    load_partition_dir,
+    load_named_partition_dir,
     parse_partition_dir_name,
     settle,
 )
@@ -278,7 +278,8 @@ def listed(log_dir: LogDir, refs: Iterable[PartitionRef]) -> LogDir:
 
 def list_partition(log_dir: LogDir, ref: PartitionRef) -> PartitionDir:
     """One partition directory of ``log_dir`` listed, its settled segments marked."""
-    return settled(load_partition_dir(ref.path, ref.base_offsets), log_dir.checkpoints)
+    return settled(load_named_partition_dir(ref.path, ref.name, ref.base_offsets),
+                   log_dir.checkpoints)
 
 
 def log_dir_root(path: str | os.PathLike[str], _scope: _Pending | None = None

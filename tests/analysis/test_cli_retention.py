@@ -257,18 +257,18 @@ def test_this_process_lists_no_partition_directory(monkeypatch, capsys):
     every partition directory to the workers, which list, read, explain and render it;
     what is printed is what one process prints."""
     from segtools import fanout
-    from segtools.storage import logdirs
+    from segtools.storage import partition
 
     assert main(["retention", str(SAMPLE), "--at", AT]) == 1
     alone = capsys.readouterr().out
     listed_here: list[str] = []
-    real = logdirs.load_partition_dir
+    real = partition._Listing.partition_dir
 
-    def counted(path, *args):
-        listed_here.append(str(path))
-        return real(path, *args)
+    def counted(listing, name):
+        listed_here.append(str(listing.pdir))
+        return real(listing, name)
 
-    monkeypatch.setattr(logdirs, "load_partition_dir", counted)
+    monkeypatch.setattr(partition._Listing, "partition_dir", counted)
     monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
     monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
     assert main(["retention", str(SAMPLE), "--at", AT]) == 1
