@@ -15,8 +15,9 @@ costs no disk).
 
 Each command runs as an operator runs it, output to a pipe: ``scan``, ``verify``,
 ``retention``, ``report``. The first run and the best of the next ones are timed, with the
-child's least CPU time (user and system, its workers included) and peak RSS (``ru_maxrss``,
-its ``VmHWM``), against the best of ``find TREE -type f
+child's least CPU time (user and system, its workers included), the least CPU time of the
+command's own process (its workers left out: whether the parent is what the run waits for)
+and peak RSS (``ru_maxrss``, its ``VmHWM``), against the best of ``find TREE -type f
 -printf '%s %p\\n'`` in the same run (the floor: listing and stat of every file). Then each
 shape alone (``--shape-partitions`` copies of it) is timed the same way against ``find`` of
 its own tree, so a shape that leaves the fast path shows as its own ratio.
