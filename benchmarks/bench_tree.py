@@ -15,8 +15,9 @@ costs no disk).
 
 Each command runs as an operator runs it, output to a pipe: ``scan``, ``verify``,
 ``retention``, ``report``. The first run and the best of the next ones are timed, with the
-child's least CPU time (user and system, its workers included) and peak RSS (``ru_maxrss``,
-its ``VmHWM``), against the best of ``find TREE -type f
+child's least CPU time (user and system, its workers included), the least CPU time of the
+command's own process (its workers left out: whether the parent is what the run waits for)
+and peak RSS (``ru_maxrss``, its ``VmHWM``), against the best of ``find TREE -type f
 -printf '%s %p\\n'`` in the same run (the floor: listing and stat of every file). Then each
 shape alone (``--shape-partitions`` copies of it) is timed the same way against ``find`` of
 its own tree, so a shape that leaves the fast path shows as its own ratio.
@@ -49,7 +50,23 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "logdirs"
+#: A segtools command as the ``segtools`` script runs it, which also writes its own process's
+#: CPU time (its workers' left out) to the file ``SEGTOOLS_BENCH_PARENT_CPU`` names: on a
+#: shared machine the parent's CPU says whether the process that lists and writes is the
+#: one the others wait for, which a wall time disturbed by other tenants cannot.
+PARENT_CPU = """
+import os, resource, sys
+from segtools.cli.main import main
+try:
+    code = main(sys.argv[1:])
+finally:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    with open(os.environ["SEGTOOLS_BENCH_PARENT_CPU"], "w") as f:
+        f.write(repr(me.ru_utime + me.ru_stime))
+sys.exit(code)
+"""
 SEGTOOLS = str(Path(sys.executable).with_name("segtools"))
+SEGTOOLS_TIMED = [sys.executable, "-c", PARENT_CPU]
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 TREES = Path(os.environ.get("SEGTOOLS_TREE_DIR", tempfile.gettempdir())) / "segtools-trees"
 PARTITIONS_PER_TOPIC = 20
@@ -246,45 +263,53 @@ def tree_counts(root: Path) -> tuple[int, int, int]:
 # --------------------------------------------------------------------------- timing
 
 
-def run_once(cmd: list[str]) -> tuple[float, float, int, int]:
+def run_once(cmd: list[str]) -> tuple[float, float, int, int, float | None]:
     """Wall seconds, CPU seconds (user and system, its worker processes included: the
-    figure other tenants of a shared machine disturb least), peak RSS (MB) and exit code of
-    one run, output to a pipe. A run still
-    going after ``RUN_LIMIT`` seconds is killed (exit code -9): a hung run is a figure too,
-    and must not hang the benchmark."""
-    t = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=ENV,
-                            start_new_session=True)
-    watchdog = threading.Timer(RUN_LIMIT, os.killpg, (proc.pid, signal.SIGKILL))
-    watchdog.start()
-    try:
-        assert proc.stdout is not None
-        while proc.stdout.read(1 << 20):
-            pass
-        _, status, usage = os.wait4(proc.pid, 0)
-    finally:
-        watchdog.cancel()
-    seconds = time.perf_counter() - t
+    figure other tenants of a shared machine disturb least), peak RSS (MB), exit code and
+    the parent's own CPU seconds (a segtools command's, :data:`PARENT_CPU`; None for
+    another program) of one run, output to a pipe. A run still going after ``RUN_LIMIT``
+    seconds is killed (exit code -9): a hung run is a figure too, and must not hang the
+    benchmark."""
+    with tempfile.NamedTemporaryFile("r", suffix=".cpu") as parent:
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                env={**ENV, "SEGTOOLS_BENCH_PARENT_CPU": parent.name},
+                                start_new_session=True)
+        watchdog = threading.Timer(RUN_LIMIT, os.killpg, (proc.pid, signal.SIGKILL))
+        watchdog.start()
+        try:
+            assert proc.stdout is not None
+            while proc.stdout.read(1 << 20):
+                pass
+            _, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            watchdog.cancel()
+        seconds = time.perf_counter() - t
+        own = parent.read()
     proc.returncode = os.waitstatus_to_exitcode(status)
-    return seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024, proc.returncode
+    return (seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss // 1024,
+            proc.returncode, float(own) if own else None)
 
 
 def timed(cmd: list[str], repeat: int) -> dict:
-    """The first run, then the best of ``repeat`` more, and the largest peak RSS."""
-    first, cpu, rss, code = run_once(cmd)
+    """The first run, then the best of ``repeat`` more, the least CPU time (all processes,
+    and the parent's own) and the largest peak RSS."""
+    first, cpu, rss, code, own = run_once(cmd)
     best = first
     for _ in range(repeat):
-        s, c, r, _ = run_once(cmd)
+        s, c, r, _, o = run_once(cmd)
         best, cpu, rss = min(best, s), min(cpu, c), max(rss, r)
-    return {"first_s": first, "best_s": best, "cpu_s": cpu, "rss_mb": rss, "exit": code}
+        own = min(own, o) if own is not None and o is not None else own
+    return {"first_s": first, "best_s": best, "cpu_s": cpu, "parent_cpu_s": own,
+            "rss_mb": rss, "exit": code}
 
 
 def commands(tree: Path, out: Path) -> dict[str, list[str]]:
     return {
-        "scan": [SEGTOOLS, "scan", "-q", str(tree)],
-        "verify": [SEGTOOLS, "verify", "-q", str(tree)],
-        "retention": [SEGTOOLS, "retention", "-q", str(tree)],
-        "report": [SEGTOOLS, "report", str(tree), "-o", str(out)],
+        "scan": [*SEGTOOLS_TIMED, "scan", "-q", str(tree)],
+        "verify": [*SEGTOOLS_TIMED, "verify", "-q", str(tree)],
+        "retention": [*SEGTOOLS_TIMED, "retention", "-q", str(tree)],
+        "report": [*SEGTOOLS_TIMED, "report", str(tree), "-o", str(out)],
     }
 
 
@@ -316,7 +341,7 @@ def mixed(sizes: list[int], wanted: list[str], repeat: int) -> dict:
             r = row[name]
             print(f"  {name:9}: first {r['first_s']:6.2f} s, best {r['best_s']:6.2f} s = "
                   f"{r['x_find']:5.1f}x find (target {TARGETS[name]}x), best CPU "
-                  f"{r['cpu_s']:.2f} s, peak RSS "
+                  f"{r['cpu_s']:.2f} s (parent {r['parent_cpu_s'] or 0:.2f} s), peak RSS "
                   f"{r['rss_mb']} MB, exit {r['exit']}")
         results[n] = row
     if len(sizes) > 1:
@@ -371,6 +396,8 @@ def main() -> None:
     ap.add_argument("--shape-partitions", type=int, default=1000,
                     help="partitions of each shape's own tree (0: no per-shape figures)")
     ap.add_argument("--shape-commands", default="scan,verify,retention")
+    ap.add_argument("--json", type=Path, default=TREES / "tree.json",
+                    help="where the figures go (default: beside the trees)")
     opts = ap.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
     results: dict = {}
@@ -380,8 +407,8 @@ def main() -> None:
     if opts.shape_partitions:
         results["shapes"] = per_shape(opts.shape_partitions, opts.shape_commands.split(","),
                                       opts.repeat)
-    TREES.mkdir(parents=True, exist_ok=True)
-    (TREES / "tree.json").write_text(json.dumps(results, indent=1))
+    opts.json.parent.mkdir(parents=True, exist_ok=True)
+    opts.json.write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

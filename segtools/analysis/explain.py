@@ -16,7 +16,9 @@ import base64
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
+from segtools import fanout
 from segtools.analysis import compaction as comp
 from segtools.analysis import config as cfg
 from segtools.analysis.cleaner_input import read_records
@@ -27,8 +29,13 @@ from segtools.analysis.partition_input import (
     Planned,
     Skipped,
     Summarised,
+    decided,
     deep_segments,
     gathered,
+    listed_plan,
+    may_be_within_retention,
+    partition_summaries,
+    planned_partition,
     stale_in_kept,
     summarised,
 )
@@ -46,6 +53,8 @@ from segtools.analysis.tiered import (
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import SegtoolsError
 from segtools.findings import Finding
+from segtools.storage.logdirs import LogDir, PartitionRef, list_partition
+from segtools.storage.partition import PartitionDir
 from segtools.timestamps import DAY_MS
 from segtools.units import format_bytes, format_duration, format_time
 
@@ -126,10 +135,15 @@ class RetentionReport:
 
 def topic_forecasts(explained: Sequence[RetentionExplained]) -> dict[str, Forecast]:
     """One forecast per topic: the sum of its partitions' (each step names its partition)."""
+    return _by_topic((e.input.topic, e.input.label, e.forecast) for e in explained)
+
+
+def _by_topic(forecasts: Iterable[tuple[str, str, Forecast | None]]) -> dict[str, Forecast]:
+    """Partitions' forecasts (topic, label, forecast) summed per topic, in first-seen order."""
     by_topic: dict[str, list[tuple[str, Forecast]]] = {}
-    for e in explained:
-        if e.forecast is not None:
-            by_topic.setdefault(e.input.topic, []).append((e.input.label, e.forecast))
+    for topic, label, fc in forecasts:
+        if fc is not None:
+            by_topic.setdefault(topic, []).append((label, fc))
     return {t: combine(items) for t, items in by_topic.items()}
 
 
@@ -249,13 +263,155 @@ def streamed_retention(planned: Planned, *, now_ms: int, forecast_days: float | 
 def _any_tiered(planned: Planned) -> bool:
     """Whether a planned partition's topic is tiered (a config that does not resolve counts
     as one: the tree is then read whole, and the resolution fails where it always did)."""
-    for topic in {p.name.topic for _, p in planned.todo}:
+    return _topic_configs(planned) is None
+
+
+def _topic_configs(planned: Planned) -> dict[str, cfg.TopicConfig] | None:
+    """Every planned topic's config (a partition not listed yet counts by its name); None
+    when one is tiered or does not resolve (:func:`_any_tiered`)."""
+    configs: dict[str, cfg.TopicConfig] = {}
+    names = [p.name for _, p in planned.todo] + [
+        r.name for _, refs in planned.unlisted for r in refs
+        if r.name is not None and not r.name.is_metadata_log]
+    for name in names:
+        if name.topic in configs:
+            continue
         try:
-            if planned.config(topic).remote_storage_enable:
-                return True
+            config = configs[name.topic] = planned.config(name.topic)
         except SegtoolsError:
-            return True
-    return False
+            return None
+        if config.remote_storage_enable:
+            return None
+    return configs
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionShown:
+    """One partition of :func:`shown_retention`, as a worker hands it back: what the face
+    rendered of its answer (None: skipped), and only the small values the tree's tail needs,
+    so neither its listing, its summaries nor its verdicts cross back to this process."""
+
+    findings: tuple[Finding, ...]  # what reading its segments met
+    skipped: Skipped | None
+    text: str | None
+    topic: str
+    label: str
+    forecast: Forecast | None
+    log_bytes: int  # what was summarised (a progress bar's step)
+    #: a partition listed by the worker (:attr:`Planned.unlisted`): what the listing met,
+    #: and why it is not summarised (its name, its state, no segments), as a plan says
+    listing: tuple[Finding, ...] = ()
+    unplanned: Skipped | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionTail:
+    """What :func:`shown_retention` leaves after the partitions were shown: the parts of a
+    :class:`RetentionReport` that follow them."""
+
+    at_ms: int
+    config_sources: tuple[str, ...]
+    topics: dict[str, Forecast]
+    skipped: tuple[Skipped, ...]
+    findings: tuple[Finding, ...]
+
+
+#: A partition not listed yet counts as this many segments when deciding whether to fork
+#: workers (:func:`segtools.fanout.planned`): its listing, two small files read and its
+#: segments' summaries cost about what four segments' summaries do.
+UNLISTED_PARTITION_WEIGHT = 4
+
+
+def shown_retention(planned: Planned, render: Callable[[RetentionExplained], str], *,
+                    now_ms: int, forecast_days: float | None = None, deep: bool = True,
+                    limit: int = DEFAULT_DECOMPRESS_LIMIT,
+                    advance: Callable[[int], None] = lambda n: None,
+                    write: Callable[[str], None]) -> RetentionTail:
+    """:func:`streamed_retention` for a face that only shows each partition: the workers
+    list (when ``planned`` left its partitions unlisted), read, explain and ``render`` each
+    one, and this process only writes what comes back, in the tree's order. On a large
+    tree the listing, explaining and rendering (most of what this process did) then run on
+    every core instead of on the one the results are collected on. The text, the skipped
+    partitions and the findings are those ``render`` and :func:`streamed_retention` give
+    over the listed plan; a tree with a tiered partition is listed and explained here,
+    after its remote metadata is replayed (:func:`streamed_retention`)."""
+    configs = _topic_configs(planned)
+    if configs is None:
+        _, report = streamed_retention(listed_plan(planned), now_ms=now_ms,
+                                       forecast_days=forecast_days, deep=deep, limit=limit,
+                                       advance=advance, each=lambda e: write(render(e)))
+        return RetentionTail(now_ms, report.config_sources, report.topics, report.skipped,
+                             report.findings)
+    until = _until(now_ms, forecast_days)
+    job = partial(_shown, configs=configs, now_ms=now_ms, until=until, deep=deep, limit=limit,
+                  render=render)
+    jobs: list[tuple[LogDir, PartitionDir | PartitionRef]] = [
+        *planned.todo, *((d, r) for d, refs in planned.unlisted for r in refs)]
+    weight = sum(len(p.segments) if isinstance(p, PartitionDir) else UNLISTED_PARTITION_WEIGHT
+                 for _, p in jobs)
+    shown = fanout.ordered(job, jobs, segments=weight)
+    plan_findings = list(planned.findings)
+    plan_skipped = list(planned.skipped)
+    findings: list[Finding] = []
+    skipped: list[Skipped] = []
+    forecasts = []
+
+    def take(one: RetentionShown) -> None:
+        advance(one.log_bytes)
+        plan_findings.extend(one.listing)
+        if one.unplanned is not None:
+            plan_skipped.append(one.unplanned)
+        findings.extend(one.findings)
+        if one.skipped is not None:
+            skipped.append(one.skipped)
+        if one.text is not None:
+            write(one.text)
+            forecasts.append((one.topic, one.label, one.forecast))
+
+    for _ in planned.todo:
+        take(next(shown))
+    for d, refs in planned.unlisted:
+        plan_findings.extend(d.findings)
+        for _ in refs:
+            take(next(shown))
+    topics = _by_topic(forecasts) if until is not None else {}
+    return RetentionTail(now_ms, planned.config_sources, topics,
+                         (*plan_skipped, *skipped), (*plan_findings, *findings))
+
+
+def _shown(job: tuple[LogDir, PartitionDir | PartitionRef], *,
+           configs: Mapping[str, cfg.TopicConfig], now_ms: int, until: int | None,
+           deep: bool, limit: int, render: Callable[[RetentionExplained], str]
+           ) -> RetentionShown:
+    """One partition's job for :func:`shown_retention`: list and plan it (when it is not
+    listed yet), read, decide, explain, render."""
+    d, p = job
+    listing: tuple[Finding, ...] = ()
+    if isinstance(p, PartitionRef):
+        listed_dir = list_partition(d, p)
+        listing = listed_dir.findings
+        whole, unplanned = planned_partition(d, listed_dir)
+        if whole is None:
+            return RetentionShown((), None, None, "", "", None, 0, listing, unplanned)
+        p = whole
+    log_bytes = sum(s.log_size or 0 for s in p.segments)
+    made = partition_summaries(p, limit=limit)
+    assert made is not None  # planned partitions are whole, named, live and not empty
+    found = decided(d, p, made, configs[p.name.topic])
+    pi = found.input
+    if pi is None:
+        return RetentionShown(found.findings, found.skipped, None, p.name.topic, "", None,
+                              log_bytes, listing)
+    pr = explain_retention(pi.summaries, pi.config, now_ms=now_ms,
+                           high_watermark=pi.high_watermark,
+                           log_start_offset=pi.log_start_offset)
+    stale = None
+    if deep:
+        stale = stale_in_kept(pi, pr, limit=limit) \
+            if may_be_within_retention(pi.summaries, pi.config, now_ms) else {}
+    e = _explained(pi, pr, until, stale)
+    return RetentionShown(found.findings, None, render(e), pi.topic, pi.label, e.forecast,
+                          log_bytes, listing)
 
 
 # --------------------------------------------------------------------------- compaction

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from segtools.errors import SegtoolsError
 from segtools.findings import Finding, finding
 from segtools.storage.files import open_regular_file
 from segtools.storage.location import as_path
-from segtools.storage.logdirs import LogDir, settled
+from segtools.storage.logdirs import LogDir, PartitionRef, listed, settled
 from segtools.storage.partition import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     PartitionDir,
@@ -97,9 +97,14 @@ def metadata_logs(log_dirs: Sequence[LogDir]) -> list[Path]:
     """The ``__cluster_metadata-0`` partitions that hold these log dirs' topic configs: the
     ones walked, and the one beside a partition directory given on its own (a KRaft broker's
     log dir holds it), so a partition path resolves the same config as its log dir."""
+    return _metadata_logs((d, d.partitions) for d in log_dirs)
+
+
+def _metadata_logs(log_dirs: Iterable[tuple[LogDir, Iterable[PartitionDir | PartitionRef]]]
+                   ) -> list[Path]:
     found: dict[Path, None] = {}
-    for d in log_dirs:
-        for p in d.partitions:
+    for d, partitions in log_dirs:
+        for p in partitions:
             if p.name is not None and p.name.is_metadata_log:
                 found[as_path(p.path)] = None
         beside = as_path(d.path) / METADATA_PARTITION_DIR
@@ -161,6 +166,9 @@ class Planned:
     config_file: cfg.ConfigFile | None
     metadata: Mapping[str, Mapping[str, str]]
     metadata_detail: str
+    #: log dirs whose partition directories are not listed yet (:func:`plan_unlisted`):
+    #: the workers list and plan them; ``todo`` and ``skipped`` then hold none of them
+    unlisted: tuple[tuple[LogDir, tuple[PartitionRef, ...]], ...] = ()
 
     def config(self, topic: str) -> cfg.TopicConfig:
         return cfg.resolve(topic, flags=self.flags, config_file=self.config_file,
@@ -184,47 +192,84 @@ def plan_inputs(log_dirs: Sequence[LogDir], *, flags: Mapping[str, str] | None =
                 config_file: cfg.ConfigFile | None = None, at: int | None = None) -> Planned:
     """The first half of :func:`load_inputs`: which partitions, the config's sources (the
     ``__cluster_metadata`` log replayed to ``at``), and the listing's findings."""
+    return with_listing(_sources(metadata_logs(log_dirs), flags, config_file, at), log_dirs)
+
+
+def plan_unlisted(roots: Sequence[tuple[LogDir, Sequence[PartitionRef]]], *,
+                  flags: Mapping[str, str] | None = None,
+                  config_file: cfg.ConfigFile | None = None, at: int | None = None
+                  ) -> Planned:
+    """:func:`plan_inputs` over log dirs whose partition directories are not listed yet
+    (:func:`segtools.storage.logdirs.walk_roots`): the config's sources, and the
+    partitions left in ``unlisted`` for the workers to list and plan one by one
+    (:func:`planned_partition`)."""
+    planned = _sources(_metadata_logs(roots), flags, config_file, at)
+    return replace(planned, unlisted=tuple((d, tuple(refs)) for d, refs in roots))
+
+
+def listed_plan(planned: Planned) -> Planned:
+    """A plan of :func:`plan_unlisted` with its partitions listed here: what
+    :func:`plan_inputs` gives over the listed tree."""
+    if not planned.unlisted:
+        return planned
+    return with_listing(replace(planned, unlisted=()),
+                        [listed(d, refs) for d, refs in planned.unlisted])
+
+
+def _sources(meta_paths: Sequence[Path], flags: Mapping[str, str] | None,
+             config_file: cfg.ConfigFile | None, at: int | None) -> Planned:
+    """A plan with no partition yet: the config's sources and what reading them met."""
     flags = dict(flags or {})
-    findings: list[Finding] = []
-    meta_paths = metadata_logs(log_dirs)
-    metadata, meta_where, more = load_cluster_metadata(meta_paths, at=at)
-    findings += more
+    metadata, meta_where, findings = load_cluster_metadata(meta_paths, at=at)
     sources = ["flags"] if flags else []
     if config_file:
         sources.append(f"--config {config_file.path}")
     if metadata:
         sources.append(f"__cluster_metadata {meta_where}")
+    return Planned((), (), tuple(findings), tuple(sources), flags, config_file, metadata,
+                   meta_where)
+
+
+def with_listing(planned: Planned, log_dirs: Sequence[LogDir]) -> Planned:
+    """``planned`` with the listed ``log_dirs``' partitions planned and their findings."""
+    findings = list(planned.findings)
     todo: list[tuple[LogDir, PartitionDir]] = []
-    skipped: list[Skipped] = []
+    skipped = list(planned.skipped)
     for d in log_dirs:
         findings += d.findings
         for p in d.partitions:
             findings += p.findings
-            if p.name is None:
-                skipped.append(Skipped(str(p.path), "not a <topic>-<partition> directory"))
-            elif p.name.is_metadata_log:
-                skipped.append(Skipped(str(p.path), "KRaft metadata log: its retention "
-                                       "follows metadata.max.retention.* and snapshots"))
-            elif p.name.state in _SKIP_STATE:
-                skipped.append(Skipped(str(p.path), _SKIP_STATE[p.name.state]))
+            whole, skip = planned_partition(d, p)
+            if whole is not None:
+                todo.append((d, whole))
             else:
-                # retention and cleaning see the whole partition, even when one segment file
-                # was named on the command line
-                whole = settled(load_partition_dir(p.path), d.checkpoints) \
-                    if p.segments and not p.complete else p
-                unlisted = next((f for f in p.findings
-                                 if f.code == "partition_dir_unreadable"), None)
-                if whole.segments:
-                    todo.append((d, whole))
-                elif unlisted is not None:  # not "no segments": they could not be listed
-                    why = unlisted.message.removeprefix("cannot list: ")
-                    skipped.append(Skipped(str(p.path), f"its directory could not be listed "
-                                           f"({why}): its retention and cleaning are not "
-                                           "explained", unlisted))
-                else:
-                    skipped.append(Skipped(str(p.path), "no segments"))
-    return Planned(tuple(todo), tuple(skipped), tuple(findings), tuple(sources), flags,
-                   config_file, metadata, meta_where)
+                skipped.append(skip)
+    return replace(planned, todo=planned.todo + tuple(todo), skipped=tuple(skipped),
+                   findings=tuple(findings))
+
+
+def planned_partition(d: LogDir, p: PartitionDir
+                      ) -> tuple[PartitionDir, None] | tuple[None, Skipped]:
+    """One listed partition of ``d``: to summarise (the whole directory, even when one of
+    its segment files was named: retention and cleaning see the whole partition), or why
+    it is skipped."""
+    if p.name is None:
+        return None, Skipped(str(p.path), "not a <topic>-<partition> directory")
+    if p.name.is_metadata_log:
+        return None, Skipped(str(p.path), "KRaft metadata log: its retention follows "
+                             "metadata.max.retention.* and snapshots")
+    if p.name.state in _SKIP_STATE:
+        return None, Skipped(str(p.path), _SKIP_STATE[p.name.state])
+    whole = settled(load_partition_dir(p.path), d.checkpoints) \
+        if p.segments and not p.complete else p
+    if whole.segments:
+        return whole, None
+    unlisted = next((f for f in p.findings if f.code == "partition_dir_unreadable"), None)
+    if unlisted is not None:  # not "no segments": they could not be listed
+        why = unlisted.message.removeprefix("cannot list: ")
+        return None, Skipped(str(p.path), f"its directory could not be listed ({why}): its "
+                             "retention and cleaning are not explained", unlisted)
+    return None, Skipped(str(p.path), "no segments")
 
 
 def summarised(planned: Planned, *, limit: int = DEFAULT_DECOMPRESS_LIMIT,
@@ -261,7 +306,7 @@ def _read(todo: tuple[LogDir, PartitionDir], *, planned: Planned, limit: int,
     if stale_at is None or unread is not None:
         return summaries, unread, None
     pi = _input(d, p, summaries, planned.config(p.name.topic))
-    if not _may_be_within_retention(summaries, pi.config, stale_at):
+    if not may_be_within_retention(summaries, pi.config, stale_at):
         return summaries, unread, {}
     pr = explain_retention(summaries, pi.config, now_ms=stale_at,
                            high_watermark=pi.high_watermark,
@@ -281,26 +326,38 @@ def _summarised(planned: Planned, results: Iterator, advance: Callable[[int], No
     configs: dict[str, cfg.TopicConfig] = {}
     for (d, p), (summaries, unread, stale) in zip(planned.todo, results, strict=True):
         advance(sum(s.log_size or 0 for s in p.segments))
-        found = tuple(f for s in summaries for f in s.findings)
-        if unread is not None:
-            yield Summarised((*found, unread), None, Skipped(
-                str(p.path), f"{Path(unread.path).name} could not be read "
-                f"({unread.message.removeprefix('could not be read: ')}): its retention and "
-                "cleaning are not explained", unread))
-            continue
-        topic = p.name.topic
-        config = configs.get(topic)
-        if config is None:
-            config = configs[topic] = planned.config(topic)
-        lineage = _lineage_unread(p)
-        if config.remote_storage_enable and lineage is not None:
-            why = lineage.message.removeprefix("cannot read: ")
-            yield Summarised(found, None, Skipped(
-                str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not be read ({why}): "
-                "a tiered partition's retention and remote verdicts follow its leader epoch "
-                "lineage, so they are not explained", lineage))
-            continue
-        yield Summarised(found, _input(d, p, summaries, config), stale=stale)
+        if unread is None:
+            topic = p.name.topic
+            config = configs.get(topic)
+            if config is None:
+                config = configs[topic] = planned.config(topic)
+        else:
+            config = None
+        yield decided(d, p, (summaries, unread), config, stale)
+
+
+def decided(d: LogDir, p: PartitionDir, made: Summaries, config: cfg.TopicConfig | None,
+            stale: Mapping[int, StaleRecords] | None = None) -> Summarised:
+    """One planned partition once its segments are read: its input, or why it is skipped
+    (``config``: its topic's, which a partition whose segment could not be read needs not).
+    Pure in what it is given, so a worker that reads the partition decides as the parent
+    would."""
+    summaries, unread = made
+    found = tuple(f for s in summaries for f in s.findings)
+    if unread is not None:
+        return Summarised((*found, unread), None, Skipped(
+            str(p.path), f"{Path(unread.path).name} could not be read "
+            f"({unread.message.removeprefix('could not be read: ')}): its retention and "
+            "cleaning are not explained", unread))
+    assert config is not None
+    lineage = _lineage_unread(p)
+    if config.remote_storage_enable and lineage is not None:
+        why = lineage.message.removeprefix("cannot read: ")
+        return Summarised(found, None, Skipped(
+            str(p.path), f"its {LEADER_EPOCH_CHECKPOINT_FILE} could not be read ({why}): "
+            "a tiered partition's retention and remote verdicts follow its leader epoch "
+            "lineage, so they are not explained", lineage))
+    return Summarised(found, _input(d, p, summaries, config), stale=stale)
 
 
 def gathered(planned: Planned, items: Iterable[Summarised]) -> Loaded:
@@ -404,7 +461,7 @@ def record_times(files: SegmentFiles, *, limit: int = DEFAULT_DECOMPRESS_LIMIT
     return np.concatenate(ts_parts), np.concatenate(size_parts)
 
 
-def _may_be_within_retention(summaries: Sequence[SegmentSummary], config: cfg.TopicConfig,
+def may_be_within_retention(summaries: Sequence[SegmentSummary], config: cfg.TopicConfig,
                              now_ms: int) -> bool:
     """Whether a segment of these could be kept as ``within_retention_ms`` (what the deep
     pass reads): only one whose records are within retention.ms can (a kept segment past it

@@ -21,7 +21,15 @@ import lazy_loader
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.errors import NothingToReadError, SegtoolsError
 from segtools.findings import Finding, Severity
-from segtools.storage.logdirs import META_PROPERTIES, OFFSET_CHECKPOINTS, LogDir, settled, walk
+from segtools.storage.logdirs import (
+    META_PROPERTIES,
+    OFFSET_CHECKPOINTS,
+    LogDir,
+    PartitionRef,
+    settled,
+    walk,
+    walk_roots,
+)
 from segtools.storage.partition import PartitionDir, load_partition_dir
 from segtools.storage.throttle import parse_rate
 from segtools.text import unmatched
@@ -228,13 +236,34 @@ def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
     is a usage error (exit 2), as the operator mistyped it."""
     with collector_paused():
         log_dirs, loose = walk(paths)
+    _refuse_nothing(paths, log_dirs, loose, any(d.partitions for d in log_dirs))
+    return log_dirs, loose
+
+
+def open_roots(paths: Sequence[str]
+               ) -> tuple[list[tuple[LogDir, tuple[PartitionRef, ...]]], list[Finding]] | None:
+    """:func:`open_tree` up to the partition directories, found but not listed
+    (:func:`segtools.storage.logdirs.walk_roots`: a command's workers list them), with the
+    same errors; None when a path is not on the local disk (then :func:`open_tree`)."""
+    with collector_paused():
+        found = walk_roots(paths)
+    if found is None:
+        return None
+    roots, loose = found
+    _refuse_nothing(paths, [d for d, _ in roots], loose, any(refs for _, refs in roots))
+    return roots, loose
+
+
+def _refuse_nothing(paths: Sequence[str], log_dirs: Sequence[LogDir], loose: list[Finding],
+                    any_partition: bool) -> None:
+    """A missing path, or nothing to read at all, as the one error every command gives."""
     missing = [f for f in loose if f.code == "path_not_found"]
     if missing:
         raise SegtoolsError("no such file or directory" + _uri_hint(paths),
                             path=missing[0].path)
     # nothing to read at all (every path given unreadable counts as nothing): one error, the
     # same from every command, rather than an empty answer with a finding
-    if not any(d.partitions for d in log_dirs):
+    if not any_partition:
         given = next((f for f in loose if f.code == "not_a_segment_file"), None)
         if given is not None and all(f.code in NOT_READ for f in loose):
             # /etc/passwd given alone: not a Kafka file (exit 2; an archive's damage stays a
@@ -243,7 +272,6 @@ def open_tree(paths: Sequence[str]) -> tuple[list[LogDir], list[Finding]]:
         if all(f.code in NothingToReadError.UNLISTED for f in loose):
             raise NothingToReadError.of([*loose, *(f for d in log_dirs for f in d.findings)],
                                         [str(d.path) for d in log_dirs] or list(paths))
-    return log_dirs, loose
 
 
 def whole_partition(log_dir: LogDir, p: PartitionDir) -> PartitionDir:
@@ -288,9 +316,10 @@ def collector_paused() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def progress(total_bytes: int, description: str, *, quiet: bool) -> Iterator:
+def progress(total_bytes: int | None, description: str, *, quiet: bool) -> Iterator:
     """A bytes-and-ETA bar on stderr; yields ``advance(n)``. Silent when not a terminal (and
-    then rich, which draws it, is not even imported)."""
+    then rich, which draws it, is not even imported). ``total_bytes`` None: not known
+    before the work (a tree whose workers list it), a bar of bytes done."""
     if quiet or not sys.stderr.isatty():
         yield lambda n: None
         return

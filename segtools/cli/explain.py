@@ -18,6 +18,7 @@ from segtools.analysis.partition_input import (
     input_bytes,
     load_inputs,
     plan_inputs,
+    plan_unlisted,
     read_config_file,
 )
 from segtools.cli import render
@@ -27,6 +28,7 @@ from segtools.cli.common import (
     add_format,
     add_paths,
     add_quiet,
+    open_roots,
     open_tree,
     progress,
 )
@@ -95,6 +97,20 @@ def plan(args: argparse.Namespace) -> tuple[Planned, int]:
                           at=args.at)
     return (dataclasses.replace(planned, findings=tuple(loose) + planned.findings),
             input_bytes(log_dirs))
+
+
+def plan_roots(args: argparse.Namespace) -> Planned:
+    """:func:`plan` with PATH's partition directories found but left for the workers to
+    list (:func:`segtools.analysis.partition_input.plan_unlisted`); a tree off the local
+    disk is listed here (:func:`plan`). The bytes to summarise are not known before."""
+    found = open_roots(args.paths)
+    if found is None:
+        return plan(args)[0]
+    roots, loose = found
+    config_file = read_config_file(args.config) if args.config else None
+    planned = plan_unlisted(roots, flags=flags_from_args(args), config_file=config_file,
+                            at=args.at)
+    return dataclasses.replace(planned, findings=tuple(loose) + planned.findings)
 
 
 # --------------------------------------------------------------------------- deep pass

@@ -11,26 +11,29 @@ projects, with no new data, when each segment goes; ``--plot FILE.png|FILE.html`
 from __future__ import annotations
 
 import argparse
+import io
 import sys
+from collections.abc import Iterable, Mapping
 from functools import partial
 
 from segtools.analysis.explain import (
     DAY_MS,
     RetentionExplained,
-    RetentionReport,
     high_watermark_source,
     log_start_offset_source,
+    shown_retention,
     streamed_retention,
 )
 from segtools.analysis.forecast import Forecast
-from segtools.analysis.partition_input import Loaded
+from segtools.analysis.partition_input import Skipped
 from segtools.analysis.retention import AWAITING_REMOTE_COPY
 from segtools.analysis.tiered import RemoteVerdict
 from segtools.cli import explain, render, whatif
 from segtools.cli.common import add_command, clock_note, exit_code, moment, moment_line, progress
-from segtools.cli.explain import config_line, plan
+from segtools.cli.explain import config_line, plan, plan_roots
 from segtools.cli.table import Column, Lines, terminal_width
 from segtools.errors import SegtoolsError
+from segtools.findings import Finding
 from segtools.units import format_bytes, format_duration, format_time
 
 EXAMPLES = """examples:
@@ -72,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
         raise SegtoolsError("--plot needs a .png or .html file name", path=args.plot)
     if args.forecast is not None and not 0 < args.forecast <= 36500:
         raise SegtoolsError("--forecast DAYS must be between 0 and 36500")
-    planned, total = plan(args)
+    if args.format != "json" and not args.plot:  # the workers list the partitions
+        planned, total = plan_roots(args), None
+    else:
+        planned, total = plan(args)
     now = moment(args)
     days = args.forecast if args.forecast is not None else (14.0 if args.plot else None)
     out = sys.stdout  # taken before a progress bar may stand in for it
@@ -84,10 +90,19 @@ def run(args: argparse.Namespace) -> int:
     # bar on the terminal the text scrolls on would only be torn by it
     with progress(total, "summarising", quiet=args.quiet or (text and out.isatty())) \
             as advance:
-        loaded, report = streamed_retention(
-            planned, now_ms=now, forecast_days=days, deep=not args.no_deep,
-            limit=args.max_decompressed_bytes, advance=advance,
-            each=partial(print_partition, say) if text else lambda e: None)
+        if text and not args.plot:  # the workers render: this process only writes
+            tail = shown_retention(planned, partial(rendered, say.width), now_ms=now,
+                                   forecast_days=days, deep=not args.no_deep,
+                                   limit=args.max_decompressed_bytes, advance=advance,
+                                   write=out.write)
+        else:
+            loaded, report = streamed_retention(
+                planned, now_ms=now, forecast_days=days, deep=not args.no_deep,
+                limit=args.max_decompressed_bytes, advance=advance,
+                each=partial(print_partition, say) if text else lambda e: None)
+    if text and not args.plot:
+        print_tail(say, tail.skipped, tail.topics, tail.findings, None)
+        return exit_code(tail.findings)
     if args.plot:
         try:  # matplotlib is heavy (and optional): imported only when a picture is wanted
             from segtools.cli import plot
@@ -97,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         until = now + int(days * DAY_MS)
         plot.write(args.plot, report.partitions, report.topics, now_ms=now, until_ms=until)
     if text:
-        print_tail(say, loaded, report, args.plot)
+        print_tail(say, loaded.skipped, report.topics, report.findings, args.plot)
     else:
         out.write(render.dumps(report.to_json(args.plot)))
         out.write("\n")
@@ -129,18 +144,26 @@ def print_head(say: Lines, config_sources: tuple[str, ...], clock: str,
         say(note)
 
 
-def print_tail(say: Lines, loaded: Loaded, report: RetentionReport,
-               plot_path: str | None) -> None:
+def print_tail(say: Lines, skipped: Iterable[Skipped], topics: Mapping[str, Forecast],
+               findings: Iterable[Finding], plot_path: str | None) -> None:
     """What follows the partitions: the skipped ones, the topics' forecasts, the findings."""
-    for s in loaded.skipped:
+    for s in skipped:
         say(f"skipped {s.path}: {s.reason}")
-    for name, fc in report.topics.items():
+    for name, fc in topics.items():
         print_forecast(say, name, fc)
-    for f in report.findings:  # what the exit code counts, the remote tier's included
+    for f in findings:  # what the exit code counts, the remote tier's included
         if f.severity != "info":
             say(f"{f.severity.upper()} {f.code} {f.path}: {f.message}")
     if plot_path:
         say(f"plot written to {plot_path}")
+
+
+def rendered(width: int | None, e: RetentionExplained) -> str:
+    """One partition's text as :func:`print_partition` prints it at ``width``, as a string
+    (made in a worker, written by the parent)."""
+    buf = io.StringIO()
+    print_partition(Lines(buf, width), e)
+    return buf.getvalue()
 
 
 def print_partition(say: Lines, e: RetentionExplained) -> None:

@@ -9,6 +9,7 @@ become findings, never tracebacks.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -30,8 +31,9 @@ from segtools.storage.partition import (
     REMOTE_LOG_INDEX_CACHE,
     FileKind,
     PartitionDir,
+    PartitionName,
     classify_partition_file,
-    load_partition_dir,
+    load_named_partition_dir,
     parse_partition_dir_name,
     settle,
 )
@@ -126,6 +128,30 @@ def walk(paths: Iterable[str | os.PathLike[str]],
     (:mod:`segtools.storage.location`); ``storage_options`` configure the stores.
     Returns the log dirs and the findings that belong to no log dir (missing paths).
     """
+    pending, loose = _grouped(paths, storage_options)
+    loaded = [load_log_dir(p, pending[p]) for p in sorted(pending)]
+    return loaded, loose + location_findings(pending)
+
+
+def walk_roots(paths: Iterable[str | os.PathLike[str]]
+               ) -> tuple[list[tuple[LogDir, tuple[PartitionRef, ...]]], list[Finding]] | None:
+    """:func:`walk` up to the partition directories, which are found but not listed: each
+    log dir with no partitions yet, and its partition directories in the order :func:`walk`
+    gives them. A command that fans out lists them in its workers (:func:`list_partition`),
+    so the listing of a large tree (a ``stat`` and a path for each of its files, two small
+    files read per partition) runs on every core instead of before the workers start.
+    None when a path is not on the local disk: a listed location (an object store, an
+    archive) reports what its listing met once it is over, so it is walked whole."""
+    pending, loose = _grouped(paths, None)
+    if any(p.location.kind != "local" for p in pending):
+        return None
+    return [log_dir_root(p, pending[p]) for p in sorted(pending)], loose
+
+
+def _grouped(paths: Iterable[str | os.PathLike[str]],
+             storage_options: Mapping[str, Any] | None
+             ) -> tuple[dict[Located, _Pending], list[Finding]]:
+    """The given paths resolved and grouped by the log dir they belong to."""
     pending: dict[Located, _Pending] = {}
     loose: list[Finding] = []
     for path in _expand_containers((resolve(p, storage_options) for p in paths), loose):
@@ -148,8 +174,7 @@ def walk(paths: Iterable[str | os.PathLike[str]],
             bases = slot.partitions.setdefault(path.parent, [])
             if bases is not None:
                 bases.append(pf.base_offset)
-    loaded = [load_log_dir(p, pending[p]) for p in sorted(pending)]
-    return loaded, loose + location_findings(pending)
+    return pending, loose
 
 
 #: How deep a directory of log-dir copies may nest (``archive/broker-1/kafka-logs``).
@@ -231,8 +256,37 @@ def _expand_containers(paths: Iterable[Located], loose: list[Finding],
         yield from _expand_containers(children, loose, depth + 1, seen)
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionRef:
+    """A partition directory of a log dir, found but not listed yet."""
+
+    path: Located
+    name: PartitionName | None  # None: the directory name does not parse
+    base_offsets: tuple[int, ...] | None = None  # only these segments (files named alone)
+
+
 def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -> LogDir:
     """Load one log dir: root files, then each partition directory (sorted by name)."""
+    return listed(*log_dir_root(path, _scope))
+
+
+def listed(log_dir: LogDir, refs: Iterable[PartitionRef]) -> LogDir:
+    """A log dir of :func:`log_dir_root` with its partition directories listed."""
+    return dataclasses.replace(log_dir, partitions=tuple(list_partition(log_dir, r)
+                                                         for r in refs))
+
+
+def list_partition(log_dir: LogDir, ref: PartitionRef) -> PartitionDir:
+    """One partition directory of ``log_dir`` listed, its settled segments marked."""
+    return settled(load_named_partition_dir(ref.path, ref.name, ref.base_offsets),
+                   log_dir.checkpoints)
+
+
+def log_dir_root(path: str | os.PathLike[str], _scope: _Pending | None = None
+                 ) -> tuple[LogDir, tuple[PartitionRef, ...]]:
+    """One log dir's root files, and its partition directories found (links and aliases
+    left out, each a finding) in the order :func:`load_log_dir` lists them; the log dir's
+    ``partitions`` stay empty."""
     root = as_path(path)
     scope = _scope or _Pending(whole=True)
     findings: list[Finding] = []
@@ -312,7 +366,7 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
         findings.append(finding("meta_properties_missing", str(root),
                                 "no meta.properties (not a broker log dir, or never started)"))
     partition_paths.extend(sorted(scope.partitions.items()))
-    partitions = []
+    refs = []
     done: set[Located] = set()
     for ppath, bases in partition_paths:
         if ppath in done:
@@ -330,10 +384,11 @@ def load_log_dir(path: str | os.PathLike[str], _scope: _Pending | None = None) -
             continue
         if inode is not None:
             seen.add(inode)
-        partitions.append(settled(load_partition_dir(ppath, bases), checkpoints))
-    partitions.sort(key=_partition_order)
-    return LogDir(root, meta, checkpoints, clean, has_lock, bootstrap, tuple(partitions),
-                  tuple(other), tuple(findings))
+        refs.append(PartitionRef(ppath, parse_partition_dir_name(ppath.name),
+                                 None if bases is None else tuple(bases)))
+    refs.sort(key=_partition_order)
+    return (LogDir(root, meta, checkpoints, clean, has_lock, bootstrap, (), tuple(other),
+                   tuple(findings)), tuple(refs))
 
 
 def settled(pdir: PartitionDir, checkpoints: dict[str, dict[TopicPartition, int]]
@@ -348,7 +403,9 @@ def settled(pdir: PartitionDir, checkpoints: dict[str, dict[TopicPartition, int]
                       REPLICATION_CHECKPOINT, RECOVERY_POINT_CHECKPOINT)))
 
 
-def _partition_order(p: PartitionDir) -> tuple:
+def _partition_order(p: PartitionRef) -> tuple:
+    """The order of a log dir's partitions: by topic, partition, state, directory name
+    (what a listing adds cannot change it)."""
     if p.name is None:
         return ("\uffff", 0, "", p.path.name)
     return (p.name.topic, p.name.partition, p.name.state.value, p.path.name)

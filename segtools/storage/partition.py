@@ -309,9 +309,16 @@ def load_partition_dir(path: str | os.PathLike[str],
     line) while keeping companions and partition metadata.
     """
     pdir = as_path(path)
+    return load_named_partition_dir(pdir, parse_partition_dir_name(pdir.name),
+                                    only_base_offsets)
+
+
+def load_named_partition_dir(pdir: Located, name: PartitionName | None,
+                             only_base_offsets: Iterable[int] | None = None) -> PartitionDir:
+    """:func:`load_partition_dir` of a directory whose name the caller has parsed already
+    (a log dir's listing parses each one to order them)."""
     spath = str(pdir)
     listing = _Listing(pdir, set(only_base_offsets) if only_base_offsets is not None else None)
-    name = parse_partition_dir_name(pdir.name)
     if name is None:
         listing.findings.append(finding(
             "partition_dir_name_invalid", spath,

@@ -3,11 +3,13 @@ Kafka-written v0 data, and the plot files."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -144,9 +146,9 @@ def test_partitions_are_shown_as_they_are_read(monkeypatch, capsys):
     printed_before: list[int] = []
     real = partition_input._summaries
 
-    def watched(p, *, limit):
+    def watched(p, **options):
         printed_before.append(sys.stdout.getvalue().count("\n"))
-        return real(p, limit=limit)
+        return real(p, **options)
 
     monkeypatch.setattr(partition_input, "_summaries", watched)
     assert main(["retention", str(SAMPLE), "--at", AT]) == 1
@@ -187,9 +189,9 @@ def test_the_deep_pass_skips_only_partitions_with_nothing_to_read(tree):
     within retention.ms: every segment the deep pass reads is one, at every moment that
     moves a segment across its edge."""
     from segtools.analysis.partition_input import (
-        _may_be_within_retention,
         deep_segments,
         load_inputs,
+        may_be_within_retention,
     )
     from segtools.analysis.retention import explain_retention
     from segtools.storage.logdirs import walk
@@ -205,5 +207,72 @@ def test_the_deep_pass_skips_only_partitions_with_nothing_to_read(tree):
                                    log_start_offset=pi.log_start_offset)
             if deep_segments(pr):
                 read += 1
-                assert _may_be_within_retention(pi.summaries, pi.config, now)
+                assert may_be_within_retention(pi.summaries, pi.config, now)
     assert read or tree == "legacy"
+
+
+@pytest.mark.parametrize("unlisted", [False, True])
+@pytest.mark.parametrize("tree, options", [
+    ("sample", {}), ("sample", {"forecast_days": 3, "deep": False}), ("hostile", {}),
+    ("forensics", {}), ("tiered", {"forecast_days": 2})])
+def test_the_workers_render_what_this_process_would(tree, options, unlisted, monkeypatch):
+    """``segtools retention``'s text is rendered in the forked workers, which also list the
+    partition directories (``unlisted``: this process found them only), and this process
+    only writes it: the same text, in the same order, with the same skipped partitions,
+    findings (the listing's first, as a plan has them) and topic forecasts as listing
+    here and explaining and printing each partition here; a tree with a tiered partition
+    is listed and explained here (its remote metadata first)."""
+    from segtools import fanout
+    from segtools.analysis.explain import shown_retention, streamed_retention
+    from segtools.analysis.partition_input import plan_inputs, plan_unlisted
+    from segtools.cli.retention import print_partition, rendered
+    from segtools.cli.table import Lines
+    from segtools.storage.logdirs import walk, walk_roots
+
+    at = 1_700_604_840_000
+    path = str(FIXTURES / "logdirs" / tree)
+    planned = plan_inputs(walk([path])[0])
+    printed = io.StringIO()
+    _, report = streamed_retention(planned, now_ms=at, each=partial(print_partition,
+                                                                    Lines(printed, None)),
+                                   **options)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    if unlisted:
+        planned = plan_unlisted(walk_roots([path])[0])
+        assert planned.unlisted and not planned.todo
+    written: list[str] = []
+    tail = shown_retention(planned, partial(rendered, None), now_ms=at, write=written.append,
+                           **options)
+    assert len(written) == len(report.partitions) > 0
+    assert "".join(written) == printed.getvalue()
+    assert (tail.skipped, tail.findings) == (report.skipped, report.findings)
+    assert [(t, fc.to_json()) for t, fc in tail.topics.items()] == \
+        [(t, fc.to_json()) for t, fc in report.topics.items()]
+    assert bool(tail.topics) == ("forecast_days" in options)
+
+
+def test_this_process_lists_no_partition_directory(monkeypatch, capsys):
+    """With workers, ``segtools retention`` (text) lists the log dir's root here and leaves
+    every partition directory to the workers, which list, read, explain and render it;
+    what is printed is what one process prints."""
+    from segtools import fanout
+    from segtools.storage import partition
+
+    assert main(["retention", str(SAMPLE), "--at", AT]) == 1
+    alone = capsys.readouterr().out
+    listed_here: list[str] = []
+    real = partition._Listing.partition_dir
+
+    def counted(listing, name):
+        listed_here.append(str(listing.pdir))
+        return real(listing, name)
+
+    monkeypatch.setattr(partition._Listing, "partition_dir", counted)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    assert main(["retention", str(SAMPLE), "--at", AT]) == 1
+    assert capsys.readouterr().out == alone
+    assert listed_here == []
+    assert main(["retention", str(SAMPLE), "--at", AT, "--format", "json"]) == 1
+    assert len(listed_here) > 10  # the JSON document is made here from the listed tree

@@ -185,3 +185,28 @@ def test_kafka_written_fixtures():
                 with TimeIndex(seg.timeindex) as tx:
                     assert all(e.offset >= seg.base_offset for e in tx.entries())
         assert load_partition_dir(pd.path).segments == pd.segments
+
+
+def test_roots_listed_later_are_the_walk(tmp_path):
+    """``walk_roots`` stops at the partition directories (found, not listed) and a worker
+    lists each one later (``list_partition``): together they give what ``walk`` gives, the
+    partitions in its order and every finding in its place, on a tree with a link to a
+    partition, a link out of the tree, a FIFO under a segment name, a stray directory, a
+    directory Kafka would not load and one segment file named alone."""
+    from segtools.storage.logdirs import listed, walk_roots
+
+    root = make_log_dir(tmp_path / "kafka-logs")
+    shutil.copytree(FIXTURES / "orders.v2-eu-1", root / "orders.v2-eu-1")
+    os.symlink(root / "orders-2", root / "alias-0")
+    os.symlink("/etc", root / "outside-0")
+    os.mkfifo(root / "my-t-0" / "00000000000000000099.index")
+    (root / "orders-2" / "stray").mkdir()
+    (root / "no_dash").mkdir()
+    other = make_log_dir(tmp_path / "other")
+    named = [str(root), str(other / "orders-2" / "00000000000000000000.log"),
+             str(root / "alias-0")]
+    roots, loose = walk_roots(named)
+    assert all(not d.partitions for d, _ in roots)
+    assert [r.path.name for r in roots[0][1]][:2] == ["__cluster_metadata-0", "my-t-0"]
+    assert roots[1][1][0].base_offsets == (0,)
+    assert ([listed(d, refs) for d, refs in roots], loose) == walk(named)
