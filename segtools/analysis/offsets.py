@@ -45,6 +45,14 @@ import numpy as np
 
 from segtools import fanout
 from segtools.analysis import _offsets
+from segtools.analysis.offsets_columns import (
+    ColumnSink,
+    DeletionColumns,
+    FoundColumns,
+    GroupDeletionColumns,
+    RegressionColumns,
+    spliced,
+)
 from segtools.analysis.partition_log import iter_chunks
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks
@@ -519,6 +527,107 @@ def _last_of_each(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return rows[len(rows) - 1 - np.unique(keys[::-1], return_index=True)[1]]
 
 
+class _Found:
+    """A block's anomalies in the order found, for a :class:`ColumnSink`: those of the
+    compiled loop as their rows (with the group's state of their moment, which only the
+    Python rows' order gives), the others as the objects Python made; :meth:`columns` reads
+    the loop's from the block's arrays at once."""
+
+    def __init__(self) -> None:
+        self.regressions: list[int | OffsetRegression] = []  # a row of the loop's, or one made
+        self.states: list[str | None] = []  # the group's state of each of the loop's rows
+        self.generations: list[int | None] = []
+        self.deletions: list[int | OffsetDeletion] = []
+        self.group_deletions: list[GroupDeletion] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.regressions or self.deletions or self.group_deletions)
+
+    def regressed(self, x: int, group_state: str | None, generation: int | None) -> None:
+        self.regressions.append(x)
+        self.states.append(group_state)
+        self.generations.append(generation)
+
+    def deleted(self, x: int) -> None:
+        self.deletions.append(x)
+
+    def add(self, anomaly: Anomaly) -> None:
+        if isinstance(anomaly, OffsetRegression):
+            self.regressions.append(anomaly)
+        elif isinstance(anomaly, OffsetDeletion):
+            self.deletions.append(anomaly)
+        else:
+            self.group_deletions.append(anomaly)
+
+    def columns(self, b: Block, left: _LeftToPython, offsets: np.ndarray, stamps: np.ndarray,
+                lp: int, texts: list[str]) -> FoundColumns:
+        """The anomalies as columns, and this accumulator emptied. ``offsets`` / ``stamps``:
+        the block's records' offsets and timestamps (where the loop's rows sit)."""
+        s = _slots()
+        out = FoundColumns(RegressionColumns(), DeletionColumns(), GroupDeletionColumns())
+        for kind, found in (("regressions", self.regressions), ("deletions", self.deletions)):
+            if not found:
+                continue
+            compiled = np.array([isinstance(e, int) for e in found], bool)
+            xs = np.array([e for e in found if isinstance(e, int)], np.int64)
+            made = [e for e in found if not isinstance(e, int)]
+            rows = left.rows[xs]
+            keys = b.vals[rows]
+            before = left.previous[xs]
+            group = [texts[c] for c in keys[:, 0].tolist()]
+            topic = [texts[c] for c in keys[:, s.topic].tolist()]
+            at = offsets[rows].tolist()
+            when = stamps[rows].tolist()
+            if kind == "regressions":
+                cols = out.regressions
+                marked = before[:, _offsets.S_MARKER_OFFSET] != _offsets.NONE
+                took_effect = np.where(marked, before[:, _offsets.S_MARKER_TIMESTAMP],
+                                       before[:, _offsets.S_LOG_TIMESTAMP])
+                currents = [r.current for r in made]
+                previous = [r.previous for r in made]
+                for name, first, rest in (
+                        ("group", group, [c.group for c in currents]),
+                        ("topic", topic, [c.topic for c in currents]),
+                        ("partition", keys[:, s.partition].tolist(),
+                         [c.partition for c in currents]),
+                        ("previous_offset", before[:, _offsets.S_OFFSET].tolist(),
+                         [p.offset for p in previous]),
+                        ("offset", keys[:, s.offset].tolist(), [c.offset for c in currents]),
+                        ("timestamp", when, [c.effective_timestamp for c in currents]),
+                        ("previous_timestamp", took_effect.tolist(),
+                         [p.effective_timestamp for p in previous]),
+                        ("commit_timestamp", keys[:, s.commit_timestamp].tolist(),
+                         [c.commit_timestamp for c in currents]),
+                        ("group_state", self.states, [r.group_state for r in made]),
+                        ("generation", self.generations, [r.generation for r in made]),
+                        ("log_partition", [lp] * len(xs), [c.where.partition for c in currents]),
+                        ("log_offset", at, [c.where.offset for c in currents]),
+                        ("log_timestamp", when, [c.where.timestamp for c in currents])):
+                    setattr(cols, name, spliced(compiled, first, rest))
+            else:
+                cols = out.deletions
+                last = np.where(left.was_present[xs] != 0, before[:, _offsets.S_OFFSET], -1)
+                present = left.was_present[xs].tolist()
+                for name, first, rest in (
+                        ("group", group, [d.group for d in made]),
+                        ("topic", topic, [d.topic for d in made]),
+                        ("partition", keys[:, s.partition].tolist(), [d.partition for d in made]),
+                        ("last_offset", [v if p else None
+                                         for v, p in zip(last.tolist(), present, strict=True)],
+                         [d.last_offset for d in made]),
+                        ("log_partition", [lp] * len(xs), [d.where.partition for d in made]),
+                        ("log_offset", at, [d.where.offset for d in made]),
+                        ("log_timestamp", when, [d.where.timestamp for d in made])):
+                    setattr(cols, name, spliced(compiled, first, rest))
+        removed = out.group_deletions
+        removed.group = [d.group for d in self.group_deletions]
+        removed.log_partition = [d.where.partition for d in self.group_deletions]
+        removed.log_offset = [d.where.offset for d in self.group_deletions]
+        removed.log_timestamp = [d.where.timestamp for d in self.group_deletions]
+        self.__init__()
+        return out
+
+
 class _State:
     """The applied commit of every key code (a group, topic and partition): integer columns
     in one array, metadata strings beside them, filled by the compiled loop
@@ -594,6 +703,8 @@ class _Replayer:
         self.history_topic = topic
         self.history_partition = partition
         self.sink = sink
+        # a sink that takes columns gets each block's anomalies at once
+        self._found = _Found() if isinstance(sink, ColumnSink) else None
         self.decoder = Decoder(consumer_offsets_family())
         self.slots = _slots()
         self.groups: dict[str, GroupState] = {}
@@ -684,7 +795,9 @@ class _Replayer:
                             else Location(lp, c.marker_offset, c.marker_timestamp))
 
     def _emit(self, anomaly: Anomaly) -> None:
-        if self.sink is not None:
+        if self._found is not None:
+            self._found.add(anomaly)
+        elif self.sink is not None:
             self.sink(anomaly)
         elif isinstance(anomaly, OffsetRegression):
             self.regressions.append(anomaly)
@@ -772,6 +885,9 @@ class _Replayer:
         self._python_rows(b, left, act, keep, markers, gcode[rows].tolist(),
                           offsets[rows].tolist(), stamps[rows].tolist(), pids, lp, path,
                           first_row, pending, suspects)
+        if self._found:
+            self.sink.take(self._found.columns(b, left, offsets, stamps, lp,
+                                               self.decoder.texts))
 
     def _meet(self, b: Block, wanted: np.ndarray, plain: np.ndarray, lp: int) -> None:
         """The groups and commit keys a block holds for the first time, made known before the
@@ -857,7 +973,8 @@ class _Replayer:
                                  vals[rows, s.member + 1], -1), True)
         scalars = vals[rows, s.scalar_slot[np.clip(rtype, 0, len(s.scalar_slot) - 1)]].tolist()
         vv = b.vver[rows].tolist()
-        metadata = iter(left.previous_metadata)
+        metadata = iter(left.previous_metadata)  # one per row the loop regressed or deleted
+        found = self._found
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
         for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
             if a == _MODERN:
@@ -866,10 +983,19 @@ class _Replayer:
                        version >= 0, scalars[x], raws[x], version, members[x])
                 continue
             self._row = first_row + i
+            if found is not None and a == _REGRESSED:  # rendered from the block's columns
+                g = by_code[groups[x]]
+                found.regressed(x, self._classic_state(g) if g.kind == "classic" else None,
+                                g.generation)
+                continue
+            if found is not None and a == _DELETED:
+                found.deleted(x)
+                continue
             where = Location(lp, offs[x], times[x])
             if a in (_REGRESSED, _DELETED):  # applied by the compiled loop: report it
                 k = int(b.key_code[i])
-                before = state.unpack(left.previous[x].tolist(), next(metadata)) \
+                previous_metadata = next(metadata)
+                before = state.unpack(left.previous[x].tolist(), previous_metadata) \
                     if left.was_present[x] else None
                 if a == _DELETED:
                     self._deleted(k, by_code[groups[x]], before, where)
