@@ -527,6 +527,17 @@ def _last_of_each(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return rows[len(rows) - 1 - np.unique(keys[::-1], return_index=True)[1]]
 
 
+def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
+               group_deletions: list) -> None:
+    """``anomaly`` appended to the list of its kind."""
+    if isinstance(anomaly, OffsetRegression):
+        regressions.append(anomaly)
+    elif isinstance(anomaly, OffsetDeletion):
+        deletions.append(anomaly)
+    else:
+        group_deletions.append(anomaly)
+
+
 class _Found:
     """A block's anomalies in the order found, for a :class:`ColumnSink`: those of the
     compiled loop as their rows (with the group's state of their moment, which only the
@@ -552,12 +563,7 @@ class _Found:
         self.deletions.append(x)
 
     def add(self, anomaly: Anomaly) -> None:
-        if isinstance(anomaly, OffsetRegression):
-            self.regressions.append(anomaly)
-        elif isinstance(anomaly, OffsetDeletion):
-            self.deletions.append(anomaly)
-        else:
-            self.group_deletions.append(anomaly)
+        _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
 
     def columns(self, b: Block, left: _LeftToPython, offsets: np.ndarray, stamps: np.ndarray,
                 lp: int, texts: list[str]) -> FoundColumns:
@@ -799,12 +805,8 @@ class _Replayer:
             self._found.add(anomaly)
         elif self.sink is not None:
             self.sink(anomaly)
-        elif isinstance(anomaly, OffsetRegression):
-            self.regressions.append(anomaly)
-        elif isinstance(anomaly, OffsetDeletion):
-            self.deletions.append(anomaly)
         else:
-            self.group_deletions.append(anomaly)
+            _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
 
     def _classic_state(self, g: GroupState) -> str:
         """:attr:`GroupState.state` of a classic group while its members are still bytes."""
