@@ -139,7 +139,9 @@ def command(*argv: str, code_dir: Path | None = None) -> tuple[float, float, flo
             [str(code_dir), *os.environ.get("PYTHONPATH", "").split(os.pathsep)])}
     before = os.times()
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env,
+    # ``python -c`` puts its working directory first on the path: the peer's runs start in its
+    # checkout, else the checkout the benchmark was started from would be timed twice
+    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=code_dir,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t
     after = os.times()
@@ -154,6 +156,7 @@ def whole_offsets(root: Path, peer_code: Path | None = None, passes: int = PASSE
     every batch: what reading the log costs before any record is decoded), in turns, first
     run and best of ``PASSES``; with ``peer_code``, that checkout's ``offsets`` too, in the
     same turns (the code before a change, on the same log and the same machine load)."""
+    root = root.absolute()  # the peer runs in its own checkout
     runs: dict[str, list[tuple[float, float, float]]] = {"offsets": [], "scan": []}
     if peer_code is not None:
         runs["peer offsets"] = []
