@@ -154,7 +154,7 @@ def command(*argv: str, code_dir: Path | None = None) -> tuple[float, float, flo
 def whole_offsets(root: Path, peer_code: Path | None = None, passes: int = PASSES) -> dict:
     """``offsets`` and, as the peer, ``scan --crc`` of the same bytes (the checked walk of
     every batch: what reading the log costs before any record is decoded), in turns, first
-    run and best of ``PASSES``; with ``peer_code``, that checkout's ``offsets`` too, in the
+    run and best of ``passes``; with ``peer_code``, that checkout's ``offsets`` too, in the
     same turns (the code before a change, on the same log and the same machine load)."""
     root = root.absolute()  # the peer runs in its own checkout
     runs: dict[str, list[tuple[float, float, float]]] = {"offsets": [], "scan": []}
