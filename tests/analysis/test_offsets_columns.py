@@ -21,7 +21,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks import internal_logs
 from segtools.analysis import offsets as offsets_room
 from segtools.analysis.offsets import GroupDeletion, Location, OffsetDeletion
 from segtools.analysis.offsets_columns import DeletionColumns, GroupDeletionColumns
@@ -30,7 +29,14 @@ from segtools.cli import offsets as offsets_cli
 from segtools.cli import render
 from segtools.cli.main import main
 from segtools.decode import programs
-from tests.analysis.test_offsets_compiled import _CLASSIC, _COMMIT, _MARKER, _MODERN, _log
+from tests.analysis.test_offsets_compiled import (
+    _CLASSIC,
+    _COMMIT,
+    _MARKER,
+    _MODERN,
+    _log,
+    copies,  # noqa: F401 (a fixture: the repeated logs)
+)
 from tests.fixtures_manifest import FIXTURES
 from tests.forensics import write_partition
 
@@ -61,28 +67,12 @@ def _both(monkeypatch, tree: Path, options: list[str]) -> tuple:
         return columns, _output(argv)
 
 
-@pytest.fixture(scope="module")
-def copies(tmp_path_factory) -> list[Path]:
-    """The forensics tree's ``__consumer_offsets`` partitions repeated three times, copies
-    that consume on and copies that rewind, as written and one record per batch."""
-    out = []
-    for shape in internal_logs.SHAPES:
-        for move_on in (False, True):
-            root = tmp_path_factory.mktemp(f"columns-{shape}-{move_on}")
-            for name in internal_logs.TOPICS_OFFSETS:
-                part = FIXTURES / "logdirs" / "forensics" / name
-                size = sum(f.stat().st_size for f in part.glob("*.log"))
-                internal_logs.repeat(part, root, 3 * size, shape, move_on)
-            out.append(root)
-    return out
-
-
 @pytest.mark.parametrize("options", OPTIONS, ids=" ".join)
-def test_columns_print_what_objects_print(options, copies, monkeypatch):
+def test_columns_print_what_objects_print(options, copies, monkeypatch):  # noqa: F811
     blocks = programs.Decoder.blocks
     monkeypatch.setattr(programs.Decoder, "blocks",  # many blocks, each with a few anomalies
                         lambda self, chunk, rows=0: blocks(self, chunk, 24))
-    for tree in [*TREES, *copies]:
+    for tree in [*TREES, *copies.values()]:
         columns, objects = _both(monkeypatch, tree, options)
         assert columns == objects, tree.name
     if "--history" not in options and "--topic" not in options:
