@@ -569,69 +569,116 @@ class _Found:
                 lp: int, texts: list[str]) -> FoundColumns:
         """The anomalies as columns, and this accumulator emptied. ``offsets`` / ``stamps``:
         the block's records' offsets and timestamps (where the loop's rows sit)."""
-        s = _slots()
-        out = FoundColumns(RegressionColumns(), DeletionColumns(), GroupDeletionColumns())
-        for kind, found in (("regressions", self.regressions), ("deletions", self.deletions)):
-            if not found:
-                continue
-            compiled = np.array([isinstance(e, int) for e in found], bool)
-            xs = np.array([e for e in found if isinstance(e, int)], np.int64)
-            made = [e for e in found if not isinstance(e, int)]
-            rows = left.rows[xs]
-            keys = b.vals[rows]
-            before = left.previous[xs]
-            group = [texts[c] for c in keys[:, 0].tolist()]
-            topic = [texts[c] for c in keys[:, s.topic].tolist()]
-            at = offsets[rows].tolist()
-            when = stamps[rows].tolist()
-            if kind == "regressions":
-                cols = out.regressions
-                marked = before[:, _offsets.S_MARKER_OFFSET] != _offsets.NONE
-                took_effect = np.where(marked, before[:, _offsets.S_MARKER_TIMESTAMP],
-                                       before[:, _offsets.S_LOG_TIMESTAMP])
-                currents = [r.current for r in made]
-                previous = [r.previous for r in made]
-                for name, first, rest in (
-                        ("group", group, [c.group for c in currents]),
-                        ("topic", topic, [c.topic for c in currents]),
-                        ("partition", keys[:, s.partition].tolist(),
-                         [c.partition for c in currents]),
-                        ("previous_offset", before[:, _offsets.S_OFFSET].tolist(),
-                         [p.offset for p in previous]),
-                        ("offset", keys[:, s.offset].tolist(), [c.offset for c in currents]),
-                        ("timestamp", when, [c.effective_timestamp for c in currents]),
-                        ("previous_timestamp", took_effect.tolist(),
-                         [p.effective_timestamp for p in previous]),
-                        ("commit_timestamp", keys[:, s.commit_timestamp].tolist(),
-                         [c.commit_timestamp for c in currents]),
-                        ("group_state", self.states, [r.group_state for r in made]),
-                        ("generation", self.generations, [r.generation for r in made]),
-                        ("log_partition", [lp] * len(xs), [c.where.partition for c in currents]),
-                        ("log_offset", at, [c.where.offset for c in currents]),
-                        ("log_timestamp", when, [c.where.timestamp for c in currents])):
-                    setattr(cols, name, spliced(compiled, first, rest))
-            else:
-                cols = out.deletions
-                last = np.where(left.was_present[xs] != 0, before[:, _offsets.S_OFFSET], -1)
-                present = left.was_present[xs].tolist()
-                for name, first, rest in (
-                        ("group", group, [d.group for d in made]),
-                        ("topic", topic, [d.topic for d in made]),
-                        ("partition", keys[:, s.partition].tolist(), [d.partition for d in made]),
-                        ("last_offset", [v if p else None
-                                         for v, p in zip(last.tolist(), present, strict=True)],
-                         [d.last_offset for d in made]),
-                        ("log_partition", [lp] * len(xs), [d.where.partition for d in made]),
-                        ("log_offset", at, [d.where.offset for d in made]),
-                        ("log_timestamp", when, [d.where.timestamp for d in made])):
-                    setattr(cols, name, spliced(compiled, first, rest))
-        removed = out.group_deletions
-        removed.group = [d.group for d in self.group_deletions]
-        removed.log_partition = [d.where.partition for d in self.group_deletions]
-        removed.log_offset = [d.where.offset for d in self.group_deletions]
-        removed.log_timestamp = [d.where.timestamp for d in self.group_deletions]
-        self.__init__()
+        block = _BlockRows(b, left, offsets, stamps, lp, texts)
+        removed = self.group_deletions
+        out = FoundColumns(
+            _regression_columns(block, self.regressions, self.states, self.generations),
+            _deletion_columns(block, self.deletions),
+            GroupDeletionColumns([d.group for d in removed],
+                                 [d.where.partition for d in removed],
+                                 [d.where.offset for d in removed],
+                                 [d.where.timestamp for d in removed]))
+        self.regressions, self.states, self.generations = [], [], []
+        self.deletions, self.group_deletions = [], []
         return out
+
+
+class _Rows(NamedTuple):
+    """Anomalies found in a block, split: which are the loop's rows (``compiled``, in the
+    order found), the objects Python made, and for the rows their decoded slots, their keys'
+    states before, whether each key held a commit, their offsets and timestamps."""
+
+    compiled: np.ndarray
+    made: list
+    keys: np.ndarray
+    before: np.ndarray
+    was_present: list[bool]
+    offsets: list[int]
+    stamps: list[int]
+
+
+class _BlockRows(NamedTuple):
+    """What the compiled loop's anomalies are read from: the block, what the loop left to
+    Python (with each changed key's state before), the records' offsets and timestamps, the
+    log partition and the interned strings."""
+
+    block: Block
+    left: _LeftToPython
+    offsets: np.ndarray
+    stamps: np.ndarray
+    log_partition: int
+    texts: list[str]
+
+    def at(self, found: list) -> _Rows:
+        """``found`` (rows of the loop's, or objects) split, the rows read."""
+        compiled = np.array([isinstance(e, int) for e in found], bool)
+        xs = np.array([e for e in found if isinstance(e, int)], np.int64)
+        rows = self.left.rows[xs]
+        return _Rows(compiled, [e for e in found if not isinstance(e, int)],
+                     self.block.vals[rows], self.left.previous[xs],
+                     [p != 0 for p in self.left.was_present[xs].tolist()],
+                     self.offsets[rows].tolist(), self.stamps[rows].tolist())
+
+    def names(self, codes: np.ndarray) -> list[str]:
+        texts = self.texts
+        return [texts[c] for c in codes.tolist()]
+
+
+def _regression_columns(block: _BlockRows, found: list, states: list, generations: list
+                        ) -> RegressionColumns:
+    """Regressions found by the loop (read from the block) and by Python (objects), in the
+    order found. A loop's regression is never transactional: it took effect when written."""
+    s, out = _slots(), RegressionColumns()
+    if not found:
+        return out
+    compiled, made, keys, before, _, at, when = block.at(found)
+    marked = before[:, _offsets.S_MARKER_OFFSET] != _offsets.NONE
+    took_effect = np.where(marked, before[:, _offsets.S_MARKER_TIMESTAMP],
+                           before[:, _offsets.S_LOG_TIMESTAMP])
+    currents = [r.current for r in made]
+    previous = [r.previous for r in made]
+    for name, first, rest in (
+            ("group", block.names(keys[:, 0]), [c.group for c in currents]),
+            ("topic", block.names(keys[:, s.topic]), [c.topic for c in currents]),
+            ("partition", keys[:, s.partition].tolist(), [c.partition for c in currents]),
+            ("previous_offset", before[:, _offsets.S_OFFSET].tolist(),
+             [p.offset for p in previous]),
+            ("offset", keys[:, s.offset].tolist(), [c.offset for c in currents]),
+            ("timestamp", when, [c.effective_timestamp for c in currents]),
+            ("previous_timestamp", took_effect.tolist(),
+             [p.effective_timestamp for p in previous]),
+            ("commit_timestamp", keys[:, s.commit_timestamp].tolist(),
+             [c.commit_timestamp for c in currents]),
+            ("group_state", states, [r.group_state for r in made]),
+            ("generation", generations, [r.generation for r in made]),
+            ("log_partition", [block.log_partition] * len(at),
+             [c.where.partition for c in currents]),
+            ("log_offset", at, [c.where.offset for c in currents]),
+            ("log_timestamp", when, [c.where.timestamp for c in currents])):
+        setattr(out, name, spliced(compiled, first, rest))
+    return out
+
+
+def _deletion_columns(block: _BlockRows, found: list) -> DeletionColumns:
+    """Deletions found by the loop (read from the block) and by Python (objects), in the
+    order found."""
+    s, out = _slots(), DeletionColumns()
+    if not found:
+        return out
+    compiled, made, keys, before, present, at, when = block.at(found)
+    last = [v if p else None
+            for v, p in zip(before[:, _offsets.S_OFFSET].tolist(), present, strict=True)]
+    for name, first, rest in (
+            ("group", block.names(keys[:, 0]), [d.group for d in made]),
+            ("topic", block.names(keys[:, s.topic]), [d.topic for d in made]),
+            ("partition", keys[:, s.partition].tolist(), [d.partition for d in made]),
+            ("last_offset", last, [d.last_offset for d in made]),
+            ("log_partition", [block.log_partition] * len(at),
+             [d.where.partition for d in made]),
+            ("log_offset", at, [d.where.offset for d in made]),
+            ("log_timestamp", when, [d.where.timestamp for d in made])):
+        setattr(out, name, spliced(compiled, first, rest))
+    return out
 
 
 class _State:
