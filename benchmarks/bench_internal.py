@@ -139,7 +139,9 @@ def command(*argv: str, code_dir: Path | None = None) -> tuple[float, float, flo
             [str(code_dir), *os.environ.get("PYTHONPATH", "").split(os.pathsep)])}
     before = os.times()
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env,
+    # ``python -c`` puts its working directory first on the path: the peer's runs start in its
+    # checkout, else the checkout the benchmark was started from would be timed twice
+    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env, cwd=code_dir,
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - t
     after = os.times()
@@ -149,15 +151,16 @@ def command(*argv: str, code_dir: Path | None = None) -> tuple[float, float, flo
     return seconds, cpu, int(proc.stderr.split()[-1]) / 1024
 
 
-def whole_offsets(root: Path, peer_code: Path | None = None) -> dict:
+def whole_offsets(root: Path, peer_code: Path | None = None, passes: int = PASSES) -> dict:
     """``offsets`` and, as the peer, ``scan --crc`` of the same bytes (the checked walk of
     every batch: what reading the log costs before any record is decoded), in turns, first
-    run and best of ``PASSES``; with ``peer_code``, that checkout's ``offsets`` too, in the
+    run and best of ``passes``; with ``peer_code``, that checkout's ``offsets`` too, in the
     same turns (the code before a change, on the same log and the same machine load)."""
+    root = root.absolute()  # the peer runs in its own checkout
     runs: dict[str, list[tuple[float, float, float]]] = {"offsets": [], "scan": []}
     if peer_code is not None:
         runs["peer offsets"] = []
-    for _ in range(PASSES):
+    for _ in range(passes):
         runs["offsets"].append(command("offsets", "-q", str(root)))
         if peer_code is not None:
             runs["peer offsets"].append(command("offsets", "-q", str(root),
@@ -181,6 +184,8 @@ def main() -> None:
                     help="another checkout (e.g. a git worktree of the code before a change, "
                          "its compiled modules built): its offsets timed in turns with this "
                          "one's")
+    ap.add_argument("--passes", type=int, default=PASSES,
+                    help="turns of the whole command (a loaded machine: fewer, each long)")
     ap.add_argument("--log", action="append", choices=[label for label, _, _ in LOGS],
                     help="only this log of the whole command (repeatable; default: all)")
     opts = ap.parse_args()
@@ -210,7 +215,7 @@ def main() -> None:
             continue
         root = internal_logs.log_dir("offsets", TOPICS["offsets"][1], opts.offsets_mib * MB,
                                      "fixture", move_on, steady)
-        r = results["offsets_1gib"][label] = whole_offsets(root, opts.peer_code)
+        r = results["offsets_1gib"][label] = whole_offsets(root, opts.peer_code, opts.passes)
         o, scan = r["offsets"], r["scan"]
         print(f"segtools offsets, {r['gib']:.2f} GiB of __consumer_offsets ({label}): "
               f"first {o['first_s']:.1f} s, best {o['best_s']:.1f} s = "

@@ -45,6 +45,14 @@ import numpy as np
 
 from segtools import fanout
 from segtools.analysis import _offsets
+from segtools.analysis.offsets_columns import (
+    ColumnSink,
+    DeletionColumns,
+    FoundColumns,
+    GroupDeletionColumns,
+    RegressionColumns,
+    spliced,
+)
 from segtools.analysis.partition_log import iter_chunks
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks
@@ -322,7 +330,7 @@ class AppliedCommit(NamedTuple):
     log_offset: int
     log_timestamp: int
     producer_id: int | None
-    marker_offset: int | None
+    marker_offset: int | None  # the marker's two fields stay last (see _Replayer._marker)
     marker_timestamp: int | None
 
 
@@ -519,6 +527,160 @@ def _last_of_each(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return rows[len(rows) - 1 - np.unique(keys[::-1], return_index=True)[1]]
 
 
+def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
+               group_deletions: list) -> None:
+    """``anomaly`` appended to the list of its kind."""
+    if isinstance(anomaly, OffsetRegression):
+        regressions.append(anomaly)
+    elif isinstance(anomaly, OffsetDeletion):
+        deletions.append(anomaly)
+    else:
+        group_deletions.append(anomaly)
+
+
+class _Found:
+    """A block's anomalies in the order found, for a :class:`ColumnSink`: those of the
+    compiled loop as their rows (with the group's state of their moment, which only the
+    Python rows' order gives), the others as the objects Python made; :meth:`columns` reads
+    the loop's from the block's arrays at once."""
+
+    def __init__(self) -> None:
+        self.regressions: list[int | OffsetRegression] = []  # a row of the loop's, or one made
+        self.states: list[str | None] = []  # the group's state of each of the loop's rows
+        self.generations: list[int | None] = []
+        self.deletions: list[int | OffsetDeletion] = []
+        self.group_deletions: list[GroupDeletion] = []
+
+    def __bool__(self) -> bool:
+        return bool(self.regressions or self.deletions or self.group_deletions)
+
+    def regressed(self, x: int, group_state: str | None, generation: int | None) -> None:
+        self.regressions.append(x)
+        self.states.append(group_state)
+        self.generations.append(generation)
+
+    def deleted(self, x: int) -> None:
+        self.deletions.append(x)
+
+    def add(self, anomaly: Anomaly) -> None:
+        _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
+
+    def columns(self, b: Block, left: _LeftToPython, offsets: np.ndarray, stamps: np.ndarray,
+                lp: int, texts: list[str]) -> FoundColumns:
+        """The anomalies as columns, and this accumulator emptied. ``offsets`` / ``stamps``:
+        the block's records' offsets and timestamps (where the loop's rows sit)."""
+        block = _BlockRows(b, left, offsets, stamps, lp, texts)
+        removed = self.group_deletions
+        out = FoundColumns(
+            _regression_columns(block, self.regressions, self.states, self.generations),
+            _deletion_columns(block, self.deletions),
+            GroupDeletionColumns([d.group for d in removed],
+                                 [d.where.partition for d in removed],
+                                 [d.where.offset for d in removed],
+                                 [d.where.timestamp for d in removed]))
+        self.regressions, self.states, self.generations = [], [], []
+        self.deletions, self.group_deletions = [], []
+        return out
+
+
+class _Rows(NamedTuple):
+    """Anomalies found in a block, split: which are the loop's rows (``compiled``, in the
+    order found), the objects Python made, and for the rows their decoded slots, their keys'
+    states before, whether each key held a commit, their offsets and timestamps."""
+
+    compiled: np.ndarray
+    made: list
+    keys: np.ndarray
+    before: np.ndarray
+    was_present: list[bool]
+    offsets: list[int]
+    stamps: list[int]
+
+
+class _BlockRows(NamedTuple):
+    """What the compiled loop's anomalies are read from: the block, what the loop left to
+    Python (with each changed key's state before), the records' offsets and timestamps, the
+    log partition and the interned strings."""
+
+    block: Block
+    left: _LeftToPython
+    offsets: np.ndarray
+    stamps: np.ndarray
+    log_partition: int
+    texts: list[str]
+
+    def at(self, found: list) -> _Rows:
+        """``found`` (rows of the loop's, or objects) split, the rows read."""
+        compiled = np.array([isinstance(e, int) for e in found], bool)
+        xs = np.array([e for e in found if isinstance(e, int)], np.int64)
+        rows = self.left.rows[xs]
+        return _Rows(compiled, [e for e in found if not isinstance(e, int)],
+                     self.block.vals[rows], self.left.previous[xs],
+                     [p != 0 for p in self.left.was_present[xs].tolist()],
+                     self.offsets[rows].tolist(), self.stamps[rows].tolist())
+
+    def names(self, codes: np.ndarray) -> list[str]:
+        texts = self.texts
+        return [texts[c] for c in codes.tolist()]
+
+
+def _regression_columns(block: _BlockRows, found: list, states: list, generations: list
+                        ) -> RegressionColumns:
+    """Regressions found by the loop (read from the block) and by Python (objects), in the
+    order found. A loop's regression is never transactional: it took effect when written."""
+    s, out = _slots(), RegressionColumns()
+    if not found:
+        return out
+    compiled, made, keys, before, _, at, when = block.at(found)
+    marked = before[:, _offsets.S_MARKER_OFFSET] != _offsets.NONE
+    took_effect = np.where(marked, before[:, _offsets.S_MARKER_TIMESTAMP],
+                           before[:, _offsets.S_LOG_TIMESTAMP])
+    currents = [r.current for r in made]
+    previous = [r.previous for r in made]
+    for name, first, rest in (
+            ("group", block.names(keys[:, 0]), [c.group for c in currents]),
+            ("topic", block.names(keys[:, s.topic]), [c.topic for c in currents]),
+            ("partition", keys[:, s.partition].tolist(), [c.partition for c in currents]),
+            ("previous_offset", before[:, _offsets.S_OFFSET].tolist(),
+             [p.offset for p in previous]),
+            ("offset", keys[:, s.offset].tolist(), [c.offset for c in currents]),
+            ("timestamp", when, [c.effective_timestamp for c in currents]),
+            ("previous_timestamp", took_effect.tolist(),
+             [p.effective_timestamp for p in previous]),
+            ("commit_timestamp", keys[:, s.commit_timestamp].tolist(),
+             [c.commit_timestamp for c in currents]),
+            ("group_state", states, [r.group_state for r in made]),
+            ("generation", generations, [r.generation for r in made]),
+            ("log_partition", [block.log_partition] * len(at),
+             [c.where.partition for c in currents]),
+            ("log_offset", at, [c.where.offset for c in currents]),
+            ("log_timestamp", when, [c.where.timestamp for c in currents])):
+        setattr(out, name, spliced(compiled, first, rest))
+    return out
+
+
+def _deletion_columns(block: _BlockRows, found: list) -> DeletionColumns:
+    """Deletions found by the loop (read from the block) and by Python (objects), in the
+    order found."""
+    s, out = _slots(), DeletionColumns()
+    if not found:
+        return out
+    compiled, made, keys, before, present, at, when = block.at(found)
+    last = [v if p else None
+            for v, p in zip(before[:, _offsets.S_OFFSET].tolist(), present, strict=True)]
+    for name, first, rest in (
+            ("group", block.names(keys[:, 0]), [d.group for d in made]),
+            ("topic", block.names(keys[:, s.topic]), [d.topic for d in made]),
+            ("partition", keys[:, s.partition].tolist(), [d.partition for d in made]),
+            ("last_offset", last, [d.last_offset for d in made]),
+            ("log_partition", [block.log_partition] * len(at),
+             [d.where.partition for d in made]),
+            ("log_offset", at, [d.where.offset for d in made]),
+            ("log_timestamp", when, [d.where.timestamp for d in made])):
+        setattr(out, name, spliced(compiled, first, rest))
+    return out
+
+
 class _State:
     """The applied commit of every key code (a group, topic and partition): integer columns
     in one array, metadata strings beside them, filled by the compiled loop
@@ -594,6 +756,8 @@ class _Replayer:
         self.history_topic = topic
         self.history_partition = partition
         self.sink = sink
+        # a sink that takes columns gets each block's anomalies at once
+        self._found = _Found() if isinstance(sink, ColumnSink) else None
         self.decoder = Decoder(consumer_offsets_family())
         self.slots = _slots()
         self.groups: dict[str, GroupState] = {}
@@ -684,14 +848,12 @@ class _Replayer:
                             else Location(lp, c.marker_offset, c.marker_timestamp))
 
     def _emit(self, anomaly: Anomaly) -> None:
-        if self.sink is not None:
+        if self._found is not None:
+            self._found.add(anomaly)
+        elif self.sink is not None:
             self.sink(anomaly)
-        elif isinstance(anomaly, OffsetRegression):
-            self.regressions.append(anomaly)
-        elif isinstance(anomaly, OffsetDeletion):
-            self.deletions.append(anomaly)
         else:
-            self.group_deletions.append(anomaly)
+            _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
 
     def _classic_state(self, g: GroupState) -> str:
         """:attr:`GroupState.state` of a classic group while its members are still bytes."""
@@ -772,6 +934,9 @@ class _Replayer:
         self._python_rows(b, left, act, keep, markers, gcode[rows].tolist(),
                           offsets[rows].tolist(), stamps[rows].tolist(), pids, lp, path,
                           first_row, pending, suspects)
+        if self._found:
+            self.sink.take(self._found.columns(b, left, offsets, stamps, lp,
+                                               self.decoder.texts))
 
     def _meet(self, b: Block, wanted: np.ndarray, plain: np.ndarray, lp: int) -> None:
         """The groups and commit keys a block holds for the first time, made known before the
@@ -857,7 +1022,8 @@ class _Replayer:
                                  vals[rows, s.member + 1], -1), True)
         scalars = vals[rows, s.scalar_slot[np.clip(rtype, 0, len(s.scalar_slot) - 1)]].tolist()
         vv = b.vver[rows].tolist()
-        metadata = iter(left.previous_metadata)
+        metadata = iter(left.previous_metadata)  # one per row the loop regressed or deleted
+        found = self._found
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
         for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
             if a == _MODERN:
@@ -866,10 +1032,19 @@ class _Replayer:
                        version >= 0, scalars[x], raws[x], version, members[x])
                 continue
             self._row = first_row + i
+            if found is not None and a == _REGRESSED:  # rendered from the block's columns
+                g = by_code[groups[x]]
+                found.regressed(x, self._classic_state(g) if g.kind == "classic" else None,
+                                g.generation)
+                continue
+            if found is not None and a == _DELETED:
+                found.deleted(x)
+                continue
             where = Location(lp, offs[x], times[x])
             if a in (_REGRESSED, _DELETED):  # applied by the compiled loop: report it
                 k = int(b.key_code[i])
-                before = state.unpack(left.previous[x].tolist(), next(metadata)) \
+                previous_metadata = next(metadata)
+                before = state.unpack(left.previous[x].tolist(), previous_metadata) \
                     if left.was_present[x] else None
                 if a == _DELETED:
                     self._deleted(k, by_code[groups[x]], before, where)
@@ -1050,7 +1225,9 @@ class _Replayer:
         """A COMMIT applies the producer's held commits, an ABORT discards them."""
         for k, c in pending.pop(pid, []):
             self._release(k)
-            decided = c._replace(marker_offset=where.offset, marker_timestamp=where.timestamp)
+            # the marker's fields are the commit's last two (a namedtuple's _replace costs
+            # more than the rest of a marker's work)
+            decided = AppliedCommit(*c[:-2], where.offset, where.timestamp)
             if commit:
                 self._apply(k, self._by_code[self._keys[k][0]], decided)
             elif self._keys[k][3]:

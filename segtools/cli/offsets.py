@@ -24,11 +24,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import sys
 import tempfile
 from typing import IO
+
+import numpy as np
 
 from segtools.analysis.offsets import (
     ABORTED,
@@ -42,6 +45,12 @@ from segtools.analysis.offsets import (
     OffsetRegression,
     OffsetsReplay,
     begin_replay,
+)
+from segtools.analysis.offsets_columns import (
+    DeletionColumns,
+    FoundColumns,
+    GroupDeletionColumns,
+    RegressionColumns,
 )
 from segtools.analysis.partition_log import live_partitions
 from segtools.cli import render
@@ -59,6 +68,7 @@ from segtools.cli.common import (
 from segtools.cli.render import finding_line
 from segtools.cli.table import Wrapping
 from segtools.errors import SegtoolsError
+from segtools.text import json_safe
 
 EXAMPLES = """examples:
   segtools offsets /var/kafka-logs
@@ -153,6 +163,33 @@ class Anomalies(contextlib.ExitStack):
             line = _deletion_line(anomaly, self.names)
         self._add("regressions" if isinstance(anomaly, OffsetRegression) else "deletions", line)
 
+    def take(self, found: FoundColumns) -> None:
+        """A block's anomalies at once (:class:`segtools.analysis.offsets_columns.ColumnSink`),
+        rendered from their columns: the same lines as :meth:`__call__` would make of their
+        objects, one by one."""
+        args, names = self.args, self.names
+        jsonl = args.format == "jsonl"
+        regressions, deletions = found.regressions, found.deletions
+        if regressions.group:
+            keep = _selected(regressions.topic, regressions.partition, args)
+            self._extend("regressions", (_regression_json_lines if jsonl else
+                                         _regression_lines)(regressions, names, keep))
+        if deletions.group:
+            keep = _selected(deletions.topic, deletions.partition, args)
+            self._extend("deletions", (_deletion_json_lines if jsonl else
+                                       _deletion_lines)(deletions, names, keep))
+        removed = found.group_deletions
+        if removed.group and (jsonl or args.topic is None):
+            self._extend("groups", (_group_deletion_json_lines if jsonl else
+                                    _group_deletion_lines)(removed, names))
+
+    def _extend(self, section: str, lines: list[str]) -> None:
+        pending = self.pending[section]
+        pending.extend(lines)
+        self.counts[section] += len(lines)
+        if len(pending) >= SPOOL_LINES:
+            self._flush(section)
+
     def _add(self, section: str, line: str) -> None:
         pending = self.pending[section]
         pending.append(line)
@@ -205,11 +242,29 @@ class Anomalies(contextlib.ExitStack):
 
 
 class _Names:
-    """Groups' and topic-partitions' terminal-safe text, made once per name."""
+    """Groups' and topic-partitions' terminal-safe text, and names as JSON strings, made once
+    per name."""
 
     def __init__(self) -> None:
         self._groups: dict[str, str] = {}
         self._partitions: dict[tuple[str, int], str] = {}
+        self._json: dict[str, tuple[str | None, str]] = {}
+
+    def json(self, name: str) -> tuple[str | None, str]:
+        """``name`` as :func:`render.dumps` writes it inside an object: as UTF-8 text (None
+        when it holds a lone surrogate: then the whole object is written in ASCII) and in
+        ASCII escapes."""
+        text = self._json.get(name)
+        if text is None:
+            raw = json.dumps(name, ensure_ascii=False)
+            try:
+                raw.encode("utf-8")
+            except UnicodeEncodeError:
+                utf8 = None
+            else:
+                utf8 = json_safe(raw)
+            text = self._json[name] = (utf8, json.dumps(name))
+        return text
 
     def group(self, group: str) -> str:
         text = self._groups.get(group)
@@ -352,6 +407,121 @@ def _deletion_line(d: OffsetDeletion, names: _Names) -> str:
     return (f"  {render.human_time(d.where.timestamp)}  {names.group(d.group)}  "
             f"{names.partition(d.topic, d.partition)} (was {d.last_offset})  "
             f"{_where(d.where)}")
+
+
+#: The last millisecond :func:`render.human_time` shows as a date (9999-12-31T23:59:59.999).
+_LAST_MS = 253402300799999
+
+
+def _human_times(ms: list[int]) -> list[str]:
+    """:func:`render.human_time` of many moments at once (numpy writes the dates)."""
+    moments = np.array(ms, np.int64)
+    dates = np.datetime_as_string(np.clip(moments, 0, _LAST_MS).astype("datetime64[ms]"),
+                                  unit="ms")
+    out = [f"{d}Z" for d in dates.tolist()]
+    for i in np.flatnonzero(moments < 0).tolist():
+        out[i] = "-"
+    for i in np.flatnonzero(moments > _LAST_MS).tolist():
+        out[i] = "out-of-range"
+    return out
+
+
+def _selected(topics: list[str], partitions: list[int], args) -> list[bool] | None:
+    """Which anomalies ``--topic``/``--partition`` select (None: all)."""
+    if args.topic is None:
+        return None
+    return [_tp_matches(t, p, args) for t, p in zip(topics, partitions, strict=True)]
+
+
+def _kept(rows, keep: list[bool] | None):
+    return rows if keep is None else (row for row, k in zip(rows, keep, strict=True) if k)
+
+
+def _regression_lines(c: RegressionColumns, names: _Names, keep: list[bool] | None
+                      ) -> list[str]:
+    """:func:`_regression_line` of each regression."""
+    group, part = names.group, names.partition
+    return [f"  {when}  {group(g)}  {part(t, p)}: {before} -> {offset} ({offset - before})"
+            f"{f'; group {state}, generation {generation}' if state else ''}  "
+            f"[{CONSUMER_OFFSETS_TOPIC}-{lp} @{lo}]"
+            for when, g, t, p, before, offset, state, generation, lp, lo in _kept(zip(
+                _human_times(c.timestamp), c.group, c.topic, c.partition, c.previous_offset,
+                c.offset, c.group_state, c.generation, c.log_partition, c.log_offset,
+                strict=True), keep)]
+
+
+def _deletion_lines(c: DeletionColumns, names: _Names, keep: list[bool] | None) -> list[str]:
+    """:func:`_deletion_line` of each deletion."""
+    group, part = names.group, names.partition
+    return [f"  {when}  {group(g)}  {part(t, p)} (was {last})  "
+            f"[{CONSUMER_OFFSETS_TOPIC}-{lp} @{lo}]"
+            for when, g, t, p, last, lp, lo in _kept(zip(
+                _human_times(c.log_timestamp), c.group, c.topic, c.partition, c.last_offset,
+                c.log_partition, c.log_offset, strict=True), keep)]
+
+
+def _group_deletion_lines(c: GroupDeletionColumns, names: _Names) -> list[str]:
+    group = names.group
+    return [f"  {when}  {group(g)}  [{CONSUMER_OFFSETS_TOPIC}-{lp} @{lo}]"
+            for when, g, lp, lo in zip(_human_times(c.log_timestamp), c.group,
+                                       c.log_partition, c.log_offset, strict=True)]
+
+
+def _json_names(names: _Names, *texts: str) -> tuple[str, ...]:
+    """Names as JSON strings the way :func:`render.dumps` writes one object holding them
+    all: UTF-8 unless one of them holds a lone surrogate, then all in ASCII escapes."""
+    both = [names.json(t) for t in texts]
+    if all(utf8 is not None for utf8, _ in both):
+        return tuple(utf8 for utf8, _ in both)
+    return tuple(ascii_ for _, ascii_ in both)
+
+
+def _json_number(value: int | None) -> str:
+    return "null" if value is None else str(value)
+
+
+def _regression_json_lines(c: RegressionColumns, names: _Names, keep: list[bool] | None
+                           ) -> list[str]:
+    """:meth:`OffsetRegression.to_json` of each regression, as :func:`render.dumps` writes
+    it."""
+    out = []
+    for (g, t, p, before, offset, when, previous, committed, state, generation, lp, lo,
+         stamp) in _kept(zip(c.group, c.topic, c.partition, c.previous_offset, c.offset,
+                             c.timestamp, c.previous_timestamp, c.commit_timestamp,
+                             c.group_state, c.generation, c.log_partition, c.log_offset,
+                             c.log_timestamp, strict=True), keep):
+        group, topic = _json_names(names, g, t)
+        out.append(f'{{"type":"offset_regression","group":{group},"topic":{topic},'
+                   f'"partition":{p},"previous_offset":{before},"offset":{offset},'
+                   f'"delta":{offset - before},"timestamp":{when},'
+                   f'"previous_timestamp":{previous},"commit_timestamp":{committed},'
+                   f'"group_state":{"null" if state is None else names.json(state)[1]},'
+                   f'"generation":{_json_number(generation)},'
+                   f'"log_partition":{lp},"log_offset":{lo},"log_timestamp":{stamp}}}')
+    return out
+
+
+def _deletion_json_lines(c: DeletionColumns, names: _Names, keep: list[bool] | None
+                         ) -> list[str]:
+    """:meth:`OffsetDeletion.to_json` of each deletion, as :func:`render.dumps` writes it."""
+    out = []
+    for g, t, p, last, lp, lo, stamp in _kept(zip(
+            c.group, c.topic, c.partition, c.last_offset, c.log_partition, c.log_offset,
+            c.log_timestamp, strict=True), keep):
+        group, topic = _json_names(names, g, t)
+        out.append(f'{{"type":"offset_deleted","group":{group},"topic":{topic},'
+                   f'"partition":{p},"last_offset":{_json_number(last)},"timestamp":{stamp},'
+                   f'"log_partition":{lp},"log_offset":{lo},"log_timestamp":{stamp}}}')
+    return out
+
+
+def _group_deletion_json_lines(c: GroupDeletionColumns, names: _Names) -> list[str]:
+    """:meth:`GroupDeletion.to_json` of each removed group, as :func:`render.dumps` writes
+    it."""
+    return [f'{{"type":"group_deleted","group":{_json_names(names, g)[0]},"timestamp":{stamp},'
+            f'"log_partition":{lp},"log_offset":{lo},"log_timestamp":{stamp}}}'
+            for g, lp, lo, stamp in zip(c.group, c.log_partition, c.log_offset,
+                                         c.log_timestamp, strict=True)]
 
 
 def write_text(replay: OffsetsReplay, anomalies: Anomalies, args, out) -> None:

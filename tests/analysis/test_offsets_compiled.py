@@ -286,3 +286,23 @@ def test_each_rule_of_the_fold(case, monkeypatch, tmp_path):
     folds = _counting_folds(monkeypatch, rows)
     assert (_replayed(tmp_path), _groups_json(tmp_path)) == expected
     assert sum(folds) or case == "held commit's regression", "nothing was folded"
+
+
+def test_a_regression_after_a_tombstone_of_an_absent_key_keeps_its_previous_metadata(
+        tmp_path, monkeypatch):
+    """The loop hands back what each key it regressed or deleted held before, one per such
+    row; a tombstone of a key that held nothing has no metadata to read, and the regression
+    after it in the same block still reads its own key's (it read the tombstone's None)."""
+    def commit(partition: int, offset: int | None, metadata: str) -> tuple:
+        return (_key_bytes(1, "g", partition=partition), None if offset is None else
+                _value_bytes(1, {"offset": offset, "metadata": metadata,
+                                 "commitTimestamp": 1_700_000_000_000}))
+
+    write_partition(tmp_path, "__consumer_offsets-0", [
+        records_batch([commit(0, 10, "first")], base_offset=0, timestamp=1_700_000_000_000),
+        records_batch([commit(1, None, ""), commit(0, 5, "second")], base_offset=1,
+                      timestamp=1_700_000_001_000)])
+    compiled = replay_offsets(partitions_of([tmp_path], "__consumer_offsets"))
+    assert [r.previous.metadata for r in compiled.regressions] == ["first"]
+    _python_only(monkeypatch)
+    assert replay_offsets(partitions_of([tmp_path], "__consumer_offsets")) == compiled
