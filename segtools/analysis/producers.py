@@ -138,7 +138,10 @@ class ProducerBatching:
                else f"producer {self.producer_id} epoch {self.producer_epoch}")
         return f"{self.topic}-{self.partition} {who}"
 
-    def to_json(self) -> dict:
+    def to_json(self, *, rate: bool = True) -> dict:
+        """The figures as JSON; ``rate``: with the rate over time (``segtools producers``
+        prints it; the report's page does not draw it, and it is most of a busy producer's
+        bytes)."""
         rpb = self.records_per_batch
         r50, r90, r99 = quantiles(rpb, (0.5, 0.9, 0.99))
         s50, s90 = quantiles(self.sizes, (0.5, 0.9))
@@ -158,9 +161,10 @@ class ProducerBatching:
             "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
             "peak_batches_per_minute": max(self.per_minute.values()) if self.per_minute
             else 0,
-            "rate": {"bucket_ms": self.rate.width_ms,
-                     "batches": {str(k): v for k, v in sorted(self.rate.batches.items())},
-                     "records": {str(k): v for k, v in sorted(self.rate.records.items())}},
+            **({"rate": {"bucket_ms": self.rate.width_ms,
+                         "batches": {str(k): v for k, v in sorted(self.rate.batches.items())},
+                         "records": {str(k): v for k, v in sorted(self.rate.records.items())}}}
+               if rate else {}),
             "verdict": self.verdict, "ceiling_bytes": self.ceiling, "linger_ms": self.linger_ms,
             "recompressed_ratio": self.recompressed}
 

@@ -568,8 +568,7 @@ def _producers(pp, budget: Budget, left_out: Counter) -> dict:
         left_out["producers not listed (busiest first)"] += len(groups) - budget.producers
     # the per-second rate histogram is for `segtools producers --format json`: the page
     # does not draw it, and it is most of a busy producer's bytes
-    return {"producers": [{k: v for k, v in g.to_json().items() if k != "rate"}
-                          for g in groups[:budget.producers]],
+    return {"producers": [g.to_json(rate=False) for g in groups[:budget.producers]],
             "events": [e.to_json() for e in pp.events if e.kind != "wrap"][:budget.producers]}
 
 

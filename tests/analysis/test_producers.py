@@ -174,3 +174,16 @@ def test_recompression_reads_no_held_segment_again(monkeypatch):
     assert opened == []
     assert prod.recompression_gain(pdir, -1) == want
     assert opened
+
+
+def test_figures_without_the_rate_are_the_figures_less_the_rate():
+    """The report's page leaves out the rate over time: asked without it, a producer's JSON
+    is the whole JSON less that key, in the same order."""
+    results = segtools.producers(FIXTURES / "logdirs" / "producers")
+    groups = [g for r in results for g in r.producers.values()]
+    assert groups
+    for g in groups:
+        whole = g.to_json()
+        assert "rate" in whole
+        shown = g.to_json(rate=False)
+        assert list(shown.items()) == [(k, v) for k, v in whole.items() if k != "rate"]
