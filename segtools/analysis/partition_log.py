@@ -119,11 +119,13 @@ def iter_tables(partition: PartitionDir, findings: list[Finding], *,
     """Shallow: the batch table of every live segment, oldest first, a chunk at a time. The
     segment stays open while its chunk is being consumed (callers may decode its records)."""
     for files in partition.segments:
-        yield from _segment_tables(files, findings, verify_crc, limit)
+        yield from segment_tables(files, findings, verify_crc=verify_crc, limit=limit)
 
 
-def _segment_tables(files: SegmentFiles, findings: list[Finding], verify_crc: bool,
-                    limit: int) -> Iterator[tuple[Segment, SegmentFiles, BatchTable]]:
+def segment_tables(files: SegmentFiles, findings: list[Finding], *, verify_crc: bool = True,
+                   limit: int = DEFAULT_DECOMPRESS_LIMIT
+                   ) -> Iterator[tuple[Segment, SegmentFiles, BatchTable]]:
+    """:func:`iter_tables` for one segment of the partition."""
     try:
         segment = Segment.open(files, decompress_limit=limit)
     except SegtoolsError as e:
@@ -167,7 +169,8 @@ def fold_tables(partition: PartitionDir, folds: Sequence[TableFold], *,
             for fold in folds:
                 fold.take(None, files, table)
             continue
-        for segment, _, table in _segment_tables(files, met, verify_crc, limit):
+        for segment, _, table in segment_tables(files, met, verify_crc=verify_crc,
+                                                limit=limit):
             for fold in folds:
                 fold.findings.extend(met)
                 fold.take(segment, files, table)

@@ -27,10 +27,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from segtools.analysis import _batching
-from segtools.analysis.partition_log import TableFold, fold_tables, iter_records, iter_tables
+from segtools.analysis.partition_log import TableFold, fold_tables, iter_records, segment_tables
 from segtools.analysis.producer_state import FOLD_ROWS, ProducerStateFold, Transaction
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
+from segtools.decode.chunks import Chunk, decode
+from segtools.decode.source import BufferSource
 from segtools.decode.table import BatchTable, codec_label
+from segtools.decode.walk import whole_table
 from segtools.findings import Finding, finding
 from segtools.formats.batch import RECORD_BATCH_OVERHEAD
 from segtools.storage.partition import PartitionDir
@@ -135,7 +138,10 @@ class ProducerBatching:
                else f"producer {self.producer_id} epoch {self.producer_epoch}")
         return f"{self.topic}-{self.partition} {who}"
 
-    def to_json(self) -> dict:
+    def to_json(self, *, rate: bool = True) -> dict:
+        """The figures as JSON; ``rate``: with the rate over time (``segtools producers``
+        prints it; the report's page does not draw it, and it is most of a busy producer's
+        bytes)."""
         rpb = self.records_per_batch
         r50, r90, r99 = quantiles(rpb, (0.5, 0.9, 0.99))
         s50, s90 = quantiles(self.sizes, (0.5, 0.9))
@@ -155,9 +161,10 @@ class ProducerBatching:
             "first_timestamp": self.first_timestamp, "last_timestamp": self.last_timestamp,
             "peak_batches_per_minute": max(self.per_minute.values()) if self.per_minute
             else 0,
-            "rate": {"bucket_ms": self.rate.width_ms,
-                     "batches": {str(k): v for k, v in sorted(self.rate.batches.items())},
-                     "records": {str(k): v for k, v in sorted(self.rate.records.items())}},
+            **({"rate": {"bucket_ms": self.rate.width_ms,
+                         "batches": {str(k): v for k, v in sorted(self.rate.batches.items())},
+                         "records": {str(k): v for k, v in sorted(self.rate.records.items())}}}
+               if rate else {}),
             "verdict": self.verdict, "ceiling_bytes": self.ceiling, "linger_ms": self.linger_ms,
             "recompressed_ratio": self.recompressed}
 
@@ -611,7 +618,7 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
     for g in out.producers.values():
         _classify(g)
         if measure_codec and g.verdict == "unbatched" and g.batches >= 10:
-            g.recompressed = recompression_gain(partition, g.producer_id)
+            g.recompressed = recompression_gain(partition, g.producer_id, held=held)
     out.finish()
     return out
 
@@ -682,33 +689,52 @@ def likely_duplicates(partition: PartitionDir, *, window_ms: int = 120_000,
     return found
 
 
-def _sampled_values(partition: PartitionDir, producer_id: int, sample: int) -> list[bytes]:
+def _sampled_values(partition: PartitionDir, producer_id: int, sample: int,
+                    held: Mapping[str, bytes] | None = None) -> list[bytes]:
     """The first ``sample`` non-empty values of one producer's data batches, in log order.
     Read as record columns, each value sliced from its span: a broker's producers write
     small records, and a :class:`~segtools.model.Record` (its batch, headers and control
-    key built) per value cost ten times the value itself."""
+    key built) per value cost ten times the value itself. ``held``: small segments' bytes
+    already read (by ``.log`` path), decoded where they are instead of read again."""
     values: list[bytes] = []
-    findings: list[Finding] = []
-    for segment, _, table in iter_tables(partition, findings):
-        mine = table.take(~table.is_control & (table.producer_id == producer_id))
-        for chunk in segment.records(mine):
-            cols = chunk.columns
-            in_order = np.argsort(cols.batch, kind="stable")  # batch by batch, as written
-            for i in in_order[cols.value_len[in_order] > 0].tolist():
-                values.append(cols.value(i))
-                if len(values) >= sample:
-                    return values
+    for chunk in _producer_chunks(partition, producer_id, held or {}):
+        cols = chunk.columns
+        in_order = np.argsort(cols.batch, kind="stable")  # batch by batch, as written
+        for i in in_order[cols.value_len[in_order] > 0].tolist():
+            values.append(cols.value(i))
+            if len(values) >= sample:
+                return values
     return values
 
 
+def _producer_chunks(partition: PartitionDir, producer_id: int, held: Mapping[str, bytes]
+                     ) -> Iterator[Chunk]:
+    """The records of one producer's data batches, segment by segment in log order: a
+    segment whose bytes are ``held`` and walk cleanly is decoded from them (the walk of the
+    file would give the same table), any other is opened and walked as before."""
+    findings: list[Finding] = []
+    for files in partition.segments:
+        data = held.get(str(files.log))
+        table = None if data is None else whole_table(data, verify_crc=False)
+        if table is not None:
+            mine = table.take(~table.is_control & (table.producer_id == producer_id))
+            yield from decode(BufferSource(data), mine, path=str(files.log))
+            continue
+        for segment, _, table in segment_tables(files, findings):
+            mine = table.take(~table.is_control & (table.producer_id == producer_id))
+            yield from segment.records(mine)
+
+
 def recompression_gain(partition: PartitionDir, producer_id: int, *, sample: int = 2000,
-                       batch_bytes: int = DEFAULT_BATCH_SIZE) -> float | None:
+                       batch_bytes: int = DEFAULT_BATCH_SIZE,
+                       held: Mapping[str, bytes] | None = None) -> float | None:
     """How much smaller a sample of this producer's values gets when compressed in batches of
     ``batch_bytes`` rather than one record at a time (zstd, measured): the codec's gain on
-    larger inputs. None when there is nothing to sample."""
+    larger inputs. None when there is nothing to sample. ``held``: as
+    :func:`_sampled_values`."""
     import zstandard
 
-    values = _sampled_values(partition, producer_id, sample)
+    values = _sampled_values(partition, producer_id, sample, held)
     if not values:
         return None
     c = zstandard.ZstdCompressor(level=3)

@@ -656,14 +656,19 @@ def _packed_runs(source: Source, run: BatchTable, path: str, limit: int, layout:
                                   layout)
         return _remap(chunk, part, rows, start, errors, path, layout)
 
+    # each batch's place and codec as Python ints, computed once: ``run.end`` and
+    # ``run.codec`` are derived columns, and asking them per batch made the loop quadratic
+    # in the run's length (a run of one-record compressed batches is a whole table chunk)
+    positions, ends_at = run.position.tolist(), run.end.tolist()
+    codecs = [Compression(c) for c in run.codec.tolist()]
     for j in range(len(run)):
-        position, end = int(run.position[j]), int(run.end[j])
+        position, end = positions[j], ends_at[j]
         data, base, avail = source.window(position, end, keep=True)
         if avail < end:
             yield _lost(flush(j), run, j, path)
             return
         payload = memoryview(data)[position - base + v2.RECORD_BATCH_OVERHEAD:end - base]
-        codec = Compression(int(run.codec[j]))
+        codec = codecs[j]
         try:
             n = decompress_into(codec, payload, memoryview(buf)[used:], limit=limit)
             if n is None:  # the buffer is full: hand out what it holds, then try a fresh one

@@ -399,22 +399,50 @@ def table(source: Source, start: int = 0, end: int | None = None, **kw
     return BatchTable.concat(tables), tuple(findings)
 
 
+#: Rows a small segment's table is first walked into. A broker's small segments hold a few
+#: to a few tens of batches: a table this small is kept as the kernel filled it (the rows left
+#: over cost little), where one sized for the file's bytes (a row per 61 bytes) was then cut
+#: and copied column by column; a segment of more batches is walked again at that size.
+FIRST_ROWS = 64
+
+
 def whole_table(data: bytes, *, verify_crc: bool = True) -> BatchTable | None:
     """The batch table of a segment held whole in memory (a small file read in one call), or
     None when its walk would have anything to say (an event, a torn or zero tail, a CRC
     mismatch, a compressed legacy wrapper): :func:`walk` then reads it and names it. For a
     broker's many small segments the kernel is most of the work here, not a generator's
     per-window bookkeeping; a clean segment's table is the one :func:`walk` gives."""
-    n = len(data)
     # room for v2 batches (61 bytes at least): a log of smaller v0/v1 messages fills it and
-    # takes the ordinary walk; room for the first event only, which already says "walk"
-    arrays = allocate(max(1, min(TABLE_ROWS, n // v2.RECORD_BATCH_OVERHEAD + 1)))
+    # takes the ordinary walk
+    most = max(1, min(TABLE_ROWS, len(data) // v2.RECORD_BATCH_OVERHEAD + 1))
+    if most > FIRST_ROWS:
+        arrays, rows, stop = _walk_whole(data, FIRST_ROWS, verify_crc)
+        if stop == _walk.STOP_END:
+            return _clean(BatchTable(**{name: column[:rows] for name, column in arrays.items()}),
+                          verify_crc)
+        if stop != _walk.STOP_FULL:
+            return None
+    arrays, rows, stop = _walk_whole(data, most, verify_crc)
+    if stop != _walk.STOP_END:
+        return None
+    return _clean(BatchTable.from_columns(arrays, rows), verify_crc)
+
+
+def _walk_whole(data: bytes, capacity: int, verify_crc: bool
+                ) -> tuple[dict[str, np.ndarray], int, int]:
+    """The kernel over all of ``data`` into a table of ``capacity`` rows, with room for the
+    first event only (which already says "walk"): the columns, the rows written and why it
+    stopped (an event stops it as the table's end does not: ``STOP_EVENTS_FULL``)."""
+    n = len(data)
+    arrays = allocate(capacity)
     events = {k: np.empty(3, t) for k, t in _EVENT_COLUMNS.items()}
     rows, nev, _, stop = _walk.walk(data, 0, 0, n, n, n, verify_crc, BIG_BATCH,
                                     _walk.Columns(arrays), 0, _walk.Events(events), 0)
-    if nev or stop != _walk.STOP_END:
-        return None
-    table = BatchTable.from_columns(arrays, rows)
+    return arrays, rows, _walk.STOP_EVENTS_FULL if nev else stop
+
+
+def _clean(table: BatchTable, verify_crc: bool) -> BatchTable | None:
+    """``table``, unless a CRC it checked did not match."""
     if verify_crc and (table.crc_valid == 0).any():
         return None
     return table

@@ -17,6 +17,7 @@ from segtools.analysis import producers as prod
 from segtools.analysis.partition_log import iter_records, iter_tables
 from segtools.cli.main import main
 from segtools.fetch.columns import batch_table
+from segtools.storage.segment import Segment
 from tests.fixtures_manifest import FIXTURES
 
 TREE = FIXTURES / "logdirs" / "producers"
@@ -150,3 +151,39 @@ def test_recompression_sample_is_the_records_values(tree):
                 if lr.record.value]
             for sample in (3, 2000):
                 assert prod._sampled_values(pdir, pid, sample) == want[:sample], (pdir, pid)
+                assert prod._sampled_values(pdir, pid, sample, _held(pdir)) == \
+                    want[:sample], (pdir, pid)
+
+
+def _held(pdir) -> dict[str, bytes]:
+    """Every segment's bytes, as verify's reading hands them over."""
+    return {str(files.log): files.log.read_bytes() for files in pdir.segments}
+
+
+def test_recompression_reads_no_held_segment_again(monkeypatch):
+    """The report's worker hands the producers analysis the bytes verify read: sampling the
+    values of a producer decodes them where they are, and opens no segment."""
+    pdir = next(p.directory for p in segtools.open(FIXTURES / "logdirs" / "sample").partitions()
+                if prod.recompression_gain(p.directory, -1) is not None)
+    want = prod.recompression_gain(pdir, -1)
+    opened = []
+    real = Segment.open.__func__
+    monkeypatch.setattr(Segment, "open",
+                        classmethod(lambda cls, *a, **k: opened.append(a) or real(cls, *a, **k)))
+    assert prod.recompression_gain(pdir, -1, held=_held(pdir)) == want
+    assert opened == []
+    assert prod.recompression_gain(pdir, -1) == want
+    assert opened
+
+
+def test_figures_without_the_rate_are_the_figures_less_the_rate():
+    """The report's page leaves out the rate over time: asked without it, a producer's JSON
+    is the whole JSON less that key, in the same order."""
+    results = segtools.producers(FIXTURES / "logdirs" / "producers")
+    groups = [g for r in results for g in r.producers.values()]
+    assert groups
+    for g in groups:
+        whole = g.to_json()
+        assert "rate" in whole
+        shown = g.to_json(rate=False)
+        assert list(shown.items()) == [(k, v) for k, v in whole.items() if k != "rate"]

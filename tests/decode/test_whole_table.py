@@ -9,7 +9,7 @@ import pytest
 
 from segtools.decode.source import BufferSource
 from segtools.decode.table import COLUMNS
-from segtools.decode.walk import table, whole_table
+from segtools.decode.walk import FIRST_ROWS, table, whole_table
 from tests.fixtures_manifest import FIXTURES
 
 LOGS = sorted(p for p in (FIXTURES / "logdirs").rglob("*.log")
@@ -44,5 +44,24 @@ def test_a_damaged_segment_steps_aside():
     assert whole_table(data + bytes(30)) is None  # zero tail
     flipped = bytearray(data)
     flipped[70] ^= 0xFF  # inside the first batch's CRC coverage
+    assert whole_table(bytes(flipped)) is None
+    assert whole_table(bytes(flipped), verify_crc=False) is not None
+
+
+def test_more_batches_than_the_first_table_holds():
+    """A segment of more batches than :data:`FIRST_ROWS` is walked again into a table sized
+    for its bytes: the same table as the walk's, and a torn tail or a bad CRC past the first
+    table's rows still steps aside."""
+    path = max(LOGS, key=lambda p: len(table(BufferSource(p.read_bytes()))[0])
+               if whole_table(p.read_bytes()) is not None else 0)
+    data = path.read_bytes()
+    walked, _ = table(BufferSource(data), path=str(path))
+    assert len(walked) > FIRST_ROWS
+    whole = whole_table(data)
+    for name in COLUMNS:
+        assert np.array_equal(getattr(whole, name), getattr(walked, name)), (path, name)
+    assert whole_table(data[:-5]) is None
+    flipped = bytearray(data)
+    flipped[int(walked.position[-1]) + 70] ^= 0xFF  # inside the last batch's CRC coverage
     assert whole_table(bytes(flipped)) is None
     assert whole_table(bytes(flipped), verify_crc=False) is not None
