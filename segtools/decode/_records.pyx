@@ -298,10 +298,11 @@ def arrow_v2(const uint8_t[::1] buf, const int64_t[::1] starts, const int64_t[::
     steps must not overlap in time).
 
     With ``crc`` and ``crc_valid`` (the batches' stored CRCs and their check, one per batch),
-    a batch whose check is ``CRC_PENDING`` is checked here, just before its records are
-    decoded: its bytes are read from memory once, for both (``ensureValid``'s CRC-32C from
-    the attributes to the end: the 40 bytes before ``starts[b]`` and the records). 1 when it
-    matches, else 0."""
+    a batch whose check is ``CRC_PENDING`` is checked here, a slice (``CRC_SLICE``) ahead of
+    the records being decoded, then to its end: its bytes are read from memory once, for
+    both (``ensureValid``'s CRC-32C from the attributes to the end: the 40 bytes before
+    ``starts[b]`` and the records, whatever the records turn out to be). 1 when it matches,
+    else 0."""
     cdef const uint8_t *data = &buf[0] if buf.shape[0] else NULL
     cdef int64_t size = buf.shape[0]
     cdef bint headers = out_headers_pos.shape[0] > 0
