@@ -48,8 +48,8 @@ def heap(n: int) -> np.ndarray:
     hands out again once a block of about the same size is let go, within a read and from
     one read to the next. For a process that reads task after task (a Spark worker): its
     reads' blocks would otherwise be fresh anonymous pages each time, and faulting them in
-    and unmapping them took about 40 % of a worker's CPU for one-record batches
-    (docs/performance.md, "Spark"). Slices of the array refer back to it, as
+    and unmapping them took half of a read's CPU for one-record batches, a quarter of a
+    Spark worker's (docs/performance.md, "Spark"). Slices of the array refer back to it, as
     :class:`~segtools.decode.buffers.BufferPool` needs."""
     return np.empty(n, np.uint8)
 

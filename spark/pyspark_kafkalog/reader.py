@@ -41,10 +41,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("pyspark_kafkalog")
 
 #: The payload decoder, its columns and the schemas' sources load only for a read with
-#: ``decode``: every
-#: Python process that unpickles a reader (the driver's planner, each executor's Python
-#: worker as it starts) would otherwise import them for nothing: 15 ms of CPU there, a
-#: seventh of the source's own imports (docs/spark.md, "The first query").
+#: ``decode``: every Python process that unpickles a reader (the driver's planner, each
+#: executor's Python worker as it starts) would otherwise import them for nothing: 15 ms of
+#: CPU there for the decoder and the sources, a seventh of the source's own imports, and
+#: about as much for the columns (docs/spark.md, "The first query").
 _decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
 _sources = lazy_loader.load("segtools.payloads.sources", suppress_warning=True)
 _columns = lazy_loader.load("segtools.payloads.columns", suppress_warning=True)

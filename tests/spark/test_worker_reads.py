@@ -58,7 +58,7 @@ def partition(tmp_path_factory) -> Path:
 def test_a_reused_worker_reads_its_next_task_into_memory_it_already_has(partition):
     """Each task's record columns were cut from fresh anonymous mappings, unmapped when the
     task ended: a worker faulted in a page for nearly every 4 KiB of values it handed Spark,
-    on every count (about 40 % of its CPU for one-record batches). The blocks now come from
+    on every count (a quarter of its CPU for one-record batches). The blocks now come from
     the C heap, which keeps them for the next task: after the first read, a read faults in
     fewer pages than half of those its values fill (about a third here; 1.1 times as many
     before)."""
