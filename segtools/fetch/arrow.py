@@ -43,6 +43,17 @@ def memory(n: int) -> np.ndarray:
     return np.frombuffer(buf, dtype=np.uint8, count=n, offset=-buf.address % _PAGE)
 
 
+def heap(n: int) -> np.ndarray:
+    """``n`` bytes from the C heap (uninitialised): memory that the C allocator keeps and
+    hands out again once a block of about the same size is let go, within a read and from
+    one read to the next. For a process that reads task after task (a Spark worker): its
+    reads' blocks would otherwise be fresh anonymous pages each time, and faulting them in
+    and unmapping them took half of a read's CPU for one-record batches, a quarter of a
+    Spark worker's (docs/performance.md, "Spark"). Slices of the array refer back to it, as
+    :class:`~segtools.decode.buffers.BufferPool` needs."""
+    return np.empty(n, np.uint8)
+
+
 def conform(array: pa.Array, target: pa.DataType) -> pa.Array:
     """The array in the type Spark expects (a user schema may say ``long`` for an int)."""
     return array if array.type == target else array.cast(target)

@@ -24,7 +24,7 @@ import pyarrow as pa
 from segtools import fanout
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, walk
-from segtools.decode.buffers import BufferPool
+from segtools.decode.buffers import BufferPool, aligned
 from segtools.decode.chunks import ArrowColumns, Chunk, Layout, view_lengths
 from segtools.decode.source import Source
 from segtools.decode.table import CODEC_LABELS, BatchTable, codec_label
@@ -107,13 +107,20 @@ class Scan:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
-def read(pieces: Iterable[ByteRange], scan: Scan, report: Report) -> Iterator[pa.RecordBatch]:
-    """All Arrow batches of the given ranges, in order."""
+def read(pieces: Iterable[ByteRange], scan: Scan, report: Report,
+         blocks: Callable[[int], np.ndarray] = aligned) -> Iterator[pa.RecordBatch]:
+    """All Arrow batches of the given ranges, in order.
+
+    ``blocks`` makes the blocks record columns are cut from: fresh anonymous mappings by
+    default, handed back to the system as soon as the read lets go of them, so that a long
+    stream's peak memory stays flat. A process that runs one short read after another (a
+    Spark worker, a task at a time) passes :func:`arrow.heap` instead: each read's pool is
+    new, and fresh pages cost it more than the copying into them (see ``heap``)."""
     if scan.level is Level.SEGMENTS:
         yield from _segment_rows(list(pieces), scan, report)
         return
-    pool = BufferPool(ARROW_BLOCK)
-    ahead = BufferPool(ARROW_BLOCK)  # for the records decoded beside the walk
+    pool = BufferPool(ARROW_BLOCK, allocate=blocks)
+    ahead = BufferPool(ARROW_BLOCK, allocate=blocks)  # for the records decoded beside the walk
     # the buffers of ``pread`` windows (a live segment, or any under a restored page cache),
     # kept across segments and, through Arrow's allocator, across reads. Not the column
     # blocks: the allocator keeps every block a consumer held at once resident after it is

@@ -21,15 +21,25 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import lazy_loader
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.fetch import arguments
 from segtools.fetch.arguments import EARLIEST, LATEST, ArgumentError, PartitionMap
 from segtools.fetch.columns import Level
 from segtools.sensitive import uri_credentials, without_credentials
-from segtools.storage.gentle import PageCacheMode
-from segtools.storage.throttle import parse_rate
+
+if TYPE_CHECKING:
+    from segtools.storage.gentle import PageCacheMode
+
+#: The gentle settings' modules (with ``multiprocessing`` and ``ctypes`` behind them) load
+#: when ``pageCache`` or ``maxReadRate`` is given: the planner that runs ``schema()`` at
+#: ``load()`` parses every option and needs them for nothing else (docs/spark.md, "The
+#: first query").
+gentle = lazy_loader.load("segtools.storage.gentle", suppress_warning=True)
+throttle = lazy_loader.load("segtools.storage.throttle", suppress_warning=True)
 
 __all__ = ["EARLIEST", "LATEST", "Level", "OptionError", "ReadOptions", "parse_options"]
 
@@ -209,11 +219,11 @@ def _page_cache(opts: dict[str, str]) -> PageCacheMode | None:
     if "pagecache" not in opts:
         return None
     value = opts["pagecache"].strip().lower()
-    choices = [m.value for m in PageCacheMode]
+    choices = [m.value for m in gentle.PageCacheMode]
     if value not in choices:
         raise OptionError(f"kafkalog: option pageCache must be one of {', '.join(choices)}, "
                           f"not {value!r}")
-    return PageCacheMode(value)
+    return gentle.PageCacheMode(value)
 
 
 def _rate(opts: dict[str, str], name: str) -> int | None:
@@ -221,7 +231,7 @@ def _rate(opts: dict[str, str], name: str) -> int | None:
     if raw is None or raw.strip() == "":
         return None
     try:
-        return parse_rate(raw)
+        return throttle.parse_rate(raw)
     except ValueError as e:
         raise OptionError(f"kafkalog: option {name}: {e}") from None
 

@@ -30,7 +30,6 @@ from pyspark_kafkalog.pushdown import Constraints, constraints_from
 from pyspark_kafkalog.scan import make_scan, read_task
 from pyspark_kafkalog.schema import DecodePlan, requested_columns, text_payloads
 from segtools.fetch.stream import payloads_as_text
-from segtools.payloads.columns import decoded_columns
 from segtools.storage import gentle
 from segtools.storage.logdirs import walk
 from segtools.storage.scope import LocationScope
@@ -41,12 +40,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("pyspark_kafkalog")
 
-#: The payload decoder and the schemas' sources load only for a read with ``decode``: every
-#: Python process that unpickles a reader (the driver's planner, each executor's Python
-#: worker as it starts) would otherwise import them for nothing: 15 ms of CPU there, a
-#: seventh of the source's own imports (docs/spark.md, "The first query").
+#: The payload decoder, its columns and the schemas' sources load only for a read with
+#: ``decode``: every Python process that unpickles a reader (the driver's planner, each
+#: executor's Python worker as it starts) would otherwise import them for nothing: 15 ms of
+#: CPU there for the decoder and the sources, a seventh of the source's own imports, and
+#: about as much for the columns (docs/spark.md, "The first query").
 _decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
 _sources = lazy_loader.load("segtools.payloads.sources", suppress_warning=True)
+_columns = lazy_loader.load("segtools.payloads.columns", suppress_warning=True)
 
 
 class KafkaLogReader(DataSourceReader):
@@ -84,8 +85,8 @@ class KafkaLogReader(DataSourceReader):
                                 self.opts.storage_secrets)
             if self.plan is not None and self.payloads is not None:
                 # decoded from the bytes, before they become text
-                batches = (self.plan.assemble(b, decoded_columns(self.payloads, b,
-                                                                 self.plan.decoded))
+                batches = (self.plan.assemble(b, _columns.decoded_columns(self.payloads, b,
+                                                                          self.plan.decoded))
                            for b in batches)
             yield from (map(payloads_as_text, batches) if text else batches)
 

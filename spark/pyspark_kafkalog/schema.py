@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import lazy_loader
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_type, to_arrow_type
 from pyspark.sql.types import DataType, StringType, StructField, StructType
@@ -23,7 +24,6 @@ from pyspark_kafkalog.options import Level, OptionError
 from segtools.fetch import columns as cols
 from segtools.fetch.columns import PER_RECORD, TIMESTAMP_TYPE_IDS
 from segtools.fetch.stream import PAYLOADS
-from segtools.payloads import columns as payload_columns
 
 __all__ = ["FIELDS", "PER_RECORD", "TIMESTAMP_TYPE_IDS", "default_schema", "requested_columns",
            "text_payloads"]
@@ -37,8 +37,15 @@ def _spark(fields) -> list[tuple[str, DataType]]:
 FIELDS = {level: _spark(fields) for level, fields in cols.FIELDS.items()}
 
 
-#: The decode option's columns (:mod:`segtools.payloads.columns`), as Spark types.
-DECODED_FIELDS = [StructField(f.name, from_arrow_type(f.type)) for f in payload_columns.FIELDS]
+#: The decode option's columns load only for a read with ``decode``: the planner that runs
+#: ``schema()`` at ``load()`` and every executor worker import this module (docs/spark.md,
+#: "The first query").
+payload_columns = lazy_loader.load("segtools.payloads.columns", suppress_warning=True)
+
+
+def decoded_fields() -> list[StructField]:
+    """The decode option's columns (:mod:`segtools.payloads.columns`), as Spark types."""
+    return [StructField(f.name, from_arrow_type(f.type)) for f in payload_columns.FIELDS]
 
 
 def default_schema(level: Level, include_headers: bool, tier: bool = False,
@@ -50,7 +57,7 @@ def default_schema(level: Level, include_headers: bool, tier: bool = False,
     if strings and level is Level.RECORDS:
         types.update((name, StringType()) for name in PAYLOADS)
     names = cols.default_columns(level, include_headers) + (("tier",) if tier else ())
-    extra = DECODED_FIELDS if decode and level is Level.RECORDS else []
+    extra = decoded_fields() if decode and level is Level.RECORDS else []
     return StructType([StructField(name, types[name]) for name in names] + extra)
 
 
@@ -72,7 +79,7 @@ class DecodePlan:
 
     @classmethod
     def of(cls, schema: StructType, level: Level) -> DecodePlan:
-        types = {f.name: f.dataType for f in DECODED_FIELDS}
+        types = {f.name: f.dataType for f in decoded_fields()}
         read: list[StructField] = []
         layout: list[int | str] = []
         for f in schema.fields:

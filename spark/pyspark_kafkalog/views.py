@@ -22,7 +22,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructField, StructType
 
 from pyspark_kafkalog import FORMAT, payloads
-from pyspark_kafkalog.schema import DECODED_FIELDS, FIELDS
+from pyspark_kafkalog.schema import FIELDS, decoded_fields
 from segtools.api import LogDirs
 from segtools.fetch import arguments
 from segtools.fetch.columns import Level
@@ -44,7 +44,7 @@ SOURCE_LEVELS = {"records": Level.RECORDS, "batches": Level.BATCHES,
 def _schema(level: Level, names: Iterable[str], decode: bool) -> StructType:
     types = dict(FIELDS[level])
     fields = [StructField(n, types[n]) for n in names if n in types]
-    return StructType(fields + (DECODED_FIELDS if decode else []))
+    return StructType(fields + (decoded_fields() if decode else []))
 
 
 def register_views(spark: SparkSession, *paths: str | os.PathLike[str],

@@ -15,9 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pyspark import cloudpickle
 from pyspark.sql.datasource import CaseInsensitiveDict, DataSourceReader, InputPartition
-from pyspark_kafkalog.options import Level, parse_options
+from pyspark_kafkalog import DefaultSource
+from pyspark_kafkalog.options import Level, OptionError, parse_options
 from pyspark_kafkalog.reader import KafkaLogReader
 from pyspark_kafkalog.schema import default_schema
 
@@ -26,7 +28,21 @@ from benchmarks.bench_spark_ceiling import CeilingSource
 ROOT = Path(__file__).resolve().parents[2]
 #: What only a read with ``decode`` needs: the payload decoder, the schemas' sources (and the
 #: registry client behind them).
-DECODE_ONLY = ("segtools.payloads.decoder", "segtools.payloads.sources", "urllib.request")
+DECODE_ONLY = ("segtools.payloads.decoder", "segtools.payloads.sources", "urllib.request",
+               "segtools.payloads.columns")
+#: What only the options ``pageCache`` and ``maxReadRate`` need: the gentle settings, the
+#: broker's lock and page cache, the read-rate bucket.
+GENTLE_ONLY = ("segtools.storage.gentle", "segtools.storage.pagecache",
+               "segtools.storage.throttle")
+
+#: The planner Spark starts at ``load()``: the source unpickled, its ``schema()`` called.
+LOAD_PLANNER = """
+import json, pickle, sys, types
+source = pickle.loads(bytes.fromhex(sys.argv[1]))
+fields = len(source.schema().fields)
+loaded = [n for n, m in sys.modules.items() if type(m) is types.ModuleType]
+print(json.dumps({"fields": fields, "loaded": loaded}))
+"""
 
 #: An executor's Python worker: unpickle the reader and a task, read the task's rows, and
 #: name the modules that were really loaded (a lazily loaded module that nothing touched is
@@ -42,12 +58,38 @@ print(json.dumps({"rows": rows, "loaded": loaded}))
 
 
 def run_as_executor(reader: DataSourceReader, task: object) -> dict:
+    return _run(EXECUTOR, cloudpickle.dumps(reader).hex(), pickle.dumps(task).hex())
+
+
+def _run(script: str, *args: str) -> dict:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "spark"), str(ROOT)])}
-    done = subprocess.run([sys.executable, "-c", EXECUTOR, cloudpickle.dumps(reader).hex(),
-                           pickle.dumps(task).hex()],
+    done = subprocess.run([sys.executable, "-c", script, *args],
                           capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_planner_at_load_loads_neither_decoding_nor_the_gentle_settings(trees):
+    """``schema()`` runs in a planner process of its own at ``load()``: it parses every
+    option and derives the schema, and imported the decode columns and the gentle settings'
+    modules (``multiprocessing``, ``ctypes``) for nothing: about a quarter of the CPU the
+    source adds to that process (docs/performance.md, "What load() runs")."""
+    source = DefaultSource(CaseInsensitiveDict({"path": str(trees / "sample")}))
+    report = _run(LOAD_PLANNER, cloudpickle.dumps(source).hex())
+    assert report["fields"] == len(default_schema(Level.RECORDS, False).fields)
+    loaded = set(report["loaded"])
+    assert "segtools.fetch.columns" in loaded  # the probe does see what schema() loads
+    assert [name for name in DECODE_ONLY + GENTLE_ONLY if name in loaded] == []
+
+
+def test_the_gentle_options_still_parse_and_fail_at_load():
+    """The gentle settings' modules load when their options are given."""
+    opts = parse_options({"path": "/x", "pageCache": "restore", "maxReadRate": "50MiB"})
+    assert (opts.page_cache.value, opts.max_read_rate) == ("restore", 50 * 2**20)
+    with pytest.raises(OptionError, match="pageCache must be one of"):
+        parse_options({"path": "/x", "pageCache": "sometimes"})
+    with pytest.raises(OptionError, match="option maxReadRate"):
+        parse_options({"path": "/x", "maxReadRate": "fast"})
 
 
 def test_an_executor_loads_no_payload_decoding_for_a_read_without_it(trees):
