@@ -10,7 +10,7 @@ DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
 # shows that tree as text); tiered-hostile's metadata records carry terminal escapes too
 TOUR_TREES := $(filter-out fixtures/logdirs/hostile fixtures/logdirs/tiered-hostile,$(wildcard fixtures/logdirs/*))
 
-.PHONY: demo test fixtures bench lint fuzz clean browser emulators dist dist-check
+.PHONY: demo test fixtures bench lint fuzz clean browser strace emulators dist dist-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,15 @@ browser:
 		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 			|| echo "could not install chromium: the report's browser tests will skip"; \
 	else echo "no $(CHROMIUM) and cannot apt-get it: the report's browser tests will skip"; fi
+
+# tests/storage/test_small_files.py counts the system calls a listing makes per small file
+# with Debian's strace: installed the same way, or that one test skips and says why.
+strace:
+	@if command -v strace >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } \
+			|| echo "could not install strace: the system-call count test will skip"; \
+	else echo "no strace and cannot apt-get it: the system-call count test will skip"; fi
 
 # The abfs:// tests read from Azurite, Microsoft's storage emulator, from npm (tests/stores.py
 # starts it; the gs:// emulator comes with the test extra). Installed under .cache/azurite.
@@ -89,7 +98,7 @@ demo: $(STAMP)
 
 # The suite installs the wheel dist-check just built where it tests a user's install
 # (tests/spark/test_autoregister.py), instead of compiling the project once more.
-test: $(STAMP) browser emulators dist-check
+test: $(STAMP) browser strace emulators dist-check
 	SEGTOOLS_TEST_WHEEL="$$(ls -t dist/segtools-*.whl | head -1)" $(PY) -m pytest
 
 # A wheel for hosts with no C compiler (a broker host): the compiled parts are built here, once,

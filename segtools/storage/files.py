@@ -58,6 +58,17 @@ def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.s
     a log dir (the broker's account) could otherwise point a checkpoint at a root-only file
     and have segtools, run as root, copy it into a shared report. Only a file the user named
     themselves (``--config``) is opened through a link, with ``follow_symlinks``."""
+    refuse_unless_regular(path, follow_symlinks=follow_symlinks)
+    try:
+        fd = os.open(path, _OPEN_FLAGS) if follow_symlinks else _open_in_tree(path)
+    except OSError as e:
+        raise _open_failed(e, path, follow_symlinks=follow_symlinks) from None
+    return fd, _opened(fd, path)
+
+
+def refuse_unless_regular(path: str, *, follow_symlinks: bool = False) -> None:
+    """The check before any open (``lstat``): a link, a directory or anything that is no
+    regular file is refused without being opened (a device's open can have side effects)."""
     try:
         st = os.stat(path) if follow_symlinks else os.lstat(path)
     except FileNotFoundError as e:
@@ -70,14 +81,21 @@ def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.s
         raise NotAKafkaFileError("is a directory, not a segment file", path=path)
     if not stat.S_ISREG(st.st_mode):
         raise NotAKafkaFileError("not a regular file", path=path)
-    try:
-        fd = os.open(path, _OPEN_FLAGS) if follow_symlinks else _open_in_tree(path)
-    except FileNotFoundError as e:
-        raise VanishedError(e.strerror or str(e), path=path) from None
-    except OSError as e:
-        if e.errno == errno.ELOOP and not follow_symlinks:  # a link swapped in since lstat
-            raise SymlinkRefusedError(SYMLINK_REFUSED, path=path) from None
-        raise SegtoolsError(e.strerror or str(e), path=path) from None
+
+
+def _open_failed(e: OSError, path: str, *, follow_symlinks: bool = False) -> SegtoolsError:
+    """The error an open's ``OSError`` is told as (a link met by ``O_NOFOLLOW``: refused)."""
+    if isinstance(e, FileNotFoundError):
+        return VanishedError(e.strerror or str(e), path=path)
+    if e.errno == errno.ELOOP and not follow_symlinks:  # a link swapped in since the check
+        return SymlinkRefusedError(SYMLINK_REFUSED, path=path)
+    return SegtoolsError(e.strerror or str(e), path=path)
+
+
+def _opened(fd: int, path: str) -> os.stat_result:
+    """The descriptor's ``fstat``, refusing (and closing) anything but a regular file: the
+    name could have been replaced since it was checked, and ``O_NONBLOCK`` only made the
+    open itself safe. Noted for the run's custody and its page-cache keeper."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         os.close(fd)
@@ -85,7 +103,79 @@ def open_regular(path: str, *, follow_symlinks: bool = False) -> tuple[int, os.s
     note_read(path, st.st_size, st.st_mtime_ns)
     if (keeper := gentle.current().keeper) is not None:
         keeper.note(path, fd, st)  # before the first byte is read: the cache as found
-    return fd, st
+    return st
+
+
+def read_listed_upto(path: str, limit: int) -> bytes:
+    """Up to ``limit`` bytes of a small file from its start (a checkpoint, a partition's
+    ``partition.metadata``), in as few system calls as the rules of :func:`open_regular`
+    allow, for a file whose listing said it is a regular file: a tree of 10,000 partitions
+    reads 20,000 of them before anything else starts.
+
+    Each call :func:`open_regular` makes is either made here or made already by another:
+
+    * no ``lstat`` before the open: the listing's entry (``scandir``'s type, or its
+      ``stat``) is that check, and anything swapped in since is refused by the ``fstat``
+      of the descriptor, opened ``O_NONBLOCK | O_NOCTTY`` so that a FIFO or a terminal
+      cannot hang it;
+    * no ``fstatat`` of the file in its partition directory and no second ``fstat`` to
+      compare with: the file is opened *in* the directory (``openat``, ``dir_fd``), which was
+      opened ``O_NOFOLLOW | O_DIRECTORY``, so the kernel's own lookup is the proof that a
+      partition directory swapped for a link is not read through;
+    * one ``read`` of the size the ``fstat`` gave plus one byte: fewer bytes than that is
+      the end of the file (no second ``read`` to meet it), a full read means it grew and
+      the read goes on up to ``limit`` (never past it: the caller's cap).
+
+    So: ``openat`` of the directory, ``openat`` of the file, ``close`` of the directory,
+    ``fstat``, ``read``, ``close`` (4 for a file outside a partition directory)."""
+    fd = _open_listed(path)
+    size = _opened(fd, path).st_size  # closes what it refuses
+    try:
+        want = min(size + 1, limit)
+        if (rate := gentle.current().rate) is not None:
+            rate.take(want)
+        chunks = []
+        got = 0
+        while got < limit:
+            chunk = os.read(fd, want - got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+            if got == size < want:  # all the fstat saw, and no more: the end of the file
+                break
+            if got == want:  # the file grew since the fstat: read on to the limit
+                want = limit
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _open_listed(path: str) -> int:
+    """The open of :func:`read_listed_upto`: a partition's file inside its directory opened
+    without following a link, any other by its path with ``O_NOFOLLOW``."""
+    head, name = os.path.split(path)
+    try:
+        if not in_partition_dir(name) or not _BENEATH:
+            return os.open(path, _OPEN_FLAGS | _NOFOLLOW)
+        parent = _open_partition_dir(head, path)
+        try:
+            return os.open(name, _OPEN_FLAGS | _NOFOLLOW, dir_fd=parent)
+        finally:
+            os.close(parent)
+    except OSError as e:
+        raise _open_failed(e, path) from None
+
+
+def _open_partition_dir(head: str, path: str) -> int:
+    """The directory of the partition file ``path``, opened as a path only (``O_PATH``) and
+    never through a link: one that is a link is refused for the file."""
+    try:
+        return os.open(head or ".", _BENEATH)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(head or "."):
+            raise SymlinkRefusedError(PARENT_SYMLINK_REFUSED, path=path) from None
+        raise
 
 
 def in_partition_dir(name: str) -> bool:
@@ -108,12 +198,7 @@ def _open_in_tree(path: str) -> int:
     head, name = os.path.split(path)
     if not in_partition_dir(name) or not _BENEATH:
         return os.open(path, _OPEN_FLAGS | _NOFOLLOW)
-    try:
-        parent = os.open(head or ".", _BENEATH)
-    except OSError as e:
-        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(head or "."):
-            raise SymlinkRefusedError(PARENT_SYMLINK_REFUSED, path=path) from None
-        raise
+    parent = _open_partition_dir(head, path)
     try:
         fd = os.open(path, _OPEN_FLAGS | _NOFOLLOW)
         try:

@@ -31,7 +31,14 @@ import lazy_loader
 
 from segtools.errors import SegtoolsError
 from segtools.storage import gentle
-from segtools.storage.files import next_data, open_regular, pread_data, pread_exact_or_short
+from segtools.storage.files import (
+    next_data,
+    open_regular,
+    pread_data,
+    pread_exact_or_short,
+    read_listed_upto,
+    refuse_unless_regular,
+)
 from segtools.storage.located import Entry, Location, OpenedSegment, OpenFile
 
 if TYPE_CHECKING:
@@ -110,27 +117,15 @@ class LocalDisk(Location):
     def open_path(self, path: LocalPath) -> LocalFile:
         return LocalFile(os.fspath(path))
 
-    def read_upto(self, path: LocalPath, limit: int) -> bytes:
+    def read_upto(self, path: LocalPath, limit: int, *, listed: bool = False) -> bytes:
         """Read with the descriptor alone (a large tree has two small text files per
-        partition); a read of ``limit`` bytes would allocate that much first."""
-        fd, st = open_regular(os.fspath(path))
-        try:
-            chunks = []
-            got = 0
-            want = min(st.st_size + 1, limit)
-            if (rate := gentle.current().rate) is not None:
-                rate.take(want)
-            while got < limit:
-                chunk = os.read(fd, want - got)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                got += len(chunk)
-                if got == want:  # the file grew since the stat: read on to the limit
-                    want = limit
-            return b"".join(chunks)
-        finally:
-            os.close(fd)
+        partition); a read of ``limit`` bytes would allocate that much first. A file not
+        ``listed`` as a regular file is checked before it is opened (:func:`open_regular`'s
+        ``lstat``)."""
+        spath = os.fspath(path)
+        if not listed:
+            refuse_unless_regular(spath)
+        return read_listed_upto(spath, limit)
 
     def open_segment(self, path: LocalPath, *, sealed: bool,
                      listed: tuple[int, int | None] | None, small: int,

@@ -156,9 +156,10 @@ class Location(ABC):
         :class:`~segtools.errors.NotAKafkaFileError`."""
 
     @abstractmethod
-    def read_upto(self, path, limit: int) -> bytes:
+    def read_upto(self, path, limit: int, *, listed: bool = False) -> bytes:
         """Up to ``limit`` bytes of a small file from its start (a checkpoint, properties),
-        asking for what the file holds, not for the limit."""
+        asking for what the file holds, not for the limit; ``listed``: the caller's listing
+        has seen a regular file under the name (a check the local disk need not repeat)."""
 
     @abstractmethod
     def open_segment(self, path, *, sealed: bool, listed: tuple[int, int | None] | None,
@@ -271,7 +272,7 @@ class ListedLocation(Location):
     def open_path(self, path: RemotePath) -> RemoteFile:
         return open_remote(path)
 
-    def read_upto(self, path: RemotePath, limit: int) -> bytes:
+    def read_upto(self, path: RemotePath, limit: int, *, listed: bool = False) -> bytes:
         return open_remote(path).pread(limit, 0)
 
     def open_segment(self, path: RemotePath, *, sealed: bool,

@@ -333,22 +333,25 @@ def log_dir_root(path: str | os.PathLike[str], _scope: _Pending | None = None
                     partition_paths.append((fpath, None))
             continue
         name = entry.name
+        # the listing's own type (no stat where the directory gives it): a regular file is
+        # not checked again before it is read, anything else is, and refused with the reason
+        regular = entry.is_file(follow_symlinks=False)
         if name == LOCK_FILE:
             has_lock = True  # noted, never opened
         elif name == META_PROPERTIES:
-            text, more = read_text_capped(fpath)
+            text, more = read_text_capped(fpath, listed=regular)
             findings.extend(more)
             if text is not None:
                 meta, more = parse_meta_properties(text, str(fpath))
                 findings.extend(more)
         elif name in OFFSET_CHECKPOINTS:
-            text, more = read_text_capped(fpath)
+            text, more = read_text_capped(fpath, listed=regular)
             findings.extend(more)
             if text is not None:
                 checkpoints[name], more = parse_offset_checkpoint(text, str(fpath))
                 findings.extend(more)
         elif name == CLEAN_SHUTDOWN:
-            text, more = read_text_capped(fpath)
+            text, more = read_text_capped(fpath, listed=regular)
             findings.extend(more)
             clean, more = parse_clean_shutdown(text or "", str(fpath))
             findings.extend(more)
@@ -365,20 +368,24 @@ def log_dir_root(path: str | os.PathLike[str], _scope: _Pending | None = None
             f.path.endswith(META_PROPERTIES) for f in findings):
         findings.append(finding("meta_properties_missing", str(root),
                                 "no meta.properties (not a broker log dir, or never started)"))
+    # those the root's listing found are directories and no links by its own entries (no
+    # ``lstat`` again); a path is compared by its text, which a located path keeps (its
+    # hash parses the path again)
+    found = len(partition_paths)
     partition_paths.extend(sorted(scope.partitions.items()))
     refs = []
-    done: set[Located] = set()
-    for ppath, bases in partition_paths:
-        if ppath in done:
+    done: set[str] = set()
+    for i, (ppath, bases) in enumerate(partition_paths):
+        if (shown := str(ppath)) in done:
             continue
-        done.add(ppath)
-        if ppath.is_symlink():  # named below a log dir: not read (a listing holds no link)
-            if not any(f.path == str(ppath) for f in findings):
-                findings.append(symlink_found(str(ppath)))
+        done.add(shown)
+        if i >= found and ppath.is_symlink():  # named below a log dir: not read
+            if not any(f.path == shown for f in findings):
+                findings.append(symlink_found(shown))
             continue
         inode = _inode(ppath)
         if inode is not None and inode in seen:
-            findings.append(finding("directory_seen_twice", str(ppath),
+            findings.append(finding("directory_seen_twice", shown,
                                     "same directory reached again (symlink alias or loop); "
                                     "skipped"))
             continue

@@ -89,6 +89,8 @@ class Leftover(StrEnum):
 
 _SEGMENT_FILE_KINDS = frozenset((FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX,
                                  FileKind.TXNINDEX))
+#: The partition's two text files, read whole as they are listed.
+_TEXT_FILE_KINDS = frozenset((FileKind.PARTITION_METADATA, FileKind.LEADER_EPOCH_CHECKPOINT))
 _SEGMENT_SUFFIXES = {k.value: k for k in (FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX,
                                           FileKind.TXNINDEX, FileKind.SNAPSHOT)}
 
@@ -377,6 +379,9 @@ class _Listing:
         if self.wanted is not None and pf.base_offset is not None and \
                 pf.base_offset not in self.wanted:
             return
+        if pf.kind in _TEXT_FILE_KINDS and entry.is_file(follow_symlinks=False):
+            self._text_file(fpath, pf.kind)  # the directory's type says regular: no stat
+            return
         st = self._regular(entry, fpath)
         if st is not None:
             self._file(entry.name, fpath, pf, st)
@@ -455,19 +460,8 @@ class _Listing:
             self.groups.setdefault(pf.base_offset, {})[pf.kind] = (fpath, st)
             if pf.kind is not FileKind.LOG:
                 self._readable(fpath, st)
-        elif pf.kind is FileKind.PARTITION_METADATA:
-            text, more = read_text_capped(fpath)
-            findings.extend(more)
-            if text is not None:
-                self.metadata, more = parse_partition_metadata(text, str(fpath))
-                findings.extend(more)
-        elif pf.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-            text, more = read_text_capped(fpath)
-            findings.extend(more)
-            if text is not None:
-                parsed, more = parse_leader_epoch_checkpoint(text, str(fpath))
-                self.epochs = tuple(parsed)
-                findings.extend(more)
+        elif pf.kind in _TEXT_FILE_KINDS:
+            self._text_file(fpath, pf.kind)
         elif pf.kind is FileKind.TEMP:
             self.temps.append(fpath)
             findings.append(finding("leftover_tmp_file", str(fpath),
@@ -478,6 +472,21 @@ class _Listing:
             self.strays.append(fpath)
             findings.append(finding("stray_file", str(fpath),
                                     "not a file Kafka writes in a partition directory"))
+
+    def _text_file(self, fpath: Located, kind: FileKind) -> None:
+        """``partition.metadata`` or ``leader-epoch-checkpoint``, known to be a regular file
+        (by the listing's type or its ``stat``), read and parsed: what cannot be is a
+        finding."""
+        text, more = read_text_capped(fpath, listed=True)
+        self.findings.extend(more)
+        if text is None:
+            return
+        if kind is FileKind.PARTITION_METADATA:
+            self.metadata, more = parse_partition_metadata(text, str(fpath))
+        else:
+            parsed, more = parse_leader_epoch_checkpoint(text, str(fpath))
+            self.epochs = tuple(parsed)
+        self.findings.extend(more)
 
     def partition_dir(self, name: PartitionName | None) -> PartitionDir:
         """Segments paired with their companions and leftovers, orphans named."""

@@ -25,23 +25,25 @@ TEXT_FILE_CAP = 64 * 1024 * 1024
 SNAPSHOT_CAP = 256 * 1024 * 1024
 
 
-def read_upto(path: str | os.PathLike[str], limit: int) -> bytes:
+def read_upto(path: str | os.PathLike[str], limit: int, *, listed: bool = False) -> bytes:
     """Up to ``limit`` bytes of a file from its start, wherever it lives, as its location
     reads a small file (the local disk opens it without following a link out of the tree,
-    :func:`~segtools.storage.files.open_regular`); raises for I/O, as the caller decides
-    what an unreadable file is."""
+    :func:`~segtools.storage.files.read_listed_upto`); raises for I/O, as the caller decides
+    what an unreadable file is. ``listed``: the caller's directory listing saw a regular
+    file under this name, so the location need not check it again before the open."""
     where = as_path(path)
-    return where.location.read_upto(where, limit)
+    return where.location.read_upto(where, limit, listed=listed)
 
 
-def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP
-                     ) -> tuple[str | None, list[Finding]]:
-    """Read a small text file (checkpoint, properties) as UTF-8, refusing files above ``cap``.
+def read_text_capped(path: str | os.PathLike[str], cap: int = TEXT_FILE_CAP, *,
+                     listed: bool = False) -> tuple[str | None, list[Finding]]:
+    """Read a small text file (checkpoint, properties) as UTF-8, refusing files above ``cap``
+    (``listed``: as :func:`read_upto`).
 
     Returns ``(None, findings)`` when the file cannot be read."""
     spath = str(path)
     try:
-        data = read_upto(path, cap + 1)
+        data = read_upto(path, cap + 1, listed=listed)
     except (SegtoolsError, OSError) as e:
         return None, [cannot_read(spath, e)]
     if len(data) > cap:
