@@ -91,6 +91,7 @@ def _no_location_left_open():
 
 
 def pytest_configure(config):
+    config.addinivalue_line("markers", "spark: starts a Spark JVM (local or standalone)")
     config.addinivalue_line("markers", "serial: measures the machine (wall time, the page cache, "
                                        "priorities): make test runs it after the parallel phase")
 
@@ -116,8 +117,9 @@ def _measures_the_machine(nodeid: str) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
+    grouped = config.pluginmanager.hasplugin("xdist")  # its mark is unknown without it
     for item in items:
         if _measures_the_machine(item.nodeid):
             item.add_marker(pytest.mark.serial)
-        if item.get_closest_marker("xdist_group") is None:
+        if grouped and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))

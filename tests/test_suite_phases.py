@@ -1,0 +1,38 @@
+"""The suite's own split over two cores (tests/conftest.py): what runs alone after the
+parallel phase, and which tests share a worker."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tests.conftest import MEASURES_THE_MACHINE, TESTS, xdist_group_of
+
+
+def _tests_in(module: str) -> set[str]:
+    tree = ast.parse((TESTS.parent / module).read_text())
+    return {node.name for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+
+
+@pytest.mark.parametrize("nodeid", sorted(MEASURES_THE_MACHINE))
+def test_every_test_kept_apart_still_exists(nodeid):
+    """A test renamed or moved would silently lose its place in the serial phase and measure
+    a machine shared with a busy neighbour: every entry names a module that exists and, where
+    it names one, a test in it."""
+    module, _, name = nodeid.partition("::")
+    assert (TESTS.parent / module).is_file(), nodeid
+    assert not name or name in _tests_in(module), nodeid
+
+
+def test_a_serial_test_is_marked_and_this_one_is_not(request):
+    assert request.node.get_closest_marker("serial") is None
+    assert xdist_group_of(request.node) == "tests/test_suite_phases.py"
+
+
+@pytest.mark.spark
+def test_a_spark_test_anywhere_shares_the_jvm_s_worker(request):
+    """Marked ``spark`` outside tests/spark/ (the payloads' and the query's Spark views are):
+    grouped with the rest, so one worker holds the one JVM. Nothing here starts it."""
+    assert xdist_group_of(request.node) == "spark"
