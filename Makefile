@@ -91,12 +91,13 @@ demo: $(STAMP)
 # (tests/spark/test_autoregister.py), instead of compiling the project once more.
 # Two phases, one exit code: every test that can share the machine on both cores
 # (pytest-xdist; tests/conftest.py groups those sharing a JVM, the browser or the stores'
-# copies), then the tests marked `serial`, which measure the machine, alone. Both always run;
+# copies, and hands out the longest groups first), then the tests marked `serial`, which measure the machine, alone. Both always run;
 # the target fails if either did (docs/development.md, The suite's time).
 PYTEST_JOBS ?= 2
 test: $(STAMP) browser emulators dist-check
 	@export SEGTOOLS_TEST_WHEEL="$$(ls -t dist/segtools-*.whl | head -1)"; \
-	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup -m "not serial"; parallel=$$?; \
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup --no-loadscope-reorder \
+		-m "not serial"; parallel=$$?; \
 	$(PY) -m pytest -m serial; serial=$$?; \
 	echo "make test: parallel phase exit $$parallel, serial phase exit $$serial"; \
 	[ $$parallel -eq 0 ] && [ $$serial -eq 0 ]

@@ -13,6 +13,7 @@ How the suite shares two cores (``make test``; docs/development.md, The suite's 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -51,6 +52,11 @@ SHARED_BY_GROUP = (
     ("browser", frozenset({"browser", "open_report"})),  # chromium through Playwright
     ("store-copies", frozenset({"copies", "store_copies"})),  # the trees uploaded to each store
 )
+
+#: The groups that take longest (a whole run's ``--durations``), handed out first: begun
+#: together they end together, and the many short modules fill in around them.
+LONGEST_FIRST = ("spark", "store-copies", "tests/cli/test_scale.py",
+                 "tests/robustness/test_fuzz.py", "browser")
 
 
 @pytest.fixture(scope="session")
@@ -115,11 +121,28 @@ def _measures_the_machine(nodeid: str) -> bool:
                for key in MEASURES_THE_MACHINE)
 
 
+def _group_mark(item: pytest.Item) -> str:
+    """The group a test was given (a test may name its own with ``xdist_group``), else the
+    one :func:`xdist_group_of` gives it, marked."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        group = xdist_group_of(item)
+        item.add_marker(pytest.mark.xdist_group(group))
+        return group
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
-    grouped = config.pluginmanager.hasplugin("xdist")  # its mark is unknown without it
     for item in items:
         if _measures_the_machine(item.nodeid):
             item.add_marker(pytest.mark.serial)
-        if grouped and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item)))
+    if config.getoption("dist", default="no") != "loadgroup":
+        return
+    groups = {item.nodeid: _group_mark(item) for item in items}
+    sizes = Counter(groups.values())
+    # the groups handed out in this order (make test passes --no-loadscope-reorder): the long
+    # ones first, so that they end together and what is left to balance at the end is small
+    items.sort(key=lambda item: (LONGEST_FIRST.index(groups[item.nodeid])
+                                 if groups[item.nodeid] in LONGEST_FIRST else len(LONGEST_FIRST),
+                                 -sizes[groups[item.nodeid]], groups[item.nodeid]))

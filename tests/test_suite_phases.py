@@ -7,7 +7,13 @@ import ast
 
 import pytest
 
-from tests.conftest import MEASURES_THE_MACHINE, TESTS, xdist_group_of
+from tests.conftest import (
+    LONGEST_FIRST,
+    MEASURES_THE_MACHINE,
+    SHARED_BY_GROUP,
+    TESTS,
+    xdist_group_of,
+)
 
 
 def _tests_in(module: str) -> set[str]:
@@ -36,3 +42,10 @@ def test_a_spark_test_anywhere_shares_the_jvm_s_worker(request):
     """Marked ``spark`` outside tests/spark/ (the payloads' and the query's Spark views are):
     grouped with the rest, so one worker holds the one JVM. Nothing here starts it."""
     assert xdist_group_of(request.node) == "spark"
+
+
+@pytest.mark.parametrize("group", LONGEST_FIRST)
+def test_every_group_handed_out_first_exists(group):
+    """A long module renamed would be handed out with the rest, perhaps last."""
+    shared = {"spark"} | {name for name, _ in SHARED_BY_GROUP}
+    assert group in shared or (TESTS.parent / group).is_file(), group
