@@ -37,6 +37,16 @@ def test_a_serial_test_is_marked_and_this_one_is_not(request):
     assert xdist_group_of(request.node) == "tests/test_suite_phases.py"
 
 
+def test_the_group_reaches_the_scheduler(request):
+    """pytest-xdist schedules by the group its worker appends to the node id: under
+    ``--dist loadgroup`` (make test's parallel phase) this test's id ends with its module's
+    group; elsewhere no group is given."""
+    if request.config.getoption("dist", default="no") == "loadgroup":
+        assert request.node.nodeid.endswith("@tests/test_suite_phases.py"), request.node.nodeid
+    else:
+        assert request.node.get_closest_marker("xdist_group") is None
+
+
 @pytest.mark.spark
 def test_a_spark_test_anywhere_shares_the_jvm_s_worker(request):
     """Marked ``spark`` outside tests/spark/ (the payloads' and the query's Spark views are):
