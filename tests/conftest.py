@@ -121,6 +121,13 @@ def _measures_the_machine(nodeid: str) -> bool:
                for key in MEASURES_THE_MACHINE)
 
 
+def distributed_by_group(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker under ``--dist loadgroup``: a worker's
+    own ``dist`` option reads ``no`` (it distributes nothing), and its ``loadgroup`` says how
+    the controller schedules what it collects."""
+    return bool(config.getoption("loadgroup", default=False))
+
+
 def _group_mark(item: pytest.Item) -> str:
     """The group a test was given (a test may name its own with ``xdist_group``), else the
     one :func:`xdist_group_of` gives it, marked."""
@@ -137,7 +144,7 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _measures_the_machine(item.nodeid):
             item.add_marker(pytest.mark.serial)
-    if config.getoption("dist", default="no") != "loadgroup":
+    if not distributed_by_group(config):
         return
     groups = {item.nodeid: _group_mark(item) for item in items}
     sizes = Counter(groups.values())
@@ -146,3 +153,20 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (LONGEST_FIRST.index(groups[item.nodeid])
                                  if groups[item.nodeid] in LONGEST_FIRST else len(LONGEST_FIRST),
                                  -sizes[groups[item.nodeid]], groups[item.nodeid]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's sends the ids to the controller
+def pytest_collection_finish(session):
+    """The group into the node id where pytest-xdist's own write did not reach it: the
+    controller schedules a test by the name after the ``@`` of the id its worker sends.
+    pytest-xdist 3.8 writes ``item._nodeid``, which pytest 9.2 no longer reads (an item's
+    ``nodeid`` is ``str(item._id)``, a ``NodeId``), so without this every test was its own
+    group and both workers started a JVM and a browser. Done once collection is over (every
+    plugin's ``pytest_collection_modifyitems`` has run, ``-m`` and ``-k`` included) and before
+    the worker sends the ids."""
+    if not distributed_by_group(session.config):
+        return
+    for item in session.items:
+        group = _group_mark(item)
+        if not item.nodeid.endswith("@" + group) and hasattr(item, "_id"):
+            item._id = type(item._id).parse(f"{item.nodeid}@{group}")

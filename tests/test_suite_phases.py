@@ -41,7 +41,8 @@ def test_the_group_reaches_the_scheduler(request):
     """pytest-xdist schedules by the group its worker appends to the node id: under
     ``--dist loadgroup`` (make test's parallel phase) this test's id ends with its module's
     group; elsewhere no group is given."""
-    if request.config.getoption("dist", default="no") == "loadgroup":
+    given = getattr(request.config, "workerinput", {}).get("mainargv", [])  # the command line
+    if "loadgroup" in " ".join(given).replace("=", " ").split():
         assert request.node.nodeid.endswith("@tests/test_suite_phases.py"), request.node.nodeid
     else:
         assert request.node.get_closest_marker("xdist_group") is None
