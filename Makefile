@@ -98,8 +98,18 @@ demo: $(STAMP)
 
 # The suite installs the wheel dist-check just built where it tests a user's install
 # (tests/spark/test_autoregister.py), instead of compiling the project once more.
+# Two phases, one exit code: every test that can share the machine on both cores
+# (pytest-xdist; tests/conftest.py groups those sharing a JVM, the browser or the stores'
+# copies, and hands out the longest groups first), then the tests marked `serial`, which
+# measure the machine, alone. Both always run; the target fails if either did (docs/development.md, The suite's time).
+PYTEST_JOBS ?= 2
 test: $(STAMP) browser strace emulators dist-check
-	SEGTOOLS_TEST_WHEEL="$$(ls -t dist/segtools-*.whl | head -1)" $(PY) -m pytest
+	@export SEGTOOLS_TEST_WHEEL="$$(ls -t dist/segtools-*.whl | head -1)"; \
+	$(PY) -m pytest -n $(PYTEST_JOBS) --dist loadgroup --no-loadscope-reorder \
+		-m "not serial"; parallel=$$?; \
+	$(PY) -m pytest -m serial; serial=$$?; \
+	echo "make test: parallel phase exit $$parallel, serial phase exit $$serial"; \
+	[ $$parallel -eq 0 ] && [ $$serial -eq 0 ]
 
 # A wheel for hosts with no C compiler (a broker host): the compiled parts are built here, once,
 # for this machine's Python and platform. The build requirements live in a venv of their own

@@ -9,7 +9,10 @@ batch through the decoders, seconds that every test run would otherwise spend ag
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -228,16 +231,38 @@ def sources_key() -> str:
     return digest.hexdigest()[:20]
 
 
+@contextlib.contextmanager
+def _cutting(cache: Path) -> Iterator[None]:
+    """Held while a set is cut: the suite's two workers (pytest-xdist) and a ``make fuzz``
+    beside them find the seeds missing at the same moment, and one cuts while the others
+    wait for its set instead of spending the same seconds of CPU on their own."""
+    fd = os.open(cache / ".cutting.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
 def fixture_seeds(cache: Path) -> Path:
     """The directory holding every target's seeds (``<dir>/<target>/``) for the sources as
     they are now: cut on the first call and kept under ``cache``, keyed by
-    :func:`sources_key`. Written beside and renamed into place, so a run never sees half a
-    set; seeds of earlier sources are removed."""
+    :func:`sources_key`, by one process at a time (:func:`_cutting`). Written beside and
+    renamed into place, so a run never sees half a set; seeds of earlier sources are
+    removed."""
     key = sources_key()
     done = cache / key
     if done.is_dir():
         return done
     cache.mkdir(parents=True, exist_ok=True)
+    with _cutting(cache):
+        if done.is_dir():  # cut by another process while this one waited
+            return done
+        return _cut(cache, key)
+
+
+def _cut(cache: Path, key: str) -> Path:
+    done = cache / key
     partial = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=cache))
     try:
         for target in SEEDS:

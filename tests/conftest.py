@@ -1,7 +1,20 @@
 """Fixtures shared across test packages: the S3-protocol server (tests/s3server.py) and the
-GCS and Azure emulators (tests/stores.py), each alone and as ``object_store``, one of each."""
+GCS and Azure emulators (tests/stores.py), each alone and as ``object_store``, one of each per
+pytest process (under ``pytest-xdist``, per worker: each starts its own, on a free port).
+
+How the suite shares two cores (``make test``; docs/development.md, The suite's time):
+
+* every test runs in the group :func:`xdist_group_of` names (``--dist loadgroup``): a JVM, a
+  browser or the stores' copies of the trees are started or uploaded by one worker, and a
+  module's own fixtures are set up once;
+* a test that measures the machine (wall time, the page cache, its own priority) is marked
+  ``serial`` (:data:`MEASURES_THE_MACHINE`) and runs after the parallel phase, alone.
+"""
 
 from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +24,39 @@ from tests.stores import AzuriteServer, GcsServer
 
 #: Every object store the README names, by the scheme of its URIs.
 STORES = ("s3", "gs", "abfs")
+
+TESTS = Path(__file__).resolve().parent
+
+#: Tests whose verdict depends on having the machine to themselves, by node id (a module, or
+#: one test), and what they measure: beside a busy neighbour they would fail for the
+#: neighbour's sake, or pass without proving anything.
+MEASURES_THE_MACHINE = {
+    "tests/storage/test_gentle.py": "the page cache before and after a command (mincore), "
+                                    "and the runner's own CPU and I/O priority",
+    "tests/storage/test_readahead.py": "which pages the kernel read ahead (mincore)",
+    "tests/storage/test_throttle.py": "a read rate held within 10 % of its cap, in wall time",
+    "tests/robustness/test_bounds.py": "each hostile file's wall-clock bound",
+    "tests/robustness/test_live_broker.py::test_every_command_survives_appends_rolls_and_"
+    "retention": "a writer that must append enough in seconds of wall time while every "
+                 "command reads",
+    "tests/robustness/test_live_broker.py::test_every_command_survives_follower_truncation":
+        "the same writer, truncating",
+    "tests/report/test_report.py::test_help_stays_fast_and_lists_the_report":
+        "--help under two seconds of wall time",
+}
+
+#: Fixtures that start or fill something once per process, and the group whose tests share
+#: it: one worker starts it, the other never does.
+SHARED_BY_GROUP = (
+    ("spark", frozenset({"spark", "s3_trees"})),  # a JVM: local[2] or the standalone cluster
+    ("browser", frozenset({"browser", "open_report"})),  # chromium through Playwright
+    ("store-copies", frozenset({"copies", "store_copies"})),  # the trees uploaded to each store
+)
+
+#: The groups that take longest (a whole run's ``--durations``), handed out first: begun
+#: together they end together, and the many short modules fill in around them.
+LONGEST_FIRST = ("spark", "store-copies", "tests/cli/test_scale.py",
+                 "tests/robustness/test_fuzz.py", "browser")
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +94,79 @@ def _no_location_left_open():
     fresh process would."""
     yield
     assert scope.current() is None, "a location scope is still applied after the test"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "spark: starts a Spark JVM (local or standalone)")
+    config.addinivalue_line("markers", "serial: measures the machine (wall time, the page cache, "
+                                       "priorities): make test runs it after the parallel phase")
+
+
+def xdist_group_of(item: pytest.Item) -> str:
+    """The group a test runs in under ``--dist loadgroup``: Spark's tests all on one worker
+    (one JVM at a time on two cores; the standalone cluster beside the local session would
+    be two), the browser's on one, the stores' copies on one, and otherwise its module, so a
+    module's own fixtures (a tree built once, a fuzz run of every target) are made once."""
+    if TESTS / "spark" in item.path.parents or item.get_closest_marker("spark") is not None:
+        return "spark"
+    used = set(item.fixturenames)
+    for group, fixtures in SHARED_BY_GROUP:
+        if used & fixtures:
+            return group
+    return item.nodeid.split("::", 1)[0]
+
+
+def _measures_the_machine(nodeid: str) -> bool:
+    return any(nodeid == key or nodeid.startswith((key + "::", key + "["))
+               for key in MEASURES_THE_MACHINE)
+
+
+def distributed_by_group(config: pytest.Config) -> bool:
+    """Whether this process is a pytest-xdist worker under ``--dist loadgroup``: a worker's
+    own ``dist`` option reads ``no`` (it distributes nothing), and its ``loadgroup`` says how
+    the controller schedules what it collects."""
+    return bool(config.getoption("loadgroup", default=False))
+
+
+def _group_mark(item: pytest.Item) -> str:
+    """The group a test was given (a test may name its own with ``xdist_group``), else the
+    one :func:`xdist_group_of` gives it, marked."""
+    mark = item.get_closest_marker("xdist_group")
+    if mark is None:
+        group = xdist_group_of(item)
+        item.add_marker(pytest.mark.xdist_group(group))
+        return group
+    return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into the node ids
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _measures_the_machine(item.nodeid):
+            item.add_marker(pytest.mark.serial)
+    if not distributed_by_group(config):
+        return
+    groups = {item.nodeid: _group_mark(item) for item in items}
+    sizes = Counter(groups.values())
+    # the groups handed out in this order (make test passes --no-loadscope-reorder): the long
+    # ones first, so that they end together and what is left to balance at the end is small
+    items.sort(key=lambda item: (LONGEST_FIRST.index(groups[item.nodeid])
+                                 if groups[item.nodeid] in LONGEST_FIRST else len(LONGEST_FIRST),
+                                 -sizes[groups[item.nodeid]], groups[item.nodeid]))
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's sends the ids to the controller
+def pytest_collection_finish(session):
+    """The group into the node id where pytest-xdist's own write did not reach it: the
+    controller schedules a test by the name after the ``@`` of the id its worker sends.
+    pytest-xdist 3.8 writes ``item._nodeid``, which pytest 9.2 no longer reads (an item's
+    ``nodeid`` is ``str(item._id)``, a ``NodeId``), so without this every test was its own
+    group and both workers started a JVM and a browser. Done once collection is over (every
+    plugin's ``pytest_collection_modifyitems`` has run, ``-m`` and ``-k`` included) and before
+    the worker sends the ids."""
+    if not distributed_by_group(session.config):
+        return
+    for item in session.items:
+        group = _group_mark(item)
+        if not item.nodeid.endswith("@" + group) and hasattr(item, "_id"):
+            item._id = type(item._id).parse(f"{item.nodeid}@{group}")

@@ -7,6 +7,8 @@ The long run is ``make fuzz`` (``python -m fuzz.run``); see fuzz/README.md.
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -55,6 +57,34 @@ def test_seeds_are_cut_once_for_the_sources_as_they_are(tmp_path, monkeypatch):
 
     monkeypatch.setattr("fuzz.seeds.write_seeds", cut_again)
     assert fixture_seeds(tmp_path) == kept
+
+
+def test_seeds_are_cut_by_one_process_while_the_others_wait(tmp_path):
+    """The suite's two workers find the seeds missing at once: one cuts, the other waits for
+    its set and cuts nothing. Each process here is a fresh interpreter, as a worker is; both
+    call ``fixture_seeds`` when both are ready, and the cutter is slowed (and writes nothing,
+    for sources named by a fixed key) so that the two are surely inside it together."""
+    code = ("import pathlib, sys, time, fuzz.seeds as s\n"
+            "cache, me = pathlib.Path(sys.argv[1]), sys.argv[2]\n"
+            "def slow(target, directory):\n"
+            "    print('cut', target, flush=True)\n"
+            "    time.sleep(0.02)\n"
+            "    directory.mkdir(parents=True)\n"
+            "s.write_seeds = slow\n"
+            "s.sources_key = lambda: 'fixedkey'\n"
+            "(cache.parent / me).touch()\n"
+            "while len(list(cache.parent.glob('ready-*'))) < 2:\n"
+            "    time.sleep(0.001)\n"
+            "print('done', s.fixture_seeds(cache).name)\n")
+    cache = tmp_path / "seeds"
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(cache), f"ready-{n}"], cwd=ROOT,
+                              stdout=subprocess.PIPE, text=True) for n in range(2)]
+    outs = [p.communicate(timeout=120)[0].splitlines() for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert [out[-1] for out in outs] == ["done fixedkey"] * 2, outs
+    cuts = [line for out in outs for line in out if line.startswith("cut ")]
+    assert sorted(cuts) == sorted(f"cut {target}" for target in SEEDS), outs
+    assert sorted(p.name for p in (cache / "fixedkey").iterdir()) == sorted(SEEDS)
 
 
 @pytest.fixture(scope="module")

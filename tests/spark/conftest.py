@@ -44,10 +44,6 @@ CHECKOUT = Path(__file__).resolve().parents[2]
 CHECKOUT_PATH = os.pathsep.join([str(CHECKOUT / "spark"), str(CHECKOUT)])
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "spark: starts a Spark JVM (local or standalone)")
-
-
 def copy_trees(dest: Path) -> Path:
     """Copy the fixture trees to ``dest`` and restore every segment file's manifest mtime."""
     for tree in TREES:
