@@ -30,13 +30,13 @@ POINT = ("select \"offset\", key, value, timestamp, segment_base_offset, positio
 def loaded(monkeypatch) -> list[str]:
     """The partition directories the walk loads, in order."""
     seen: list[str] = []
-    real = logdirs.load_partition_dir
+    real = logdirs.load_named_partition_dir
 
     def load(path, *args, **kwargs):
         seen.append(os.path.basename(path))
         return real(path, *args, **kwargs)
 
-    monkeypatch.setattr(logdirs, "load_partition_dir", load)
+    monkeypatch.setattr(logdirs, "load_named_partition_dir", load)
     return seen
 
 
