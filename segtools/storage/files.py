@@ -264,9 +264,15 @@ def symlink_found(path: str) -> Finding:
 
 def cannot_read(path: str, e: SegtoolsError | OSError) -> Finding:
     """``file_unreadable``: the one-line reason a file could not be read (a link:
-    ``symlink_not_followed``)."""
+    ``symlink_not_followed``). Every caller reads a file its listing saw (a path named on
+    the command line is checked before), so a name that is gone by the open was removed
+    in between: ``file_vanished``, as a live broker does to a producer snapshot or a whole
+    partition, not an error of the tree."""
     if isinstance(e, SymlinkRefusedError):  # the file, or its partition directory
         return finding("symlink_not_followed", path, e.message)
+    if isinstance(e, (VanishedError, FileNotFoundError)):
+        return finding("file_vanished", path,
+                       "listed but gone before it was read (a live broker removed it)")
     why = e.message if isinstance(e, SegtoolsError) else e.strerror or e
     return finding("file_unreadable", path, f"cannot read: {why}")
 

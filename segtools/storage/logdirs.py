@@ -353,8 +353,9 @@ def log_dir_root(path: str | os.PathLike[str], _scope: _Pending | None = None
         elif name == CLEAN_SHUTDOWN:
             text, more = read_text_capped(fpath, listed=regular)
             findings.extend(more)
-            clean, more = parse_clean_shutdown(text or "", str(fpath))
-            findings.extend(more)
+            if not _vanished(more):  # an unreadable marker is still there; a gone one is not
+                clean, more = parse_clean_shutdown(text or "", str(fpath))
+                findings.extend(more)
         elif name == BOOTSTRAP_CHECKPOINT:
             bootstrap = fpath
         elif name.endswith(".tmp"):
@@ -396,6 +397,12 @@ def log_dir_root(path: str | os.PathLike[str], _scope: _Pending | None = None
     refs.sort(key=_partition_order)
     return (LogDir(root, meta, checkpoints, clean, has_lock, bootstrap, (), tuple(other),
                    tuple(findings)), tuple(refs))
+
+
+def _vanished(findings: list[Finding]) -> bool:
+    """Whether reading a listed file found it gone (``file_vanished``): nothing of it is
+    known then, not even that it was there."""
+    return any(f.code == "file_vanished" for f in findings)
 
 
 def settled(pdir: PartitionDir, checkpoints: dict[str, dict[TopicPartition, int]]

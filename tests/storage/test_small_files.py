@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
+from segtools.analysis.verify import verify_partition
 from segtools.storage.local import LocalPath
+from segtools.storage.logdirs import walk
 from segtools.storage.partition import load_partition_dir
 from segtools.storage.small_files import read_text_capped, read_upto
 from tests.fixtures_manifest import FIXTURES
@@ -179,3 +181,35 @@ def test_a_file_that_grows_after_its_fstat_is_read_on_up_to_the_limit(tmp_path, 
     monkeypatch.setattr(os, "fstat", growing_fstat)
     assert read_upto(LocalPath(path), 1 << 20, listed=True) == b"0\n1\n0 0\n" + b"1 5\n" * 10
     assert read_upto(LocalPath(path), 20, listed=True) == (b"0\n1\n0 0\n" + b"1 5\n" * 20)[:20]
+
+
+# ---------------------------------------------------------------- a file gone after its listing
+
+
+def test_a_listed_text_file_gone_before_its_read_has_vanished(tmp_path):
+    """A live broker removes files between a listing and the read that follows (a partition
+    deleted, a checkpoint's directory moved): that is ``file_vanished``, an information, not
+    ``file_unreadable``, an error that would fail the run."""
+    gone = tmp_path / "leader-epoch-checkpoint"
+    gone.write_text("0\n0\n")
+    gone.unlink()
+    text, findings = read_text_capped(LocalPath(str(gone)), listed=True)
+    assert text is None
+    assert [(f.code, f.severity.value) for f in findings] == [("file_vanished", "info")]
+
+
+def test_a_producer_snapshot_deleted_after_the_listing_has_vanished(tmp_path):
+    """Kafka deletes producer snapshots below the log start offset as it goes: verify reads
+    the ones the listing saw, so one deleted in between is ``file_vanished``, and the
+    partition's verdict stays what its bytes say (no error added)."""
+    part = tmp_path / "transfers-0"
+    shutil.copytree(FIXTURES / "logdirs" / "producers" / "transfers-0", part)
+    log_dirs, _ = walk([str(tmp_path)])
+    (log_dir, pdir), = [(d, p) for d in log_dirs for p in d.partitions]
+    whole = verify_partition(log_dir, pdir)
+    for snap in pdir.snapshots:
+        os.unlink(snap.path)
+    after = verify_partition(log_dir, pdir)
+    vanished = [f for f in after if f.code == "file_vanished"]
+    assert len(vanished) == len(pdir.snapshots) >= 1
+    assert [f for f in after if f.code != "file_vanished"] == whole
