@@ -10,6 +10,7 @@ fallback twice; ``test_the_best_level_runs_here`` names what this machine runs.
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -63,7 +64,8 @@ def test_fold_constants_are_their_definition():
 def test_the_best_level_runs_here():
     """What the CPU check chose, by what /proc/cpuinfo says this CPU has."""
     try:
-        flags = next(line.split(":")[1].split() for line in open("/proc/cpuinfo")
+        text = Path("/proc/cpuinfo").read_text()
+        flags = next(line.split(":")[1].split() for line in text.splitlines()
                      if line.startswith("flags"))
     except (OSError, StopIteration):
         pytest.skip("no /proc/cpuinfo")
