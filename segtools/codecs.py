@@ -13,8 +13,9 @@ Which library does what:
   header checksum (KAFKA-3160, ``Lz4BlockInputStream.ignoreFlagDescriptorChecksum``) can be
   tolerated the way Kafka does.
 - zstd: ``zstandard`` streaming reader (Kafka's zstd-jni frames carry no content size).
-- CRC-32C and CRC-32: compiled with the batch walk (:mod:`segtools._checksum`: the CPU's
-  CRC instruction where there is one, slicing-by-8 tables otherwise), so the walk checks every
+- CRC-32C and CRC-32: compiled with the batch walk (:mod:`segtools._checksum`: folding by
+  carry-less multiplication or the CPU's CRC instruction where the CPU has them, slicing-by-8
+  tables otherwise), so the walk checks every
   batch without a Python call; ``crcmod``'s table implementation is the reference the tests
   hold them to.
 """

@@ -225,11 +225,13 @@ cdef int64_t VIEW_SIZE = 16
 #: Bytes of a batch the CRC checks at a time, kept ahead of the records being decoded: the
 #: decode then reads from the nearest cache what the CRC has just read, instead of a whole
 #: 16-60 KiB batch being checked first and its first records fetched again from further out.
-#: A multiple of the CRC's three 256-byte lanes (``checksum.h``). Measured on the benchmark
-#: machine (CPU per 256 MiB, one core): 16 x 1 KiB 19.5 ms against 21.3 for the whole batch
-#: first, 500 x 100 B alike (45); slices of 12 KiB were no better, and prefetching the next
-#: slice while the records decode was slower (25 and 54 ms).
-cdef int64_t CRC_SLICE = 3072
+#: A multiple of the CRC's three 256-byte lanes (``checksum.h``), and past the 512-bit
+#: folding's shortest range. Measured on the benchmark machine (CPU per 256 MiB, one core):
+#: 16 x 1 KiB 19.5 ms against 21.3 for the whole batch first, 500 x 100 B alike (45); slices
+#: of 12 KiB were no better, and prefetching the next slice while the records decode was
+#: slower (25 and 54 ms). With the folding CRC (27 Nov, late), 1,536 bytes rather than 3,072:
+#: 500 x 100 B 35.7-36.6 ms against 38.5-38.7 (768: 39.4-40.8; 6,144: 40.1-41.5).
+cdef int64_t CRC_SLICE = 1536
 
 
 cdef inline void write_view(uint8_t *dst, const uint8_t *src, int64_t size, int64_t pos,
