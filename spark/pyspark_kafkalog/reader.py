@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import lazy_loader
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -74,10 +75,10 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The task's rows, read as gently as the CLI would on this host (a broker's lock
         held: the page cache restored; ``maxReadRate``: capped for this task's executor, the
-        bucket shared by its concurrent tasks)."""
+        bucket shared by its concurrent tasks), on the cores Spark gave the task."""
         arrow, text = text_payloads(to_arrow_schema(self.schema, timezone="UTC"))
         scan = make_scan(self.opts, self.columns, arrow)
-        settings = self._gentle()
+        settings = on_task_cores(self._gentle(), task_cpus())
         if settings.rate is not None:
             settings = replace(settings, rate=ReadRate.for_executor(settings.rate.rate))
         with gentle.applied(settings):
@@ -93,6 +94,28 @@ class KafkaLogReader(DataSourceReader):
     def _gentle(self) -> gentle.Gentle:
         return gentle.decide(self.opts.paths, page_cache=self.opts.page_cache,
                              max_read_rate=self.opts.max_read_rate)
+
+
+def task_cpus() -> int | None:
+    """The cores Spark gave the running task (``spark.task.cpus``, 1 unless set); None
+    outside a task (a read in the driver's own process, or in a test)."""
+    context = TaskContext.get()
+    return None if context is None else context.cpus()
+
+
+def on_task_cores(settings: gentle.Gentle, cpus: int | None) -> gentle.Gentle:
+    """A task's read on the cores Spark gave it, not on every core of the host.
+
+    Spark runs a task per core (``spark.task.cpus`` each), and beside each task's Python
+    worker a JVM thread turns its Arrow batches into rows, which costs more than the read
+    itself: the cores are full. A read that walks a chunk ahead on a thread of its own
+    (``rows.owned``, when ``fanout.workers()`` says there is a spare core) then only adds
+    hand-offs between its threads, and its threads wait for the cores and the GIL behind the
+    other tasks (docs/performance.md, "Spark": the workers' CPU per row of a warm count, with
+    the walk inline and on its thread). A gentle run's own cap (``jobs``) still applies."""
+    if cpus is None or cpus < 1:
+        return settings
+    return replace(settings, jobs=cpus if settings.jobs is None else min(cpus, settings.jobs))
 
 
 class PushdownKafkaLogReader(KafkaLogReader):
