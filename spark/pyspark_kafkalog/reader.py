@@ -28,7 +28,6 @@ from pyspark.sql.types import StructType
 from pyspark_kafkalog.options import ReadOptions
 from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
-from pyspark_kafkalog.scan import make_scan, read_task
 from pyspark_kafkalog.schema import DecodePlan, requested_columns, text_payloads
 from segtools.fetch.stream import payloads_as_text
 from segtools.storage import gentle
@@ -49,6 +48,10 @@ log = logging.getLogger("pyspark_kafkalog")
 _decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
 _sources = lazy_loader.load("segtools.payloads.sources", suppress_warning=True)
 _columns = lazy_loader.load("segtools.payloads.columns", suppress_warning=True)
+#: The read path (the record columns' builder, the batch walk's threads, the summaries)
+#: loads where a task is read: the driver's planner unpickles the reader only to plan, and
+#: a fresh session's first action starts that planner (24 ms of its CPU here).
+_scan = lazy_loader.load("pyspark_kafkalog.scan", suppress_warning=True)
 
 
 class KafkaLogReader(DataSourceReader):
@@ -77,12 +80,12 @@ class KafkaLogReader(DataSourceReader):
         held: the page cache restored; ``maxReadRate``: capped for this task's executor, the
         bucket shared by its concurrent tasks), on the cores Spark gave the task."""
         arrow, text = text_payloads(to_arrow_schema(self.schema, timezone="UTC"))
-        scan = make_scan(self.opts, self.columns, arrow)
+        scan = _scan.make_scan(self.opts, self.columns, arrow)
         settings = on_task_cores(self._gentle(), task_cpus())
         if settings.rate is not None:
             settings = replace(settings, rate=ReadRate.for_executor(settings.rate.rate))
         with gentle.applied(settings):
-            batches = read_task(partition, scan, self.opts.fail_on_corruption,
+            batches = _scan.read_task(partition, scan, self.opts.fail_on_corruption,
                                 self.opts.storage_secrets)
             if self.plan is not None and self.payloads is not None:
                 # decoded from the bytes, before they become text
