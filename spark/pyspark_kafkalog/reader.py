@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 import lazy_loader
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
@@ -27,7 +28,6 @@ from pyspark.sql.types import StructType
 from pyspark_kafkalog.options import ReadOptions
 from pyspark_kafkalog.planning import plan
 from pyspark_kafkalog.pushdown import Constraints, constraints_from
-from pyspark_kafkalog.scan import make_scan, read_task
 from pyspark_kafkalog.schema import DecodePlan, requested_columns, text_payloads
 from segtools.fetch.stream import payloads_as_text
 from segtools.storage import gentle
@@ -48,6 +48,10 @@ log = logging.getLogger("pyspark_kafkalog")
 _decoder = lazy_loader.load("segtools.payloads.decoder", suppress_warning=True)
 _sources = lazy_loader.load("segtools.payloads.sources", suppress_warning=True)
 _columns = lazy_loader.load("segtools.payloads.columns", suppress_warning=True)
+#: The read path (the record columns' builder, the batch walk's threads, the summaries)
+#: loads where a task is read: the driver's planner unpickles the reader only to plan, and
+#: a fresh session's first action starts that planner (24 ms of its CPU here).
+_scan = lazy_loader.load("pyspark_kafkalog.scan", suppress_warning=True)
 
 
 class KafkaLogReader(DataSourceReader):
@@ -74,14 +78,14 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         """The task's rows, read as gently as the CLI would on this host (a broker's lock
         held: the page cache restored; ``maxReadRate``: capped for this task's executor, the
-        bucket shared by its concurrent tasks)."""
+        bucket shared by its concurrent tasks), on the cores Spark gave the task."""
         arrow, text = text_payloads(to_arrow_schema(self.schema, timezone="UTC"))
-        scan = make_scan(self.opts, self.columns, arrow)
-        settings = self._gentle()
+        scan = _scan.make_scan(self.opts, self.columns, arrow)
+        settings = on_task_cores(self._gentle(), task_cpus())
         if settings.rate is not None:
             settings = replace(settings, rate=ReadRate.for_executor(settings.rate.rate))
         with gentle.applied(settings):
-            batches = read_task(partition, scan, self.opts.fail_on_corruption,
+            batches = _scan.read_task(partition, scan, self.opts.fail_on_corruption,
                                 self.opts.storage_secrets)
             if self.plan is not None and self.payloads is not None:
                 # decoded from the bytes, before they become text
@@ -93,6 +97,28 @@ class KafkaLogReader(DataSourceReader):
     def _gentle(self) -> gentle.Gentle:
         return gentle.decide(self.opts.paths, page_cache=self.opts.page_cache,
                              max_read_rate=self.opts.max_read_rate)
+
+
+def task_cpus() -> int | None:
+    """The cores Spark gave the running task (``spark.task.cpus``, 1 unless set); None
+    outside a task (a read in the driver's own process, or in a test)."""
+    context = TaskContext.get()
+    return None if context is None else context.cpus()
+
+
+def on_task_cores(settings: gentle.Gentle, cpus: int | None) -> gentle.Gentle:
+    """A task's read on the cores Spark gave it, not on every core of the host.
+
+    Spark runs a task per core (``spark.task.cpus`` each), and beside each task's Python
+    worker a JVM thread turns its Arrow batches into rows, which costs more than the read
+    itself: the cores are full. A read that walks a chunk ahead on a thread of its own
+    (``rows.owned``, when ``fanout.workers()`` says there is a spare core) then only adds
+    hand-offs between its threads, and its threads wait for the cores and the GIL behind the
+    other tasks (docs/performance.md, "Spark": the workers' CPU per row of a warm count, with
+    the walk inline and on its thread). A gentle run's own cap (``jobs``) still applies."""
+    if cpus is None or cpus < 1:
+        return settings
+    return replace(settings, jobs=cpus if settings.jobs is None else min(cpus, settings.jobs))
 
 
 class PushdownKafkaLogReader(KafkaLogReader):

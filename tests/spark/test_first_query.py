@@ -44,6 +44,22 @@ loaded = [n for n, m in sys.modules.items() if type(m) is types.ModuleType]
 print(json.dumps({"fields": fields, "loaded": loaded}))
 """
 
+#: The planner Spark starts at the first action: the source unpickled, its reader made and
+#: pickled (as Spark ships it), then unpickled and asked for its partitions.
+ACTION_PLANNER = """
+import json, pickle, sys, types
+from pyspark import cloudpickle
+source = pickle.loads(bytes.fromhex(sys.argv[1]))
+reader = pickle.loads(cloudpickle.dumps(source.reader(source.schema())))
+tasks = reader.partitions()
+loaded = [n for n, m in sys.modules.items() if type(m) is types.ModuleType]
+print(json.dumps({"tasks": len(tasks), "loaded": loaded}))
+"""
+#: What only a task's read needs: the record columns' builder, the summaries, the walk's
+#: threads.
+READ_ONLY = ("pyspark_kafkalog.scan", "segtools.fetch.rows", "segtools.storage.summary",
+             "segtools.fanout")
+
 #: An executor's Python worker: unpickle the reader and a task, read the task's rows, and
 #: name the modules that were really loaded (a lazily loaded module that nothing touched is
 #: still a stand-in, not a ``types.ModuleType``).
@@ -82,6 +98,19 @@ def test_the_planner_at_load_loads_neither_decoding_nor_the_gentle_settings(tree
     assert [name for name in DECODE_ONLY + GENTLE_ONLY if name in loaded] == []
 
 
+def test_the_planner_at_the_first_action_loads_no_read_path(trees):
+    """The planner that makes the reader and runs ``partitions()`` starts with a fresh
+    session's first action; the reader's module imported the read path with it (the record
+    columns' builder, the summaries, the walk's threads: 24 ms of that process's CPU), which
+    only the executors' workers use."""
+    source = DefaultSource(CaseInsensitiveDict({"path": str(trees / "sample")}))
+    report = _run(ACTION_PLANNER, cloudpickle.dumps(source).hex())
+    assert report["tasks"] >= 1
+    loaded = set(report["loaded"])
+    assert "segtools.fetch.plan" in loaded  # the probe does see what planning loads
+    assert [name for name in READ_ONLY if name in loaded] == []
+
+
 def test_the_gentle_options_still_parse_and_fail_at_load():
     """The gentle settings' modules load when their options are given."""
     opts = parse_options({"path": "/x", "pageCache": "restore", "maxReadRate": "50MiB"})
@@ -104,6 +133,7 @@ def test_an_executor_loads_no_payload_decoding_for_a_read_without_it(trees):
     loaded = set(report["loaded"])
     assert "segtools.fetch.rows" in loaded  # the probe does see what a read loads
     assert [name for name in DECODE_ONLY if name in loaded] == []
+    assert [name for name in READ_ONLY if name not in loaded] == []
 
 
 def test_the_benchmarks_ceiling_imports_nothing_of_the_source_or_its_peers(tmp_path):

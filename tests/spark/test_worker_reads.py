@@ -15,12 +15,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
-from pyspark import cloudpickle
+from pyspark import TaskContext, cloudpickle
 from pyspark_kafkalog.options import Level, parse_options
-from pyspark_kafkalog.reader import KafkaLogReader
+from pyspark_kafkalog.reader import KafkaLogReader, on_task_cores
 from pyspark_kafkalog.schema import default_schema
 
+from segtools import fanout
+from segtools.fetch import rows
+from segtools.storage import gentle
 from tests.builders import make_batch
 from tests.spark.logbuilder import write_partition
 
@@ -75,3 +79,56 @@ def test_a_reused_worker_reads_its_next_task_into_memory_it_already_has(partitio
     assert values > 4 << 20  # the task is (about half) the segment's values
     warm = [faults for _, faults in reads[1:]]
     assert max(warm) * PAGE < values // 2, (warm, values // PAGE)
+
+
+@pytest.fixture
+def task_of(request):
+    """Runs the test as inside a Spark task given ``request.param`` cores (Spark's
+    ``TaskContext`` of the worker), or outside any task (None)."""
+    TaskContext._setTaskContext(None if request.param is None else TaskContext(cpus=request.param))
+    yield request.param
+    TaskContext._setTaskContext(None)
+
+
+def walk_threads(reader: KafkaLogReader, monkeypatch) -> tuple[int, pa.Table]:
+    """How many walk-ahead threads a read of the partition's task started, and its rows."""
+    started = []
+    ahead = fanout.ahead
+
+    def counted(*args, **kwargs):
+        started.append(kwargs.get("name"))
+        return ahead(*args, **kwargs)
+
+    monkeypatch.setattr(fanout, "ahead", counted)
+    # chunks of 1 MiB: the 12 MiB task is one that walks ahead wherever a core is spare
+    monkeypatch.setattr(rows, "WALK_BYTES", 1 << 20)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})  # a host of two cores
+    monkeypatch.delenv("SEGTOOLS_WORKERS", raising=False)
+    task = pickle.loads(pickle.dumps(reader.partitions()[0]))
+    table = pa.Table.from_batches(list(reader.read(task)))
+    return len(started), table
+
+
+@pytest.mark.parametrize("task_of", [1, 2, None], indirect=True)
+def test_a_task_reads_on_the_cores_spark_gave_it(partition, task_of, monkeypatch):
+    """Spark runs a task per core and converts each task's batches into rows on a JVM thread
+    beside it: a task's read walked a chunk ahead on a thread of its own whenever the host
+    had a second core, which only added hand-offs (docs/performance.md, "Spark"). A task of
+    one core now reads inline; a task given two cores (``spark.task.cpus``), or a read
+    outside Spark's tasks, still walks ahead; the rows are the same."""
+    reader = KafkaLogReader(parse_options({"path": str(partition)}),
+                            default_schema(Level.RECORDS, False))
+    threads, table = walk_threads(reader, monkeypatch)
+    assert (threads == 0) == (task_of == 1), threads
+    TaskContext._setTaskContext(None)
+    monkeypatch.undo()
+    _, outside = walk_threads(reader, monkeypatch)
+    assert table.num_rows > 5_000 and table.equals(outside)
+
+
+def test_a_gentle_runs_cap_still_applies_within_a_task():
+    """A broker's lock held: the run's own cap on workers, under the task's cores."""
+    capped = gentle.Gentle(jobs=1)
+    assert on_task_cores(capped, 4).jobs == 1
+    assert on_task_cores(gentle.Gentle(), 2).jobs == 2
+    assert on_task_cores(capped, None) is capped
