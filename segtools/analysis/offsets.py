@@ -513,26 +513,25 @@ class _LeftToPython(NamedTuple):
     current_metadata: list[str]
 
     def joined(self, rows: np.ndarray) -> _LeftToPython:
-        """These rows and more (folded rows Python must apply: no event), in log order."""
+        """These rows and more (folded rows Python must apply, in log order, none of them
+        among these: no event), in log order. Both are sorted: each goes to its place."""
         if not len(rows):
             return self
-        order = np.argsort(np.concatenate([self.rows, rows]), kind="stable")
-        more = len(rows)
+        mine = np.arange(len(self.rows)) + np.searchsorted(rows, self.rows)
+        total = len(self.rows) + len(rows)
+
+        def placed(values: np.ndarray, fill: np.ndarray) -> np.ndarray:
+            out = np.empty((total, *values.shape[1:]), values.dtype)
+            out[...] = fill
+            out[mine] = values
+            return out
+
+        joined_rows = placed(self.rows, np.int64(0))
+        joined_rows[np.arange(len(rows)) + np.searchsorted(self.rows, rows)] = rows
         return _LeftToPython(
-            np.concatenate([self.rows, rows])[order],
-            np.concatenate([self.events, np.full(more, _offsets.PYTHON, np.int8)])[order],
-            np.concatenate([self.previous, np.zeros((more, self.previous.shape[1]),
-                                                    np.int64)])[order],
-            np.concatenate([self.was_present, np.zeros(more, np.int8)])[order],
-            self.previous_metadata,
-            np.concatenate([self.current, np.zeros((more, self.current.shape[1]),
-                                                   np.int64)])[order],
-            self.current_metadata)
-
-
-def _last_of_each(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """The last of ``rows`` (in log order) of each of their ``keys``."""
-    return rows[len(rows) - 1 - np.unique(keys[::-1], return_index=True)[1]]
+            joined_rows, placed(self.events, np.int8(_offsets.PYTHON)),
+            placed(self.previous, np.int64(0)), placed(self.was_present, np.int8(0)),
+            self.previous_metadata, placed(self.current, np.int64(0)), self.current_metadata)
 
 
 def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
@@ -1085,16 +1084,22 @@ class _Replayer:
         if not len(folded):
             return folded
         rtype = b.rtype[folded]
-        classic = folded[rtype == GROUP_METADATA_TYPE]
-        modern = folded[rtype != GROUP_METADATA_TYPE]
-        # a run is numbered within its group and the block; a group's key codes are its own
-        keys = (b.key_code[modern].astype(np.int64) * (max(RECORD_TYPES) + 1)
-                + b.rtype[modern]) * (int(run.max()) + 1) + run[modern]
-        groups = b.vals[classic, 0] * (int(run.max()) + 1) + run[classic]
-        return np.unique(np.concatenate([
-            _last_of_each(classic, groups), _last_of_each(modern, keys),
-            modern[np.unique(keys, return_index=True)[1]],
-            folded[np.isin(rtype, self.slots.topic_names)]]))
+        runs = run[folded]
+        span = int(runs.max()) + 1
+        classic = rtype == GROUP_METADATA_TYPE
+        # a run is numbered within its group and the block; a group's key codes are its own;
+        # a classic group's records are one key (negative: apart from the others)
+        keys = np.where(classic, -1 - (b.vals[folded, 0] * span + runs),
+                        (b.key_code[folded].astype(np.int64) * (max(RECORD_TYPES) + 1)
+                         + rtype) * span + runs)
+        order = np.argsort(keys, kind="stable")
+        edges = np.flatnonzero(keys[order][1:] != keys[order][:-1])
+        first = order[np.concatenate([[0], edges + 1])]
+        last = order[np.concatenate([edges, [len(order) - 1]])]
+        keep = np.isin(rtype, self.slots.topic_names)
+        keep[last] = True
+        keep[first[~classic[first]]] = True
+        return folded[keep]
 
     def _python_rows(self, b: Block, left: _LeftToPython, act: np.ndarray, keep: np.ndarray,
                      markers: np.ndarray, groups: list[int], offs: list[int],
