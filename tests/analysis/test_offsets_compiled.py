@@ -238,12 +238,22 @@ def test_generated_group_records_fold_as_python_applies_them(records, rows, monk
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp)
         write_partition(tree, "__consumer_offsets-0", _log(records))
-        with monkeypatch.context() as python:
-            _python_only(python)
-            expected = (_replayed(tree), _groups_json(tree))
-        with monkeypatch.context() as folding:
-            _counting_folds(folding, rows)
-            assert (_replayed(tree), _groups_json(tree)) == expected
+        expected, folded, _ = _python_and_folded(
+            monkeypatch, rows, lambda: (_replayed(tree), _groups_json(tree)))
+        assert folded == expected
+
+
+def _python_and_folded(monkeypatch, rows: int, answer):
+    """``answer()`` with every row handed to Python, then in blocks of ``rows`` with the
+    loop and the fold; and what the loop was handed to hold (transactional commits) per
+    call."""
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = answer()
+    with monkeypatch.context() as folding:
+        _counting_folds(folding, rows)
+        held = _offered_held(folding)
+        return expected, answer(), held
 
 
 def _classic(generation: int) -> dict:
@@ -347,13 +357,9 @@ def test_transactions_held_by_the_loop_as_python_holds_them(rows, monkeypatch, t
     the end are the same finding. In blocks of ``rows`` (commits held across blocks), the
     answer equals Python's holding, and the CLI's sink (anomalies as columns) agrees too."""
     write_partition(tmp_path, "__consumer_offsets-0", _log(_TRANSACTIONS))
-    with monkeypatch.context() as python:
-        _python_only(python)
-        expected = (_groups_json(tmp_path), _columns(tmp_path))
-    with monkeypatch.context() as blocks:
-        _counting_folds(blocks, rows)
-        held = _offered_held(blocks)
-        assert (_groups_json(tmp_path), _columns(tmp_path)) == expected
+    expected, folded, held = _python_and_folded(
+        monkeypatch, rows, lambda: (_groups_json(tmp_path), _columns(tmp_path)))
+    assert folded == expected
     assert sum(held) == 2 * 7, "the loop did not hold every transactional commit"
     _, regressions, deletions, _, findings = expected[0]
     assert [(r.current.offset, r.current.producer_id, r.current.applied_at.offset)
@@ -373,13 +379,8 @@ def test_commits_held_by_the_loop_are_handed_to_python_before_a_record_only_it_r
                                  timestamp=1_700_000_006_000))
     batches += _log(_TRANSACTIONS[:12])[7:]
     write_partition(tmp_path, "__consumer_offsets-0", batches)
-    with monkeypatch.context() as python:
-        _python_only(python)
-        expected = _groups_json(tmp_path)
-    with monkeypatch.context() as blocks:
-        _counting_folds(blocks, 4)
-        held = _offered_held(blocks)
-        assert _groups_json(tmp_path) == expected
+    expected, folded, held = _python_and_folded(monkeypatch, 4, lambda: _groups_json(tmp_path))
+    assert folded == expected
     assert held[0], "the loop held nothing before the record only the reference reads"
     assert "consumer_offsets_unknown_record_type" in [f.code for f in expected[4]]
     assert any(r.current.producer_id == 7 for r in expected[1])
