@@ -162,9 +162,10 @@ def _value_bytes(record_type: int, value: dict | None) -> bytes | None:
 
 
 _GROUPS = st.sampled_from(["g", "h"])
+_PRODUCERS = st.sampled_from([7, 8])
 _COMMIT = st.tuples(st.just("commit"), _GROUPS, st.integers(0, 1),
-                    st.one_of(st.none(), st.integers(0, 6)), st.booleans())
-_MARKER = st.tuples(st.just("marker"), st.booleans())
+                    st.one_of(st.none(), st.integers(0, 6)), st.booleans(), _PRODUCERS)
+_MARKER = st.tuples(st.just("marker"), st.booleans(), _PRODUCERS)
 _CLASSIC = st.tuples(st.just("classic"), _GROUPS, st.one_of(
     st.none(), message_values(RECORD_TYPES[GROUP_METADATA_TYPE][2], 3)))
 _MODERN = st.sampled_from([*CONSUMER_GROUP_TYPES, *SHARE_GROUP_TYPES]).flatmap(
@@ -231,9 +232,10 @@ _PARTS = st.one_of(
     st.lists(st.one_of(_PARTS, _PARTS, _PARTS, _COMMIT, _MARKER), min_size=4, max_size=40)),
        rows=st.sampled_from([2, 3, 5, 8]))
 def test_generated_group_records_fold_as_python_applies_them(records, rows, monkeypatch):
-    """Generated logs of two groups' commits, markers, classic metadata and KIP-848 / KIP-932
-    records (every value field random, tombstones among them), or of one KIP-848 group's
-    parts over few members and topic ids, replayed in small blocks with the fold, equal the
+    """Generated logs of two groups' commits (transactional ones by two producers), the
+    producers' markers, classic metadata and KIP-848 / KIP-932 records (every value field
+    random, tombstones among them), or of one KIP-848 group's parts over few members and
+    topic ids, replayed in small blocks with the fold and the loop's held commits, equal the
     replay with every row handed to Python."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp)
