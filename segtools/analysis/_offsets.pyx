@@ -18,7 +18,16 @@ it, or a regression or deletion of one of its keys, which reads the group's stat
 applies, of a run, only the rows whose effect no later row of the same key in the run
 overwrites (and the first of each key, which fixes the order a member's parts were added in),
 in log order among the rows it sees, so every state it reads is the one of its moment.
+
+A transactional offset commit (``TxnOffsetCommit``, in a transactional batch) is held per
+producer until that producer's COMMIT or ABORT marker in the same partition
+(``OffsetMetadataManager.replayEndTransactionMarker``): :class:`HeldCommits` keeps the held
+commits in arrays, a list per producer in log order, and the loop applies them (COMMIT) or
+drops them (ABORT) at the marker's row, each regression or deletion a COMMIT makes handed to
+Python as a row at the marker, ending its group's run like any other.
 """
+
+import numpy as np
 
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t
@@ -38,6 +47,16 @@ cpdef enum:
     S_MARKER_TIMESTAMP = 10
     S_WIDTH = 11
 
+# What an anomaly's row says of the commit that made it (``current``): its key's group, topic
+# (interned codes), partition and key code, then the commit's state columns.
+cpdef enum:
+    C_GROUP = 0
+    C_TOPIC = 1
+    C_PARTITION = 2
+    C_KEY = 3
+    C_STATE = 4
+    C_WIDTH = 4 + S_WIDTH
+
 cdef int64_t MISSING = -9223372036854775807 - 1
 #: "None" in a state column (no producer id, no marker).
 NONE = MISSING
@@ -56,28 +75,156 @@ cpdef enum:
     PLAIN = 1        # a plain commit or tombstone: applied here when its key may be
     LEFT = 2         # anything else Python applies
     FOLDABLE = 3     # a group's own record whose effect a later one of its key overwrites
+    HELD = 4         # a transactional commit or tombstone: held for its producer's marker
+    ABORT = 5        # a producer's ABORT marker: its held commits dropped
+    COMMIT = 6       # a producer's COMMIT marker: its held commits applied
+
+
+cdef class HeldCommits:
+    """The transactional commits of one partition waiting for their producers' markers.
+    Entries sit in arrays (reused once their marker has come: a free list), chained per
+    producer code in log order (``head``/``tail``/``after``); ``row`` is where each was
+    written in the whole replay, so the producers still open at the end are listed in the
+    order their first held commit came (the order a dict of producers would keep)."""
+
+    cdef public object key  # entry -> int64 [key code, group, topic, partition]
+    cdef public object state  # entry -> the commit as a state row (``S_*`` columns)
+    cdef public list metadata  # entry -> its metadata string
+    cdef public object after  # entry -> the producer's next entry (-1: its last)
+    cdef public object row  # entry -> its row in the whole replay
+    cdef public object free  # a stack of free entries
+    cdef public object head  # producer code -> its first entry (-1: none held)
+    cdef public object tail
+    cdef public object count  # producer code -> how many it holds
+    cdef public int64_t free_top
+    cdef public int64_t live
+
+    def __init__(self):
+        self.key = np.zeros((0, 4), np.int64)
+        self.state = np.zeros((0, S_WIDTH), np.int64)
+        self.metadata = []
+        self.after = np.zeros(0, np.int64)
+        self.row = np.zeros(0, np.int64)
+        self.free = np.zeros(0, np.int64)
+        self.head = np.zeros(0, np.int64)
+        self.tail = np.zeros(0, np.int64)
+        self.count = np.zeros(0, np.int64)
+        self.free_top = 0
+        self.live = 0
+
+    def ensure(self, int64_t entries, int64_t producers):
+        """Room for ``entries`` held commits at once and ``producers`` producer codes."""
+        cdef int64_t have = len(self.after), grow
+        if entries > have:
+            grow = max(256, 2 * entries) - have
+            self.key = np.concatenate([self.key, np.zeros((grow, 4), np.int64)])
+            self.state = np.concatenate([self.state, np.zeros((grow, S_WIDTH), np.int64)])
+            self.metadata += [None] * grow
+            self.after = np.concatenate([self.after, np.full(grow, -1, np.int64)])
+            self.row = np.concatenate([self.row, np.zeros(grow, np.int64)])
+            # the new entries go under the free ones left, last first
+            self.free = np.concatenate([self.free[:self.free_top],
+                                        np.arange(have + grow - 1, have - 1, -1, dtype=np.int64)])
+            self.free_top += grow
+        have = len(self.head)
+        if producers > have:
+            grow = max(64, 2 * producers) - have
+            self.head = np.concatenate([self.head, np.full(grow, -1, np.int64)])
+            self.tail = np.concatenate([self.tail, np.full(grow, -1, np.int64)])
+            self.count = np.concatenate([self.count, np.zeros(grow, np.int64)])
+
+    def entries(self, int64_t producer):
+        """A producer's held entries, in log order."""
+        out = []
+        cdef int64_t e = self.head[producer]
+        while e >= 0:
+            out.append(e)
+            e = self.after[e]
+        return out
+
+    def open_producers(self):
+        """The producer codes holding commits, in the order their first held commit came."""
+        codes = np.flatnonzero(np.asarray(self.count) > 0)
+        return codes[np.argsort(np.asarray(self.row)[np.asarray(self.head)[codes]],
+                                kind="stable")].tolist()
+
+    def clear(self):
+        """Every entry freed (a partition's end)."""
+        self.__init__()
+
+
+cdef inline int _event(int64_t out, int64_t i, int8_t event, int64_t k, int64_t group,
+                        int64_t topic, int64_t partition, int64_t[::1] rows,
+                        int8_t[::1] events, int64_t[:, ::1] previous, int8_t[::1] was_present,
+                        list previous_metadata, const int8_t[::1] present,
+                        const int64_t[:, ::1] state, list metadata,
+                        int64_t[:, ::1] current) except -1:
+    """Row ``out`` of the answer: row ``i`` made a regression or deletion of key ``k``, whose
+    state before it is copied; ``current`` gets the key (its state after, by the caller)."""
+    cdef int64_t f
+    rows[out] = i
+    events[out] = event
+    was_present[out] = present[k]
+    for f in range(S_WIDTH):
+        previous[out, f] = state[k, f]
+    previous_metadata.append(metadata[k])
+    current[out, C_GROUP] = group
+    current[out, C_TOPIC] = topic
+    current[out, C_PARTITION] = partition
+    current[out, C_KEY] = k
+    return 0
+
+
+cdef inline void _tombstone(int64_t[:, ::1] current, int64_t out, int64_t log_partition,
+                            int64_t log_offset, int64_t log_timestamp,
+                            int64_t producer_id) noexcept:
+    """``current`` of a deletion: a tombstone as the replay holds one (no offset, no value
+    version, epochs and timestamps -1), written at ``log_offset``."""
+    current[out, C_STATE + S_OFFSET] = MISSING
+    current[out, C_STATE + S_LEADER_EPOCH] = -1
+    current[out, C_STATE + S_COMMIT_TIMESTAMP] = -1
+    current[out, C_STATE + S_EXPIRE_TIMESTAMP] = -1
+    current[out, C_STATE + S_VALUE_VERSION] = MISSING
+    current[out, C_STATE + S_LOG_PARTITION] = log_partition
+    current[out, C_STATE + S_LOG_OFFSET] = log_offset
+    current[out, C_STATE + S_LOG_TIMESTAMP] = log_timestamp
+    current[out, C_STATE + S_PRODUCER_ID] = producer_id
+    current[out, C_STATE + S_MARKER_OFFSET] = MISSING
+    current[out, C_STATE + S_MARKER_TIMESTAMP] = MISSING
 
 
 def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                   const int16_t[::1] vver, const int64_t[:, ::1] vals, int offset_slot,
                   int epoch_slot, int metadata_slot, int commit_slot, int expire_slot,
+                  int topic_slot, int partition_slot,
                   const int64_t[::1] log_offset, const int64_t[::1] log_timestamp,
                   int64_t log_partition, int64_t first_row, const uint8_t[::1] data,
                   const int8_t[::1] fast, int64_t[::1] blocked, int8_t[::1] present,
                   int64_t[::1] order, int64_t[:, ::1] state, list metadata,
                   int64_t[::1] rows, int8_t[::1] events, int64_t[:, ::1] previous,
                   int8_t[::1] was_present, list previous_metadata,
+                  int64_t[:, ::1] current, list current_metadata,
                   const int64_t[::1] group_code, const int8_t[::1] group_fast,
-                  int64_t[::1] group_runs, int64_t[::1] run):
+                  int64_t[::1] group_runs, int64_t[::1] run,
+                  const int64_t[::1] producer_code, const int64_t[::1] producer_id,
+                  HeldCommits held):
     """Apply the block's plain commits and tombstones (``kinds`` 1) of keys the loop may
-    apply (``fast``), pass over rows of groups not asked about (``kinds`` 0), and list in
-    ``rows`` (in log order) every row Python must see, with ``events`` saying why: a row it
-    must apply itself, or a regression or deletion the loop applied, whose key's state before
-    it is in ``previous`` / ``was_present`` / ``previous_metadata``. Returns how many rows.
+    apply (``fast``), hold its transactional ones (``HELD``) in ``held`` per producer
+    (``producer_code``; ``producer_id`` is kept in the commit) and apply or drop them at their
+    producer's marker (``COMMIT``, ``ABORT``), pass over rows of groups not asked about
+    (``kinds`` 0), and list in ``rows`` (in log order) every row Python must see, with
+    ``events`` saying why: a row it must apply itself, or a regression or deletion the loop
+    applied, whose key's state before it is in ``previous`` / ``was_present`` /
+    ``previous_metadata`` and whose key and commit are in ``current`` (and, for a
+    regression, ``current_metadata``): a marker's row lists one for each commit it applied
+    that regressed or deleted. Returns how many rows (at most the block's rows and the
+    commits ``held`` holds at the start).
 
     ``first_row`` numbers the block's rows in the whole replay: a key that becomes present is
     ordered by its row (the state's insertion order); ``blocked[k] == first_row`` marks a key
-    with a row left to Python in this block: its later rows are left to Python too.
+    with a row left to Python in this block: its later rows are left to Python too. A
+    ``HELD`` row's key is one the loop may apply, and no row of it is left to Python while
+    it is held (the caller's to see to).
 
     ``FOLDABLE`` rows of a group the loop may fold (``group_fast``, by the row's
     ``group_code``; -1: none) are not listed: ``run`` gives each its group's run (-1 for the
@@ -87,13 +234,74 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
     cdef int64_t cap = fast.shape[0]
     cdef int64_t groups = group_fast.shape[0]
     cdef int64_t size = data.shape[0]
-    cdef int64_t i, k, m, p, f, g
+    cdef int64_t i, k, m, p, f, g, e, pc
     cdef int64_t out = 0
     cdef int8_t kind, event
+    cdef int64_t[:, ::1] hkey = held.key
+    cdef int64_t[:, ::1] hstate = held.state
+    cdef list hmeta = held.metadata
+    cdef int64_t[::1] hafter = held.after
+    cdef int64_t[::1] hrow = held.row
+    cdef int64_t[::1] hfree = held.free
+    cdef int64_t[::1] hhead = held.head
+    cdef int64_t[::1] htail = held.tail
+    cdef int64_t[::1] hcount = held.count
     for i in range(n):
         run[i] = -1
         kind = kinds[i]
         if kind == OTHER_GROUP:
+            continue
+        if kind == ABORT or kind == COMMIT:
+            pc = producer_code[i]
+            e = hhead[pc]
+            while e >= 0:
+                k = hkey[e, 0]
+                if kind == COMMIT:
+                    g = hkey[e, 1]
+                    if hstate[e, S_VALUE_VERSION] == MISSING:
+                        _event(out, i, DELETED, k, g, hkey[e, 2], hkey[e, 3], rows, events,
+                               previous, was_present, previous_metadata, present, state,
+                               metadata, current)
+                        for f in range(S_WIDTH):
+                            current[out, C_STATE + f] = hstate[e, f]
+                        current[out, C_STATE + S_MARKER_OFFSET] = log_offset[i]
+                        current[out, C_STATE + S_MARKER_TIMESTAMP] = log_timestamp[i]
+                        out += 1
+                        if 0 <= g < groups:
+                            group_runs[g] += 1
+                        present[k] = 0
+                        metadata[k] = None
+                    else:
+                        if present[k] and hstate[e, S_OFFSET] < state[k, S_OFFSET]:
+                            _event(out, i, REGRESSED, k, g, hkey[e, 2], hkey[e, 3], rows,
+                                   events, previous, was_present, previous_metadata, present,
+                                   state, metadata, current)
+                            for f in range(S_WIDTH):
+                                current[out, C_STATE + f] = hstate[e, f]
+                            current[out, C_STATE + S_MARKER_OFFSET] = log_offset[i]
+                            current[out, C_STATE + S_MARKER_TIMESTAMP] = log_timestamp[i]
+                            current_metadata.append(hmeta[e])
+                            out += 1
+                            if 0 <= g < groups:
+                                group_runs[g] += 1
+                        if not present[k]:
+                            present[k] = 1
+                            order[k] = first_row + i
+                        for f in range(S_WIDTH):
+                            state[k, f] = hstate[e, f]
+                        state[k, S_MARKER_OFFSET] = log_offset[i]
+                        state[k, S_MARKER_TIMESTAMP] = log_timestamp[i]
+                        metadata[k] = hmeta[e]
+                hmeta[e] = None
+                hfree[held.free_top] = e
+                held.free_top += 1
+                held.live -= 1
+                f = hafter[e]
+                hafter[e] = -1
+                e = f
+            hhead[pc] = -1
+            htail[pc] = -1
+            hcount[pc] = 0
             continue
         g = group_code[i]
         if not 0 <= g < groups:
@@ -104,6 +312,46 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
         k = key_code[i]
         m = vals[i, metadata_slot + 1]
         p = vals[i, metadata_slot]
+        if kind == HELD:
+            held.free_top -= 1
+            e = hfree[held.free_top]
+            held.live += 1
+            pc = producer_code[i]
+            hkey[e, 0] = k
+            hkey[e, 1] = g
+            hkey[e, 2] = vals[i, topic_slot]
+            hkey[e, 3] = vals[i, partition_slot]
+            hrow[e] = first_row + i
+            if vver[i] < 0:  # a tombstone: what the Python rule holds for one
+                hstate[e, S_OFFSET] = MISSING
+                hstate[e, S_LEADER_EPOCH] = -1
+                hstate[e, S_COMMIT_TIMESTAMP] = -1
+                hstate[e, S_EXPIRE_TIMESTAMP] = -1
+                hstate[e, S_VALUE_VERSION] = MISSING
+                hmeta[e] = ""
+            else:
+                hstate[e, S_OFFSET] = vals[i, offset_slot]
+                hstate[e, S_LEADER_EPOCH] = vals[i, epoch_slot]
+                hstate[e, S_COMMIT_TIMESTAMP] = vals[i, commit_slot]
+                hstate[e, S_EXPIRE_TIMESTAMP] = vals[i, expire_slot]
+                hstate[e, S_VALUE_VERSION] = vver[i]
+                # the caller hands over no held row whose metadata lies outside the data
+                hmeta[e] = PyUnicode_DecodeUTF8(<char *>&data[p], m, NULL) \
+                    if 0 < m and 0 <= p and p + m <= size else ""
+            hstate[e, S_LOG_PARTITION] = log_partition
+            hstate[e, S_LOG_OFFSET] = log_offset[i]
+            hstate[e, S_LOG_TIMESTAMP] = log_timestamp[i]
+            hstate[e, S_PRODUCER_ID] = producer_id[i]
+            hstate[e, S_MARKER_OFFSET] = MISSING
+            hstate[e, S_MARKER_TIMESTAMP] = MISSING
+            hafter[e] = -1
+            if htail[pc] >= 0:
+                hafter[htail[pc]] = e
+            else:
+                hhead[pc] = e
+            htail[pc] = e
+            hcount[pc] += 1
+            continue
         if kind != PLAIN or not (0 <= k < cap and fast[k] and blocked[k] != first_row) or \
                 (vver[i] >= 0 and not (0 <= m and 0 <= p and p + m <= size)):
             if 0 <= k < cap:
@@ -123,14 +371,12 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
         if event != PYTHON:
             if g >= 0:
                 group_runs[g] += 1
-            rows[out] = i
-            events[out] = event
-            was_present[out] = present[k]
-            for f in range(S_WIDTH):
-                previous[out, f] = state[k, f]
-            previous_metadata.append(metadata[k])
-            out += 1
+            _event(out, i, event, k, vals[i, 0], vals[i, topic_slot], vals[i, partition_slot],
+                   rows, events, previous, was_present, previous_metadata, present, state,
+                   metadata, current)
         if event == DELETED:
+            _tombstone(current, out, log_partition, log_offset[i], log_timestamp[i], MISSING)
+            out += 1
             present[k] = 0
             metadata[k] = None
             continue
@@ -149,4 +395,9 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
         state[k, S_MARKER_OFFSET] = MISSING
         state[k, S_MARKER_TIMESTAMP] = MISSING
         metadata[k] = PyUnicode_DecodeUTF8(<char *>&data[p], m, NULL) if m else ""
+        if event == REGRESSED:
+            for f in range(S_WIDTH):
+                current[out, C_STATE + f] = state[k, f]
+            current_metadata.append(metadata[k])
+            out += 1
     return out

@@ -499,32 +499,39 @@ def _classic_members(raw: bytes, version: int) -> list[dict]:
 class _LeftToPython(NamedTuple):
     """What the compiled loop hands back of a block: the rows left to Python (block rows, in
     log order), the event of each (applied and regressed, deleted, or nothing), and, for a
-    key the loop changed, what it held before (state row, whether present, its metadata)."""
+    key the loop changed, what it held before (state row, whether present, its metadata) and
+    the key and commit that changed it (``_offsets.C_*`` columns; a regression's metadata in
+    ``current_metadata``): a transactional commit applied at its marker sits at the marker's
+    row."""
 
     rows: np.ndarray
     events: np.ndarray
     previous: np.ndarray
     was_present: np.ndarray
     previous_metadata: list[str | None]
+    current: np.ndarray
+    current_metadata: list[str]
 
     def joined(self, rows: np.ndarray) -> _LeftToPython:
-        """These rows and more (folded rows Python must apply: no event), in log order."""
+        """These rows and more (folded rows Python must apply, in log order, none of them
+        among these: no event), in log order. Both are sorted: each goes to its place."""
         if not len(rows):
             return self
-        order = np.argsort(np.concatenate([self.rows, rows]), kind="stable")
-        more = len(rows)
+        mine = np.arange(len(self.rows)) + np.searchsorted(rows, self.rows)
+        total = len(self.rows) + len(rows)
+
+        def placed(values: np.ndarray, fill: np.ndarray) -> np.ndarray:
+            out = np.empty((total, *values.shape[1:]), values.dtype)
+            out[...] = fill
+            out[mine] = values
+            return out
+
+        joined_rows = placed(self.rows, np.int64(0))
+        joined_rows[np.arange(len(rows)) + np.searchsorted(self.rows, rows)] = rows
         return _LeftToPython(
-            np.concatenate([self.rows, rows])[order],
-            np.concatenate([self.events, np.full(more, _offsets.PYTHON, np.int8)])[order],
-            np.concatenate([self.previous, np.zeros((more, self.previous.shape[1]),
-                                                    np.int64)])[order],
-            np.concatenate([self.was_present, np.zeros(more, np.int8)])[order],
-            self.previous_metadata)
-
-
-def _last_of_each(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """The last of ``rows`` (in log order) of each of their ``keys``."""
-    return rows[len(rows) - 1 - np.unique(keys[::-1], return_index=True)[1]]
+            joined_rows, placed(self.events, np.int8(_offsets.PYTHON)),
+            placed(self.previous, np.int64(0)), placed(self.was_present, np.int8(0)),
+            self.previous_metadata, placed(self.current, np.int64(0)), self.current_metadata)
 
 
 def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
@@ -565,11 +572,9 @@ class _Found:
     def add(self, anomaly: Anomaly) -> None:
         _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
 
-    def columns(self, b: Block, left: _LeftToPython, offsets: np.ndarray, stamps: np.ndarray,
-                lp: int, texts: list[str]) -> FoundColumns:
-        """The anomalies as columns, and this accumulator emptied. ``offsets`` / ``stamps``:
-        the block's records' offsets and timestamps (where the loop's rows sit)."""
-        block = _BlockRows(b, left, offsets, stamps, lp, texts)
+    def columns(self, left: _LeftToPython, texts: list[str]) -> FoundColumns:
+        """The anomalies as columns, and this accumulator emptied."""
+        block = _BlockRows(left, texts)
         removed = self.group_deletions
         out = FoundColumns(
             _regression_columns(block, self.regressions, self.states, self.generations),
@@ -585,98 +590,109 @@ class _Found:
 
 class _Rows(NamedTuple):
     """Anomalies found in a block, split: which are the loop's rows (``compiled``, in the
-    order found), the objects Python made, and for the rows their decoded slots, their keys'
-    states before, whether each key held a commit, their offsets and timestamps."""
+    order found), the objects Python made, and for the rows their keys and the commits that
+    made them (``_offsets.C_*`` columns), their keys' states before and whether each key held
+    a commit."""
 
     compiled: np.ndarray
     made: list
-    keys: np.ndarray
+    current: np.ndarray
     before: np.ndarray
     was_present: list[bool]
-    offsets: list[int]
-    stamps: list[int]
+
+    def column(self, field: int) -> list[int]:
+        """A state column of the commits that made the rows."""
+        return self.current[:, _offsets.C_STATE + field].tolist()
 
 
 class _BlockRows(NamedTuple):
-    """What the compiled loop's anomalies are read from: the block, what the loop left to
-    Python (with each changed key's state before), the records' offsets and timestamps, the
-    log partition and the interned strings."""
+    """What the compiled loop's anomalies are read from: what the loop left to Python (with
+    each changed key's state before and the commit that changed it) and the interned
+    strings."""
 
-    block: Block
     left: _LeftToPython
-    offsets: np.ndarray
-    stamps: np.ndarray
-    log_partition: int
     texts: list[str]
 
     def at(self, found: list) -> _Rows:
         """``found`` (rows of the loop's, or objects) split, the rows read."""
         compiled = np.array([isinstance(e, int) for e in found], bool)
         xs = np.array([e for e in found if isinstance(e, int)], np.int64)
-        rows = self.left.rows[xs]
         return _Rows(compiled, [e for e in found if not isinstance(e, int)],
-                     self.block.vals[rows], self.left.previous[xs],
-                     [p != 0 for p in self.left.was_present[xs].tolist()],
-                     self.offsets[rows].tolist(), self.stamps[rows].tolist())
+                     self.left.current[xs], self.left.previous[xs],
+                     [p != 0 for p in self.left.was_present[xs].tolist()])
 
     def names(self, codes: np.ndarray) -> list[str]:
         texts = self.texts
         return [texts[c] for c in codes.tolist()]
 
 
+def _took_effect(state: np.ndarray) -> list[int]:
+    """When each commit of these state rows took effect: its transaction's marker, or its
+    own append (:attr:`OffsetCommit.effective_timestamp`)."""
+    marked = state[:, _offsets.S_MARKER_OFFSET] != _offsets.NONE
+    return np.where(marked, state[:, _offsets.S_MARKER_TIMESTAMP],
+                    state[:, _offsets.S_LOG_TIMESTAMP]).tolist()
+
+
 def _regression_columns(block: _BlockRows, found: list, states: list, generations: list
                         ) -> RegressionColumns:
-    """Regressions found by the loop (read from the block) and by Python (objects), in the
-    order found. A loop's regression is never transactional: it took effect when written."""
-    s, out = _slots(), RegressionColumns()
+    """Regressions found by the loop (read from its rows) and by Python (objects), in the
+    order found."""
+    out = RegressionColumns()
     if not found:
         return out
-    compiled, made, keys, before, _, at, when = block.at(found)
-    marked = before[:, _offsets.S_MARKER_OFFSET] != _offsets.NONE
-    took_effect = np.where(marked, before[:, _offsets.S_MARKER_TIMESTAMP],
-                           before[:, _offsets.S_LOG_TIMESTAMP])
+    rows = block.at(found)
+    compiled, made, current, before = rows.compiled, rows.made, rows.current, rows.before
     currents = [r.current for r in made]
     previous = [r.previous for r in made]
     for name, first, rest in (
-            ("group", block.names(keys[:, 0]), [c.group for c in currents]),
-            ("topic", block.names(keys[:, s.topic]), [c.topic for c in currents]),
-            ("partition", keys[:, s.partition].tolist(), [c.partition for c in currents]),
+            ("group", block.names(current[:, _offsets.C_GROUP]), [c.group for c in currents]),
+            ("topic", block.names(current[:, _offsets.C_TOPIC]), [c.topic for c in currents]),
+            ("partition", current[:, _offsets.C_PARTITION].tolist(),
+             [c.partition for c in currents]),
             ("previous_offset", before[:, _offsets.S_OFFSET].tolist(),
              [p.offset for p in previous]),
-            ("offset", keys[:, s.offset].tolist(), [c.offset for c in currents]),
-            ("timestamp", when, [c.effective_timestamp for c in currents]),
-            ("previous_timestamp", took_effect.tolist(),
+            ("offset", rows.column(_offsets.S_OFFSET), [c.offset for c in currents]),
+            ("timestamp", _took_effect(current[:, _offsets.C_STATE:]),
+             [c.effective_timestamp for c in currents]),
+            ("previous_timestamp", _took_effect(before),
              [p.effective_timestamp for p in previous]),
-            ("commit_timestamp", keys[:, s.commit_timestamp].tolist(),
+            ("commit_timestamp", rows.column(_offsets.S_COMMIT_TIMESTAMP),
              [c.commit_timestamp for c in currents]),
             ("group_state", states, [r.group_state for r in made]),
             ("generation", generations, [r.generation for r in made]),
-            ("log_partition", [block.log_partition] * len(at),
+            ("log_partition", rows.column(_offsets.S_LOG_PARTITION),
              [c.where.partition for c in currents]),
-            ("log_offset", at, [c.where.offset for c in currents]),
-            ("log_timestamp", when, [c.where.timestamp for c in currents])):
+            ("log_offset", rows.column(_offsets.S_LOG_OFFSET),
+             [c.where.offset for c in currents]),
+            ("log_timestamp", rows.column(_offsets.S_LOG_TIMESTAMP),
+             [c.where.timestamp for c in currents])):
         setattr(out, name, spliced(compiled, first, rest))
     return out
 
 
 def _deletion_columns(block: _BlockRows, found: list) -> DeletionColumns:
-    """Deletions found by the loop (read from the block) and by Python (objects), in the
+    """Deletions found by the loop (read from its rows) and by Python (objects), in the
     order found."""
-    s, out = _slots(), DeletionColumns()
+    out = DeletionColumns()
     if not found:
         return out
-    compiled, made, keys, before, present, at, when = block.at(found)
+    rows = block.at(found)
+    compiled, made, current = rows.compiled, rows.made, rows.current
     last = [v if p else None
-            for v, p in zip(before[:, _offsets.S_OFFSET].tolist(), present, strict=True)]
+            for v, p in zip(rows.before[:, _offsets.S_OFFSET].tolist(), rows.was_present,
+                            strict=True)]
     for name, first, rest in (
-            ("group", block.names(keys[:, 0]), [d.group for d in made]),
-            ("topic", block.names(keys[:, s.topic]), [d.topic for d in made]),
-            ("partition", keys[:, s.partition].tolist(), [d.partition for d in made]),
+            ("group", block.names(current[:, _offsets.C_GROUP]), [d.group for d in made]),
+            ("topic", block.names(current[:, _offsets.C_TOPIC]), [d.topic for d in made]),
+            ("partition", current[:, _offsets.C_PARTITION].tolist(),
+             [d.partition for d in made]),
             ("last_offset", last, [d.last_offset for d in made]),
-            ("log_partition", [block.log_partition] * len(at),
+            ("log_partition", rows.column(_offsets.S_LOG_PARTITION),
              [d.where.partition for d in made]),
-            ("log_offset", at, [d.where.offset for d in made]),
-            ("log_timestamp", when, [d.where.timestamp for d in made])):
+            ("log_offset", rows.column(_offsets.S_LOG_OFFSET), [d.where.offset for d in made]),
+            ("log_timestamp", rows.column(_offsets.S_LOG_TIMESTAMP),
+             [d.where.timestamp for d in made])):
         setattr(out, name, spliced(compiled, first, rest))
     return out
 
@@ -715,9 +731,11 @@ class _State:
 
     @staticmethod
     def unpack(ints: list[int], metadata: str) -> AppliedCommit:
-        """A state row as the replay's commit."""
+        """A state row as the replay's commit (a tombstone's has no value version)."""
         off, epoch, cts, ets, vv, lp, lo, lts, pid, ao, ats = ints
         none = _offsets.NONE
+        if vv == none:
+            off = vv = None
         return AppliedCommit(off, epoch, metadata, cts, ets, vv, lp, lo, lts,
                              None if pid == none else pid, None if ao == none else ao,
                              None if ao == none else ats)
@@ -765,6 +783,13 @@ class _Replayer:
         self._wanted: list[bool] = []  # by interned string: a group the replay is asked about
         self._wanted_np = np.zeros(0, bool)
         self.current = _State()
+        # transactional commits are held by the compiled loop (``_offsets.HeldCommits``, per
+        # producer code) unless a history is kept (its aborted and pending commits are
+        # objects) or a block holds a record only the reference reads (which Python applies
+        # out of the loop's order): then by Python (``pending``), from then on
+        self._loop_holds = not history
+        self._held_commits = _offsets.HeldCommits()
+        self._producers: dict[int, int] = {}  # producer id -> its code in _held_commits
         self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
         self._held_groups: dict[int, int] = {}  # group code -> the same, per group
         self._group_fast = np.zeros(0, np.int8)  # by interned string (see above)
@@ -873,6 +898,7 @@ class _Replayer:
             for lo, block in self.decoder.blocks(chunk):
                 self._block(block, chunk, lo, log_partition, path, pending)
         self.findings.extend(read_findings)
+        self._pending_in_loop(pending)
         for pid, commits in pending.items():
             for k, c in commits:
                 self._release(k)
@@ -883,6 +909,32 @@ class _Replayer:
                 f"producer {pid} has {len(commits)} transactional offset commit(s) with no "
                 f"COMMIT/ABORT marker by the end of the replay (not applied)",
                 offset=commits[0][1].log_offset))
+
+    def _pending_in_loop(self, pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:
+        """The commits the compiled loop holds, handed to Python's ``pending`` (each
+        producer's in log order, the producers in the order their first came) and held by
+        Python from now on. At a partition's end, or before a block the loop cannot hold
+        through."""
+        held = self._held_commits
+        if not held.live:
+            return
+        codes = {code: pid for pid, code in self._producers.items()}
+        for code in held.open_producers():
+            for e in held.entries(code):
+                k = int(held.key[e, 0])
+                self._hold(pending, codes[code], k,
+                           self.current.unpack(held.state[e].tolist(), held.metadata[e]))
+        held.clear()
+
+    def _producer_codes(self, pids: np.ndarray) -> np.ndarray:
+        """Each producer id's code in the loop's held commits (made when first met)."""
+        known = self._producers
+        for pid in np.unique(pids).tolist():
+            known.setdefault(pid, len(known))
+        lookup = np.fromiter(known.keys(), np.int64, len(known))
+        codes = np.fromiter(known.values(), np.int64, len(known))
+        at = np.argsort(lookup)
+        return codes[at[np.searchsorted(lookup, pids, sorter=at)]]
 
     def _block(self, b: Block, chunk: chunks.Chunk, lo: int, lp: int, path: str,
                pending: dict[int, list[tuple[int, AppliedCommit]]]) -> None:
@@ -899,10 +951,31 @@ class _Replayer:
         gcode = np.where(ok, b.vals[:, 0], 0)
         wanted = ok & self._wanted_np[gcode] if len(self._wanted_np) else np.zeros(n, bool)
         txn = table.is_transactional[batch]
-        plain = wanted & (b.rtype <= OFFSET_COMMIT_TYPES[-1]) & ~txn
+        commit = wanted & (b.rtype <= OFFSET_COMMIT_TYPES[-1])
+        plain = commit & ~txn
         kinds = plain.astype(np.int8) + 2 * (~ok | (wanted & ~plain)).astype(np.int8)
         suspects = self._suspects(b, wanted)
-        if not (b.status == ST_ERROR).any():
+        errors = (b.status == ST_ERROR).any()
+        if self._loop_holds and not self._loop_may_hold(b, commit, errors):
+            self._loop_holds = False
+            self._pending_in_loop(pending)
+        pids = np.where(txn | table.is_control[batch], table.producer_id[batch], -1)
+        producers = np.zeros(n, np.int64)
+        if self._loop_holds:
+            held = commit & txn
+            kinds[held] = _offsets.HELD
+            control = np.flatnonzero(b.status == ST_SKIP)
+            kinds[control] = _offsets.OTHER_GROUP
+            markers = chunks.control_types(cols, lo + control)
+            kinds[control[markers == 0]] = _offsets.ABORT
+            kinds[control[markers == 1]] = _offsets.COMMIT
+            txn_rows = np.flatnonzero(kinds >= _offsets.HELD)
+            if len(txn_rows):
+                producers[txn_rows] = self._producer_codes(pids[txn_rows])
+            self._held_commits.ensure(self._held_commits.live + int(held.sum()),
+                                      len(self._producers))
+            plain = commit  # the keys the loop holds for, met with the plain ones
+        if not errors:
             # a record only the reference reads is applied by Python out of the loop's order:
             # a block holding one folds nothing, and meets its groups as Python reaches them
             self._meet(b, wanted, plain, lp)
@@ -913,7 +986,7 @@ class _Replayer:
         stamps = np.ascontiguousarray(cols.timestamp[lo:lo + n])
         first_row = self.records - n
         left = self._compiled(b, kinds, np.where(ok, b.vals[:, 0], -1), offsets, stamps, lp,
-                              first_row)
+                              first_row, producers, pids)
         if not len(left.rows):
             return
         rows = left.rows
@@ -929,14 +1002,22 @@ class _Replayer:
         act[status == ST_ERROR] = _ERROR
         act[ev == _offsets.REGRESSED] = _REGRESSED
         act[ev == _offsets.DELETED] = _DELETED
-        pids = np.where(txn[rows] | table.is_control[batch[rows]], table.producer_id[batch[rows]],
-                        -1).tolist()
-        self._python_rows(b, left, act, keep, markers, gcode[rows].tolist(),
-                          offsets[rows].tolist(), stamps[rows].tolist(), pids, lp, path,
-                          first_row, pending, suspects)
+        # an anomaly's group is its key's (a marker's row holds those of the commits it applied)
+        groups = np.where(ev != _offsets.PYTHON, left.current[:, _offsets.C_GROUP], gcode[rows])
+        self._python_rows(b, left, act, keep, markers, groups.tolist(), offsets[rows].tolist(),
+                          stamps[rows].tolist(), pids[rows].tolist(), lp, path, first_row,
+                          pending, suspects)
         if self._found:
-            self.sink.take(self._found.columns(b, left, offsets, stamps, lp,
-                                               self.decoder.texts))
+            self.sink.take(self._found.columns(left, self.decoder.texts))
+
+    def _loop_may_hold(self, b: Block, commit: np.ndarray, errors: bool) -> bool:
+        """Whether the compiled loop may hold this block's transactional commits: no record
+        only the reference reads (``errors``: Python applies it out of the loop's order) and
+        no offset commit whose metadata span lies outside the block's data (the loop leaves
+        such a row to Python, which it cannot do while it holds a commit of the key)."""
+        rows = np.flatnonzero(commit & (b.vver >= 0))
+        p, m = b.vals[rows, self.slots.metadata], b.vals[rows, self.slots.metadata + 1]
+        return not errors and not ((p < 0) | (m < 0) | (p + m > len(b.data))).any()
 
     def _meet(self, b: Block, wanted: np.ndarray, plain: np.ndarray, lp: int) -> None:
         """The groups and commit keys a block holds for the first time, made known before the
@@ -960,28 +1041,36 @@ class _Replayer:
                 self._key(k, int(row[0]), texts[row[s.topic]], int(row[s.partition]))
 
     def _compiled(self, b: Block, kinds: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
-                  stamps: np.ndarray, lp: int, first_row: int) -> _LeftToPython:
+                  stamps: np.ndarray, lp: int, first_row: int, producers: np.ndarray,
+                  pids: np.ndarray) -> _LeftToPython:
         """The compiled loop (``_offsets.apply_commits``) over a block: it applies the plain
-        commits of keys it may apply to the state arrays, marks the groups' records it may
+        commits of keys it may apply to the state arrays, holds transactional commits for
+        their markers and applies or drops them there, marks the groups' records it may
         fold, and returns the rows it leaves to Python (with what a regressed or deleted key
         held before) and, among the folded rows, those Python must still apply."""
         s, state, n = self.slots, self.current, len(b)
         state.ensure(len(self.decoder.keys))
-        rows = np.empty(n, np.int64)
-        events = np.empty(n, np.int8)
-        previous = np.empty((n, _offsets.S_WIDTH), np.int64)
-        was_present = np.empty(n, np.int8)
+        room = n + self._held_commits.live + n  # a marker answers for each commit it held
+        rows = np.empty(room, np.int64)
+        events = np.empty(room, np.int8)
+        previous = np.empty((room, _offsets.S_WIDTH), np.int64)
+        was_present = np.empty(room, np.int8)
+        current = np.empty((room, _offsets.C_WIDTH), np.int64)
         previous_metadata: list[str | None] = []
+        current_metadata: list[str] = []
         run = np.empty(n, np.int64)
         self._group_runs[:] = 0  # runs are numbered within the block
         count = _offsets.apply_commits(
             kinds, b.key_code, b.vver, b.vals, s.offset, s.leader_epoch, s.metadata,
-            s.commit_timestamp, s.expire_timestamp, offsets, stamps, lp, first_row, b.data,
-            state.fast, state.blocked, state.present, state.order, state.state, state.metadata,
-            rows, events, previous, was_present, previous_metadata,
-            np.ascontiguousarray(groups, np.int64), self._group_fast, self._group_runs, run)
+            s.commit_timestamp, s.expire_timestamp, s.topic, s.partition, offsets, stamps, lp,
+            first_row, b.data, state.fast, state.blocked, state.present, state.order,
+            state.state, state.metadata, rows, events, previous, was_present,
+            previous_metadata, current, current_metadata,
+            np.ascontiguousarray(groups, np.int64), self._group_fast, self._group_runs, run,
+            producers, np.ascontiguousarray(pids, np.int64), self._held_commits)
         left = _LeftToPython(rows[:count], events[:count], previous[:count],
-                             was_present[:count], previous_metadata)
+                             was_present[:count], previous_metadata, current[:count],
+                             current_metadata)
         return left.joined(self._unsuperseded(b, run))
 
     def _unsuperseded(self, b: Block, run: np.ndarray) -> np.ndarray:
@@ -995,16 +1084,22 @@ class _Replayer:
         if not len(folded):
             return folded
         rtype = b.rtype[folded]
-        classic = folded[rtype == GROUP_METADATA_TYPE]
-        modern = folded[rtype != GROUP_METADATA_TYPE]
-        # a run is numbered within its group and the block; a group's key codes are its own
-        keys = (b.key_code[modern].astype(np.int64) * (max(RECORD_TYPES) + 1)
-                + b.rtype[modern]) * (int(run.max()) + 1) + run[modern]
-        groups = b.vals[classic, 0] * (int(run.max()) + 1) + run[classic]
-        return np.unique(np.concatenate([
-            _last_of_each(classic, groups), _last_of_each(modern, keys),
-            modern[np.unique(keys, return_index=True)[1]],
-            folded[np.isin(rtype, self.slots.topic_names)]]))
+        runs = run[folded]
+        span = int(runs.max()) + 1
+        classic = rtype == GROUP_METADATA_TYPE
+        # a run is numbered within its group and the block; a group's key codes are its own;
+        # a classic group's records are one key (negative: apart from the others)
+        keys = np.where(classic, -1 - (b.vals[folded, 0] * span + runs),
+                        (b.key_code[folded].astype(np.int64) * (max(RECORD_TYPES) + 1)
+                         + rtype) * span + runs)
+        order = np.argsort(keys, kind="stable")
+        edges = np.flatnonzero(keys[order][1:] != keys[order][:-1])
+        first = order[np.concatenate([[0], edges + 1])]
+        last = order[np.concatenate([edges, [len(order) - 1]])]
+        keep = np.isin(rtype, self.slots.topic_names)
+        keep[last] = True
+        keep[first[~classic[first]]] = True
+        return folded[keep]
 
     def _python_rows(self, b: Block, left: _LeftToPython, act: np.ndarray, keep: np.ndarray,
                      markers: np.ndarray, groups: list[int], offs: list[int],
@@ -1023,6 +1118,7 @@ class _Replayer:
         scalars = vals[rows, s.scalar_slot[np.clip(rtype, 0, len(s.scalar_slot) - 1)]].tolist()
         vv = b.vver[rows].tolist()
         metadata = iter(left.previous_metadata)  # one per row the loop regressed or deleted
+        current_metadata = iter(left.current_metadata)  # one per row the loop regressed
         found = self._found
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
         for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
@@ -1040,18 +1136,23 @@ class _Replayer:
             if found is not None and a == _DELETED:
                 found.deleted(x)
                 continue
-            where = Location(lp, offs[x], times[x])
             if a in (_REGRESSED, _DELETED):  # applied by the compiled loop: report it
-                k = int(b.key_code[i])
+                current = left.current[x].tolist()
+                k = current[_offsets.C_KEY]
                 previous_metadata = next(metadata)
                 before = state.unpack(left.previous[x].tolist(), previous_metadata) \
                     if left.was_present[x] else None
+                made = state.unpack(current[_offsets.C_STATE:],
+                                    next(current_metadata) if a == _REGRESSED else "")
                 if a == _DELETED:
-                    self._deleted(k, by_code[groups[x]], before, where)
+                    self._deleted(k, by_code[groups[x]], before,
+                                  Location(made.log_partition, made.log_offset,
+                                           made.log_timestamp))
                 else:
-                    self._regressed(k, by_code[groups[x]], before,
-                                    self._row_commit(b, vals[i].tolist(), vv[x], where, None))
-            elif a == _PLAIN:  # a plain commit left to Python: a new key, ...
+                    self._regressed(k, by_code[groups[x]], before, made)
+                continue
+            where = Location(lp, offs[x], times[x])
+            if a == _PLAIN:  # a plain commit left to Python: a new key, ...
                 row = vals[i].tolist()
                 k = int(b.key_code[i])
                 if k not in self._keys:

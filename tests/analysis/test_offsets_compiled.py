@@ -7,6 +7,7 @@ findings)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import struct
 import tempfile
@@ -48,11 +49,13 @@ def _python_only(monkeypatch) -> list[int]:
         kinds = np.asarray(kinds)
         offered.append(int((kinds == offsets_room._offsets.PLAIN).sum()))
         offered.append(int((kinds == offsets_room._offsets.FOLDABLE).sum()))
-        rest[13] = np.zeros_like(rest[13])  # fast: no key
-        rest[-3] = np.zeros_like(rest[-3])  # group_fast: no group
+        rest[12] = np.zeros_like(rest[12])  # fast: no key
+        rest[-6] = np.zeros_like(rest[-6])  # group_fast: no group
         return compiled(kinds, key_code, vver, vals, *rest)
 
     monkeypatch.setattr(offsets_room._offsets, "apply_commits", nothing_fast)
+    # transactional commits held by Python, applied at markers Python reaches
+    monkeypatch.setattr(offsets_room._Replayer, "_loop_may_hold", lambda *args: False)
     # groups and keys met by Python as it reaches their rows, not ahead of the loop
     monkeypatch.setattr(offsets_room._Replayer, "_meet", lambda *args: None)
     return offered
@@ -107,7 +110,7 @@ def _counting_folds(monkeypatch, rows: int) -> list[int]:
 
     def counted(*args):
         out = compiled(*args)
-        folds.append(int((np.asarray(args[-1]) >= 0).sum()))
+        folds.append(int((np.asarray(args[-4]) >= 0).sum()))  # run
         return out
 
     monkeypatch.setattr(offsets_room._offsets, "apply_commits", counted)
@@ -159,9 +162,10 @@ def _value_bytes(record_type: int, value: dict | None) -> bytes | None:
 
 
 _GROUPS = st.sampled_from(["g", "h"])
+_PRODUCERS = st.sampled_from([7, 8])
 _COMMIT = st.tuples(st.just("commit"), _GROUPS, st.integers(0, 1),
-                    st.one_of(st.none(), st.integers(0, 6)), st.booleans())
-_MARKER = st.tuples(st.just("marker"), st.booleans())
+                    st.one_of(st.none(), st.integers(0, 6)), st.booleans(), _PRODUCERS)
+_MARKER = st.tuples(st.just("marker"), st.booleans(), _PRODUCERS)
 _CLASSIC = st.tuples(st.just("classic"), _GROUPS, st.one_of(
     st.none(), message_values(RECORD_TYPES[GROUP_METADATA_TYPE][2], 3)))
 _MODERN = st.sampled_from([*CONSUMER_GROUP_TYPES, *SHARE_GROUP_TYPES]).flatmap(
@@ -170,22 +174,25 @@ _MODERN = st.sampled_from([*CONSUMER_GROUP_TYPES, *SHARE_GROUP_TYPES]).flatmap(
 
 
 def _log(records: list[tuple]) -> list[bytes]:
-    """Each record as its own batch: commits (transactional ones by producer 7), producer 7's
-    markers, classic group metadata and KIP-848 / KIP-932 records (None: a tombstone)."""
+    """Each record as its own batch: commits (transactional ones by producer 7, or the
+    producer a sixth field names), markers (of producer 7, or the one a third field names),
+    classic group metadata and KIP-848 / KIP-932 records (None: a tombstone)."""
     out = []
     for offset, rec in enumerate(records):
         ts = 1_700_000_000_000 + 1000 * offset
         if rec[0] == "marker":
             out.append(marker_batch("COMMIT" if rec[1] else "ABORT", offset=offset,
-                                    timestamp=ts, producer_id=7))
+                                    timestamp=ts, producer_id=rec[2] if len(rec) > 2 else 7))
             continue
         if rec[0] == "commit":
-            _, group, partition, committed, txn = rec
+            group, partition, committed, txn = rec[1:5]
+            producer = rec[5] if len(rec) > 5 else 7
             pair = (_key_bytes(1, group, partition=partition), None if committed is None else
-                    _value_bytes(1, {"offset": committed, "metadata": "", "commitTimestamp": ts}))
+                    _value_bytes(1, {"offset": committed, "metadata": f"m{committed}",
+                                     "commitTimestamp": ts}))
             out.append(records_batch([pair], base_offset=offset, timestamp=ts,
-                                     producer_id=7 if txn else -1, producer_epoch=0 if txn else -1,
-                                     transactional=txn))
+                                     producer_id=producer if txn else -1,
+                                     producer_epoch=0 if txn else -1, transactional=txn))
             continue
         if rec[0] == "classic":
             pair = (_key_bytes(GROUP_METADATA_TYPE, rec[1]),
@@ -225,19 +232,30 @@ _PARTS = st.one_of(
     st.lists(st.one_of(_PARTS, _PARTS, _PARTS, _COMMIT, _MARKER), min_size=4, max_size=40)),
        rows=st.sampled_from([2, 3, 5, 8]))
 def test_generated_group_records_fold_as_python_applies_them(records, rows, monkeypatch):
-    """Generated logs of two groups' commits, markers, classic metadata and KIP-848 / KIP-932
-    records (every value field random, tombstones among them), or of one KIP-848 group's
-    parts over few members and topic ids, replayed in small blocks with the fold, equal the
+    """Generated logs of two groups' commits (transactional ones by two producers), the
+    producers' markers, classic metadata and KIP-848 / KIP-932 records (every value field
+    random, tombstones among them), or of one KIP-848 group's parts over few members and
+    topic ids, replayed in small blocks with the fold and the loop's held commits, equal the
     replay with every row handed to Python."""
     with tempfile.TemporaryDirectory() as tmp:
         tree = Path(tmp)
         write_partition(tree, "__consumer_offsets-0", _log(records))
-        with monkeypatch.context() as python:
-            _python_only(python)
-            expected = (_replayed(tree), _groups_json(tree))
-        with monkeypatch.context() as folding:
-            _counting_folds(folding, rows)
-            assert (_replayed(tree), _groups_json(tree)) == expected
+        expected, folded, _ = _python_and_folded(
+            monkeypatch, rows, lambda: (_replayed(tree), _groups_json(tree)))
+        assert folded == expected
+
+
+def _python_and_folded(monkeypatch, rows: int, answer):
+    """``answer()`` with every row handed to Python, then in blocks of ``rows`` with the
+    loop and the fold; and what the loop was handed to hold (transactional commits) per
+    call."""
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = answer()
+    with monkeypatch.context() as folding:
+        _counting_folds(folding, rows)
+        held = _offered_held(folding)
+        return expected, answer(), held
 
 
 def _classic(generation: int) -> dict:
@@ -306,3 +324,83 @@ def test_a_regression_after_a_tombstone_of_an_absent_key_keeps_its_previous_meta
     assert [r.previous.metadata for r in compiled.regressions] == ["first"]
     _python_only(monkeypatch)
     assert replay_offsets(partitions_of([tmp_path], "__consumer_offsets")) == compiled
+
+
+#: Two producers' transactions over two groups' keys, interleaved: commits and tombstones
+#: held, committed (regressing a key, deleting one), aborted, and left open at the end.
+_TRANSACTIONS = [
+    ("classic", "g", _classic(1)), ("commit", "g", 0, 5, False), ("commit", "h", 0, 9, False),
+    ("commit", "g", 0, 2, True, 7), ("commit", "h", 0, 3, True, 8),
+    ("commit", "g", 1, None, True, 7), ("commit", "g", 0, 7, False),
+    ("classic", "g", _classic(2)), ("marker", False, 8), ("commit", "h", 0, 1, True, 8),
+    ("marker", True, 7), ("classic", "g", _classic(3)), ("commit", "g", 0, 4, True, 8),
+    ("marker", True, 8), ("commit", "h", 1, 6, True, 7), ("commit", "g", 0, 8, True, 9),
+    ("commit", "h", 1, 2, False)]
+
+
+def _offered_held(monkeypatch) -> list[int]:
+    """A list counting the transactional commits the loop was handed to hold."""
+    held: list[int] = []
+    compiled = offsets_room._offsets.apply_commits
+
+    def counted(kinds, *rest):
+        held.append(int((np.asarray(kinds) == offsets_room._offsets.HELD).sum()))
+        return compiled(kinds, *rest)
+
+    monkeypatch.setattr(offsets_room._offsets, "apply_commits", counted)
+    return held
+
+
+@pytest.mark.parametrize("rows", [2, 3, 5, 64])
+def test_transactions_held_by_the_loop_as_python_holds_them(rows, monkeypatch, tmp_path):
+    """The compiled loop holds each producer's transactional commits and applies them at its
+    COMMIT (the regressions and deletions they make read the group's state of the marker's
+    moment, and say when the marker came) or drops them at its ABORT; commits still open at
+    the end are the same finding. In blocks of ``rows`` (commits held across blocks), the
+    answer equals Python's holding, and the CLI's sink (anomalies as columns) agrees too."""
+    write_partition(tmp_path, "__consumer_offsets-0", _log(_TRANSACTIONS))
+    expected, folded, held = _python_and_folded(
+        monkeypatch, rows, lambda: (_groups_json(tmp_path), _columns(tmp_path)))
+    assert folded == expected
+    assert sum(held) == 2 * 7, "the loop did not hold every transactional commit"
+    _, regressions, deletions, _, findings = expected[0]
+    assert [(r.current.offset, r.current.producer_id, r.current.applied_at.offset)
+            for r in regressions if r.current.producer_id] == [(2, 7, 10), (1, 8, 13)]
+    assert [(d.partition, d.where.offset) for d in deletions] == [(1, 5)]
+    assert [f.code for f in findings] == ["transactional_offset_commit_pending"] * 2
+
+
+def test_commits_held_by_the_loop_are_handed_to_python_before_a_record_only_it_reads(
+        monkeypatch, tmp_path):
+    """A block holding a record only the reference reads (an unknown record type here) is
+    applied by Python: the commits the loop holds then are handed over, and their marker,
+    reached by Python, applies them as the loop would have."""
+    batches = _log(_TRANSACTIONS[:6])
+    unknown = struct.pack(">h", 99) + b"\x00\x01g"
+    batches.append(records_batch([(unknown, b"\x00\x00")], base_offset=6,
+                                 timestamp=1_700_000_006_000))
+    batches += _log(_TRANSACTIONS[:12])[7:]
+    write_partition(tmp_path, "__consumer_offsets-0", batches)
+    expected, folded, held = _python_and_folded(monkeypatch, 4, lambda: _groups_json(tmp_path))
+    assert folded == expected
+    assert held[0], "the loop held nothing before the record only the reference reads"
+    assert "consumer_offsets_unknown_record_type" in [f.code for f in expected[4]]
+    assert any(r.current.producer_id == 7 for r in expected[1])
+
+
+def _columns(tree) -> tuple:
+    """The replay's anomalies as the CLI's sink takes them (a block's columns at a time),
+    each column joined over the blocks."""
+    taken: list = []
+
+    class Sink:
+        take = taken.append
+
+        def __call__(self, anomaly):
+            raise AssertionError("a column sink is handed no object")
+
+    replay_offsets(partitions_of([tree], "__consumer_offsets"), sink=Sink())
+    return tuple((kind, f.name, [v for found in taken
+                                 for v in getattr(getattr(found, kind), f.name)])
+                 for kind in ("regressions", "deletions", "group_deletions")
+                 for f in dataclasses.fields(getattr(taken[0], kind)))

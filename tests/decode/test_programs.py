@@ -377,7 +377,7 @@ def test_the_compiled_loop_applies_what_python_would(tmp_path, monkeypatch):
     assert len(fast.regressions) > 40 and len(fast.deletions) > 40
 
     def python_only(kinds, key_code, vver, vals, *args):
-        rows, events, run = args[-9], args[-8], args[-1]
+        rows, events, run = args[-14], args[-13], args[-4]
         todo = np.flatnonzero(np.asarray(kinds) != 0)
         rows[:len(todo)] = todo
         events[:len(todo)] = _offsets.PYTHON
