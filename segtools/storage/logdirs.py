@@ -10,7 +10,9 @@ become findings, never tracebacks.
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
+import pickle
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -416,3 +418,56 @@ def _partition_order(p: PartitionRef) -> tuple:
     if p.name is None:
         return ("\uffff", 0, "", p.path.name)
     return (p.name.topic, p.name.partition, p.name.state.value, p.path.name)
+
+
+# --------------------------------------------------------------------------- a listing sent back
+
+
+class _ListingPickler(pickle.Pickler):
+    """Pickles listed partition directories with each file's path as its name in its
+    directory: a path pickled whole is its parts, parsed again when it is unpickled, the
+    most of what a listing sent back from a worker would cost the process that takes it."""
+
+    directory: Located | None = None
+
+    def reducer_override(self, obj: object) -> Any:
+        directory = self.directory
+        if directory is not None and type(obj) is type(directory) and obj is not directory \
+                and obj.location.kind == "local" \
+                and os.path.dirname(str(obj)) == str(directory):
+            return _child, (directory, obj.name)
+        return NotImplemented
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    """What a location's ``child`` takes of a directory entry: its name."""
+
+    name: str
+
+
+def _child(directory: Located, name: str) -> Located:
+    """``directory / name`` made as the listing made it (the name not parsed again)."""
+    return directory.location.child(directory, _Named(name))
+
+
+def packed(pdirs: Iterable[PartitionDir]) -> bytes:
+    """Partition directories listed in a worker (:func:`list_partition`), as the bytes it
+    hands back: :func:`unpacked` gives equal ones (the same paths, sizes, findings), for a
+    few tenths of the cost of listing them again or of unpickling their paths whole."""
+    out = io.BytesIO()
+    pickler = _ListingPickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    for pdir in pdirs:
+        pickler.directory = pdir.path
+        pickler.dump(pdir)
+        pickler.clear_memo()  # a partition's own directory is the only path it shares
+    return out.getvalue()
+
+
+def unpacked(data: bytes) -> list[PartitionDir]:
+    """The partition directories of :func:`packed`, in their order."""
+    source = io.BytesIO(data)
+    out = []
+    while source.tell() < len(data):
+        out.append(pickle.load(source))
+    return out
