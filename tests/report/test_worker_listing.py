@@ -1,0 +1,78 @@
+"""The report's workers list the partition directories (``open(listed=False)``): the page is
+the one a listing in the parent gives, the listing's findings and skips in their places."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import segtools
+from segtools import fanout
+from segtools.report import model
+from tests.fixtures_manifest import FIXTURES
+
+AT = 1_700_604_840_000
+
+
+@pytest.fixture
+def forked(monkeypatch):
+    """Two workers whatever the tree's size: the listing then crosses back from them."""
+    monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
+    monkeypatch.setattr(fanout, "workers", lambda: 2)
+
+
+def _hostile(tmp_path: Path) -> Path:
+    """A copy of the sample tree whose partitions hold what a listing reports: a stray file
+    and a stray directory, a FIFO under an index's name (a segment file that cannot be read),
+    and a partition with no segment."""
+    tree = tmp_path / "logs"
+    shutil.copytree(FIXTURES / "logdirs" / "sample", tree, symlinks=True)
+    (tree / "orders.v2-eu-1" / "notes.txt").write_text("left by an operator\n")
+    (tree / "orders.v2-eu-2" / "backup").mkdir()
+    index = tree / "orders.v2-eu-3" / "00000000000000000000.index"
+    index.unlink()
+    os.mkfifo(index)
+    (tree / "empty-0").mkdir()
+    return tree
+
+
+def _built(logs: segtools.LogDirs) -> tuple[dict, list, list]:
+    built = model.build([str(p) for p in logs.paths], at=AT, logs=logs)
+    built.data["meta"]["generated_at"] = 0
+    return built.data, built.details, [(f.code, f.path) for f in built.findings]
+
+
+def test_listed_by_workers_gives_the_same_page(tmp_path, forked):
+    tree = _hostile(tmp_path)
+    here = _built(segtools.open(str(tree)))
+    logs = segtools.open(str(tree), listed=False)
+    assert not any(d.partitions for d in logs.log_dirs) and logs.unlisted
+    there = _built(logs)
+    assert there == here
+    assert not logs.unlisted  # the tree is listed whole once the workers are done
+    data = there[0]
+    found = {(f["code"], f["topic"], f["partition"]) for f in data["findings"]}
+    assert {("stray_file", "orders.v2-eu", 1), ("stray_directory", "orders.v2-eu", 2),
+            ("not_a_regular_file", "orders.v2-eu", 3)} <= found
+    rows = {(r["topic"], r["partition"]): r for r in data["partitions"]}
+    assert rows[("orders.v2-eu", 1)]["warnings"] + rows[("orders.v2-eu", 1)]["infos"] >= 1
+    assert any(s["path"].endswith("empty-0") for s in data["skipped"])
+
+
+def test_a_partition_that_vanishes_after_the_walk(tmp_path, forked):
+    """Removed between the roots' walk and a worker's listing: the partition is reported as
+    a directory that could not be listed, skipped by retention, and the rest is read."""
+    tree = _hostile(tmp_path)
+    logs = segtools.open(str(tree), listed=False)
+    shutil.rmtree(tree / "payments.txn-0")
+    data, _, findings = _built(logs)
+    gone = str(tree / "payments.txn-0")
+    assert ("partition_dir_unreadable", gone) in findings
+    row = next(r for r in data["partitions"] if r["path"].endswith("payments.txn-0"))
+    assert row["segments"] == 0 and row["errors"] + row["warnings"] >= 1
+    assert any(s["path"].endswith("payments.txn-0") and "could not be listed" in s["reason"]
+               for s in data["skipped"])
+    assert sum(r["segments"] for r in data["partitions"]) > 0
