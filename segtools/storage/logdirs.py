@@ -10,6 +10,7 @@ become findings, never tracebacks.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import io
 import os
 import pickle
@@ -425,18 +426,35 @@ def _partition_order(p: PartitionRef) -> tuple:
 
 class _ListingPickler(pickle.Pickler):
     """Pickles listed partition directories with each file's path as its name in its
-    directory: a path pickled whole is its parts, parsed again when it is unpickled, the
-    most of what a listing sent back from a worker would cost the process that takes it."""
+    directory, and each frozen value (a segment's files, a name, a finding) as the call
+    that makes it: a path pickled whole is its parts, parsed again when it is unpickled,
+    and a slotted dataclass is restored field by field after asking for its fields each
+    time (together, most of what unpickling a listing cost)."""
 
     directory: Located | None = None
 
     def reducer_override(self, obj: object) -> Any:
+        kind = type(obj)
         directory = self.directory
-        if directory is not None and type(obj) is type(directory) and obj is not directory \
-                and obj.location.kind == "local" \
-                and os.path.dirname(str(obj)) == str(directory):
-            return _child, (directory, obj.name)
-        return NotImplemented
+        if directory is not None and kind is type(directory):
+            if obj is not directory and obj.location.kind == "local" \
+                    and os.path.dirname(str(obj)) == str(directory):
+                return _child, (directory, obj.name)
+            return NotImplemented
+        names = _init_fields(kind)
+        if names is None:
+            return NotImplemented
+        return kind, tuple([getattr(obj, name) for name in names])
+
+
+@functools.cache
+def _init_fields(kind: type) -> tuple[str, ...] | None:
+    """A dataclass's fields in its constructor's order, when the constructor takes every
+    one (None: not a dataclass, or one that is restored as pickle restores it)."""
+    if not dataclasses.is_dataclass(kind) or not isinstance(kind, type):
+        return None
+    fields = dataclasses.fields(kind)
+    return tuple(f.name for f in fields) if all(f.init for f in fields) else None
 
 
 @dataclass(frozen=True, slots=True)
