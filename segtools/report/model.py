@@ -670,10 +670,14 @@ class _Analyses:
         replay = (logs.offsets_at(history=True) if CONSUMER_OFFSETS_TOPIC in logs.topics
                   else None)
         replicas = logs.diverge()
-        tree_files, *parts = beside  # in the jobs' order
+        tree_files = next(beside)
+        parts = []  # in the jobs' order
+        listing = dict(here)
+        for part in beside:  # each listing unpacked as it comes, while the workers read on
+            parts.append(part)
+            listing.update((str(p.path), p) for p in part.listing())
         if unlisted:  # every later step reads the whole listing
-            logs.take_listing(here | {str(p.path): p for part in parts
-                                      for p in part.listing()})
+            logs.take_listing(listing)
         verified = [*tree_files, *(f for part in parts for found in part.verified
                                    for f in found)]
         inputs = logs.inputs(at=at, config=config, made={
