@@ -180,8 +180,31 @@ def _partition_dirs():
     return of
 
 
-def _finding(f: Finding, source: str) -> dict:
-    topic, partition = _where(f.path)
+def _places() -> Callable[[str], tuple[str | None, int | None]]:
+    """:func:`_where`, each directory looked up once (the finding rows are thousands of
+    files of a few hundred directories, and parsing each whole path was most of their
+    cost)."""
+    memo: dict[str, tuple[str | None, int | None]] = {}
+
+    def of(path: str) -> tuple[str | None, int | None]:
+        if path not in memo:
+            parent, name = posixpath.split(path)
+            parsed = parse_partition_dir_name(name)
+            if parsed is not None:
+                memo[path] = parsed.topic, parsed.partition
+            else:
+                parent = parent or "."
+                if parent not in memo:
+                    memo[parent] = _where(parent)
+                memo[path] = memo[parent]
+        return memo[path]
+
+    return of
+
+
+def _finding(f: Finding, source: str,
+             where: Callable[[str], tuple[str | None, int | None]] = _where) -> dict:
+    topic, partition = where(f.path)
     return {"severity": str(f.severity), "code": f.code, "topic": topic,
             "partition": partition, "offset": f.offset, "position": f.position,
             "message": f.message, "path": shown_path(f.path), "source": source}
@@ -867,6 +890,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     if len(replicas) > budget.rows:  # the ones that diverged first
         replicas = sorted(replicas, key=lambda rs: rs.divergence.status != "diverged")
     hanging = [(pt, h) for pt in a.txns.partitions for h in pt.hanging]
+    where = _places()
     data = {
         "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
                  "paths": [without_credentials(p) for p in paths], "version": __version__,
@@ -875,7 +899,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
                  "forecast_days": budget.forecast_days},
         "summary": _summary(logs, a.inputs, rows),
         "finding_codes": _finding_codes(a.findings),
-        "findings": [_finding(f, source) for source, f in ordered[:budget.findings]],
+        "findings": [_finding(f, source, where) for source, f in ordered[:budget.findings]],
         # where the count comes from: each command reports its part (verify only its own)
         "finding_sources": [{"source": s, "count": n} for s, n in
                             Counter(source for source, _ in a.sourced).most_common()],

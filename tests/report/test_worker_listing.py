@@ -76,3 +76,16 @@ def test_a_partition_that_vanishes_after_the_walk(tmp_path, forked):
     assert any(s["path"].endswith("payments.txn-0") and "could not be listed" in s["reason"]
                for s in data["skipped"])
     assert sum(r["segments"] for r in data["partitions"]) > 0
+
+
+def test_finding_rows_place_each_path_as_before(tmp_path):
+    """The finding rows' topic and partition, looked up once per directory, are those the
+    whole path's parts give (the deepest part that names a partition directory)."""
+    tree = _hostile(tmp_path)
+    built = model.build([str(tree)], at=AT)
+    paths = [f.path for f in built.findings] + [
+        "orders-0", "logs/orders-0/", "logs/orders-0/stray-1", "logs/orders-0/x/y.log",
+        "./orders-0/a.log", "/", "relative/path", "a-1/b-2/c.log", "a-1/b/c.log"]
+    where = model._places()
+    for path in [*paths, *paths]:  # the second time from the memo
+        assert where(path) == model._where(path), path
