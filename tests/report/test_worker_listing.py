@@ -62,12 +62,16 @@ def test_listed_by_workers_gives_the_same_page(tmp_path, forked):
     assert any(s["path"].endswith("empty-0") for s in data["skipped"])
 
 
-def test_a_partition_that_vanishes_after_the_walk(tmp_path, forked):
-    """Removed between the roots' walk and a worker's listing: the partition is reported as
-    a directory that could not be listed, skipped by retention, and the rest is read."""
+@pytest.mark.parametrize("swap", ["removed", "a file"])
+def test_a_partition_that_vanishes_after_the_walk(tmp_path, forked, swap):
+    """Removed (or replaced by a file) between the roots' walk and a worker's listing: the
+    partition is reported as a directory that could not be listed, skipped by retention,
+    and the rest is read."""
     tree = _hostile(tmp_path)
     logs = segtools.open(str(tree), listed=False)
     shutil.rmtree(tree / "payments.txn-0")
+    if swap == "a file":
+        (tree / "payments.txn-0").write_bytes(b"not a directory")
     data, _, findings = _built(logs)
     gone = str(tree / "payments.txn-0")
     assert ("partition_dir_unreadable", gone) in findings
