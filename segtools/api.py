@@ -265,7 +265,10 @@ class LogDirs:
         :func:`segtools.storage.logdirs.list_partition`), by path: each log dir holds those
         of its partitions ``listing`` has, in the order :func:`open` lists them, so once it
         has every one the tree is the one :func:`open` lists. Before that, the tree holds
-        only the partitions listed so far (a few a run needs before its workers are done)."""
+        only the partitions listed so far (a few a run needs before its workers are done).
+        A tree listed when it was opened is kept as it is."""
+        if not self._found:
+            return
         self.log_dirs = [dataclasses.replace(d, partitions=tuple(
             listing[key] for key in map(str, (r.path for r in refs)) if key in listing))
             for d, refs in self._found]

@@ -93,3 +93,12 @@ def test_finding_rows_place_each_path_as_before(tmp_path):
     where = model._places()
     for path in [*paths, *paths]:  # the second time from the memo
         assert where(path) == model._where(path), path
+
+
+def test_a_listed_tree_keeps_its_listing(tmp_path):
+    """``take_listing`` fills in a tree found but not listed; a tree listed when it was
+    opened (or one off the local disk, always listed) is kept as it is."""
+    logs = segtools.open(str(FIXTURES / "logdirs" / "sample"))
+    before = list(logs.log_dirs)
+    logs.take_listing({})
+    assert logs.log_dirs == before and not logs.unlisted
