@@ -122,11 +122,10 @@ def run(args: argparse.Namespace) -> int:
 
     redact = redactor(args.redact, args.redact_key)
     with collector_paused():
-        # the tree is found here, its partition directories listed by the report's workers;
-        # with --hashes, here: the chain of custody is this process's (a worker's reads do
-        # not reach it), and it lists the small files the listing reads
+        # the tree is found here, its partition directories listed by the report's workers
+        # (with --hashes too: each job's reads come back to the run's chain of custody)
         logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes,
-                         listed=args.hashes)
+                         listed=False)
         out = check_output(args.output, logs.log_dirs)
         if args.config is not None and not Path(args.config).is_file():
             raise SegtoolsError("no such file", path=args.config)
