@@ -12,16 +12,23 @@ import pytest
 import segtools
 from segtools import fanout
 from segtools.report import model
-from tests.fixtures_manifest import FIXTURES
+from tests.fixtures_manifest import FIXTURES, SAMPLE
+from tests.report.bigtree import big_tree
+from tests.report.conftest import write_report
+from tests.report.test_report import embedded
 
 AT = 1_700_604_840_000
 
 
-@pytest.fixture
-def forked(monkeypatch):
+def forked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two workers whatever the tree's size: the listing then crosses back from them."""
     monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
     monkeypatch.setattr(fanout, "workers", lambda: 2)
+
+
+@pytest.fixture(name="forked")
+def _forked(monkeypatch):
+    forked(monkeypatch)
 
 
 def _hostile(tmp_path: Path) -> Path:
@@ -102,3 +109,39 @@ def test_a_listed_tree_keeps_its_listing(tmp_path):
     before = list(logs.log_dirs)
     logs.take_listing({})
     assert logs.log_dirs == before and not logs.unlisted
+
+
+def _custody(tree: Path, out: Path, *argv: str) -> list[dict]:
+    """The chain of custody of ``report --hashes`` of ``tree``: every file the run read, with
+    the size and time seen at its open and its SHA-256."""
+    code, err = write_report(str(tree), "-o", str(out), "--at", str(AT), "-q", "--hashes", *argv)
+    assert code in (0, 1), err
+    return embedded(out.read_text())["custody"]
+
+
+def test_hashes_list_what_the_workers_read(tmp_path, monkeypatch):
+    """Forked (two workers listing and reading the partitions), the chain of custody lists
+    exactly the files, sizes, times and hashes one process's run lists: every segment
+    included, which only the workers read."""
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "1")
+    serial = _custody(SAMPLE, tmp_path / "one.html")
+    forked(monkeypatch)
+    assert _custody(SAMPLE, tmp_path / "two.html") == serial
+    listed = {r["path"] for r in serial}
+    assert {str(f) for f in SAMPLE.glob("*/*.log")} <= listed
+    assert all(r["sha256"] and not r["changed"] for r in serial)
+
+
+def test_hashes_of_a_tree_that_forks_by_default(tmp_path, monkeypatch):
+    """500 partitions (each a copy of one of the sample's): enough for the report to fork its
+    two workers by itself, and the custody is still the one-process run's."""
+    monkeypatch.setattr("tests.report.bigtree.SOURCES", ("edge-cases-0",))
+    tree = big_tree(tmp_path / "big", topics=50, partitions=10)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    serial = _custody(tree, tmp_path / "one.html", "--jobs", "1")
+    calls = []
+    real = fanout._drain
+    monkeypatch.setattr(fanout, "_drain", lambda *a: calls.append(a) or real(*a))
+    assert _custody(tree, tmp_path / "two.html") == serial
+    assert calls  # the report did fork
+    assert len(serial) == sum(1 for f in tree.rglob("*") if f.is_file())  # every file is read
