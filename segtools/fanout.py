@@ -4,8 +4,9 @@ a reader's two halves on two threads (:func:`ahead`).
 Summarising a tree's segments, or verifying its partitions, is the same small job repeated
 for thousands of partitions, each reading only its own files; in one Python process it uses
 one core. Here the jobs go to forked worker processes (they inherit the listing, so only an
-index is sent and only the result, a few frozen values, comes back) and the results come back
-in the jobs' order, so the output is the same as a serial run's. Small trees stay in one
+index is sent and only the result, a few frozen values, comes back, with the names of the
+files the job read when the run keeps a chain of custody) and the results come back in the
+jobs' order, so the output, custody included, is the same as a serial run's. Small trees stay in one
 process: a worker's start and the pickling would cost more than they save.
 
 ``SEGTOOLS_WORKERS=N`` sets the number of processes (1: serial); ``--jobs N`` caps it for a

@@ -15,7 +15,8 @@ location that printed it. With no scope applied, a location belongs to the paths
 it and is closed when the last of them goes.
 
 The scope also keeps the run's chain of custody (``--hashes``): every file opened for reading
-with the size and modification time seen then.
+with the size and modification time seen then, in this process or in the run's forked
+workers, which hand their reads back with each job's result (:mod:`segtools.fanout`).
 """
 
 from __future__ import annotations
