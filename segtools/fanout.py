@@ -91,8 +91,7 @@ def _start_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if gentle.current().yield_cpu:
         yield_to_broker()
-    assert _WORK is not None
-    owner = _WORK[2]
+    owner = None if _WORK is None else _WORK[2]
     if owner is not None:  # the reads the run noted before the fork are the parent's
         owner.take_reads()
 
