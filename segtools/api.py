@@ -28,6 +28,7 @@ instead. Each analysis returns its library type with a notebook face
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -48,7 +49,7 @@ from segtools.findings import Finding, Severity
 from segtools.payloads import columns as payload_columns
 from segtools.storage import gentle, scope
 from segtools.storage.gentle import PageCacheMode
-from segtools.storage.logdirs import LogDir, walk
+from segtools.storage.logdirs import LogDir, PartitionRef, walk, walk_roots
 from segtools.storage.partition import PartitionDir, SegmentFiles
 from segtools.storage.scope import LocationScope
 from segtools.storage.throttle import parse_rate
@@ -213,7 +214,7 @@ class LogDirs:
                  storage_options: Mapping[str, Any] | None = None,
                  page_cache: PageCacheMode | str | None = None,
                  max_read_rate: int | str | None = None, jobs: int | None = None,
-                 relist: bool = True):
+                 relist: bool = True, listed: bool = True):
         self.paths = arguments.places(paths)
         #: each read lists the paths again, seeing the segments rolled since the dataset was
         #: opened (a notebook's); False: reads plan over the listing made here, one walk for
@@ -236,8 +237,18 @@ class LogDirs:
             self.paths, page_cache=_page_cache(page_cache),
             max_read_rate=_read_rate(max_read_rate),
             jobs=None if jobs is None else arguments.count(1)(jobs, "jobs"))
+        #: the partition directories found but not listed yet, by log dir
+        #: (:meth:`take_listing`): with ``listed=False``, a run's workers list them
+        self.unlisted: tuple[tuple[LogDir, tuple[PartitionRef, ...]], ...] = ()
         with gentle.applied(self.gentle), self.locations.applied():
-            log_dirs, loose = walk(self.paths, storage_options)
+            roots = None if listed or storage_options else walk_roots(self.paths)
+            if roots is None:  # a listed location (a store, an archive) is walked whole
+                log_dirs, loose = walk(self.paths, storage_options)
+            else:
+                found, loose = roots
+                log_dirs = [d for d, _ in found]
+                self.unlisted = tuple((d, tuple(refs)) for d, refs in found)
+        self._found = self.unlisted  # what :meth:`take_listing` fills in
         for f in loose:
             if f.code == "path_not_found":
                 # the path in the message, which is all the API and Spark show; so not as .path too
@@ -248,6 +259,23 @@ class LogDirs:
         self._listing_findings = tuple(f for d in log_dirs for p in d.partitions
                                        for f in p.findings)
         self._read_findings: list[Finding] = []
+
+    def take_listing(self, listing: Mapping[str, PartitionDir]) -> None:
+        """The partition directories of :attr:`unlisted` listed elsewhere (a run's workers:
+        :func:`segtools.storage.logdirs.list_partition`), by path: each log dir holds those
+        of its partitions ``listing`` has, in the order :func:`open` lists them, so once it
+        has every one the tree is the one :func:`open` lists. Before that, the tree holds
+        only the partitions listed so far (a few a run needs before its workers are done).
+        A tree listed when it was opened is kept as it is."""
+        if not self._found:
+            return
+        self.log_dirs = [dataclasses.replace(d, partitions=tuple(
+            listing[key] for key in map(str, (r.path for r in refs)) if key in listing))
+            for d, refs in self._found]
+        if all(str(r.path) in listing for _, refs in self._found for r in refs):
+            self.unlisted = ()
+        self._listing_findings = tuple(f for d in self.log_dirs for p in d.partitions
+                                       for f in p.findings)
 
     def __repr__(self) -> str:
         return (f"<segtools.LogDirs {len(self.log_dirs)} log dir(s), "
@@ -902,7 +930,8 @@ def open(*paths: str | os.PathLike[str],
          max_decompressed_bytes: int = DEFAULT_DECOMPRESS_LIMIT,
          storage_options: Mapping[str, Any] | None = None,
          page_cache: PageCacheMode | str | None = None,
-         max_read_rate: int | str | None = None, jobs: int | None = None) -> LogDirs:
+         max_read_rate: int | str | None = None, jobs: int | None = None,
+         listed: bool = True) -> LogDirs:
     """Walk log dirs, partition dirs or segment files (read-only) into a :class:`LogDirs`.
 
     A path may be a URI of an object store (``s3://bucket/logs``) or an archive
@@ -910,10 +939,12 @@ def open(*paths: str | os.PathLike[str],
     ``page_cache`` (``"restore"``/``"keep"``), ``max_read_rate`` (bytes per second, or
     ``"50MiB"``) and ``jobs``: as the command line's ``--page-cache``, ``--max-read-rate``
     and ``--jobs``; by default gentle when a running broker holds a log dir
-    (docs/robustness.md)."""
+    (docs/robustness.md). ``listed=False``: a tree on the local disk is walked only to its
+    partition directories, for a run that lists them in its workers
+    (:attr:`LogDirs.unlisted`, :meth:`LogDirs.take_listing`)."""
     return LogDirs(paths, max_decompressed_bytes=max_decompressed_bytes,
                    storage_options=storage_options, page_cache=page_cache,
-                   max_read_rate=max_read_rate, jobs=jobs)
+                   max_read_rate=max_read_rate, jobs=jobs, listed=listed)
 
 
 def _view_options(decode: bool | str, schemas: Iterable[str | os.PathLike[str]],

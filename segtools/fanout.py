@@ -4,8 +4,9 @@ a reader's two halves on two threads (:func:`ahead`).
 Summarising a tree's segments, or verifying its partitions, is the same small job repeated
 for thousands of partitions, each reading only its own files; in one Python process it uses
 one core. Here the jobs go to forked worker processes (they inherit the listing, so only an
-index is sent and only the result, a few frozen values, comes back) and the results come back
-in the jobs' order, so the output is the same as a serial run's. Small trees stay in one
+index is sent and only the result, a few frozen values, comes back, with the names of the
+files the job read when the run keeps a chain of custody) and the results come back in the
+jobs' order, so the output, custody included, is the same as a serial run's. Small trees stay in one
 process: a worker's start and the pickling would cost more than they save.
 
 ``SEGTOOLS_WORKERS=N`` sets the number of processes (1: serial); ``--jobs N`` caps it for a
@@ -48,8 +49,9 @@ GENTLE_NICE = 10
 #: starved the way the idle class would be on a disk the broker keeps busy.
 GENTLE_IO_LEVEL = 7
 
-#: The work a forked worker finds in its copy of this module.
-_WORK: tuple[Callable, Sequence] | None = None
+#: The work a forked worker finds in its copy of this module: the job, the items, and the
+#: run's location scope (whose chain of custody each job's reads go back to).
+_WORK: tuple[Callable, Sequence, scope.LocationScope | None] | None = None
 
 
 def workers() -> int:
@@ -89,14 +91,23 @@ def _start_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if gentle.current().yield_cpu:
         yield_to_broker()
+    owner = None if _WORK is None else _WORK[2]
+    if owner is not None:  # the reads the run noted before the fork are the parent's
+        owner.take_reads()
 
 
-def _run(i: int):
+def _run(i: int) -> tuple[object, tuple]:
+    """Job ``i``'s result and the files it read (:meth:`LocationScope.take_reads
+    <segtools.storage.scope.LocationScope.take_reads>`: the run's chain of custody, kept
+    by the parent, sees a worker's reads only as they come back)."""
     assert _WORK is not None
-    fn, items = _WORK
+    fn, items, owner = _WORK
     try:
-        return fn(items[i])
+        result = fn(items[i])
+        return result, () if owner is None else owner.take_reads()
     finally:
+        if owner is not None:  # a failed job's reads are dropped with it
+            owner.take_reads()
         keeper = gentle.current().keeper
         if keeper is not None:  # this job's files are done: hand back what it brought in
             keeper.restore_all()
@@ -124,7 +135,8 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     if n < 2:
         return map(fn, items)
     global _WORK
-    _WORK = (fn, items)
+    owner = scope.current()
+    _WORK = (fn, items, owner)
     # every object alive now moves out of the collector's sight: a worker's collections then
     # never walk (and so never copy, page by page) the listing it inherited
     gc.freeze()
@@ -135,7 +147,7 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     # the jobs are handed out now: the caller may do other work before it reads the results
     results = pool.imap(_run, range(len(items)),
                         chunksize=max(1, min(64, len(items) // (16 * n))))
-    return _drain(pool, results)
+    return _drain(pool, results, owner)
 
 
 def planned(jobs: int, *, segments: int, processes: int | None = None) -> int:
@@ -163,12 +175,19 @@ def _holds_store() -> bool:
     return owner is not None and owner.shares_connections()
 
 
-def _drain(pool, results: Iterator) -> Iterator:
+def _drain(pool, results: Iterator, owner: scope.LocationScope | None) -> Iterator:
     """The results, then the pool shut down: closed, so each worker takes the end-of-work
     marker and exits by itself, when every result came back; terminated (SIGTERM) only when
-    the reader stopped early (a closed pipe, an error), as nothing else would end them."""
+    the reader stopped early (a closed pipe, an error), as nothing else would end them.
+
+    Each job's reads are noted in the run's scope (``owner``) as its result is taken, in
+    the jobs' order whichever worker finished first: where a one-process run, which reads
+    a job when its result is asked for, notes them."""
     try:
-        yield from results
+        for result, reads in results:
+            if owner is not None:
+                owner.merge_reads(reads)
+            yield result
     except BaseException:
         pool.terminate()
         raise

@@ -10,6 +10,7 @@ import pytest
 
 from segtools import fanout
 from segtools.cli.main import main
+from segtools.storage import scope
 from tests.fixtures_manifest import FIXTURES, SAMPLE
 
 TREES = [str(SAMPLE), str(FIXTURES / "logdirs" / "legacy"), str(FIXTURES / "logdirs" / "producers")]
@@ -24,17 +25,24 @@ def output(argv: list[str]) -> tuple[int, str]:
 
 @pytest.mark.parametrize("argv", [
     ["scan", "-q", "--format", "jsonl"], ["scan", "-q"], ["verify", "-q", "--format", "jsonl"],
-    ["verify", "-q"], ["retention", "-q", "--at", "1700200000000", "--format", "json"]])
+    ["verify", "-q"], ["retention", "-q", "--at", "1700200000000", "--format", "json"],
+    # the chain of custody lists every file a worker read, as one process's run does
+    ["scan", "-q", "--format", "json", "--hashes"], ["verify", "-q", "--hashes"],
+    ["retention", "-q", "--at", "1700200000000", "--format", "json", "--hashes"],
+    ["offsets", "--format", "json", "--hashes", str(FIXTURES / "logdirs" / "forensics")]])
 def test_workers_answer_as_one_process_does(argv, monkeypatch):
+    trees = [] if "offsets" in argv else TREES
     monkeypatch.setenv("SEGTOOLS_WORKERS", "1")
-    serial = output([*argv, *TREES])
+    serial = output([*argv, *trees])
     monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
     monkeypatch.setattr(fanout, "MIN_SEGMENTS", 0)
     calls = []
     real = fanout._drain
     monkeypatch.setattr(fanout, "_drain", lambda *a: calls.append(a) or real(*a))
-    assert output([*argv, *TREES]) == serial
+    assert output([*argv, *trees]) == serial
     assert calls  # the workers did run
+    if "--hashes" in argv:
+        assert "sha256" in serial[1] or "chain of custody" in serial[1]
 
 
 def test_small_work_stays_in_this_process(monkeypatch):
@@ -86,3 +94,40 @@ def test_an_early_stop_ends_the_workers():
     next(iter(stream))
     stream.close()
     assert set(multiprocessing.active_children()) == before
+
+
+def _read_noted(job: tuple[str, int, float]) -> str:
+    """A job that opens one file (noted as the chain of custody notes a read), after a
+    pause."""
+    import time
+
+    name, size, pause = job
+    time.sleep(pause)
+    scope.note_read(name, size, 1)
+    return name
+
+
+def test_each_jobs_reads_reach_the_run_in_the_jobs_order():
+    """A worker's reads come back with its job's result and are noted in the run's scope in
+    the jobs' order, not in the order the workers finished: the first job, the slower,
+    saw ``a`` first (size 1), as a one-process run would keep it; the reads noted before
+    the fork stay the parent's alone (not noted again)."""
+    jobs = [("a", 1, 0.3), ("a", 2, 0.0), ("b", 3, 0.0), ("c", 4, 0.0)]
+    runs = []
+    for processes in (1, 2):
+        with scope.LocationScope(custody=True) as owner:
+            scope.note_read("before", 9, 1)
+            names = list(fanout.ordered(_read_noted, jobs, segments=fanout.MIN_SEGMENTS,
+                                        processes=processes))
+            assert names == ["a", "a", "b", "c"]
+            runs.append({name: (read.size, read.mtime_ns) for name, read in owner.reads.items()})
+    serial, forked = runs
+    assert forked == serial == {"before": (9, 1), "a": (1, 1), "b": (3, 1), "c": (4, 1)}
+    assert list(forked) == list(serial)  # noted in the same order
+
+
+def test_without_custody_nothing_is_noted():
+    with scope.LocationScope() as owner:
+        assert list(fanout.ordered(_read_noted, [("a", 1, 0.0)] * 4,
+                                   segments=fanout.MIN_SEGMENTS, processes=2)) == ["a"] * 4
+        assert owner.reads is None and owner.take_reads() == ()

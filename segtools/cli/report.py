@@ -122,8 +122,11 @@ def run(args: argparse.Namespace) -> int:
 
     redact = redactor(args.redact, args.redact_key)
     with collector_paused():
-        logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes)
-        out = check_output(args.output, logs.log_dirs)  # the tree is listed once, here
+        # the tree is found here, its partition directories listed by the report's workers
+        # (with --hashes too: each job's reads come back to the run's chain of custody)
+        logs = open_tree(*args.paths, max_decompressed_bytes=args.max_decompressed_bytes,
+                         listed=False)
+        out = check_output(args.output, logs.log_dirs)
         if args.config is not None and not Path(args.config).is_file():
             raise SegtoolsError("no such file", path=args.config)
         ask = Ask(args.what_if, args.recommend, whatif.horizon(args),

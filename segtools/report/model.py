@@ -35,7 +35,7 @@ from functools import partial
 
 from segtools import __version__, fanout
 from segtools.analysis.cluster_metadata import metadata_record, topic_configs
-from segtools.analysis.explain import CompactionReport, RetentionReport
+from segtools.analysis.explain import UNLISTED_PARTITION_WEIGHT, CompactionReport, RetentionReport
 from segtools.analysis.forecast import Forecast
 from segtools.analysis.kafka_versions import allows, log_dir_versions
 from segtools.analysis.offsets import CONSUMER_OFFSETS_TOPIC, OffsetsReplay
@@ -65,7 +65,7 @@ from segtools.redact import Redactor
 from segtools.report import whatif
 from segtools.sensitive import without_credentials
 from segtools.storage.location import as_path
-from segtools.storage.logdirs import LogDir
+from segtools.storage.logdirs import LogDir, PartitionRef, list_partition, packed, unpacked
 from segtools.storage.partition import (
     CLUSTER_METADATA_TOPIC,
     PartitionDir,
@@ -180,8 +180,31 @@ def _partition_dirs():
     return of
 
 
-def _finding(f: Finding, source: str) -> dict:
-    topic, partition = _where(f.path)
+def _places() -> Callable[[str], tuple[str | None, int | None]]:
+    """:func:`_where`, each directory looked up once (the finding rows are thousands of
+    files of a few hundred directories, and parsing each whole path was most of their
+    cost)."""
+    memo: dict[str, tuple[str | None, int | None]] = {}
+
+    def of(path: str) -> tuple[str | None, int | None]:
+        if path not in memo:
+            parent, name = posixpath.split(path)
+            parsed = parse_partition_dir_name(name)
+            if parsed is not None:
+                memo[path] = parsed.topic, parsed.partition
+            else:
+                parent = parent or "."
+                if parent not in memo:
+                    memo[parent] = _where(parent)
+                memo[path] = memo[parent]
+        return memo[path]
+
+    return of
+
+
+def _finding(f: Finding, source: str,
+             where: Callable[[str], tuple[str | None, int | None]] = _where) -> dict:
+    topic, partition = where(f.path)
     return {"severity": str(f.severity), "code": f.code, "topic": topic,
             "partition": partition, "offset": f.offset, "position": f.position,
             "message": f.message, "path": shown_path(f.path), "source": source}
@@ -647,19 +670,37 @@ class _Analyses:
         # the analyses that read every partition's own files run in forked workers, one
         # read of each small segment for verify, the inputs' summaries, the producers and
         # the transactions (:func:`_read_partitions`); what needs no summary runs here
-        # meanwhile
-        segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
-        # the partitions the producers and transactions read: the live ones, as
-        # ``logs.partitions()`` selects them (without building its rows before the fork)
-        live = frozenset(id(p) for d in logs.log_dirs for p in d.partitions
-                         if partition_state(p) == PartitionState.LIVE)
-        beside = fanout.ordered(partial(_beside, logs, budget, now, live), _beside_jobs(logs),
+        # meanwhile. A tree found but not listed (``logs.unlisted``) is listed by the
+        # workers, each its share, but for the few partitions the steps run here meanwhile
+        # read (:func:`_needed_here`), listed first
+        unlisted = logs.unlisted
+        if unlisted:
+            here = {str(r.path): list_partition(d, r) for d, r in _needed_here(unlisted)}
+            logs.take_listing(here)
+            pdirs = [(d, here.get(str(r.path), r)) for d, refs in unlisted for r in refs]
+            segments = sum(len(p.segments) if isinstance(p, PartitionDir)
+                           else UNLISTED_PARTITION_WEIGHT for _, p in pdirs)
+        else:
+            here = {}
+            pdirs = logs.verified()
+            segments = sum(len(p.segments) for d in logs.log_dirs for p in d.partitions)
+        jobs = _beside_jobs(pdirs)
+        # a listing crosses back from a worker packed (:func:`segtools.storage.logdirs.packed`)
+        pack = fanout.planned(len(jobs), segments=segments) > 1
+        beside = fanout.ordered(partial(_beside, logs, budget, now, pack), jobs,
                                 segments=segments)
         # the group timelines need every commit: the replay keeps its history only when asked
         replay = (logs.offsets_at(history=True) if CONSUMER_OFFSETS_TOPIC in logs.topics
                   else None)
         replicas = logs.diverge()
-        tree_files, *parts = beside  # in the jobs' order
+        tree_files = next(beside)
+        parts = []  # in the jobs' order
+        listing = dict(here)
+        for part in beside:  # each listing unpacked as it comes, while the workers read on
+            parts.append(part)
+            listing.update((str(p.path), p) for p in part.listing())
+        if unlisted:  # every later step reads the whole listing
+            logs.take_listing(listing)
         verified = [*tree_files, *(f for part in parts for found in part.verified
                                    for f in found)]
         inputs = logs.inputs(at=at, config=config, made={
@@ -694,23 +735,37 @@ class _Analyses:
 PARTITION_JOBS = 64
 
 
-def _beside_jobs(logs: LogDirs) -> list[tuple]:
+def _needed_here(unlisted: Sequence[tuple[LogDir, Sequence[PartitionRef]]]
+                 ) -> list[tuple[LogDir, PartitionRef]]:
+    """The partitions of a tree not listed yet that the steps run beside the workers read:
+    ``__consumer_offsets`` (every state: the replay runs when the topic is there at all)
+    and the live partitions two log dirs or more hold a copy of (``diverge`` compares
+    them). A broker's tree holds few of either."""
+    def copy(r: PartitionRef) -> str | None:
+        live = r.name is not None and r.name.state is PartitionState.LIVE
+        return f"{r.name.topic}-{r.name.partition}" if live else None
+
+    held = Counter(copy(r) for _, refs in unlisted for r in refs)
+    return [(d, r) for d, refs in unlisted for r in refs if r.name is not None and (
+        r.name.topic == CONSUMER_OFFSETS_TOPIC or (copy(r) is not None and held[copy(r)] > 1))]
+
+
+def _beside_jobs(pdirs: Sequence[tuple[LogDir, PartitionDir | PartitionRef]]) -> list[tuple]:
     """verify's tree-level files, then each part of the partitions ``verify`` reads (every
-    state, in its order), as jobs for :func:`_beside` (a worker that is done takes the
-    next)."""
-    pdirs = logs.verified()
+    state, in its order; those not listed yet as found), as jobs for :func:`_beside` (a
+    worker that is done takes the next)."""
     step = max(1, -(-len(pdirs) // PARTITION_JOBS))
     return [("tree",), *(("partitions", pdirs[i:i + step])
                          for i in range(0, len(pdirs), step))]
 
 
-def _beside(logs: LogDirs, budget: Budget, now: int, live: frozenset[int], job: tuple):
+def _beside(logs: LogDirs, budget: Budget, now: int, pack: bool, job: tuple):
     """One job of :func:`_beside_jobs` (:func:`segtools.fanout.ordered` may run it in a
-    forked worker: ``logs`` reaches it through the fork, the result comes back pickled).
-    ``live``: the partition directories the producers and transactions read (by ``id``)."""
+    forked worker: ``logs`` reaches it through the fork, the result comes back pickled;
+    ``pack``: the partitions it lists come back packed)."""
     if job[0] == "tree":
         return logs.verify_tree_files()
-    return _read_partitions(logs, job[1], live, budget, now)
+    return _read_partitions(logs, job[1], budget, now, pack=pack)
 
 
 @dataclass(frozen=True, slots=True)
@@ -741,33 +796,45 @@ class _PartsRead:
     summaries: dict[str, Summaries]
     producers: list[ProducersSeen]
     analysed: dict[str, PartitionAnalysis]
+    #: the partition directories the job listed, in its order (packed when it ran in a
+    #: worker: :func:`segtools.storage.logdirs.packed`)
+    listed: Sequence[PartitionDir] | bytes = ()
+
+    def listing(self) -> list[PartitionDir]:
+        """The partition directories the job listed."""
+        return unpacked(self.listed) if isinstance(self.listed, bytes) else list(self.listed)
 
 
-def _read_partitions(logs: LogDirs, pdirs: Sequence[tuple[LogDir, PartitionDir]],
-                     live: frozenset[int], budget: Budget, now: int) -> _PartsRead:
+def _read_partitions(logs: LogDirs, pdirs: Sequence[tuple[LogDir, PartitionDir | PartitionRef]],
+                     budget: Budget, now: int, *, pack: bool) -> _PartsRead:
     """``verify`` of each partition, its summaries for the inputs, and its producers (as
     ``segtools producers``) and transactions (as ``segtools transactions``, with its
     defaults) from one reading of each small segment: what ``verify``'s compiled reading
     read (:class:`~segtools.storage.summary.KeptRead`) is summarised and walked as it is; a
     segment it did not take is read by each as before. A transactions scan comes back
     without its partition's listing, which the caller has (pickling it again would cost
-    more than the scan)."""
+    more than the scan). A partition not listed yet is listed first
+    (:func:`~segtools.storage.logdirs.list_partition`), and comes back listed."""
     limit = logs.max_decompressed_bytes
     summaries: dict[str, Summaries] = {}
     found, analysed = [], {}
     verified = []
+    listed: list[PartitionDir] = []
     kept: dict[str, KeptRead] = {}  # one partition's, at a time
 
     def keep(files: SegmentFiles, read: KeptRead) -> None:
         kept[str(files.log)] = read
 
     for log_dir, pdir in pdirs:
+        if isinstance(pdir, PartitionRef):
+            pdir = list_partition(log_dir, pdir)
+            listed.append(pdir)
         kept.clear()
         verified += logs.verify_partitions([(log_dir, pdir)], keep=keep)
         made = partition_summaries(pdir, limit=limit, kept=kept)
         if made is not None:
             summaries[str(pdir.path)] = made
-        if id(pdir) not in live:
+        if partition_state(pdir) != PartitionState.LIVE:  # as ``logs.partitions()`` selects
             continue
         held = {path: read.data for path, read in kept.items()}
         beside = [TransactionFold(pdir)] if transactions_scanned(pdir) else []
@@ -780,7 +847,8 @@ def _read_partitions(logs: LogDirs, pdirs: Sequence[tuple[LogDir, PartitionDir]]
             scan, hanging, txn_findings = analyse_transactions(pdir, limit=limit, now=now,
                                                                scan=fold.scan())
             analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, txn_findings)
-    return _PartsRead(verified, summaries, found, analysed)
+    return _PartsRead(verified, summaries, found, analysed,
+                      packed(listed) if pack else listed)
 
 
 def build(paths: Sequence[str], *, at: int | None = None, config: str | None = None,
@@ -795,8 +863,9 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     Redaction is one pass over the finished document, custody included."""
     now = at if at is not None else int(time.time() * 1000)
     if logs is None:
-        logs = open_tree(*paths, max_decompressed_bytes=limit)
-    if not any(d.partitions for d in logs.log_dirs):
+        logs = open_tree(*paths, max_decompressed_bytes=limit, listed=False)
+    if not any(d.partitions for d in logs.log_dirs) and \
+            not any(refs for _, refs in logs.unlisted):
         raise NothingToReadError.of(logs.findings, paths)
     left_out: Counter = Counter()
     a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget)
@@ -821,6 +890,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     if len(replicas) > budget.rows:  # the ones that diverged first
         replicas = sorted(replicas, key=lambda rs: rs.divergence.status != "diverged")
     hanging = [(pt, h) for pt in a.txns.partitions for h in pt.hanging]
+    where = _places()
     data = {
         "meta": {"generated_at": int(time.time() * 1000), "at": now, "at_iso": format_time(now),
                  "paths": [without_credentials(p) for p in paths], "version": __version__,
@@ -829,7 +899,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
                  "forecast_days": budget.forecast_days},
         "summary": _summary(logs, a.inputs, rows),
         "finding_codes": _finding_codes(a.findings),
-        "findings": [_finding(f, source) for source, f in ordered[:budget.findings]],
+        "findings": [_finding(f, source, where) for source, f in ordered[:budget.findings]],
         # where the count comes from: each command reports its part (verify only its own)
         "finding_sources": [{"source": s, "count": n} for s, n in
                             Counter(source for source, _ in a.sourced).most_common()],

@@ -10,7 +10,10 @@ become findings, never tracebacks.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import io
 import os
+import pickle
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -423,3 +426,73 @@ def _partition_order(p: PartitionRef) -> tuple:
     if p.name is None:
         return ("\uffff", 0, "", p.path.name)
     return (p.name.topic, p.name.partition, p.name.state.value, p.path.name)
+
+
+# --------------------------------------------------------------------------- a listing sent back
+
+
+class _ListingPickler(pickle.Pickler):
+    """Pickles listed partition directories with each file's path as its name in its
+    directory, and each frozen value (a segment's files, a name, a finding) as the call
+    that makes it: a path pickled whole is its parts, parsed again when it is unpickled,
+    and a slotted dataclass is restored field by field after asking for its fields each
+    time (together, most of what unpickling a listing cost)."""
+
+    directory: Located | None = None
+
+    def reducer_override(self, obj: object) -> Any:
+        kind = type(obj)
+        directory = self.directory
+        if directory is not None and kind is type(directory):
+            if obj is not directory and obj.location.kind == "local" \
+                    and os.path.dirname(str(obj)) == str(directory):
+                return _child, (directory, obj.name)
+            return NotImplemented
+        names = _init_fields(kind)
+        if names is None:
+            return NotImplemented
+        return kind, tuple([getattr(obj, name) for name in names])
+
+
+@functools.cache
+def _init_fields(kind: type) -> tuple[str, ...] | None:
+    """A dataclass's fields in its constructor's order, when the constructor takes every
+    one (None: not a dataclass, or one that is restored as pickle restores it)."""
+    if not dataclasses.is_dataclass(kind) or not isinstance(kind, type):
+        return None
+    fields = dataclasses.fields(kind)
+    return tuple(f.name for f in fields) if all(f.init for f in fields) else None
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    """What a location's ``child`` takes of a directory entry: its name."""
+
+    name: str
+
+
+def _child(directory: Located, name: str) -> Located:
+    """``directory / name`` made as the listing made it (the name not parsed again)."""
+    return directory.location.child(directory, _Named(name))
+
+
+def packed(pdirs: Iterable[PartitionDir]) -> bytes:
+    """Partition directories listed in a worker (:func:`list_partition`), as the bytes it
+    hands back: :func:`unpacked` gives equal ones (the same paths, sizes, findings), for a
+    few tenths of the cost of listing them again or of unpickling their paths whole."""
+    out = io.BytesIO()
+    pickler = _ListingPickler(out, protocol=pickle.HIGHEST_PROTOCOL)
+    for pdir in pdirs:
+        pickler.directory = pdir.path
+        pickler.dump(pdir)
+        pickler.clear_memo()  # a partition's own directory is the only path it shares
+    return out.getvalue()
+
+
+def unpacked(data: bytes) -> list[PartitionDir]:
+    """The partition directories of :func:`packed`, in their order."""
+    source = io.BytesIO(data)
+    out = []
+    while source.tell() < len(data):
+        out.append(pickle.load(source))
+    return out

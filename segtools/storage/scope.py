@@ -15,7 +15,8 @@ location that printed it. With no scope applied, a location belongs to the paths
 it and is closed when the last of them goes.
 
 The scope also keeps the run's chain of custody (``--hashes``): every file opened for reading
-with the size and modification time seen then.
+with the size and modification time seen then, in this process or in the run's forked
+workers, which hand their reads back with each job's result (:mod:`segtools.fanout`).
 """
 
 from __future__ import annotations
@@ -155,9 +156,29 @@ class LocationScope:
     # -- chain of custody ------------------------------------------------------------------
 
     def note_read(self, path: Any, size: int, mtime_ns: int | None) -> None:
+        """A file opened for reading: the first open of each name is the one kept (what
+        the run saw first, whatever it saw after)."""
         if self.reads is not None:
             self.reads.setdefault(os.fspath(path) if not isinstance(path, str) else path,
                                   CustodyRead(path, size, mtime_ns))
+
+    def take_reads(self) -> tuple[tuple[str, int, int | None], ...]:
+        """The reads noted since the last take, by name, in the order they were noted, and
+        forgotten here: what a forked worker hands back with each job's result (a worker's
+        scope is its own copy, so its notes reach the run only this way; names and numbers
+        only, small to pickle). Empty when the run keeps no chain of custody."""
+        if not self.reads:
+            return ()
+        taken = tuple((name, read.size, read.mtime_ns) for name, read in self.reads.items())
+        self.reads = {}
+        return taken
+
+    def merge_reads(self, reads: Iterable[tuple[str, int, int | None]]) -> None:
+        """A worker's :meth:`take_reads`, noted as if this process had read them then: the
+        caller merges each job's at its place in the jobs' order (where a one-process run
+        would have read it), so a name read twice keeps the same first sight."""
+        for name, size, mtime_ns in reads:
+            self.note_read(name, size, mtime_ns)
 
 
 _CURRENT: contextvars.ContextVar[LocationScope | None] = contextvars.ContextVar(

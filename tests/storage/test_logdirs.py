@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from segtools.storage.index import OffsetIndex, TimeIndex
-from segtools.storage.logdirs import load_log_dir, walk
+from segtools.storage.logdirs import (
+    list_partition,
+    load_log_dir,
+    packed,
+    unpacked,
+    walk,
+    walk_roots,
+)
 from segtools.storage.partition import load_partition_dir
 
 from .test_partition import make_partition, touch
@@ -210,3 +217,16 @@ def test_roots_listed_later_are_the_walk(tmp_path):
     assert [r.path.name for r in roots[0][1]][:2] == ["__cluster_metadata-0", "my-t-0"]
     assert roots[1][1][0].base_offsets == (0,)
     assert ([listed(d, refs) for d, refs in roots], loose) == walk(named)
+
+
+def test_a_listing_packed_comes_back_equal():
+    """What a worker hands back of the partitions it listed is the listing itself: equal
+    directories, the same paths (each file's path made from its name in its directory)."""
+    for tree in sorted(FIXTURES.parent.iterdir()):
+        roots, _ = walk_roots([str(tree)])
+        pdirs = [list_partition(d, r) for d, refs in roots for r in refs]
+        back = unpacked(packed(pdirs))
+        assert back == pdirs, tree.name
+        assert [str(s.log) for p in back for s in p.segments] == \
+            [str(s.log) for p in pdirs for s in p.segments]
+        assert all(type(s.log) is type(p.path) for p in back for s in p.segments)
