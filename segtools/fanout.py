@@ -19,6 +19,7 @@ each job.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import gc
 import os
 import queue
@@ -49,9 +50,14 @@ GENTLE_NICE = 10
 #: starved the way the idle class would be on a disk the broker keeps busy.
 GENTLE_IO_LEVEL = 7
 
-#: The work a forked worker finds in its copy of this module: the job, the items, and the
-#: run's location scope (whose chain of custody each job's reads go back to).
-_WORK: tuple[Callable, Sequence, scope.LocationScope | None] | None = None
+#: ``prctl(2)``'s request for the signal a process gets when its parent dies (Linux).
+PR_SET_PDEATHSIG = 1
+
+#: The work a forked worker finds in its copy of this module: the job, the items, the run's
+#: location scope (whose chain of custody each job's reads go back to), and the pid of the
+#: process that forked it from its main thread (None from another thread: see
+#: :func:`_die_with`).
+_WORK: tuple[Callable, Sequence, scope.LocationScope | None, int | None] | None = None
 
 
 def workers() -> int:
@@ -89,6 +95,8 @@ def _start_worker() -> None:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if _WORK is not None and _WORK[3] is not None:
+        _die_with(_WORK[3])
     if gentle.current().yield_cpu:
         yield_to_broker()
     owner = None if _WORK is None else _WORK[2]
@@ -96,12 +104,25 @@ def _start_worker() -> None:
         owner.take_reads()
 
 
+def _die_with(parent: int) -> None:
+    """Ask the kernel to end this worker when the run that forked it dies (SIGKILL, an OOM
+    kill): the pool's queue is shared with the other workers, so an orphan would wait on it
+    forever, idle on a broker's host. The parent may have died before the request took
+    effect, so it is checked once after. Linux sends the signal when the *thread* that
+    forked ends, so it is asked for only when that thread is the main one: an API caller's
+    thread may hand the results to another and end while the workers still work."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
 def _run(i: int) -> tuple[object, tuple]:
     """Job ``i``'s result and the files it read (:meth:`LocationScope.take_reads
     <segtools.storage.scope.LocationScope.take_reads>`: the run's chain of custody, kept
     by the parent, sees a worker's reads only as they come back)."""
     assert _WORK is not None
-    fn, items, owner = _WORK
+    fn, items, owner, _ = _WORK
     try:
         result = fn(items[i])
         return result, () if owner is None else owner.take_reads()
@@ -136,7 +157,8 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
         return map(fn, items)
     global _WORK
     owner = scope.current()
-    _WORK = (fn, items, owner)
+    on_main = threading.current_thread() is threading.main_thread()
+    _WORK = (fn, items, owner, os.getpid() if on_main else None)
     # every object alive now moves out of the collector's sight: a worker's collections then
     # never walk (and so never copy, page by page) the listing it inherited
     gc.freeze()

@@ -131,3 +131,53 @@ def test_without_custody_nothing_is_noted():
         assert list(fanout.ordered(_read_noted, [("a", 1, 0.0)] * 4,
                                    segments=fanout.MIN_SEGMENTS, processes=2)) == ["a"] * 4
         assert owner.reads is None and owner.take_reads() == ()
+
+
+#: Forks two workers on jobs that sleep, prints their pids and waits: killed by the test.
+_ORPHANS = """
+import os, sys, time
+import multiprocessing
+from segtools import fanout
+stream = fanout.ordered(time.sleep, [30.0] * 4, segments=fanout.MIN_SEGMENTS, processes=2)
+print(" ".join(str(p.pid) for p in multiprocessing.active_children()), flush=True)
+next(iter(stream))
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, reaped by init soon, counts as gone)."""
+    import os
+
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+    finally:
+        os.sched_yield()
+
+
+def test_workers_end_when_the_run_is_killed():
+    """A run killed outright (SIGKILL, the OOM killer) cannot terminate its pool; its
+    workers, which share the pool's queue with each other, would wait on it forever as
+    orphans on a broker's host. The kernel ends them (``PR_SET_PDEATHSIG``)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    run = subprocess.Popen([sys.executable, "-c", _ORPHANS], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in run.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+    finally:
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+    deadline = time.monotonic() + 20
+    while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [p for p in workers if _alive(p)]
+    for p in left:  # not left behind by the test either
+        os.kill(p, signal.SIGKILL)
+    assert not left, "workers outlived the run that forked them"
