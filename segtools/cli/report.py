@@ -52,7 +52,7 @@ EXAMPLES = """examples:
   segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z
   segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,topics
   segtools report /var/kafka-logs -o what-if.html --recommend
-  segtools report /var/kafka-logs -o incident.html --schemas schemas/ --schema-registry http://registry:8081
+  segtools report /var/kafka-logs -o r.html --schemas /backup/kafka-logs
 """
 
 
