@@ -13,7 +13,9 @@ import sys
 
 import pytest
 
+import segtools
 from segtools.payloads.sources import gather
+from segtools.report.model import build
 from segtools.text import shown_path
 from tests.fixtures_manifest import FIXTURES
 from tests.payloads.registry import serving
@@ -140,3 +142,22 @@ def test_redaction_hides_what_values_decode_to(tree, tmp_path):
     assert len(shown) == 2 * 3
     for s in shown:
         assert s["value"].startswith("value.") and "value_decoded" not in s
+
+
+def test_the_python_face_builds_the_same_report(tree):
+    """``build(decoder=logs.payload_decoder(schemas=...))``: the samples decode as the API's
+    ``to_arrow(decode=True, schemas=...)`` rows (one decoder, every face)."""
+    logs = segtools.open(tree)
+    model = build([str(tree)], logs=logs, decoder=logs.payload_decoder(schemas=[STORE]))
+    data = {**model.data, "partitions": [{**r, "detail": model.detail(r["id"])}
+                                         for r in model.data["partitions"]]}
+    rows = segtools.open(tree).to_arrow(decode=True, schemas=[STORE], topics="customers")
+    table = rows.read_all()
+    by_offset = dict(zip(table.column("offset").to_pylist(),
+                         table.column("value_decoded").to_pylist(), strict=True))
+    shown = samples(data, "customers")
+    assert shown
+    for s in shown:
+        whole = by_offset[s["offset"]]
+        assert whole.startswith(s["value_decoded"].removesuffix("…"))
+    assert data["schemas"]["sources"] == [{"where": SHOWN, "versions": 7}]
