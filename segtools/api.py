@@ -66,7 +66,7 @@ if TYPE_CHECKING:  # the names of the lazily loaded rooms' types, for the annota
     from segtools.analysis.transactions import PartitionAnalysis, TransactionsReport
     from segtools.analysis.whatif import WhatIfReport
     from segtools.payloads.decoder import Modes, PayloadDecoder
-    from segtools.payloads.schemas import Schemas
+    from segtools.payloads.schemas import SchemaLookup, Schemas
     from segtools.payloads.usage import SchemaUsage
     from segtools.sql.views import Options as ViewOptions
     from segtools.storage.summary import KeptRead
@@ -507,14 +507,17 @@ class LogDirs:
         return out
 
     @_located
-    def schema_usage(self, topics: str | Iterable[str] = "*") -> list[SchemaUsage]:
+    def schema_usage(self, topics: str | Iterable[str] = "*",
+                     lookup: SchemaLookup | None = None) -> list[SchemaUsage]:
         """Per topic, side and schema id: the records using it, from which offset and time to
-        which, and the producers that wrote them (``segtools schemas --usage``)."""
-        history = self.schema_history()
+        which, and the producers that wrote them (``segtools schemas --usage``). ``lookup``:
+        the schemas that say which ids exist (a decoder's sources, e.g.
+        ``payload_decoder(schemas=...).lookup``: a key naming an id they do not know counts as
+        unframed, as that decoder leaves it); default: this tree's ``_schemas`` topic."""
+        known = lookup if lookup is not None else self.schema_history()
         return _usage.usage([p.directory for p in self.partitions(topics)], self.findings,
-                            limit=self.max_decompressed_bytes, known=None if history is None
-                            else lambda i: history.by_id(i) is not None or
-                            history.hard_deleted(i))
+                            limit=self.max_decompressed_bytes, known=None if known is None
+                            else lambda i: known.by_id(i) is not None or known.hard_deleted(i))
 
     @_located
     def payload_decoder(self, decode: bool | str = True,

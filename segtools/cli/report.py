@@ -8,7 +8,10 @@ partition its segments, retention verdicts with the size forecast, compaction st
 transactions (hanging first), producers and first and last records; consumer groups' offset
 timelines with regressions marked; replica divergence. Large trees are summarised (and the
 page says what it left out). ``--redact`` replaces keys, values, headers (and topic names)
-by keyed tokens, and the page says so. ``--what-if NAME=VALUE`` and/or ``--recommend`` (with
+by keyed tokens, and the page says so. The first and last records are decoded as ``dump
+--decode`` decodes them: with the tree's own ``_schemas`` topic, or with what ``--schemas``,
+``--schema-registry`` and ``--decode MODE`` name (the schemas section names each schema's
+source). ``--what-if NAME=VALUE`` and/or ``--recommend`` (with
 ``--horizon`` and ``--ingest``, as on ``segtools retention``) add a what-if section: per topic,
 size and oldest record over time under today's config against the proposed one.
 
@@ -24,8 +27,9 @@ import os
 import secrets
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from segtools.cli import whatif
+from segtools.cli import decoding, whatif
 from segtools.cli.common import (
     add_at,
     add_command,
@@ -38,12 +42,17 @@ from segtools.cli.common import (
     refuse_under_log_dir,
 )
 from segtools.errors import SegtoolsError
+from segtools.findings import Finding
+
+if TYPE_CHECKING:
+    from segtools.payloads.decoder import PayloadDecoder
 
 EXAMPLES = """examples:
   segtools report /var/kafka-logs -o incident.html
   segtools report broker-1/ broker-2/ -o incident.html --at 2024-05-01T14:00Z
   segtools report /var/kafka-logs -o for-vendor.html --redact keys,values,topics
   segtools report /var/kafka-logs -o what-if.html --recommend
+  segtools report /var/kafka-logs -o r.html --schemas /backup/kafka-logs
 """
 
 
@@ -60,6 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_redact(p)
     add_decompress_limit(p)
     add_quiet(p)
+    decoding.add_decode(p)  # the samples decoded as segtools dump --decode shows them
     whatif.add_arguments(p)  # a what-if section, as segtools retention --what-if/--recommend
     p.set_defaults(run=run)
 
@@ -81,6 +91,21 @@ def check_output(output: str, log_dirs) -> Path:
     if not where.is_dir():
         raise SegtoolsError("its directory does not exist", path=output)
     return refuse_under_log_dir(out)
+
+
+def sample_decoder(args: argparse.Namespace, log_dirs, findings: list[Finding]
+                   ) -> PayloadDecoder | None:
+    """The samples' decoder when ``--decode``, ``--schemas`` or ``--schema-registry`` asks
+    for one: ``dump --decode``'s (one function, so a source that cannot be read is the same
+    error line), in ``--decode``'s mode, else ``schema`` (a report always decodes its samples
+    when it has schemas). None: the report decodes with the tree's own ``_schemas`` topic,
+    when it holds one, and says nothing about it."""
+    if args.decode is None and not args.schemas and args.schema_registry is None:
+        args.schema_notes = []
+        return None
+    if args.decode is None:
+        args.decode = "schema"
+    return decoding.payload_decoder(args, log_dirs, findings)
 
 
 def write_beside(out: Path, html: str) -> None:
@@ -129,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
         out = check_output(args.output, logs.log_dirs)
         if args.config is not None and not Path(args.config).is_file():
             raise SegtoolsError("no such file", path=args.config)
+        schema_findings: list[Finding] = []
+        decoder = sample_decoder(args, logs.log_dirs, schema_findings)
         ask = Ask(args.what_if, args.recommend, whatif.horizon(args),
                   whatif.ingest(args).bytes_per_s) \
             if whatif.wanted(args) else None
@@ -137,11 +164,12 @@ def run(args: argparse.Namespace) -> int:
         model = build(args.paths, at=args.at, config=args.config, redactor=redact,
                       limit=args.max_decompressed_bytes, what_if=ask, logs=logs,
                       custody=functools.partial(custody, current()) if args.hashes
-                      else None)
+                      else None, decoder=decoder, schema_findings=schema_findings)
         html = page.render(model)
     write_beside(out, html)
     print(out)  # the result is the file: its path on stdout, for a script or `make demo`
     if not args.quiet:  # the size from the file: no second copy of a large page
         print(f"report written: {out.stat().st_size} bytes, "
               f"{len(model.findings)} finding(s)", file=sys.stderr)
+    decoding.say_sources(args.schema_notes)
     return exit_code(model.findings)

@@ -59,7 +59,8 @@ from segtools.findings import Finding
 from segtools.model import Record
 from segtools.payloads.decoder import PayloadDecoder, payloads_installed
 from segtools.payloads.records import decode_record
-from segtools.payloads.schemas import Schemas, subject_topic
+from segtools.payloads.schemas import RegisteredSchema, SchemaLookup, Schemas, subject_topic
+from segtools.payloads.sources import RegistryClient, SchemaChain
 from segtools.payloads.usage import SchemaUsage
 from segtools.redact import Redactor
 from segtools.report import whatif
@@ -666,7 +667,7 @@ class _Analyses:
 
     @classmethod
     def run(cls, logs: LogDirs, *, at: int | None, now: int, config: str | None,
-            budget: Budget) -> _Analyses:
+            budget: Budget, schema_findings: Sequence[Finding] = ()) -> _Analyses:
         # the analyses that read every partition's own files run in forked workers, one
         # read of each small segment for verify, the inputs' summaries, the producers and
         # the transactions (:func:`_read_partitions`); what needs no summary runs here
@@ -720,7 +721,8 @@ class _Analyses:
             ("segtools diverge", (f for rs in replicas
                                   for f in (*rs.read_findings, *rs.divergence.findings))),
             ("segtools producers", (f for pp in producers for f in pp.findings)),
-            ("segtools tiered", tiers.all_findings)])
+            ("segtools tiered", tiers.all_findings),
+            ("the schemas named (segtools dump --decode --schemas)", schema_findings)])
         return cls(inputs, retention, compaction, txns, replay, replicas, producers, tiers,
                    sourced, merged)
 
@@ -855,11 +857,18 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
           redactor: Redactor | None = None, budget: Budget = Budget(),
           limit: int = DEFAULT_DECOMPRESS_LIMIT, what_if: whatif.Ask | None = None,
           logs: LogDirs | None = None,
-          custody: Callable[[], list[dict]] | None = None) -> ReportModel:
+          custody: Callable[[], list[dict]] | None = None,
+          decoder: PayloadDecoder | None = None,
+          schema_findings: Sequence[Finding] = ()) -> ReportModel:
     """Run every analysis over ``paths`` and assemble the report's document (with the
     what-if section when ``what_if`` asks for it); ``logs``: the tree already opened over
     ``paths`` (the command opens it once, to check its output); ``custody``: the chain of
     custody of every file read (``--hashes``), asked for once the analyses have read them.
+    ``decoder``: the samples' decoder and the schema section's sources, as ``dump --decode``
+    builds it from ``--decode``, ``--schemas`` and ``--schema-registry`` (in Python:
+    ``logs.payload_decoder(decode, schemas, registry)``), with ``schema_findings`` what
+    reading those schemas met; without one, the samples decode with the tree's own
+    ``_schemas`` topic when it holds one (a report never needs the payloads extra).
     Redaction is one pass over the finished document, custody included."""
     now = at if at is not None else int(time.time() * 1000)
     if logs is None:
@@ -868,12 +877,14 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
             not any(refs for _, refs in logs.unlisted):
         raise NothingToReadError.of(logs.findings, paths)
     left_out: Counter = Counter()
-    a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget)
+    a = _Analyses.run(logs, at=at, now=now, config=config, budget=budget,
+                      schema_findings=schema_findings)
     if redactor is not None:
         redactor.learn(_topics_named(logs, a))
     rows, pdirs = _partition_rows(logs, a)
-    history = logs.schema_history()
-    decoder = _sample_decoder(logs, history)
+    sources = _schema_sources(logs, decoder)
+    if decoder is None and sources.histories() and payloads_installed():
+        decoder = PayloadDecoder(sources)
     details = _details(rows, pdirs, a, redactor, budget, limit, left_out, decoder)
     largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
     if len(largest) > budget.series:
@@ -925,8 +936,9 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
         "divergence": [_divergence(rs) for rs in _bounded(
             replicas, budget.rows, "replica sets not shown (diverged ones first; segtools "
             "diverge compares all)", left_out)],
-        "schemas": (_schemas_section(history, logs.schema_usage(), redactor, budget, left_out)
-                    if history is not None else None),
+        "schemas": (_schemas_section(sources, logs.schema_usage(lookup=sources), redactor,
+                                     budget, left_out)
+                    if sources.sources else None),
         "tiered": [_tiered(tp) for tp in _bounded(
             a.tiers.partitions, budget.rows, "tiered partitions not listed (segtools tiered "
             "lists all)", left_out)],
@@ -1106,12 +1118,33 @@ def _divergence(rs) -> dict:
                             for t in rs.divergence.truncations]}
 
 
-def _sample_decoder(logs: LogDirs, history: Schemas | None) -> PayloadDecoder | None:
-    """The decoder of the partitions' samples: when the tree holds a ``_schemas`` topic and
-    the payloads extra is installed (a report never needs it)."""
-    if history is None or not payloads_installed():
-        return None
-    return PayloadDecoder(history)
+def _schema_sources(logs: LogDirs, decoder: PayloadDecoder | None) -> SchemaChain:
+    """Where the report's schemas come from: the decoder's sources (what ``--schemas`` and
+    ``--schema-registry`` named, else the tree's ``_schemas`` topic, then the registry), or
+    without a decoder the tree's own ``_schemas`` topic (what ``segtools schemas`` reads)."""
+    if decoder is None:
+        return logs.payload_decoder().lookup
+    lookup = decoder.lookup
+    return lookup if isinstance(lookup, SchemaChain) else SchemaChain([lookup])
+
+
+def _source_name(source: SchemaLookup) -> str:
+    """A schema source as the page names it: a registry by its URL (never its credentials),
+    a history by the ``_schemas`` partitions or the schema-file directory it was read from."""
+    if isinstance(source, RegistryClient):
+        return source.shown
+    return shown_path(source.source) if isinstance(source, Schemas) else type(source).__name__
+
+
+def _registrations(sources: SchemaChain, schema_id: int
+                   ) -> tuple[list[RegisteredSchema], str | None]:
+    """The id's registrations from the first source that holds them (the decoder's order:
+    :meth:`SchemaChain.registrations`), and that source's name."""
+    for source in sources.sources:
+        found = source.registrations(schema_id)
+        if found:
+            return found, _source_name(source)
+    return [], None
 
 
 def _subject(subject: str, redactor: Redactor | None) -> str:
@@ -1123,37 +1156,49 @@ def _subject(subject: str, redactor: Redactor | None) -> str:
     return redactor.text(subject) if parts is None else redactor.topic(parts[0]) + parts[1]
 
 
-def _schemas_section(history: Schemas, usage: list[SchemaUsage], redactor: Redactor | None,
-                     budget: Budget, left_out: Counter) -> dict:
+def _schemas_section(sources: SchemaChain, usage: list[SchemaUsage],
+                     redactor: Redactor | None, budget: Budget, left_out: Counter) -> dict:
     """Per topic, the schema timeline of its subjects (``<topic>-key``/``-value``: versions,
-    ids, types, when registered, deleted flags) and the usage table (which ids its keys and
-    values carry, from when to when, written by which producers)."""
+    ids, types, when registered, deleted flags, and which source each came from) and the
+    usage table (which ids its keys and values carry, from when to when, written by which
+    producers, and the source that named each id's subject: the one the decoder asks
+    first)."""
+    histories = sources.histories()
+    versions = [(_source_name(h), v) for h in histories for v in h.versions]
     topics = sorted({u.topic for u in usage} | {
-        v.subject.rsplit("-", 1)[0] for v in history.versions
+        v.subject.rsplit("-", 1)[0] for _, v in versions
         if v.subject.endswith(("-key", "-value"))})
     out = []
     for topic in topics:
         subjects = (f"{topic}-key", f"{topic}-value")
-        timeline = sorted((v for v in history.versions if v.subject in subjects),
-                          key=lambda v: (v.registered_ms or 0, v.subject, v.version))
+        timeline = sorted(((where, v) for where, v in versions if v.subject in subjects),
+                          key=lambda wv: (wv[1].registered_ms or 0, wv[1].subject,
+                                          wv[1].version))
         rows = []
         for u in (u for u in usage if u.topic == topic):
-            named = history.registrations(u.schema_id) if u.schema_id is not None else []
+            named, where = _registrations(sources, u.schema_id) if u.schema_id is not None \
+                else ([], None)
             rows.append({**u.to_json(), "partitions": len(u.partitions),
                          "subject": _subject(named[0].subject, redactor) if named else None,
-                         "version": named[0].version if named else None,
+                         "version": named[0].version if named else None, "where": where,
                          "hard_deleted": u.schema_id is not None
-                         and history.hard_deleted(u.schema_id)})
+                         and sources.hard_deleted(u.schema_id)})
         out.append({"topic": redactor.topic(topic) if redactor is not None else topic,
                     "timeline": [{"subject": _subject(v.subject, redactor),
                                   "version": v.version, "id": v.id, "type": v.schema_type,
                                   "registered": v.registered_ms, "deleted": v.deleted,
-                                  "references": len(v.references)} for v in timeline],
+                                  "references": len(v.references), "where": where}
+                                 for where, v in timeline],
                     "usage": rows})
     shown = _bounded(out, budget.rows, "topics left out of the schema section", left_out)
-    return {"source": history.source, "subjects": len(history.subjects()),
-            "versions": len(history.versions), "removed": len(history.removed),
-            "compatibility": history.compatibility(None), "topics": list(shown)}
+    return {"sources": [{"where": _source_name(s),
+                         "versions": len(s) if isinstance(s, Schemas) else None}
+                        for s in sources.sources],
+            "subjects": len({v.subject for _, v in versions}),
+            "versions": len(versions), "removed": sum(len(h.removed) for h in histories),
+            "compatibility": next((c for h in histories
+                                   if (c := h.compatibility(None)) is not None), None),
+            "topics": list(shown)}
 
 
 _PATH_FIELDS = frozenset({"path", "log_dir", "where", "paths"})

@@ -20,6 +20,7 @@ from segtools.payloads.errors import PayloadError
 from segtools.payloads.schemas import RegisteredSchema, SchemaReference, Schemas
 from segtools.payloads.schemas_topic import StoreRecord, replay
 from segtools.payloads.sources import gather
+from tests.payloads.registry import serving
 
 ROOT = Path(__file__).resolve().parents[2]
 TREE = ROOT / "fixtures" / "logdirs" / "payloads"
@@ -270,46 +271,14 @@ def test_schemas_command_and_usage():
 def test_registry_read_only_and_cached(chain):
     """A registry on 127.0.0.1 serving the fixture's schemas: GETs only, each asked once."""
     (history,) = chain.histories()
-    seen: list[tuple[str, str]] = []
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            seen.append(("GET", self.path))
-            path = self.path.split("?")[0].strip("/").split("/")
-            body = None
-            if path[:2] == ["schemas", "ids"] and len(path) == 3:
-                v = history.by_id(int(path[2]))
-                if v is not None:
-                    body = {"schema": v.schema, "schemaType": v.schema_type,
-                            "references": [r.to_json() for r in v.references]}
-            elif path[:2] == ["schemas", "ids"]:
-                body = [{"subject": v.subject, "version": v.version}
-                        for v in history.registrations(int(path[2]))]
-            elif path[0] == "subjects":
-                v = history.by_subject_version(path[1], int(path[3]))
-                if v is not None:
-                    body = {"id": v.id, "schema": v.schema, "schemaType": v.schema_type,
-                            "references": [r.to_json() for r in v.references]}
-            self.send_response(200 if body is not None else 404)
-            self.end_headers()
-            self.wfile.write(json.dumps(body).encode())
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        decoder = PayloadDecoder(gather([], [], registry=url))
+    with serving(history) as registry:
+        decoder = PayloadDecoder(gather([], [], registry=registry.url))
         logs = segtools.open(TREE)
         for r in logs.records(topics="orders"):
             found = decoder.decode(r["value"], topic="orders", is_key=False)
             assert found.value["order_id"] >= 42
-    finally:
-        server.shutdown()
-    assert all(method == "GET" for method, _ in seen)
+    seen = [(method, path) for method, path, _ in registry.heard]
+    assert seen and all(method == "GET" for method, _ in seen)
     assert len(seen) == len(set(seen))
 
 

@@ -50,6 +50,8 @@ def argvs(pdir, out_dir) -> list[list[str]]:
         ["scan", "-q", "--format", "jsonl", logs],
         ["verify", "-q", "--deep", "--format", "jsonl", logs],
         ["report", "-q", "-o", str(out_dir / "report.html"), logs],
+        # the samples decoded as text: what a value decodes to is hidden as its bytes are
+        ["report", "-q", "--decode", "string", "-o", str(out_dir / "report.html"), logs],
         ["query", logs, "-c", "select * from records", "--format", "jsonl"],
         *(["find", str(pdir), "--offset", str(offset), *fmt] for offset in (2, 3, 5)
           for fmt in ([], ["--format", "jsonl"])),

@@ -51,6 +51,24 @@ def test_the_report_names_no_topic_anywhere(tmp_path):
     assert set(mentions(plain.read_text(), names)) >= {"orders.v2-eu", "payments.hanging"}
 
 
+def test_the_report_s_decoded_samples_name_no_topic(tmp_path):
+    """``report --decode string``: the samples' keys and values decoded as text, the
+    ``__consumer_offsets`` keys among them spelling topic names. Under ``--redact topics`` a
+    side redacted shows its token, never what it decodes to; not one name is left, not even
+    after a JSON escape (``\\f`` before ``orders.v2-eu``) where no word pattern finds it."""
+    names = named_topics(FORENSICS)
+    plain, redacted = tmp_path / "plain.html", tmp_path / "redacted.html"
+    run = run_cli(["report", "-q", "--decode", "string", "-o", str(plain), str(FORENSICS)])
+    assert run.code in (0, 1), run.stderr
+    decoded = re.findall(r'"key_decoded":"((?:[^"\\]|\\.)*)"', plain.read_text())
+    assert {"orders.v2-eu", "payments.txn"} <= {n for n in names if any(n in d for d in decoded)}
+    run = run_cli(["report", "-q", "--decode", "string", "--redact", "topics", "-o",
+                   str(redacted), str(FORENSICS)])
+    assert run.code in (0, 1), run.stderr
+    page = redacted.read_text()
+    assert '"key_decoded"' in page and [n for n in names if n in page] == []
+
+
 def test_the_custody_list_of_a_dump_is_redacted(tmp_path):
     tree = tmp_path / "forensics"
     shutil.copytree(FORENSICS, tree)
