@@ -79,18 +79,24 @@ class Segment:
     ``sealed``: the caller knows Kafka can no longer shrink this file (its listing said so,
     :attr:`SegmentFiles.sealed`); ``listed``: the ``(size, mtime_ns)`` the listing saw. A
     sealed file whose size or mtime changed since is read as live anyway. ``windows``: the
-    reader's pool for the buffers of ``pread`` windows, kept across its segments."""
+    reader's pool for the buffers of ``pread`` windows, kept across its segments.
+    ``following``: the ``.log`` the reader walks next; when this one is cold, the device
+    starts on that one's first bytes while this one's last are walked."""
 
     def __init__(self, path: str | os.PathLike, *,
                  decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT, sealed: bool = False,
                  listed: tuple[int, int | None] | None = None,
-                 windows: BufferPool | None = None):
+                 windows: BufferPool | None = None,
+                 following: str | os.PathLike | None = None):
         self.path = str(path)
         self.base_offset = base_offset_from_name(path)
         self.decompress_limit = decompress_limit
         where = as_path(path)
-        opened = where.location.open_segment(where, sealed=sealed, listed=listed,
-                                             small=SMALL_FILE, windows=windows)
+        after = None if following is None else as_path(following)
+        opened = where.location.open_segment(
+            where, sealed=sealed, listed=listed, small=SMALL_FILE, windows=windows,
+            following=after if after is not None and after.location is where.location
+            else None)
         self.source = opened.source
         self.size = opened.size  # the size seen at open: a growing segment is read to here
         self.mtime_ms = opened.mtime_ns // 1_000_000
@@ -100,10 +106,13 @@ class Segment:
 
     @classmethod
     def open(cls, files: SegmentFiles, *, decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT,
-             windows: BufferPool | None = None) -> Segment:
-        """The segment of a listing, read the way its listing says it may be."""
+             windows: BufferPool | None = None, following: SegmentFiles | None = None
+             ) -> Segment:
+        """The segment of a listing, read the way its listing says it may be; ``following``:
+        the segment the reader walks next, from its start."""
         return cls(files.log, decompress_limit=decompress_limit, sealed=files.sealed,
-                   listed=(files.log_size, files.log_mtime_ns), windows=windows)
+                   listed=(files.log_size, files.log_mtime_ns), windows=windows,
+                   following=None if following is None else following.log)
 
     def __enter__(self) -> Segment:
         return self

@@ -37,7 +37,7 @@ from segtools.decode.buffers import BufferPool
 from segtools.decode.source import advise
 from segtools.decode.walk import first_nonzero
 from segtools.storage import gentle
-from segtools.storage.files import data_end, next_data
+from segtools.storage.files import data_end, next_data, open_to_advise
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
 MAPPED_STRIDE = 64 * 1024 * 1024
@@ -128,27 +128,46 @@ class ReadAhead:
         self.origin = origin
         self.depth = depth
         self.cold = False
-        self._asked = 0  # file position up to which the device was asked for (or will be)
+        self._asked = 0  # position up to which the device was asked for (or will be)
         self._probe = bytearray(1)
         self._limit = 0  # willneed_limit, read once the file is found cold
         self._background = depth >= READAHEAD
         self._lock = threading.Lock()
-        self._issued = 0  # file position up to which the calls were made
+        self._issued = 0  # position up to which the calls were made
         self._burst: threading.Thread | None = None
+        self._following: str | None = None  # the file walked next, until it is opened
+        self._next_fd: int | None = None
+        self._next_size = 0  # the bytes of the next file asked for after this one's end
+
+    def follow(self, path: str) -> None:
+        """The walk goes on to the file at ``path`` (the partition's next segment) once
+        this one ends: when this file is cold, the device starts on that one's first bytes
+        while this one's last are walked, instead of waiting for the walk to open it.
+        Positions past this file's end are that file's (position minus :attr:`size`), up to
+        :attr:`depth` bytes of it; nothing on a broker's host, where no more than a window
+        may be in flight."""
+        if self._background:
+            self._following = path
 
     def passed(self, pos: int, upto: int) -> None:
         """The walk is at ``pos`` and has the bytes up to ``upto`` in hand (or is about to
         read them): keep the device ``depth`` bytes ahead of that, if the file is cold."""
-        stop = min(self.size, upto + self.depth)
-        if stop <= self._asked:
-            return
+        want = upto + self.depth
         if not self.cold:
-            self.cold = not self._cached(stop - 1)
+            if min(self.size, want) <= self._asked:
+                return
+            self.cold = not self._cached(min(self.size, want) - 1)
             if not self.cold:
                 return
             self._limit = willneed_limit(self.fd)
+        if want > self.size and self._following is not None:
+            self._open_following()
+        end = self.size + self._next_size
+        stop = min(end, want)
+        if stop <= self._asked:
+            return
         start = max(pos, self._asked)
-        if stop < self.size and stop - start < self.depth // 4:
+        if stop < end and stop - start < self.depth // 4:
             return  # asked in large steps: each call walks the cache's index of the range
         with self._lock:
             self._asked = stop
@@ -163,20 +182,37 @@ class ReadAhead:
         if inline:
             self._ask()
 
+    def _open_following(self) -> None:
+        """Open the next file to advise on, if it can be and is cold (a file gone or not
+        regular since its listing is simply not read ahead)."""
+        path, self._following = self._following, None
+        fd = open_to_advise(path)
+        if fd is None:
+            return
+        size = os.fstat(fd).st_size
+        if size and not self._cached(min(size, self.depth) - 1, fd):
+            self._next_fd, self._next_size = fd, min(size, self.depth)
+        else:
+            os.close(fd)  # empty, or warm: nothing to ask
+
     def _ask(self) -> None:
         """Ask for the bytes up to ``_asked``, one call of at most ``_limit`` bytes at a
-        time; the burst ends once nothing is left to ask."""
+        time, never across the end of the file; the burst ends once nothing is left."""
         while True:
             with self._lock:
                 lo = self._issued
                 n = min(self._limit, self._asked - lo)
+                if lo < self.size:
+                    fd, at, n = self.fd, self.origin + lo, min(n, self.size - lo)
+                else:
+                    fd, at = self._next_fd, lo - self.size
                 if n <= 0:
                     if self._burst is threading.current_thread():
                         self._burst = None
                     return
                 self._issued = lo + n
             with contextlib.suppress(OSError):
-                os.posix_fadvise(self.fd, self.origin + lo, n, os.POSIX_FADV_WILLNEED)
+                os.posix_fadvise(fd, at, n, os.POSIX_FADV_WILLNEED)
 
     def close(self) -> None:
         """Ask for nothing more, and wait for a call in progress (its owner closes the
@@ -186,11 +222,17 @@ class ReadAhead:
             burst = self._burst
         if burst is not None:
             burst.join()
+        if self._next_fd is not None:
+            os.close(self._next_fd)
+            self._next_fd = None
 
-    def _cached(self, pos: int) -> bool:
-        """Whether the page holding ``pos`` is in the page cache (a read of it would not
-        wait for the device). A kernel without ``RWF_NOWAIT`` (before 4.14) answers no."""
+    def _cached(self, pos: int, fd: int | None = None) -> bool:
+        """Whether the page holding ``pos`` of this file (or of ``fd``, from its start) is in
+        the page cache (a read of it would not wait for the device). A kernel without
+        ``RWF_NOWAIT`` (before 4.14) answers no."""
         try:
+            if fd is not None:
+                return os.preadv(fd, [self._probe], pos, _NOWAIT) == 1
             return os.preadv(self.fd, [self._probe], self.origin + pos, _NOWAIT) == 1
         except OSError:
             return False
@@ -273,6 +315,10 @@ class MappedSource:
         if not keep:  # the walk's own windows, front to back
             self._ahead.passed(lo, end)
         return self.array, 0, end
+
+    def follow(self, path: str) -> None:
+        """See :meth:`ReadAhead.follow`."""
+        self._ahead.follow(path)
 
     def release(self, upto: int) -> None:
         """Drop the pages already walked from this process, so a long walk's resident
@@ -372,6 +418,10 @@ class WindowSource:
         if not keep:  # one tuple replaced whole: a reader on another thread sees old or new
             self._recent = ((buf, lo, lo + got), *self._recent[:self._keep_recent - 1])
         return buf[:got], lo, lo + got
+
+    def follow(self, path: str) -> None:
+        """See :meth:`ReadAhead.follow`."""
+        self._ahead.follow(path)
 
     def walk_ahead(self, windows: int) -> None:
         """The walk will run on a thread of its own, up to ``windows`` windows past the

@@ -25,6 +25,7 @@ SIZE = 24 * MIB
 
 
 def cold_file(tmp_path: Path) -> Path:
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(os.urandom(SIZE))
     make_cold([path])
@@ -131,3 +132,43 @@ def test_a_broker_s_host_is_asked_a_window_ahead_at_most(tmp_path, settings, mon
     willneed = [(lo, n) for lo, n, advice in asked if advice == os.POSIX_FADV_WILLNEED]
     assert willneed and max(lo + n for lo, n in willneed) <= 2 * WindowSource.stride
     assert sources.depth(WindowSource.stride) == sources.READAHEAD  # outside the run
+
+
+def walk_to_the_end(source: MappedSource | WindowSource, size: int) -> None:
+    pos = 0
+    while pos < size:
+        pos = source.window(pos, pos + MIB)[2]
+
+
+@pytest.mark.parametrize("kind", [MappedSource, WindowSource])
+def test_the_next_segment_is_read_ahead_while_this_one_ends(tmp_path, kind):
+    """A walk that goes on into the partition's next segment has its first bytes asked for
+    while this one's last are walked, not once the walk opens it."""
+    this, following = cold_file(tmp_path), cold_file(tmp_path / "next")
+    fd = os.open(this, os.O_RDONLY)
+    try:
+        source = kind(fd, SIZE)
+        source.follow(str(following))
+        walk_to_the_end(source, SIZE)
+        assert resident_soon(following, slice(0, SIZE // 4096 // 2)), \
+            "the next segment was not read ahead"
+        source.close()
+    finally:
+        os.close(fd)
+
+
+def test_a_broker_s_host_does_not_read_the_next_segment_ahead(tmp_path):
+    """Under a restored page cache the next file is read when it is opened, not before: its
+    pages as found are noted at its open (``PageCacheKeeper``)."""
+    this, following = cold_file(tmp_path), cold_file(tmp_path / "next")
+    fd = os.open(this, os.O_RDONLY)
+    try:
+        with gentle.applied(gentle.Gentle(keeper=PageCacheKeeper())):
+            source = WindowSource(fd, SIZE)
+            source.follow(str(following))
+            walk_to_the_end(source, SIZE)
+            source.close()
+    finally:
+        os.close(fd)
+    time.sleep(0.2)
+    assert not residency(following)[SIZE // 4096 // 4:].any()
