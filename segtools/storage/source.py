@@ -71,6 +71,9 @@ READAHEAD = 64 * 1024 * 1024
 #: The least a ``POSIX_FADV_WILLNEED`` call is cut to: the kernel's default readahead
 #: (``VM_READAHEAD_PAGES``), for a file whose device's limits cannot be read.
 _KERNEL_READAHEAD = 128 * 1024
+#: Up to this many bytes are asked for on the walk's own thread: queueing them costs about
+#: a quarter of a millisecond, a few times what starting a thread costs (a small file).
+_ASK_INLINE = 1024 * 1024
 
 
 def willneed_limit(fd: int) -> int:
@@ -174,7 +177,7 @@ class ReadAhead:
             self._issued = max(self._issued, start)
             if self._burst is not None:  # a burst in progress goes on to the new stop
                 return
-            inline = not self._background or stop - self._issued <= self._limit
+            inline = not self._background or stop - self._issued <= _ASK_INLINE
             if not inline:
                 self._burst = threading.Thread(target=self._ask, name="segtools-readahead",
                                                daemon=True)
