@@ -172,3 +172,27 @@ def test_a_broker_s_host_does_not_read_the_next_segment_ahead(tmp_path):
         os.close(fd)
     time.sleep(0.2)
     assert not residency(following)[SIZE // 4096 // 4:].any()
+
+
+def test_a_call_s_size_is_the_device_s_or_the_kernel_s_default(tmp_path):
+    """Linux cuts a WILLNEED to max(``read_ahead_kb``, ``max_sectors_kb``) of the file's
+    device; a file system with no block device of its own (tmpfs here) gets the kernel's
+    default readahead, 128 KiB, the least any call reads."""
+    fd = os.open(cold_file(tmp_path), os.O_RDONLY)
+    try:
+        dev = os.fstat(fd).st_dev
+        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+        queue = block / "queue" if (block / "queue").exists() else \
+            block.resolve().parent / "queue"  # a partition: its disk's queue
+        if queue.exists():
+            kib = max(int((queue / name).read_text()) for name in ("read_ahead_kb",
+                                                                   "max_sectors_kb"))
+            assert sources.willneed_limit(fd) == max(128, kib) * 1024
+    finally:
+        os.close(fd)
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no tmpfs at /dev/shm")
+    with open(shm / f"segtools-readahead-{os.getpid()}", "w+b") as f:
+        os.unlink(f.name)
+        assert sources.willneed_limit(f.fileno()) == 128 * 1024
