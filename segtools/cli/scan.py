@@ -103,10 +103,11 @@ def summarize_partition(pdir: PartitionDir, *, verify_crc: bool, limit: int
                         ) -> tuple[tuple[SegmentSummary, ...], tuple[Finding, ...]]:
     """One partition's segment summaries, and a finding per segment that could not be read."""
     summaries, problems = [], []
-    for seg in pdir.segments:
+    for seg, following in zip(pdir.segments, (*pdir.segments[1:], None), strict=True):
         try:
             summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
-                                       verify_crc=verify_crc, decompress_limit=limit))
+                                       verify_crc=verify_crc, decompress_limit=limit,
+                                       following=following))
         except SegtoolsError as e:
             problems.append(unreadable(str(seg.log), e))
     return tuple(summaries), tuple(problems)

@@ -13,11 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from segtools.analysis import verify as verify_room
+from segtools.analysis.verify import verify_partition
+from segtools.cli.scan import summarize_partition
 from segtools.storage import gentle
 from segtools.storage import source as sources
+from segtools.storage.local import LocalDisk
+from segtools.storage.logdirs import walk
 from segtools.storage.pagecache import PageCacheKeeper
+from segtools.storage.segment import Segment
 from segtools.storage.source import MappedSource, WindowSource
 from segtools.storage.throttle import ReadRate
+from tests.fixtures_manifest import SAMPLE
 from tests.storage.test_gentle import make_cold, residency
 
 MIB = 1 << 20
@@ -196,3 +203,30 @@ def test_a_call_s_size_is_the_device_s_or_the_kernel_s_default(tmp_path):
     with open(shm / f"segtools-readahead-{os.getpid()}", "w+b") as f:
         os.unlink(f.name)
         assert sources.willneed_limit(f.fileno()) == 128 * 1024
+
+
+def test_scan_and_verify_name_the_segment_walked_next(monkeypatch):
+    """``scan``'s and ``verify``'s partition walks open each segment with the one they walk
+    after it, so a cold segment's reads ahead run on into it (the compiled reading of small
+    segments turned off here: it opens no :class:`Segment`)."""
+    opened = []
+    real = Segment.open
+
+    def spy(files, **kwargs):
+        following = kwargs.get("following")
+        opened.append((files.log, None if following is None else following.log))
+        return real(files, **kwargs)
+
+    monkeypatch.setattr(Segment, "open", staticmethod(spy))
+    monkeypatch.setattr(verify_room, "small_segment_checks", lambda *a, **k: None)
+    monkeypatch.setattr(LocalDisk, "compiled_reads", False)
+    log_dirs, _ = walk([SAMPLE / "payments-compact-0"])
+    (log_dir,) = log_dirs
+    (pdir,) = log_dir.partitions
+    logs = [s.log for s in pdir.segments]
+    assert len(logs) > 2
+    for run in (lambda: summarize_partition(pdir, verify_crc=True, limit=1 << 20),
+                lambda: verify_partition(log_dir, pdir)):
+        opened.clear()
+        run()
+        assert opened == list(zip(logs, [*logs[1:], None], strict=True))
