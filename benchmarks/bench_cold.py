@@ -160,11 +160,19 @@ def in_turns(codes: list[str | None], repeat: int,
              one: Callable[[str | None, int], Pair]) -> dict[str | None, list[Pair]]:
     """``repeat`` pairs for each code, the codes taking turns pair by pair and the order
     of the turn reversed every other time (A B, B A, A B, ...), so that a disk speeding up
-    or slowing down favours none of them; ``one(code, turn)`` makes one pair."""
+    or slowing down favours none of them; ``one(code, k)`` makes the ``k``-th pair of the
+    whole run, the device first when ``k`` is even. Counted over the run, not per code: a
+    pair that ends with the device's read and one that starts with it then fall to each
+    code in turn. (Per turn, they fell to the first code each time: the second of two
+    ``dd`` of the same files in a row read 700-1,700 MB/s here where the others read
+    100-500, the host's cache under the virtual disk at work, which that code's ratio paid
+    for.)"""
     pairs: dict[str | None, list[Pair]] = {code: [] for code in codes}
+    k = 0
     for turn in range(repeat):
         for code in (codes if turn % 2 == 0 else codes[::-1]):
-            pairs[code].append(one(code, turn))
+            pairs[code].append(one(code, k))
+            k += 1
     return pairs
 
 

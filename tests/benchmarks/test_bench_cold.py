@@ -48,5 +48,7 @@ def test_two_codes_take_turns_pair_by_pair_in_alternating_order():
         return Pair(1.0, 1.0, 0.0)
 
     pairs = in_turns([None, "/old"], 3, one)
-    assert order == [(None, 0), ("/old", 0), ("/old", 1), (None, 1), (None, 2), ("/old", 2)]
+    # ABBA by code; the device first in every other pair of the run (A: dc, B: cd, B: dc,
+    # A: cd, ...): a device read right after a device read falls to each code in turn
+    assert order == [(None, 0), ("/old", 1), ("/old", 2), (None, 3), (None, 4), ("/old", 5)]
     assert {code: len(p) for code, p in pairs.items()} == {None: 3, "/old": 3}
