@@ -23,7 +23,7 @@ from segtools.findings import Finding, Severity, finding
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
-from segtools.storage.segment import Segment, file_unreadable, unreadable
+from segtools.storage.segment import Segment, file_unreadable, unreadable, with_following
 from segtools.storage.small_files import read_producer_snapshot
 from segtools.storage.summary import KeptRead, small_segment_checks
 
@@ -148,7 +148,7 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
                         for lf in pdir.leftovers))
     results: list[_SegmentResult] = []
     previous_last = None
-    for files, following in zip(pdir.segments, (*pdir.segments[1:], None), strict=True):
+    for files, following in with_following(pdir.segments):
         try:
             result = _check_segment(files, epochs, previous_last, deep=deep, salvage=salvage,
                                     limit=limit, compacted=compacted, keep=keep,

@@ -11,7 +11,7 @@ one Python object per batch or per file.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, salvage, walk
@@ -60,6 +60,13 @@ def file_unreadable(path: str, error: SegtoolsError) -> Finding:
     that could not be opened: the answer goes on without it, and says so."""
     return finding("file_unreadable", path, f"could not be read: {error}; the answer goes on "
                                             "without it")
+
+
+def with_following(segments: Sequence[SegmentFiles]
+                   ) -> Iterator[tuple[SegmentFiles, SegmentFiles | None]]:
+    """Each segment of a partition walk with the one walked after it (None after the last):
+    the ``following`` of :meth:`Segment.open`."""
+    return zip(segments, (*segments[1:], None), strict=False)  # none: no pair
 
 
 def read_small(files: SegmentFiles) -> bytes | None:
