@@ -27,7 +27,13 @@ that pair, the command's warm speed); the figure is the median of the pairs' rat
 their spread, the first pair's and the best. Target (issue 37): each command cold at >= 0.9
 of the device's read of the same files, or of its warm speed where that is lower.
 
+**Old and new in turns.** ``--against PATH`` (another checkout's import path, its compiled
+modules built) runs every command with that code too, its pairs taking turns with this
+checkout's within the same minutes (this, other; then other, this; ...), so that a change
+is held to the code before it on the same disk.
+
     python -m benchmarks.bench_cold [--size-mib 1024] [--repeat 3] [--shapes k16,large,...]
+                                    [--against /path/to/other/checkout]
 """
 
 from __future__ import annotations
@@ -102,10 +108,11 @@ def device_read(files: list[Path]) -> float:
     return time.perf_counter() - t
 
 
-def command_run(cmd: list[str]) -> float:
-    """Seconds of one run of a command, its output to ``/dev/null``."""
+def command_run(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    """Seconds of one run of a command, its output to ``/dev/null`` (``env``: the code it
+    imports, see :func:`code_env`)."""
     t = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     assert proc.returncode in (0, 1), (cmd, proc.returncode)
     return time.perf_counter() - t
 
@@ -124,14 +131,48 @@ def paired(timed_device: Callable[[], float], timed_command: Callable[[], float]
            cold: Callable[[], float], repeat: int) -> list[Pair]:
     """``repeat`` pairs, the files made ``cold`` before every run of either; the device goes
     first in even pairs and second in odd ones, so a drifting disk favours neither."""
-    pairs = []
-    for i in range(repeat):
-        left = cold()
-        first = timed_device() if i % 2 == 0 else timed_command()
-        left = max(left, cold())
-        second = timed_command() if i % 2 == 0 else timed_device()
-        device, command = (first, second) if i % 2 == 0 else (second, first)
-        pairs.append(Pair(device, command, left))
+    return [pair(timed_device, timed_command, cold, i) for i in range(repeat)]
+
+
+def pair(timed_device: Callable[[], float], timed_command: Callable[[], float],
+         cold: Callable[[], float], turn: int) -> Pair:
+    """The ``turn``-th pair of :func:`paired`: the device first in even turns."""
+    left = cold()
+    first = timed_device() if turn % 2 == 0 else timed_command()
+    left = max(left, cold())
+    second = timed_command() if turn % 2 == 0 else timed_device()
+    device, command = (first, second) if turn % 2 == 0 else (second, first)
+    return Pair(device, command, left)
+
+
+def code_env(path: str | None) -> dict[str, str] | None:
+    """The environment of a command that imports segtools from ``path`` (None: this one's)."""
+    return None if path is None else {**os.environ, "PYTHONPATH": path}
+
+
+def files_pair(files: list[Path], cmd: list[str], code: str | None, turn: int) -> Pair:
+    """One pair over ``files``: the device's read and ``cmd`` run with ``code``."""
+    return pair(partial(device_read, files), partial(command_run, cmd, code_env(code)),
+                partial(evict, files), turn)
+
+
+def in_turns(codes: list[str | None], repeat: int,
+             one: Callable[[str | None, int], Pair]) -> dict[str | None, list[Pair]]:
+    """``repeat`` pairs for each code, the codes taking turns pair by pair and the order
+    of the turn reversed every other time (A B, B A, A B, ...), so that a disk speeding up
+    or slowing down favours none of them; ``one(code, k)`` makes the ``k``-th pair of the
+    whole run, the device first when ``k`` is even. Counted over the run, not per code: a
+    pair that ends with the device's read and one that starts with it then fall to each
+    code in turn. (Per turn, they fell to the first code each time: the second of two
+    ``dd`` of the same files in a row read 700-1,700 MB/s here where the others read
+    100-500, the host's cache under the virtual disk at work, which that code's ratio paid
+    for.)"""
+    pairs: dict[str | None, list[Pair]] = {code: [] for code in codes}
+    k = 0
+    for turn in range(repeat):
+        for code in (codes if turn % 2 == 0 else codes[::-1]):
+            pairs[code].append(one(code, k))
+            k += 1
     return pairs
 
 
@@ -157,9 +198,12 @@ def main() -> None:
     ap.add_argument("--size-mib", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=3, help="pairs (device, command) per command")
     ap.add_argument("--shapes", default=",".join(s.name for s in SHAPES))
+    ap.add_argument("--against", metavar="PATH",
+                    help="another checkout's import path: its commands in turns with these")
     opts = ap.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} (1 min), {os.cpu_count()} cores")
     results: dict = {"load_average": os.getloadavg()}
+    codes: list[str | None] = [None] if opts.against is None else [None, opts.against]
     for shape in (s for s in SHAPES if s.name in opts.shapes.split(",")):
         pdir = rolled(shape, opts.size_mib << 20)
         files = files_of(pdir)
@@ -167,27 +211,34 @@ def main() -> None:
         row: dict = {"bytes": size}
         print(f"{shape.label} ({size / 2**20:.0f} MiB), load {os.getloadavg()[0]:.1f}:")
         for name, cmd in commands(pdir).items():
-            pairs = paired(partial(device_read, files), partial(command_run, cmd),
-                           partial(evict, files), opts.repeat)
-            warm = min(command_run(cmd) for _ in range(opts.repeat))
-            summary = Summary.of(pairs, warm)
-            device_mb_s = [size / p.device / 1e6 for p in pairs]
-            cold_mb_s = [size / p.command / 1e6 for p in pairs]
-            row[name] = {"pairs": [dataclasses.asdict(p) for p in pairs],
-                         "device_mb_s": device_mb_s, "cold_mb_s": cold_mb_s,
-                         "warm_mb_s": size / warm / 1e6,
-                         "resident_after_evict": max(p.resident for p in pairs),
-                         "x_floor": dataclasses.asdict(summary)}
-            print(f"  {name:18} {summary.median:.2f} of min(device, warm), median of "
-                  f"{len(pairs)} pairs (spread {summary.lowest:.2f}-{summary.best:.2f}, "
-                  f"first {summary.first:.2f}); cold {statistics.median(cold_mb_s):5.0f} "
-                  f"MB/s beside "
-                  f"the device's {statistics.median(device_mb_s):5.0f} "
-                  f"({min(device_mb_s):.0f}-{max(device_mb_s):.0f}), warm "
-                  f"{size / warm / 1e6:5.0f} MB/s (target >= {TARGET})", flush=True)
+            by_code = in_turns(codes, opts.repeat, partial(files_pair, files, cmd))
+            row[name] = {}
+            for code, pairs in by_code.items():
+                label = "this" if code is None else code
+                warm = min(command_run(cmd, code_env(code)) for _ in range(opts.repeat))
+                row[name][label] = report(name, label, pairs, warm, size)
         results[shape.name] = row
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "cold.json").write_text(json.dumps(results, indent=1))
+
+
+def report(name: str, label: str, pairs: list[Pair], warm: float, size: int) -> dict:
+    """One command's line (printed) and record (returned) for one code."""
+    summary = Summary.of(pairs, warm)
+    device_mb_s = [size / p.device / 1e6 for p in pairs]
+    cold_mb_s = [size / p.command / 1e6 for p in pairs]
+    print(f"  {name:18} [{label}] {summary.median:.2f} of min(device, warm), median of "
+          f"{len(pairs)} pairs (spread {summary.lowest:.2f}-{summary.best:.2f}, "
+          f"first {summary.first:.2f}); cold {statistics.median(cold_mb_s):5.0f} MB/s beside "
+          f"the device's {statistics.median(device_mb_s):5.0f} "
+          f"({min(device_mb_s):.0f}-{max(device_mb_s):.0f}), warm "
+          f"{size / warm / 1e6:5.0f} MB/s (target >= {TARGET}), load "
+          f"{os.getloadavg()[0]:.1f}", flush=True)
+    return {"pairs": [dataclasses.asdict(p) for p in pairs],
+            "device_mb_s": device_mb_s, "cold_mb_s": cold_mb_s,
+            "warm_mb_s": size / warm / 1e6,
+            "resident_after_evict": max(p.resident for p in pairs),
+            "x_floor": dataclasses.asdict(summary)}
 
 
 if __name__ == "__main__":

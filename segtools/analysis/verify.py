@@ -23,7 +23,7 @@ from segtools.findings import Finding, Severity, finding
 from segtools.storage.index import OffsetIndex, TimeIndex, TransactionIndex
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import Leftover, PartitionDir, SegmentFiles
-from segtools.storage.segment import Segment, file_unreadable, unreadable
+from segtools.storage.segment import Segment, file_unreadable, unreadable, with_following
 from segtools.storage.small_files import read_producer_snapshot
 from segtools.storage.summary import KeptRead, small_segment_checks
 
@@ -93,7 +93,8 @@ def _checked_small(files: SegmentFiles, epochs: integrity.LeaderEpochs,
 
 def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
                    previous_last: int | None, *, deep: bool, salvage: bool,
-                   limit: int, compacted: bool = False, keep: Keep | None = None
+                   limit: int, compacted: bool = False, keep: Keep | None = None,
+                   following: SegmentFiles | None = None
                    ) -> _SegmentResult:
     if not (deep or salvage):
         checked = _checked_small(files, epochs, previous_last, limit, keep)
@@ -105,7 +106,7 @@ def _check_segment(files: SegmentFiles, epochs: integrity.LeaderEpochs,
     steps = integrity.OffsetSteps(str(files.log), files.base_offset, previous_last)
     cleaned = False
     first_base = None
-    with Segment.open(files, decompress_limit=limit) as segment:
+    with Segment.open(files, decompress_limit=limit, following=following) as segment:
         offset_check, time_check = _open_indexes(files, segment.size, index_findings)
         chunks = segment.salvage() if salvage else segment.walk(verify_crc=True)
         for chunk in chunks:
@@ -147,10 +148,11 @@ def verify_partition(log_dir: LogDir, pdir: PartitionDir, *, deep: bool = False,
                         for lf in pdir.leftovers))
     results: list[_SegmentResult] = []
     previous_last = None
-    for files in pdir.segments:
+    for files, following in with_following(pdir.segments):
         try:
             result = _check_segment(files, epochs, previous_last, deep=deep, salvage=salvage,
-                                    limit=limit, compacted=compacted, keep=keep)
+                                    limit=limit, compacted=compacted, keep=keep,
+                                    following=following)
         except SegtoolsError as e:
             # an index that cannot be opened is its own finding, not the segment's
             index_path = e.path is not None and str(e.path) != str(files.log)

@@ -40,7 +40,7 @@ from segtools.findings import Finding
 from segtools.storage.logdirs import LogDir
 from segtools.storage.partition import PartitionDir
 from segtools.storage.remote_store import segment_store
-from segtools.storage.segment import unreadable
+from segtools.storage.segment import unreadable, with_following
 from segtools.storage.summary import SegmentSummary, summarize
 
 EXAMPLES = """examples:
@@ -103,10 +103,11 @@ def summarize_partition(pdir: PartitionDir, *, verify_crc: bool, limit: int
                         ) -> tuple[tuple[SegmentSummary, ...], tuple[Finding, ...]]:
     """One partition's segment summaries, and a finding per segment that could not be read."""
     summaries, problems = [], []
-    for seg in pdir.segments:
+    for seg, following in with_following(pdir.segments):
         try:
             summaries.append(summarize(seg, is_active=seg is pdir.active_segment,
-                                       verify_crc=verify_crc, decompress_limit=limit))
+                                       verify_crc=verify_crc, decompress_limit=limit,
+                                       following=following))
         except SegtoolsError as e:
             problems.append(unreadable(str(seg.log), e))
     return tuple(summaries), tuple(problems)

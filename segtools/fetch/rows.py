@@ -34,7 +34,7 @@ from segtools.fetch.columns import PER_RECORD, Level
 from segtools.fetch.plan import ByteRange
 from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
-from segtools.storage.partition import CLUSTER_METADATA_TOPIC
+from segtools.storage.partition import CLUSTER_METADATA_TOPIC, SegmentFiles
 from segtools.storage.segment import Segment, unreadable
 from segtools.storage.summary import SegmentSummary, summarize
 
@@ -126,8 +126,9 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report,
     # blocks: the allocator keeps every block a consumer held at once resident after it is
     # let go, and a stream's peak memory would grow with it (test_arrow_views' flat memory)
     windows = BufferPool(WINDOW_BUFFER, size=WINDOW_BUFFERS, allocate=arrow.memory)
-    for piece in pieces:
-        segment = _open(piece, scan, windows)
+    pieces = list(pieces)
+    for i, piece in enumerate(pieces):
+        segment = _open(piece, scan, windows, _walked_next(pieces, i))
         if isinstance(segment, Finding):
             report(segment)
             continue
@@ -138,14 +139,23 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report,
                 yield from _record_rows(segment, piece, scan, report, pool, ahead)
 
 
-def _open(piece: ByteRange, scan: Scan,
-          windows: BufferPool | None = None) -> Segment | Finding:
+def _walked_next(pieces: list[ByteRange], i: int) -> SegmentFiles | None:
+    """The segment read after piece ``i``, when the read walks it from its start (a cold
+    segment's reads ahead then run on into it: :meth:`Segment.open`'s ``following``)."""
+    if i + 1 >= len(pieces):
+        return None
+    nxt = pieces[i + 1]
+    return nxt.files if nxt.start == 0 and nxt.files.log != pieces[i].files.log else None
+
+
+def _open(piece: ByteRange, scan: Scan, windows: BufferPool | None = None,
+          following: SegmentFiles | None = None) -> Segment | Finding:
     """The segment, or the finding that says why it cannot be read: gone since planning (a
     live broker deletes segments between planning and reading: retention, a cleaner's swap),
     or unreadable (mode 000, an I/O error). Either way the other ranges are read."""
     try:
         return Segment.open(piece.files, decompress_limit=scan.max_decompressed_bytes,
-                            windows=windows)
+                            windows=windows, following=following)
     except VanishedError:
         return _vanished(piece)
     except SegtoolsError as e:

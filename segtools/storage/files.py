@@ -215,6 +215,23 @@ def _open_in_tree(path: str) -> int:
         os.close(parent)
 
 
+def open_to_advise(path: str) -> int | None:
+    """A descriptor to ask the kernel to read a file ahead on (``posix_fadvise``), opened
+    with :func:`open_regular`'s checks (no link followed, in a partition directory that is no
+    link, nothing but a regular file, read-only and non-blocking) but without its notes: the
+    file's bytes are not read through it, so the run's custody and its page-cache keeper hear
+    of the file when it is opened to be read. None when it cannot be opened so."""
+    try:
+        refuse_unless_regular(path)
+        fd = _open_in_tree(path)
+    except (SegtoolsError, OSError):
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
 def open_regular_file(path: str | os.PathLike[str], *, follow_symlinks: bool = False
                       ) -> BinaryIO:
     """:func:`open_regular` as a binary file object (reads never block: the file is regular)."""

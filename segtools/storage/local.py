@@ -129,9 +129,11 @@ class LocalDisk(Location):
 
     def open_segment(self, path: LocalPath, *, sealed: bool,
                      listed: tuple[int, int | None] | None, small: int,
-                     windows: BufferPool | None = None) -> OpenedSegment:
+                     windows: BufferPool | None = None,
+                     following: LocalPath | None = None) -> OpenedSegment:
         """Mapped when sealed and unchanged since the listing, else ``pread`` windows; a
-        file up to ``small`` bytes in one read (module doc)."""
+        file up to ``small`` bytes in one read (module doc). A cold file's reads ahead run
+        on into ``following`` (:meth:`~segtools.storage.source.ReadAhead.follow`)."""
         fd, st = open_regular(os.fspath(path))
         try:
             size = st.st_size  # the size seen at open: a growing segment is read to here
@@ -160,6 +162,8 @@ class LocalDisk(Location):
                 source = _sources.MappedSource(fd, size)
             else:
                 source = _sources.WindowSource(fd, size, windows=windows)
+            if following is not None and not isinstance(source, _buffers.BufferSource):
+                source.follow(os.fspath(following))
         except BaseException:
             _release(fd)
             raise

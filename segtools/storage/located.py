@@ -163,12 +163,14 @@ class Location(ABC):
 
     @abstractmethod
     def open_segment(self, path, *, sealed: bool, listed: tuple[int, int | None] | None,
-                     small: int, windows: BufferPool | None = None) -> OpenedSegment:
+                     small: int, windows: BufferPool | None = None,
+                     following: Any = None) -> OpenedSegment:
         """A segment's ``.log`` for the batch walk, read the way this kind reads it best
         and safely (``sealed``: Kafka can no longer shrink it; ``listed``: what the listing
         saw; ``small``: up to this size a file is better read whole; ``windows``: the
         reader's pool for window buffers copied into private memory, kept across its
-        segments)."""
+        segments; ``following``: the ``.log`` the reader walks next, which this kind may
+        start reading before the walk gets there)."""
 
     @abstractmethod
     def read_small(self, path, limit: int) -> bytes | None:
@@ -277,10 +279,12 @@ class ListedLocation(Location):
 
     def open_segment(self, path: RemotePath, *, sealed: bool,
                      listed: tuple[int, int | None] | None, small: int,
-                     windows: BufferPool | None = None) -> OpenedSegment:
+                     windows: BufferPool | None = None,
+                     following: Any = None) -> OpenedSegment:
         """The object's (or member's) ranges: a listed file cannot shrink under its reader
         the way a local one can, and one replaced since the listing is refused as it is
-        read (:class:`ObjectChangedError`); its small files came with the listing."""
+        read (:class:`ObjectChangedError`); its small files came with the listing. The
+        ranges read ahead of their own accord (``following`` is not needed)."""
         f = open_remote(path)
         return OpenedSegment(self.source(path.key, f.entry), f.entry.size,
                              f.entry.mtime_ns or 0)

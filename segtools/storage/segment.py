@@ -11,7 +11,7 @@ one Python object per batch or per file.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from segtools.codecs import DEFAULT_DECOMPRESS_LIMIT
 from segtools.decode import chunks, salvage, walk
@@ -62,6 +62,13 @@ def file_unreadable(path: str, error: SegtoolsError) -> Finding:
                                             "without it")
 
 
+def with_following(segments: Sequence[SegmentFiles]
+                   ) -> Iterator[tuple[SegmentFiles, SegmentFiles | None]]:
+    """Each segment of a partition walk with the one walked after it (None after the last):
+    the ``following`` of :meth:`Segment.open`."""
+    return zip(segments, (*segments[1:], None), strict=False)  # none: no pair
+
+
 def read_small(files: SegmentFiles) -> bytes | None:
     """The whole ``.log`` of a small segment (up to :data:`SMALL_FILE`), in one read, where
     its location reads it so; None when it is not one, or cannot be read so (the ordinary
@@ -79,18 +86,24 @@ class Segment:
     ``sealed``: the caller knows Kafka can no longer shrink this file (its listing said so,
     :attr:`SegmentFiles.sealed`); ``listed``: the ``(size, mtime_ns)`` the listing saw. A
     sealed file whose size or mtime changed since is read as live anyway. ``windows``: the
-    reader's pool for the buffers of ``pread`` windows, kept across its segments."""
+    reader's pool for the buffers of ``pread`` windows, kept across its segments.
+    ``following``: the ``.log`` the reader walks next; when this one is cold, the device
+    starts on that one's first bytes while this one's last are walked."""
 
     def __init__(self, path: str | os.PathLike, *,
                  decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT, sealed: bool = False,
                  listed: tuple[int, int | None] | None = None,
-                 windows: BufferPool | None = None):
+                 windows: BufferPool | None = None,
+                 following: str | os.PathLike | None = None):
         self.path = str(path)
         self.base_offset = base_offset_from_name(path)
         self.decompress_limit = decompress_limit
         where = as_path(path)
-        opened = where.location.open_segment(where, sealed=sealed, listed=listed,
-                                             small=SMALL_FILE, windows=windows)
+        after = None if following is None else as_path(following)
+        opened = where.location.open_segment(
+            where, sealed=sealed, listed=listed, small=SMALL_FILE, windows=windows,
+            following=after if after is not None and after.location is where.location
+            else None)
         self.source = opened.source
         self.size = opened.size  # the size seen at open: a growing segment is read to here
         self.mtime_ms = opened.mtime_ns // 1_000_000
@@ -100,10 +113,13 @@ class Segment:
 
     @classmethod
     def open(cls, files: SegmentFiles, *, decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT,
-             windows: BufferPool | None = None) -> Segment:
-        """The segment of a listing, read the way its listing says it may be."""
+             windows: BufferPool | None = None, following: SegmentFiles | None = None
+             ) -> Segment:
+        """The segment of a listing, read the way its listing says it may be; ``following``:
+        the segment the reader walks next, from its start."""
         return cls(files.log, decompress_limit=decompress_limit, sealed=files.sealed,
-                   listed=(files.log_size, files.log_mtime_ns), windows=windows)
+                   listed=(files.log_size, files.log_mtime_ns), windows=windows,
+                   following=None if following is None else following.log)
 
     def __enter__(self) -> Segment:
         return self

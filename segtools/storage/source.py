@@ -29,6 +29,7 @@ import errno
 import mmap
 import os
 import sys
+import threading
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from segtools.decode.buffers import BufferPool
 from segtools.decode.source import advise
 from segtools.decode.walk import first_nonzero
 from segtools.storage import gentle
-from segtools.storage.files import data_end, next_data
+from segtools.storage.files import data_end, next_data, open_to_advise
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
 MAPPED_STRIDE = 64 * 1024 * 1024
@@ -67,6 +68,38 @@ _POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22) if sys.platform == "lin
 #: some virtual disks) and starts only when the reader reaches it: alone it leaves the
 #: device idle while the walk works and the walk waiting while the device reads.
 READAHEAD = 64 * 1024 * 1024
+#: The least a ``POSIX_FADV_WILLNEED`` call is cut to: the kernel's default readahead
+#: (``VM_READAHEAD_PAGES``), for a file whose device's limits cannot be read.
+_KERNEL_READAHEAD = 128 * 1024
+#: Up to this many bytes are asked for on the walk's own thread: queueing them costs about
+#: a quarter of a millisecond, a few times what starting a thread costs (a small file).
+_ASK_INLINE = 1024 * 1024
+
+
+def willneed_limit(fd: int) -> int:
+    """The most bytes one ``POSIX_FADV_WILLNEED`` call on ``fd`` brings in.
+
+    Linux cuts each such call to the larger of the device's readahead (``read_ahead_kb``) and
+    its largest request (``max_sectors_kb``) and drops the rest without a word
+    (``force_page_cache_ra``): asked for 16 MiB, a disk with 8 MiB of readahead reads 8 MiB,
+    one with the default 128 KiB reads a few hundred KiB, and the walk then waits for the
+    device on every byte that was dropped. The limits are read from sysfs for the file's
+    block device (the whole disk's queue for a partition); a file system with no one block
+    device (btrfs, overlay, NFS) gets the kernel's default."""
+    dev = os.fstat(fd).st_dev
+    block = f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"
+    for queue in (f"{block}/queue", f"{block}/../queue"):
+        try:
+            kib = max(_sysfs_int(f"{queue}/read_ahead_kb"), _sysfs_int(f"{queue}/max_sectors_kb"))
+        except (OSError, ValueError):
+            continue
+        return max(_KERNEL_READAHEAD, kib * 1024)
+    return _KERNEL_READAHEAD
+
+
+def _sysfs_int(path: str) -> int:
+    with open(path, "rb") as f:
+        return int(f.read(32))
 
 
 class ReadAhead:
@@ -77,11 +110,21 @@ class ReadAhead:
     ahead are cached is asked of the kernel with a one-byte ``preadv`` that may not block
     (``RWF_NOWAIT``); once a probe misses, the file is treated as cold to its end.
 
+    The range ahead is read into the page cache on a thread of its own
+    (:func:`_read_into_cache`: the kernel's own readahead, no copy): bringing pages in costs
+    CPU (the pages allocated and indexed, the requests built), and the call lets go of the
+    GIL, so the walk goes on while the second core keeps the device busy. A thread lives
+    only while there is something to ask (one burst per step of the walk), so a file never
+    closed leaves none behind; :meth:`close` waits for the call in progress, so nothing
+    reaches a descriptor its owner has closed. ``POSIX_FADV_WILLNEED`` is what the walk's
+    own thread asks with (a small file, a broker's host), in calls of
+    :func:`willneed_limit` bytes: the kernel cuts a larger one short.
+
     On a broker's host (a read-rate cap, or the page cache left as found) only one window
-    is asked for ahead, as the kernel's own readahead would: the cap is on the device's
-    reads, and a page still being read when the file is closed cannot be handed back (the
-    kernel drops no page under I/O), so no more than a window may be in flight then.
-    :func:`depth` says which."""
+    is asked for ahead, in the walk's own thread, as the kernel's own readahead would: the
+    cap is on the device's reads, and a page still being read when the file is closed
+    cannot be handed back (the kernel drops no page under I/O), so no more than a window
+    may be in flight then. :func:`depth` says which."""
 
     def __init__(self, fd: int, size: int, origin: int = 0, depth: int = READAHEAD):
         self.fd = fd
@@ -89,37 +132,182 @@ class ReadAhead:
         self.origin = origin
         self.depth = depth
         self.cold = False
-        self._asked = 0  # file position up to which the device was asked for
+        self._asked = 0  # position up to which the device was asked for (or will be)
         self._probe = bytearray(1)
+        self._limit = 0  # willneed_limit, read once the file is found cold
+        self._background = depth >= READAHEAD
+        self._lock = threading.Lock()
+        self._issued = 0  # position up to which the calls were made
+        self._burst: threading.Thread | None = None
+        self._read = True  # the burst reads into the cache (else: advice, see _ask)
+        self._following: str | None = None  # the file walked next, until it is opened
+        self._next_fd: int | None = None
+        self._next_size = 0  # the bytes of the next file asked for after this one's end
+
+    def follow(self, path: str) -> None:
+        """The walk goes on to the file at ``path`` (the partition's next segment) once
+        this one ends: when this file is cold, the device starts on that one's first bytes
+        while this one's last are walked, instead of waiting for the walk to open it.
+        Positions past this file's end are that file's (position minus :attr:`size`), up to
+        :attr:`depth` bytes of it; nothing on a broker's host, where no more than a window
+        may be in flight."""
+        if self._background:
+            self._following = path
 
     def passed(self, pos: int, upto: int) -> None:
         """The walk is at ``pos`` and has the bytes up to ``upto`` in hand (or is about to
         read them): keep the device ``depth`` bytes ahead of that, if the file is cold."""
-        stop = min(self.size, upto + self.depth)
-        if stop <= self._asked:
-            return
+        want = upto + self.depth
         if not self.cold:
-            self.cold = not self._cached(stop - 1)
+            if min(self.size, want) <= self._asked:
+                return
+            self.cold = not self._cached(min(self.size, want) - 1)
             if not self.cold:
                 return
+            self._limit = willneed_limit(self.fd)
+        if want > self.size and self._following is not None:
+            self._open_following()
+        end = self.size + self._next_size
+        stop = min(end, want)
+        if stop <= self._asked:
+            return
         start = max(pos, self._asked)
-        if stop < self.size and stop - start < self.depth // 4:
+        if stop < end and stop - start < self.depth // 4:
             return  # asked in large steps: each call walks the cache's index of the range
-        with contextlib.suppress(OSError):
-            os.posix_fadvise(self.fd, self.origin + start, stop - start,
-                             os.POSIX_FADV_WILLNEED)
-        self._asked = stop
+        with self._lock:
+            self._asked = stop
+            self._issued = max(self._issued, start)
+            if self._burst is not None:  # a burst in progress goes on to the new stop
+                return
+            inline = not self._background or stop - self._issued <= _ASK_INLINE
+            if not inline:
+                self._burst = threading.Thread(target=self._ask, name="segtools-readahead",
+                                               daemon=True)
+                self._burst.start()
+        if inline:
+            self._ask()
 
-    def _cached(self, pos: int) -> bool:
-        """Whether the page holding ``pos`` is in the page cache (a read of it would not
-        wait for the device). A kernel without ``RWF_NOWAIT`` (before 4.14) answers no."""
+    def _open_following(self) -> None:
+        """Open the next file to advise on, if it can be and is cold (a file gone or not
+        regular since its listing is simply not read ahead)."""
+        path, self._following = self._following, None
+        fd = open_to_advise(path)
+        if fd is None:
+            return
+        size = os.fstat(fd).st_size
+        if size and not self._cached(min(size, self.depth) - 1, fd):
+            self._next_fd, self._next_size = fd, min(size, self.depth)
+        else:
+            os.close(fd)  # empty, or warm: nothing to ask
+
+    def _ask(self) -> None:
+        """Ask for the bytes up to ``_asked``, never across the end of the file; the burst
+        ends once nothing is left. On the burst's thread the bytes are read into the page
+        cache (:func:`_read_into_cache`), a piece at a time; on the walk's, asked for with
+        ``POSIX_FADV_WILLNEED``, one call of at most ``_limit`` bytes at a time."""
+        reading = self._burst is threading.current_thread() and self._read
+        sink = _open_sink() if reading else None
+        own = _Reopened()  # the burst's reads keep their own readahead state
         try:
+            while True:
+                with self._lock:
+                    lo = self._issued
+                    n = min(_READ_PIECE if sink is not None else self._limit,
+                            self._asked - lo)
+                    if lo < self.size:
+                        fd, at, n = self.fd, self.origin + lo, min(n, self.size - lo)
+                    else:
+                        fd, at = self._next_fd, lo - self.size
+                    if n <= 0:
+                        if self._burst is threading.current_thread():
+                            self._burst = None
+                        return
+                    self._issued = lo + n
+                if sink is not None and _read_into_cache(sink, own.get(fd, fd), at, n):
+                    continue
+                if sink is not None:  # no splice from this file system: advice then
+                    self._read, sink = False, None
+                with contextlib.suppress(OSError):
+                    os.posix_fadvise(fd, at, n, os.POSIX_FADV_WILLNEED)
+        finally:
+            own.close()
+            if sink is not None:
+                os.close(sink)
+
+    def close(self) -> None:
+        """Ask for nothing more, and wait for a call in progress (its owner closes the
+        descriptor next)."""
+        with self._lock:
+            self._asked = self._issued
+            burst = self._burst
+        if burst is not None:
+            burst.join()
+        if self._next_fd is not None:
+            os.close(self._next_fd)
+            self._next_fd = None
+
+    def _cached(self, pos: int, fd: int | None = None) -> bool:
+        """Whether the page holding ``pos`` of this file (or of ``fd``, from its start) is in
+        the page cache (a read of it would not wait for the device). A kernel without
+        ``RWF_NOWAIT`` (before 4.14) answers no."""
+        try:
+            if fd is not None:
+                return os.preadv(fd, [self._probe], pos, _NOWAIT) == 1
             return os.preadv(self.fd, [self._probe], self.origin + pos, _NOWAIT) == 1
         except OSError:
             return False
 
 
 _NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+#: Bytes the burst reads into the page cache per call: small enough that :meth:`ReadAhead.
+#: close` waits a few milliseconds at most for the call in progress.
+_READ_PIECE = 8 * 1024 * 1024
+
+
+class _Reopened(dict):
+    """Each descriptor the burst reads, opened again for it (``/proc/self/fd``): the kernel
+    keeps a file's readahead state per open file, and the burst's reads, sharing it with the
+    walk's own faults or ``pread`` a window behind, would each look random to it and get
+    the smallest readahead. The descriptor itself where it cannot be opened again."""
+
+    def __missing__(self, fd: int) -> int:
+        try:
+            own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except OSError:
+            own = fd
+        self[fd] = own
+        return own
+
+    def close(self) -> None:
+        for fd, own in self.items():
+            if own != fd:
+                os.close(own)
+        self.clear()
+
+
+def _open_sink() -> int | None:
+    """``/dev/null`` for writing, the end :func:`_read_into_cache` sends bytes to; None where
+    there is none (the burst then asks with advice)."""
+    try:
+        return os.open(os.devnull, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+
+
+def _read_into_cache(sink: int, fd: int, at: int, n: int) -> bool:
+    """Read ``n`` bytes of ``fd`` from ``at`` into the page cache, copying them nowhere:
+    ``sendfile`` to ``/dev/null`` takes the file's pages through the kernel's own readahead
+    (large folios where the file system has them, the next window started while this one
+    is read) and lets go of them unread. Measured here on an evicted 1 GiB file: 0.03 ms of
+    CPU per MiB and 2.3 GB/s, where ``POSIX_FADV_WILLNEED`` costs 0.16 ms per MiB and
+    brought 0.8-0.9 GB/s in (it builds the cache a 4 KiB page at a time), and ``pread``
+    into a buffer 0.15-0.35 ms. False where the file system cannot splice (the burst then
+    asks with advice); a file that ended early just reads less."""
+    try:
+        os.sendfile(sink, fd, at, n)
+    except OSError as e:
+        return e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP)
+    return True
 
 
 def depth(stride: int) -> int:
@@ -197,6 +385,10 @@ class MappedSource:
             self._ahead.passed(lo, end)
         return self.array, 0, end
 
+    def follow(self, path: str) -> None:
+        """See :meth:`ReadAhead.follow`."""
+        self._ahead.follow(path)
+
     def release(self, upto: int) -> None:
         """Drop the pages already walked from this process, so a long walk's resident
         memory stays flat instead of growing to the segment size; they stay in the page
@@ -228,6 +420,7 @@ class MappedSource:
         return zero_from(self.fd, lo, min(hi, self.size))
 
     def close(self) -> None:
+        self._ahead.close()
         self.array = np.zeros(0, np.uint8)
         try:
             self._map.close()
@@ -295,6 +488,10 @@ class WindowSource:
             self._recent = ((buf, lo, lo + got), *self._recent[:self._keep_recent - 1])
         return buf[:got], lo, lo + got
 
+    def follow(self, path: str) -> None:
+        """See :meth:`ReadAhead.follow`."""
+        self._ahead.follow(path)
+
     def walk_ahead(self, windows: int) -> None:
         """The walk will run on a thread of its own, up to ``windows`` windows past the
         chunk whose records another thread decodes: that many are kept for its ``keep``
@@ -316,6 +513,7 @@ class WindowSource:
         return None if found is None else found - self.origin
 
     def close(self) -> None:
+        self._ahead.close()
         self.buffers.clear()
         if self._own_windows:
             self._windows.clear()

@@ -112,13 +112,15 @@ def _from_values(*values) -> SegmentSummary:
 
 def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
               time_index: TimeIndex | None = None,
-              decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT) -> SegmentSummary:
+              decompress_limit: int = DEFAULT_DECOMPRESS_LIMIT,
+              following: SegmentFiles | None = None) -> SegmentSummary:
     """Walk ``files.log`` shallowly and fold its batch table into a :class:`SegmentSummary`.
 
     A small segment of a location the compiled code reads by name (the local disk) is
     summarised in compiled code (:mod:`segtools.storage._summary`) when nothing in it calls
     for a finding; anything else takes the table walk, which names every finding. Both give
-    the same summary."""
+    the same summary. ``following``: the segment summarised next (see
+    :meth:`Segment.open`)."""
     if time_index is None and as_path(files.log).location.compiled_reads:
         with gentle.watched(files.log, files.timeindex):
             fast = _summary.summarize_small(
@@ -128,7 +130,7 @@ def summarize(files: SegmentFiles, *, is_active: bool, verify_crc: bool = False,
         if fast is not None:
             return _compiled(files, is_active, fast, verify_crc)
     return _walked(files, is_active=is_active, verify_crc=verify_crc, time_index=time_index,
-                   decompress_limit=decompress_limit)
+                   decompress_limit=decompress_limit, following=following)
 
 
 def _fsencode(path) -> bytes | None:
@@ -244,11 +246,13 @@ def _max_mismatch(files: SegmentFiles, ti_last: tuple[int, int], log_max: int) -
 
 
 def _walked(files: SegmentFiles, *, is_active: bool, verify_crc: bool,
-            time_index: TimeIndex | None, decompress_limit: int) -> SegmentSummary:
+            time_index: TimeIndex | None, decompress_limit: int,
+            following: SegmentFiles | None = None) -> SegmentSummary:
     """:func:`summarize` by the table walk."""
     fold = _Fold()
     findings: list[Finding] = []
-    with Segment.open(files, decompress_limit=decompress_limit) as segment:
+    with Segment.open(files, decompress_limit=decompress_limit,
+                      following=following) as segment:
         mtime_ms = segment.mtime_ms
         for chunk in segment.walk(verify_crc=verify_crc):
             fold.add(chunk.table)

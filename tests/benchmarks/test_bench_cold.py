@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.bench_cold import Pair, Summary, paired
+from benchmarks.bench_cold import Pair, Summary, in_turns, paired
 
 
 def test_each_pair_is_a_device_read_and_a_command_on_freshly_evicted_files():
@@ -38,3 +38,17 @@ def test_the_ratio_is_per_pair_against_the_device_of_that_pair_or_warm():
     assert (summary.lowest, summary.best, summary.first) == pytest.approx((0.8, 1.0, 1.0))
     # a command slower warm than the device is held to its warm speed
     assert Summary.of([Pair(1.0, 4.0, 0.0)], warm=4.0).median == pytest.approx(1.0)
+
+
+def test_two_codes_take_turns_pair_by_pair_in_alternating_order():
+    order: list[tuple[str | None, int]] = []
+
+    def one(code: str | None, turn: int) -> Pair:
+        order.append((code, turn))
+        return Pair(1.0, 1.0, 0.0)
+
+    pairs = in_turns([None, "/old"], 3, one)
+    # ABBA by code; the device first in every other pair of the run (A: dc, B: cd, B: dc,
+    # A: cd, ...): a device read right after a device read falls to each code in turn
+    assert order == [(None, 0), ("/old", 1), ("/old", 2), (None, 3), (None, 4), ("/old", 5)]
+    assert {code: len(p) for code, p in pairs.items()} == {None: 3, "/old": 3}

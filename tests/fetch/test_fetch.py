@@ -78,3 +78,20 @@ def test_column_names_are_matched_as_spark_does_and_refused_with_the_list():
     for level in Level:
         names = columns.default_columns(level, False)
         assert columns.schema(level, names).names == list(names)
+
+
+def test_each_segment_is_opened_with_the_one_read_after_it(monkeypatch):
+    """A cold segment's reads ahead run on into the segment the reader walks next
+    (``Segment.open``'s ``following``): the reader names it, across partitions too."""
+    opened = []
+    real = rows.Segment.open
+
+    def spy(files, **kwargs):
+        following = kwargs.get("following")
+        opened.append((files.log, None if following is None else following.log))
+        return real(files, **kwargs)
+
+    monkeypatch.setattr(rows.Segment, "open", staticmethod(spy))
+    read(plan.Selection((str(SAMPLE),), topics=("payments-compact",)), ("offset",))
+    assert len(opened) > 2
+    assert [after for _, after in opened] == [log for log, _ in opened[1:]] + [None]

@@ -7,16 +7,24 @@ is read with ``mincore`` (``pagecache.resident``)."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from segtools.analysis import verify as verify_room
+from segtools.analysis.verify import verify_partition
+from segtools.cli.scan import summarize_partition
 from segtools.storage import gentle
 from segtools.storage import source as sources
+from segtools.storage.local import LocalDisk
+from segtools.storage.logdirs import walk
 from segtools.storage.pagecache import PageCacheKeeper
+from segtools.storage.segment import Segment
 from segtools.storage.source import MappedSource, WindowSource
 from segtools.storage.throttle import ReadRate
+from tests.fixtures_manifest import SAMPLE
 from tests.storage.test_gentle import make_cold, residency
 
 MIB = 1 << 20
@@ -24,6 +32,7 @@ SIZE = 24 * MIB
 
 
 def cold_file(tmp_path: Path) -> Path:
+    tmp_path.mkdir(exist_ok=True)
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(os.urandom(SIZE))
     make_cold([path])
@@ -31,12 +40,12 @@ def cold_file(tmp_path: Path) -> Path:
     return path
 
 
-def resident_soon(path: Path, page: int, seconds: float = 10.0) -> bool:
-    """Whether ``page`` comes into the cache within ``seconds`` (the device reads
-    asynchronously what it was asked for)."""
+def resident_soon(path: Path, pages: slice, seconds: float = 10.0) -> bool:
+    """Whether every page of ``pages`` comes into the cache within ``seconds`` (the device
+    reads asynchronously what it was asked for)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if residency(path)[page]:
+        if residency(path)[pages].all():
             return True
         time.sleep(0.02)
     return False
@@ -44,17 +53,45 @@ def resident_soon(path: Path, page: int, seconds: float = 10.0) -> bool:
 
 @pytest.mark.parametrize("kind", [MappedSource, WindowSource])
 def test_a_cold_file_is_asked_for_far_ahead_of_the_walk(tmp_path, kind):
-    """The walk has asked for its first megabyte only: the device is already reading the
-    file's last pages (the kernel's own readahead reaches a few MiB at most)."""
+    """The walk has asked for its first megabyte only: the device is already reading every
+    page of the file (the kernel's own readahead reaches a few MiB at most, and one
+    ``POSIX_FADV_WILLNEED`` call no further than that: the rest must be asked for in calls
+    the kernel does not cut short, not only the page the cold probe reads)."""
     path = cold_file(tmp_path)
     fd = os.open(path, os.O_RDONLY)
     try:
         source = kind(fd, SIZE)
         source.window(0, MIB)
-        assert resident_soon(path, SIZE // 4096 - 1), "the end of the file was not read ahead"
+        assert resident_soon(path, slice(None)), "the file was not read ahead to its end"
         source.close()
     finally:
         os.close(fd)
+
+
+def test_the_reads_ahead_are_queued_off_the_walk_and_end_with_the_file(tmp_path, monkeypatch):
+    """Bringing pages in costs the caller CPU: the calls run on a thread of their own, not
+    the walk's, and once the source is closed no call is made (its owner closes the
+    descriptor next) and no thread is left."""
+    path = cold_file(tmp_path)
+    callers = []
+    for name in ("posix_fadvise", "sendfile"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda *args, real=real: (
+            callers.append(threading.current_thread()), real(*args))[1])
+    before = threading.active_count()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = MappedSource(fd, SIZE)
+        source.window(0, MIB)
+        assert resident_soon(path, slice(None))
+        source.close()
+        asked = len(callers)
+        time.sleep(0.1)
+        assert len(callers) == asked, "advice after close"
+        assert threading.active_count() == before
+    finally:
+        os.close(fd)
+    assert callers and threading.main_thread() not in callers
 
 
 @pytest.mark.parametrize("kind", [MappedSource, WindowSource])
@@ -102,3 +139,94 @@ def test_a_broker_s_host_is_asked_a_window_ahead_at_most(tmp_path, settings, mon
     willneed = [(lo, n) for lo, n, advice in asked if advice == os.POSIX_FADV_WILLNEED]
     assert willneed and max(lo + n for lo, n in willneed) <= 2 * WindowSource.stride
     assert sources.depth(WindowSource.stride) == sources.READAHEAD  # outside the run
+
+
+def walk_to_the_end(source: MappedSource | WindowSource, size: int) -> None:
+    pos = 0
+    while pos < size:
+        pos = source.window(pos, pos + MIB)[2]
+
+
+@pytest.mark.parametrize("kind", [MappedSource, WindowSource])
+def test_the_next_segment_is_read_ahead_while_this_one_ends(tmp_path, kind):
+    """A walk that goes on into the partition's next segment has its first bytes asked for
+    while this one's last are walked, not once the walk opens it."""
+    this, following = cold_file(tmp_path), cold_file(tmp_path / "next")
+    fd = os.open(this, os.O_RDONLY)
+    try:
+        source = kind(fd, SIZE)
+        source.follow(str(following))
+        walk_to_the_end(source, SIZE)
+        assert resident_soon(following, slice(0, SIZE // 4096 // 2)), \
+            "the next segment was not read ahead"
+        source.close()
+    finally:
+        os.close(fd)
+
+
+def test_a_broker_s_host_does_not_read_the_next_segment_ahead(tmp_path):
+    """Under a restored page cache the next file is read when it is opened, not before: its
+    pages as found are noted at its open (``PageCacheKeeper``)."""
+    this, following = cold_file(tmp_path), cold_file(tmp_path / "next")
+    fd = os.open(this, os.O_RDONLY)
+    try:
+        with gentle.applied(gentle.Gentle(keeper=PageCacheKeeper())):
+            source = WindowSource(fd, SIZE)
+            source.follow(str(following))
+            walk_to_the_end(source, SIZE)
+            source.close()
+    finally:
+        os.close(fd)
+    time.sleep(0.2)
+    assert not residency(following)[SIZE // 4096 // 4:].any()
+
+
+def test_a_call_s_size_is_the_device_s_or_the_kernel_s_default(tmp_path):
+    """Linux cuts a WILLNEED to max(``read_ahead_kb``, ``max_sectors_kb``) of the file's
+    device; a file system with no block device of its own (tmpfs here) gets the kernel's
+    default readahead, 128 KiB, the least any call reads."""
+    fd = os.open(cold_file(tmp_path), os.O_RDONLY)
+    try:
+        dev = os.fstat(fd).st_dev
+        block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+        queue = block / "queue" if (block / "queue").exists() else \
+            block.resolve().parent / "queue"  # a partition: its disk's queue
+        if queue.exists():
+            kib = max(int((queue / name).read_text()) for name in ("read_ahead_kb",
+                                                                   "max_sectors_kb"))
+            assert sources.willneed_limit(fd) == max(128, kib) * 1024
+    finally:
+        os.close(fd)
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no tmpfs at /dev/shm")
+    with open(shm / f"segtools-readahead-{os.getpid()}", "w+b") as f:
+        os.unlink(f.name)
+        assert sources.willneed_limit(f.fileno()) == 128 * 1024
+
+
+def test_scan_and_verify_name_the_segment_walked_next(monkeypatch):
+    """``scan``'s and ``verify``'s partition walks open each segment with the one they walk
+    after it, so a cold segment's reads ahead run on into it (the compiled reading of small
+    segments turned off here: it opens no :class:`Segment`)."""
+    opened = []
+    real = Segment.open
+
+    def spy(files, **kwargs):
+        following = kwargs.get("following")
+        opened.append((files.log, None if following is None else following.log))
+        return real(files, **kwargs)
+
+    monkeypatch.setattr(Segment, "open", staticmethod(spy))
+    monkeypatch.setattr(verify_room, "small_segment_checks", lambda *a, **k: None)
+    monkeypatch.setattr(LocalDisk, "compiled_reads", False)
+    log_dirs, _ = walk([SAMPLE / "payments-compact-0"])
+    (log_dir,) = log_dirs
+    (pdir,) = log_dir.partitions
+    logs = [s.log for s in pdir.segments]
+    assert len(logs) > 2
+    for run in (lambda: summarize_partition(pdir, verify_crc=True, limit=1 << 20),
+                lambda: verify_partition(log_dir, pdir)):
+        opened.clear()
+        run()
+        assert opened == list(zip(logs, [*logs[1:], None], strict=True))
