@@ -56,10 +56,24 @@ SHARED_BY_GROUP = (
     ("store-copies", frozenset({"copies", "store_copies"})),  # the trees uploaded to each store
 )
 
-#: The groups that take longest (a whole run's ``--durations``), handed out first: begun
-#: together they end together, and the many short modules fill in around them.
-LONGEST_FIRST = ("spark", "store-copies", "tests/cli/test_scale.py",
-                 "tests/robustness/test_fuzz.py", "browser")
+#: Parametrised session fixtures whose parameters are each set up on their own: a store's
+#: server, or its copies of the trees (S3, GCS, Azure, and S3 again with small ranges). The
+#: tests of one parameter share nothing with another's, so each parameter is a group of its
+#: own (``store-copies[gs]``, ``tests/locations/test_exact_bytes.py[abfs]``) and may run on
+#: the other worker: together, the stores' copies were the longest group once Spark's was
+#: split.
+SET_UP_PER_PARAMETER = frozenset({"object_store", "store_copies"})
+
+#: The groups that take longest, longest first (a whole run's timeline, docs/development.md,
+#: The suite's time), handed out first: begun together they end together, and the many short
+#: modules fill in around them.
+LONGEST_FIRST = ("spark", "tests/spark/test_cluster.py", "store-copies[s3-small]",
+                 "store-copies[s3]", "browser", "tests/cli/test_scale.py", "store-copies[abfs]",
+                 "tests/spark/test_tour.py", "store-copies", "tests/spark/test_autoregister.py",
+                 "tests/locations/test_exact_bytes.py[s3]", "tests/robustness/test_fuzz.py",
+                 "tests/locations/test_exact_bytes.py[gs]",
+                 "tests/locations/test_exact_bytes.py[abfs]",
+                 "tests/storage/test_seek_and_summary.py")
 
 
 @pytest.fixture(scope="session")
@@ -113,10 +127,19 @@ def xdist_group_of(item: pytest.Item) -> str:
     cluster, the tour, the install checks) were in the session's group, which was the
     parallel phase's tail: each now runs beside the session on the other worker."""
     used = _fixtures_from_conftests(item)
+    parameters = _parameters(item, used & SET_UP_PER_PARAMETER)
     for group, fixtures in SHARED_BY_GROUP:
         if used & fixtures:
-            return group
-    return item.nodeid.split("::", 1)[0]
+            return group + parameters
+    return item.nodeid.split("::", 1)[0] + parameters
+
+
+def _parameters(item: pytest.Item, fixtures: set[str]) -> str:
+    """The parameter of each of ``fixtures`` the test takes, as ``[...]``."""
+    callspec = getattr(item, "callspec", None)
+    params = [str(callspec.params[name]) for name in sorted(fixtures)
+              if callspec is not None and name in callspec.params]
+    return f"[{'-'.join(params)}]" if params else ""
 
 
 def _fixtures_from_conftests(item: pytest.Item) -> set[str]:
