@@ -14,6 +14,7 @@ How the suite shares two cores (``make test``; docs/development.md, The suite's 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,7 @@ SHARED_BY_GROUP = (
 #: Parametrised session fixtures whose parameters are each set up on their own: a store's
 #: server, or its copies of the trees (S3, GCS, Azure, and S3 again with small ranges). The
 #: tests of one parameter share nothing with another's, so each parameter is a group of its
-#: own (``store-copies[gs]``, ``tests/locations/test_exact_bytes.py[abfs]``) and may run on
+#: own (``store-copies(gs)``, ``tests/locations/test_exact_bytes.py(abfs)``) and may run on
 #: the other worker: together, the stores' copies were the longest group once Spark's was
 #: split.
 SET_UP_PER_PARAMETER = frozenset({"object_store", "store_copies"})
@@ -67,12 +68,12 @@ SET_UP_PER_PARAMETER = frozenset({"object_store", "store_copies"})
 #: The groups that take longest, longest first (a whole run's timeline, docs/development.md,
 #: The suite's time), handed out first: begun together they end together, and the many short
 #: modules fill in around them.
-LONGEST_FIRST = ("spark", "tests/spark/test_cluster.py", "store-copies[s3-small]",
-                 "store-copies[s3]", "browser", "tests/cli/test_scale.py", "store-copies[abfs]",
+LONGEST_FIRST = ("spark", "tests/spark/test_cluster.py", "store-copies(s3-small)",
+                 "store-copies(s3)", "browser", "tests/cli/test_scale.py", "store-copies(abfs)",
                  "tests/spark/test_tour.py", "store-copies", "tests/spark/test_autoregister.py",
-                 "tests/locations/test_exact_bytes.py[s3]", "tests/robustness/test_fuzz.py",
-                 "tests/locations/test_exact_bytes.py[gs]",
-                 "tests/locations/test_exact_bytes.py[abfs]",
+                 "tests/locations/test_exact_bytes.py(s3)", "tests/robustness/test_fuzz.py",
+                 "tests/locations/test_exact_bytes.py(gs)",
+                 "tests/locations/test_exact_bytes.py(abfs)",
                  "tests/storage/test_seek_and_summary.py")
 
 
@@ -124,8 +125,9 @@ def xdist_group_of(item: pytest.Item) -> str:
     one worker (one session, one JVM), the browser's on one, the stores' copies on one, and
     otherwise its module, so a module's own fixtures (a tree built once, a fuzz run of every
     target) are made once. Spark's long tests that start JVMs of their own (the standalone
-    cluster, the tour, the install checks) were in the session's group, which was the
-    parallel phase's tail: each now runs beside the session on the other worker."""
+    cluster, the tour, the install checks) were in the session's group, the parallel phase's
+    longest (882 s of a run at a load of 15): each now runs beside the session on the other
+    worker."""
     used = _fixtures_from_conftests(item)
     parameters = _parameters(item, used & SET_UP_PER_PARAMETER)
     for group, fixtures in SHARED_BY_GROUP:
@@ -135,11 +137,14 @@ def xdist_group_of(item: pytest.Item) -> str:
 
 
 def _parameters(item: pytest.Item, fixtures: set[str]) -> str:
-    """The parameter of each of ``fixtures`` the test takes, as ``[...]``."""
+    """The parameter of each of ``fixtures`` the test takes, as ``(...)``: never in square
+    brackets, as pytest writes a test's own parameters, since pytest-xdist reads the group
+    from the id only where its last ``@`` comes after its last ``]`` (else every test of the
+    group was a group of its own, handed to either worker)."""
     callspec = getattr(item, "callspec", None)
     params = [str(callspec.params[name]) for name in sorted(fixtures)
               if callspec is not None and name in callspec.params]
-    return f"[{'-'.join(params)}]" if params else ""
+    return f"({'-'.join(params)})" if params else ""
 
 
 def _fixtures_from_conftests(item: pytest.Item) -> set[str]:
@@ -190,7 +195,7 @@ def pytest_collection_modifyitems(config, items):
             _group_mark(item)
 
 
-def hand_out_key(groups: dict[str, str]):
+def hand_out_key(groups: dict[str, str]) -> Callable[[pytest.Item], tuple[int, int, str]]:
     """The order the groups are handed out in (make test passes ``--no-loadscope-reorder``,
     so the scheduler takes them in the order their first test is collected): the long ones
     first, so that they end together and what is left to balance at the end is small, then

@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+from xdist.scheduler.loadgroup import LoadGroupScheduling
 
 from tests.conftest import (
     LONGEST_FIRST,
@@ -54,7 +55,7 @@ def test_the_group_reaches_the_scheduler(request):
 def test_every_group_handed_out_first_exists(group):
     """A long module renamed would be handed out with the rest, perhaps last."""
     shared = {name for name, _ in SHARED_BY_GROUP}
-    base = group.split("[", 1)[0]
+    base = group.split("(", 1)[0]
     assert base in shared or (TESTS.parent / base).is_file(), group
 
 
@@ -96,15 +97,15 @@ GROUPS = {
         "store-copies",
     # each store's copy on its own: one parameter of the session fixture store_copies
     "tests/locations/test_same_answers.py::test_command_same_from_each_store[gs-scan]":
-        "store-copies[gs]",
+        "store-copies(gs)",
     "tests/locations/test_same_answers.py::test_command_same_from_each_store[s3-small-scan]":
-        "store-copies[s3-small]",
+        "store-copies(s3-small)",
     # a fixture of the module's own named ``copies``, built for that module alone
     "tests/analysis/test_offsets_compiled.py::test_the_fold_of_group_records_is_the_python_rule":
         "tests/analysis/test_offsets_compiled.py",
     # one store's server, a parameter of the session fixture object_store
     "tests/locations/test_exact_bytes.py::test_default_sizes_whole_object[gs-v2-large-single-"
-    "record-batches:00000000000000000000.log]": "tests/locations/test_exact_bytes.py[gs]",
+    "record-batches:00000000000000000000.log]": "tests/locations/test_exact_bytes.py(gs)",
     "tests/locations/test_exact_bytes.py::test_extents_never_overlap":
         "tests/locations/test_exact_bytes.py",
     # the Spark session, imported into a module outside tests/spark/
@@ -134,6 +135,17 @@ def collected_groups() -> dict[str, set[str]]:
                     groups[entry].add(group)
     assert all(groups.values()), done.stdout[-2000:] + done.stderr[-2000:]
     return groups
+
+
+def test_every_group_is_read_by_the_scheduler(collected_groups):
+    """pytest-xdist takes the group from the end of a test's id only where the id's last
+    ``@`` comes after its last ``]`` (a parameter may hold an ``@``); otherwise the test is a
+    group of its own and goes to either worker. Groups named with square brackets were split
+    that way, each test of the stores' copies uploading the trees again on both workers."""
+    for entry, groups in collected_groups.items():
+        for group in groups:
+            nodeid = f"{entry}::test_x[p]@{group}"
+            assert LoadGroupScheduling._split_scope(None, nodeid) == group, nodeid
 
 
 @pytest.mark.parametrize("entry", list(GROUPS))
