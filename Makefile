@@ -10,7 +10,8 @@ DEMO_CONFIG := fixtures/configs/sample-topic-configs.txt
 # shows that tree as text); tiered-hostile's metadata records carry terminal escapes too
 TOUR_TREES := $(filter-out fixtures/logdirs/hostile fixtures/logdirs/tiered-hostile,$(wildcard fixtures/logdirs/*))
 
-.PHONY: demo test fixtures bench lint fuzz clean browser strace emulators dist dist-check
+.PHONY: demo test fixtures bench lint fuzz clean system-packages browser strace emulators \
+	dist dist-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,35 +30,32 @@ $(STAMP): pyproject.toml setup.py Makefile $(NATIVE) | $(PY)
 	echo "$(CURDIR)/spark" > "$(SITE_PTH)"
 	touch $@
 
-# The report's browser tests drive Debian's chromium (never a browser Playwright downloads):
-# installed with apt-get when it is missing and we are root; otherwise those tests skip and
-# say why.
+# Debian packages the tests use, as `name:how to tell it is there`: the report's browser tests
+# drive Debian's chromium (never a browser Playwright downloads); tests/storage/
+# test_small_files.py counts the system calls a listing makes per small file with strace;
+# Azurite (below) comes from npm. Those missing are installed together, with one apt-get
+# update (one for each was the same index fetched three times on a fresh machine), when we
+# are root; otherwise the tests needing them skip and say why.
 CHROMIUM := /usr/bin/chromium
-browser:
-	@if [ -x $(CHROMIUM) ]; then :; \
+SYSTEM_PACKAGES := chromium:$(CHROMIUM) strace:strace npm:npm
+system-packages:
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do \
+		command -v "$${p#*:}" >/dev/null || echo "$${p%%:*}"; done | tr '\n' ' '); \
+	if [ -z "$$missing" ]; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		echo "installing Debian's chromium for the report's browser tests"; \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
-			|| echo "could not install chromium: the report's browser tests will skip"; \
-	else echo "no $(CHROMIUM) and cannot apt-get it: the report's browser tests will skip"; fi
-
-# tests/storage/test_small_files.py counts the system calls a listing makes per small file
-# with Debian's strace: installed the same way, or that one test skips and says why.
-strace:
-	@if command -v strace >/dev/null; then :; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq strace >/dev/null; } \
-			|| echo "could not install strace: the system-call count test will skip"; \
-	else echo "no strace and cannot apt-get it: the system-call count test will skip"; fi
+		echo "installing Debian's $$missing for the tests"; \
+		{ apt-get update -qq && \
+		  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } \
+			|| echo "could not install $$missing: the tests that need them will skip"; \
+	else echo "no $$missing and cannot apt-get: the tests that need them will skip"; fi
+browser strace: system-packages
 
 # The abfs:// tests read from Azurite, Microsoft's storage emulator, from npm (tests/stores.py
 # starts it; the gs:// emulator comes with the test extra). Installed under .cache/azurite.
 AZURITE_VERSION := 3.37.0
 AZURITE := .cache/azurite/node_modules/.bin/azurite-blob
 emulators: $(AZURITE)
-$(AZURITE):
-	@command -v npm >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; }
+$(AZURITE): | system-packages
 	npm install --silent --no-audit --no-fund --prefix .cache/azurite azurite@$(AZURITE_VERSION)
 
 # segtools exits 1 when it reports findings (the sample trees have some on purpose) and 2
@@ -122,10 +120,27 @@ $(DIST_BUILD)/bin/python: pyproject.toml | $(PY)
 		print(' '.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))")
 	touch $@
 
-dist: $(DIST_BUILD)/bin/python
+#
+# The compiled parts are compiled once per change: the editable install ($(STAMP)) has just
+# built each in place from the same sources, with the same setup.py, Python and build
+# requirements. Copied (with their times) where setuptools' build_ext looks for them, newer
+# than the C each was compiled from, they are skipped as up to date instead of compiled a
+# second time (on a fresh clone that was the same minute and a half of gcc again). Only a
+# module whose .pyx exists is copied, and only when newer than the one build/lib holds.
+BUILD_LIB = build/lib.$$($(DIST_BUILD)/bin/python -c 'import sys, sysconfig; \
+	print(sysconfig.get_platform() + "-" + sys.implementation.cache_tag)')
+EXT_SUFFIX = $$($(DIST_BUILD)/bin/python -c 'import sysconfig; \
+	print(sysconfig.get_config_var("EXT_SUFFIX"))')
+dist: $(DIST_BUILD)/bin/python $(STAMP)
 	@# build/lib keeps the compiled parts only: every other file is copied afresh, so a file
 	@# removed from the source is not packaged from an earlier build
 	[ ! -d build ] || find build -path 'build/lib*' -type f ! -name '*.so' -delete
+	@lib=$(BUILD_LIB); suffix=$(EXT_SUFFIX); \
+	for pyx in $$(find segtools -name '*.pyx'); do \
+		built="$${pyx%.pyx}$$suffix"; \
+		if [ "$$built" -nt "$$pyx" ]; then \
+			mkdir -p "$$lib/$$(dirname "$$pyx")" && cp -p -u "$$built" "$$lib/$$built"; fi; \
+	done
 	$(DIST_BUILD)/bin/python -m pip wheel -q --no-deps --no-build-isolation -w dist .
 
 # The wheel installed as a broker host would: a clean venv, no compiler on PATH and CC=false

@@ -14,6 +14,7 @@ How the suite shares two cores (``make test``; docs/development.md, The suite's 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,17 +47,34 @@ MEASURES_THE_MACHINE = {
 }
 
 #: Fixtures that start or fill something once per process, and the group whose tests share
-#: it: one worker starts it, the other never does.
+#: it: one worker starts it, the other never does. Only the ``local[2]`` session binds Spark's
+#: tests together: a test that starts its own JVM (the standalone cluster, the tour, a user's
+#: install) or reads in-process as an executor does shares nothing with it, and runs in its
+#: module's group, on whichever worker is free.
 SHARED_BY_GROUP = (
-    ("spark", frozenset({"spark", "s3_trees"})),  # a JVM: local[2] or the standalone cluster
+    ("spark", frozenset({"spark"})),  # the local[2] session, one JVM
     ("browser", frozenset({"browser", "open_report"})),  # chromium through Playwright
     ("store-copies", frozenset({"copies", "store_copies"})),  # the trees uploaded to each store
 )
 
-#: The groups that take longest (a whole run's ``--durations``), handed out first: begun
-#: together they end together, and the many short modules fill in around them.
-LONGEST_FIRST = ("spark", "store-copies", "tests/cli/test_scale.py",
-                 "tests/robustness/test_fuzz.py", "browser")
+#: Parametrised session fixtures whose parameters are each set up on their own: a store's
+#: server, or its copies of the trees (S3, GCS, Azure, and S3 again with small ranges). The
+#: tests of one parameter share nothing with another's, so each parameter is a group of its
+#: own (``store-copies(gs)``, ``tests/locations/test_exact_bytes.py(abfs)``) and may run on
+#: the other worker: together, the stores' copies were the longest group once Spark's was
+#: split.
+SET_UP_PER_PARAMETER = frozenset({"object_store", "store_copies"})
+
+#: The groups that take longest, longest first (a whole run's timeline, docs/development.md,
+#: The suite's time), handed out first: begun together they end together, and the many short
+#: modules fill in around them.
+LONGEST_FIRST = ("spark", "tests/spark/test_cluster.py", "store-copies(s3-small)",
+                 "store-copies(s3)", "browser", "tests/cli/test_scale.py", "store-copies(abfs)",
+                 "tests/spark/test_tour.py", "store-copies", "tests/spark/test_autoregister.py",
+                 "tests/locations/test_exact_bytes.py(s3)", "tests/robustness/test_fuzz.py",
+                 "tests/locations/test_exact_bytes.py(gs)",
+                 "tests/locations/test_exact_bytes.py(abfs)",
+                 "tests/storage/test_seek_and_summary.py")
 
 
 @pytest.fixture(scope="session")
@@ -103,17 +121,45 @@ def pytest_configure(config):
 
 
 def xdist_group_of(item: pytest.Item) -> str:
-    """The group a test runs in under ``--dist loadgroup``: Spark's tests all on one worker
-    (one JVM at a time on two cores; the standalone cluster beside the local session would
-    be two), the browser's on one, the stores' copies on one, and otherwise its module, so a
-    module's own fixtures (a tree built once, a fuzz run of every target) are made once."""
-    if TESTS / "spark" in item.path.parents or item.get_closest_marker("spark") is not None:
-        return "spark"
-    used = set(item.fixturenames)
+    """The group a test runs in under ``--dist loadgroup``: the tests of the Spark session on
+    one worker (one session, one JVM), the browser's on one, the stores' copies on one, and
+    otherwise its module, so a module's own fixtures (a tree built once, a fuzz run of every
+    target) are made once. Spark's long tests that start JVMs of their own (the standalone
+    cluster, the tour, the install checks) were in the session's group, the parallel phase's
+    longest (882 s of a run at a load of 15): each now runs beside the session on the other
+    worker."""
+    used = _fixtures_from_conftests(item)
+    parameters = _parameters(item, used & SET_UP_PER_PARAMETER)
     for group, fixtures in SHARED_BY_GROUP:
         if used & fixtures:
-            return group
-    return item.nodeid.split("::", 1)[0]
+            return group + parameters
+    return item.nodeid.split("::", 1)[0] + parameters
+
+
+def _parameters(item: pytest.Item, fixtures: set[str]) -> str:
+    """The parameter of each of ``fixtures`` the test takes, as ``(...)``: never in square
+    brackets, as pytest writes a test's own parameters, since pytest-xdist reads the group
+    from the id only where its last ``@`` comes after its last ``]`` (else every test of the
+    group was a group of its own, handed to either worker)."""
+    callspec = getattr(item, "callspec", None)
+    params = [str(callspec.params[name]) for name in sorted(fixtures)
+              if callspec is not None and name in callspec.params]
+    return f"({'-'.join(params)})" if params else ""
+
+
+def _fixtures_from_conftests(item: pytest.Item) -> set[str]:
+    """The fixtures a test takes from a conftest, which many modules share (a module that
+    imports one, as ``tests/payloads/test_spark_decode.py`` imports the Spark session, takes
+    the conftest's function): a module's own fixture of the same name
+    (``tests/analysis/test_offsets_compiled.py``'s ``copies`` is not the stores' ``copies``)
+    is made for that module alone and binds it to no group. The definition a test uses is the
+    last one pytest found for the name."""
+    definitions = getattr(item, "_fixtureinfo", None)
+    if definitions is None:  # not a function (a doctest, say): no fixtures of its own
+        return set(getattr(item, "fixturenames", ()))
+    return {name for name in item.fixturenames
+            if (defs := definitions.name2fixturedefs.get(name))
+            and getattr(defs[-1].func, "__module__", "").rpartition(".")[2] == "conftest"}
 
 
 def _measures_the_machine(nodeid: str) -> bool:
@@ -144,15 +190,24 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if _measures_the_machine(item.nodeid):
             item.add_marker(pytest.mark.serial)
-    if not distributed_by_group(config):
-        return
-    groups = {item.nodeid: _group_mark(item) for item in items}
+    if distributed_by_group(config):
+        for item in items:
+            _group_mark(item)
+
+
+def hand_out_key(groups: dict[str, str]) -> Callable[[pytest.Item], tuple[int, int, str]]:
+    """The order the groups are handed out in (make test passes ``--no-loadscope-reorder``,
+    so the scheduler takes them in the order their first test is collected): the long ones
+    first, so that they end together and what is left to balance at the end is small, then
+    the rest largest first. The sort is stable: inside a group the tests keep pytest's order
+    (which sets up each parameter of a session fixture once)."""
     sizes = Counter(groups.values())
-    # the groups handed out in this order (make test passes --no-loadscope-reorder): the long
-    # ones first, so that they end together and what is left to balance at the end is small
-    items.sort(key=lambda item: (LONGEST_FIRST.index(groups[item.nodeid])
-                                 if groups[item.nodeid] in LONGEST_FIRST else len(LONGEST_FIRST),
-                                 -sizes[groups[item.nodeid]], groups[item.nodeid]))
+
+    def key(item: pytest.Item) -> tuple[int, int, str]:
+        group = groups[item.nodeid]
+        rank = LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
+        return rank, -sizes[group], group
+    return key
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's sends the ids to the controller
@@ -163,10 +218,18 @@ def pytest_collection_finish(session):
     ``nodeid`` is ``str(item._id)``, a ``NodeId``), so without this every test was its own
     group and both workers started a JVM and a browser. Done once collection is over (every
     plugin's ``pytest_collection_modifyitems`` has run, ``-m`` and ``-k`` included) and before
-    the worker sends the ids."""
+    the worker sends the ids.
+
+    The tests are put in their hand-out order here too (:func:`hand_out_key`), after every
+    plugin has reordered them: sorted in a ``tryfirst`` ``pytest_collection_modifyitems``,
+    pytest's fixtures plugin then moved each parameter's tests of the session fixture
+    ``object_store`` together across modules, and ``test_exact_bytes.py`` reached the
+    scheduler before Spark's group and the stores' copies."""
     if not distributed_by_group(session.config):
         return
+    groups = {item.nodeid: _group_mark(item) for item in session.items}
+    session.items.sort(key=hand_out_key(groups))
     for item in session.items:
-        group = _group_mark(item)
+        group = groups[item.nodeid]
         if not item.nodeid.endswith("@" + group) and hasattr(item, "_id"):
             item._id = type(item._id).parse(f"{item.nodeid}@{group}")
