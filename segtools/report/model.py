@@ -1158,7 +1158,10 @@ def _subject(subject: str, redactor: Redactor | None) -> str:
 
 def _schemas_section(sources: SchemaChain, usage: list[SchemaUsage],
                      redactor: Redactor | None, budget: Budget, left_out: Counter) -> dict:
-    """Per topic, the schema timeline of its subjects (``<topic>-key``/``-value``: versions,
+    """Names as they are: :func:`_scrub` redacts the whole document once (a token redacted
+    again is another token, and the section's topics no longer matched the partitions').
+
+    Per topic, the schema timeline of its subjects (``<topic>-key``/``-value``: versions,
     ids, types, when registered, deleted flags, and which source each came from) and the
     usage table (which ids its keys and values carry, from when to when, written by which
     producers, and the source that named each id's subject: the one the decoder asks
@@ -1179,12 +1182,12 @@ def _schemas_section(sources: SchemaChain, usage: list[SchemaUsage],
             named, where = _registrations(sources, u.schema_id) if u.schema_id is not None \
                 else ([], None)
             rows.append({**u.to_json(), "partitions": len(u.partitions),
-                         "subject": _subject(named[0].subject, redactor) if named else None,
+                         "subject": named[0].subject if named else None,
                          "version": named[0].version if named else None, "where": where,
                          "hard_deleted": u.schema_id is not None
                          and sources.hard_deleted(u.schema_id)})
-        out.append({"topic": redactor.topic(topic) if redactor is not None else topic,
-                    "timeline": [{"subject": _subject(v.subject, redactor),
+        out.append({"topic": topic,
+                    "timeline": [{"subject": v.subject,
                                   "version": v.version, "id": v.id, "type": v.schema_type,
                                   "registered": v.registered_ms, "deleted": v.deleted,
                                   "references": len(v.references), "where": where}
@@ -1203,6 +1206,7 @@ def _schemas_section(sources: SchemaChain, usage: list[SchemaUsage],
 
 _PATH_FIELDS = frozenset({"path", "log_dir", "where", "paths"})
 _TOPIC_FIELDS = frozenset({"topic"})
+_SUBJECT_FIELDS = frozenset({"subject"})
 
 
 def _scrub(value, redactor: Redactor, field_name: str | None = None):
@@ -1217,6 +1221,8 @@ def _scrub(value, redactor: Redactor, field_name: str | None = None):
             return redactor.text(redactor.path(value))
         if field_name in _TOPIC_FIELDS:
             return redactor.topic(value)
+        if field_name in _SUBJECT_FIELDS:
+            return _subject(value, redactor)
         return redactor.text(value)
     return value
 

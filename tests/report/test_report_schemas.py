@@ -161,3 +161,25 @@ def test_the_python_face_builds_the_same_report(tree):
         whole = by_offset[s["offset"]]
         assert whole.startswith(s["value_decoded"].removesuffix("…"))
     assert data["schemas"]["sources"] == [{"where": SHOWN, "versions": 7}]
+
+
+def test_a_redacted_topic_has_one_token_on_the_whole_page(tree, tmp_path):
+    """The schemas section names each topic and subject with the token the partitions' rows
+    and ``dump`` give it under the same key (it was redacted twice: a token of the token)."""
+    _, data = report(tree, tmp_path / "t.html", "--schemas", str(STORE),
+                     "--redact", "topics", "--redact-key", "k")
+    tokens = {r["topic"] for r in data["partitions"]}
+    assert len(tokens) == len(TOPICS) and all(t.startswith("topic.") for t in tokens)
+    section = data["schemas"]["topics"]
+    assert tokens <= {t["topic"] for t in section}  # the store names other topics too
+    for t in section:
+        subjects = {v["subject"] for v in t["timeline"]} | {
+            u["subject"] for u in t["usage"] if u["subject"] is not None}
+        assert subjects and subjects <= {t["topic"] + "-key", t["topic"] + "-value"}
+    done = subprocess.run([sys.executable, "-m", "segtools.cli.main", "dump", "--format",
+                           "jsonl", "-q", "--redact", "topics", "--redact-key", "k",
+                           str(tree / "orders-0" / "00000000000000000000.log")],
+                          capture_output=True, text=True, cwd=ROOT, check=True)
+    (named,) = [json.loads(line)["path"] for line in done.stdout.splitlines()
+                if json.loads(line)["type"] == "file"]
+    assert named.split("/")[-2].removesuffix("-0") in tokens
