@@ -23,6 +23,7 @@ does not choose between two definitions.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from collections.abc import Iterator
@@ -39,6 +40,7 @@ from segtools.payloads.schemas import (
     SchemaReference,
     Schemas,
 )
+from segtools.storage.scope import note_read
 
 #: Schema file extensions and the schema type each holds.
 EXTENSIONS = {".avsc": AVRO, ".proto": PROTOBUF, ".json": JSON}
@@ -142,7 +144,9 @@ def _text(path: Path) -> str:
     its REST API serves), is a one-line error naming it, not a guess with replaced bytes."""
     try:
         with path.open("rb") as f:
+            st = os.fstat(f.fileno())
             data = f.read(MAX_SCHEMA_FILE_BYTES + 1)
+        note_read(str(path), st.st_size, st.st_mtime_ns)  # a run's chain of custody
     except OSError as e:
         raise SegtoolsError(f"cannot read: {e.strerror or e}", path=str(path)) from None
     if len(data) > MAX_SCHEMA_FILE_BYTES:

@@ -248,6 +248,9 @@ def gather(log_dirs: Sequence[LogDir | Path], findings: list[Finding], *,
     chain = SchemaChain()
     named = list(schemas)
     for location in named:
+        if not location:  # an unset variable, never the current directory
+            raise SegtoolsError("an empty schemas location: name a log dir, a _schemas "
+                                "partition, an archive or a directory of schema files")
         dirs, loose = walk([location])
         if any(f.code == "path_not_found" for f in loose):
             raise SegtoolsError("no such file or directory", path=location)

@@ -133,3 +133,34 @@ def test_a_huge_or_not_utf8_schema_file_is_an_error_naming_it(tmp_path, monkeypa
                                      '","fields":[]}')
     with pytest.raises(SegtoolsError, match="not a schema file"):
         read_directory(tmp_path)
+
+
+def test_a_chain_of_custody_lists_the_schema_files_read(tmp_path, history):
+    """``--hashes`` lists every file a run read: the schema files of ``--schemas DIR`` too,
+    with the hash of what was read (they decide what each value decodes to)."""
+    import hashlib
+
+    by_id = {v.id: v.schema for v in history}
+    root = write(tmp_path / "schemas", {"2.avsc": by_id[2], "3.avsc": by_id[3],
+                                        "types/money.avsc": by_id[1]})
+    done = subprocess.run(
+        [sys.executable, "-m", "segtools.cli.main", "dump", "--decode", "--schemas", str(root),
+         "--hashes", "--format", "jsonl", "-q",
+         str(TREE / "orders-0" / "00000000000000000000.log")],
+        capture_output=True, text=True, cwd=ROOT, check=True)
+    custody = {r["path"]: r for r in map(json.loads, done.stdout.splitlines())
+               if r["type"] == "custody"}
+    for name in ("2.avsc", "3.avsc", "types/money.avsc"):
+        read = custody[str(root / name)]
+        assert read["sha256"] == hashlib.sha256((root / name).read_bytes()).hexdigest()
+
+
+def test_an_empty_schemas_location_is_an_error_not_the_current_directory(tmp_path):
+    """``--schemas ""`` (an unset variable) once searched the current directory for every
+    ``_schemas`` copy below it and merged them: now one line and exit 2."""
+    done = subprocess.run(
+        [sys.executable, "-m", "segtools.cli.main", "dump", "--decode", "--schemas", "",
+         str(TREE / "orders-0" / "00000000000000000000.log")],
+        capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "empty schemas location" in done.stderr
