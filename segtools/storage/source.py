@@ -207,7 +207,6 @@ class ReadAhead:
         ``POSIX_FADV_WILLNEED``, one call of at most ``_limit`` bytes at a time."""
         reading = self._burst is threading.current_thread() and self._read
         sink = _open_sink() if reading else None
-        own = _Reopened()  # the burst's reads keep their own readahead state
         try:
             while True:
                 with self._lock:
@@ -223,14 +222,13 @@ class ReadAhead:
                             self._burst = None
                         return
                     self._issued = lo + n
-                if sink is not None and _read_into_cache(sink, own.get(fd, fd), at, n):
+                if sink is not None and _read_into_cache(sink, fd, at, n):
                     continue
                 if sink is not None:  # no splice from this file system: advice then
                     self._read, sink = False, None
                 with contextlib.suppress(OSError):
                     os.posix_fadvise(fd, at, n, os.POSIX_FADV_WILLNEED)
         finally:
-            own.close()
             if sink is not None:
                 os.close(sink)
 
@@ -262,27 +260,6 @@ _NOWAIT = getattr(os, "RWF_NOWAIT", 0)
 #: Bytes the burst reads into the page cache per call: small enough that :meth:`ReadAhead.
 #: close` waits a few milliseconds at most for the call in progress.
 _READ_PIECE = 8 * 1024 * 1024
-
-
-class _Reopened(dict):
-    """Each descriptor the burst reads, opened again for it (``/proc/self/fd``): the kernel
-    keeps a file's readahead state per open file, and the burst's reads, sharing it with the
-    walk's own faults or ``pread`` a window behind, would each look random to it and get
-    the smallest readahead. The descriptor itself where it cannot be opened again."""
-
-    def __missing__(self, fd: int) -> int:
-        try:
-            own = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            own = fd
-        self[fd] = own
-        return own
-
-    def close(self) -> None:
-        for fd, own in self.items():
-            if own != fd:
-                os.close(own)
-        self.clear()
 
 
 def _open_sink() -> int | None:
