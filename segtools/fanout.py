@@ -53,6 +53,12 @@ GENTLE_IO_LEVEL = 7
 #: ``prctl(2)``'s request for the signal a process gets when its parent dies (Linux).
 PR_SET_PDEATHSIG = 1
 
+#: The signals that end a run (:mod:`segtools.cli.main` handles them in Python, and writes
+#: each to its wakeup descriptor). They stay blocked from just before the fork until a worker
+#: has put its own dispositions in place (:func:`_start_worker`): one delivered in between
+#: would run the parent's handler, in the worker, on the parent's wakeup descriptor.
+ENDING_SIGNALS = frozenset((signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
+
 #: The work a forked worker finds in its copy of this module: the job, the items, the run's
 #: location scope (whose chain of custody each job's reads go back to), and the pid of the
 #: process that forked it from its main thread (None from another thread: see
@@ -91,10 +97,21 @@ def _start_worker() -> None:
     raise ``SystemExit`` so a run ends cleanly, :mod:`segtools.cli.main`); a worker must
     instead die at once when the pool terminates it, whatever it is doing (blocked on the
     task queue's lock, which the terminating parent holds, it once waited forever for the
-    exception a Python handler would raise). Ctrl-C is the parent's to handle."""
+    exception a Python handler would raise). Ctrl-C is the parent's to handle.
+
+    It also inherits the parent's wakeup descriptor, the pipe the parent's watcher reads to
+    end a run stuck in C (:func:`segtools.cli.main._stop_if_stuck`): a signal this worker
+    took through a Python handler would be written there and read as the parent's own, and
+    the parent ended a few seconds later with nothing written (a pool terminated while one
+    worker was still starting, 1 run in 50 of ``tiered --hashes`` at load 7). So the
+    descriptor is dropped first, and the signals :func:`ordered` blocked across the fork are
+    let in only once this worker's own dispositions are in place (one that came meanwhile is
+    taken then, by the default action)."""
+    signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, ENDING_SIGNALS)
     if _WORK is not None and _WORK[3] is not None:
         _die_with(_WORK[3])
     if gentle.current().yield_cpu:
@@ -162,14 +179,19 @@ def ordered(fn: Callable[[T], R], items: Sequence[T], *, segments: int,
     # every object alive now moves out of the collector's sight: a worker's collections then
     # never walk (and so never copy, page by page) the listing it inherited
     gc.freeze()
+    # the workers start with the ending signals blocked (see :func:`_start_worker`); the
+    # pool's own threads, started here too, keep them blocked (signals are the main
+    # thread's), and the parent takes any that came meanwhile once the pool is up
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, ENDING_SIGNALS)
     try:
         pool = multiprocessing.get_context("fork").Pool(n, initializer=_start_worker)
     finally:
         _WORK = None  # the workers hold their own copy
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     # the jobs are handed out now: the caller may do other work before it reads the results
     results = pool.imap(_run, range(len(items)),
                         chunksize=max(1, min(64, len(items) // (16 * n))))
-    return _drain(pool, results, owner)
+    return _drain(pool, results, owner, len(items))
 
 
 def planned(jobs: int, *, segments: int, processes: int | None = None) -> int:
@@ -197,21 +219,30 @@ def _holds_store() -> bool:
     return owner is not None and owner.shares_connections()
 
 
-def _drain(pool, results: Iterator, owner: scope.LocationScope | None) -> Iterator:
+def _drain(pool, results: Iterator, owner: scope.LocationScope | None,
+           jobs: int) -> Iterator:
     """The results, then the pool shut down: closed, so each worker takes the end-of-work
-    marker and exits by itself, when every result came back; terminated (SIGTERM) only when
+    marker and exits by itself, as soon as the last of the ``jobs`` results came back (a
+    reader that knows how many it asked for takes that many with ``next`` and never asks
+    for the end, and the pool it dropped was terminated); terminated (SIGTERM) only when
     the reader stopped early (a closed pipe, an error), as nothing else would end them.
 
     Each job's reads are noted in the run's scope (``owner``) as its result is taken, in
     the jobs' order whichever worker finished first: where a one-process run, which reads
     a job when its result is asked for, notes them."""
+    taken = 0
     try:
         for result, reads in results:
+            taken += 1
             if owner is not None:
                 owner.merge_reads(reads)
+            if taken == jobs:
+                pool.close()
+                pool.join()
             yield result
     except BaseException:
-        pool.terminate()
+        if taken < jobs:
+            pool.terminate()
         raise
     else:
         pool.close()

@@ -181,3 +181,59 @@ def test_workers_end_when_the_run_is_killed():
     for p in left:  # not left behind by the test either
         os.kill(p, signal.SIGKILL)
     assert not left, "workers outlived the run that forked them"
+
+
+def test_a_reader_that_counts_its_results_closes_the_pool():
+    """A reader that knows how many results it asked for takes that many and never asks
+    for the end (``next`` per partition, :func:`segtools.analysis.partition_input.summarised`):
+    the workers end as soon as the last result is taken, by the pool's end-of-work marker,
+    not later by a terminate (SIGTERM) when the dropped stream is collected."""
+    import multiprocessing
+
+    before = set(multiprocessing.active_children())
+    stream = fanout.ordered(abs, list(range(-8, 0)), segments=fanout.MIN_SEGMENTS,
+                            processes=2)
+    assert [next(stream) for _ in range(8)] == list(range(8, 0, -1))
+    assert set(multiprocessing.active_children()) == before
+
+
+#: A run (the CLI's signal handling, with a short grace) whose pool is stopped early while
+#: its second worker is still starting; then it goes on, and prints ``whole`` at its end.
+_SIGNALLED_WHILE_STARTING = """
+import os, sys, time
+from segtools import fanout
+from segtools.cli import main as cli
+
+cli.STOP_GRACE_S = 0.2
+started = fanout._start_worker
+
+def late_start():
+    try:  # the first worker starts at once; the other is still starting when the run stops
+        os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL))
+    except FileExistsError:
+        time.sleep(0.5)
+    started()
+
+fanout._start_worker = late_start
+with cli._ending_cleanly():
+    stream = fanout.ordered(abs, list(range(8)), segments=fanout.MIN_SEGMENTS, processes=2)
+    next(stream)
+    stream.close()
+    time.sleep(0.6)
+print("whole", flush=True)
+"""
+
+
+def test_a_worker_signalled_while_starting_leaves_the_run_alone(tmp_path):
+    """The pool terminates its workers with SIGTERM. A worker still starting had the
+    parent's handlers and the parent's wakeup descriptor: the signal was written there, the
+    parent's watcher (``cli.main._stop_if_stuck``) took it for the parent's own, and the run
+    ended (143) before it wrote its answer (``tiered --hashes`` forked at load 7: 1 run in
+    50 gone without a word). The worker now starts with those signals blocked until its own
+    dispositions are in place."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _SIGNALLED_WHILE_STARTING,
+                          str(tmp_path / "first")], capture_output=True, text=True, timeout=60)
+    assert (run.returncode, run.stdout) == (0, "whole\n"), run.stderr
