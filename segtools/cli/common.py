@@ -196,13 +196,14 @@ def decode_flag(argv: list[str]) -> list[str]:
 
 
 def _is_mode(word: str) -> bool:
-    """A mode, or a word shaped like a pair of them that names no file (``long:bogus``,
-    ``string:``): given to ``--decode``, whose error says which side is wrong, rather than
-    read as a path that does not exist."""
+    """A mode, or a word shaped like one or a pair of them that names no file (``bogus``,
+    ``long:bogus``, ``string:``): given to ``--decode``, whose error says which mode is
+    wrong, rather than read as a path that does not exist (a mistyped mode was said to be a
+    missing file before the paths and an unrecognized argument after them)."""
     try:
         _decoder.Modes.parse(word)
     except ValueError:
-        return _MODE_PAIR.fullmatch(word) is not None and not os.path.lexists(word)
+        return _MODE_WORDS.fullmatch(word) is not None and not os.path.lexists(word)
     return True
 
 
@@ -210,8 +211,8 @@ def add_quiet(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar on stderr")
 
 
-#: What a KEYMODE:VALUEMODE word looks like (the modes are lower-case words).
-_MODE_PAIR = re.compile(r"[a-z]*:[a-z]*")
+#: What a MODE or KEYMODE:VALUEMODE word looks like (the modes are lower-case words).
+_MODE_WORDS = re.compile(r"[a-z]+|[a-z]*:[a-z]*")
 
 #: A store's scheme written with fewer than two slashes (``s3:/bucket``): read as a local path.
 _ONE_SLASH_URI = re.compile(r"^(s3|s3a|gs|gcs|abfs|abfss|az|file):/?(?!/)", re.IGNORECASE)

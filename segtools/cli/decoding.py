@@ -16,7 +16,7 @@ from segtools.findings import Finding
 from segtools.payloads.sources import AUTH_VARIABLE, gather
 
 if TYPE_CHECKING:
-    from segtools.payloads.decoder import PayloadDecoder
+    from segtools.payloads.decoder import Modes, PayloadDecoder
 
 #: The payload decoder (its modes, the formats behind them) loads when something is
 #: decoded: a read or a command line without ``--decode`` does not pay for it.
@@ -45,15 +45,23 @@ def payload_decoder(args: argparse.Namespace, places, findings: list[Finding]
     """The decoder ``--decode`` asks for (None without it). Where its schemas came from is
     kept on ``args.schema_notes`` for :func:`say_sources`."""
     args.schema_notes = []
-    if args.decode is None:
+    modes = decode_modes(args)
+    if modes is None:
         return None
-    try:
-        modes = _decoder.Modes.parse(args.decode)
-    except ValueError as e:
-        raise SegtoolsError(f"--decode: {e}") from None
     chain = gather(places, findings, schemas=args.schemas, registry=args.schema_registry,
                    say=args.schema_notes.append)
     return _decoder.PayloadDecoder(chain, modes)
+
+
+def decode_modes(args: argparse.Namespace) -> Modes | None:
+    """``--decode``'s modes (None without it), or the one-line error of a mode that is not
+    one: checked before anything is read, whatever the command reads after."""
+    if args.decode is None:
+        return None
+    try:
+        return _decoder.Modes.parse(args.decode)
+    except ValueError as e:
+        raise SegtoolsError(f"--decode: {e}") from None
 
 
 def say_sources(notes: list[str]) -> None:

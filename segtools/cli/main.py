@@ -71,6 +71,26 @@ class _Parser(argparse.ArgumentParser):
     #: The command the line names (``segtools retention``), so that an option the top-level
     #: parser refuses points at that command's help.
     command_prog: str | None = None
+    #: Set while :meth:`parse_known_args` hands the line to argparse's intermixed parse,
+    #: which calls it back for each of its two passes.
+    _intermixing: bool = False
+
+    def parse_known_args(self, args=None, namespace=None):
+        """A command's options anywhere among its paths (``segtools dump x.log --decode
+        string``, ``scan a -q b``): argparse takes the positional paths as one run, and a
+        path after an option was refused as an unrecognized argument, where the same option
+        before the paths parsed. The top-level parser (its positional is the command) and a
+        line with ``--`` (what follows it are paths, whatever they look like) parse as
+        argparse does."""
+        if self._intermixing or "--" in (args or ()) or any(
+                a.nargs in (argparse.PARSER, argparse.REMAINDER)
+                for a in self._get_positional_actions()):
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
 
     def error(self, message: str):
         """One line, as every other error: ``segtools: error: <command>: <what>`` and where
@@ -160,9 +180,33 @@ def _ending_cleanly() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The command line as the command sees it (a usage error exits 2 with one line).
+    ``--decode``'s optional mode is read apart (:func:`decode_flag`) only on a command that
+    has the option: another refuses it as it was typed."""
+    argv = list(argv)
+    return parse_with(build_parser(argv), argv)
+
+
+def parse_with(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """:func:`parse` with a parser :func:`build_parser` already made for this command."""
+    argv = list(argv)
+    command = command_parser(parser, _command_in(argv))
+    if command is not None and "--decode" in command._option_string_actions:
+        argv = decode_flag(argv)
+    return parser.parse_args(argv)
+
+
+def command_parser(parser: argparse.ArgumentParser,
+                   name: str | None) -> argparse.ArgumentParser | None:
+    """The parser of the command ``name`` (None: not a command), from :func:`build_parser`'s
+    answer."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices.get(name) if name is not None else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = decode_flag(sys.argv[1:] if argv is None else list(argv))
-    args = build_parser(argv).parse_args(argv)
+    args = parse(sys.argv[1:] if argv is None else argv)
     with _ending_cleanly():
         return _run(args)
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from segtools.api import LogDirs
 from segtools.cli import common, render
-from segtools.cli.decoding import add_decode
+from segtools.cli.decoding import add_decode, decode_modes
 from segtools.cli.table import Column, TextTable, layout
 from segtools.errors import SegtoolsError
 from segtools.fetch import arguments
@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
                        max_read_rate=getattr(args, "max_read_rate", None),
                        jobs=getattr(args, "jobs", None), relist=False)
 
+    decode_modes(args)  # a mode that is not one is said even when no view decodes
     if args.output is not None:
         _refuse_inside(args.output, args.paths)
     read: list[Finding] = []
