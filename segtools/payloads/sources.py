@@ -238,23 +238,46 @@ def _topic_partitions(places: Sequence[LogDir | Path]):
     return list(unique.values())
 
 
+def _store(partitions: Sequence, location: str) -> tuple[str, ...]:
+    """What one schema store is, however it was named: the places of its ``_schemas``
+    partitions (a log dir, one of its partitions, a link to either, the same directory
+    spelled twice), else the place of the schema-file directory."""
+    if partitions:
+        return tuple(sorted({_place(p.path) for p in partitions}))
+    return (_place(location),)
+
+
+def _place(path: str | os.PathLike[str]) -> str:
+    where = as_path(path)
+    return where.location.place(where)
+
+
 def gather(log_dirs: Sequence[LogDir | Path], findings: list[Finding], *,
            schemas: Iterable[str] = (), registry: str | None = None,
            say: Callable[[str], None] = lambda _: None) -> SchemaChain:
     """The schema sources for reading ``log_dirs`` (walked, or paths of log dirs): each
     ``schemas`` location (a log dir, a
     ``_schemas`` partition, an archive, ``s3://...``: whatever holds the topic; or a directory
-    of schema files), else the ``_schemas`` topic among the log dirs, then the registry."""
+    of schema files), else the ``_schemas`` topic among the log dirs, then the registry.
+    A store named twice (the same directory spelled two ways, a log dir and its own
+    ``_schemas`` partition) is one source, in the place of its first mention."""
     chain = SchemaChain()
     named = list(schemas)
+    stores: set[tuple[str, ...]] = set()
     for location in named:
         if not location:  # an unset variable, never the current directory
             raise SegtoolsError("an empty schemas location: name a log dir, a _schemas "
                                 "partition, an archive or a directory of schema files")
+        if (_place(location),) in stores:  # named again: not even listed again
+            continue
         dirs, loose = walk([location])
         if any(f.code == "path_not_found" for f in loose):
             raise SegtoolsError("no such file or directory", path=location)
         partitions = _topic_partitions(dirs)
+        store = _store(partitions, location)
+        if store in stores:  # named again: read, said and asked once, where first named
+            continue
+        stores.update((store, (_place(location),)))
         if partitions:
             history = read_schemas(partitions, findings)
             say(f"schemas: {len(history)} version(s) from {SCHEMAS_TOPIC} in {location}")

@@ -107,6 +107,11 @@ class LocalDisk(Location):
     def scandir(self, path: LocalPath):
         return os.scandir(path)
 
+    def place(self, path: LocalPath) -> str:
+        """The path with its links, ``.`` and ``..`` resolved: ``dir``, ``./dir/`` and a
+        link to it are one place."""
+        return os.path.realpath(path)
+
     def child(self, directory: LocalPath, entry: os.DirEntry) -> LocalPath:
         """``directory / entry.name`` without parsing the name again (listing a large
         broker's tree makes a path for each of its files)."""

@@ -140,6 +140,12 @@ class Location(ABC):
     #: (:mod:`segtools.storage._summary` opens, maps and reads local files itself).
     compiled_reads: ClassVar[bool] = False
 
+    def place(self, path) -> str:
+        """Where ``path`` is, named the same however it was spelled: what tells one place
+        named twice from two places. A listed location's paths are normalised as they are
+        made, and named without credentials."""
+        return str(path)
+
     @abstractmethod
     def scandir(self, path) -> AbstractContextManager:
         """:func:`os.scandir` of a directory of this location; a missing one raises

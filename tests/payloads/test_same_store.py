@@ -1,0 +1,70 @@
+"""One schema store named several times (``--schemas DIR --schemas DIR``, two spellings of
+one path, a link to it, a log dir and its own ``_schemas`` partition) is one source: read,
+said, listed and asked once, in the place of its first mention (it was listed once per
+mention in the report's schemas section, its versions counted again, and ``dump``'s chain of
+custody listed each file once per spelling)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import segtools
+from segtools.payloads.sources import gather
+from segtools.report.model import build
+from segtools.text import shown_path
+
+ROOT = Path(__file__).resolve().parents[2]
+TREE = ROOT / "fixtures" / "logdirs" / "payloads"
+STORE = TREE / "_schemas-0"
+SEGMENT = TREE / "orders-0" / "00000000000000000000.log"
+
+
+def spellings(tmp_path: Path) -> list[str]:
+    """The tree named five ways: as it is, with ``./`` and a trailing ``/``, through a link,
+    and by its own ``_schemas`` partition."""
+    link = tmp_path / "link"
+    link.symlink_to(TREE)
+    relative = os.path.relpath(TREE, ROOT)
+    return [str(TREE), f"./{relative}/", str(link), str(STORE), str(TREE)]
+
+
+def test_a_store_named_again_is_one_source_in_its_first_place(tmp_path):
+    files = tmp_path / "files"
+    files.mkdir()
+    history = segtools.open(TREE).schema_history()
+    for v in history:
+        if v.schema_type == "AVRO":
+            (files / f"{v.id}.avsc").write_text(v.schema)
+    said: list[str] = []
+    named = [str(files), *spellings(tmp_path), f"{files}/"]
+    chain = gather([], [], schemas=named, say=said.append)
+    assert [shown_path(str(s.source)) for s in chain.sources] == [
+        shown_path(str(files)), shown_path(str(STORE))]
+    assert said == [f"schemas: {len(chain.sources[0])} file(s) from {files}",
+                    f"schemas: 7 version(s) from _schemas in {TREE}"]
+
+
+def test_the_report_lists_a_store_named_twice_once(tmp_path):
+    logs = segtools.open(TREE)
+    model = build([str(TREE)], logs=logs,
+                  decoder=logs.payload_decoder(schemas=spellings(tmp_path)))
+    section = model.data["schemas"]
+    assert section["sources"] == [{"where": shown_path(str(STORE)), "versions": 7}]
+    assert section["versions"] == 7
+
+
+def test_custody_lists_each_file_of_a_store_named_twice_once(tmp_path):
+    argv = [a for s in spellings(tmp_path) for a in ("--schemas", s)]
+    done = subprocess.run(
+        [sys.executable, "-m", "segtools.cli.main", "dump", "--decode", *argv, "--hashes",
+         "--format", "jsonl", "-q", str(SEGMENT)],
+        capture_output=True, text=True, cwd=ROOT, check=True)
+    custody = [r["path"] for r in map(json.loads, done.stdout.splitlines())
+               if r["type"] == "custody"]
+    assert len({os.path.realpath(p) for p in custody}) == len(custody)
+    assert any(p.startswith(str(STORE)) for p in custody)
+    assert done.stderr.count("schemas: ") == 1
