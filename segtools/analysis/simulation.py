@@ -110,6 +110,10 @@ class History:
     #: the base offsets of the segments on disk (ascending; empty: not known, the history is
     #: replayed from its first batch instead of starting from the disk)
     segment_bases: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: each of those segments' file mtime in epoch ms (-1, or empty: not known): its
+    #: ``lastModified`` until something is appended to it, which ``largestTimestamp`` falls
+    #: back on when its records carry no timestamp (magic 0)
+    segment_mtimes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     #: batches read from disk; the rest were added by :func:`extend` (-1: all of them)
     disk_batches: int = -1
     #: how many of the history's batches one replayed batch stands for (1: the replay is at
@@ -137,9 +141,14 @@ class History:
         """Batches that were read from disk (the rest are the ingest model's)."""
         return self.batches if self.disk_batches < 0 else self.disk_batches
 
-    def with_segments(self, bases: Sequence[int]) -> History:
-        """This history starting from the segments on disk at these base offsets."""
-        return replace(self, segment_bases=np.unique(np.asarray(bases, np.int64)))
+    def with_segments(self, bases: Sequence[int],
+                      mtimes: Sequence[int] | None = None) -> History:
+        """This history starting from the segments on disk at these base offsets (and, when
+        known, their files' mtimes in epoch ms, in the same order)."""
+        unique, first = np.unique(np.asarray(bases, np.int64), return_index=True)
+        known = np.full(len(bases), -1, np.int64) if mtimes is None else \
+            np.asarray(mtimes, np.int64)
+        return replace(self, segment_bases=unique, segment_mtimes=known[first])
 
     @property
     def batches(self) -> int:
@@ -365,8 +374,8 @@ def extend(h: History, *, now_ms: int, end_ms: int, ingest: Ingest = AUTO,
         spread = np.tile(np.where(timed, h.unit_ts[u0:u1] - h.unit_oldest[u0:u1], 0), copies)
         oldest = np.concatenate([h.unit_oldest,
                                  np.where(np.tile(timed, copies), uts - spread, -1)])
-    return History(*joined, segment_bases=h.segment_bases, disk_batches=n, replay_scale=k,
-                   unit_oldest=oldest, disk_bytes=h.disk_bytes)
+    return History(*joined, segment_bases=h.segment_bases, segment_mtimes=h.segment_mtimes,
+                   disk_batches=n, replay_scale=k, unit_oldest=oldest, disk_bytes=h.disk_bytes)
 
 
 # --------------------------------------------------------------------------- output
@@ -543,6 +552,8 @@ class _Seg:
     start: int  # first unit index of its offset range
     first_batch: int
     mtime: int | None = None  # set when a clean merged it: the last member's lastModified
+    #: the file's mtime when the run started from the disk: its lastModified until an append
+    disk_mtime: int | None = None
 
 
 def simulate(h: History, config: TopicConfig, *, start_ms: int | None = None, now_ms: int,
@@ -636,8 +647,12 @@ class _Simulation:
         bases = history.segment_bases
         firsts = np.searchsorted(history.batch_offset[:on_disk], bases, side="left")
         keep = np.r_[firsts[:-1] < firsts[1:], True] if bases.size else np.zeros(0, np.bool_)
-        for base, fb in zip(bases[keep].tolist(), firsts[keep].tolist(), strict=True):
-            self.segs.append(_Seg(base, int(self.batch_first_unit[fb]), fb))
+        mtimes = history.segment_mtimes[keep].tolist() if history.segment_mtimes.size \
+            else [-1] * int(keep.sum())
+        for base, fb, mtime in zip(bases[keep].tolist(), firsts[keep].tolist(), mtimes,
+                                   strict=True):
+            self.segs.append(_Seg(base, int(self.batch_first_unit[fb]), fb,
+                                  disk_mtime=mtime if mtime >= 0 else None))
             self.created_starts[self.created] = self.batch_first_unit[fb]
             self.created += 1
         active = self.segs[-1].first_batch
@@ -768,6 +783,10 @@ class _Simulation:
         if s.mtime is not None:
             return s.mtime
         end = self.segs[i + 1].first_batch if i + 1 < len(self.segs) else b_done
+        if s.disk_mtime is not None and end <= self.history.on_disk:
+            # nothing appended since the run began: the file's own, as ``segtools retention``
+            # reads it (a segment of magic 0 messages is aged by it alone)
+            return s.disk_mtime
         last = max(end - 1, s.first_batch)
         if last >= self.bclock.shape[0]:  # an empty active segment on disk: rolled by then
             return int(self.bclock[-1]) if self.bclock.size else self.now

@@ -36,10 +36,12 @@ def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> His
     """One partition's appends: batch headers, or for a compacted topic its records (keys,
     tombstones, delete horizons) read by the cleaner's own reader."""
     bases = [files.base_offset for files in pi.dir.segments]
+    mtime = {s.base_offset: s.mtime_ms for s in pi.summaries}
+    mtimes = [mtime.get(b, -1) for b in bases]
     on_disk = sum(s.size for s in pi.summaries)
     if pi.config.compact:
         return replace(history_from_columns(read_records(pi, limit=limit)[0]).with_segments(
-            bases), disk_bytes=on_disk)
+            bases, mtimes), disk_bytes=on_disk)
     parts = []
     for files in pi.dir.segments:
         with Segment.open(files, decompress_limit=limit) as seg:
@@ -48,11 +50,11 @@ def history(pi: PartitionInput, *, limit: int = DEFAULT_DECOMPRESS_LIMIT) -> His
                 parts.append((t.base_offset, t.last_offset, t.max_timestamp, t.size,
                               _oldest_records(seg, t)))
     if not parts:
-        return replace(History.from_batches([], [], [], []).with_segments(bases),
+        return replace(History.from_batches([], [], [], []).with_segments(bases, mtimes),
                        disk_bytes=on_disk)
     cols = [np.concatenate([p[i] for p in parts]) for i in range(5)]
-    return replace(History.from_batches(*cols[:4]).with_segments(bases).with_oldest(cols[4]),
-                   disk_bytes=on_disk)
+    return replace(History.from_batches(*cols[:4]).with_segments(bases, mtimes)
+                   .with_oldest(cols[4]), disk_bytes=on_disk)
 
 
 def _oldest_records(seg: Segment, t) -> np.ndarray:

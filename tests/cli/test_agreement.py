@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import tarfile
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -431,3 +432,130 @@ def test_the_report_and_compaction_agree_on_a_partition_without_config():
     shown = model.detail(row["id"])["compaction"]
     assert shown["policy"] == [cleaned["config"]["cleanup.policy"]["value"]] == ["delete"]
     assert shown["not_compacted"] == cleaned["not_compacted"]
+
+
+# --------------------------------------------------------------------------- a mixed tree
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory, monkeypatch_module) -> Path:
+    """A log dir holding a partition of every fixture shape (``bench_tree``'s, one topic of
+    one partition per shape and weight: 34 partitions), as a broker's tree mixes them."""
+    from benchmarks import bench_tree
+
+    monkeypatch_module.setattr(bench_tree, "TREES", tmp_path_factory.mktemp("mixed"))
+    monkeypatch_module.setattr(bench_tree, "PARTITIONS_PER_TOPIC", 1)
+    return bench_tree.build_tree(sum(s.weight for s in bench_tree.SHAPES))
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def _per_partition(rows, count) -> dict[tuple[str, int], Counter]:
+    out: dict[tuple[str, int], Counter] = {}
+    for r in rows:
+        out.setdefault((r["topic"], int(r["partition"])), Counter()).update(count(r))
+    return out
+
+
+def test_the_counts_are_one_whatever_face_reads_them(mixed):
+    """Segments, bytes, batches and records of each partition, and the tree's totals: as
+    ``scan --crc`` lists them, ``verify`` counts them, the report sums them and the Python
+    API reads them (its records with the control records, which scan counts)."""
+    import segtools
+
+    _, scanned = lines("scan", "-q", "--crc", "--format", "jsonl", str(mixed))
+    segments = [x for x in scanned if x["type"] == "segment"]
+    by_scan = _per_partition(segments, lambda s: {
+        "segments": 1, "bytes": s["size"], "batches": s["batch_count"] or 0,
+        "records": s["record_count"] or 0})
+    logs = segtools.open(mixed)
+    by_api = _per_partition(logs.segments(), lambda s: {
+        "segments": 1, "bytes": s["size"], "batches": s["batch_count"] or 0,
+        "records": s["record_count"] or 0})
+    assert by_api == by_scan
+    batches = _per_partition(logs.batches(columns=["topic", "partition"]),
+                             lambda _: {"batches": 1})
+    records = logs.to_arrow(columns=["topic", "partition"], include_control=True).read_all()
+    rows = _per_partition(records.to_pylist(), lambda _: {"records": 1})
+    for k, c in by_scan.items():
+        assert batches.get(k, Counter())["batches"] == c["batches"], k
+        assert rows.get(k, Counter())["records"] == c["records"], k
+    _, verified = lines("verify", "-q", "--format", "jsonl", str(mixed))
+    (summary,) = [x for x in verified if x["type"] == "summary"]
+    assert (summary["partitions"], summary["segments"]) == (len(by_scan), len(segments))
+    model = build([str(mixed)], at=to_millis(AT), logs=segtools.open(mixed))
+    shown = {(r["topic"], r["partition"]): Counter(segments=r["segments"], bytes=r["size"],
+                                                   records=r["records"])
+             for r in model.data["partitions"]}
+    assert shown == {k: Counter(segments=c["segments"], bytes=c["bytes"], records=c["records"])
+                     for k, c in by_scan.items()}
+    total = sum(by_scan.values(), Counter())
+    assert {k: model.data["summary"][k] for k in ("partitions", "segments", "bytes", "records")} \
+        == {"partitions": len(by_scan), "segments": total["segments"], "bytes": total["bytes"],
+            "records": total["records"]}
+
+
+def test_the_what_if_of_no_change_starts_where_retention_is(mixed):
+    """``retention`` and the what-if with no change, at one moment: each partition starts
+    from the bytes retention sees, its first check leaves what retention keeps, and today's
+    config and the "proposed" one (no change) run alike. The what-if aged a segment of
+    magic 0 messages (no record timestamps) as if it were from 1970 and deleted it at once,
+    where retention ages it by its file's mtime (``LogSegment.largestTimestamp``) and keeps
+    it."""
+    import segtools
+
+    (doc,) = lines("retention", "-q", "--at", AT, "--format", "json", str(mixed))[1]
+    kept = {(p["topic"], p["partition"]): (p["size"], p["size"] - p["deletable_bytes"])
+            for p in doc["partitions"]}
+    report = segtools.open(mixed).what_if(None, at=AT).to_json()
+    runs = {(w["topic"], w["partition"]): w for w in report["what_if"]
+            if w["partition"] is not None}
+    assert set(runs) == set(kept)
+    assert any(size != left for size, left in kept.values())  # not all deleted at once
+    for k, (size, left) in kept.items():
+        run = runs[k]
+        assert run["current"] == run["proposed"], k
+        assert (run["current"]["start_bytes"], run["current"]["series"][0][1]) == \
+            (size, left), k
+
+
+def test_producers_and_transactions_are_the_report_s_sections(mixed):
+    """Each partition's producers (the report's detail) and transactions (its row, its
+    detail, the hanging list) are what ``producers`` and ``transactions`` print."""
+    import segtools
+
+    model = build([str(mixed)], at=to_millis(AT), logs=segtools.open(mixed))
+    rows = {r["path"]: {**r, "detail": model.detail(r["id"])} for r in model.data["partitions"]}
+    _, printed = lines("producers", "-q", "--format", "json", str(mixed))
+    batching = {}
+    for x in printed:
+        if x["type"] == "producer_batching":
+            batching.setdefault((x["topic"], x["partition"]), []).append(x)
+    def order(producers: list[dict]) -> list[dict]:
+        return sorted(producers, key=lambda p: (p["producer_id"], p["producer_epoch"]))
+
+    assert batching
+    for r in rows.values():
+        shown = order((r["detail"]["producers"] or {"producers": []})["producers"])
+        said = order(batching.get((r["topic"], r["partition"]), []))
+        assert [{k: p[k] for k in q} for p, q in zip(said, shown, strict=True)] == shown, \
+            r["path"]
+    _, printed = lines("transactions", "-q", "--now", AT, "--format", "json", str(mixed))
+    told = [x for x in printed if x["type"] == "partition_transactions"]
+    assert told
+    for x in told:
+        r = rows[x["path"]]
+        detail = r["detail"]["transactions"]
+        assert (r["transactions"], r["hanging"]) == (x["transactions"], x["open"]), x
+        assert {k: detail[k] for k in ("log_start_offset", "log_end_offset",
+                                       "last_stable_offset", "committed", "aborted", "open")} \
+            == {k: x[k] for k in ("log_start_offset", "log_end_offset", "last_stable_offset",
+                                  "committed", "aborted", "open")}, x
+    hanging = [(x["partition"], x["producer_id"], x["first_offset"]) for x in printed
+               if x["type"] == "hanging_transaction"]
+    assert hanging and sorted(hanging) == sorted(
+        (h["partition"], h["producer_id"], h["first_offset"]) for h in model.data["hanging"])
