@@ -24,6 +24,7 @@ import gc
 import os
 import queue
 import signal
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TypeVar
@@ -58,6 +59,10 @@ PR_SET_PDEATHSIG = 1
 #: has put its own dispositions in place (:func:`_start_worker`): one delivered in between
 #: would run the parent's handler, in the worker, on the parent's wakeup descriptor.
 ENDING_SIGNALS = frozenset((signal.SIGTERM, signal.SIGHUP, signal.SIGINT))
+
+#: The standard streams a worker inherited, kept as they were until it exits: never flushed,
+#: closed or collected (collecting one flushes it). See :func:`_own_streams`.
+_INHERITED_STREAMS: list = []
 
 #: The work a forked worker finds in its copy of this module: the job, the items, the run's
 #: location scope (whose chain of custody each job's reads go back to), and the pid of the
@@ -112,6 +117,7 @@ def _start_worker() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, ENDING_SIGNALS)
+    _own_streams()
     if _WORK is not None and _WORK[3] is not None:
         _die_with(_WORK[3])
     if gentle.current().yield_cpu:
@@ -119,6 +125,29 @@ def _start_worker() -> None:
     owner = None if _WORK is None else _WORK[2]
     if owner is not None:  # the reads the run noted before the fork are the parent's
         owner.take_reads()
+
+
+def _own_streams() -> None:
+    """A worker's own standard streams, on the same descriptors. Another thread of the
+    parent may have been inside a write to one at the fork (a progress bar's refresh, which
+    runs while ``retention``, ``tiered`` or ``producers`` fork their workers): the copy of
+    that stream's lock is then held for good in the worker, and the flush every worker makes
+    as it exits (``multiprocessing``'s) would wait on it forever, and the parent, joining its
+    pool, with it. It would also write a second time what the parent had buffered."""
+    _INHERITED_STREAMS.extend((sys.stdout, sys.stderr))
+    sys.stdout = _stream(1, sys.stdout)
+    sys.stderr = _stream(2, sys.stderr)
+
+
+def _stream(fd: int, inherited: object):
+    """A line-buffered text stream on ``fd``, encoding as ``inherited`` did (None when the
+    descriptor is not open, as Python has it for a process started without one)."""
+    try:
+        return open(fd, "w", buffering=1, closefd=False,
+                    encoding=getattr(inherited, "encoding", None) or "utf-8",
+                    errors=getattr(inherited, "errors", None) or "backslashreplace")
+    except OSError:
+        return None
 
 
 def _die_with(parent: int) -> None:

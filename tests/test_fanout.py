@@ -237,3 +237,55 @@ def test_a_worker_signalled_while_starting_leaves_the_run_alone(tmp_path):
     run = subprocess.run([sys.executable, "-c", _SIGNALLED_WHILE_STARTING,
                           str(tmp_path / "first")], capture_output=True, text=True, timeout=60)
     assert (run.returncode, run.stdout) == (0, "whole\n"), run.stderr
+
+
+#: A run whose stderr is written by another thread (a progress bar's refresh) under a lock,
+#: as a buffered stream's writes are; that thread holds the lock at the moment of the first
+#: fork (``os.register_at_fork``), and lets go of it a moment later.
+_STREAM_HELD_AT_FORK = """
+import io, os, sys, threading, time
+from segtools import fanout
+
+class Drawn(io.TextIOBase):
+    lock = threading.Lock()
+
+    def write(self, text):
+        with self.lock:
+            return len(text)
+
+    def flush(self):
+        with self.lock:
+            pass
+
+go, holding = threading.Event(), threading.Event()
+
+def refresh():
+    go.wait()
+    with Drawn.lock:
+        holding.set()
+        time.sleep(0.5)
+
+def before_fork():
+    if not go.is_set():
+        go.set()
+        holding.wait()
+
+sys.stderr = Drawn()
+threading.Thread(target=refresh, daemon=True).start()
+os.register_at_fork(before=before_fork)
+print(list(fanout.ordered(abs, [-1, -2, -3, -4], segments=fanout.MIN_SEGMENTS, processes=2)),
+      file=sys.__stdout__, flush=True)
+"""
+
+
+def test_a_stream_held_by_another_thread_at_the_fork_does_not_stop_the_workers():
+    """A worker flushes its standard streams as it exits; one forked while another thread
+    of the parent was inside a write (rich's refresh, while ``retention`` and ``tiered``
+    fork) inherited that stream's lock held for good and never exited, and the parent
+    waited for it forever. A worker now writes to streams of its own."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _STREAM_HELD_AT_FORK], capture_output=True,
+                         text=True, timeout=30)
+    assert (run.returncode, run.stdout) == (0, "[1, 2, 3, 4]\n"), run.stderr
