@@ -108,7 +108,8 @@ def _start_worker() -> None:
     end a run stuck in C (:func:`segtools.cli.main._stop_if_stuck`): a signal this worker
     took through a Python handler would be written there and read as the parent's own, and
     the parent ended a few seconds later with nothing written (a pool terminated while one
-    worker was still starting, 1 run in 50 of ``tiered --hashes`` at load 7). So the
+    worker was still starting: 2 forced-fork runs of ``tiered --hashes`` in 154 at load 3 to
+    10 exited 143 without a word). So the
     descriptor is dropped first, and the signals :func:`ordered` blocked across the fork are
     let in only once this worker's own dispositions are in place (one that came meanwhile is
     taken then, by the default action)."""
@@ -123,8 +124,8 @@ def _start_worker() -> None:
     if gentle.current().yield_cpu:
         yield_to_broker()
     owner = None if _WORK is None else _WORK[2]
-    if owner is not None:  # the reads the run noted before the fork are the parent's
-        owner.take_reads()
+    if owner is not None:
+        owner.forked()
 
 
 def _own_streams() -> None:

@@ -228,9 +228,9 @@ def test_a_worker_signalled_while_starting_leaves_the_run_alone(tmp_path):
     """The pool terminates its workers with SIGTERM. A worker still starting had the
     parent's handlers and the parent's wakeup descriptor: the signal was written there, the
     parent's watcher (``cli.main._stop_if_stuck``) took it for the parent's own, and the run
-    ended (143) before it wrote its answer (``tiered --hashes`` forked at load 7: 1 run in
-    50 gone without a word). The worker now starts with those signals blocked until its own
-    dispositions are in place."""
+    ended (143) before it wrote its answer (``tiered --hashes`` forked at load 3 to 10: 2
+    runs in 154 gone without a word). The worker now starts with those signals blocked until
+    its own dispositions are in place."""
     import subprocess
     import sys
 
@@ -287,5 +287,49 @@ def test_a_stream_held_by_another_thread_at_the_fork_does_not_stop_the_workers()
     import sys
 
     run = subprocess.run([sys.executable, "-c", _STREAM_HELD_AT_FORK], capture_output=True,
+                         text=True, timeout=30)
+    assert (run.returncode, run.stdout) == (0, "[1, 2, 3, 4]\n"), run.stderr
+
+
+#: A run whose location scope's lock another thread holds at the first fork (a read ahead
+#: opening a location), a moment longer; each job then asks the scope for its locations.
+_SCOPE_HELD_AT_FORK = """
+import os, sys, threading, time
+from segtools import fanout
+from segtools.storage import scope
+
+go, holding = threading.Event(), threading.Event()
+owner = scope.LocationScope()
+
+def opening():
+    go.wait()
+    with owner._lock:
+        holding.set()
+        time.sleep(0.5)
+
+def before_fork():
+    if not go.is_set():
+        go.set()
+        holding.wait()
+
+def job(i):
+    return len(scope.current().locations) + i
+
+threading.Thread(target=opening, daemon=True).start()
+os.register_at_fork(before=before_fork)
+with owner:
+    print(list(fanout.ordered(job, [1, 2, 3, 4], segments=fanout.MIN_SEGMENTS, processes=2)),
+          flush=True)
+"""
+
+
+def test_a_scope_lock_held_at_the_fork_does_not_stop_the_workers():
+    """A worker's copy of the run's location scope had the lock another thread of the
+    parent held at the fork, held for good: its first look at the scope's locations waited
+    forever. The worker's scope now starts with a lock of its own."""
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", _SCOPE_HELD_AT_FORK], capture_output=True,
                          text=True, timeout=30)
     assert (run.returncode, run.stdout) == (0, "[1, 2, 3, 4]\n"), run.stderr

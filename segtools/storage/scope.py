@@ -162,6 +162,14 @@ class LocationScope:
             self.reads.setdefault(os.fspath(path) if not isinstance(path, str) else path,
                                   CustodyRead(path, size, mtime_ns))
 
+    def forked(self) -> None:
+        """This scope as a forked worker starts with it: the reads noted before the fork
+        are the parent's (dropped here), and its lock is a new one (another thread of the
+        parent, a read ahead opening a location, may have held it at the fork, and the
+        copy would stay held in the worker for good)."""
+        self._lock = threading.Lock()
+        self.take_reads()
+
     def take_reads(self) -> tuple[tuple[str, int, int | None], ...]:
         """The reads noted since the last take, by name, in the order they were noted, and
         forgotten here: what a forked worker hands back with each job's result (a worker's
