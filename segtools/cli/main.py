@@ -101,6 +101,9 @@ class _Parser(argparse.ArgumentParser):
                               f"(see '{prog} --help')\n")
 
 
+DEBUG_HELP = "show tracebacks on errors"
+
+
 def _command_in(argv: Sequence[str]) -> str | None:
     """The command named on the command line (the first word that is not an option)."""
     return next((a for a in argv if not a.startswith("-")), None)
@@ -113,7 +116,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     summary, _, rest = doc.partition("\n")
     parser = _Parser(prog="segtools", description=summary, epilog=rest.strip())
     parser.add_argument("--version", action="version", version=f"segtools {__version__}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--debug", action="store_true", help=DEBUG_HELP)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
                                 metavar="<command>")
     wanted = None if argv is None else _command_in(argv)
@@ -125,6 +128,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
             importlib.import_module("segtools.cli.locations").add_location_arguments(
                 sub.choices[name])
             add_gentle(sub.choices[name])
+            # after the command too (``segtools scan PATH --debug``); absent there, the
+            # top-level flag's value stands
+            sub.choices[name].add_argument("--debug", action="store_true",
+                                           default=argparse.SUPPRESS, help=DEBUG_HELP)
         else:
             sub.add_parser(name, help=help_line, add_help=False)
     return parser

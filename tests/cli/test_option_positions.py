@@ -154,3 +154,14 @@ def test_an_option_a_command_lacks_is_refused_as_typed():
         assert _refusal(parser, argv) == (
             2, "segtools: error: scan: unrecognized arguments: --decode "
                "(see 'segtools scan --help')\n")
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_debug_stands_before_the_command_or_anywhere_after_it(name):
+    """``--debug`` is the program's flag; ``segtools scan PATH --debug`` was refused."""
+    parser, paths, _ = _options(name)
+    required = _required(parser, name)
+    lines = [["--debug", name, *required, *PATHS[:paths]],
+             *_placed(name, required, paths, ["--debug"])]
+    assert {parse_with(parser, argv).debug for argv in lines} == {True}
+    assert parse_with(parser, [name, *required, *PATHS[:paths]]).debug is False
