@@ -140,12 +140,18 @@ def from_record_rows(cols: Mapping[str, Sequence], empty_batches: Sequence[Mappi
     return history_from_columns(columns).with_segments(segments)
 
 
-def on_disk(h: History, segment_bases: Sequence[int], disk_bytes: int) -> History:
+def on_disk(h: History, segment_bases: Sequence[int], disk_bytes: int,
+            mtimes: Sequence[int] | None = None) -> History:
     """``h`` starting from the segments on disk (their base offsets, empty ones included) and
     their bytes, as :func:`history` has it from the files (a face with rows: Spark's segment
-    rows give both)."""
-    return replace(h.with_segments([*segment_bases, *h.segment_bases.tolist()]),
-                   disk_bytes=disk_bytes)
+    rows give both); ``mtimes``: the segment files' mtimes in epoch ms, in the same order
+    (what a segment without record timestamps is aged by; without them it is aged as if
+    from 1970, and deleted at once)."""
+    given = [-1] * len(segment_bases) if mtimes is None else list(mtimes)
+    had = h.segment_mtimes.tolist() if h.segment_mtimes.size == h.segment_bases.size \
+        else [-1] * h.segment_bases.size
+    return replace(h.with_segments([*segment_bases, *h.segment_bases.tolist()],
+                                   [*given, *had]), disk_bytes=disk_bytes)
 
 
 @dataclass(frozen=True, slots=True)

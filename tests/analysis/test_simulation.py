@@ -323,3 +323,22 @@ def test_a_batch_without_a_record_timestamp_stays_without_one_in_the_replay():
         for run in (item.current, item.proposed):
             assert run.oldest_age_ms_start < DAY
             assert 7 * DAY <= run.oldest_age_ms_max < 8 * DAY, item
+
+
+def test_a_segment_without_record_timestamps_is_aged_by_its_file_mtime():
+    """Magic 0 batches carry no timestamp: Kafka ages their segment by the file's
+    ``lastModified`` (``LogSegment.largestTimestamp``), as ``segtools retention`` does. A run
+    from the disk given the files' mtimes keeps two segments written an hour before ``now``
+    under a week's retention; without them (a face that has none) it deletes both at the
+    first check (the active one rolled first), as if they dated from 1970."""
+    rows = {"segment_base_offset": [0, 0, 2, 2], "position": [0, 70, 0, 70],
+            "base_offset": [0, 1, 2, 3], "last_offset": [0, 1, 2, 3],
+            "base_timestamp": [-1] * 4, "max_timestamp": [-1] * 4, "size": [70] * 4}
+    h = si.from_batch_rows(rows)
+    config = TopicConfig(retention_ms=7 * DAY)
+    aged = simulate(si.on_disk(h, [0, 2], 280, [NOW - H, NOW - H]), config, now_ms=NOW,
+                    end_ms=NOW + H, from_disk=True)
+    unaged = simulate(si.on_disk(h, [0, 2], 280), config, now_ms=NOW, end_ms=NOW + H,
+                      from_disk=True)
+    assert [d.base_offsets for d in aged.deletions] == []
+    assert [d.base_offsets for d in unaged.deletions] == [(0, 2)]
