@@ -239,11 +239,33 @@ def test_a_worker_signalled_while_starting_leaves_the_run_alone(tmp_path):
     assert (run.returncode, run.stdout) == (0, "whole\n"), run.stderr
 
 
-#: A run whose stderr is written by another thread (a progress bar's refresh) under a lock,
-#: as a buffered stream's writes are; that thread holds the lock at the moment of the first
-#: fork (``os.register_at_fork``), and lets go of it a moment later.
-_STREAM_HELD_AT_FORK = """
-import io, os, sys, threading, time
+#: Makes another thread of the run hold ``lock`` at the moment of its first fork, and a
+#: moment longer (``os.register_at_fork``), as a thread of a parent may happen to.
+_HOLD_AT_FORK = """
+import os, threading, time
+
+def hold_at_first_fork(lock):
+    go, holding = threading.Event(), threading.Event()
+
+    def hold():
+        go.wait()
+        with lock:
+            holding.set()
+            time.sleep(0.5)
+
+    def before_fork():
+        if not go.is_set():
+            go.set()
+            holding.wait()
+
+    threading.Thread(target=hold, daemon=True).start()
+    os.register_at_fork(before=before_fork)
+"""
+
+#: A run whose stderr is written under a lock, as a buffered stream's writes are, and by
+#: another thread (a progress bar's refresh) at the fork.
+_STREAM_HELD_AT_FORK = _HOLD_AT_FORK + """
+import io, sys
 from segtools import fanout
 
 class Drawn(io.TextIOBase):
@@ -257,22 +279,8 @@ class Drawn(io.TextIOBase):
         with self.lock:
             pass
 
-go, holding = threading.Event(), threading.Event()
-
-def refresh():
-    go.wait()
-    with Drawn.lock:
-        holding.set()
-        time.sleep(0.5)
-
-def before_fork():
-    if not go.is_set():
-        go.set()
-        holding.wait()
-
 sys.stderr = Drawn()
-threading.Thread(target=refresh, daemon=True).start()
-os.register_at_fork(before=before_fork)
+hold_at_first_fork(Drawn.lock)
 print(list(fanout.ordered(abs, [-1, -2, -3, -4], segments=fanout.MIN_SEGMENTS, processes=2)),
       file=sys.__stdout__, flush=True)
 """
@@ -291,32 +299,18 @@ def test_a_stream_held_by_another_thread_at_the_fork_does_not_stop_the_workers()
     assert (run.returncode, run.stdout) == (0, "[1, 2, 3, 4]\n"), run.stderr
 
 
-#: A run whose location scope's lock another thread holds at the first fork (a read ahead
-#: opening a location), a moment longer; each job then asks the scope for its locations.
-_SCOPE_HELD_AT_FORK = """
-import os, sys, threading, time
+#: A run whose location scope's lock another thread holds at the fork (a read ahead opening
+#: a location); each job then asks the scope for its locations.
+_SCOPE_HELD_AT_FORK = _HOLD_AT_FORK + """
 from segtools import fanout
 from segtools.storage import scope
 
-go, holding = threading.Event(), threading.Event()
 owner = scope.LocationScope()
-
-def opening():
-    go.wait()
-    with owner._lock:
-        holding.set()
-        time.sleep(0.5)
-
-def before_fork():
-    if not go.is_set():
-        go.set()
-        holding.wait()
 
 def job(i):
     return len(scope.current().locations) + i
 
-threading.Thread(target=opening, daemon=True).start()
-os.register_at_fork(before=before_fork)
+hold_at_first_fork(owner._lock)
 with owner:
     print(list(fanout.ordered(job, [1, 2, 3, 4], segments=fanout.MIN_SEGMENTS, processes=2)),
           flush=True)
