@@ -76,7 +76,10 @@ def print_text(report: TieredReport, clock: str, note: str | None = None) -> Non
         f"{len(report.metadata_partitions)} partition(s)")
     if note:
         say(note)
-    if not report.partitions:
+    if not report.partitions and report.records:  # read, but none names one by the moment
+        say("no tiered partition (remote.storage.enable), and no __remote_log_metadata "
+            f"record names one by {clock.removeprefix('at ')}")
+    elif not report.partitions:
         say("no tiered partition (remote.storage.enable) and no remote log metadata here")
     for p in report.partitions:
         print_partition(say, p)

@@ -308,6 +308,17 @@ def test_tiered_at_a_moment_knows_only_the_events_before_it():
     assert first["state"] == "COPY_SEGMENT_FINISHED"
 
 
+def test_tiered_before_every_event_does_not_deny_the_records_it_counted():
+    """Before the first event of ``__remote_log_metadata``, ``tiered`` counts the records it
+    read in its first line; its next said there was "no remote log metadata here"."""
+    _, text = cli("tiered", str(LOGDIRS / "tiered"), "--at", "2023-11-17T05:46:40Z")
+    first, second = text.splitlines()[:2]
+    assert " 28 __remote_log_metadata record(s) " in first
+    assert "no remote log metadata here" not in text
+    assert second == ("no tiered partition (remote.storage.enable), and no "
+                      "__remote_log_metadata record names one by 2023-11-17T05:46:40Z (--at)")
+
+
 def test_retention_and_compaction_assume_one_cleanup_policy():
     """With no topic config both commands take Kafka's default, delete, and say so; the
     cleaner's replay of a partition named anyway says the cleaner never runs on it."""
