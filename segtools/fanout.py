@@ -27,7 +27,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 import lazy_loader
 
@@ -109,10 +109,11 @@ def _start_worker() -> None:
     took through a Python handler would be written there and read as the parent's own, and
     the parent ended a few seconds later with nothing written (a pool terminated while one
     worker was still starting: 2 forced-fork runs of ``tiered --hashes`` in 154 at load 3 to
-    10 exited 143 without a word). So the
-    descriptor is dropped first, and the signals :func:`ordered` blocked across the fork are
-    let in only once this worker's own dispositions are in place (one that came meanwhile is
-    taken then, by the default action)."""
+    10 exited 143 without a word). So the descriptor is dropped first, and the signals
+    :func:`ordered` blocked across the fork are let in only once this worker's own
+    dispositions are in place (one that came meanwhile is taken then, by the default
+    action). Its standard streams and its location scope's lock are its own too
+    (:func:`_own_streams`, :meth:`~segtools.storage.scope.LocationScope.forked`)."""
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
@@ -140,7 +141,7 @@ def _own_streams() -> None:
     sys.stderr = _stream(2, sys.stderr)
 
 
-def _stream(fd: int, inherited: object):
+def _stream(fd: int, inherited: object) -> TextIO | None:
     """A line-buffered text stream on ``fd``, encoding as ``inherited`` did (None when the
     descriptor is not open, as Python has it for a process started without one)."""
     try:
