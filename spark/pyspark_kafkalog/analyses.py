@@ -502,11 +502,13 @@ _WHAT_IF_ARROW = pa.schema([("topic", pa.string()), ("partition", pa.int32()),
                             ("recommendation", pa.string()),
                             ("unrecommended", pa.string())])
 #: The batch and segment rows one topic's simulation reads (``kind``: ``batch`` or
-#: ``segment``; a segment row brings its partition's cleaner checkpoint).
+#: ``segment``; a segment row brings its partition's cleaner checkpoint and its file's mtime,
+#: what a segment without record timestamps is aged by).
 _WHAT_IF_SIDE = ("kind", "log_dir", "topic", "partition", "segment_base_offset", "position",
                  "base_offset", "last_offset", "size", "count", "base_timestamp",
                  "max_timestamp", "producer_id",
-                 "is_control", "is_transactional", "magic", "delete_horizon", "cleaner_offset")
+                 "is_control", "is_transactional", "magic", "delete_horizon", "cleaner_offset",
+                 "mtime")
 
 
 def _record_rows(records: pa.Table) -> dict[str, list]:
@@ -526,12 +528,13 @@ def _what_if_inputs(topic: str, side: pa.Table, records: pa.Table, config: Topic
     rows = side.to_pylist()
     cleaner = {(r["log_dir"], r["partition"]): r["cleaner_offset"] for r in rows
                if r["kind"] == "segment"}
-    # the segments on disk (empty ones too) and their bytes: where the simulation starts
-    segments: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    # the segments on disk (empty ones too), their bytes and their files' mtimes: where the
+    # simulation starts, and how old a segment without record timestamps is
+    segments: dict[tuple[str, int], list[tuple[int, int, int]]] = {}
     for r in rows:
         if r["kind"] == "segment":
             segments.setdefault((r["log_dir"], r["partition"]), []).append(
-                (r["segment_base_offset"], r["size"] or 0))
+                (r["segment_base_offset"], r["size"] or 0, r["mtime"]))
     batches: dict[tuple[str, int], list[dict]] = {}
     for r in rows:
         batches.setdefault((r["log_dir"], r["partition"]), [])
@@ -556,8 +559,9 @@ def _what_if_inputs(topic: str, side: pa.Table, records: pa.Table, config: Topic
         else:
             history = si.from_batch_rows({c: [b[c] for b in bs] for c in si.BATCH_COLUMNS})
         on_disk = segments.get((log_dir, partition), [])
-        out.append((rp, si.on_disk(history, [b for b, _ in on_disk],
-                                   sum(size for _, size in on_disk))))
+        out.append((rp, si.on_disk(history, [b for b, _, _ in on_disk],
+                                   sum(size for _, size, _ in on_disk),
+                                   [mtime for _, _, mtime in on_disk])))
     return out
 
 
@@ -652,7 +656,7 @@ def what_if(spark: SparkSession, paths: str | Sequence[str],
         "coalesce(unix_millis(max_timestamp), -1) AS max_timestamp", "producer_id",
         "is_control", "is_transactional", "magic",
         "coalesce(unix_millis(delete_horizon), -1) AS delete_horizon",
-        "CAST(NULL AS long) AS cleaner_offset")
+        "CAST(NULL AS long) AS cleaner_offset", "CAST(NULL AS long) AS mtime")
     segments = load(spark, paths, level="segments", **options).selectExpr(
         "'segment' AS kind", "log_dir", "topic", "partition",
         "base_offset AS segment_base_offset", "CAST(NULL AS long) AS position",
@@ -661,7 +665,8 @@ def what_if(spark: SparkSession, paths: str | Sequence[str],
         "CAST(NULL AS long) AS base_timestamp", "CAST(NULL AS long) AS max_timestamp",
         "CAST(NULL AS long) AS producer_id",
         "CAST(NULL AS boolean) AS is_control", "CAST(NULL AS boolean) AS is_transactional",
-        "CAST(NULL AS int) AS magic", "CAST(NULL AS long) AS delete_horizon", "cleaner_offset")
+        "CAST(NULL AS int) AS magic", "CAST(NULL AS long) AS delete_horizon", "cleaner_offset",
+        "coalesce(unix_millis(mtime), -1) AS mtime")
     side = batches.unionByName(segments).select(*_WHAT_IF_SIDE)
     compacted = _compacted_topics(spark, paths, config, options)
     if compacted:

@@ -112,3 +112,24 @@ def test_one_config_shape_for_python_and_spark(spark, tree):
     with pytest.raises(ValueError, match=r"retention\.ms"):
         analyses.what_if(spark, str(tree), CHANGE, {"orders": {"retention.ms": "soon"}},
                          now_ms=NOW)
+
+
+def test_a_magic_0_partition_is_aged_by_its_files_mtimes_in_every_face(spark, trees):
+    """Magic 0 batches carry no timestamp: Kafka ages their segments by the files'
+    ``lastModified``, and so do the CLI and the API. Spark's what-if is built from the source's
+    rows, so its segment rows must bring the files' mtimes too: without them it aged the
+    segments as if from 1970 and deleted them at the first check, where the other faces keep
+    them a week (``retention.ms``'s default). ``trees`` has the generator's mtimes restored."""
+    part = trees / "legacy" / "legacy.v0-0"
+    at = max(log.stat().st_mtime_ns // 1_000_000 for log in part.glob("*.log")) + 3_600_000
+    done = subprocess.run([SEGTOOLS, "retention", str(part), "--at", str(at),
+                           "--what-if", CHANGE, "--format", "json"],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    cli = json.loads(done.stdout)["what_if"]
+    api = segtools.what_if(part, changes=CHANGE, at=at).to_json()["what_if"]
+    df = analyses.what_if(spark, str(part), CHANGE, now_ms=at)
+    got = [as_cli(r.asDict(recursive=True)) for r in df.collect()]
+    assert got == cli == api
+    kept = cli[0]["current"]
+    assert kept["start_bytes"] > 0 and kept["series"][1][1] == kept["start_bytes"]
