@@ -33,7 +33,7 @@ from segtools.payloads.schemas import (
 from segtools.payloads.schemas_topic import SCHEMAS_TOPIC, beside, read_schemas, schemas_partitions
 from segtools.sensitive import without_credentials
 from segtools.storage.location import as_path
-from segtools.storage.logdirs import LogDir, walk
+from segtools.storage.logdirs import LogDir, walk_topic
 
 #: The registry client's HTTP stack loads on its first request: ``urllib.request`` brings
 #: ``http.client``, ``ssl`` and ``email`` (20-40 ms), and every command that can decode
@@ -270,7 +270,7 @@ def gather(log_dirs: Sequence[LogDir | Path], findings: list[Finding], *,
                                 "partition, an archive or a directory of schema files")
         if (_place(location),) in stores:  # named again: not even listed again
             continue
-        dirs, loose = walk([location])
+        dirs, loose = walk_topic([location], SCHEMAS_TOPIC)
         if any(f.code == "path_not_found" for f in loose):
             raise SegtoolsError("no such file or directory", path=location)
         partitions = _topic_partitions(dirs)

@@ -136,6 +136,21 @@ def walk(paths: Iterable[str | os.PathLike[str]],
     return loaded, loose + location_findings(pending)
 
 
+def walk_topic(paths: Iterable[str | os.PathLike[str]], topic: str
+               ) -> tuple[list[LogDir], list[Finding]]:
+    """:func:`walk` listing only ``topic``'s partition directories: a reader of one topic
+    (the schema store's ``_schemas``, named by ``--schemas``) neither lists nor reads the
+    files of the others, which in a broker's log dir are thousands of directories and two
+    small files each."""
+    pending, loose = _grouped(paths, None)
+    loaded = []
+    for path in sorted(pending):
+        log_dir, refs = log_dir_root(path, pending[path])
+        loaded.append(listed(log_dir, (r for r in refs
+                                       if r.name is not None and r.name.topic == topic)))
+    return loaded, loose + location_findings(pending)
+
+
 def walk_roots(paths: Iterable[str | os.PathLike[str]]
                ) -> tuple[list[tuple[LogDir, tuple[PartitionRef, ...]]], list[Finding]] | None:
     """:func:`walk` up to the partition directories, which are found but not listed: each

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import segtools
 from segtools.payloads.sources import gather
 from segtools.report.model import build
 from segtools.text import shown_path
+from tests.robustness.test_read_only import audited
 
 ROOT = Path(__file__).resolve().parents[2]
 TREE = ROOT / "fixtures" / "logdirs" / "payloads"
@@ -68,3 +70,23 @@ def test_custody_lists_each_file_of_a_store_named_twice_once(tmp_path):
     assert len({os.path.realpath(p) for p in custody}) == len(custody)
     assert any(p.startswith(str(STORE)) for p in custody)
     assert done.stderr.count("schemas: ") == 1
+
+
+def test_a_store_named_by_its_log_dir_reads_only_its_schemas_partitions(tmp_path):
+    """``--schemas LOGDIR`` needs the ``_schemas`` partitions of that log dir, not the others:
+    it listed every partition directory and read each one's ``partition.metadata`` and
+    ``leader-epoch-checkpoint`` (thousands of each in a broker's log dir). Seen by an audit
+    hook on every path opened or listed under the named log dir, while ``dump`` decodes a
+    segment from elsewhere with it."""
+    logs = tmp_path / "logs"
+    shutil.copytree(TREE, logs)
+    result = audited(logs, [["dump", "--decode", "--schemas", str(logs), "--format", "jsonl",
+                             "-q", str(SEGMENT)]])
+    run, = result["runs"]
+    assert run["code"] == 0 and run["stdout_bytes"] > 0, run
+    root = os.path.realpath(logs)
+    touched = {os.path.relpath(p, root) for p in (*result["opened"], *result["listed"])}
+    assert os.path.join("_schemas-0", "00000000000000000000.log") in touched
+    others = sorted(p for p in touched if p != "." and (logs / p.split(os.sep)[0]).is_dir()
+                    and p.split(os.sep)[0] != "_schemas-0")
+    assert others == []

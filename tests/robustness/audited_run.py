@@ -1,6 +1,7 @@
 """Run segtools commands in-process under an audit hook that records every write-like
-operation on a path under ROOT: ``python -m tests.robustness.audited_run ROOT`` with a JSON
-list of argvs on stdin; prints one JSON object (runs and violations) on stdout.
+operation on a path under ROOT, and every path under it opened or listed: ``python -m
+tests.robustness.audited_run ROOT`` with a JSON list of argvs on stdin; prints one JSON object
+(runs, violations, opened, listed) on stdout.
 
 ``sys.addaudithook`` cannot be removed once added, so this runs in its own process. CPython
 raises the ``open`` event for ``open()``, ``io.open`` and ``os.open`` (with the mode or the
@@ -32,6 +33,7 @@ def main() -> int:
     argvs = json.load(sys.stdin)
     violations: list[dict] = []
     opened: set[str] = set()
+    listed: set[str] = set()
     busy = [False]
 
     def under(path) -> str | None:
@@ -62,6 +64,10 @@ def main() -> int:
                 if writes:
                     violations.append({"event": event, "path": where, "mode": str(mode),
                                        "flags": flags})
+            elif event in ("os.scandir", "os.listdir"):
+                where = under(args[0] if args[0] is not None else ".")
+                if where is not None:
+                    listed.add(where)
             elif event == "mmap.__new__":
                 fileno, _length, access, _offset = args
                 where = under(fileno) if fileno != -1 else None
@@ -88,7 +94,8 @@ def main() -> int:
         r = run_cli(argv)
         runs.append({"argv": argv, "code": r.code, "stderr": r.stderr,
                      "stdout_bytes": len(r.stdout)})
-    json.dump({"runs": runs, "violations": violations, "opened": sorted(opened)}, sys.stdout)
+    json.dump({"runs": runs, "violations": violations, "opened": sorted(opened),
+               "listed": sorted(listed)}, sys.stdout)
     return 0
 
 
