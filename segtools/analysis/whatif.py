@@ -795,8 +795,7 @@ def topic_sentence(w: WhatIf) -> str:
     if c.start_bytes == 0:  # an empty log: no segment for retention to take
         head = f"topic {w.topic}: 0 B on disk now (no record); "
     elif c.oldest_age_ms_start is None:
-        head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the first "
-                "retention check takes every segment; ")
+        head = f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, {_unaged(c)}; "
     else:
         head = (f"topic {w.topic}: {format_bytes(c.start_bytes)} on disk now, the oldest "
                 f"record retention keeps is {_old(c.oldest_age_ms_start)}; ")
@@ -812,6 +811,19 @@ def topic_sentence(w: WhatIf) -> str:
                 f"{format_bytes(c.peak_bytes)})")
     return head + f"with {change} the size {size} and " + \
         _late_oldest(p.oldest_age_ms_late, c.oldest_age_ms_late)
+
+
+def _unaged(o: Outcome) -> str:
+    """What the first retention check does to a log that holds bytes but no oldest record
+    age after it: it took every segment, or what it keeps carries no record timestamp
+    (magic 0 messages, whose segments retention ages by their files' mtimes and keeps while
+    those are young, as ``segtools retention`` says of them). The series' first row is the
+    size just after that check."""
+    kept = o.series[0][1] if o.series else 0
+    if kept == 0:
+        return "the first retention check takes every segment"
+    return (f"the first retention check keeps {format_bytes(kept)} whose records carry no "
+            "timestamp (magic 0 messages: their segments are aged by the files' mtimes)")
 
 
 def _size_range(o) -> str:

@@ -523,3 +523,22 @@ def test_an_empty_log_keeps_the_promise():
     assert whatif.meets(empty, config)
     assert not whatif.meets(_outcome(100, 0, 9 * DAY), config)
     assert whatif.meets(_outcome(100, 0, 8 * DAY), config)
+
+
+@pytest.mark.parametrize("after_ms", [3_600_000, 8 * DAY])
+def test_the_what_if_sentence_says_what_retention_says_of_a_magic_0_partition(after_ms):
+    """Magic 0 records carry no timestamp, so the log has no oldest record age: the what-if
+    took that for "the first retention check takes every segment", while ``segtools
+    retention`` at the same moment kept both segments (aged by their files' mtimes, an hour
+    old). Each command is asked at an hour and at eight days past the files' mtimes (a
+    week's retention between them); the sentence says what retention's verdict is."""
+    part = FIXTURES / "logdirs" / "legacy" / "legacy.v0-0"
+    at = str(max(p.stat().st_mtime_ns // 1_000_000 for p in part.glob("*.log")) + after_ms)
+    kept = json.loads(_cli(str(part), "--at", at, "--format", "json").stdout)
+    deletable = {v["deletable"] for p in kept["partitions"] for v in p["segments"]}
+    said = _cli(str(part), "--at", at, "--what-if", "segment.bytes=16384").stdout
+    if deletable == {False}:
+        assert "the first retention check keeps 3.1 KiB whose records carry no timestamp" \
+            in said and "takes every segment" not in said
+    else:
+        assert deletable == {True} and "the first retention check takes every segment" in said
