@@ -386,21 +386,23 @@ def add_selection(p: argparse.ArgumentParser) -> None:
                    help="only this partition number (repeatable)")
 
 
-def require_match(log_dirs: Sequence[LogDir], args: argparse.Namespace) -> None:
+def require_match(log_dirs: Sequence[LogDir], args: argparse.Namespace,
+                  found: Sequence[PartitionDir | PartitionRef] | None = None) -> None:
     """``--topic``/``--partition`` that select nothing in the tree are a usage error (exit 2)
     naming the topics there, not an empty answer: an SRE's typo must not read as "no data"
-    (the Python API's selectors and ``query`` do the same)."""
+    (the Python API's selectors and ``query`` do the same). ``found``: the tree's partitions
+    when ``log_dirs`` lists only some of them (their names are enough)."""
+    every = [p for d in log_dirs for p in d.partitions] if found is None else found
     said = unmatched(getattr(args, "topic", None) or (),
-                     (p.name.topic for d in log_dirs for p in d.partitions if p.name))
+                     (p.name.topic for p in every if p.name))
     if said is not None:
         raise SegtoolsError(f"--topic: {said}", path=" ".join(args.paths))
-    if getattr(args, "partition", None) and not any(
-            selected(p, args) for d in log_dirs for p in d.partitions):
+    if getattr(args, "partition", None) and not any(selected(p, args) for p in every):
         raise SegtoolsError(f"--partition: no partition {', '.join(map(str, args.partition))}"
                             " of the selected topics here", path=" ".join(args.paths))
 
 
-def selected(pdir: PartitionDir, args: argparse.Namespace) -> bool:
+def selected(pdir: PartitionDir | PartitionRef, args: argparse.Namespace) -> bool:
     if pdir.name is None:
         return not args.topic and not args.partition
     if args.topic and not any(fnmatch.fnmatchcase(pdir.name.topic, g) for g in args.topic):

@@ -18,6 +18,8 @@ from segtools.payloads.schemas import LATEST
 from segtools.payloads.schemas_topic import SCHEMAS_TOPIC
 from segtools.payloads.sources import gather
 from segtools.payloads.usage import usage
+from segtools.storage.logdirs import LogDir, PartitionRef, listed
+from segtools.storage.partition import PartitionDir
 
 EXAMPLES = """examples:
   segtools schemas /var/kafka-logs
@@ -44,9 +46,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
+def _tree(args: argparse.Namespace
+          ) -> tuple[list[LogDir], list[Finding], list[PartitionDir | PartitionRef]]:
+    """The log dirs with the partitions the command reads listed (the ``_schemas`` ones;
+    with ``--usage`` every one), what walking them met, and every partition found, whose
+    names ``--topic`` and ``--partition`` select among: without ``--usage`` the other
+    partitions' directories are neither listed nor their small files read (a broker's log
+    dir has thousands). A tree not on the local disk is walked whole."""
+    found = None if args.usage else common.open_roots(args.paths)
+    if found is None:
+        log_dirs, loose = common.open_tree(args.paths)
+        return log_dirs, loose, [p for d in log_dirs for p in d.partitions]
+    roots, loose = found
+    return ([listed(d, [r for r in refs if r.name is not None
+                        and r.name.topic == SCHEMAS_TOPIC]) for d, refs in roots],
+            loose, [r for _, refs in roots for r in refs])
+
+
 def run(args: argparse.Namespace) -> int:
-    log_dirs, loose = common.open_tree(args.paths)
-    common.require_match(log_dirs, args)
+    log_dirs, loose, every = _tree(args)
+    common.require_match(log_dirs, args, every)
     findings: list[Finding] = list(loose)
     notes: list[str] = []
     chain = gather(log_dirs, findings, schemas=args.schemas, say=notes.append)
@@ -60,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
                       known=lambda i: chain.by_id(i) is not None or chain.hard_deleted(i))) \
         if args.usage else []
     if args.topic:  # the selected topics' schemas only, not every subject of the registry
-        topics = {p.name.topic for p in partitions if p.name is not None}
+        topics = {p.name.topic for p in every if p.name is not None and common.selected(p, args)}
         ids = {row.schema_id for row in rows if row.schema_id is not None}
         histories = [h.for_topics(topics, ids) for h in histories]
     for history in histories:

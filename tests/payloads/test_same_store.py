@@ -90,3 +90,24 @@ def test_a_store_named_by_its_log_dir_reads_only_its_schemas_partitions(tmp_path
     others = sorted(p for p in touched if p != "." and (logs / p.split(os.sep)[0]).is_dir()
                     and p.split(os.sep)[0] != "_schemas-0")
     assert others == []
+
+
+def test_the_schemas_command_reads_only_the_schemas_partitions(tmp_path):
+    """``segtools schemas LOGDIR`` without ``--usage`` prints what ``_schemas`` holds: it
+    listed every partition directory of the tree and read their small files too. Still
+    every partition's name counts for ``--topic``, whose unmatched glob names the topics."""
+    logs = tmp_path / "logs"
+    shutil.copytree(TREE, logs)
+    result = audited(logs, [["schemas", str(logs)], ["schemas", str(logs), "--topic", "orders"],
+                            ["schemas", str(logs), "--topic", "nope"]])
+    whole, orders, nope = result["runs"]
+    assert whole["code"] == 0 and orders["code"] == 0 and whole["stdout_bytes"] > \
+        orders["stdout_bytes"] > 0, result["runs"]
+    assert nope["code"] == 2 and "(topics here: _schemas, customers, events, orders" \
+        in nope["stderr"]
+    root = os.path.realpath(logs)
+    touched = {os.path.relpath(p, root) for p in (*result["opened"], *result["listed"])}
+    assert os.path.join("_schemas-0", "00000000000000000000.log") in touched
+    others = sorted(p for p in touched if p != "." and (logs / p.split(os.sep)[0]).is_dir()
+                    and p.split(os.sep)[0] != "_schemas-0")
+    assert others == []
