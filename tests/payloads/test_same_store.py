@@ -72,6 +72,17 @@ def test_custody_lists_each_file_of_a_store_named_twice_once(tmp_path):
     assert done.stderr.count("schemas: ") == 1
 
 
+def others_touched(logs: Path, result: dict) -> list[str]:
+    """The paths below a partition directory of ``logs`` other than ``_schemas-0`` that an
+    audited run opened or listed (after checking that it did open the store's segment, so
+    that the hook saw the reads at all)."""
+    root = os.path.realpath(logs)
+    touched = {os.path.relpath(p, root) for p in (*result["opened"], *result["listed"])}
+    assert os.path.join("_schemas-0", "00000000000000000000.log") in touched
+    return sorted(p for p in touched if p != "." and (logs / p.split(os.sep)[0]).is_dir()
+                  and p.split(os.sep)[0] != "_schemas-0")
+
+
 def test_a_store_named_by_its_log_dir_reads_only_its_schemas_partitions(tmp_path):
     """``--schemas LOGDIR`` needs the ``_schemas`` partitions of that log dir, not the others:
     it listed every partition directory and read each one's ``partition.metadata`` and
@@ -84,12 +95,7 @@ def test_a_store_named_by_its_log_dir_reads_only_its_schemas_partitions(tmp_path
                              "-q", str(SEGMENT)]])
     run, = result["runs"]
     assert run["code"] == 0 and run["stdout_bytes"] > 0, run
-    root = os.path.realpath(logs)
-    touched = {os.path.relpath(p, root) for p in (*result["opened"], *result["listed"])}
-    assert os.path.join("_schemas-0", "00000000000000000000.log") in touched
-    others = sorted(p for p in touched if p != "." and (logs / p.split(os.sep)[0]).is_dir()
-                    and p.split(os.sep)[0] != "_schemas-0")
-    assert others == []
+    assert others_touched(logs, result) == []
 
 
 def test_the_schemas_command_reads_only_the_schemas_partitions(tmp_path):
@@ -105,9 +111,4 @@ def test_the_schemas_command_reads_only_the_schemas_partitions(tmp_path):
         orders["stdout_bytes"] > 0, result["runs"]
     assert nope["code"] == 2 and "(topics here: _schemas, customers, events, orders" \
         in nope["stderr"]
-    root = os.path.realpath(logs)
-    touched = {os.path.relpath(p, root) for p in (*result["opened"], *result["listed"])}
-    assert os.path.join("_schemas-0", "00000000000000000000.log") in touched
-    others = sorted(p for p in touched if p != "." and (logs / p.split(os.sep)[0]).is_dir()
-                    and p.split(os.sep)[0] != "_schemas-0")
-    assert others == []
+    assert others_touched(logs, result) == []
