@@ -117,10 +117,20 @@ def _unpickled_task(index: int, packed: bytes, size: int) -> ReadTask:
 
 
 def task_count(total_cost: int, opts: ReadOptions, cores: int) -> int:
-    """How many tasks: ``minPartitions`` when given, one per ``maxPartitionBytes``, and, for a
-    tree big enough to pay each task's overhead, two per core (so a slow task is not alone)."""
+    """How many tasks: ``minPartitions`` when given, one per ``maxPartitionBytes``, at least
+    one per core for a tree big enough to pay each task's overhead, and, past one round of
+    the cores, a whole number of rounds.
+
+    One task per core, as Spark's own file sources cut a scan (``FilePartition``'s bytes per
+    core), not two: every task costs a reused Python worker a fixed share whatever its rows
+    (Spark's ``gc.collect()`` after it, the task's set-up, its segments mapped and unmapped),
+    about a fifth of its CPU for 64 MiB tasks of one-record batches (docs/performance.md,
+    "Spark"), and equal shares leave no core idle at the end. A count that is not a
+    multiple of the cores leaves cores idle in its last round (three tasks on two cores
+    take as long as four), so it is rounded up."""
     wanted = max(opts.min_partitions or 1, math.ceil(total_cost / opts.max_partition_bytes))
-    return max(wanted, min(2 * cores, math.ceil(total_cost / MIN_TASK_BYTES)))
+    tasks = max(wanted, min(cores, math.ceil(total_cost / MIN_TASK_BYTES)))
+    return tasks if tasks <= cores else math.ceil(tasks / cores) * cores
 
 
 def _cost(piece: ByteRange, level: Level) -> int:
