@@ -116,8 +116,10 @@ def _unpickled_task(index: int, packed: bytes, size: int) -> ReadTask:
     return task
 
 
-def task_count(total_cost: int, opts: ReadOptions, cores: int) -> int:
-    """How many tasks: ``minPartitions`` when given, one per ``maxPartitionBytes``, at least
+def task_count(total_cost: int, read_cost: int, opts: ReadOptions, cores: int) -> int:
+    """How many tasks: ``minPartitions`` when given, one per ``maxPartitionBytes`` of the
+    bytes read (``read_cost``: the ranges' bytes without their opening costs, so that four
+    64 MiB segments fill two tasks of 128 MiB, not three), at least
     one per core for a tree big enough to pay each task's overhead, and, past one round of
     the cores, a whole number of rounds.
 
@@ -128,7 +130,7 @@ def task_count(total_cost: int, opts: ReadOptions, cores: int) -> int:
     "Spark"), and equal shares leave no core idle at the end. A count that is not a
     multiple of the cores leaves cores idle in its last round (three tasks on two cores
     take as long as four), so it is rounded up."""
-    wanted = max(opts.min_partitions or 1, math.ceil(total_cost / opts.max_partition_bytes))
+    wanted = max(opts.min_partitions or 1, math.ceil(read_cost / opts.max_partition_bytes))
     tasks = max(wanted, min(cores, math.ceil(total_cost / MIN_TASK_BYTES)))
     return tasks if tasks <= cores else math.ceil(tasks / cores) * cores
 
@@ -149,7 +151,8 @@ def pack(pieces: list[ByteRange], opts: ReadOptions, cores: int | None = None) -
         return []
     level = opts.level
     total = sum(_cost(p, level) for p in pieces)
-    tasks = task_count(total, opts, cores or os.cpu_count() or 1)
+    tasks = task_count(total, total - RANGE_COST * len(pieces), opts,
+                       cores or os.cpu_count() or 1)
     share = total / tasks
     groups: list[list[ByteRange]] = [[] for _ in range(tasks)]
     done = 0.0

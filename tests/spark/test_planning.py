@@ -95,6 +95,17 @@ def test_a_big_tree_gets_one_task_per_core_in_whole_rounds(big):
     assert len(rounds) == 6  # five by the bytes alone
 
 
+def test_max_partition_bytes_caps_the_bytes_read(big):
+    """Two partitions of P bytes with ``maxPartitionBytes`` P are two tasks of P bytes: the
+    cost of opening each segment (which shares the work out evenly) is not bytes read, and
+    counted as such it made a third task, and so a second round of the cores."""
+    root, batches = big
+    partition = batches * len(template())
+    tasks = plan(parse_options({"path": str(root), "topics": "events",
+                                "maxPartitionBytes": str(partition)}), cores=2)
+    assert [t.bytes for t in tasks] == [partition, partition]
+
+
 def test_min_partitions_is_honoured(big):
     root, _ = big
     assert len(plan(parse_options({"path": str(root), "minPartitions": "24"}), cores=1)) >= 24
