@@ -119,9 +119,9 @@ def _unpickled_task(index: int, packed: bytes, size: int) -> ReadTask:
 def task_count(total_cost: int, read_cost: int, opts: ReadOptions, cores: int) -> int:
     """How many tasks: ``minPartitions`` when given, one per ``maxPartitionBytes`` of the
     bytes read (``read_cost``: the ranges' bytes without their opening costs, so that four
-    64 MiB segments fill two tasks of 128 MiB, not three), at least
-    one per core for a tree big enough to pay each task's overhead, and, past one round of
-    the cores, a whole number of rounds.
+    64 MiB segments fill two tasks of 128 MiB, not three), at least one per core for a tree
+    big enough to pay each task's overhead, and, past one round of the cores, a whole
+    number of rounds.
 
     One task per core, as Spark's own file sources cut a scan (``FilePartition``'s bytes per
     core), not two: every task costs a reused Python worker a fixed share whatever its rows
