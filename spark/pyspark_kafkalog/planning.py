@@ -116,11 +116,23 @@ def _unpickled_task(index: int, packed: bytes, size: int) -> ReadTask:
     return task
 
 
-def task_count(total_cost: int, opts: ReadOptions, cores: int) -> int:
-    """How many tasks: ``minPartitions`` when given, one per ``maxPartitionBytes``, and, for a
-    tree big enough to pay each task's overhead, two per core (so a slow task is not alone)."""
-    wanted = max(opts.min_partitions or 1, math.ceil(total_cost / opts.max_partition_bytes))
-    return max(wanted, min(2 * cores, math.ceil(total_cost / MIN_TASK_BYTES)))
+def task_count(total_cost: int, read_cost: int, opts: ReadOptions, cores: int) -> int:
+    """How many tasks: ``minPartitions`` when given, one per ``maxPartitionBytes`` of the
+    bytes read (``read_cost``: the ranges' bytes without their opening costs, so that four
+    64 MiB segments fill two tasks of 128 MiB, not three), at least one per core for a tree
+    big enough to pay each task's overhead, and, past one round of the cores, a whole
+    number of rounds.
+
+    One task per core, as Spark's own file sources cut a scan (``FilePartition``'s bytes per
+    core), not two: every task costs a reused Python worker a fixed share whatever its rows
+    (Spark's ``gc.collect()`` after it, the task's set-up, its segments mapped and unmapped),
+    about a fifth of its CPU for 64 MiB tasks of one-record batches (docs/performance.md,
+    "Spark"), and equal shares leave no core idle at the end. A count that is not a
+    multiple of the cores leaves cores idle in its last round (three tasks on two cores
+    take as long as four), so it is rounded up."""
+    wanted = max(opts.min_partitions or 1, math.ceil(read_cost / opts.max_partition_bytes))
+    tasks = max(wanted, min(cores, math.ceil(total_cost / MIN_TASK_BYTES)))
+    return tasks if tasks <= cores else math.ceil(tasks / cores) * cores
 
 
 def _cost(piece: ByteRange, level: Level) -> int:
@@ -139,7 +151,8 @@ def pack(pieces: list[ByteRange], opts: ReadOptions, cores: int | None = None) -
         return []
     level = opts.level
     total = sum(_cost(p, level) for p in pieces)
-    tasks = task_count(total, opts, cores or os.cpu_count() or 1)
+    tasks = task_count(total, total - RANGE_COST * len(pieces), opts,
+                       cores or os.cpu_count() or 1)
     share = total / tasks
     groups: list[list[ByteRange]] = [[] for _ in range(tasks)]
     done = 0.0

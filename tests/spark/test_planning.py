@@ -58,8 +58,8 @@ def ranges(tasks):
 
 def test_cuts_are_batch_boundaries_and_cover_every_batch_once(big):
     root, _batches = big
-    tasks = plan(parse_options({"path": str(root)}), cores=2)
-    assert len(tasks) >= 4  # two per core for a tree this size
+    tasks = plan(parse_options({"path": str(root)}), cores=4)
+    assert len(tasks) >= 4  # one per core for a tree this size
     pieces = ranges(tasks)
     by_segment: dict[str, list] = {}
     for r in pieces:
@@ -79,6 +79,31 @@ def test_small_segments_are_packed_together(big):
     tasks = plan(parse_options({"path": str(root), "topics": "tiny"}), cores=2)
     assert len(tasks) == 1 and len(tasks[0].ranges) == 5
     assert tasks[0].bytes < MIN_TASK_BYTES
+
+
+def test_a_big_tree_gets_one_task_per_core_in_whole_rounds(big):
+    """Two tasks per core cost each reused Python worker Spark's clean-up and a task's set-up
+    twice as often (a fifth of a worker's CPU for a count of one-record batches, and none
+    of it buys rows): a tree that fills the cores gets one task per core, as Spark's own
+    file sources. A count past one round is rounded up to whole rounds: five tasks on two
+    cores leave one core idle while the fifth runs."""
+    root, _ = big
+    assert len(plan(parse_options({"path": str(root)}), cores=2)) == 2
+    assert len(plan(parse_options({"path": str(root)}), cores=3)) == 3
+    rounds = plan(parse_options({"path": str(root), "maxPartitionBytes": str(10 << 20)}),
+                  cores=2)
+    assert len(rounds) == 6  # five by the bytes alone
+
+
+def test_max_partition_bytes_caps_the_bytes_read(big):
+    """Two partitions of P bytes with ``maxPartitionBytes`` P are two tasks of P bytes: the
+    cost of opening each segment (which shares the work out evenly) is not bytes read, and
+    counted as such it made a third task, and so a second round of the cores."""
+    root, batches = big
+    partition = batches * len(template())
+    tasks = plan(parse_options({"path": str(root), "topics": "events",
+                                "maxPartitionBytes": str(partition)}), cores=2)
+    assert [t.bytes for t in tasks] == [partition, partition]
 
 
 def test_min_partitions_is_honoured(big):
