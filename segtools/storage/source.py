@@ -176,7 +176,9 @@ class ReadAhead:
             return  # asked in large steps: each call walks the cache's index of the range
         with self._lock:
             self._asked = stop
-            self._issued = max(self._issued, start)
+            # a burst still behind the last step goes on from where it is: only what the
+            # walk has passed is skipped (the bytes between would be read by its faults)
+            self._issued = max(self._issued, pos)
             if self._burst is not None:  # a burst in progress goes on to the new stop
                 return
             inline = not self._background or stop - self._issued <= _ASK_INLINE
