@@ -6,6 +6,7 @@ is read with ``mincore`` (``pagecache.resident``)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -267,5 +268,5 @@ def test_a_burst_behind_the_walk_skips_only_what_the_walk_has_passed(tmp_path, m
         os.close(fd)
     read = sorted(calls)
     assert read[0][0] == 0 and read[-1][1] == 6 * MIB
-    gaps = [(a[1], b[0]) for a, b in zip(read, read[1:], strict=False) if b[0] > a[1]]
+    gaps = [(a[1], b[0]) for a, b in itertools.pairwise(read) if b[0] > a[1]]
     assert gaps == [], f"bytes ahead of the walk never read ahead: {gaps}"
