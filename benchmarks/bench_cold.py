@@ -9,8 +9,8 @@ log dir with its checkpoints), in one run:
   the peer every command is held to;
 * **commands**, each over the same cold files: ``scan --crc``, ``verify``, ``dump --deep
   --format jsonl`` (to ``/dev/null``) and ``segtools.open(dir).to_arrow()`` in a fresh process;
-* **warm**: the same command again, the files now cached: the speed where the CPU, not the
-  device, is the limit.
+* **warm**: the same command again right after its cold run, the files now cached: the
+  speed where the CPU, not the device, is the limit, under the same minute's load.
 
 Before each cold run every file is evicted with ``posix_fadvise(POSIX_FADV_DONTNEED)`` (clean
 pages only: nothing here writes them), and its residency checked after with ``mincore``
@@ -23,7 +23,8 @@ therefore a *pair*: the device's read of the evicted files and the command over 
 files evicted again, back to back, the order of the two swapped every other pair (device
 then command, command then device, ...) so that a disk speeding up or slowing down favours
 neither. Each pair gives one ratio, the command's cold speed over min(the device's speed in
-that pair, the command's warm speed); the figure is the median of the pairs' ratios, with
+that pair, the command's warm speed in that pair: its run right after the cold one); the
+figure is the median of the pairs' ratios, with
 their spread, the first pair's and the best. Target (issue 37): each command cold at >= 0.9
 of the device's read of the same files, or of its warm speed where that is lower.
 
@@ -120,10 +121,12 @@ def command_run(cmd: list[str], env: dict[str, str] | None = None) -> float:
 @dataclass(frozen=True, slots=True)
 class Pair:
     """One repetition: the device's read and the command, each over the same files just
-    evicted, back to back (seconds), and what eviction left resident before each."""
+    evicted, back to back (seconds), the command again right after its cold run, the files
+    now cached (``warm``), and what eviction left resident before each."""
 
     device: float
     command: float
+    warm: float
     resident: float
 
 
@@ -136,13 +139,21 @@ def paired(timed_device: Callable[[], float], timed_command: Callable[[], float]
 
 def pair(timed_device: Callable[[], float], timed_command: Callable[[], float],
          cold: Callable[[], float], turn: int) -> Pair:
-    """The ``turn``-th pair of :func:`paired`: the device first in even turns."""
+    """The ``turn``-th pair of :func:`paired`: the device first in even turns. The command's
+    warm run follows its cold one at once: a command bound by the CPU is held to its speed
+    in the same seconds, under the same load, not to the best of runs minutes away (the
+    best of three warm runs held against the median of three cold ones counted the spread
+    between runs, which the other sessions' load widens, against the cold read)."""
     left = cold()
-    first = timed_device() if turn % 2 == 0 else timed_command()
-    left = max(left, cold())
-    second = timed_command() if turn % 2 == 0 else timed_device()
-    device, command = (first, second) if turn % 2 == 0 else (second, first)
-    return Pair(device, command, left)
+    if turn % 2 == 0:
+        device = timed_device()
+        left = max(left, cold())
+        command, warm = timed_command(), timed_command()
+    else:
+        command, warm = timed_command(), timed_command()
+        left = max(left, cold())
+        device = timed_device()
+    return Pair(device, command, warm, left)
 
 
 def code_env(path: str | None) -> dict[str, str] | None:
@@ -178,7 +189,8 @@ def in_turns(codes: list[str | None], repeat: int,
 
 @dataclass(frozen=True, slots=True)
 class Summary:
-    """Ratios of a command's cold speed to min(device in the same pair, warm), over pairs."""
+    """Ratios of a command's cold speed to min(device, warm), both of the same pair, over
+    pairs."""
 
     median: float
     lowest: float
@@ -186,10 +198,10 @@ class Summary:
     first: float
 
     @classmethod
-    def of(cls, pairs: list[Pair], warm: float) -> Summary:
-        """``warm``: the command's best seconds on cached files. A speed is bytes over
-        seconds, so the ratio of a pair is max(device, warm) seconds over the command's."""
-        ratios = [max(p.device, warm) / p.command for p in pairs]
+    def of(cls, pairs: list[Pair]) -> Summary:
+        """A speed is bytes over seconds, so the ratio of a pair is max(device, warm)
+        seconds over the command's cold seconds."""
+        ratios = [max(p.device, p.warm) / p.command for p in pairs]
         return cls(statistics.median(ratios), min(ratios), max(ratios), ratios[0])
 
 
@@ -215,28 +227,28 @@ def main() -> None:
             row[name] = {}
             for code, pairs in by_code.items():
                 label = "this" if code is None else code
-                warm = min(command_run(cmd, code_env(code)) for _ in range(opts.repeat))
-                row[name][label] = report(name, label, pairs, warm, size)
+                row[name][label] = report(name, label, pairs, size)
         results[shape.name] = row
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "cold.json").write_text(json.dumps(results, indent=1))
 
 
-def report(name: str, label: str, pairs: list[Pair], warm: float, size: int) -> dict:
+def report(name: str, label: str, pairs: list[Pair], size: int) -> dict:
     """One command's line (printed) and record (returned) for one code."""
-    summary = Summary.of(pairs, warm)
+    summary = Summary.of(pairs)
     device_mb_s = [size / p.device / 1e6 for p in pairs]
     cold_mb_s = [size / p.command / 1e6 for p in pairs]
+    warm_mb_s = [size / p.warm / 1e6 for p in pairs]
     print(f"  {name:18} [{label}] {summary.median:.2f} of min(device, warm), median of "
           f"{len(pairs)} pairs (spread {summary.lowest:.2f}-{summary.best:.2f}, "
           f"first {summary.first:.2f}); cold {statistics.median(cold_mb_s):5.0f} MB/s beside "
           f"the device's {statistics.median(device_mb_s):5.0f} "
           f"({min(device_mb_s):.0f}-{max(device_mb_s):.0f}), warm "
-          f"{size / warm / 1e6:5.0f} MB/s (target >= {TARGET}), load "
+          f"{statistics.median(warm_mb_s):5.0f} MB/s (target >= {TARGET}), load "
           f"{os.getloadavg()[0]:.1f}", flush=True)
     return {"pairs": [dataclasses.asdict(p) for p in pairs],
             "device_mb_s": device_mb_s, "cold_mb_s": cold_mb_s,
-            "warm_mb_s": size / warm / 1e6,
+            "warm_mb_s": warm_mb_s,
             "resident_after_evict": max(p.resident for p in pairs),
             "x_floor": dataclasses.asdict(summary)}
 

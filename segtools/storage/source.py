@@ -36,7 +36,7 @@ import numpy as np
 from segtools.decode.buffers import BufferPool
 from segtools.decode.source import advise
 from segtools.decode.walk import first_nonzero
-from segtools.storage import gentle
+from segtools.storage import _readahead, gentle
 from segtools.storage.files import data_end, next_data, open_to_advise
 
 #: Window size for the mapping: pages behind it are handed back, and the size is re-checked.
@@ -112,8 +112,10 @@ class ReadAhead:
 
     The range ahead is read into the page cache on a thread of its own
     (:func:`_read_into_cache`: the kernel's own readahead, no copy): bringing pages in costs
-    CPU (the pages allocated and indexed, the requests built), and the call lets go of the
-    GIL, so the walk goes on while the second core keeps the device busy. A thread lives
+    CPU (the pages allocated and indexed, the requests built), and the compiled loop that
+    makes the calls holds no GIL until it has caught up with the walk, so the walk goes on
+    while the second core keeps the device busy, and the device never waits for the walk's
+    thread to let go of the GIL between two pieces. A thread lives
     only while there is something to ask (one burst per step of the walk), so a file never
     closed leaves none behind; :meth:`close` waits for the call in progress, so nothing
     reaches a descriptor its owner has closed. ``POSIX_FADV_WILLNEED`` is what the walk's
@@ -132,12 +134,14 @@ class ReadAhead:
         self.origin = origin
         self.depth = depth
         self.cold = False
-        self._asked = 0  # position up to which the device was asked for (or will be)
+        #: how far the device was asked for (or will be), and how far the calls were made:
+        #: shared with the compiled burst (:func:`segtools.storage._readahead.burst`), which
+        #: reads the first before each piece and moves the second on
+        self._state = np.zeros(2, np.longlong)
         self._probe = bytearray(1)
         self._limit = 0  # willneed_limit, read once the file is found cold
         self._background = depth >= READAHEAD
         self._lock = threading.Lock()
-        self._issued = 0  # position up to which the calls were made
         self._burst: threading.Thread | None = None
         self._read = True  # the burst reads into the cache (else: advice, see _ask)
         self._following: str | None = None  # the file walked next, until it is opened
@@ -158,8 +162,9 @@ class ReadAhead:
         """The walk is at ``pos`` and has the bytes up to ``upto`` in hand (or is about to
         read them): keep the device ``depth`` bytes ahead of that, if the file is cold."""
         want = upto + self.depth
+        state = self._state
         if not self.cold:
-            if min(self.size, want) <= self._asked:
+            if min(self.size, want) <= state[_ASKED]:
                 return
             self.cold = not self._cached(min(self.size, want) - 1)
             if not self.cold:
@@ -169,17 +174,19 @@ class ReadAhead:
             self._open_following()
         end = self.size + self._next_size
         stop = min(end, want)
-        if stop <= self._asked:
+        if stop <= state[_ASKED]:
             return
-        start = max(pos, self._asked)
+        start = max(pos, int(state[_ASKED]))
         if stop < end and stop - start < self.depth // 4:
             return  # asked in large steps: each call walks the cache's index of the range
         with self._lock:
-            self._asked = stop
-            self._issued = max(self._issued, start)
+            state[_ASKED] = stop
+            # a burst still behind the last step goes on from where it is: only what the
+            # walk has passed is skipped (the bytes between would be read by its faults)
+            state[_ISSUED] = max(int(state[_ISSUED]), pos)
             if self._burst is not None:  # a burst in progress goes on to the new stop
                 return
-            inline = not self._background or stop - self._issued <= _ASK_INLINE
+            inline = not self._background or stop - state[_ISSUED] <= _ASK_INLINE
             if not inline:
                 self._burst = threading.Thread(target=self._ask, name="segtools-readahead",
                                                daemon=True)
@@ -201,31 +208,38 @@ class ReadAhead:
             os.close(fd)  # empty, or warm: nothing to ask
 
     def _ask(self) -> None:
-        """Ask for the bytes up to ``_asked``, never across the end of the file; the burst
-        ends once nothing is left. On the burst's thread the bytes are read into the page
-        cache (:func:`_read_into_cache`), a piece at a time; on the walk's, asked for with
-        ``POSIX_FADV_WILLNEED``, one call of at most ``_limit`` bytes at a time."""
-        reading = self._burst is threading.current_thread() and self._read
-        sink = _open_sink() if reading else None
+        """Ask for the bytes up to what the walk asked for, never across the end of the file;
+        the burst ends once nothing is left. On the burst's thread the bytes are read into
+        the page cache by the compiled loop (:func:`_read_into_cache`), which holds no GIL
+        until it has caught up; on the walk's, asked for with ``POSIX_FADV_WILLNEED``, one
+        call of at most ``_limit`` bytes at a time."""
+        state = self._state
+        on_burst = self._burst is threading.current_thread()
+        sink = _open_sink() if on_burst and self._read else None
         try:
             while True:
+                if sink is not None and not _read_into_cache(
+                        state, sink, self.fd, self.origin, self.size,
+                        -1 if self._next_fd is None else self._next_fd,
+                        self.size + self._next_size):
+                    self._read = False  # no splice from this file system: advice then
+                    os.close(sink)
+                    sink = None
                 with self._lock:
-                    lo = self._issued
-                    n = min(_READ_PIECE if sink is not None else self._limit,
-                            self._asked - lo)
+                    lo = int(state[_ISSUED])
+                    left = int(state[_ASKED]) - lo
+                    if left <= 0:
+                        if on_burst:
+                            self._burst = None
+                        return
+                    if sink is not None:
+                        continue  # asked for more since the loop caught up: on with it
+                    n = min(self._limit, left)
                     if lo < self.size:
                         fd, at, n = self.fd, self.origin + lo, min(n, self.size - lo)
                     else:
                         fd, at = self._next_fd, lo - self.size
-                    if n <= 0:
-                        if self._burst is threading.current_thread():
-                            self._burst = None
-                        return
-                    self._issued = lo + n
-                if sink is not None and _read_into_cache(sink, fd, at, n):
-                    continue
-                if sink is not None:  # no splice from this file system: advice then
-                    self._read, sink = False, None
+                    state[_ISSUED] = lo + n
                 with contextlib.suppress(OSError):
                     os.posix_fadvise(fd, at, n, os.POSIX_FADV_WILLNEED)
         finally:
@@ -236,7 +250,7 @@ class ReadAhead:
         """Ask for nothing more, and wait for a call in progress (its owner closes the
         descriptor next)."""
         with self._lock:
-            self._asked = self._issued
+            self._state[_ASKED] = self._state[_ISSUED]
             burst = self._burst
         if burst is not None:
             burst.join()
@@ -257,6 +271,7 @@ class ReadAhead:
 
 
 _NOWAIT = getattr(os, "RWF_NOWAIT", 0)
+_ASKED, _ISSUED = _readahead.ASKED, _readahead.ISSUED
 #: Bytes the burst reads into the page cache per call: small enough that :meth:`ReadAhead.
 #: close` waits a few milliseconds at most for the call in progress.
 _READ_PIECE = 8 * 1024 * 1024
@@ -271,20 +286,20 @@ def _open_sink() -> int | None:
         return None
 
 
-def _read_into_cache(sink: int, fd: int, at: int, n: int) -> bool:
-    """Read ``n`` bytes of ``fd`` from ``at`` into the page cache, copying them nowhere:
-    ``sendfile`` to ``/dev/null`` takes the file's pages through the kernel's own readahead
-    (large folios where the file system has them, the next window started while this one
-    is read) and lets go of them unread. Measured here on an evicted 1 GiB file: 0.03 ms of
-    CPU per MiB and 2.3 GB/s, where ``POSIX_FADV_WILLNEED`` costs 0.16 ms per MiB and
-    brought 0.8-0.9 GB/s in (it builds the cache a 4 KiB page at a time), and ``pread``
-    into a buffer 0.15-0.35 ms. False where the file system cannot splice (the burst then
-    asks with advice); a file that ended early just reads less."""
-    try:
-        os.sendfile(sink, fd, at, n)
-    except OSError as e:
-        return e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP)
-    return True
+def _read_into_cache(state: np.ndarray, sink: int, fd: int, origin: int, size: int,
+                     next_fd: int, end: int) -> bool:
+    """Read what ``state`` says is asked for and not yet sent (positions past ``size`` are
+    ``next_fd``'s) into the page cache, copying it nowhere, in :data:`_READ_PIECE` calls of
+    ``sendfile`` to ``/dev/null`` made by compiled code that holds no GIL
+    (:func:`segtools.storage._readahead.burst`): the kernel's own readahead (large folios
+    where the file system has them, the next window started while this one is read),
+    pages let go of unread. Measured here on an evicted 1 GiB file: 0.03 ms of CPU per MiB
+    and 2.3 GB/s, where ``POSIX_FADV_WILLNEED`` costs 0.16 ms per MiB and brought 0.8-0.9
+    GB/s in (it builds the cache a 4 KiB page at a time), and ``pread`` into a buffer
+    0.15-0.35 ms. False where the file system cannot splice (the burst then asks with
+    advice); a file that ended early just reads less."""
+    return _readahead.burst(state, sink, fd, origin, size, next_fd, end,
+                            _READ_PIECE) != _readahead.NO_SPLICE
 
 
 def depth(stride: int) -> int:
