@@ -36,6 +36,7 @@ from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, SegmentFiles
 from segtools.storage.segment import Segment, unreadable
+from segtools.storage.source import WINDOW_SLACK
 from segtools.storage.summary import SegmentSummary, summarize
 
 #: The transactions analysis (with the coordinator's log and the producer-state fold behind
@@ -63,8 +64,9 @@ ARROW_BLOCK = 8 * 1024 * 1024
 #: ``storage.source.PREAD_CHUNK_STRIDE``). Inline, the window being read and the one the
 #: consumer's last Arrow batch points into are in use at once; with the walk ahead on its
 #: own thread, up to five. The pool keeps four: one more comes from Arrow's allocator,
-#: which keeps it for the next.
-WINDOW_BUFFER = WALK_BYTES
+#: which keeps it for the next. A window is read into its buffer up to a page in (its file
+#: position's place in a page: ``storage.source.phase``).
+WINDOW_BUFFER = WALK_BYTES + WINDOW_SLACK
 WINDOW_BUFFERS = 4
 #: Walked chunks waiting for the reader when the walk runs on a thread of its own.
 WALK_AHEAD = 1

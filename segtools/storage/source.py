@@ -52,6 +52,9 @@ PREAD_STRIDE = 4 * 1024 * 1024
 PREAD_CHUNK_STRIDE = 16 * 1024 * 1024
 #: Inflated bytes per chunk of compressed batches (the record decoder's buffers).
 CHUNK_BUFFER = 16 * 1024 * 1024
+#: What a window's buffer holds beyond the window: the window is read into its buffer at the
+#: file position's own place in a page (:meth:`WindowSource.window`), up to a page in.
+WINDOW_SLACK = mmap.PAGESIZE
 #: Below this size a mapping's pages are not worth handing back.
 _RELEASE_MIN = 64 * 1024 * 1024
 _ZERO_CHUNK = 1 << 20
@@ -305,6 +308,15 @@ def _pread_into(fd: int, view: memoryview, position: int) -> int:
     return done
 
 
+def phase(position: int) -> int:
+    """Where ``position`` of a file lies in its page: the bytes a window read from there is
+    placed into its page-aligned buffer (:meth:`WindowSource.window`). Measured here (AMD
+    EPYC, Linux 6.18, 256 MiB of warm 4 KiB page cache pages in 16 MiB windows starting at
+    batch boundaries): 45-48 ms of CPU at the file's phase, 65-70 ms into the buffer's first
+    byte, where every word the kernel copies straddles two words of the destination."""
+    return position % mmap.PAGESIZE
+
+
 def zero_from(fd: int, lo: int, hi: int) -> int | None:
     """The first non-zero byte of the file in ``[lo, hi)``, or None. Holes are skipped with
     ``SEEK_DATA`` (a sparse or preallocated file is mostly holes and must not cost a read of
@@ -439,7 +451,7 @@ class WindowSource:
         self.origin = origin  # where the file starts in ``fd`` (an archive member: its offset)
         self.buffers = BufferPool(CHUNK_BUFFER)  # the record decoder's (inflated payloads)
         self._own_windows = windows is None
-        self._windows = BufferPool(self.stride) if windows is None else windows
+        self._windows = BufferPool(self.stride + WINDOW_SLACK) if windows is None else windows
         #: ``(buffer, lo, avail)`` of the last windows the walk read, newest first
         self._recent: tuple[tuple[np.ndarray, int, int], ...] = ()
         self._keep_recent = 1
@@ -449,21 +461,30 @@ class WindowSource:
         self._ahead = ReadAhead(fd, size, origin, depth(self.stride))
 
     def window(self, lo: int, hi: int, *, keep: bool = False) -> tuple[np.ndarray, int, int]:
+        """The bytes ``[lo, hi)`` (fewer: the file ended), in private memory.
+
+        The copy out of the page cache is the windows' one cost that a mapping does not pay,
+        and it costs a third less when each byte lands at the place in a page of the buffer
+        that it has in the file's page: the kernel's copy then moves whole aligned words
+        from each page cache page. Windows start where a batch starts, anywhere in a page,
+        so each is read into its page-aligned buffer :func:`phase` bytes in."""
         hi = min(hi, self.size)
         if keep:
-            for buf, last_lo, last_avail in self._recent:
+            for window, last_lo, last_avail in self._recent:
                 if last_lo <= lo and hi <= last_avail:
-                    return buf[lo - last_lo:hi - last_lo], lo, hi
+                    return window[lo - last_lo:hi - last_lo], lo, hi
         n = max(0, hi - lo)
         if self._rate is not None:
             self._rate.take(n)
-        buf = self._windows.get(n)
+        skip = phase(self.origin + lo)
+        window = self._windows.get(skip + n)[skip:skip + n]
         if not keep:  # the walk's own windows, front to back: cold, the device reads ahead
             self._ahead.passed(lo, hi)
-        got = _pread_into(self.fd, memoryview(buf)[:n], self.origin + lo) if n else 0
+        got = _pread_into(self.fd, memoryview(window), self.origin + lo) if n else 0
+        window = window[:got]
         if not keep:  # one tuple replaced whole: a reader on another thread sees old or new
-            self._recent = ((buf, lo, lo + got), *self._recent[:self._keep_recent - 1])
-        return buf[:got], lo, lo + got
+            self._recent = ((window, lo, lo + got), *self._recent[:self._keep_recent - 1])
+        return window, lo, lo + got
 
     def follow(self, path: str) -> None:
         """See :meth:`ReadAhead.follow`."""

@@ -1,0 +1,76 @@
+"""``pread`` windows: each read into its buffer at its file position's place in a page."""
+
+from __future__ import annotations
+
+import mmap
+import os
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from segtools.decode.buffers import BufferPool
+from segtools.fetch.rows import WALK_BYTES, WINDOW_BUFFER, WINDOW_BUFFERS
+from segtools.storage.source import WindowSource
+
+PAGE = mmap.PAGESIZE
+DATA = bytes(range(251)) * (5 * PAGE // 251 + 1)  # no two pages alike (251 is prime)
+
+
+def _address(window) -> int:
+    return window.__array_interface__["data"][0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(origin=st.integers(0, 2 * PAGE), lo=st.integers(0, 2 * PAGE),
+       n=st.integers(0, 2 * PAGE), keep=st.booleans())
+def test_a_window_holds_its_bytes_at_their_place_in_a_page(tmp_path_factory, origin, lo, n,
+                                                           keep):
+    """The kernel's copy out of the page cache runs a third faster when source and buffer
+    are in step (``storage.source.phase``); the bytes are the file's, from any position of
+    a file that starts anywhere in its descriptor (an archive member)."""
+    path = tmp_path_factory.mktemp("w") / "f.log"
+    path.write_bytes(DATA)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = WindowSource(fd, len(DATA) - origin, origin)
+        if keep:  # a window the walk read first, then a part of it asked for again
+            source.window(lo, lo + n + PAGE)
+        window, got_lo, got_hi = source.window(lo, lo + n, keep=keep)
+        expected = DATA[origin + lo:origin + min(lo + n, len(DATA) - origin)]
+        assert (got_lo, got_hi) == (lo, lo + len(expected))
+        assert window.tobytes() == expected
+        if len(window):
+            assert _address(window) % PAGE == (origin + lo) % PAGE
+        source.close()
+    finally:
+        os.close(fd)
+
+
+def test_the_readers_pool_holds_a_whole_window_at_any_phase(tmp_path):
+    """The Arrow reader's pool (``fetch.rows``) is sized for a chunk's window plus its place
+    in a page: windows of the full chunk at every phase reuse its buffers, where a pool of
+    bare chunks would allocate a fresh one (fresh pages, zeroed by the kernel) for every
+    window that does not start on a page."""
+    path = tmp_path / "sparse.log"
+    with open(path, "wb") as f:
+        f.truncate(WALK_BYTES + 2 * PAGE)  # a hole: read as zeros, nothing written
+    allocated = []
+
+    def allocate(n: int):
+        allocated.append(n)
+        return np.zeros(n, np.uint8)
+
+    pool = BufferPool(WINDOW_BUFFER, size=WINDOW_BUFFERS, allocate=allocate)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = WindowSource(fd, WALK_BYTES + 2 * PAGE, windows=pool)
+        for lo in (0, 1, 61, PAGE - 1, PAGE + 17, 2 * PAGE - 1):
+            window, _, hi = source.window(lo, lo + WALK_BYTES)
+            assert hi - lo == WALK_BYTES and not window.any()
+            del window
+        source.close()
+    finally:
+        os.close(fd)
+    assert len(allocated) <= 2  # the window in hand, and the last one (kept for the reader)
+
