@@ -477,7 +477,9 @@ class WindowSource:
         if self._rate is not None:
             self._rate.take(n)
         skip = phase(self.origin + lo)
-        window = self._windows.get(skip + n)[skip:skip + n]
+        # a page more than the window whatever its place: every full window then asks its
+        # pool for one size, and any buffer of the pool can take it
+        window = self._windows.get(n + WINDOW_SLACK)[skip:skip + n]
         if not keep:  # the walk's own windows, front to back: cold, the device reads ahead
             self._ahead.passed(lo, hi)
         got = _pread_into(self.fd, memoryview(window), self.origin + lo) if n else 0
