@@ -452,7 +452,7 @@ class WindowSource:
         self.buffers = BufferPool(CHUNK_BUFFER)  # the record decoder's (inflated payloads)
         self._own_windows = windows is None
         self._windows = BufferPool(self.stride + WINDOW_SLACK) if windows is None else windows
-        #: ``(buffer, lo, avail)`` of the last windows the walk read, newest first
+        #: ``(window, lo, avail)`` of the last windows the walk read, newest first
         self._recent: tuple[tuple[np.ndarray, int, int], ...] = ()
         self._keep_recent = 1
         self._rate = gentle.current().rate
@@ -464,7 +464,7 @@ class WindowSource:
         """The bytes ``[lo, hi)`` (fewer: the file ended), in private memory.
 
         The copy out of the page cache is the windows' one cost that a mapping does not pay,
-        and it costs a third less when each byte lands at the place in a page of the buffer
+        and it costs up to a third less when each byte lands at the place in a page of the buffer
         that it has in the file's page: the kernel's copy then moves whole aligned words
         from each page cache page. Windows start where a batch starts, anywhere in a page,
         so each is read into its page-aligned buffer :func:`phase` bytes in."""
