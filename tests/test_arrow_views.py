@@ -393,6 +393,84 @@ def test_pages_mapped_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
     assert max(hi for _, hi, _ in mapped) > 3 * size + fetch_rows.PREFAULT_STEP
 
 
+def test_windows_copied_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
+    """Read through ``pread`` windows (as under a running broker), the reader copies the
+    window after the walk's while it waits (``WindowSource.copy_ahead``), on its own thread:
+    no third thread runs. The rows and findings are the inline walk's, the bad CRC found
+    where it is, and a follower's truncation after the copy ends the read where the file
+    now ends, with the inline walk's finding at the same byte."""
+    import threading
+
+    from segtools import fanout
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import WindowSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 24)
+    log = pdir / "00000000000000000005.log"
+    with open(log, "r+b") as f:  # one bad CRC, mid-segment
+        f.seek(size * 17 + 100)
+        f.write(b"\xff")
+    shutil.copy(log, tmp_path / "whole.log")
+    monkeypatch.setattr(segment_room, "SMALL_FILE", 0)  # the active segment too: a window
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(WindowSource, "stride", size)
+    monkeypatch.setattr(WindowSource, "chunk_stride", 3 * size)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    copied, threads = [], set()
+    real_copy, real_window = WindowSource.copy_ahead, WindowSource.window
+    cut = None
+
+    def copy_ahead(self) -> bool:
+        before = self.copied_ahead
+        more = real_copy(self)
+        copied.append((threading.current_thread().name, self.copied_ahead - before))
+        return more
+
+    def window(self, lo, hi, *, keep=False):
+        threads.update(t.name for t in threading.enumerate())
+        if not keep and cut is not None and lo >= 6 * size and os.path.getsize(log) > cut:
+            os.truncate(log, cut)  # after the reader copied this window ahead
+        return real_window(self, lo, hi, keep=keep)
+
+    monkeypatch.setattr(WindowSource, "copy_ahead", copy_ahead)
+    monkeypatch.setattr(WindowSource, "window", window)
+
+    def read() -> tuple[list, list]:
+        shutil.copy(tmp_path / "whole.log", log)
+        findings = []
+        table = segtools.open(pdir, page_cache="restore").to_arrow(
+            on_finding=findings.append).read_all()
+        return table.to_pylist(), [(f.code, f.position) for f in findings]
+
+    def always_waiting(items, idle=None, **kw):
+        """A reader that waits for every chunk: it copies all it is offered, so the walk
+        takes over windows copied ahead whatever the threads' timing."""
+        for item in items:
+            while idle is not None and idle():
+                pass
+            yield item
+
+    threaded = read()
+    assert threads <= {threading.main_thread().name, "segtools-walk-ahead"}, threads
+    assert {name for name, _ in copied} <= {threading.current_thread().name}
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    inline = read()
+    assert threaded == inline
+    assert ("crc_mismatch", size * 17) in inline[1]
+    copied.clear()
+    monkeypatch.setattr(fanout, "ahead", always_waiting)
+    assert read() == inline
+    assert sum(n for _, n in copied) > 10 * size, "the waiting reader copied nothing ahead"
+
+    cut = 10 * size + 100  # inside the 11th batch
+    truncated = read()
+    assert ("segment_truncated_while_reading", 10 * size) in truncated[1]
+    # the ten whole batches, then the active segment's
+    assert [r["offset"] for r in truncated[0]] == [*range(5, 2005), *range(4805, 5005)]
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    assert read() == truncated
+
+
 def test_a_first_read_of_records_does_not_import_pandas():
     """``pa.array`` imports pandas on its first call (1.4-2.5 s here, most of a Spark
     executor's first task): the records level builds every column from buffers, the mixed

@@ -311,11 +311,14 @@ class _Pages:
     much as a CRC-32C of them from memory and dropping them half as much (0.020 and 0.010 s
     per 256 MiB); on the walk's thread, dropping 64 MiB at once kept the reader waiting for
     2.6 ms. Never more than two chunks ahead of what the reader holds, never more than two
-    behind, so memory stays flat whichever thread is the slower."""
+    behind, so memory stays flat whichever thread is the slower. A source read through
+    ``pread`` windows has no pages to map: the reader copies the walk's next window ahead
+    instead (its ``copy_ahead``), the walk's thread's main cost there."""
 
     def __init__(self, source: Source, start: int, end: int):
         self._source = source
         self._prefault = getattr(source, "prefault", None)
+        self._copy_ahead = getattr(source, "copy_ahead", None)
         self._end = end
         self._next = start + WALK_BYTES  # the walk is faulting in its first chunk itself
         self._limit = min(end, start + 2 * WALK_BYTES)
@@ -338,6 +341,8 @@ class _Pages:
         if self._done - self._released >= PREFAULT_STEP:
             self._release(min(self._done, self._released + 4 * PREFAULT_STEP))
             return True
+        if self._copy_ahead is not None:
+            return self._copy_ahead()
         if self._prefault is None or self._next >= self._limit:
             return False
         hi = min(self._limit, self._next + PREFAULT_STEP)

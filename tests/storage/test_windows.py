@@ -1,4 +1,5 @@
-"""``pread`` windows: each read into its buffer at its file position's place in a page."""
+"""``pread`` windows: each read into its buffer at its file position's place in a page, and
+the next one copied ahead by the reader's thread while the walk reads its own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from segtools.decode.buffers import BufferPool
 from segtools.fetch.rows import WALK_BYTES, WINDOW_BUFFER, WINDOW_BUFFERS
-from segtools.storage.source import WindowSource
+from segtools.storage.source import COPY_AHEAD_ROOM, COPY_AHEAD_STEP, WindowSource
 
 PAGE = mmap.PAGESIZE
 DATA = bytes(range(251)) * (5 * PAGE // 251 + 1)  # no two pages alike (251 is prime)
@@ -75,3 +76,63 @@ def test_the_readers_pool_holds_a_whole_window_at_any_phase(tmp_path):
         os.close(fd)
     assert len(allocated) == 2
 
+
+
+AHEAD_FILE = bytes(range(251)) * ((3 * COPY_AHEAD_STEP + 5 * PAGE) // 251)
+
+
+@settings(max_examples=40, deadline=None)
+@given(back=st.integers(0, COPY_AHEAD_ROOM + 2 * PAGE), steps=st.integers(0, 3),
+       origin=st.integers(0, PAGE), cut=st.none() | st.integers(0, len(AHEAD_FILE)))
+def test_a_window_copied_ahead_holds_what_a_read_of_it_would(tmp_path_factory, back, steps,
+                                                             origin, cut):
+    """The reader's thread copies the window after the walk's (``copy_ahead``) while the
+    walk reads its own; the walk's next window starts up to a batch before the end of the
+    one in hand (``back``), its head then copied over from that one. Whatever was copied
+    ahead, the window holds the file's bytes as a ``pread`` of it now would: a follower's
+    truncation (``cut``) since the copy shortens it there, and a window that starts before
+    the room in front of the copy is read whole. In step with the page cache either way."""
+    path = tmp_path_factory.mktemp("w") / "f.log"
+    path.write_bytes(AHEAD_FILE)
+    size = len(AHEAD_FILE) - origin
+    n = COPY_AHEAD_STEP + 3 * PAGE  # a step and a bit: two steps copy all of it
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = WindowSource(fd, size, origin)
+        source.walk_ahead(3)
+        first, _, end = source.window(0, n)
+        assert end == n
+        for _ in range(steps):
+            source.copy_ahead()
+        copied = source.copied_ahead
+        assert copied == min(steps * COPY_AHEAD_STEP, n)
+        if cut is not None:
+            os.truncate(path, cut)
+        lo = n - back
+        window, got_lo, got_hi = source.window(lo, lo + n)
+        now = len(AHEAD_FILE) if cut is None else cut
+        expected = AHEAD_FILE[origin + lo:max(origin + lo, min(origin + lo + n, now))]
+        assert (got_lo, got_hi) == (lo, lo + len(expected))
+        assert window.tobytes() == expected
+        assert first.tobytes() == AHEAD_FILE[origin:origin + n]  # the window before: intact
+        if len(window):
+            assert _address(window) % PAGE == (origin + lo) % PAGE
+        source.close()
+    finally:
+        os.close(fd)
+
+
+def test_nothing_is_copied_ahead_unless_the_walk_runs_ahead(tmp_path):
+    """Inline (one core), the walk reads every window itself: nothing is planned for
+    another thread, and ``copy_ahead`` has nothing to do."""
+    path = tmp_path / "f.log"
+    path.write_bytes(AHEAD_FILE)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = WindowSource(fd, len(AHEAD_FILE))
+        source.window(0, COPY_AHEAD_STEP)
+        assert not source.copy_ahead()
+        assert source.copied_ahead == 0
+        source.close()
+    finally:
+        os.close(fd)
