@@ -471,6 +471,59 @@ def test_windows_copied_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch
     assert read() == truncated
 
 
+def _spans(batch: pa.RecordBatch) -> list[tuple[int, int]]:
+    """The memory each buffer of the batch's arrays covers (address, end)."""
+    spans = []
+    for column in batch.columns:
+        for buffer in column.buffers():
+            if buffer is not None and buffer.size:
+                spans.append((buffer.address, buffer.address + buffer.size))
+    return spans
+
+
+@pytest.mark.parametrize("binary", ["view", "binary"])
+def test_a_dataset_reuses_its_buffers_but_never_under_a_batch_still_held(tmp_path,
+                                                                        monkeypatch, binary):
+    """A dataset keeps the buffers of its reads (``rows.ReadBuffers``): a second
+    ``to_arrow()`` writes into the first's column blocks and windows instead of fresh
+    ones, except those a batch the consumer still holds points into. The held batch is
+    unchanged after the second read, and no array of the second read shares a byte of
+    memory with it."""
+    from segtools.decode import buffers as buffers_room
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import WindowSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 24)
+    monkeypatch.setattr(segment_room, "SMALL_FILE", 0)  # the active segment too: a window
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(fetch_rows, "ARROW_BLOCK", 1 << 16)
+    monkeypatch.setattr(WindowSource, "stride", size)
+    monkeypatch.setattr(WindowSource, "chunk_stride", 3 * size)
+    made = []
+    real_aligned, real_memory = buffers_room.aligned, arrow.memory
+    monkeypatch.setattr(fetch_rows, "aligned", lambda n: (made.append(n), real_aligned(n))[1])
+    monkeypatch.setattr(arrow, "memory", lambda n: (made.append(n), real_memory(n))[1])
+    columns = ["offset", "key", "value", "timestamp", "position"]
+    with segtools.open(pdir, page_cache="restore", jobs=1) as ds:
+        first = iter(ds.to_arrow(columns=columns, binary=binary))
+        held = next(first)
+        expected = held.to_pylist()
+        rest = sum(b.num_rows for b in first)  # each let go once counted
+        made_first = len(made)
+        assert made_first > 0
+        del made[:]
+        second = 0
+        for batch in ds.to_arrow(columns=columns, binary=binary):
+            for lo, hi in _spans(batch):
+                assert all(hi <= held_lo or held_hi <= lo
+                           for held_lo, held_hi in _spans(held)), "a held batch's memory reused"
+            second += batch.num_rows
+        assert second == held.num_rows + rest == 200 * 25
+        assert held.to_pylist() == expected
+        # only the buffers the held batch keeps out of reuse are new
+        assert len(made) < made_first, (len(made), made_first)
+
+
 def test_a_first_read_of_records_does_not_import_pandas():
     """``pa.array`` imports pandas on its first call (1.4-2.5 s here, most of a Spark
     executor's first task): the records level builds every column from buffers, the mixed
