@@ -123,7 +123,7 @@ class ReadBuffers:
     its blocks and window out of reuse for as long as it lives; two reads of one dataset
     at once each take buffers the other does not hold. Each pool is bounded: what a
     dataset keeps between reads is what one read held at once, at most (up to eight
-    blocks each and four windows)."""
+    blocks each, of one to four times ``ARROW_BLOCK``, and four windows)."""
 
     blocks: BufferPool
     ahead: BufferPool
