@@ -438,13 +438,22 @@ class _NextWindow:
     """The bytes from ``start`` on (where the walk's window in hand ends) that the reader's
     thread copies ahead while it waits, up to ``end``, into ``buffer`` (taken at the first
     step), where each position ``p`` lies at ``p - base``: in step with the page cache, with
-    :data:`COPY_AHEAD_ROOM` in front. ``filled``: copied up to there."""
+    :data:`COPY_AHEAD_ROOM` in front.
+
+    The reader claims a step at a time (``claimed``: the bytes up to there are its, copied
+    or being copied; ``copying``: a step in progress) and copies it without holding the
+    lock, so the walk never waits for a reader that the scheduler has put aside; the walk
+    takes the rest from ``claimed`` on and reads it itself, then waits for the step in
+    progress, if any, before it hands the window out. ``short``: where a step of the
+    reader's found the file ending."""
 
     start: int
     end: int
     base: int
     buffer: np.ndarray | None = None
-    filled: int = 0
+    claimed: int = 0
+    copying: int = 0
+    short: int | None = None
 
 
 class WindowSource:
@@ -494,7 +503,7 @@ class WindowSource:
         self._ahead = ReadAhead(fd, size, origin, depth(self.stride))
         self._copying = False  # another thread copies windows ahead (:meth:`walk_ahead`)
         self._next: _NextWindow | None = None
-        self._next_lock = threading.Lock()  # held while a step copies, and to take it over
+        self._next_lock = threading.Condition()  # a step claimed or done; the window taken
         #: bytes copied ahead by another thread than the walk's (that the walk then used or
         #: not): what tests and measurements ask
         self.copied_ahead = 0
@@ -518,9 +527,9 @@ class WindowSource:
             skip = phase(self.origin + lo)
             # the slack whatever the window's place: every full window then asks its pool
             # for one size, and any buffer of the pool can take it
-            window, done = self._windows.get(n + WINDOW_SLACK)[skip:skip + n], 0
+            window, done, nxt = self._windows.get(n + WINDOW_SLACK)[skip:skip + n], 0, None
         else:
-            window, done = ahead
+            window, done, nxt = ahead
         if self._rate is not None:
             self._rate.take(n - done)
         if not keep:  # the walk's own windows, front to back: cold, the device reads ahead
@@ -528,6 +537,8 @@ class WindowSource:
         got = done
         if n > done:
             got += _pread_into(self.fd, memoryview(window)[done:], self.origin + lo + done)
+        if nxt is not None:
+            got = self._settled(nxt, window, lo, got)
         window = window[:got]
         if not keep:  # one tuple replaced whole: a reader on another thread sees old or new
             self._recent = ((window, lo, lo + got), *self._recent[:self._keep_recent - 1])
@@ -539,55 +550,76 @@ class WindowSource:
         if not n or start >= self.size:
             return None
         base = start - phase(self.origin + start) - COPY_AHEAD_ROOM
-        return _NextWindow(start, min(self.size, start + n), base, filled=start)
+        return _NextWindow(start, min(self.size, start + n), base, claimed=start)
 
-    def _take_next(self, lo: int, n: int) -> tuple[np.ndarray, int] | None:
+    def _take_next(self, lo: int, n: int) -> tuple[np.ndarray, int, _NextWindow] | None:
         """The walk's window ``[lo, lo + n)`` in the buffer copied ahead, and how many of its
-        bytes are there already: the head of its first batch copied from the window before,
-        and what the reader copied ahead of the walk, up to the file's size now (a follower's
-        truncation since is seen as the ``pread`` would see it). None when the window is not
-        the one planned for (a batch longer than the room in front of it, a window before it
-        that came back short). The window after it is planned at once, before this one is
-        read: the reader then copies it while the walk reads this one."""
+        bytes are the reader's (copied, or being copied): the head of its first batch is
+        copied here from the window before. None when the window is not the one planned for
+        (a batch longer than the room in front of it, a window before it that came back
+        short): it is then read whole, into a buffer of its own. The window after it is
+        planned at once, before this one is read: the reader copies it while the walk reads
+        this one."""
         planned = self._planned(lo + n, n)
-        with self._next_lock:  # waits for a step in progress
+        with self._next_lock:
             nxt, self._next = self._next, planned
+            mine = None if nxt is None else nxt.claimed  # the reader claims no more of it
         if nxt is None or nxt.buffer is None or not self._recent:
             return None
         before, before_lo, before_end = self._recent[0]
         if not (nxt.base <= lo <= nxt.start <= lo + n) or before_end != nxt.start \
                 or before_lo > lo or lo + n - nxt.base > len(nxt.buffer):
             return None
-        have = min(nxt.filled, lo + n)
-        if have > nxt.start:
-            now = os.fstat(self.fd).st_size - self.origin
-            if now < nxt.start:
-                return None  # truncated into the window before: read as if nothing was copied
-            have = min(have, now)
         window = nxt.buffer[lo - nxt.base:lo - nxt.base + n]
         window[:nxt.start - lo] = before[lo - before_lo:nxt.start - before_lo]
-        return window, have - lo
+        return window, min(mine, lo + n) - lo, nxt
+
+    def _settled(self, nxt: _NextWindow, window: np.ndarray, lo: int, got: int) -> int:
+        """The bytes of the window taken over from the reader (``got`` from ``lo`` read or
+        claimed), once the reader's step in progress is done: up to where a step found the
+        file ending, and no further than the file's size now (a follower's truncation since
+        the copy is seen as the walk's own ``pread`` would see it). A truncation into the
+        window before has the window read again, whole."""
+        with self._next_lock:
+            while nxt.copying:
+                self._next_lock.wait()
+        if nxt.short is not None:
+            got = min(got, nxt.short - lo)
+        if got > nxt.start - lo:
+            now = os.fstat(self.fd).st_size - self.origin
+            if now < nxt.start:
+                return _pread_into(self.fd, memoryview(window), self.origin + lo)
+            got = min(got, now - lo)
+        return got
 
     def copy_ahead(self) -> bool:
         """On the reader's thread, while it waits for the walk: copy a step of the window
         after the walk's (:data:`COPY_AHEAD_STEP`). False when there is nothing to copy (no
-        window planned yet, or all of it copied)."""
+        window planned yet, or all of it claimed)."""
         with self._next_lock:
             nxt = self._next
-            if nxt is None or nxt.filled >= nxt.end:
+            if nxt is None or nxt.claimed >= nxt.end:
                 return False
             if nxt.buffer is None:
                 nxt.buffer = self._windows.get(nxt.end - nxt.start + WINDOW_SLACK)
-            step = min(COPY_AHEAD_STEP, nxt.end - nxt.filled)
+            at = nxt.claimed
+            step = min(COPY_AHEAD_STEP, nxt.end - at)
+            nxt.claimed += step
+            nxt.copying += 1
+        got = 0
+        try:
             if self._rate is not None:
                 self._rate.take(step)
-            at = nxt.filled - nxt.base
-            got = _pread_into(self.fd, memoryview(nxt.buffer)[at:at + step],
-                              self.origin + nxt.filled)
-            nxt.filled += got
-            self.copied_ahead += got
-            if got < step:  # the file ends here, for now: the walk reads on from there
-                nxt.end = nxt.filled
+            got = _pread_into(self.fd, memoryview(nxt.buffer)[at - nxt.base:at - nxt.base + step],
+                              self.origin + at)
+        finally:
+            with self._next_lock:
+                nxt.copying -= 1
+                self.copied_ahead += got
+                if got < step:  # the file ends here, for now: nothing after it is copied
+                    nxt.short = at + got if nxt.short is None else min(nxt.short, at + got)
+                    nxt.end = min(nxt.end, at + got)
+                self._next_lock.notify_all()
         return True
 
     def follow(self, path: str) -> None:
