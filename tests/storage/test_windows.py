@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 
 import numpy as np
 from hypothesis import given, settings
@@ -133,6 +134,56 @@ def test_nothing_is_copied_ahead_unless_the_walk_runs_ahead(tmp_path):
         source.window(0, COPY_AHEAD_STEP)
         assert not source.copy_ahead()
         assert source.copied_ahead == 0
+        source.close()
+    finally:
+        os.close(fd)
+
+
+def test_the_walk_waits_for_a_step_in_progress_and_never_reads_it_again(tmp_path,
+                                                                        monkeypatch):
+    """The walk takes the window over while the reader is still copying a step of it: it
+    reads only what the reader had not claimed, and hands the window out once the step is
+    done (never while the reader still writes into it)."""
+    from segtools.storage import source as source_room
+
+    path = tmp_path / "f.log"
+    path.write_bytes(AHEAD_FILE)
+    started, go = threading.Event(), threading.Event()
+    walk_reads = []
+    real = source_room._pread_into
+
+    def pread_into(fd, view, position):
+        if threading.current_thread().name == "reader":
+            started.set()
+            go.wait(10)
+        elif threading.current_thread().name == "walk":
+            walk_reads.append(position)
+        return real(fd, view, position)
+
+    n = COPY_AHEAD_STEP + 3 * PAGE
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        source = WindowSource(fd, len(AHEAD_FILE))
+        source.walk_ahead(3)
+        source.window(0, n)
+        monkeypatch.setattr(source_room, "_pread_into", pread_into)
+        reader = threading.Thread(target=source.copy_ahead, name="reader")
+        reader.start()
+        assert started.wait(10)
+        taken = {}
+        walk = threading.Thread(name="walk", target=lambda: taken.update(
+            window=source.window(n - 100, 2 * n - 100)))
+        walk.start()
+        walk.join(0.3)
+        assert walk.is_alive(), "the window was handed out while the reader copied into it"
+        go.set()
+        walk.join(10)
+        reader.join(10)
+        window, lo, hi = taken["window"]
+        assert (lo, hi) == (n - 100, 2 * n - 100)
+        assert window.tobytes() == AHEAD_FILE[n - 100:2 * n - 100]
+        assert source.copied_ahead == COPY_AHEAD_STEP
+        assert walk_reads == [n + COPY_AHEAD_STEP]  # only what the reader had not claimed
         source.close()
     finally:
         os.close(fd)
