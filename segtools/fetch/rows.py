@@ -63,9 +63,11 @@ ARROW_BLOCK = 8 * 1024 * 1024
 #: A ``pread`` window's buffer: one walk chunk (the window grows to the chunk,
 #: ``storage.source.PREAD_CHUNK_STRIDE``). Inline, the window being read and the one the
 #: consumer's last Arrow batch points into are in use at once; with the walk ahead on its
-#: own thread, up to five. The pool keeps four: one more comes from Arrow's allocator,
-#: which keeps it for the next. A window is read into its buffer up to a page in (its file
-#: position's place in a page: ``storage.source.phase``).
+#: own thread, up to six (the next window, copied ahead by the reader, among them). The
+#: pool keeps four: the others come from Arrow's allocator, which keeps them for the next.
+#: A window is read into its buffer up to a page in (its file position's place in a page:
+#: ``storage.source.phase``), with room in front when it was copied ahead
+#: (``storage.source.COPY_AHEAD_ROOM``).
 WINDOW_BUFFER = WALK_BYTES + WINDOW_SLACK
 WINDOW_BUFFERS = 4
 #: Walked chunks waiting for the reader when the walk runs on a thread of its own.
