@@ -259,6 +259,9 @@ class LogDirs:
         self._listing_findings = tuple(f for d in log_dirs for p in d.partitions
                                        for f in p.findings)
         self._read_findings: list[Finding] = []
+        #: what its reads of records write into, kept from one read to the next: a read
+        #: then writes into pages the one before mapped, not fresh ones
+        self._buffers = rows.ReadBuffers.new()
 
     def take_listing(self, listing: Mapping[str, PartitionDir]) -> None:
         """The partition directories of :attr:`unlisted` listed elsewhere (a run's workers:
@@ -282,7 +285,9 @@ class LogDirs:
                 f"{sum(len(d.partitions) for d in self.log_dirs)} partition(s)>")
 
     def close(self) -> None:
-        """Close the locations this dataset opened (not those of a run it was opened in)."""
+        """Close the locations this dataset opened (not those of a run it was opened in),
+        and let go of the buffers its reads kept."""
+        self._buffers.clear()
         if self._owns_locations:
             self.locations.close()
 
@@ -486,7 +491,8 @@ class LogDirs:
             self._read_findings = []
             report = self._reporter(strict, on_finding, self._read_findings)
             batches = gentle.iterate(self.gentle,
-                                     self.locations.iterate(rows.read(pieces, scan, report)))
+                                     self.locations.iterate(rows.read(pieces, scan, report,
+                                                                       buffers=self._buffers)))
             if decoder is not None and wanted is not None:
                 batches = (_narrow_batch(b, decoder, wanted, shown) for b in batches)
             elif decoder is not None:  # decoded from the bytes, before they may become text

@@ -289,7 +289,7 @@ def test_a_window_kept_for_the_reader_is_the_bytes_it_was_read_from(tmp_path):
     (``walk_ahead``), and are read again, never taken from a reused buffer, once they are
     not."""
     from segtools.decode.buffers import BufferPool
-    from segtools.storage.source import WindowSource
+    from segtools.storage.source import WINDOW_SLACK, WindowSource
 
     data = bytes(range(256)) * 64  # 16 KiB, every window's bytes told apart by position
     path = tmp_path / "f.log"
@@ -307,7 +307,9 @@ def test_a_window_kept_for_the_reader_is_the_bytes_it_was_read_from(tmp_path):
         newest, _, _ = source.window(3 * step + 10, 3 * step + 20, keep=True)
         oldest, _, _ = source.window(10, 20, keep=True)
         kept_middle, _, _ = source.window(step + 5, 2 * step - 5, keep=True)
-        assert reads == [10]  # the window of 0..4096 fell out: read again
+        # the window of 0..4096 fell out: read again, into a buffer a page larger (the
+        # bytes go at the position's place in a page: storage.source.phase)
+        assert reads == [10 + WINDOW_SLACK]
         assert newest.tobytes() == data[3 * step + 10:3 * step + 20]
         assert oldest.tobytes() == data[10:20]
         assert kept_middle.tobytes() == data[step + 5:2 * step - 5]
@@ -389,6 +391,137 @@ def test_pages_mapped_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
     assert mapped, "the waiting reader mapped no page ahead"
     assert all(3 * size <= lo < hi <= total for lo, hi, total in mapped)
     assert max(hi for _, hi, _ in mapped) > 3 * size + fetch_rows.PREFAULT_STEP
+
+
+def test_windows_copied_ahead_by_the_reader_change_nothing(tmp_path, monkeypatch):
+    """Read through ``pread`` windows (as under a running broker), the reader copies the
+    window after the walk's while it waits (``WindowSource.copy_ahead``), on its own thread:
+    no third thread runs. The rows and findings are the inline walk's, the bad CRC found
+    where it is, and a follower's truncation after the copy ends the read where the file
+    now ends, with the inline walk's finding at the same byte."""
+    import threading
+
+    from segtools import fanout
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import WindowSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 24)
+    log = pdir / "00000000000000000005.log"
+    with open(log, "r+b") as f:  # one bad CRC, mid-segment
+        f.seek(size * 17 + 100)
+        f.write(b"\xff")
+    shutil.copy(log, tmp_path / "whole.log")
+    monkeypatch.setattr(segment_room, "SMALL_FILE", 0)  # the active segment too: a window
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(WindowSource, "stride", size)
+    monkeypatch.setattr(WindowSource, "chunk_stride", 3 * size)
+    monkeypatch.setenv("SEGTOOLS_WORKERS", "2")
+    copied, threads = [], set()
+    real_copy, real_window = WindowSource.copy_ahead, WindowSource.window
+    cut = None
+
+    def copy_ahead(self) -> bool:
+        before = self.copied_ahead
+        more = real_copy(self)
+        copied.append((threading.current_thread().name, self.copied_ahead - before))
+        return more
+
+    def window(self, lo, hi, *, keep=False):
+        threads.update(t.name for t in threading.enumerate())
+        if not keep and cut is not None and lo >= 6 * size and os.path.getsize(log) > cut:
+            os.truncate(log, cut)  # after the reader copied this window ahead
+        return real_window(self, lo, hi, keep=keep)
+
+    monkeypatch.setattr(WindowSource, "copy_ahead", copy_ahead)
+    monkeypatch.setattr(WindowSource, "window", window)
+
+    def read() -> tuple[list, list]:
+        shutil.copy(tmp_path / "whole.log", log)
+        findings = []
+        table = segtools.open(pdir, page_cache="restore").to_arrow(
+            on_finding=findings.append).read_all()
+        return table.to_pylist(), [(f.code, f.position) for f in findings]
+
+    def always_waiting(items, idle=None, **kw):
+        """A reader that waits for every chunk: it copies all it is offered, so the walk
+        takes over windows copied ahead whatever the threads' timing."""
+        for item in items:
+            while idle is not None and idle():
+                pass
+            yield item
+
+    threaded = read()
+    assert threads <= {threading.main_thread().name, "segtools-walk-ahead"}, threads
+    assert {name for name, _ in copied} <= {threading.current_thread().name}
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    inline = read()
+    assert threaded == inline
+    assert ("crc_mismatch", size * 17) in inline[1]
+    copied.clear()
+    monkeypatch.setattr(fanout, "ahead", always_waiting)
+    assert read() == inline
+    assert sum(n for _, n in copied) > 10 * size, "the waiting reader copied nothing ahead"
+
+    cut = 10 * size + 100  # inside the 11th batch
+    truncated = read()
+    assert ("segment_truncated_while_reading", 10 * size) in truncated[1]
+    # the ten whole batches, then the active segment's
+    assert [r["offset"] for r in truncated[0]] == [*range(5, 2005), *range(4805, 5005)]
+    monkeypatch.setattr(fanout, "ahead", lambda items, **kw: items)
+    assert read() == truncated
+
+
+def _spans(batch: pa.RecordBatch) -> list[tuple[int, int]]:
+    """The memory each buffer of the batch's arrays covers (address, end)."""
+    spans = []
+    for column in batch.columns:
+        for buffer in column.buffers():
+            if buffer is not None and buffer.size:
+                spans.append((buffer.address, buffer.address + buffer.size))
+    return spans
+
+
+@pytest.mark.parametrize("binary", ["view", "binary"])
+def test_a_dataset_reuses_its_buffers_but_never_under_a_batch_still_held(tmp_path,
+                                                                        monkeypatch, binary):
+    """A dataset keeps the buffers of its reads (``rows.ReadBuffers``): a second
+    ``to_arrow()`` writes into the first's column blocks and windows instead of fresh
+    ones, except those a batch the consumer still holds points into. The held batch is
+    unchanged after the second read, and no array of the second read shares a byte of
+    memory with it."""
+    from segtools.decode import buffers as buffers_room
+    from segtools.fetch import rows as fetch_rows
+    from segtools.storage.source import WindowSource
+
+    pdir, size = _sealed_copies(tmp_path / "logs", 24)
+    monkeypatch.setattr(segment_room, "SMALL_FILE", 0)  # the active segment too: a window
+    monkeypatch.setattr(fetch_rows, "WALK_BYTES", 3 * size)
+    monkeypatch.setattr(fetch_rows, "ARROW_BLOCK", 1 << 16)
+    monkeypatch.setattr(WindowSource, "stride", size)
+    monkeypatch.setattr(WindowSource, "chunk_stride", 3 * size)
+    made = []
+    real_aligned, real_memory = buffers_room.aligned, arrow.memory
+    monkeypatch.setattr(fetch_rows, "aligned", lambda n: (made.append(n), real_aligned(n))[1])
+    monkeypatch.setattr(arrow, "memory", lambda n: (made.append(n), real_memory(n))[1])
+    columns = ["offset", "key", "value", "timestamp", "position"]
+    with segtools.open(pdir, page_cache="restore", jobs=1) as ds:
+        first = iter(ds.to_arrow(columns=columns, binary=binary))
+        held = next(first)
+        expected = held.to_pylist()
+        rest = sum(b.num_rows for b in first)  # each let go once counted
+        made_first = len(made)
+        assert made_first > 0
+        del made[:]
+        second = 0
+        for batch in ds.to_arrow(columns=columns, binary=binary):
+            for lo, hi in _spans(batch):
+                assert all(hi <= held_lo or held_hi <= lo
+                           for held_lo, held_hi in _spans(held)), "a held batch's memory reused"
+            second += batch.num_rows
+        assert second == held.num_rows + rest == 200 * 25
+        assert held.to_pylist() == expected
+        # only the buffers the held batch keeps out of reuse are new
+        assert len(made) < made_first, (len(made), made_first)
 
 
 def test_a_first_read_of_records_does_not_import_pandas():

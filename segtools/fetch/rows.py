@@ -36,6 +36,7 @@ from segtools.findings import Finding, finding
 from segtools.formats import batch as v2
 from segtools.storage.partition import CLUSTER_METADATA_TOPIC, SegmentFiles
 from segtools.storage.segment import Segment, unreadable
+from segtools.storage.source import WINDOW_SLACK
 from segtools.storage.summary import SegmentSummary, summarize
 
 #: The transactions analysis (with the coordinator's log and the producer-state fold behind
@@ -62,9 +63,12 @@ ARROW_BLOCK = 8 * 1024 * 1024
 #: A ``pread`` window's buffer: one walk chunk (the window grows to the chunk,
 #: ``storage.source.PREAD_CHUNK_STRIDE``). Inline, the window being read and the one the
 #: consumer's last Arrow batch points into are in use at once; with the walk ahead on its
-#: own thread, up to five. The pool keeps four: one more comes from Arrow's allocator,
-#: which keeps it for the next.
-WINDOW_BUFFER = WALK_BYTES
+#: own thread, up to six (the next window, copied ahead by the reader, among them). The
+#: pool keeps four: the others come from Arrow's allocator, which keeps them for the next.
+#: A window is read into its buffer up to a page in (its file position's place in a page:
+#: ``storage.source.phase``), with room in front when it was copied ahead
+#: (``storage.source.COPY_AHEAD_ROOM``).
+WINDOW_BUFFER = WALK_BYTES + WINDOW_SLACK
 WINDOW_BUFFERS = 4
 #: Walked chunks waiting for the reader when the walk runs on a thread of its own.
 WALK_AHEAD = 1
@@ -107,28 +111,60 @@ class Scan:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
+@dataclass(frozen=True, slots=True)
+class ReadBuffers:
+    """The buffers a read of records writes into: the blocks its columns are cut from (one
+    pool for the reader's thread, one for the records decoded beside the walk) and the
+    buffers of ``pread`` windows (a live segment, or any under a restored page cache).
+
+    A dataset keeps one across its reads (``segtools.open(...).to_arrow()`` called again),
+    so a read writes into pages mapped by the one before instead of fresh ones: on 256 MiB
+    of 500 x 100 B batches read under a running broker, fresh column blocks were about a
+    tenth of the call's CPU. A buffer is handed out again only when nothing else refers to
+    it (:class:`BufferPool`), so an Arrow batch a consumer holds from an earlier read keeps
+    its blocks and window out of reuse for as long as it lives; two reads of one dataset
+    at once each take buffers the other does not hold. Each pool is bounded: what a
+    dataset keeps between reads is what one read held at once, at most (up to eight
+    blocks each, of one to four times ``ARROW_BLOCK``, and four windows)."""
+
+    blocks: BufferPool
+    ahead: BufferPool
+    windows: BufferPool
+
+    @classmethod
+    def new(cls, blocks: Callable[[int], np.ndarray] | None = None) -> ReadBuffers:
+        """``blocks`` makes the column blocks (fresh anonymous mappings by default, handed
+        back to the system once the pool lets go of them). The windows' come from Arrow's
+        allocator, which keeps one let go for the next."""
+        make = aligned if blocks is None else blocks
+        return cls(BufferPool(ARROW_BLOCK, allocate=make), BufferPool(ARROW_BLOCK, allocate=make),
+                   BufferPool(WINDOW_BUFFER, size=WINDOW_BUFFERS, allocate=arrow.memory))
+
+    def clear(self) -> None:
+        """Let go of every buffer kept (those still held elsewhere live on there)."""
+        for pool in (self.blocks, self.ahead, self.windows):
+            pool.clear()
+
+
 def read(pieces: Iterable[ByteRange], scan: Scan, report: Report,
-         blocks: Callable[[int], np.ndarray] = aligned) -> Iterator[pa.RecordBatch]:
+         blocks: Callable[[int], np.ndarray] = aligned,
+         buffers: ReadBuffers | None = None) -> Iterator[pa.RecordBatch]:
     """All Arrow batches of the given ranges, in order.
 
-    ``blocks`` makes the blocks record columns are cut from: fresh anonymous mappings by
-    default, handed back to the system as soon as the read lets go of them, so that a long
-    stream's peak memory stays flat. A process that runs one short read after another (a
-    Spark worker, a task at a time) passes :func:`arrow.heap` instead: each read's pool is
-    new, and fresh pages cost it more than the copying into them (see ``heap``)."""
+    ``buffers``: those of the reads before (a dataset's: :class:`ReadBuffers`); else new
+    ones, whose column blocks ``blocks`` makes: fresh anonymous mappings by default, handed
+    back to the system as soon as the read lets go of them, so that a long stream's peak
+    memory stays flat. A process that runs one short read after another (a Spark worker, a
+    task at a time) passes :func:`arrow.heap` instead: each read's pool is new, and fresh
+    pages cost it more than the copying into them (see ``heap``)."""
     if scan.level is Level.SEGMENTS:
         yield from _segment_rows(list(pieces), scan, report)
         return
-    pool = BufferPool(ARROW_BLOCK, allocate=blocks)
-    ahead = BufferPool(ARROW_BLOCK, allocate=blocks)  # for the records decoded beside the walk
-    # the buffers of ``pread`` windows (a live segment, or any under a restored page cache),
-    # kept across segments and, through Arrow's allocator, across reads. Not the column
-    # blocks: the allocator keeps every block a consumer held at once resident after it is
-    # let go, and a stream's peak memory would grow with it (test_arrow_views' flat memory)
-    windows = BufferPool(WINDOW_BUFFER, size=WINDOW_BUFFERS, allocate=arrow.memory)
+    if buffers is None:
+        buffers = ReadBuffers.new(blocks)
     pieces = list(pieces)
     for i, piece in enumerate(pieces):
-        segment = _open(piece, scan, windows, _walked_next(pieces, i))
+        segment = _open(piece, scan, buffers.windows, _walked_next(pieces, i))
         if isinstance(segment, Finding):
             report(segment)
             continue
@@ -136,7 +172,8 @@ def read(pieces: Iterable[ByteRange], scan: Scan, report: Report,
             if scan.level is Level.BATCHES:
                 yield from _batch_rows(segment, piece, scan, report)
             else:
-                yield from _record_rows(segment, piece, scan, report, pool, ahead)
+                yield from _record_rows(segment, piece, scan, report, buffers.blocks,
+                                        buffers.ahead)
 
 
 def _walked_next(pieces: list[ByteRange], i: int) -> SegmentFiles | None:
@@ -309,11 +346,14 @@ class _Pages:
     much as a CRC-32C of them from memory and dropping them half as much (0.020 and 0.010 s
     per 256 MiB); on the walk's thread, dropping 64 MiB at once kept the reader waiting for
     2.6 ms. Never more than two chunks ahead of what the reader holds, never more than two
-    behind, so memory stays flat whichever thread is the slower."""
+    behind, so memory stays flat whichever thread is the slower. A source read through
+    ``pread`` windows has no pages to map: the reader copies the walk's next window ahead
+    instead (its ``copy_ahead``), the walk's thread's main cost there."""
 
     def __init__(self, source: Source, start: int, end: int):
         self._source = source
         self._prefault = getattr(source, "prefault", None)
+        self._copy_ahead = getattr(source, "copy_ahead", None)
         self._end = end
         self._next = start + WALK_BYTES  # the walk is faulting in its first chunk itself
         self._limit = min(end, start + 2 * WALK_BYTES)
@@ -336,6 +376,8 @@ class _Pages:
         if self._done - self._released >= PREFAULT_STEP:
             self._release(min(self._done, self._released + 4 * PREFAULT_STEP))
             return True
+        if self._copy_ahead is not None:
+            return self._copy_ahead()
         if self._prefault is None or self._next >= self._limit:
             return False
         hi = min(self._limit, self._next + PREFAULT_STEP)
