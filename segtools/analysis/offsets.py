@@ -343,10 +343,16 @@ _INT_FIELDS = tuple(i for i, f in enumerate(AppliedCommit._fields) if f != "meta
 _GROUP_EPOCH, _TOPICS, _ASSIGNMENT_EPOCH = "epoch", "topics", "assignment_epoch"
 _MEMBER_PARTS = {"MemberMetadata": "metadata", "TargetAssignmentMember": "target",
                  "CurrentMemberAssignment": "current"}
+#: What the compiled loop calls each (``_offsets.R_*``): a member's parts last, in its order.
+_ROLE_CODES = {None: _offsets.R_NONE, _GROUP_EPOCH: _offsets.R_EPOCH,
+               _TOPICS: _offsets.R_TOPICS, _ASSIGNMENT_EPOCH: _offsets.R_ASSIGNMENT_EPOCH,
+               "metadata": _offsets.R_METADATA, "target": _offsets.R_TARGET,
+               "current": _offsets.R_CURRENT}
+_PARTS = tuple(_MEMBER_PARTS.values())
 
 
 #: What the replay does with a row the compiled loop hands it (most common first).
-_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE = range(8)
+_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE, _REMOVED = range(9)
 
 
 def _role(name: str) -> str | None:
@@ -384,6 +390,7 @@ class _Slots:
     member_keyed: frozenset[int]  # record types whose key names a member
     member_list: list[int]
     roles: dict[int, str | None]  # KIP-848 / KIP-932 record type -> what it sets
+    role_codes: np.ndarray  # record type -> what it sets, for the compiled loop (R_*)
     scalar_slot: np.ndarray  # record type -> the slot of the epoch it sets (0: none)
     topic_names: list[int]  # record types that set a group's topic names (partition metadata)
 
@@ -405,9 +412,13 @@ def _slots() -> _Slots:
              if t in CONSUMER_GROUP_TYPES or t in SHARE_GROUP_TYPES}
     epochs = {_GROUP_EPOCH: "epoch", _ASSIGNMENT_EPOCH: "assignmentEpoch"}
     scalar_slot = np.zeros(max(RECORD_TYPES) + 1, np.int64)
+    role_codes = np.zeros(max(RECORD_TYPES) + 1, np.int8)
     for t, r in roles.items():
+        role_codes[t] = _ROLE_CODES[r]
         if r in epochs:
             scalar_slot[t] = fam.slot(RECORD_TYPES[t][0], epochs[r], SCALAR)
+    if [_ROLE_CODES[p] - _offsets.R_METADATA for p in _PARTS] != list(range(_offsets.PARTS)):
+        raise AssertionError("a member's parts are numbered apart from the compiled loop's")
     commit, group = "OffsetCommit", "GroupMetadata"
     element = next(p for (t, _), (_, p) in fam.value_programs.items()
                    if t == GROUP_METADATA_TYPE).slots["members"].sub
@@ -425,7 +436,7 @@ def _slots() -> _Slots:
                   fam.slot(group, "currentStateTimestamp", SCALAR),
                   fam.slot(group, "members", SPAN), element.slots["memberId"].slot,
                   element.slots["subscription"].slot, element.slots["assignment"].slot,
-                  member_keyed, sorted(member_keyed), roles, scalar_slot,
+                  member_keyed, sorted(member_keyed), roles, role_codes, scalar_slot,
                   sorted(t for t, r in roles.items() if r == _TOPICS))
 
 
@@ -511,6 +522,7 @@ class _LeftToPython(NamedTuple):
     previous_metadata: list[str | None]
     current: np.ndarray
     current_metadata: list[str]
+    modern_last: np.ndarray  # the row of the group's last KIP-848 / KIP-932 record then
 
     def joined(self, rows: np.ndarray) -> _LeftToPython:
         """These rows and more (folded rows Python must apply, in log order, none of them
@@ -531,7 +543,8 @@ class _LeftToPython(NamedTuple):
         return _LeftToPython(
             joined_rows, placed(self.events, np.int8(_offsets.PYTHON)),
             placed(self.previous, np.int64(0)), placed(self.was_present, np.int8(0)),
-            self.previous_metadata, placed(self.current, np.int64(0)), self.current_metadata)
+            self.previous_metadata, placed(self.current, np.int64(0)), self.current_metadata,
+            placed(self.modern_last, np.int64(-1)))
 
 
 def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
@@ -790,6 +803,22 @@ class _Replayer:
         self._loop_holds = not history
         self._held_commits = _offsets.HeldCommits()
         self._producers: dict[int, int] = {}  # producer id -> its code in _held_commits
+        # the KIP-848 / KIP-932 groups' records are applied by the compiled loop while it
+        # holds the transactional commits (``_offsets.ModernGroups``), else by ``_modern``
+        # (the rule, which reads and writes the groups themselves): the loop's state is then
+        # handed over (``_modern_to_python``), as it is at the end
+        self._modern_groups = _offsets.ModernGroups()
+        self._member_of = np.zeros(0, np.int64)  # by key code: its member's number (-2: unmet)
+        self._member_numbers: dict[tuple[int, str], int] = {}  # (group, member id) -> number
+        self._member_names: list[str] = []  # by member number
+        self._topic_values: dict[int, tuple[int, bytes, int]] = {}  # row -> partition metadata
+        self._topic_limit = 4096  # how many before the unreferenced are dropped
+        # the row of each classic group's last GroupMetadataValue (which made it classic)
+        # and of its last record of any kind (which set its deletion), by group id: whether
+        # a KIP-848 record the loop applied came later decides the group's kind and deletion
+        self._classic_kind_at: dict[str, int] = {}
+        self._classic_at: dict[str, int] = {}
+        self._modern_at = -1  # the row's group's last KIP-848 record, as the loop said
         self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
         self._held_groups: dict[int, int] = {}  # group code -> the same, per group
         self._group_fast = np.zeros(0, np.int8)  # by interned string (see above)
@@ -880,6 +909,14 @@ class _Replayer:
         else:
             _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
 
+    def _state_at(self, g: GroupState) -> str | None:
+        """A classic group's state at the row being applied (None for the other kinds): a
+        KIP-848 record the compiled loop applied after its last ``GroupMetadataValue``
+        (``_modern_at``) made it a consumer or share group."""
+        if g.kind != "classic" or self._classic_kind_at[g.group] < self._modern_at:
+            return None
+        return self._classic_state(g)
+
     def _classic_state(self, g: GroupState) -> str:
         """:attr:`GroupState.state` of a classic group while its members are still bytes."""
         if g.deleted_at is not None:
@@ -959,6 +996,7 @@ class _Replayer:
         if self._loop_holds and not self._loop_may_hold(b, commit, errors):
             self._loop_holds = False
             self._pending_in_loop(pending)
+            self._modern_to_python()
         pids = np.where(txn | table.is_control[batch], table.producer_id[batch], -1)
         producers = np.zeros(n, np.int64)
         if self._loop_holds:
@@ -980,6 +1018,11 @@ class _Replayer:
             # a block holding one folds nothing, and meets its groups as Python reaches them
             self._meet(b, wanted, plain, lp)
             foldable = wanted & ~txn & (b.vver >= 0) & (b.rtype >= GROUP_METADATA_TYPE)
+            if self._loop_holds:  # the loop applies the KIP-848 / KIP-932 records itself
+                modern = wanted & (b.rtype > GROUP_METADATA_TYPE)
+                self._meet_members(b, modern)
+                kinds[modern] = _offsets.MODERN
+                foldable &= ~modern
             foldable[list(suspects)] = False
             kinds[foldable] = _offsets.FOLDABLE
         offsets = np.ascontiguousarray(cols.offset[lo:lo + n])
@@ -987,6 +1030,7 @@ class _Replayer:
         first_row = self.records - n
         left = self._compiled(b, kinds, np.where(ok, b.vals[:, 0], -1), offsets, stamps, lp,
                               first_row, producers, pids)
+        self._keep_modern_values(b, kinds, first_row)
         if not len(left.rows):
             return
         rows = left.rows
@@ -1002,6 +1046,7 @@ class _Replayer:
         act[status == ST_ERROR] = _ERROR
         act[ev == _offsets.REGRESSED] = _REGRESSED
         act[ev == _offsets.DELETED] = _DELETED
+        act[ev == _offsets.REMOVED] = _REMOVED
         # an anomaly's group is its key's (a marker's row holds those of the commits it applied)
         groups = np.where(ev != _offsets.PYTHON, left.current[:, _offsets.C_GROUP], gcode[rows])
         self._python_rows(b, left, act, keep, markers, groups.tolist(), offsets[rows].tolist(),
@@ -1040,6 +1085,111 @@ class _Replayer:
                 row = b.vals[i]
                 self._key(k, int(row[0]), texts[row[s.topic]], int(row[s.partition]))
 
+    def _meet_members(self, b: Block, modern: np.ndarray) -> None:
+        """The members whose parts a block holds for the first time, numbered for the
+        compiled loop (``_offsets.ModernGroups``) by group and member id (the rule's
+        ``members848`` key), from the ids in their keys; a key without one gets -1 (the
+        rule skips its part)."""
+        s = self.slots
+        keys = len(self.decoder.keys)
+        if keys > len(self._member_of):
+            grow = max(1024, 2 * keys) - len(self._member_of)
+            self._member_of = np.concatenate([self._member_of, np.full(grow, -2, np.int64)])
+        rows = np.flatnonzero(modern & np.isin(b.rtype, s.member_list))
+        rows = rows[self._member_of[b.key_code[rows]] == -2]  # most blocks: none
+        if not len(rows):
+            return
+        _, first = np.unique(b.key_code[rows], return_index=True)
+        rows = rows[first]
+        names = spans(b.data, b.vals[rows, s.member], b.vals[rows, s.member + 1], True)
+        for i, name in zip(rows.tolist(), names, strict=True):
+            number = -1
+            if name is not None:
+                group = int(b.vals[i, 0])
+                number = self._member_numbers.get((group, name), -1)
+                if number < 0:
+                    number = self._member_numbers[(group, name)] = \
+                        self._modern_groups.member(group)
+                    self._member_names.append(name)
+            self._member_of[b.key_code[i]] = number
+
+    def _keep_modern_values(self, b: Block, kinds: np.ndarray, first_row: int) -> None:
+        """After the compiled loop: the bytes of the member parts it set in this block (the
+        latest of each), and of the partition metadata they or their groups now name."""
+        mg = self._modern_groups
+        rows = np.zeros(0, np.int64)
+        if mg.n_touched:
+            touched = mg.touched[:mg.n_touched]
+            at = mg.value_row.reshape(-1)[touched] - first_row
+            raw = mg.raw
+            for f, value in zip(touched.tolist(),
+                                spans(b.data, b.value_pos[at], b.value_len[at], False),
+                                strict=True):
+                raw[f] = value
+            rows = mg.value_topics.reshape(-1)[touched]
+        named = np.flatnonzero(kinds == _offsets.MODERN)
+        named = named[(b.vver[named] >= 0)
+                      & (self.slots.role_codes[b.rtype[named]] == _offsets.R_TOPICS)]
+        if not len(named) and not len(rows):
+            return
+        current = named[mg.topics[b.vals[named, 0]] == first_row + named]
+        rows = np.union1d(rows[rows >= first_row] - first_row, current)
+        values = self._topic_values
+        for i, value in zip(rows.tolist(), spans(b.data, b.value_pos[rows], b.value_len[rows],
+                                                 False), strict=True):
+            values[first_row + i] = (int(b.rtype[i]), value, int(b.vver[i]))
+        if len(values) > self._topic_limit:  # those no group or present part names go
+            named = set(mg.topics[mg.topics >= 0].tolist())
+            named.update(mg.value_topics[mg.present != 0].tolist())
+            self._topic_values = {row: v for row, v in values.items() if row in named}
+            self._topic_limit = max(4096, 2 * len(self._topic_values))
+
+    def _modern_to_python(self) -> None:
+        """What the compiled loop applied of the KIP-848 / KIP-932 records, set on the
+        groups as the rule (``_modern``) would have left them, and the loop's state
+        cleared: before Python applies them instead, and at the end. A classic group's
+        metadata that came later keeps the group classic and its deletion its own."""
+        mg = self._modern_groups
+        names: dict[int, _TopicNames] = {}
+
+        def topic_names(row: int) -> _TopicNames | None:
+            if row < 0:
+                return None
+            if row not in names:
+                names[row] = _TopicNames(*self._topic_values[row])
+            return names[row]
+
+        none = _offsets.NONE
+        for code in np.flatnonzero(mg.last_row >= 0).tolist():
+            g = self._by_code[code]
+            last = int(mg.last_row[code])
+            if last > self._classic_kind_at.get(g.group, -1):
+                g.kind = "consumer" if int(mg.last_type[code]) in CONSUMER_GROUP_TYPES \
+                    else "share"
+            if last > self._classic_at.get(g.group, -1):
+                offset, timestamp, lp = mg.removed[code].tolist()
+                g.deleted_at = None if offset == none else Location(lp, offset, timestamp)
+            epoch, assignment_epoch = int(mg.epoch[code]), int(mg.assignment_epoch[code])
+            g.epoch = None if epoch == none else epoch
+            g.assignment_epoch = None if assignment_epoch == none else assignment_epoch
+            if mg.topics[code] >= 0:
+                self._topic_names[g.group] = topic_names(int(mg.topics[code]))
+        members = np.flatnonzero(mg.live[:mg.members] > 0)
+        for m in members[np.argsort(mg.created[members], kind="stable")].tolist():
+            present = np.flatnonzero(mg.present[m])
+            entry = {}
+            for r in present[np.argsort(mg.added[m, present], kind="stable")].tolist():
+                entry[_PARTS[r]] = _Part(_PARTS[r], int(mg.value_type[m, r]),
+                                         mg.raw[m * _offsets.PARTS + r],
+                                         int(mg.value_version[m, r]),
+                                         topic_names(int(mg.value_topics[m, r])))
+            self._by_code[int(mg.group_of[m])].members848[self._member_names[m]] = entry
+        mg.clear()
+        self._member_of[:] = -2
+        self._member_numbers.clear()
+        self._member_names.clear()
+        self._topic_values.clear()
+
     def _compiled(self, b: Block, kinds: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
                   stamps: np.ndarray, lp: int, first_row: int, producers: np.ndarray,
                   pids: np.ndarray) -> _LeftToPython:
@@ -1058,19 +1208,22 @@ class _Replayer:
         current = np.empty((room, _offsets.C_WIDTH), np.int64)
         previous_metadata: list[str | None] = []
         current_metadata: list[str] = []
+        modern_last = np.empty(room, np.int64)
         run = np.empty(n, np.int64)
         self._group_runs[:] = 0  # runs are numbered within the block
+        self._modern_groups.ensure(len(self.decoder.texts), 0, n)
         count = _offsets.apply_commits(
             kinds, b.key_code, b.vver, b.vals, s.offset, s.leader_epoch, s.metadata,
             s.commit_timestamp, s.expire_timestamp, s.topic, s.partition, offsets, stamps, lp,
             first_row, b.data, state.fast, state.blocked, state.present, state.order,
             state.state, state.metadata, rows, events, previous, was_present,
-            previous_metadata, current, current_metadata,
+            previous_metadata, current, current_metadata, modern_last, b.rtype, s.role_codes,
+            s.scalar_slot, self._member_of, self._modern_groups,
             np.ascontiguousarray(groups, np.int64), self._group_fast, self._group_runs, run,
             producers, np.ascontiguousarray(pids, np.int64), self._held_commits)
         left = _LeftToPython(rows[:count], events[:count], previous[:count],
                              was_present[:count], previous_metadata, current[:count],
-                             current_metadata)
+                             current_metadata, modern_last[:count])
         return left.joined(self._unsuperseded(b, run))
 
     def _unsuperseded(self, b: Block, run: np.ndarray) -> np.ndarray:
@@ -1121,6 +1274,7 @@ class _Replayer:
         current_metadata = iter(left.current_metadata)  # one per row the loop regressed
         found = self._found
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
+        modern_last = left.modern_last.tolist()
         for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
             if a == _MODERN:
                 code, version = groups[x], vv[x]
@@ -1128,10 +1282,14 @@ class _Replayer:
                        version >= 0, scalars[x], raws[x], version, members[x])
                 continue
             self._row = first_row + i
+            self._modern_at = modern_last[x]
             if found is not None and a == _REGRESSED:  # rendered from the block's columns
                 g = by_code[groups[x]]
-                found.regressed(x, self._classic_state(g) if g.kind == "classic" else None,
-                                g.generation)
+                found.regressed(x, self._state_at(g), g.generation)
+                continue
+            if a == _REMOVED:  # a KIP-848 / KIP-932 group's epoch tombstone, applied
+                self._emit(GroupDeletion(by_code[groups[x]].group,
+                                         Location(lp, offs[x], times[x])))
                 continue
             if found is not None and a == _DELETED:
                 found.deleted(x)
@@ -1357,9 +1515,8 @@ class _Replayer:
                                   None if previous is None else previous.offset, where))
 
     def _regressed(self, k: int, g: GroupState, previous: AppliedCommit, c: AppliedCommit) -> None:
-        self._emit(OffsetRegression(
-            self._commit(k, previous), self._commit(k, c),
-            self._classic_state(g) if g.kind == "classic" else None, g.generation))
+        self._emit(OffsetRegression(self._commit(k, previous), self._commit(k, c),
+                                    self._state_at(g), g.generation))
 
     def _classic(self, g: GroupState, where: Location, path: str, fields: tuple | None,
                  members: int, raw: bytes | None, version: int | None,
@@ -1367,6 +1524,7 @@ class _Replayer:
         """A classic group's metadata (None: its tombstone). ``fields`` are its protocol
         type, generation, protocol, leader and state timestamp; ``suspects`` the members
         whose consumer-protocol bytes did not read cleanly, for the reference to explain."""
+        self._classic_at[g.group] = self._row
         if fields is None:
             g.deleted_at = where
             g.members = []
@@ -1376,6 +1534,7 @@ class _Replayer:
             return
         g.deleted_at = None
         g.kind = "classic"
+        self._classic_kind_at[g.group] = self._row
         (g.protocol_type, g.generation, g.protocol, g.leader, g.state_timestamp) = fields
         self._member_count[g.group] = members
         self._members[g.group] = (raw, version)
@@ -1434,6 +1593,7 @@ class _Replayer:
 
     def finish(self) -> None:
         """The state the replay ends in, as values: offsets, members, topic names."""
+        self._modern_to_python()
         for k, c in self.current.items():
             group, topic, partition, _ = self._keys[k]
             self._by_code[group].offsets[(topic, partition)] = self._commit(k, c)
