@@ -351,6 +351,11 @@ _ROLE_CODES = {None: _offsets.R_NONE, _GROUP_EPOCH: _offsets.R_EPOCH,
 _PARTS = tuple(_MEMBER_PARTS.values())
 
 
+#: How many partition metadata values the replay keeps for the compiled loop's KIP-848
+#: groups before it drops those no group or present member part names any more (a group
+#: writes one at each change of its subscribed topics: a long log holds many).
+TOPIC_VALUES_KEPT = 4096
+
 #: What the replay does with a row the compiled loop hands it (most common first).
 _MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE, _REMOVED = range(9)
 
@@ -812,7 +817,7 @@ class _Replayer:
         self._member_numbers: dict[tuple[int, str], int] = {}  # (group, member id) -> number
         self._member_names: list[str] = []  # by member number
         self._topic_values: dict[int, tuple[int, bytes, int]] = {}  # row -> partition metadata
-        self._topic_limit = 4096  # how many before the unreferenced are dropped
+        self._topic_limit = TOPIC_VALUES_KEPT  # how many before the unreferenced go
         # the row of each classic group's last GroupMetadataValue (which made it classic)
         # and of its last record of any kind (which set its deletion), by group id: whether
         # a KIP-848 record the loop applied came later decides the group's kind and deletion
@@ -1142,7 +1147,7 @@ class _Replayer:
             named = set(mg.topics[mg.topics >= 0].tolist())
             named.update(mg.value_topics[mg.present != 0].tolist())
             self._topic_values = {row: v for row, v in values.items() if row in named}
-            self._topic_limit = max(4096, 2 * len(self._topic_values))
+            self._topic_limit = max(TOPIC_VALUES_KEPT, 2 * len(self._topic_values))
 
     def _modern_to_python(self) -> None:
         """What the compiled loop applied of the KIP-848 / KIP-932 records, set on the

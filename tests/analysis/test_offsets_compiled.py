@@ -400,7 +400,132 @@ def _columns(tree) -> tuple:
             raise AssertionError("a column sink is handed no object")
 
     replay_offsets(partitions_of([tree], "__consumer_offsets"), sink=Sink())
+    if not taken:
+        return ()
     return tuple((kind, f.name, [v for found in taken
                                  for v in getattr(getattr(found, kind), f.name)])
                  for kind in ("regressions", "deletions", "group_deletions")
                  for f in dataclasses.fields(getattr(taken[0], kind)))
+
+
+def _offered_modern(monkeypatch) -> list[int]:
+    """A list counting the KIP-848 / KIP-932 records the loop was handed to apply."""
+    modern: list[int] = []
+    compiled = offsets_room._offsets.apply_commits
+
+    def counted(kinds, *rest):
+        modern.append(int((np.asarray(kinds) == offsets_room._offsets.MODERN).sum()))
+        return compiled(kinds, *rest)
+
+    monkeypatch.setattr(offsets_room._offsets, "apply_commits", counted)
+    return modern
+
+
+def _modern_answer(tree) -> tuple:
+    """The replay without a history (the loop applies the KIP-848 records), as the API and
+    the CLI see it: groups as JSON, each group's members and their parts in the order they
+    were added, its topic names, every anomaly in the order a sink is handed them, the
+    findings, and the anomalies as the CLI's column sink takes them."""
+    found: list = []
+    r = replay_offsets(partitions_of([tree], "__consumer_offsets"), sink=found.append)
+    return ([json.dumps(g.to_json()) for g in r.groups.values()],
+            [json.dumps([g.kind, g.deleted_at, list(g.members848.items()), g.topic_names])
+             for g in r.groups.values()], found, r.findings, _columns(tree))
+
+
+def _topics(name: str) -> dict:
+    return {"topics": [{"topicId": _IDS[0], "topicName": name}]}
+
+
+def _assigned(field: str) -> dict:
+    return {field: [{"topicId": _IDS[0], "partitions": [0]}]}
+
+
+#: Logs whose KIP-848 records the loop applies wrongly if a rule of its is left out, in
+#: blocks of ``rows``.
+MODERN_CASES = {
+    # a regression reads a classic group's state only while no KIP-848 record came after its
+    # last GroupMetadataValue (the group converted to the new protocol, and back)
+    "kind at a regression": (3, [
+        ("classic", "g", _classic(1)), ("commit", "g", 0, 5, False), _E,
+        ("commit", "g", 0, 2, False), ("classic", "g", _classic(2)),
+        ("commit", "g", 0, 1, False), _E, ("commit", "h", 0, 1, False),
+        ("commit", "g", 0, 0, False)]),
+    # the later of a classic group's records and the KIP-848 ones decides its kind and
+    # whether it is removed
+    "kind and removal by the later record": (2, [
+        ("classic", "g", _classic(1)), _E, ("classic", "g", None),
+        ("modern", 5, "h", "a", {"clientId": "c"}), ("classic", "h", _classic(1)),
+        ("modern", 3, "k", "", {"epoch": 2}), ("classic", "k", None),
+        ("modern", 11, "k", "", None), ("modern", 3, "m", "", None),
+        ("classic", "m", _classic(1)), ("classic", "m", None), ("modern", 6, "m", "", None)]),
+    # a member's parts keep the order they were added in (a part tombstoned and set again
+    # goes last), a member whose every part is tombstoned leaves, and one set again comes
+    # back after the others
+    "parts added, removed and added again": (2, [
+        ("modern", 5, "g", "a", {"clientId": "c"}), ("modern", 5, "g", "b", {"clientId": "c"}),
+        ("modern", 7, "g", "a", _assigned("topicPartitions")),
+        ("modern", 8, "g", "a", _assigned("assignedPartitions")), ("modern", 7, "g", "a", None),
+        ("modern", 5, "g", "b", None), ("modern", 7, "g", "a", _assigned("topicPartitions")),
+        ("modern", 5, "g", "a", {"clientId": "d"}), ("modern", 8, "g", "d", None),
+        ("modern", 8, "g", "c", _assigned("assignedPartitions")),
+        ("modern", 5, "g", "b", {"clientId": "e"}), ("modern", 13, "g", "a", {})]),
+    # an assignment names topics as the partition metadata of its moment did, across blocks
+    # (the values no group or part names any more are dropped as the log goes on)
+    "topic names of the moment": (2, [
+        ("modern", 4, "g", "", _topics("x")),
+        ("modern", 8, "g", "a", _assigned("assignedPartitions")),
+        ("modern", 4, "g", "", _topics("y")), _E, _E, ("modern", 4, "g", "", None),
+        ("modern", 7, "g", "a", _assigned("topicPartitions")), _E,
+        ("modern", 4, "g", "", _topics("z")), ("modern", 4, "h", "", _topics("x")),
+        ("modern", 8, "h", "b", _assigned("assignedPartitions"))]),
+    # an epoch tombstone removes its group where it comes among the other anomalies
+    "removals in order": (3, [
+        ("classic", "h", _classic(1)), ("commit", "g", 0, 5, False), ("classic", "h", None),
+        ("commit", "g", 0, None, False), ("modern", 3, "g", "", None),
+        ("classic", "h", None), ("modern", 11, "g", "", None), _E]),
+}
+
+
+@pytest.mark.parametrize("case", MODERN_CASES)
+def test_each_rule_of_the_kip848_groups_in_the_loop(case, monkeypatch, tmp_path):
+    rows, records = MODERN_CASES[case]
+    write_partition(tmp_path, "__consumer_offsets-0", _log(records))
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = _modern_answer(tmp_path)
+    _counting_folds(monkeypatch, rows)
+    monkeypatch.setattr(offsets_room, "TOPIC_VALUES_KEPT", 0)  # dropped after each block
+    offered = _offered_modern(monkeypatch)
+    assert _modern_answer(tmp_path) == expected
+    assert sum(offered), "the loop applied no KIP-848 record"
+
+
+def test_kip848_groups_the_loop_applied_are_handed_to_python_before_a_record_only_it_reads(
+        monkeypatch, tmp_path):
+    """A block holding a record only the reference reads is applied by Python: what the loop
+    applied of the KIP-848 records until then is set on the groups first, and Python's rule
+    goes on from there (a member's parts in order, a classic group's state at a regression,
+    the group's removal)."""
+    before = [("classic", "h", _classic(1)), ("commit", "h", 0, 5, False),
+              ("modern", 5, "g", "a", {"clientId": "c"}), ("modern", 4, "g", "", _topics("x")),
+              ("modern", 8, "g", "a", _assigned("assignedPartitions")),
+              ("modern", 7, "g", "b", _assigned("topicPartitions")),
+              ("modern", 3, "h", "", {"epoch": 1})]
+    after = [("modern", 5, "g", "a", {"clientId": "d"}), ("modern", 7, "g", "a", {}),
+             ("commit", "h", 0, 2, False), ("modern", 7, "g", "b", None),
+             ("modern", 3, "g", "", None)]
+    batches = _log(before)
+    unknown = struct.pack(">h", 99) + b"\x00\x01g"
+    batches.append(records_batch([(unknown, b"\x00\x00")], base_offset=len(before),
+                                 timestamp=1_700_000_100_000))
+    batches += _log([*before, ("commit", "h", 1, 1, False), *after])[len(before) + 1:]
+    write_partition(tmp_path, "__consumer_offsets-0", batches)
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = _modern_answer(tmp_path)
+    _counting_folds(monkeypatch, 4)
+    offered = _offered_modern(monkeypatch)
+    assert _modern_answer(tmp_path) == expected
+    assert offered[0], "the loop applied nothing before the record only the reference reads"
+    assert "consumer_offsets_unknown_record_type" in [f.code for f in expected[3]]
