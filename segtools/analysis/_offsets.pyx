@@ -67,8 +67,10 @@ cpdef enum:
     PYTHON = 0      # nothing: Python applies it
     REGRESSED = 1   # applied; it moved the offset backwards: Python reports it
     DELETED = 2     # applied (a tombstone): Python reports the deletion
-    REMOVED = 3     # applied (a KIP-848 / KIP-932 group's epoch tombstone): Python reports
-                    # the group's removal
+    REMOVED = 3     # applied (a group's tombstone: a classic group's, or a KIP-848 /
+                    # KIP-932 group's epoch): Python reports the group's removal
+    SUSPECT = 4     # applied (a classic group's metadata whose members' consumer-protocol
+                    # bytes do not all read cleanly): Python says what is wrong with them
 
 
 cpdef enum:
@@ -81,6 +83,15 @@ cpdef enum:
     ABORT = 5        # a producer's ABORT marker: its held commits dropped
     COMMIT = 6       # a producer's COMMIT marker: its held commits applied
     MODERN = 7       # a KIP-848 / KIP-932 group's record: applied to ``ModernGroups``
+    CLASSIC = 8      # a classic group's ``GroupMetadataValue``: applied to ``ClassicGroups``
+
+
+cpdef enum:
+    # A group's state at a row (``GroupState.state`` of the classic protocol's groups).
+    G_OTHER = 0   # not a classic group (None)
+    G_EMPTY = 1
+    G_STABLE = 2
+    G_DEAD = 3
 
 
 cpdef enum:
@@ -270,18 +281,117 @@ cdef class ModernGroups:
         self.__init__()
 
 
+cdef class ClassicGroups:
+    """The classic protocol's groups of one replay as ``GroupMetadataManager.replay`` leaves
+    them (each ``GroupMetadataValue`` replaces the group's metadata, its tombstone removes
+    the group), applied in log order by the compiled loop. Per group code: the row of its
+    last record and of its last value (which made it a classic group: a KIP-848 record after
+    it makes it a consumer or share group again), its generation (``MISSING``: none), its
+    members' count, its removal (``MISSING``: none) and the version of its last value, whose
+    bytes (protocol, leader, members) the caller takes after each block, once per group the
+    block set (``touched``), and keeps (``raw``)."""
+
+    cdef public object last_row  # group -> its last record's row (-1: none)
+    cdef public object value_row  # group -> its last value's row (-1: none)
+    cdef public object version
+    cdef public object generation
+    cdef public object members
+    cdef public object removed  # group -> [offset, timestamp, partition] of its tombstone
+    cdef public list raw  # group -> its last value's bytes (the caller's)
+    cdef public object touched
+    cdef public object mark  # group -> the block that last touched it
+    cdef public int64_t n_touched
+
+    def __init__(self):
+        self.last_row = np.zeros(0, np.int64)
+        self.value_row = np.zeros(0, np.int64)
+        self.version = np.zeros(0, np.int64)
+        self.generation = np.zeros(0, np.int64)
+        self.members = np.zeros(0, np.int64)
+        self.removed = np.zeros((0, 3), np.int64)
+        self.raw = []
+        self.touched = np.zeros(0, np.int64)
+        self.mark = np.zeros(0, np.int64)
+        self.n_touched = 0
+
+    def ensure(self, int64_t groups, int64_t rows):
+        """Room for ``groups`` group codes and a block of ``rows``."""
+        cdef int64_t have = len(self.last_row), grow
+        if groups > have:
+            grow = max(1024, 2 * groups) - have
+            self.last_row = np.concatenate([self.last_row, np.full(grow, -1, np.int64)])
+            self.value_row = np.concatenate([self.value_row, np.full(grow, -1, np.int64)])
+            self.version = np.concatenate([self.version, np.zeros(grow, np.int64)])
+            self.generation = np.concatenate([self.generation,
+                                              np.full(grow, MISSING, np.int64)])
+            self.members = np.concatenate([self.members, np.zeros(grow, np.int64)])
+            self.removed = np.concatenate([self.removed, np.full((grow, 3), MISSING, np.int64)])
+            self.raw += [None] * grow
+            self.mark = np.concatenate([self.mark, np.full(grow, -1, np.int64)])
+        if rows > len(self.touched):
+            self.touched = np.zeros(max(1024, rows), np.int64)
+
+    def clear(self):
+        """Nothing held (handed to Python)."""
+        self.__init__()
+
+
+cdef class _Moment:
+    """What a group's state at a row is read from (both kinds of groups' arrays), and where
+    it goes (``state``, ``generation``: one per row of the answer)."""
+
+    cdef int64_t groups
+    cdef int64_t[::1] modern_last
+    cdef int64_t[::1] classic_value
+    cdef int64_t[::1] members
+    cdef int64_t[:, ::1] removed
+    cdef int64_t[::1] generation
+    cdef int8_t[::1] state_out
+    cdef int64_t[::1] generation_out
+
+    def __init__(self, ModernGroups modern, ClassicGroups classic, int8_t[::1] state_out,
+                 int64_t[::1] generation_out):
+        self.modern_last = modern.last_row
+        self.classic_value = classic.value_row
+        self.members = classic.members
+        self.removed = classic.removed
+        self.generation = classic.generation
+        self.groups = min(self.modern_last.shape[0], self.classic_value.shape[0])
+        self.state_out = state_out
+        self.generation_out = generation_out
+
+
+cdef inline void _group_moment(_Moment m, int64_t out, int64_t g) noexcept:
+    """Row ``out`` of the answer gets group ``g``'s state and generation now (a classic
+    group's state while no KIP-848 record came after its last value: ``GroupState.state``)."""
+    cdef int64_t value
+    if not 0 <= g < m.groups:
+        m.state_out[out] = G_OTHER
+        m.generation_out[out] = MISSING
+        return
+    m.generation_out[out] = m.generation[g]
+    value = m.classic_value[g]
+    if value < 0 or value < m.modern_last[g]:
+        m.state_out[out] = G_OTHER
+    elif m.removed[g, 0] != MISSING:
+        m.state_out[out] = G_DEAD
+    elif m.members[g] != 0:
+        m.state_out[out] = G_STABLE
+    else:
+        m.state_out[out] = G_EMPTY
+
+
 cdef inline int _event(int64_t out, int64_t i, int8_t event, int64_t k, int64_t group,
                         int64_t topic, int64_t partition, int64_t[::1] rows,
                         int8_t[::1] events, int64_t[:, ::1] previous, int8_t[::1] was_present,
                         list previous_metadata, const int8_t[::1] present,
                         const int64_t[:, ::1] state, list metadata,
-                        int64_t[:, ::1] current, int64_t[::1] modern_last,
-                        const int64_t[::1] last_row) except -1:
+                        int64_t[:, ::1] current, _Moment moment) except -1:
     """Row ``out`` of the answer: row ``i`` made a regression or deletion of key ``k``, whose
     state before it is copied; ``current`` gets the key (its state after, by the caller),
-    ``modern_last`` the row of the group's last KIP-848 / KIP-932 record so far."""
+    ``moment`` the group's state and generation then."""
     cdef int64_t f
-    modern_last[out] = last_row[group] if 0 <= group < last_row.shape[0] else -1
+    _group_moment(moment, out, group)
     rows[out] = i
     events[out] = event
     was_present[out] = present[k]
@@ -324,9 +434,11 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                   int64_t[::1] rows, int8_t[::1] events, int64_t[:, ::1] previous,
                   int8_t[::1] was_present, list previous_metadata,
                   int64_t[:, ::1] current, list current_metadata,
-                  int64_t[::1] modern_last, const int16_t[::1] rtype, const int8_t[::1] roles,
+                  int8_t[::1] group_state, int64_t[::1] generation,
+                  const int16_t[::1] rtype, const int8_t[::1] roles,
                   const int64_t[::1] scalar_slot, const int64_t[::1] member_of,
-                  ModernGroups modern, const int64_t[::1] group_code, const int8_t[::1] group_fast,
+                  ModernGroups modern, ClassicGroups classic, const int8_t[::1] suspect,
+                  int generation_slot, int members_slot, const int64_t[::1] group_code, const int8_t[::1] group_fast,
                   int64_t[::1] group_runs, int64_t[::1] run,
                   const int64_t[::1] producer_code, const int64_t[::1] producer_id,
                   HeldCommits held):
@@ -351,10 +463,12 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
     ``MODERN`` rows (a KIP-848 / KIP-932 record of a known group: ``rtype``, what its type
     sets in ``roles``, the slot of the epoch it sets in ``scalar_slot``, its member's number
     by key code in ``member_of``) are applied to ``modern`` in log order (see
-    :class:`ModernGroups`); an epoch tombstone is listed (``REMOVED``). ``modern_last`` gets,
-    for each row listed, the row of its group's (or its anomaly's group's) last such record
-    so far: whether a classic group's metadata came after it decides the group's kind at
-    that row.
+    :class:`ModernGroups`); an epoch tombstone is listed (``REMOVED``). ``CLASSIC`` rows (a
+    classic group's metadata, its generation and members' count in ``generation_slot`` and
+    ``members_slot``) are applied to ``classic``; a tombstone is listed (``REMOVED``), and a
+    value whose members' consumer-protocol bytes do not all read cleanly (``suspect``)
+    too (``SUSPECT``). ``group_state`` and ``generation`` get, for each row listed, its
+    group's (or its anomaly's group's) state and generation at that row (``G_*``).
 
     ``FOLDABLE`` rows of a group the loop may fold (``group_fast``, by the row's
     ``group_code``; -1: none) are not listed: ``run`` gives each its group's run (-1 for the
@@ -398,11 +512,53 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
     cdef int64_t types = roles.shape[0]
     cdef int64_t row, t, r
     cdef int8_t role
+    cdef int64_t[::1] c_last = classic.last_row
+    cdef int64_t[::1] c_value = classic.value_row
+    cdef int64_t[::1] c_version = classic.version
+    cdef int64_t[::1] c_generation = classic.generation
+    cdef int64_t[::1] c_members = classic.members
+    cdef int64_t[:, ::1] c_removed = classic.removed
+    cdef int64_t[::1] c_touched = classic.touched
+    cdef int64_t[::1] c_mark = classic.mark
+    cdef int64_t classic_groups = c_last.shape[0]
+    cdef _Moment moment = _Moment(modern, classic, group_state, generation)
     modern.n_touched = 0
+    classic.n_touched = 0
     for i in range(n):
         run[i] = -1
         kind = kinds[i]
         if kind == OTHER_GROUP:
+            continue
+        if kind == CLASSIC:
+            g = group_code[i]
+            if not 0 <= g < classic_groups:
+                raise IndexError(i)  # the caller hands over known groups only
+            row = first_row + i
+            c_last[g] = row
+            if vver[i] < 0:
+                c_members[g] = 0
+                c_removed[g, 0] = log_offset[i]
+                c_removed[g, 1] = log_timestamp[i]
+                c_removed[g, 2] = log_partition
+                event = REMOVED
+            else:
+                c_value[g] = row
+                c_version[g] = vver[i]
+                c_generation[g] = vals[i, generation_slot]
+                c_members[g] = vals[i, members_slot + 1]
+                c_removed[g, 0] = MISSING
+                if c_mark[g] != first_row:
+                    c_mark[g] = first_row
+                    c_touched[classic.n_touched] = g
+                    classic.n_touched += 1
+                if not suspect[i]:
+                    continue
+                event = SUSPECT
+            _group_moment(moment, out, g)
+            rows[out] = i
+            events[out] = event
+            current[out, C_GROUP] = g
+            out += 1
             continue
         if kind == MODERN:
             g = group_code[i]
@@ -422,7 +578,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                     removed[g, 0] = log_offset[i]
                     removed[g, 1] = log_timestamp[i]
                     removed[g, 2] = log_partition
-                    modern_last[out] = row
+                    _group_moment(moment, out, g)
                     rows[out] = i
                     events[out] = REMOVED
                     current[out, C_GROUP] = g
@@ -470,7 +626,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                     if hstate[e, S_VALUE_VERSION] == MISSING:
                         _event(out, i, DELETED, k, g, hkey[e, 2], hkey[e, 3], rows, events,
                                previous, was_present, previous_metadata, present, state,
-                               metadata, current, modern_last, last_row)
+                               metadata, current, moment)
                         for f in range(S_WIDTH):
                             current[out, C_STATE + f] = hstate[e, f]
                         current[out, C_STATE + S_MARKER_OFFSET] = log_offset[i]
@@ -484,7 +640,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                         if present[k] and hstate[e, S_OFFSET] < state[k, S_OFFSET]:
                             _event(out, i, REGRESSED, k, g, hkey[e, 2], hkey[e, 3], rows,
                                    events, previous, was_present, previous_metadata, present,
-                                   state, metadata, current, modern_last, last_row)
+                                   state, metadata, current, moment)
                             for f in range(S_WIDTH):
                                 current[out, C_STATE + f] = hstate[e, f]
                             current[out, C_STATE + S_MARKER_OFFSET] = log_offset[i]
@@ -567,7 +723,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                 blocked[k] = first_row
             if g >= 0:
                 group_runs[g] += 1
-            modern_last[out] = last_row[g] if 0 <= g < modern_groups else -1
+            _group_moment(moment, out, g)
             rows[out] = i
             events[out] = PYTHON
             out += 1
@@ -583,7 +739,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                 group_runs[g] += 1
             _event(out, i, event, k, vals[i, 0], vals[i, topic_slot], vals[i, partition_slot],
                    rows, events, previous, was_present, previous_metadata, present, state,
-                   metadata, current, modern_last, last_row)
+                   metadata, current, moment)
         if event == DELETED:
             _tombstone(current, out, log_partition, log_offset[i], log_timestamp[i], MISSING)
             out += 1

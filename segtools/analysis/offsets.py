@@ -357,7 +357,12 @@ _PARTS = tuple(_MEMBER_PARTS.values())
 TOPIC_VALUES_KEPT = 4096
 
 #: What the replay does with a row the compiled loop hands it (most common first).
-_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE, _REMOVED = range(9)
+(_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE, _REMOVED,
+ _SUSPECT) = range(10)
+
+#: A group's state as the compiled loop gives it (``_offsets.G_*``).
+_STATES = {_offsets.G_OTHER: None, _offsets.G_EMPTY: "Empty", _offsets.G_STABLE: "Stable",
+           _offsets.G_DEAD: "Dead"}
 
 
 def _role(name: str) -> str | None:
@@ -527,7 +532,8 @@ class _LeftToPython(NamedTuple):
     previous_metadata: list[str | None]
     current: np.ndarray
     current_metadata: list[str]
-    modern_last: np.ndarray  # the row of the group's last KIP-848 / KIP-932 record then
+    group_state: np.ndarray  # the group's state then (``_offsets.G_*``)
+    generation: np.ndarray  # the group's generation then (``_offsets.NONE``: none)
 
     def joined(self, rows: np.ndarray) -> _LeftToPython:
         """These rows and more (folded rows Python must apply, in log order, none of them
@@ -549,7 +555,7 @@ class _LeftToPython(NamedTuple):
             joined_rows, placed(self.events, np.int8(_offsets.PYTHON)),
             placed(self.previous, np.int64(0)), placed(self.was_present, np.int8(0)),
             self.previous_metadata, placed(self.current, np.int64(0)), self.current_metadata,
-            placed(self.modern_last, np.int64(-1)))
+            placed(self.group_state, np.int8(0)), placed(self.generation, np.int64(0)))
 
 
 def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
@@ -818,12 +824,10 @@ class _Replayer:
         self._member_names: list[str] = []  # by member number
         self._topic_values: dict[int, tuple[int, bytes, int]] = {}  # row -> partition metadata
         self._topic_limit = TOPIC_VALUES_KEPT  # how many before the unreferenced go
-        # the row of each classic group's last GroupMetadataValue (which made it classic)
-        # and of its last record of any kind (which set its deletion), by group id: whether
-        # a KIP-848 record the loop applied came later decides the group's kind and deletion
-        self._classic_kind_at: dict[str, int] = {}
-        self._classic_at: dict[str, int] = {}
-        self._modern_at = -1  # the row's group's last KIP-848 record, as the loop said
+        # and the classic groups' metadata likewise (``_offsets.ClassicGroups``)
+        self._classic_groups = _offsets.ClassicGroups()
+        # the group's state and generation at the row Python applies, as the loop said
+        self._now: tuple[str | None, int | None] | None = None
         self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
         self._held_groups: dict[int, int] = {}  # group code -> the same, per group
         self._group_fast = np.zeros(0, np.int8)  # by interned string (see above)
@@ -914,13 +918,13 @@ class _Replayer:
         else:
             _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
 
-    def _state_at(self, g: GroupState) -> str | None:
-        """A classic group's state at the row being applied (None for the other kinds): a
-        KIP-848 record the compiled loop applied after its last ``GroupMetadataValue``
-        (``_modern_at``) made it a consumer or share group."""
-        if g.kind != "classic" or self._classic_kind_at[g.group] < self._modern_at:
-            return None
-        return self._classic_state(g)
+    def _state_of(self, g: GroupState) -> tuple[str | None, int | None]:
+        """A group's state (None but for a classic group's) and generation at the row being
+        applied: as the compiled loop said when it applies the groups' own records, else
+        as Python holds them."""
+        if self._now is not None:
+            return self._now
+        return self._classic_state(g) if g.kind == "classic" else None, g.generation
 
     def _classic_state(self, g: GroupState) -> str:
         """:attr:`GroupState.state` of a classic group while its members are still bytes."""
@@ -1000,8 +1004,9 @@ class _Replayer:
         errors = (b.status == ST_ERROR).any()
         if self._loop_holds and not self._loop_may_hold(b, commit, errors):
             self._loop_holds = False
+            self._now = None
             self._pending_in_loop(pending)
-            self._modern_to_python()
+            self._groups_to_python()
         pids = np.where(txn | table.is_control[batch], table.producer_id[batch], -1)
         producers = np.zeros(n, np.int64)
         if self._loop_holds:
@@ -1022,20 +1027,22 @@ class _Replayer:
             # a record only the reference reads is applied by Python out of the loop's order:
             # a block holding one folds nothing, and meets its groups as Python reaches them
             self._meet(b, wanted, plain, lp)
-            foldable = wanted & ~txn & (b.vver >= 0) & (b.rtype >= GROUP_METADATA_TYPE)
-            if self._loop_holds:  # the loop applies the KIP-848 / KIP-932 records itself
+            if self._loop_holds:  # the loop applies the groups' own records itself
                 modern = wanted & (b.rtype > GROUP_METADATA_TYPE)
                 self._meet_members(b, modern)
                 kinds[modern] = _offsets.MODERN
-                foldable &= ~modern
-            foldable[list(suspects)] = False
-            kinds[foldable] = _offsets.FOLDABLE
+                kinds[wanted & (b.rtype == GROUP_METADATA_TYPE)] = _offsets.CLASSIC
+            else:
+                foldable = wanted & ~txn & (b.vver >= 0) & (b.rtype >= GROUP_METADATA_TYPE)
+                foldable[list(suspects)] = False
+                kinds[foldable] = _offsets.FOLDABLE
         offsets = np.ascontiguousarray(cols.offset[lo:lo + n])
         stamps = np.ascontiguousarray(cols.timestamp[lo:lo + n])
         first_row = self.records - n
         left = self._compiled(b, kinds, np.where(ok, b.vals[:, 0], -1), offsets, stamps, lp,
-                              first_row, producers, pids)
+                              first_row, producers, pids, suspects)
         self._keep_modern_values(b, kinds, first_row)
+        self._keep_classic_values(b, first_row)
         if not len(left.rows):
             return
         rows = left.rows
@@ -1052,6 +1059,7 @@ class _Replayer:
         act[ev == _offsets.REGRESSED] = _REGRESSED
         act[ev == _offsets.DELETED] = _DELETED
         act[ev == _offsets.REMOVED] = _REMOVED
+        act[ev == _offsets.SUSPECT] = _SUSPECT
         # an anomaly's group is its key's (a marker's row holds those of the commits it applied)
         groups = np.where(ev != _offsets.PYTHON, left.current[:, _offsets.C_GROUP], gcode[rows])
         self._python_rows(b, left, act, keep, markers, groups.tolist(), offsets[rows].tolist(),
@@ -1149,12 +1157,48 @@ class _Replayer:
             self._topic_values = {row: v for row, v in values.items() if row in named}
             self._topic_limit = max(TOPIC_VALUES_KEPT, 2 * len(self._topic_values))
 
+    def _keep_classic_values(self, b: Block, first_row: int) -> None:
+        """After the compiled loop: the bytes of the classic groups' last values it set in
+        this block."""
+        cg = self._classic_groups
+        if not cg.n_touched:
+            return
+        touched = cg.touched[:cg.n_touched]
+        at = cg.value_row[touched] - first_row
+        raw = cg.raw
+        for g, value in zip(touched.tolist(),
+                            spans(b.data, b.value_pos[at], b.value_len[at], False), strict=True):
+            raw[g] = value
+
+    def _groups_to_python(self) -> None:
+        """What the compiled loop applied of the groups' own records, set on the groups as
+        the rules (``_classic``, ``_modern``) would have left them, and the loop's state
+        cleared: before Python applies them instead, and at the end. Of a group's classic
+        and KIP-848 records, the later decides its kind (a ``GroupMetadataValue`` or any
+        KIP-848 record) and its deletion (any record)."""
+        cg = self._classic_groups
+        none = _offsets.NONE
+        for code in np.flatnonzero(cg.last_row >= 0).tolist():
+            g = self._by_code[code]
+            value_row, raw = int(cg.value_row[code]), cg.raw[code]
+            version = int(cg.version[code])
+            if value_row >= 0:
+                v = GROUP_METADATA_VALUE.read_exact(memoryview(raw)[2:], version)
+                g.kind = "classic"
+                g.protocol_type, g.protocol, g.leader, g.state_timestamp = (
+                    v["protocolType"], v["protocol"], v["leader"], v["currentStateTimestamp"])
+                g.generation = int(cg.generation[code])
+            offset, timestamp, lp = cg.removed[code].tolist()
+            g.deleted_at = None if offset == none else Location(lp, offset, timestamp)
+            self._member_count[g.group] = int(cg.members[code])
+            self._members[g.group] = (raw, version) if int(cg.last_row[code]) == value_row \
+                else None
+        self._modern_to_python()
+        cg.clear()
+
     def _modern_to_python(self) -> None:
-        """What the compiled loop applied of the KIP-848 / KIP-932 records, set on the
-        groups as the rule (``_modern``) would have left them, and the loop's state
-        cleared: before Python applies them instead, and at the end. A classic group's
-        metadata that came later keeps the group classic and its deletion its own."""
-        mg = self._modern_groups
+        """The KIP-848 / KIP-932 part of :meth:`_groups_to_python`."""
+        mg, cg = self._modern_groups, self._classic_groups
         names: dict[int, _TopicNames] = {}
 
         def topic_names(row: int) -> _TopicNames | None:
@@ -1168,10 +1212,10 @@ class _Replayer:
         for code in np.flatnonzero(mg.last_row >= 0).tolist():
             g = self._by_code[code]
             last = int(mg.last_row[code])
-            if last > self._classic_kind_at.get(g.group, -1):
+            if code >= len(cg.last_row) or last > cg.value_row[code]:
                 g.kind = "consumer" if int(mg.last_type[code]) in CONSUMER_GROUP_TYPES \
                     else "share"
-            if last > self._classic_at.get(g.group, -1):
+            if code >= len(cg.last_row) or last > cg.last_row[code]:
                 offset, timestamp, lp = mg.removed[code].tolist()
                 g.deleted_at = None if offset == none else Location(lp, offset, timestamp)
             epoch, assignment_epoch = int(mg.epoch[code]), int(mg.assignment_epoch[code])
@@ -1197,7 +1241,7 @@ class _Replayer:
 
     def _compiled(self, b: Block, kinds: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
                   stamps: np.ndarray, lp: int, first_row: int, producers: np.ndarray,
-                  pids: np.ndarray) -> _LeftToPython:
+                  pids: np.ndarray, suspects: dict[int, list[int]]) -> _LeftToPython:
         """The compiled loop (``_offsets.apply_commits``) over a block: it applies the plain
         commits of keys it may apply to the state arrays, holds transactional commits for
         their markers and applies or drops them there, marks the groups' records it may
@@ -1213,22 +1257,27 @@ class _Replayer:
         current = np.empty((room, _offsets.C_WIDTH), np.int64)
         previous_metadata: list[str | None] = []
         current_metadata: list[str] = []
-        modern_last = np.empty(room, np.int64)
+        group_state = np.empty(room, np.int8)
+        generation = np.empty(room, np.int64)
+        suspect = np.zeros(n, np.int8)
+        suspect[list(suspects)] = 1
         run = np.empty(n, np.int64)
         self._group_runs[:] = 0  # runs are numbered within the block
         self._modern_groups.ensure(len(self.decoder.texts), 0, n)
+        self._classic_groups.ensure(len(self.decoder.texts), n)
         count = _offsets.apply_commits(
             kinds, b.key_code, b.vver, b.vals, s.offset, s.leader_epoch, s.metadata,
             s.commit_timestamp, s.expire_timestamp, s.topic, s.partition, offsets, stamps, lp,
             first_row, b.data, state.fast, state.blocked, state.present, state.order,
             state.state, state.metadata, rows, events, previous, was_present,
-            previous_metadata, current, current_metadata, modern_last, b.rtype, s.role_codes,
-            s.scalar_slot, self._member_of, self._modern_groups,
+            previous_metadata, current, current_metadata, group_state, generation, b.rtype,
+            s.role_codes, s.scalar_slot, self._member_of, self._modern_groups,
+            self._classic_groups, suspect, s.generation, s.members,
             np.ascontiguousarray(groups, np.int64), self._group_fast, self._group_runs, run,
             producers, np.ascontiguousarray(pids, np.int64), self._held_commits)
         left = _LeftToPython(rows[:count], events[:count], previous[:count],
                              was_present[:count], previous_metadata, current[:count],
-                             current_metadata, modern_last[:count])
+                             current_metadata, group_state[:count], generation[:count])
         return left.joined(self._unsuperseded(b, run))
 
     def _unsuperseded(self, b: Block, run: np.ndarray) -> np.ndarray:
@@ -1279,7 +1328,12 @@ class _Replayer:
         current_metadata = iter(left.current_metadata)  # one per row the loop regressed
         found = self._found
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
-        modern_last = left.modern_last.tolist()
+        # the loop applies the groups' own records while it holds the transactional commits:
+        # it says each row's group's state and generation then
+        loop_says = self._loop_holds
+        states = [_STATES[c] for c in left.group_state.tolist()] if loop_says else []
+        generations = [None if v == _offsets.NONE else v for v in left.generation.tolist()] \
+            if loop_says else []
         for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
             if a == _MODERN:
                 code, version = groups[x], vv[x]
@@ -1287,14 +1341,18 @@ class _Replayer:
                        version >= 0, scalars[x], raws[x], version, members[x])
                 continue
             self._row = first_row + i
-            self._modern_at = modern_last[x]
+            if loop_says:
+                self._now = states[x], generations[x]
             if found is not None and a == _REGRESSED:  # rendered from the block's columns
-                g = by_code[groups[x]]
-                found.regressed(x, self._state_at(g), g.generation)
+                found.regressed(x, *self._state_of(by_code[groups[x]]))
                 continue
-            if a == _REMOVED:  # a KIP-848 / KIP-932 group's epoch tombstone, applied
+            if a == _REMOVED:  # a group's tombstone, applied by the loop
                 self._emit(GroupDeletion(by_code[groups[x]].group,
                                          Location(lp, offs[x], times[x])))
+                continue
+            if a == _SUSPECT:  # a classic group's metadata, applied by the loop
+                self._suspect(b, i, by_code[groups[x]], Location(lp, offs[x], times[x]), path,
+                              suspects[i])
                 continue
             if found is not None and a == _DELETED:
                 found.deleted(x)
@@ -1380,18 +1438,30 @@ class _Replayer:
                 self._classic(g, where, path, None, 0, None, None, [])
                 return
             ptype = b.text(row, s.protocol_type)
-            count = row[s.members + 1]
-            suspects = []
-            if ptype == CONSUMER_PROTOCOL_TYPE and bad:
-                data = b.data
-                members = b.elements(b.value_program(i)[1], "members", row)
-                suspects = [(b.text(m, s.member_id),
-                             blob(data, m[s.subscription], m[s.subscription + 1]),
-                             blob(data, m[s.assignment], m[s.assignment + 1]))
-                            for m in (members[j] for j in bad)]
             fields = (ptype, row[s.generation], b.text(row, s.protocol), b.text(row, s.leader),
                       row[s.state_timestamp])
-            self._classic(g, where, path, fields, count, raw, version, suspects)
+            self._classic(g, where, path, fields, row[s.members + 1], raw, version,
+                          self._suspects_of(b, i, row, ptype, bad))
+
+    def _suspects_of(self, b: Block, i: int, row: list[int], protocol_type: str | None,
+                     bad: list[int]) -> list[tuple[str, bytes, bytes]]:
+        """A classic group's members (``bad``: their indices) whose consumer-protocol bytes
+        did not read cleanly, as (member id, subscription, assignment)."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE or not bad:
+            return []
+        s, data = self.slots, b.data
+        members = b.elements(b.value_program(i)[1], "members", row)
+        return [(b.text(m, s.member_id), blob(data, m[s.subscription], m[s.subscription + 1]),
+                 blob(data, m[s.assignment], m[s.assignment + 1]))
+                for m in (members[j] for j in bad)]
+
+    def _suspect(self, b: Block, i: int, g: GroupState, where: Location, path: str,
+                 bad: list[int]) -> None:
+        """A classic group's metadata the compiled loop applied, whose members'
+        consumer-protocol bytes did not all read cleanly: what is wrong with them."""
+        row = b.vals[i].tolist()
+        ptype = b.text(row, self.slots.protocol_type)
+        self._protocol_findings(g, where, path, ptype, self._suspects_of(b, i, row, ptype, bad))
 
     def _refused(self, key: bytes | None, value: bytes | None, where: Location,
                  pid: int | None, pending: dict[int, list[tuple[int, AppliedCommit]]],
@@ -1521,7 +1591,7 @@ class _Replayer:
 
     def _regressed(self, k: int, g: GroupState, previous: AppliedCommit, c: AppliedCommit) -> None:
         self._emit(OffsetRegression(self._commit(k, previous), self._commit(k, c),
-                                    self._state_at(g), g.generation))
+                                    *self._state_of(g)))
 
     def _classic(self, g: GroupState, where: Location, path: str, fields: tuple | None,
                  members: int, raw: bytes | None, version: int | None,
@@ -1529,7 +1599,6 @@ class _Replayer:
         """A classic group's metadata (None: its tombstone). ``fields`` are its protocol
         type, generation, protocol, leader and state timestamp; ``suspects`` the members
         whose consumer-protocol bytes did not read cleanly, for the reference to explain."""
-        self._classic_at[g.group] = self._row
         if fields is None:
             g.deleted_at = where
             g.members = []
@@ -1539,12 +1608,18 @@ class _Replayer:
             return
         g.deleted_at = None
         g.kind = "classic"
-        self._classic_kind_at[g.group] = self._row
         (g.protocol_type, g.generation, g.protocol, g.leader, g.state_timestamp) = fields
         self._member_count[g.group] = members
         self._members[g.group] = (raw, version)
+        self._protocol_findings(g, where, path, g.protocol_type, suspects)
+
+    def _protocol_findings(self, g: GroupState, where: Location, path: str,
+                           protocol_type: str | None,
+                           suspects: list[tuple[str, bytes, bytes]]) -> None:
+        """What :func:`describe_protocol` finds wrong with a classic group's members'
+        consumer-protocol bytes."""
         for member_id, subscription, assignment in suspects:
-            expanded, problems = describe_protocol(g.protocol_type, subscription, assignment)
+            expanded, problems = describe_protocol(protocol_type, subscription, assignment)
             for p in problems:
                 self.findings.append(finding(
                     "consumer_protocol_undecodable", path,
@@ -1598,7 +1673,7 @@ class _Replayer:
 
     def finish(self) -> None:
         """The state the replay ends in, as values: offsets, members, topic names."""
-        self._modern_to_python()
+        self._groups_to_python()
         for k, c in self.current.items():
             group, topic, partition, _ = self._keys[k]
             self._by_code[group].offsets[(topic, partition)] = self._commit(k, c)
