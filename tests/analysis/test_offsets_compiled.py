@@ -258,9 +258,12 @@ def _python_and_folded(monkeypatch, rows: int, answer):
         return expected, answer(), held
 
 
-def _classic(generation: int) -> dict:
-    return {"protocolType": "connect", "generation": generation, "protocol": "p",
-            "leader": "l", "members": []}
+def _classic(generation: int, members: int = 0) -> dict:
+    return {"protocolType": "connect", "generation": generation, "protocol": f"p{generation}",
+            "leader": "l", "members": [
+                {"memberId": f"m{i}", "clientId": "c", "clientHost": "h", "sessionTimeout": 1,
+                 "rebalanceTimeout": 1, "subscription": b"s", "assignment": b"a"}
+                for i in range(members)]}
 
 
 _E = ("modern", 3, "g", "", {"epoch": 1})
@@ -408,20 +411,22 @@ def _columns(tree) -> tuple:
                  for f in dataclasses.fields(getattr(taken[0], kind)))
 
 
-def _offered_modern(monkeypatch) -> list[int]:
-    """A list counting the KIP-848 / KIP-932 records the loop was handed to apply."""
+def _offered_groups(monkeypatch) -> list[int]:
+    """A list counting the groups' own records the loop was handed to apply."""
     modern: list[int] = []
     compiled = offsets_room._offsets.apply_commits
 
     def counted(kinds, *rest):
-        modern.append(int((np.asarray(kinds) == offsets_room._offsets.MODERN).sum()))
+        kinds = np.asarray(kinds)
+        modern.append(int(((kinds == offsets_room._offsets.MODERN)
+                           | (kinds == offsets_room._offsets.CLASSIC)).sum()))
         return compiled(kinds, *rest)
 
     monkeypatch.setattr(offsets_room._offsets, "apply_commits", counted)
     return modern
 
 
-def _modern_answer(tree) -> tuple:
+def _groups_answer(tree) -> tuple:
     """The replay without a history (the loop applies the KIP-848 records), as the API and
     the CLI see it: groups as JSON, each group's members and their parts in the order they
     were added, its topic names, every anomaly in the order a sink is handed them, the
@@ -441,9 +446,25 @@ def _assigned(field: str) -> dict:
     return {field: [{"topicId": _IDS[0], "partitions": [0]}]}
 
 
-#: Logs whose KIP-848 records the loop applies wrongly if a rule of its is left out, in
-#: blocks of ``rows``.
-MODERN_CASES = {
+#: Logs whose groups' own records (classic metadata, KIP-848 records) the loop applies
+#: wrongly if a rule of its is left out, in blocks of ``rows``.
+GROUP_CASES = {
+    # a regression reads a classic group's state and generation of its moment: Stable with
+    # members, Empty without, Dead after its tombstone (which keeps the generation), and the
+    # group ends with its last value's fields and no members
+    "classic states at regressions": (3, [
+        ("classic", "g", _classic(1, members=2)), ("commit", "g", 0, 5, False),
+        ("commit", "g", 0, 3, False), ("classic", "g", _classic(2)),
+        ("commit", "g", 0, 2, False), ("classic", "g", None), ("commit", "g", 0, 1, False),
+        ("classic", "g", _classic(3, members=1)), ("commit", "g", 0, 0, False),
+        ("classic", "h", _classic(4, members=1)), ("classic", "g", None)]),
+    # a value whose members' consumer-protocol bytes do not read is applied and reported
+    # where it comes among the findings
+    "consumer-protocol bytes that do not read": (2, [
+        ("classic", "g", {**_classic(1, members=2), "protocolType": "consumer"}),
+        ("commit", "g", 0, 5, False), ("classic", "h", _classic(1, members=1)),
+        ("commit", "g", 0, 3, False), ("commit", "g", 0, 2, True, 7),
+        ("classic", "g", {**_classic(2, members=1), "protocolType": "consumer"})]),
     # a regression reads a classic group's state only while no KIP-848 record came after its
     # last GroupMetadataValue (the group converted to the new protocol, and back)
     "kind at a regression": (3, [
@@ -487,27 +508,41 @@ MODERN_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", MODERN_CASES)
-def test_each_rule_of_the_kip848_groups_in_the_loop(case, monkeypatch, tmp_path):
-    rows, records = MODERN_CASES[case]
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_the_loop_applies_the_groups_of_every_tree_as_python_does(tree, monkeypatch):
+    """Every fixture tree's groups, replayed without a history (the loop applies the groups'
+    own records), equal every row handed to Python."""
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = _groups_answer(tree)
+    offered = _offered_groups(monkeypatch)
+    assert _groups_answer(tree) == expected
+    # the hostile tree's damaged records leave its blocks to Python
+    assert sum(offered) or tree.name == "hostile", "the loop applied no group record"
+
+
+@pytest.mark.parametrize("case", GROUP_CASES)
+def test_each_rule_of_the_groups_in_the_loop(case, monkeypatch, tmp_path):
+    rows, records = GROUP_CASES[case]
     write_partition(tmp_path, "__consumer_offsets-0", _log(records))
     with monkeypatch.context() as python:
         _python_only(python)
-        expected = _modern_answer(tmp_path)
+        expected = _groups_answer(tmp_path)
     _counting_folds(monkeypatch, rows)
     monkeypatch.setattr(offsets_room, "TOPIC_VALUES_KEPT", 0)  # dropped after each block
-    offered = _offered_modern(monkeypatch)
-    assert _modern_answer(tmp_path) == expected
-    assert sum(offered), "the loop applied no KIP-848 record"
+    offered = _offered_groups(monkeypatch)
+    assert _groups_answer(tmp_path) == expected
+    assert sum(offered), "the loop applied no group record"
 
 
-def test_kip848_groups_the_loop_applied_are_handed_to_python_before_a_record_only_it_reads(
+def test_groups_the_loop_applied_are_handed_to_python_before_a_record_only_it_reads(
         monkeypatch, tmp_path):
     """A block holding a record only the reference reads is applied by Python: what the loop
-    applied of the KIP-848 records until then is set on the groups first, and Python's rule
-    goes on from there (a member's parts in order, a classic group's state at a regression,
-    the group's removal)."""
-    before = [("classic", "h", _classic(1)), ("commit", "h", 0, 5, False),
+    applied of the groups' own records until then is set on the groups first, and Python's
+    rule goes on from there (a member's parts in order, a classic group's state at a
+    regression, the group's removal)."""
+    before = [("classic", "h", _classic(1, members=1)), ("classic", "k", _classic(2)),
+              ("classic", "k", None), ("commit", "h", 0, 5, False),
               ("modern", 5, "g", "a", {"clientId": "c"}), ("modern", 4, "g", "", _topics("x")),
               ("modern", 8, "g", "a", _assigned("assignedPartitions")),
               ("modern", 7, "g", "b", _assigned("topicPartitions")),
@@ -523,9 +558,9 @@ def test_kip848_groups_the_loop_applied_are_handed_to_python_before_a_record_onl
     write_partition(tmp_path, "__consumer_offsets-0", batches)
     with monkeypatch.context() as python:
         _python_only(python)
-        expected = _modern_answer(tmp_path)
+        expected = _groups_answer(tmp_path)
     _counting_folds(monkeypatch, 4)
-    offered = _offered_modern(monkeypatch)
-    assert _modern_answer(tmp_path) == expected
+    offered = _offered_groups(monkeypatch)
+    assert _groups_answer(tmp_path) == expected
     assert offered[0], "the loop applied nothing before the record only the reference reads"
     assert "consumer_offsets_unknown_record_type" in [f.code for f in expected[3]]
