@@ -360,6 +360,9 @@ TOPIC_VALUES_KEPT = 4096
 (_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE, _REMOVED,
  _SUSPECT) = range(10)
 
+#: The rows of anomalies the compiled loop found and applied.
+_LOOP_FOUND = (_REGRESSED, _DELETED, _REMOVED)
+
 #: A group's state as the compiled loop gives it (``_offsets.G_*``).
 _STATES = {_offsets.G_OTHER: None, _offsets.G_EMPTY: "Empty", _offsets.G_STABLE: "Stable",
            _offsets.G_DEAD: "Dead"}
@@ -571,16 +574,17 @@ def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
 
 class _Found:
     """A block's anomalies in the order found, for a :class:`ColumnSink`: those of the
-    compiled loop as their rows (with the group's state of their moment, which only the
-    Python rows' order gives), the others as the objects Python made; :meth:`columns` reads
-    the loop's from the block's arrays at once."""
+    compiled loop as their rows (with the group's state of their moment), the others as the
+    objects Python made; :meth:`columns` reads the loop's from the block's arrays at once.
+    When Python makes none in a block, the loop's come at once (:meth:`bulk`)."""
 
     def __init__(self) -> None:
         self.regressions: list[int | OffsetRegression] = []  # a row of the loop's, or one made
         self.states: list[str | None] = []  # the group's state of each of the loop's rows
         self.generations: list[int | None] = []
         self.deletions: list[int | OffsetDeletion] = []
-        self.group_deletions: list[GroupDeletion] = []
+        # (group, log partition, offset, timestamp) of each removed group
+        self.group_deletions: list[tuple[str, int, int, int]] = []
 
     def __bool__(self) -> bool:
         return bool(self.regressions or self.deletions or self.group_deletions)
@@ -594,7 +598,21 @@ class _Found:
         self.deletions.append(x)
 
     def add(self, anomaly: Anomaly) -> None:
-        _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
+        if isinstance(anomaly, GroupDeletion):
+            w = anomaly.where
+            self.group_deletions.append((anomaly.group, w.partition, w.offset, w.timestamp))
+        else:
+            _sort_into(anomaly, self.regressions, self.deletions, [])
+
+    def bulk(self, regressed: list[int], states: list, generations: list, deleted: list[int],
+             removed: Iterable[tuple[str, int, int, int]]) -> None:
+        """The loop's regressions (with their groups' states and generations), deletions
+        and removed groups of a block at once, in log order."""
+        self.regressions += regressed
+        self.states += states
+        self.generations += generations
+        self.deletions += deleted
+        self.group_deletions += removed
 
     def columns(self, left: _LeftToPython, texts: list[str]) -> FoundColumns:
         """The anomalies as columns, and this accumulator emptied."""
@@ -603,10 +621,8 @@ class _Found:
         out = FoundColumns(
             _regression_columns(block, self.regressions, self.states, self.generations),
             _deletion_columns(block, self.deletions),
-            GroupDeletionColumns([d.group for d in removed],
-                                 [d.where.partition for d in removed],
-                                 [d.where.offset for d in removed],
-                                 [d.where.timestamp for d in removed]))
+            GroupDeletionColumns(*(list(c) for c in zip(*removed, strict=True)))
+            if removed else GroupDeletionColumns())
         self.regressions, self.states, self.generations = [], [], []
         self.deletions, self.group_deletions = [], []
         return out
@@ -1328,13 +1344,19 @@ class _Replayer:
         current_metadata = iter(left.current_metadata)  # one per row the loop regressed
         found = self._found
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
+        rows_, acts = rows.tolist(), act.tolist()
         # the loop applies the groups' own records while it holds the transactional commits:
         # it says each row's group's state and generation then
         loop_says = self._loop_holds
         states = [_STATES[c] for c in left.group_state.tolist()] if loop_says else []
         generations = [None if v == _offsets.NONE else v for v in left.generation.tolist()] \
             if loop_says else []
-        for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
+        xs: Iterable[int] = range(len(rows))
+        if found is not None and loop_says and np.isin(act, (*_LOOP_FOUND, _SUSPECT)).all():
+            # the loop's anomalies at once: the other rows make none
+            xs = self._found_at_once(act, groups, offs, times, lp, states, generations)
+        for x in xs:
+            i, a = rows_[x], acts[x]
             if a == _MODERN:
                 code, version = groups[x], vv[x]
                 modern(by_code[code] or self._group(code, lp), rtypes[x], lp, offs[x], times[x],
@@ -1388,6 +1410,21 @@ class _Replayer:
             elif a == _SPECIAL:
                 self._special(b, i, rtypes[x], groups[x], vv[x], pids[x], where, path, pending,
                               raws[x], suspects.get(i, ()))
+
+    def _found_at_once(self, act: np.ndarray, groups: list[int], offs: list[int],
+                       times: list[int], lp: int, states: list, generations: list
+                       ) -> list[int]:
+        """The regressions, deletions and removed groups the compiled loop applied, handed
+        to the column sink's accumulator at once (the loop says each regression's group
+        state and generation); the rows left for Python to apply."""
+        regressed = np.flatnonzero(act == _REGRESSED).tolist()
+        texts = self.decoder.texts
+        self._found.bulk(regressed, [states[x] for x in regressed],
+                         [generations[x] for x in regressed],
+                         np.flatnonzero(act == _DELETED).tolist(),
+                         [(texts[groups[x]], lp, offs[x], times[x])
+                          for x in np.flatnonzero(act == _REMOVED).tolist()])
+        return np.flatnonzero(~np.isin(act, _LOOP_FOUND)).tolist()
 
     def _suspects(self, b: Block, wanted: np.ndarray) -> dict[int, list[int]]:
         """Group metadata records among the ``wanted`` rows whose members'
