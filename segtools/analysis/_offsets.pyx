@@ -12,8 +12,14 @@ block is too, so each key's rows are applied in log order.
 
 A group's own records (a classic group's ``GroupMetadataValue``, the KIP-848 / KIP-932 parts)
 each overwrite what an earlier record of the same key set (``GroupMetadataManager.replay``
-replaces the group's metadata, a member's part, an epoch). The loop marks those of a group it
-may fold with a *run*: the rows of a group between two of its rows Python sees (a row left to
+replaces the group's metadata, a member's part, an epoch). While the loop holds the
+transactional commits, it applies them itself, in log order, to :class:`ClassicGroups` and
+:class:`ModernGroups` (per group and per member part: what is present, which row set it, the
+epochs, the group's removal), and says for each row it hands to Python the state and
+generation its group had at that row (what a regression reports); Python takes the bytes of
+the latest values after each block and decodes them once, at the end. Otherwise (a history
+is kept, or Python applies a record only the reference reads) the loop marks those of a
+group it may fold with a *run*: the rows of a group between two of its rows Python sees (a row left to
 it, or a regression or deletion of one of its keys, which reads the group's state). Python
 applies, of a run, only the rows whose effect no later row of the same key in the run
 overwrites (and the first of each key, which fixes the order a member's parts were added in),
