@@ -511,6 +511,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
     cdef int64_t[:, ::1] value_version = modern.value_version
     cdef int64_t[:, ::1] value_topics = modern.value_topics
     cdef int64_t[::1] touched = modern.touched
+    cdef list raw = modern.raw
     cdef int64_t[::1] mark = modern.mark
     cdef int64_t modern_groups = last_row.shape[0]
     cdef int64_t members = live.shape[0]
@@ -621,6 +622,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                 elif part_present[m, r]:
                     part_present[m, r] = 0
                     live[m] -= 1
+                    raw[m * PARTS + r] = None  # only what is present is kept
             continue
         if kind == ABORT or kind == COMMIT:
             pc = producer_code[i]

@@ -1149,6 +1149,7 @@ class _Replayer:
         rows = np.zeros(0, np.int64)
         if mg.n_touched:
             touched = mg.touched[:mg.n_touched]
+            touched = touched[mg.present.reshape(-1)[touched] != 0]  # not tombstoned since
             at = mg.value_row.reshape(-1)[touched] - first_row
             raw = mg.raw
             for f, value in zip(touched.tolist(),

@@ -564,3 +564,20 @@ def test_groups_the_loop_applied_are_handed_to_python_before_a_record_only_it_re
     assert _groups_answer(tmp_path) == expected
     assert offered[0], "the loop applied nothing before the record only the reference reads"
     assert "consumer_offsets_unknown_record_type" in [f.code for f in expected[3]]
+
+
+@pytest.mark.parametrize("rows", [2, 64])
+def test_a_member_part_tombstoned_keeps_no_value_bytes(rows, monkeypatch, tmp_path):
+    """The loop keeps the bytes of the member parts present, not of those a tombstone
+    removed, whether the tombstone comes in the value's block or a later one."""
+    write_partition(tmp_path, "__consumer_offsets-0", _log([
+        ("modern", 5, "g", "a", {"clientId": "c"}),
+        ("modern", 7, "g", "a", _assigned("topicPartitions")),
+        ("modern", 5, "g", "b", {"clientId": "c"}), ("modern", 5, "g", "a", None),
+        ("modern", 7, "g", "a", None)]))
+    _counting_folds(monkeypatch, rows)
+    replayer = offsets_room._Asked(None, None, 1 << 30, False, None, None).replayer(None)
+    replayer.partition(partitions_of([tmp_path], "__consumer_offsets")[0], None)
+    assert sum(raw is not None for raw in replayer._modern_groups.raw) == 1
+    replayer.finish()
+    assert list(replayer.groups["g"].members848) == ["b"]
