@@ -366,6 +366,7 @@ _LOOP_FOUND = (_REGRESSED, _DELETED, _REMOVED)
 #: A group's state as the compiled loop gives it (``_offsets.G_*``).
 _STATES = {_offsets.G_OTHER: None, _offsets.G_EMPTY: "Empty", _offsets.G_STABLE: "Stable",
            _offsets.G_DEAD: "Dead"}
+_STATE_NAMES = np.array([_STATES[code] for code in range(len(_STATES))], object)
 
 
 def _role(name: str) -> str | None:
@@ -1349,13 +1350,11 @@ class _Replayer:
         # the loop applies the groups' own records while it holds the transactional commits:
         # it says each row's group's state and generation then
         loop_says = self._loop_holds
-        states = [_STATES[c] for c in left.group_state.tolist()] if loop_says else []
-        generations = [None if v == _offsets.NONE else v for v in left.generation.tolist()] \
-            if loop_says else []
+        states, generations = left.group_state.tolist(), left.generation.tolist()
         xs: Iterable[int] = range(len(rows))
         if found is not None and loop_says and np.isin(act, (*_LOOP_FOUND, _SUSPECT)).all():
             # the loop's anomalies at once: the other rows make none
-            xs = self._found_at_once(act, groups, offs, times, lp, states, generations)
+            xs = self._found_at_once(act, groups, offs, times, lp, left)
         for x in xs:
             i, a = rows_[x], acts[x]
             if a == _MODERN:
@@ -1365,7 +1364,8 @@ class _Replayer:
                 continue
             self._row = first_row + i
             if loop_says:
-                self._now = states[x], generations[x]
+                self._now = (_STATES[states[x]],
+                             None if generations[x] == _offsets.NONE else generations[x])
             if found is not None and a == _REGRESSED:  # rendered from the block's columns
                 found.regressed(x, *self._state_of(by_code[groups[x]]))
                 continue
@@ -1413,16 +1413,16 @@ class _Replayer:
                               raws[x], suspects.get(i, ()))
 
     def _found_at_once(self, act: np.ndarray, groups: list[int], offs: list[int],
-                       times: list[int], lp: int, states: list, generations: list
-                       ) -> list[int]:
+                       times: list[int], lp: int, left: _LeftToPython) -> list[int]:
         """The regressions, deletions and removed groups the compiled loop applied, handed
         to the column sink's accumulator at once (the loop says each regression's group
         state and generation); the rows left for Python to apply."""
-        regressed = np.flatnonzero(act == _REGRESSED).tolist()
+        regressed = np.flatnonzero(act == _REGRESSED)
+        generations = left.generation[regressed].astype(object)
+        generations[left.generation[regressed] == _offsets.NONE] = None
         texts = self.decoder.texts
-        self._found.bulk(regressed, [states[x] for x in regressed],
-                         [generations[x] for x in regressed],
-                         np.flatnonzero(act == _DELETED).tolist(),
+        self._found.bulk(regressed.tolist(), _STATE_NAMES[left.group_state[regressed]].tolist(),
+                         generations.tolist(), np.flatnonzero(act == _DELETED).tolist(),
                          [(texts[groups[x]], lp, offs[x], times[x])
                           for x in np.flatnonzero(act == _REMOVED).tolist()])
         return np.flatnonzero(~np.isin(act, _LOOP_FOUND)).tolist()
