@@ -12,8 +12,14 @@ block is too, so each key's rows are applied in log order.
 
 A group's own records (a classic group's ``GroupMetadataValue``, the KIP-848 / KIP-932 parts)
 each overwrite what an earlier record of the same key set (``GroupMetadataManager.replay``
-replaces the group's metadata, a member's part, an epoch). The loop marks those of a group it
-may fold with a *run*: the rows of a group between two of its rows Python sees (a row left to
+replaces the group's metadata, a member's part, an epoch). While the loop holds the
+transactional commits, it applies them itself, in log order, to :class:`ClassicGroups` and
+:class:`ModernGroups` (per group and per member part: what is present, which row set it, the
+epochs, the group's removal), and says for each row it hands to Python the state and
+generation its group had at that row (what a regression reports); Python takes the bytes of
+the latest values after each block and decodes them once, at the end. Otherwise (a history
+is kept, or Python applies a record only the reference reads) the loop marks those of a
+group it may fold with a *run*: the rows of a group between two of its rows Python sees (a row left to
 it, or a regression or deletion of one of its keys, which reads the group's state). Python
 applies, of a run, only the rows whose effect no later row of the same key in the run
 overwrites (and the first of each key, which fixes the order a member's parts were added in),
@@ -67,6 +73,10 @@ cpdef enum:
     PYTHON = 0      # nothing: Python applies it
     REGRESSED = 1   # applied; it moved the offset backwards: Python reports it
     DELETED = 2     # applied (a tombstone): Python reports the deletion
+    REMOVED = 3     # applied (a group's tombstone: a classic group's, or a KIP-848 /
+                    # KIP-932 group's epoch): Python reports the group's removal
+    SUSPECT = 4     # applied (a classic group's metadata whose members' consumer-protocol
+                    # bytes do not all read cleanly): Python says what is wrong with them
 
 
 cpdef enum:
@@ -78,6 +88,29 @@ cpdef enum:
     HELD = 4         # a transactional commit or tombstone: held for its producer's marker
     ABORT = 5        # a producer's ABORT marker: its held commits dropped
     COMMIT = 6       # a producer's COMMIT marker: its held commits applied
+    MODERN = 7       # a KIP-848 / KIP-932 group's record: applied to ``ModernGroups``
+    CLASSIC = 8      # a classic group's ``GroupMetadataValue``: applied to ``ClassicGroups``
+
+
+cpdef enum:
+    # A group's state at a row (``GroupState.state`` of the classic protocol's groups).
+    G_OTHER = 0   # not a classic group (None)
+    G_EMPTY = 1
+    G_STABLE = 2
+    G_DEAD = 3
+
+
+cpdef enum:
+    # What a KIP-848 / KIP-932 record type sets (``GroupCoordinatorShard.replay``
+    # dispatches on the type; a share group's records set what a consumer group's do).
+    R_NONE = 0              # nothing but the group's kind
+    R_EPOCH = 1             # the group epoch (its tombstone removes the group)
+    R_TOPICS = 2            # the topic id -> name map (partition metadata)
+    R_ASSIGNMENT_EPOCH = 3  # the target assignment's epoch
+    R_METADATA = 4          # a member's parts, from here on: its metadata,
+    R_TARGET = 5            # its target assignment,
+    R_CURRENT = 6           # its current assignment
+    PARTS = 3               # a member's parts
 
 
 cdef class HeldCommits:
@@ -153,15 +186,218 @@ cdef class HeldCommits:
         self.__init__()
 
 
+cdef class ModernGroups:
+    """The KIP-848 / KIP-932 groups of one replay as the coordinator's replay leaves them
+    (``GroupMetadataManager.replay``: each record replaces the part of the group its key and
+    type name, a tombstone removes it), applied in log order by the compiled loop instead of
+    a Python object per record. Per group code: its last such record (the row and type:
+    whether the group is a consumer or share group, and whether a later classic
+    ``GroupMetadataValue`` made it classic again), its epochs (``MISSING``: none), its
+    removal by an epoch tombstone, and the row of its latest partition metadata (the topic
+    names). Per member (a group and member id, numbered by the replay) and part (metadata,
+    target, current): whether present, the row that last added it (a member's parts keep the
+    order they were added in, as a dict would), the row, type and version of its latest
+    value, and the partition metadata row of that moment (an assignment names topics as
+    they were named then); a member's ``live`` parts and the row that added its first (the
+    members' order). The values' bytes are taken after each block, once per part the block
+    set (``touched``), by the caller, which keeps them (``raw``)."""
+
+    cdef public object last_row  # group -> its last record's row (-1: none)
+    cdef public object last_type  # group -> that record's type
+    cdef public object epoch
+    cdef public object assignment_epoch
+    cdef public object removed  # group -> [offset, timestamp, partition] of its epoch
+    #                            tombstone, when that is its last record's doing (MISSING)
+    cdef public object topics  # group -> its latest partition metadata's row (-1: none)
+    cdef public object group_of  # member -> its group code
+    cdef public object live  # member -> how many of its parts are present
+    cdef public object created  # member -> the row that added its first present part
+    cdef public object present  # member, part -> present
+    cdef public object added  # member, part -> the row that last added it
+    cdef public object value_row  # member, part -> its latest value's row
+    cdef public object value_type
+    cdef public object value_version
+    cdef public object value_topics  # member, part -> the partition metadata row then
+    cdef public list raw  # member * PARTS + part -> its latest value's bytes (the caller's)
+    cdef public object touched  # the member parts the block set a value of
+    cdef public object mark  # member * PARTS + part -> the block that last touched it
+    cdef public int64_t n_touched
+    cdef public int64_t members
+
+    def __init__(self):
+        self.last_row = np.zeros(0, np.int64)
+        self.last_type = np.zeros(0, np.int64)
+        self.epoch = np.zeros(0, np.int64)
+        self.assignment_epoch = np.zeros(0, np.int64)
+        self.removed = np.zeros((0, 3), np.int64)
+        self.topics = np.zeros(0, np.int64)
+        self.group_of = np.zeros(0, np.int64)
+        self.live = np.zeros(0, np.int64)
+        self.created = np.zeros(0, np.int64)
+        self.present = np.zeros((0, PARTS), np.int8)
+        self.added = np.zeros((0, PARTS), np.int64)
+        self.value_row = np.zeros((0, PARTS), np.int64)
+        self.value_type = np.zeros((0, PARTS), np.int64)
+        self.value_version = np.zeros((0, PARTS), np.int64)
+        self.value_topics = np.zeros((0, PARTS), np.int64)
+        self.raw = []
+        self.touched = np.zeros(0, np.int64)
+        self.mark = np.zeros(0, np.int64)
+        self.n_touched = 0
+        self.members = 0
+
+    def ensure(self, int64_t groups, int64_t members, int64_t rows):
+        """Room for ``groups`` group codes, ``members`` members and a block of ``rows``."""
+        cdef int64_t have = len(self.last_row), grow
+        if groups > have:
+            grow = max(1024, 2 * groups) - have
+            self.last_row = np.concatenate([self.last_row, np.full(grow, -1, np.int64)])
+            self.last_type = np.concatenate([self.last_type, np.zeros(grow, np.int64)])
+            self.epoch = np.concatenate([self.epoch, np.full(grow, MISSING, np.int64)])
+            self.assignment_epoch = np.concatenate([self.assignment_epoch,
+                                                    np.full(grow, MISSING, np.int64)])
+            self.removed = np.concatenate([self.removed, np.full((grow, 3), MISSING, np.int64)])
+            self.topics = np.concatenate([self.topics, np.full(grow, -1, np.int64)])
+        have = len(self.live)
+        if members > have:
+            grow = max(1024, 2 * members) - have
+            self.group_of = np.concatenate([self.group_of, np.full(grow, -1, np.int64)])
+            self.live = np.concatenate([self.live, np.zeros(grow, np.int64)])
+            self.created = np.concatenate([self.created, np.zeros(grow, np.int64)])
+            self.present = np.concatenate([self.present, np.zeros((grow, PARTS), np.int8)])
+            for name in ("added", "value_row", "value_type", "value_version"):
+                setattr(self, name, np.concatenate([getattr(self, name),
+                                                    np.zeros((grow, PARTS), np.int64)]))
+            self.value_topics = np.concatenate([self.value_topics,
+                                                np.full((grow, PARTS), -1, np.int64)])
+            self.raw += [None] * (grow * PARTS)
+            self.mark = np.concatenate([self.mark, np.full(grow * PARTS, -1, np.int64)])
+        if rows > len(self.touched):
+            self.touched = np.zeros(max(1024, rows), np.int64)
+
+    def member(self, int64_t group):
+        """A new member of ``group``: its number."""
+        self.ensure(0, self.members + 1, 0)
+        self.group_of[self.members] = group
+        self.members += 1
+        return self.members - 1
+
+    def clear(self):
+        """Nothing held (handed to Python)."""
+        self.__init__()
+
+
+cdef class ClassicGroups:
+    """The classic protocol's groups of one replay as ``GroupMetadataManager.replay`` leaves
+    them (each ``GroupMetadataValue`` replaces the group's metadata, its tombstone removes
+    the group), applied in log order by the compiled loop. Per group code: the row of its
+    last record and of its last value (which made it a classic group: a KIP-848 record after
+    it makes it a consumer or share group again), its generation (``MISSING``: none), its
+    members' count, its removal (``MISSING``: none) and the version of its last value, whose
+    bytes (protocol, leader, members) the caller takes after each block, once per group the
+    block set (``touched``), and keeps (``raw``)."""
+
+    cdef public object last_row  # group -> its last record's row (-1: none)
+    cdef public object value_row  # group -> its last value's row (-1: none)
+    cdef public object version
+    cdef public object generation
+    cdef public object members
+    cdef public object removed  # group -> [offset, timestamp, partition] of its tombstone
+    cdef public list raw  # group -> its last value's bytes (the caller's)
+    cdef public object touched
+    cdef public object mark  # group -> the block that last touched it
+    cdef public int64_t n_touched
+
+    def __init__(self):
+        self.last_row = np.zeros(0, np.int64)
+        self.value_row = np.zeros(0, np.int64)
+        self.version = np.zeros(0, np.int64)
+        self.generation = np.zeros(0, np.int64)
+        self.members = np.zeros(0, np.int64)
+        self.removed = np.zeros((0, 3), np.int64)
+        self.raw = []
+        self.touched = np.zeros(0, np.int64)
+        self.mark = np.zeros(0, np.int64)
+        self.n_touched = 0
+
+    def ensure(self, int64_t groups, int64_t rows):
+        """Room for ``groups`` group codes and a block of ``rows``."""
+        cdef int64_t have = len(self.last_row), grow
+        if groups > have:
+            grow = max(1024, 2 * groups) - have
+            self.last_row = np.concatenate([self.last_row, np.full(grow, -1, np.int64)])
+            self.value_row = np.concatenate([self.value_row, np.full(grow, -1, np.int64)])
+            self.version = np.concatenate([self.version, np.zeros(grow, np.int64)])
+            self.generation = np.concatenate([self.generation,
+                                              np.full(grow, MISSING, np.int64)])
+            self.members = np.concatenate([self.members, np.zeros(grow, np.int64)])
+            self.removed = np.concatenate([self.removed, np.full((grow, 3), MISSING, np.int64)])
+            self.raw += [None] * grow
+            self.mark = np.concatenate([self.mark, np.full(grow, -1, np.int64)])
+        if rows > len(self.touched):
+            self.touched = np.zeros(max(1024, rows), np.int64)
+
+    def clear(self):
+        """Nothing held (handed to Python)."""
+        self.__init__()
+
+
+cdef class _Moment:
+    """What a group's state at a row is read from (both kinds of groups' arrays), and where
+    it goes (``state``, ``generation``: one per row of the answer)."""
+
+    cdef int64_t groups
+    cdef int64_t[::1] modern_last
+    cdef int64_t[::1] classic_value
+    cdef int64_t[::1] members
+    cdef int64_t[:, ::1] removed
+    cdef int64_t[::1] generation
+    cdef int8_t[::1] state_out
+    cdef int64_t[::1] generation_out
+
+    def __init__(self, ModernGroups modern, ClassicGroups classic, int8_t[::1] state_out,
+                 int64_t[::1] generation_out):
+        self.modern_last = modern.last_row
+        self.classic_value = classic.value_row
+        self.members = classic.members
+        self.removed = classic.removed
+        self.generation = classic.generation
+        self.groups = min(self.modern_last.shape[0], self.classic_value.shape[0])
+        self.state_out = state_out
+        self.generation_out = generation_out
+
+
+cdef inline void _group_moment(_Moment m, int64_t out, int64_t g) noexcept:
+    """Row ``out`` of the answer gets group ``g``'s state and generation now (a classic
+    group's state while no KIP-848 record came after its last value: ``GroupState.state``)."""
+    cdef int64_t value
+    if not 0 <= g < m.groups:
+        m.state_out[out] = G_OTHER
+        m.generation_out[out] = MISSING
+        return
+    m.generation_out[out] = m.generation[g]
+    value = m.classic_value[g]
+    if value < 0 or value < m.modern_last[g]:
+        m.state_out[out] = G_OTHER
+    elif m.removed[g, 0] != MISSING:
+        m.state_out[out] = G_DEAD
+    elif m.members[g] != 0:
+        m.state_out[out] = G_STABLE
+    else:
+        m.state_out[out] = G_EMPTY
+
+
 cdef inline int _event(int64_t out, int64_t i, int8_t event, int64_t k, int64_t group,
                         int64_t topic, int64_t partition, int64_t[::1] rows,
                         int8_t[::1] events, int64_t[:, ::1] previous, int8_t[::1] was_present,
                         list previous_metadata, const int8_t[::1] present,
                         const int64_t[:, ::1] state, list metadata,
-                        int64_t[:, ::1] current) except -1:
+                        int64_t[:, ::1] current, _Moment moment) except -1:
     """Row ``out`` of the answer: row ``i`` made a regression or deletion of key ``k``, whose
-    state before it is copied; ``current`` gets the key (its state after, by the caller)."""
+    state before it is copied; ``current`` gets the key (its state after, by the caller),
+    ``moment`` the group's state and generation then."""
     cdef int64_t f
+    _group_moment(moment, out, group)
     rows[out] = i
     events[out] = event
     was_present[out] = present[k]
@@ -204,7 +440,11 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                   int64_t[::1] rows, int8_t[::1] events, int64_t[:, ::1] previous,
                   int8_t[::1] was_present, list previous_metadata,
                   int64_t[:, ::1] current, list current_metadata,
-                  const int64_t[::1] group_code, const int8_t[::1] group_fast,
+                  int8_t[::1] group_state, int64_t[::1] generation,
+                  const int16_t[::1] rtype, const int8_t[::1] roles,
+                  const int64_t[::1] scalar_slot, const int64_t[::1] member_of,
+                  ModernGroups modern, ClassicGroups classic, const int8_t[::1] suspect,
+                  int generation_slot, int members_slot, const int64_t[::1] group_code, const int8_t[::1] group_fast,
                   int64_t[::1] group_runs, int64_t[::1] run,
                   const int64_t[::1] producer_code, const int64_t[::1] producer_id,
                   HeldCommits held):
@@ -226,6 +466,16 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
     ``HELD`` row's key is one the loop may apply, and no row of it is left to Python while
     it is held (the caller's to see to).
 
+    ``MODERN`` rows (a KIP-848 / KIP-932 record of a known group: ``rtype``, what its type
+    sets in ``roles``, the slot of the epoch it sets in ``scalar_slot``, its member's number
+    by key code in ``member_of``) are applied to ``modern`` in log order (see
+    :class:`ModernGroups`); an epoch tombstone is listed (``REMOVED``). ``CLASSIC`` rows (a
+    classic group's metadata, its generation and members' count in ``generation_slot`` and
+    ``members_slot``) are applied to ``classic``; a tombstone is listed (``REMOVED``), and a
+    value whose members' consumer-protocol bytes do not all read cleanly (``suspect``)
+    too (``SUSPECT``). ``group_state`` and ``generation`` get, for each row listed, its
+    group's (or its anomaly's group's) state and generation at that row (``G_*``).
+
     ``FOLDABLE`` rows of a group the loop may fold (``group_fast``, by the row's
     ``group_code``; -1: none) are not listed: ``run`` gives each its group's run (-1 for the
     other rows); ``group_runs[g]`` counts the rows of group ``g`` Python sees, which end a
@@ -246,10 +496,133 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
     cdef int64_t[::1] hhead = held.head
     cdef int64_t[::1] htail = held.tail
     cdef int64_t[::1] hcount = held.count
+    cdef int64_t[::1] last_row = modern.last_row
+    cdef int64_t[::1] last_type = modern.last_type
+    cdef int64_t[::1] epoch = modern.epoch
+    cdef int64_t[::1] assignment_epoch = modern.assignment_epoch
+    cdef int64_t[:, ::1] removed = modern.removed
+    cdef int64_t[::1] topics = modern.topics
+    cdef int64_t[::1] live = modern.live
+    cdef int64_t[::1] created = modern.created
+    cdef int8_t[:, ::1] part_present = modern.present
+    cdef int64_t[:, ::1] added = modern.added
+    cdef int64_t[:, ::1] value_row = modern.value_row
+    cdef int64_t[:, ::1] value_type = modern.value_type
+    cdef int64_t[:, ::1] value_version = modern.value_version
+    cdef int64_t[:, ::1] value_topics = modern.value_topics
+    cdef int64_t[::1] touched = modern.touched
+    cdef list raw = modern.raw
+    cdef int64_t[::1] mark = modern.mark
+    cdef int64_t modern_groups = last_row.shape[0]
+    cdef int64_t members = live.shape[0]
+    cdef int64_t keys = member_of.shape[0]
+    cdef int64_t types = roles.shape[0]
+    cdef int64_t row, t, r
+    cdef int8_t role
+    cdef int64_t[::1] c_last = classic.last_row
+    cdef int64_t[::1] c_value = classic.value_row
+    cdef int64_t[::1] c_version = classic.version
+    cdef int64_t[::1] c_generation = classic.generation
+    cdef int64_t[::1] c_members = classic.members
+    cdef int64_t[:, ::1] c_removed = classic.removed
+    cdef int64_t[::1] c_touched = classic.touched
+    cdef int64_t[::1] c_mark = classic.mark
+    cdef int64_t classic_groups = c_last.shape[0]
+    cdef _Moment moment = _Moment(modern, classic, group_state, generation)
+    modern.n_touched = 0
+    classic.n_touched = 0
     for i in range(n):
         run[i] = -1
         kind = kinds[i]
         if kind == OTHER_GROUP:
+            continue
+        if kind == CLASSIC:
+            g = group_code[i]
+            if not 0 <= g < classic_groups:
+                raise IndexError(i)  # the caller hands over known groups only
+            row = first_row + i
+            c_last[g] = row
+            if vver[i] < 0:
+                c_members[g] = 0
+                c_removed[g, 0] = log_offset[i]
+                c_removed[g, 1] = log_timestamp[i]
+                c_removed[g, 2] = log_partition
+                event = REMOVED
+            else:
+                c_value[g] = row
+                c_version[g] = vver[i]
+                c_generation[g] = vals[i, generation_slot]
+                c_members[g] = vals[i, members_slot + 1]
+                c_removed[g, 0] = MISSING
+                if c_mark[g] != first_row:
+                    c_mark[g] = first_row
+                    c_touched[classic.n_touched] = g
+                    classic.n_touched += 1
+                if not suspect[i]:
+                    continue
+                event = SUSPECT
+            _group_moment(moment, out, g)
+            rows[out] = i
+            events[out] = event
+            current[out, C_GROUP] = g
+            out += 1
+            continue
+        if kind == MODERN:
+            g = group_code[i]
+            t = rtype[i]
+            if not (0 <= g < modern_groups and 0 <= t < types):
+                raise IndexError(i)  # the caller hands over known groups and types only
+            row = first_row + i
+            role = roles[t]
+            last_row[g] = row
+            last_type[g] = t
+            removed[g, 0] = MISSING
+            if role == R_EPOCH:
+                if vver[i] >= 0:
+                    epoch[g] = vals[i, scalar_slot[t]]
+                else:
+                    epoch[g] = MISSING
+                    removed[g, 0] = log_offset[i]
+                    removed[g, 1] = log_timestamp[i]
+                    removed[g, 2] = log_partition
+                    _group_moment(moment, out, g)
+                    rows[out] = i
+                    events[out] = REMOVED
+                    current[out, C_GROUP] = g
+                    out += 1
+            elif role == R_TOPICS:
+                if vver[i] >= 0:
+                    topics[g] = row
+            elif role == R_ASSIGNMENT_EPOCH:
+                assignment_epoch[g] = vals[i, scalar_slot[t]] if vver[i] >= 0 else MISSING
+            elif role >= R_METADATA:
+                k = key_code[i]
+                m = member_of[k] if 0 <= k < keys else -1
+                if m < 0:
+                    continue  # no member id (the rule skips the part)
+                if m >= members:
+                    raise IndexError(i)
+                r = role - R_METADATA
+                if vver[i] >= 0:
+                    if not part_present[m, r]:
+                        part_present[m, r] = 1
+                        added[m, r] = row
+                        if live[m] == 0:
+                            created[m] = row
+                        live[m] += 1
+                    value_row[m, r] = row
+                    value_type[m, r] = t
+                    value_version[m, r] = vver[i]
+                    value_topics[m, r] = topics[g]
+                    f = m * PARTS + r
+                    if mark[f] != first_row:
+                        mark[f] = first_row
+                        touched[modern.n_touched] = f
+                        modern.n_touched += 1
+                elif part_present[m, r]:
+                    part_present[m, r] = 0
+                    live[m] -= 1
+                    raw[m * PARTS + r] = None  # only what is present is kept
             continue
         if kind == ABORT or kind == COMMIT:
             pc = producer_code[i]
@@ -261,7 +634,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                     if hstate[e, S_VALUE_VERSION] == MISSING:
                         _event(out, i, DELETED, k, g, hkey[e, 2], hkey[e, 3], rows, events,
                                previous, was_present, previous_metadata, present, state,
-                               metadata, current)
+                               metadata, current, moment)
                         for f in range(S_WIDTH):
                             current[out, C_STATE + f] = hstate[e, f]
                         current[out, C_STATE + S_MARKER_OFFSET] = log_offset[i]
@@ -275,7 +648,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                         if present[k] and hstate[e, S_OFFSET] < state[k, S_OFFSET]:
                             _event(out, i, REGRESSED, k, g, hkey[e, 2], hkey[e, 3], rows,
                                    events, previous, was_present, previous_metadata, present,
-                                   state, metadata, current)
+                                   state, metadata, current, moment)
                             for f in range(S_WIDTH):
                                 current[out, C_STATE + f] = hstate[e, f]
                             current[out, C_STATE + S_MARKER_OFFSET] = log_offset[i]
@@ -358,6 +731,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                 blocked[k] = first_row
             if g >= 0:
                 group_runs[g] += 1
+            _group_moment(moment, out, g)
             rows[out] = i
             events[out] = PYTHON
             out += 1
@@ -373,7 +747,7 @@ def apply_commits(const int8_t[::1] kinds, const int32_t[::1] key_code,
                 group_runs[g] += 1
             _event(out, i, event, k, vals[i, 0], vals[i, topic_slot], vals[i, partition_slot],
                    rows, events, previous, was_present, previous_metadata, present, state,
-                   metadata, current)
+                   metadata, current, moment)
         if event == DELETED:
             _tombstone(current, out, log_partition, log_offset[i], log_timestamp[i], MISSING)
             out += 1

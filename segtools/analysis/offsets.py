@@ -343,10 +343,30 @@ _INT_FIELDS = tuple(i for i, f in enumerate(AppliedCommit._fields) if f != "meta
 _GROUP_EPOCH, _TOPICS, _ASSIGNMENT_EPOCH = "epoch", "topics", "assignment_epoch"
 _MEMBER_PARTS = {"MemberMetadata": "metadata", "TargetAssignmentMember": "target",
                  "CurrentMemberAssignment": "current"}
+#: What the compiled loop calls each (``_offsets.R_*``): a member's parts last, in its order.
+_ROLE_CODES = {None: _offsets.R_NONE, _GROUP_EPOCH: _offsets.R_EPOCH,
+               _TOPICS: _offsets.R_TOPICS, _ASSIGNMENT_EPOCH: _offsets.R_ASSIGNMENT_EPOCH,
+               "metadata": _offsets.R_METADATA, "target": _offsets.R_TARGET,
+               "current": _offsets.R_CURRENT}
+_PARTS = tuple(_MEMBER_PARTS.values())
 
+
+#: How many partition metadata values the replay keeps for the compiled loop's KIP-848
+#: groups before it drops those no group or present member part names any more (a group
+#: writes one at each change of its subscribed topics: a long log holds many).
+TOPIC_VALUES_KEPT = 4096
 
 #: What the replay does with a row the compiled loop hands it (most common first).
-_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE = range(8)
+(_MODERN, _REGRESSED, _DELETED, _PLAIN, _MARKER, _ERROR, _SPECIAL, _NONE, _REMOVED,
+ _SUSPECT) = range(10)
+
+#: The rows of anomalies the compiled loop found and applied.
+_LOOP_FOUND = (_REGRESSED, _DELETED, _REMOVED)
+
+#: A group's state as the compiled loop gives it (``_offsets.G_*``).
+_STATES = {_offsets.G_OTHER: None, _offsets.G_EMPTY: "Empty", _offsets.G_STABLE: "Stable",
+           _offsets.G_DEAD: "Dead"}
+_STATE_NAMES = np.array([_STATES[code] for code in range(len(_STATES))], object)
 
 
 def _role(name: str) -> str | None:
@@ -384,6 +404,7 @@ class _Slots:
     member_keyed: frozenset[int]  # record types whose key names a member
     member_list: list[int]
     roles: dict[int, str | None]  # KIP-848 / KIP-932 record type -> what it sets
+    role_codes: np.ndarray  # record type -> what it sets, for the compiled loop (R_*)
     scalar_slot: np.ndarray  # record type -> the slot of the epoch it sets (0: none)
     topic_names: list[int]  # record types that set a group's topic names (partition metadata)
 
@@ -405,9 +426,13 @@ def _slots() -> _Slots:
              if t in CONSUMER_GROUP_TYPES or t in SHARE_GROUP_TYPES}
     epochs = {_GROUP_EPOCH: "epoch", _ASSIGNMENT_EPOCH: "assignmentEpoch"}
     scalar_slot = np.zeros(max(RECORD_TYPES) + 1, np.int64)
+    role_codes = np.zeros(max(RECORD_TYPES) + 1, np.int8)
     for t, r in roles.items():
+        role_codes[t] = _ROLE_CODES[r]
         if r in epochs:
             scalar_slot[t] = fam.slot(RECORD_TYPES[t][0], epochs[r], SCALAR)
+    if [_ROLE_CODES[p] - _offsets.R_METADATA for p in _PARTS] != list(range(_offsets.PARTS)):
+        raise AssertionError("a member's parts are numbered apart from the compiled loop's")
     commit, group = "OffsetCommit", "GroupMetadata"
     element = next(p for (t, _), (_, p) in fam.value_programs.items()
                    if t == GROUP_METADATA_TYPE).slots["members"].sub
@@ -425,7 +450,7 @@ def _slots() -> _Slots:
                   fam.slot(group, "currentStateTimestamp", SCALAR),
                   fam.slot(group, "members", SPAN), element.slots["memberId"].slot,
                   element.slots["subscription"].slot, element.slots["assignment"].slot,
-                  member_keyed, sorted(member_keyed), roles, scalar_slot,
+                  member_keyed, sorted(member_keyed), roles, role_codes, scalar_slot,
                   sorted(t for t, r in roles.items() if r == _TOPICS))
 
 
@@ -511,6 +536,8 @@ class _LeftToPython(NamedTuple):
     previous_metadata: list[str | None]
     current: np.ndarray
     current_metadata: list[str]
+    group_state: np.ndarray  # the group's state then (``_offsets.G_*``)
+    generation: np.ndarray  # the group's generation then (``_offsets.NONE``: none)
 
     def joined(self, rows: np.ndarray) -> _LeftToPython:
         """These rows and more (folded rows Python must apply, in log order, none of them
@@ -531,7 +558,8 @@ class _LeftToPython(NamedTuple):
         return _LeftToPython(
             joined_rows, placed(self.events, np.int8(_offsets.PYTHON)),
             placed(self.previous, np.int64(0)), placed(self.was_present, np.int8(0)),
-            self.previous_metadata, placed(self.current, np.int64(0)), self.current_metadata)
+            self.previous_metadata, placed(self.current, np.int64(0)), self.current_metadata,
+            placed(self.group_state, np.int8(0)), placed(self.generation, np.int64(0)))
 
 
 def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
@@ -547,16 +575,17 @@ def _sort_into(anomaly: Anomaly, regressions: list, deletions: list,
 
 class _Found:
     """A block's anomalies in the order found, for a :class:`ColumnSink`: those of the
-    compiled loop as their rows (with the group's state of their moment, which only the
-    Python rows' order gives), the others as the objects Python made; :meth:`columns` reads
-    the loop's from the block's arrays at once."""
+    compiled loop as their rows (with the group's state of their moment), the others as the
+    objects Python made; :meth:`columns` reads the loop's from the block's arrays at once.
+    When Python makes none in a block, the loop's come at once (:meth:`bulk`)."""
 
     def __init__(self) -> None:
         self.regressions: list[int | OffsetRegression] = []  # a row of the loop's, or one made
         self.states: list[str | None] = []  # the group's state of each of the loop's rows
         self.generations: list[int | None] = []
         self.deletions: list[int | OffsetDeletion] = []
-        self.group_deletions: list[GroupDeletion] = []
+        # (group, log partition, offset, timestamp) of each removed group
+        self.group_deletions: list[tuple[str, int, int, int]] = []
 
     def __bool__(self) -> bool:
         return bool(self.regressions or self.deletions or self.group_deletions)
@@ -570,7 +599,21 @@ class _Found:
         self.deletions.append(x)
 
     def add(self, anomaly: Anomaly) -> None:
-        _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
+        if isinstance(anomaly, GroupDeletion):
+            w = anomaly.where
+            self.group_deletions.append((anomaly.group, w.partition, w.offset, w.timestamp))
+        else:
+            _sort_into(anomaly, self.regressions, self.deletions, [])
+
+    def bulk(self, regressed: list[int], states: list, generations: list, deleted: list[int],
+             removed: Iterable[tuple[str, int, int, int]]) -> None:
+        """The loop's regressions (with their groups' states and generations), deletions
+        and removed groups of a block at once, in log order."""
+        self.regressions += regressed
+        self.states += states
+        self.generations += generations
+        self.deletions += deleted
+        self.group_deletions += removed
 
     def columns(self, left: _LeftToPython, texts: list[str]) -> FoundColumns:
         """The anomalies as columns, and this accumulator emptied."""
@@ -579,10 +622,8 @@ class _Found:
         out = FoundColumns(
             _regression_columns(block, self.regressions, self.states, self.generations),
             _deletion_columns(block, self.deletions),
-            GroupDeletionColumns([d.group for d in removed],
-                                 [d.where.partition for d in removed],
-                                 [d.where.offset for d in removed],
-                                 [d.where.timestamp for d in removed]))
+            GroupDeletionColumns(*(list(c) for c in zip(*removed, strict=True)))
+            if removed else GroupDeletionColumns())
         self.regressions, self.states, self.generations = [], [], []
         self.deletions, self.group_deletions = [], []
         return out
@@ -790,6 +831,20 @@ class _Replayer:
         self._loop_holds = not history
         self._held_commits = _offsets.HeldCommits()
         self._producers: dict[int, int] = {}  # producer id -> its code in _held_commits
+        # the KIP-848 / KIP-932 groups' records are applied by the compiled loop while it
+        # holds the transactional commits (``_offsets.ModernGroups``), else by ``_modern``
+        # (the rule, which reads and writes the groups themselves): the loop's state is then
+        # handed over (``_modern_to_python``), as it is at the end
+        self._modern_groups = _offsets.ModernGroups()
+        self._member_of = np.zeros(0, np.int64)  # by key code: its member's number (-2: unmet)
+        self._member_numbers: dict[tuple[int, str], int] = {}  # (group, member id) -> number
+        self._member_names: list[str] = []  # by member number
+        self._topic_values: dict[int, tuple[int, bytes, int]] = {}  # row -> partition metadata
+        self._topic_limit = TOPIC_VALUES_KEPT  # how many before the unreferenced go
+        # and the classic groups' metadata likewise (``_offsets.ClassicGroups``)
+        self._classic_groups = _offsets.ClassicGroups()
+        # the group's state and generation at the row Python applies, as the loop said
+        self._now: tuple[str | None, int | None] | None = None
         self._held: dict[int, int] = {}  # key code -> transactional commits awaiting markers
         self._held_groups: dict[int, int] = {}  # group code -> the same, per group
         self._group_fast = np.zeros(0, np.int8)  # by interned string (see above)
@@ -880,6 +935,14 @@ class _Replayer:
         else:
             _sort_into(anomaly, self.regressions, self.deletions, self.group_deletions)
 
+    def _state_of(self, g: GroupState) -> tuple[str | None, int | None]:
+        """A group's state (None but for a classic group's) and generation at the row being
+        applied: as the compiled loop said when it applies the groups' own records, else
+        as Python holds them."""
+        if self._now is not None:
+            return self._now
+        return self._classic_state(g) if g.kind == "classic" else None, g.generation
+
     def _classic_state(self, g: GroupState) -> str:
         """:attr:`GroupState.state` of a classic group while its members are still bytes."""
         if g.deleted_at is not None:
@@ -958,7 +1021,9 @@ class _Replayer:
         errors = (b.status == ST_ERROR).any()
         if self._loop_holds and not self._loop_may_hold(b, commit, errors):
             self._loop_holds = False
+            self._now = None
             self._pending_in_loop(pending)
+            self._groups_to_python()
         pids = np.where(txn | table.is_control[batch], table.producer_id[batch], -1)
         producers = np.zeros(n, np.int64)
         if self._loop_holds:
@@ -979,14 +1044,22 @@ class _Replayer:
             # a record only the reference reads is applied by Python out of the loop's order:
             # a block holding one folds nothing, and meets its groups as Python reaches them
             self._meet(b, wanted, plain, lp)
-            foldable = wanted & ~txn & (b.vver >= 0) & (b.rtype >= GROUP_METADATA_TYPE)
-            foldable[list(suspects)] = False
-            kinds[foldable] = _offsets.FOLDABLE
+            if self._loop_holds:  # the loop applies the groups' own records itself
+                modern = wanted & (b.rtype > GROUP_METADATA_TYPE)
+                self._meet_members(b, modern)
+                kinds[modern] = _offsets.MODERN
+                kinds[wanted & (b.rtype == GROUP_METADATA_TYPE)] = _offsets.CLASSIC
+            else:
+                foldable = wanted & ~txn & (b.vver >= 0) & (b.rtype >= GROUP_METADATA_TYPE)
+                foldable[list(suspects)] = False
+                kinds[foldable] = _offsets.FOLDABLE
         offsets = np.ascontiguousarray(cols.offset[lo:lo + n])
         stamps = np.ascontiguousarray(cols.timestamp[lo:lo + n])
         first_row = self.records - n
         left = self._compiled(b, kinds, np.where(ok, b.vals[:, 0], -1), offsets, stamps, lp,
-                              first_row, producers, pids)
+                              first_row, producers, pids, suspects)
+        self._keep_modern_values(b, kinds, first_row)
+        self._keep_classic_values(b, first_row)
         if not len(left.rows):
             return
         rows = left.rows
@@ -1002,6 +1075,8 @@ class _Replayer:
         act[status == ST_ERROR] = _ERROR
         act[ev == _offsets.REGRESSED] = _REGRESSED
         act[ev == _offsets.DELETED] = _DELETED
+        act[ev == _offsets.REMOVED] = _REMOVED
+        act[ev == _offsets.SUSPECT] = _SUSPECT
         # an anomaly's group is its key's (a marker's row holds those of the commits it applied)
         groups = np.where(ev != _offsets.PYTHON, left.current[:, _offsets.C_GROUP], gcode[rows])
         self._python_rows(b, left, act, keep, markers, groups.tolist(), offsets[rows].tolist(),
@@ -1040,9 +1115,151 @@ class _Replayer:
                 row = b.vals[i]
                 self._key(k, int(row[0]), texts[row[s.topic]], int(row[s.partition]))
 
+    def _meet_members(self, b: Block, modern: np.ndarray) -> None:
+        """The members whose parts a block holds for the first time, numbered for the
+        compiled loop (``_offsets.ModernGroups``) by group and member id (the rule's
+        ``members848`` key), from the ids in their keys; a key without one gets -1 (the
+        rule skips its part)."""
+        s = self.slots
+        keys = len(self.decoder.keys)
+        if keys > len(self._member_of):
+            grow = max(1024, 2 * keys) - len(self._member_of)
+            self._member_of = np.concatenate([self._member_of, np.full(grow, -2, np.int64)])
+        rows = np.flatnonzero(modern & np.isin(b.rtype, s.member_list))
+        rows = rows[self._member_of[b.key_code[rows]] == -2]  # most blocks: none
+        if not len(rows):
+            return
+        _, first = np.unique(b.key_code[rows], return_index=True)
+        rows = rows[first]
+        names = spans(b.data, b.vals[rows, s.member], b.vals[rows, s.member + 1], True)
+        for i, name in zip(rows.tolist(), names, strict=True):
+            number = -1
+            if name is not None:
+                group = int(b.vals[i, 0])
+                number = self._member_numbers.get((group, name), -1)
+                if number < 0:
+                    number = self._member_numbers[(group, name)] = \
+                        self._modern_groups.member(group)
+                    self._member_names.append(name)
+            self._member_of[b.key_code[i]] = number
+
+    def _keep_modern_values(self, b: Block, kinds: np.ndarray, first_row: int) -> None:
+        """After the compiled loop: the bytes of the member parts it set in this block (the
+        latest of each), and of the partition metadata they or their groups now name."""
+        mg = self._modern_groups
+        rows = np.zeros(0, np.int64)
+        if mg.n_touched:
+            touched = mg.touched[:mg.n_touched]
+            touched = touched[mg.present.reshape(-1)[touched] != 0]  # not tombstoned since
+            at = mg.value_row.reshape(-1)[touched] - first_row
+            raw = mg.raw
+            for f, value in zip(touched.tolist(),
+                                spans(b.data, b.value_pos[at], b.value_len[at], False),
+                                strict=True):
+                raw[f] = value
+            rows = mg.value_topics.reshape(-1)[touched]
+        named = np.flatnonzero(kinds == _offsets.MODERN)
+        named = named[(b.vver[named] >= 0)
+                      & (self.slots.role_codes[b.rtype[named]] == _offsets.R_TOPICS)]
+        if not len(named) and not len(rows):
+            return
+        current = named[mg.topics[b.vals[named, 0]] == first_row + named]
+        rows = np.union1d(rows[rows >= first_row] - first_row, current)
+        values = self._topic_values
+        for i, value in zip(rows.tolist(), spans(b.data, b.value_pos[rows], b.value_len[rows],
+                                                 False), strict=True):
+            values[first_row + i] = (int(b.rtype[i]), value, int(b.vver[i]))
+        if len(values) > self._topic_limit:  # those no group or present part names go
+            named = set(mg.topics[mg.topics >= 0].tolist())
+            named.update(mg.value_topics[mg.present != 0].tolist())
+            self._topic_values = {row: v for row, v in values.items() if row in named}
+            self._topic_limit = max(TOPIC_VALUES_KEPT, 2 * len(self._topic_values))
+
+    def _keep_classic_values(self, b: Block, first_row: int) -> None:
+        """After the compiled loop: the bytes of the classic groups' last values it set in
+        this block."""
+        cg = self._classic_groups
+        if not cg.n_touched:
+            return
+        touched = cg.touched[:cg.n_touched]
+        at = cg.value_row[touched] - first_row
+        raw = cg.raw
+        for g, value in zip(touched.tolist(),
+                            spans(b.data, b.value_pos[at], b.value_len[at], False), strict=True):
+            raw[g] = value
+
+    def _groups_to_python(self) -> None:
+        """What the compiled loop applied of the groups' own records, set on the groups as
+        the rules (``_classic``, ``_modern``) would have left them, and the loop's state
+        cleared: before Python applies them instead, and at the end. Of a group's classic
+        and KIP-848 records, the later decides its kind (a ``GroupMetadataValue`` or any
+        KIP-848 record) and its deletion (any record)."""
+        cg = self._classic_groups
+        none = _offsets.NONE
+        for code in np.flatnonzero(cg.last_row >= 0).tolist():
+            g = self._by_code[code]
+            value_row, raw = int(cg.value_row[code]), cg.raw[code]
+            version = int(cg.version[code])
+            if value_row >= 0:
+                v = GROUP_METADATA_VALUE.read_exact(memoryview(raw)[2:], version)
+                g.kind = "classic"
+                g.protocol_type, g.protocol, g.leader, g.state_timestamp = (
+                    v["protocolType"], v["protocol"], v["leader"], v["currentStateTimestamp"])
+                g.generation = int(cg.generation[code])
+            offset, timestamp, lp = cg.removed[code].tolist()
+            g.deleted_at = None if offset == none else Location(lp, offset, timestamp)
+            self._member_count[g.group] = int(cg.members[code])
+            self._members[g.group] = (raw, version) if int(cg.last_row[code]) == value_row \
+                else None
+        self._modern_to_python()
+        cg.clear()
+
+    def _modern_to_python(self) -> None:
+        """The KIP-848 / KIP-932 part of :meth:`_groups_to_python`."""
+        mg, cg = self._modern_groups, self._classic_groups
+        names: dict[int, _TopicNames] = {}
+
+        def topic_names(row: int) -> _TopicNames | None:
+            if row < 0:
+                return None
+            if row not in names:
+                names[row] = _TopicNames(*self._topic_values[row])
+            return names[row]
+
+        none = _offsets.NONE
+        for code in np.flatnonzero(mg.last_row >= 0).tolist():
+            g = self._by_code[code]
+            last = int(mg.last_row[code])
+            if code >= len(cg.last_row) or last > cg.value_row[code]:
+                g.kind = "consumer" if int(mg.last_type[code]) in CONSUMER_GROUP_TYPES \
+                    else "share"
+            if code >= len(cg.last_row) or last > cg.last_row[code]:
+                offset, timestamp, lp = mg.removed[code].tolist()
+                g.deleted_at = None if offset == none else Location(lp, offset, timestamp)
+            epoch, assignment_epoch = int(mg.epoch[code]), int(mg.assignment_epoch[code])
+            g.epoch = None if epoch == none else epoch
+            g.assignment_epoch = None if assignment_epoch == none else assignment_epoch
+            if mg.topics[code] >= 0:
+                self._topic_names[g.group] = topic_names(int(mg.topics[code]))
+        members = np.flatnonzero(mg.live[:mg.members] > 0)
+        for m in members[np.argsort(mg.created[members], kind="stable")].tolist():
+            present = np.flatnonzero(mg.present[m])
+            entry = {}
+            for r in present[np.argsort(mg.added[m, present], kind="stable")].tolist():
+                entry[_PARTS[r]] = _Part(_PARTS[r], int(mg.value_type[m, r]),
+                                         mg.raw[m * _offsets.PARTS + r],
+                                         int(mg.value_version[m, r]),
+                                         topic_names(int(mg.value_topics[m, r])))
+            self._by_code[int(mg.group_of[m])].members848[self._member_names[m]] = entry
+        mg.clear()
+        self._member_of[:] = -2
+        self._member_numbers.clear()
+        self._member_names.clear()
+        self._topic_values.clear()
+
     def _compiled(self, b: Block, kinds: np.ndarray, groups: np.ndarray, offsets: np.ndarray,
                   stamps: np.ndarray, lp: int, first_row: int, producers: np.ndarray,
-                  pids: np.ndarray) -> _LeftToPython:
+                  pids: np.ndarray, suspects: dict[int, list[int]]) -> _LeftToPython:
         """The compiled loop (``_offsets.apply_commits``) over a block: it applies the plain
         commits of keys it may apply to the state arrays, holds transactional commits for
         their markers and applies or drops them there, marks the groups' records it may
@@ -1058,19 +1275,27 @@ class _Replayer:
         current = np.empty((room, _offsets.C_WIDTH), np.int64)
         previous_metadata: list[str | None] = []
         current_metadata: list[str] = []
+        group_state = np.empty(room, np.int8)
+        generation = np.empty(room, np.int64)
+        suspect = np.zeros(n, np.int8)
+        suspect[list(suspects)] = 1
         run = np.empty(n, np.int64)
         self._group_runs[:] = 0  # runs are numbered within the block
+        self._modern_groups.ensure(len(self.decoder.texts), 0, n)
+        self._classic_groups.ensure(len(self.decoder.texts), n)
         count = _offsets.apply_commits(
             kinds, b.key_code, b.vver, b.vals, s.offset, s.leader_epoch, s.metadata,
             s.commit_timestamp, s.expire_timestamp, s.topic, s.partition, offsets, stamps, lp,
             first_row, b.data, state.fast, state.blocked, state.present, state.order,
             state.state, state.metadata, rows, events, previous, was_present,
-            previous_metadata, current, current_metadata,
+            previous_metadata, current, current_metadata, group_state, generation, b.rtype,
+            s.role_codes, s.scalar_slot, self._member_of, self._modern_groups,
+            self._classic_groups, suspect, s.generation, s.members,
             np.ascontiguousarray(groups, np.int64), self._group_fast, self._group_runs, run,
             producers, np.ascontiguousarray(pids, np.int64), self._held_commits)
         left = _LeftToPython(rows[:count], events[:count], previous[:count],
                              was_present[:count], previous_metadata, current[:count],
-                             current_metadata)
+                             current_metadata, group_state[:count], generation[:count])
         return left.joined(self._unsuperseded(b, run))
 
     def _unsuperseded(self, b: Block, run: np.ndarray) -> np.ndarray:
@@ -1121,17 +1346,36 @@ class _Replayer:
         current_metadata = iter(left.current_metadata)  # one per row the loop regressed
         found = self._found
         by_code, modern, rtypes = self._by_code, self._modern, rtype.tolist()
-        for x, (i, a) in enumerate(zip(rows.tolist(), act.tolist(), strict=True)):
+        rows_, acts = rows.tolist(), act.tolist()
+        # the loop applies the groups' own records while it holds the transactional commits:
+        # it says each row's group's state and generation then
+        loop_says = self._loop_holds
+        states, generations = left.group_state.tolist(), left.generation.tolist()
+        xs: Iterable[int] = range(len(rows))
+        if found is not None and loop_says and np.isin(act, (*_LOOP_FOUND, _SUSPECT)).all():
+            # the loop's anomalies at once: the other rows make none
+            xs = self._found_at_once(act, groups, offs, times, lp, left)
+        for x in xs:
+            i, a = rows_[x], acts[x]
             if a == _MODERN:
                 code, version = groups[x], vv[x]
                 modern(by_code[code] or self._group(code, lp), rtypes[x], lp, offs[x], times[x],
                        version >= 0, scalars[x], raws[x], version, members[x])
                 continue
             self._row = first_row + i
+            if loop_says:
+                self._now = (_STATES[states[x]],
+                             None if generations[x] == _offsets.NONE else generations[x])
             if found is not None and a == _REGRESSED:  # rendered from the block's columns
-                g = by_code[groups[x]]
-                found.regressed(x, self._classic_state(g) if g.kind == "classic" else None,
-                                g.generation)
+                found.regressed(x, *self._state_of(by_code[groups[x]]))
+                continue
+            if a == _REMOVED:  # a group's tombstone, applied by the loop
+                self._emit(GroupDeletion(by_code[groups[x]].group,
+                                         Location(lp, offs[x], times[x])))
+                continue
+            if a == _SUSPECT:  # a classic group's metadata, applied by the loop
+                self._suspect(b, i, by_code[groups[x]], Location(lp, offs[x], times[x]), path,
+                              suspects[i])
                 continue
             if found is not None and a == _DELETED:
                 found.deleted(x)
@@ -1167,6 +1411,21 @@ class _Replayer:
             elif a == _SPECIAL:
                 self._special(b, i, rtypes[x], groups[x], vv[x], pids[x], where, path, pending,
                               raws[x], suspects.get(i, ()))
+
+    def _found_at_once(self, act: np.ndarray, groups: list[int], offs: list[int],
+                       times: list[int], lp: int, left: _LeftToPython) -> list[int]:
+        """The regressions, deletions and removed groups the compiled loop applied, handed
+        to the column sink's accumulator at once (the loop says each regression's group
+        state and generation); the rows left for Python to apply."""
+        regressed = np.flatnonzero(act == _REGRESSED)
+        generations = left.generation[regressed].astype(object)
+        generations[left.generation[regressed] == _offsets.NONE] = None
+        texts = self.decoder.texts
+        self._found.bulk(regressed.tolist(), _STATE_NAMES[left.group_state[regressed]].tolist(),
+                         generations.tolist(), np.flatnonzero(act == _DELETED).tolist(),
+                         [(texts[groups[x]], lp, offs[x], times[x])
+                          for x in np.flatnonzero(act == _REMOVED).tolist()])
+        return np.flatnonzero(~np.isin(act, _LOOP_FOUND)).tolist()
 
     def _suspects(self, b: Block, wanted: np.ndarray) -> dict[int, list[int]]:
         """Group metadata records among the ``wanted`` rows whose members'
@@ -1217,18 +1476,30 @@ class _Replayer:
                 self._classic(g, where, path, None, 0, None, None, [])
                 return
             ptype = b.text(row, s.protocol_type)
-            count = row[s.members + 1]
-            suspects = []
-            if ptype == CONSUMER_PROTOCOL_TYPE and bad:
-                data = b.data
-                members = b.elements(b.value_program(i)[1], "members", row)
-                suspects = [(b.text(m, s.member_id),
-                             blob(data, m[s.subscription], m[s.subscription + 1]),
-                             blob(data, m[s.assignment], m[s.assignment + 1]))
-                            for m in (members[j] for j in bad)]
             fields = (ptype, row[s.generation], b.text(row, s.protocol), b.text(row, s.leader),
                       row[s.state_timestamp])
-            self._classic(g, where, path, fields, count, raw, version, suspects)
+            self._classic(g, where, path, fields, row[s.members + 1], raw, version,
+                          self._suspects_of(b, i, row, ptype, bad))
+
+    def _suspects_of(self, b: Block, i: int, row: list[int], protocol_type: str | None,
+                     bad: list[int]) -> list[tuple[str, bytes, bytes]]:
+        """A classic group's members (``bad``: their indices) whose consumer-protocol bytes
+        did not read cleanly, as (member id, subscription, assignment)."""
+        if protocol_type != CONSUMER_PROTOCOL_TYPE or not bad:
+            return []
+        s, data = self.slots, b.data
+        members = b.elements(b.value_program(i)[1], "members", row)
+        return [(b.text(m, s.member_id), blob(data, m[s.subscription], m[s.subscription + 1]),
+                 blob(data, m[s.assignment], m[s.assignment + 1]))
+                for m in (members[j] for j in bad)]
+
+    def _suspect(self, b: Block, i: int, g: GroupState, where: Location, path: str,
+                 bad: list[int]) -> None:
+        """A classic group's metadata the compiled loop applied, whose members'
+        consumer-protocol bytes did not all read cleanly: what is wrong with them."""
+        row = b.vals[i].tolist()
+        ptype = b.text(row, self.slots.protocol_type)
+        self._protocol_findings(g, where, path, ptype, self._suspects_of(b, i, row, ptype, bad))
 
     def _refused(self, key: bytes | None, value: bytes | None, where: Location,
                  pid: int | None, pending: dict[int, list[tuple[int, AppliedCommit]]],
@@ -1357,9 +1628,8 @@ class _Replayer:
                                   None if previous is None else previous.offset, where))
 
     def _regressed(self, k: int, g: GroupState, previous: AppliedCommit, c: AppliedCommit) -> None:
-        self._emit(OffsetRegression(
-            self._commit(k, previous), self._commit(k, c),
-            self._classic_state(g) if g.kind == "classic" else None, g.generation))
+        self._emit(OffsetRegression(self._commit(k, previous), self._commit(k, c),
+                                    *self._state_of(g)))
 
     def _classic(self, g: GroupState, where: Location, path: str, fields: tuple | None,
                  members: int, raw: bytes | None, version: int | None,
@@ -1379,8 +1649,15 @@ class _Replayer:
         (g.protocol_type, g.generation, g.protocol, g.leader, g.state_timestamp) = fields
         self._member_count[g.group] = members
         self._members[g.group] = (raw, version)
+        self._protocol_findings(g, where, path, g.protocol_type, suspects)
+
+    def _protocol_findings(self, g: GroupState, where: Location, path: str,
+                           protocol_type: str | None,
+                           suspects: list[tuple[str, bytes, bytes]]) -> None:
+        """What :func:`describe_protocol` finds wrong with a classic group's members'
+        consumer-protocol bytes."""
         for member_id, subscription, assignment in suspects:
-            expanded, problems = describe_protocol(g.protocol_type, subscription, assignment)
+            expanded, problems = describe_protocol(protocol_type, subscription, assignment)
             for p in problems:
                 self.findings.append(finding(
                     "consumer_protocol_undecodable", path,
@@ -1434,6 +1711,7 @@ class _Replayer:
 
     def finish(self) -> None:
         """The state the replay ends in, as values: offsets, members, topic names."""
+        self._groups_to_python()
         for k, c in self.current.items():
             group, topic, partition, _ = self._keys[k]
             self._by_code[group].offsets[(topic, partition)] = self._commit(k, c)

@@ -258,9 +258,12 @@ def _python_and_folded(monkeypatch, rows: int, answer):
         return expected, answer(), held
 
 
-def _classic(generation: int) -> dict:
-    return {"protocolType": "connect", "generation": generation, "protocol": "p",
-            "leader": "l", "members": []}
+def _classic(generation: int, members: int = 0) -> dict:
+    return {"protocolType": "connect", "generation": generation, "protocol": f"p{generation}",
+            "leader": "l", "members": [
+                {"memberId": f"m{i}", "clientId": "c", "clientHost": "h", "sessionTimeout": 1,
+                 "rebalanceTimeout": 1, "subscription": b"s", "assignment": b"a"}
+                for i in range(members)]}
 
 
 _E = ("modern", 3, "g", "", {"epoch": 1})
@@ -400,7 +403,181 @@ def _columns(tree) -> tuple:
             raise AssertionError("a column sink is handed no object")
 
     replay_offsets(partitions_of([tree], "__consumer_offsets"), sink=Sink())
+    if not taken:
+        return ()
     return tuple((kind, f.name, [v for found in taken
                                  for v in getattr(getattr(found, kind), f.name)])
                  for kind in ("regressions", "deletions", "group_deletions")
                  for f in dataclasses.fields(getattr(taken[0], kind)))
+
+
+def _offered_groups(monkeypatch) -> list[int]:
+    """A list counting the groups' own records the loop was handed to apply."""
+    modern: list[int] = []
+    compiled = offsets_room._offsets.apply_commits
+
+    def counted(kinds, *rest):
+        kinds = np.asarray(kinds)
+        modern.append(int(((kinds == offsets_room._offsets.MODERN)
+                           | (kinds == offsets_room._offsets.CLASSIC)).sum()))
+        return compiled(kinds, *rest)
+
+    monkeypatch.setattr(offsets_room._offsets, "apply_commits", counted)
+    return modern
+
+
+def _groups_answer(tree) -> tuple:
+    """The replay without a history (the loop applies the KIP-848 records), as the API and
+    the CLI see it: groups as JSON, each group's members and their parts in the order they
+    were added, its topic names, every anomaly in the order a sink is handed them, the
+    findings, and the anomalies as the CLI's column sink takes them."""
+    found: list = []
+    r = replay_offsets(partitions_of([tree], "__consumer_offsets"), sink=found.append)
+    return ([json.dumps(g.to_json()) for g in r.groups.values()],
+            [json.dumps([g.kind, g.deleted_at, list(g.members848.items()), g.topic_names])
+             for g in r.groups.values()], found, r.findings, _columns(tree))
+
+
+def _topics(name: str) -> dict:
+    return {"topics": [{"topicId": _IDS[0], "topicName": name}]}
+
+
+def _assigned(field: str) -> dict:
+    return {field: [{"topicId": _IDS[0], "partitions": [0]}]}
+
+
+#: Logs whose groups' own records (classic metadata, KIP-848 records) the loop applies
+#: wrongly if a rule of its is left out, in blocks of ``rows``.
+GROUP_CASES = {
+    # a regression reads a classic group's state and generation of its moment: Stable with
+    # members, Empty without, Dead after its tombstone (which keeps the generation), and the
+    # group ends with its last value's fields and no members
+    "classic states at regressions": (3, [
+        ("classic", "g", _classic(1, members=2)), ("commit", "g", 0, 5, False),
+        ("commit", "g", 0, 3, False), ("classic", "g", _classic(2)),
+        ("commit", "g", 0, 2, False), ("classic", "g", None), ("commit", "g", 0, 1, False),
+        ("classic", "g", _classic(3, members=1)), ("commit", "g", 0, 0, False),
+        ("classic", "h", _classic(4, members=1)), ("classic", "g", None)]),
+    # a value whose members' consumer-protocol bytes do not read is applied and reported
+    # where it comes among the findings
+    "consumer-protocol bytes that do not read": (2, [
+        ("classic", "g", {**_classic(1, members=2), "protocolType": "consumer"}),
+        ("commit", "g", 0, 5, False), ("classic", "h", _classic(1, members=1)),
+        ("commit", "g", 0, 3, False), ("commit", "g", 0, 2, True, 7),
+        ("classic", "g", {**_classic(2, members=1), "protocolType": "consumer"})]),
+    # a regression reads a classic group's state only while no KIP-848 record came after its
+    # last GroupMetadataValue (the group converted to the new protocol, and back)
+    "kind at a regression": (3, [
+        ("classic", "g", _classic(1)), ("commit", "g", 0, 5, False), _E,
+        ("commit", "g", 0, 2, False), ("classic", "g", _classic(2)),
+        ("commit", "g", 0, 1, False), _E, ("commit", "h", 0, 1, False),
+        ("commit", "g", 0, 0, False)]),
+    # the later of a classic group's records and the KIP-848 ones decides its kind and
+    # whether it is removed
+    "kind and removal by the later record": (2, [
+        ("classic", "g", _classic(1)), _E, ("classic", "g", None),
+        ("modern", 5, "h", "a", {"clientId": "c"}), ("classic", "h", _classic(1)),
+        ("modern", 3, "k", "", {"epoch": 2}), ("classic", "k", None),
+        ("modern", 11, "k", "", None), ("modern", 3, "m", "", None),
+        ("classic", "m", _classic(1)), ("classic", "m", None), ("modern", 6, "m", "", None)]),
+    # a member's parts keep the order they were added in (a part tombstoned and set again
+    # goes last), a member whose every part is tombstoned leaves, and one set again comes
+    # back after the others
+    "parts added, removed and added again": (2, [
+        ("modern", 5, "g", "a", {"clientId": "c"}), ("modern", 5, "g", "b", {"clientId": "c"}),
+        ("modern", 7, "g", "a", _assigned("topicPartitions")),
+        ("modern", 8, "g", "a", _assigned("assignedPartitions")), ("modern", 7, "g", "a", None),
+        ("modern", 5, "g", "b", None), ("modern", 7, "g", "a", _assigned("topicPartitions")),
+        ("modern", 5, "g", "a", {"clientId": "d"}), ("modern", 8, "g", "d", None),
+        ("modern", 8, "g", "c", _assigned("assignedPartitions")),
+        ("modern", 5, "g", "b", {"clientId": "e"}), ("modern", 13, "g", "a", {})]),
+    # an assignment names topics as the partition metadata of its moment did, across blocks
+    # (the values no group or part names any more are dropped as the log goes on)
+    "topic names of the moment": (2, [
+        ("modern", 4, "g", "", _topics("x")),
+        ("modern", 8, "g", "a", _assigned("assignedPartitions")),
+        ("modern", 4, "g", "", _topics("y")), _E, _E, ("modern", 4, "g", "", None),
+        ("modern", 7, "g", "a", _assigned("topicPartitions")), _E,
+        ("modern", 4, "g", "", _topics("z")), ("modern", 4, "h", "", _topics("x")),
+        ("modern", 8, "h", "b", _assigned("assignedPartitions"))]),
+    # an epoch tombstone removes its group where it comes among the other anomalies
+    "removals in order": (3, [
+        ("classic", "h", _classic(1)), ("commit", "g", 0, 5, False), ("classic", "h", None),
+        ("commit", "g", 0, None, False), ("modern", 3, "g", "", None),
+        ("classic", "h", None), ("modern", 11, "g", "", None), _E]),
+}
+
+
+@pytest.mark.parametrize("tree", TREES, ids=lambda p: p.name)
+def test_the_loop_applies_the_groups_of_every_tree_as_python_does(tree, monkeypatch):
+    """Every fixture tree's groups, replayed without a history (the loop applies the groups'
+    own records), equal every row handed to Python."""
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = _groups_answer(tree)
+    offered = _offered_groups(monkeypatch)
+    assert _groups_answer(tree) == expected
+    # the hostile tree's damaged records leave its blocks to Python
+    assert sum(offered) or tree.name == "hostile", "the loop applied no group record"
+
+
+@pytest.mark.parametrize("case", GROUP_CASES)
+def test_each_rule_of_the_groups_in_the_loop(case, monkeypatch, tmp_path):
+    rows, records = GROUP_CASES[case]
+    write_partition(tmp_path, "__consumer_offsets-0", _log(records))
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = _groups_answer(tmp_path)
+    _counting_folds(monkeypatch, rows)
+    monkeypatch.setattr(offsets_room, "TOPIC_VALUES_KEPT", 0)  # dropped after each block
+    offered = _offered_groups(monkeypatch)
+    assert _groups_answer(tmp_path) == expected
+    assert sum(offered), "the loop applied no group record"
+
+
+def test_groups_the_loop_applied_are_handed_to_python_before_a_record_only_it_reads(
+        monkeypatch, tmp_path):
+    """A block holding a record only the reference reads is applied by Python: what the loop
+    applied of the groups' own records until then is set on the groups first, and Python's
+    rule goes on from there (a member's parts in order, a classic group's state at a
+    regression, the group's removal)."""
+    before = [("classic", "h", _classic(1, members=1)), ("classic", "k", _classic(2)),
+              ("classic", "k", None), ("commit", "h", 0, 5, False),
+              ("modern", 5, "g", "a", {"clientId": "c"}), ("modern", 4, "g", "", _topics("x")),
+              ("modern", 8, "g", "a", _assigned("assignedPartitions")),
+              ("modern", 7, "g", "b", _assigned("topicPartitions")),
+              ("modern", 3, "h", "", {"epoch": 1})]
+    after = [("modern", 5, "g", "a", {"clientId": "d"}), ("modern", 7, "g", "a", {}),
+             ("commit", "h", 0, 2, False), ("modern", 7, "g", "b", None),
+             ("modern", 3, "g", "", None)]
+    batches = _log(before)
+    unknown = struct.pack(">h", 99) + b"\x00\x01g"
+    batches.append(records_batch([(unknown, b"\x00\x00")], base_offset=len(before),
+                                 timestamp=1_700_000_100_000))
+    batches += _log([*before, ("commit", "h", 1, 1, False), *after])[len(before) + 1:]
+    write_partition(tmp_path, "__consumer_offsets-0", batches)
+    with monkeypatch.context() as python:
+        _python_only(python)
+        expected = _groups_answer(tmp_path)
+    _counting_folds(monkeypatch, 4)
+    offered = _offered_groups(monkeypatch)
+    assert _groups_answer(tmp_path) == expected
+    assert offered[0], "the loop applied nothing before the record only the reference reads"
+    assert "consumer_offsets_unknown_record_type" in [f.code for f in expected[3]]
+
+
+@pytest.mark.parametrize("rows", [2, 64])
+def test_a_member_part_tombstoned_keeps_no_value_bytes(rows, monkeypatch, tmp_path):
+    """The loop keeps the bytes of the member parts present, not of those a tombstone
+    removed, whether the tombstone comes in the value's block or a later one."""
+    write_partition(tmp_path, "__consumer_offsets-0", _log([
+        ("modern", 5, "g", "a", {"clientId": "c"}),
+        ("modern", 7, "g", "a", _assigned("topicPartitions")),
+        ("modern", 5, "g", "b", {"clientId": "c"}), ("modern", 5, "g", "a", None),
+        ("modern", 7, "g", "a", None)]))
+    _counting_folds(monkeypatch, rows)
+    replayer = offsets_room._Asked(None, None, 1 << 30, False, None, None).replayer(None)
+    replayer.partition(partitions_of([tmp_path], "__consumer_offsets")[0], None)
+    assert sum(raw is not None for raw in replayer._modern_groups.raw) == 1
+    replayer.finish()
+    assert list(replayer.groups["g"].members848) == ["b"]
