@@ -23,6 +23,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,6 +39,9 @@ from segtools.findings import Finding, finding
 from segtools.formats.batch import RECORD_BATCH_OVERHEAD
 from segtools.storage.partition import PartitionDir
 from segtools.units import format_bytes, format_time
+
+if TYPE_CHECKING:
+    from segtools.analysis.transactions import TransactionFold
 
 SEQUENCE_MODULUS = 2**31  # DefaultRecordBatch.incrementSequence wraps to 0 past MAX_VALUE
 DEFAULT_BATCH_SIZE = 16_384  # ProducerConfig batch.size
@@ -225,6 +229,12 @@ class PartitionProducers:
     #: chunks gathered and not folded yet (in log order), and their rows
     _pending: list[BatchTable] = field(default_factory=list, repr=False)
     _pending_rows: int = field(default=0, repr=False)
+    #: whether the producer state is another fold's (:meth:`watch`)
+    _watching: bool = field(default=False, repr=False)
+    #: the chunk being folded: its first event, and the latest closed transaction before it
+    #: of each producer whose epoch it bumped
+    _first_new_event: int = field(default=0, repr=False)
+    _before: dict[int, Transaction | None] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ batching
 
@@ -245,8 +255,10 @@ class PartitionProducers:
             self.flush()
 
     def take(self, segment, files, t: BatchTable) -> None:
-        """:meth:`add`, as a :class:`~segtools.analysis.partition_log.TableFold`."""
-        self.add(t)
+        """:meth:`add`, as a :class:`~segtools.analysis.partition_log.TableFold` (nothing
+        when it watches another fold: that fold gathers the chunks and hands them over)."""
+        if not self._watching:
+            self.add(t)
 
     def flush(self) -> None:
         """Fold the chunks gathered so far (before reading the producers' figures)."""
@@ -256,19 +268,39 @@ class PartitionProducers:
         self._pending, self._pending_rows = [], 0
         self._fold(t)
 
+    def watch(self, state: ProducerStateFold) -> None:
+        """Read the producer state from ``state``, another analysis's fold over the same
+        batches in the same chunks, instead of folding it again: that fold calls
+        :meth:`before_fold` and :meth:`after_fold` around each chunk it folds
+        (:class:`~segtools.analysis.transactions.TransactionFold`: the partition's one
+        ``ProducerStateManager``, read by both analyses)."""
+        self._state = state
+        self._watching = True
+
     def _fold(self, t: BatchTable) -> None:
         """Fold one table of batches (control batches are the broker's, not a producer's:
         they count only for the transactions they close)."""
-        first_new_event = len(self.events)
+        self.before_fold(t)
+        self.after_fold(self._state.add(t))
+
+    def before_fold(self, t: BatchTable) -> None:
+        """A chunk's batching and sequences, read against the producer state before it is
+        folded (each batch's sequence follows the state the chunks before it left)."""
+        self._first_new_event = len(self.events)
         data = ~t.is_control
-        if data.any():
+        if data.all():
+            self._batching(t)
+        elif data.any():
             self._batching(t.take(data))
-        bumped = {self.events[k].producer_id for k in range(first_new_event, len(self.events))
-                  if self.events[k].kind == "epoch_bump"}
-        before = {p: self._state.last_closed.get(p) for p in bumped}
-        ended = self._state.add(t)
-        if bumped or self._waiting:
-            self._explain_bumps(first_new_event, before, ended)
+        self._before = {p: self._state.last_closed.get(p) for p in {
+            self.events[k].producer_id for k in range(self._first_new_event, len(self.events))
+            if self.events[k].kind == "epoch_bump"}}
+
+    def after_fold(self, ended: list[Transaction]) -> None:
+        """The transactions the chunk's fold closed (``ended``): what became of those the
+        epoch bumps it held had open."""
+        if self._before or self._waiting:
+            self._explain_bumps(self._first_new_event, self._before, ended)
 
     def _group(self, key: tuple[int, int]) -> ProducerBatching:
         g = self.producers.get(key)
@@ -602,16 +634,36 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
                       measure_codec: bool = True,
                       advance: Callable[[int], None] = lambda n: None,
                       beside: Sequence[TableFold] = (),
-                      held: Mapping[str, bytes] | None = None) -> PartitionProducers:
+                      held: Mapping[str, bytes] | None = None,
+                      state: TransactionFold | None = None) -> PartitionProducers:
     """Batching and sequences of every producer in one partition, from the batch headers;
     ``measure_codec`` recompresses a bounded sample of an unbatched producer's values;
     ``beside``: other analyses fed by the same walk of the partition; ``held``: small
-    segments' bytes already read (:func:`~segtools.analysis.partition_log.fold_tables`)."""
+    segments' bytes already read (:func:`~segtools.analysis.partition_log.fold_tables`).
+
+    ``state``: the transactions scan of the same partition, walked beside this analysis
+    (add it here, not to ``beside``), whose producer-state fold this analysis reads
+    instead of folding the same batches again. That fold closes a transaction by the
+    markers it reads; this analysis, as ``segtools producers`` runs it, by each control
+    batch (it reads no markers). The two states agree when each control batch held one
+    COMMIT or ABORT marker at its own offset; a partition where one did not
+    (:attr:`~segtools.analysis.transactions.TransactionFold.markers_regular`: a damaged
+    control batch) is folded again on its own, so the answer is always the one
+    ``segtools producers`` gives."""
     name = partition.name
     out = PartitionProducers(name.topic if name else partition.path.name,
                              name.partition if name else -1, str(partition.path))
     out.findings.extend(partition.unread)
+    if state is not None:
+        out.watch(state.fold)
+        state.watch(out)
+        beside = [*beside, state]
     fold_tables(partition, [out, *beside], verify_crc=False, limit=limit, held=held)
+    if state is not None:
+        state.flush()
+        if not state.markers_regular:
+            return analyse_partition(partition, limit=limit, measure_codec=measure_codec,
+                                     advance=advance, held=held)
     out.flush()
     for s in partition.segments:
         advance(s.log_size)

@@ -839,13 +839,15 @@ def _read_partitions(logs: LogDirs, pdirs: Sequence[tuple[LogDir, PartitionDir |
         if partition_state(pdir) != PartitionState.LIVE:  # as ``logs.partitions()`` selects
             continue
         held = {path: read.data for path, read in kept.items()}
-        beside = [TransactionFold(pdir)] if transactions_scanned(pdir) else []
+        # one producer-state fold for both analyses: the producers read the transactions
+        # scan's (``analyse_producers``' ``state``)
+        fold = TransactionFold(pdir) if transactions_scanned(pdir) else None
         if producers_analysed(pdir):
-            found.append(_seen(analyse_producers(pdir, limit=limit, beside=beside, held=held),
+            found.append(_seen(analyse_producers(pdir, limit=limit, state=fold, held=held),
                                budget))
-        elif beside:
-            fold_tables(pdir, beside, limit=limit, held=held)
-        for fold in beside:
+        elif fold is not None:
+            fold_tables(pdir, [fold], limit=limit, held=held)
+        if fold is not None:
             scan, hanging, txn_findings = analyse_transactions(pdir, limit=limit, now=now,
                                                                scan=fold.scan())
             analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, txn_findings)

@@ -5,12 +5,15 @@ another analysis."""
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 
 from segtools.analysis import partition_log, producer_state, producers, transactions
 from segtools.analysis.producer_state import ProducerStateFold
 from segtools.storage.logdirs import walk
+from segtools.storage.partition import load_partition_dir
 from tests.fixtures_manifest import FIXTURES
 
 
@@ -22,6 +25,9 @@ def _partitions():
 
 
 PARTITIONS = _partitions()
+#: Where the ABORT marker at offset 41 of ``producers/transfers-0`` starts in its first
+#: segment (Kafka's writer put it there; the damaged-marker test flips its type).
+ABORT_AT_41 = 2627
 
 
 def _producers(p) -> tuple:
@@ -78,6 +84,53 @@ def test_one_walk_feeds_both_as_two_walks_would():
             [g.to_json() for g in alone.producers.values()]
         assert beside.findings == alone.findings
         assert _scan(fold.scan()) == _scan(transactions.scan_transactions(p))
+
+
+def _answer(r: producers.PartitionProducers) -> tuple:
+    return ([g.to_json() for g in r.producers.values()], [e.to_json() for e in r.events],
+            [f.to_json() for f in r.findings])
+
+
+def test_producers_reading_the_transactions_fold_answer_as_alone(monkeypatch):
+    """The report's producers read the producer state of the transactions scan walked
+    beside them (one fold, not two): the same figures, events (epoch bumps' transactions
+    included) and findings as ``segtools producers``, and the same scan, on every
+    partition; however the scan cuts its chunks."""
+    scanned = [p for p in PARTITIONS if transactions.scanned(p)]
+    expected = {str(p.path): (_answer(producers.analyse_partition(p)),
+                              _scan(transactions.scan_transactions(p))) for p in scanned}
+    for rows in (producer_state.FOLD_ROWS, 1, 3):
+        monkeypatch.setattr(transactions, "FOLD_ROWS", rows)
+        shared = {}
+        for p in scanned:
+            fold = transactions.TransactionFold(p)
+            answer = _answer(producers.analyse_partition(p, state=fold))
+            assert fold.markers_regular, p.path
+            shared[str(p.path)] = (answer, _scan(fold.scan()))
+        assert shared == expected, rows
+
+
+def test_a_damaged_marker_folds_the_producers_on_their_own(tmp_path):
+    """A control batch whose record no longer reads as COMMIT or ABORT (its type bytes
+    flipped; the fold does not check CRCs) leaves the transactions scan's transaction
+    open, where ``segtools producers`` (no markers read: one control batch, one close)
+    closes it: the producers sharing that fold then fold the partition again on their own,
+    so the epoch bump still says the coordinator's marker at 41 ended its transaction."""
+    shutil.copytree(FIXTURES / "logdirs" / "producers" / "transfers-0",
+                    tmp_path / "transfers-0")
+    log = tmp_path / "transfers-0" / "00000000000000000012.log"
+    data = bytearray(log.read_bytes())
+    data[ABORT_AT_41 + 61 + 8] = 7  # the control record key's type: ABORT (0) -> 7
+    log.write_bytes(bytes(data))
+    p = load_partition_dir(tmp_path / "transfers-0")
+    fold = transactions.TransactionFold(p)
+    shared = producers.analyse_partition(p, state=fold)
+    assert not fold.markers_regular
+    assert 41 not in {t.marker_offset for t in fold.scan().transactions}
+    alone = producers.analyse_partition(p)
+    [bump] = [e for e in alone.events if e.kind == "epoch_bump"]
+    assert bump.closed_by == 41
+    assert _answer(shared) == _answer(alone)
 
 
 @pytest.mark.parametrize("p", [p for p in PARTITIONS if p.snapshots],
