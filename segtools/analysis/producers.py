@@ -218,6 +218,9 @@ class PartitionProducers:
     events: list[SequenceEvent] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     duplicates: list = field(default_factory=list)  # LikelyDuplicate, when asked for
+    #: whether each producer's rate over time is counted (``ProducerBatching.rate``): the
+    #: report's page does not draw it, and merging its buckets is a tenth of the fold
+    rates: bool = True
     #: each producer's state (last data batch's epoch, sequence and offset; its open
     #: transaction), one entry per producer: the producer-state fold every analysis shares
     _state: ProducerStateFold = field(
@@ -327,6 +330,8 @@ class PartitionProducers:
             _int64(t.size), _int64(t.codec), _int64(t.max_timestamp),
             _int64(t.first_timestamp), create.view(np.uint8),
             _int64(t.max_timestamp - t.base_timestamp))
+        if not self.rates:
+            return
         for key, (batches, records) in rates.items():
             self.producers[key].rate.merge((k, c, records[k]) for k, c in batches.items())
 
@@ -349,7 +354,8 @@ class PartitionProducers:
                 _merge(g.windows, windows[w])
             _merge_labels(g.codecs, t.codec[rows])
             _merge(g.per_minute, t.max_timestamp[rows] // 60_000)
-            g.rate.add(t.max_timestamp[rows], counts[rows])
+            if self.rates:
+                g.rate.add(t.max_timestamp[rows], counts[rows])
             ts = t.max_timestamp[rows]
             first = int(t.first_timestamp[rows].min())
             g.first_timestamp = first if g.first_timestamp is None else min(g.first_timestamp,
@@ -635,11 +641,14 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
                       advance: Callable[[int], None] = lambda n: None,
                       beside: Sequence[TableFold] = (),
                       held: Mapping[str, bytes] | None = None,
-                      state: TransactionFold | None = None) -> PartitionProducers:
+                      state: TransactionFold | None = None,
+                      rates: bool = True) -> PartitionProducers:
     """Batching and sequences of every producer in one partition, from the batch headers;
     ``measure_codec`` recompresses a bounded sample of an unbatched producer's values;
     ``beside``: other analyses fed by the same walk of the partition; ``held``: small
-    segments' bytes already read (:func:`~segtools.analysis.partition_log.fold_tables`).
+    segments' bytes already read (:func:`~segtools.analysis.partition_log.fold_tables`);
+    ``rates``: count each producer's rate over time (a face that does not show it asks
+    for none).
 
     ``state``: the transactions scan of the same partition, walked beside this analysis
     (add it here, not to ``beside``), whose producer-state fold this analysis reads
@@ -652,7 +661,7 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
     ``segtools producers`` gives."""
     name = partition.name
     out = PartitionProducers(name.topic if name else partition.path.name,
-                             name.partition if name else -1, str(partition.path))
+                             name.partition if name else -1, str(partition.path), rates=rates)
     out.findings.extend(partition.unread)
     if state is not None:
         out.watch(state.fold)
@@ -663,7 +672,7 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
         state.flush()
         if not state.markers_regular:
             return analyse_partition(partition, limit=limit, measure_codec=measure_codec,
-                                     advance=advance, held=held)
+                                     advance=advance, held=held, rates=rates)
     out.flush()
     for s in partition.segments:
         advance(s.log_size)

@@ -840,11 +840,11 @@ def _read_partitions(logs: LogDirs, pdirs: Sequence[tuple[LogDir, PartitionDir |
             continue
         held = {path: read.data for path, read in kept.items()}
         # one producer-state fold for both analyses: the producers read the transactions
-        # scan's (``analyse_producers``' ``state``)
+        # scan's (``analyse_producers``' ``state``); no rate over time (the page draws none)
         fold = TransactionFold(pdir) if transactions_scanned(pdir) else None
         if producers_analysed(pdir):
-            found.append(_seen(analyse_producers(pdir, limit=limit, state=fold, held=held),
-                               budget))
+            found.append(_seen(analyse_producers(pdir, limit=limit, state=fold, held=held,
+                                                 rates=False), budget))
         elif fold is not None:
             fold_tables(pdir, [fold], limit=limit, held=held)
         if fold is not None:

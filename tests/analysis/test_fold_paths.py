@@ -110,6 +110,23 @@ def test_producers_reading_the_transactions_fold_answer_as_alone(monkeypatch):
         assert shared == expected, rows
 
 
+@pytest.mark.parametrize("small_table", [producers.SMALL_TABLE, 0])
+def test_producers_without_their_rate_figure_the_rest_alike(monkeypatch, small_table):
+    """The report asks for no rate over time (its page draws none): every other figure,
+    event and finding is the one ``segtools producers`` gives, row by row or vectorised,
+    and no rate bucket is counted."""
+    monkeypatch.setattr(producers, "SMALL_TABLE", small_table)
+    for p in PARTITIONS:
+        full = producers.analyse_partition(p, measure_codec=False)
+        bare = producers.analyse_partition(p, measure_codec=False, rates=False)
+        assert [g.to_json(rate=False) for g in bare.producers.values()] == \
+            [g.to_json(rate=False) for g in full.producers.values()]
+        assert _answer(bare)[1:] == _answer(full)[1:]
+        assert not any(g.rate.batches for g in bare.producers.values())
+    assert any(g.rate.batches for p in PARTITIONS
+               for g in producers.analyse_partition(p, measure_codec=False).producers.values())
+
+
 def test_a_damaged_marker_folds_the_producers_on_their_own(tmp_path):
     """A control batch whose record no longer reads as COMMIT or ABORT (its type bytes
     flipped; the fold does not check CRCs) leaves the transactions scan's transaction
