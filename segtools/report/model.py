@@ -1038,52 +1038,106 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
     return rows, pdirs
 
 
+#: The details the parent does not make itself (past the listed ones) are cut in this many
+#: jobs for the workers: each job's texts come back in rank order, and a job past the
+#: detail budget is never waited for.
+DETAIL_JOBS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _DetailMaker:
+    """What a partition's detail is made from: its partition and retention answer by row
+    id, the other analyses by path, and the report's settings. A forked worker holds its
+    copy (:func:`segtools.fanout.ordered`), so only the texts cross back."""
+
+    pdirs: list[tuple]
+    compaction: dict
+    transactions: dict
+    producers: dict
+    redactor: Redactor | None
+    budget: Budget
+    limit: int
+    decoder: PayloadDecoder | None
+
+    @classmethod
+    def of(cls, pdirs: list[tuple], a: _Analyses, redactor: Redactor | None, budget: Budget,
+           limit: int, decoder: PayloadDecoder | None) -> _DetailMaker:
+        return cls(pdirs, {str(e.input.dir.path): e for e in a.compaction.partitions},
+                   {str(pt.scan.partition.path): pt for pt in a.txns.partitions},
+                   {pp.path: pp for pp in a.producers}, redactor, budget, limit, decoder)
+
+    def text(self, row_id: int, *, listed: bool) -> tuple[str, Counter]:
+        """One partition's detail as JSON text (redacted), and what it leaves out (counted
+        if the detail is kept); ``listed``: with its first and last records."""
+        budget = self.budget
+        p, e = self.pdirs[row_id]
+        path = str(p.path)
+        cut: Counter = Counter()
+        detail: dict = {"segments": [], "retention": None, "compaction": None,
+                        "transactions": None, "producers": None, "samples": None}
+        if e is not None:
+            detail["segments"] = _segments(e.input, e.retention, budget, cut)
+            detail["retention"] = _retention(e)
+        if path in self.compaction:
+            detail["compaction"] = _compaction(self.compaction[path], self.redactor, budget)
+        if path in self.transactions:
+            detail["transactions"] = _transactions(self.transactions[path], budget, cut)
+        seen = self.producers.get(path)
+        if seen is not None and seen.detail is not None:
+            detail["producers"] = seen.detail
+            cut.update(seen.cut)
+        if p.name is not None and p.name.state == "live":
+            if listed:
+                detail["samples"] = samples(p, self.redactor, budget, self.limit, self.decoder)
+            else:
+                detail["samples_read"] = False
+                cut[SAMPLES_LEFT_OUT] += 1
+        redactor = self.redactor
+        return json_text(_scrub(detail, redactor) if redactor is not None else detail), cut
+
+    def unlisted(self, row_ids: Sequence[int]) -> list[tuple[str, Counter]]:
+        """The details of a job of rows past the listed ones (no records read)."""
+        return [self.text(i, listed=False) for i in row_ids]
+
+
 def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
              redactor: Redactor | None, budget: Budget, limit: int,
              left_out: Counter, decoder: PayloadDecoder | None = None) -> list[str | None]:
     """Each partition's detail as JSON text (by row id), the most telling first
     (``_interest``) until ``budget.detail_bytes`` is spent; the first ``listed_partitions``
     of them are listed on the page with their first and last records. A detail is built,
-    redacted and serialised one at a time: only the texts are kept."""
-    comp_by_path = {str(e.input.dir.path): e for e in a.compaction.partitions}
-    txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
-    prod_by_path = {pp.path: pp for pp in a.producers}
+    redacted and serialised one at a time: only the texts are kept.
+
+    On a large tree the others are made by forked workers while this process makes the
+    listed ones (reading their records): the texts are the same, taken in rank order, and
+    the budget stops the taking as it stopped the making (the workers are then ended)."""
+    maker = _DetailMaker.of(pdirs, a, redactor, budget, limit, decoder)
     texts: list[str | None] = [None] * len(rows)
     spent = 0
     ranked = sorted(rows, key=_interest)
-    for rank, row in enumerate(ranked):
-        listed = rank < budget.listed_partitions
-        p, e = pdirs[row["id"]]
-        path = str(p.path)
-        cut: Counter = Counter()  # what this detail leaves out, counted if it is kept
-        detail: dict = {"segments": [], "retention": None, "compaction": None,
-                        "transactions": None, "producers": None, "samples": None}
-        if e is not None:
-            detail["segments"] = _segments(e.input, e.retention, budget, cut)
-            detail["retention"] = _retention(e)
-        if path in comp_by_path:
-            detail["compaction"] = _compaction(comp_by_path[path], redactor, budget)
-        if path in txn_by_path:
-            detail["transactions"] = _transactions(txn_by_path[path], budget, cut)
-        seen = prod_by_path.get(path)
-        if seen is not None and seen.detail is not None:
-            detail["producers"] = seen.detail
-            cut.update(seen.cut)
-        if p.name is not None and p.name.state == "live":
-            if listed:
-                detail["samples"] = samples(p, redactor, budget, limit, decoder)
-            else:
-                detail["samples_read"] = False
-                cut[SAMPLES_LEFT_OUT] += 1
-        text = json_text(_scrub(detail, redactor) if redactor is not None else detail)
-        if not listed and spent + len(text) > budget.detail_bytes:
-            left_out[DETAILS_LEFT_OUT] += len(ranked) - rank
-            break
-        spent += len(text)
-        left_out.update(cut)
-        texts[row["id"]] = text
-        row["detail"] = True
-        row["listed"] = listed
+    first = min(budget.listed_partitions, len(ranked))
+    rest = [row["id"] for row in ranked[first:]]
+    step = max(1, -(-len(rest) // DETAIL_JOBS))
+    made = fanout.ordered(maker.unlisted, [rest[i:i + step] for i in range(0, len(rest), step)],
+                          segments=sum(row["segments"] for row in rows))
+    listed_texts = [maker.text(row["id"], listed=True) for row in ranked[:first]]
+    unlisted_texts = (one for job in made for one in job)
+    try:
+        for rank, (row, (text, cut)) in enumerate(zip(
+                ranked, itertools.chain(listed_texts, unlisted_texts), strict=True)):
+            listed = rank < first
+            if not listed and spent + len(text) > budget.detail_bytes:
+                left_out[DETAILS_LEFT_OUT] += len(ranked) - rank
+                break
+            spent += len(text)
+            left_out.update(cut)
+            texts[row["id"]] = text
+            row["detail"] = True
+            row["listed"] = listed
+    finally:
+        close = getattr(made, "close", None)
+        if close is not None:  # past the budget: the workers still making details end
+            close()
     return texts
 
 
