@@ -887,7 +887,27 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     sources = _schema_sources(logs, decoder)
     if decoder is None and sources.histories() and payloads_installed():
         decoder = PayloadDecoder(sources)
-    details = _details(rows, pdirs, a, redactor, budget, limit, left_out, decoder)
+    # the details past the listed ones are made by workers while the rest is assembled
+    details = _Details.start(rows, pdirs, a, redactor, budget, limit, decoder)
+    try:
+        data = _document(logs, paths, a, rows, sources, redactor, budget, now, what_if,
+                         left_out)
+        texts = details.taken(left_out)
+    finally:
+        details.close()
+    data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
+    if custody is not None:
+        data["custody"] = custody()
+    if redactor is not None:
+        data = _scrub(data, redactor)
+    return ReportModel(data, a.findings, list(logs.log_dirs), texts)
+
+
+def _document(logs: LogDirs, paths: Sequence[str], a: _Analyses, rows: list[dict],
+              sources: SchemaChain, redactor: Redactor | None, budget: Budget, now: int,
+              what_if: whatif.Ask | None, left_out: Counter) -> dict:
+    """The document but for what its details leave out (the partitions' rows are marked
+    with their details once those are taken) and the chain of custody."""
     largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
     if len(largest) > budget.series:
         left_out["topics left off the forecast chart (the largest are drawn)"] += \
@@ -947,12 +967,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     }
     if what_if is not None:
         data["what_if"] = whatif.section(logs, a.inputs, now, what_if)
-    data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
-    if custody is not None:
-        data["custody"] = custody()
-    if redactor is not None:
-        data = _scrub(data, redactor)
-    return ReportModel(data, a.findings, list(logs.log_dirs), details)
+    return data
 
 
 def _topics_named(logs: LogDirs, a: _Analyses) -> Iterator[str]:
@@ -1100,45 +1115,77 @@ class _DetailMaker:
         return [self.text(i, listed=False) for i in row_ids]
 
 
-def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
-             redactor: Redactor | None, budget: Budget, limit: int,
-             left_out: Counter, decoder: PayloadDecoder | None = None) -> list[str | None]:
+class _Details:
     """Each partition's detail as JSON text (by row id), the most telling first
     (``_interest``) until ``budget.detail_bytes`` is spent; the first ``listed_partitions``
     of them are listed on the page with their first and last records. A detail is built,
     redacted and serialised one at a time: only the texts are kept.
 
-    On a large tree the others are made by forked workers while this process makes the
-    listed ones (reading their records): the texts are the same, taken in rank order, and
-    the budget stops the taking as it stopped the making (the workers are then ended)."""
-    maker = _DetailMaker.of(pdirs, a, redactor, budget, limit, decoder)
-    texts: list[str | None] = [None] * len(rows)
-    spent = 0
-    ranked = sorted(rows, key=_interest)
-    first = min(budget.listed_partitions, len(ranked))
-    rest = [row["id"] for row in ranked[first:]]
-    step = max(1, -(-len(rest) // DETAIL_JOBS))
-    made = fanout.ordered(maker.unlisted, [rest[i:i + step] for i in range(0, len(rest), step)],
-                          segments=sum(row["segments"] for row in rows))
-    listed_texts = [maker.text(row["id"], listed=True) for row in ranked[:first]]
-    unlisted_texts = (one for job in made for one in job)
-    try:
-        for rank, (row, (text, cut)) in enumerate(zip(
-                ranked, itertools.chain(listed_texts, unlisted_texts), strict=True)):
-            listed = rank < first
-            if not listed and spent + len(text) > budget.detail_bytes:
-                left_out[DETAILS_LEFT_OUT] += len(ranked) - rank
-                break
-            spent += len(text)
-            left_out.update(cut)
-            texts[row["id"]] = text
-            row["detail"] = True
-            row["listed"] = listed
-    finally:
-        close = getattr(made, "close", None)
-        if close is not None:  # past the budget: the workers still making details end
-            close()
-    return texts
+    On a large tree the others are made by forked workers (:meth:`start`) while this
+    process makes the listed ones (reading their records) and then the rest of the
+    document; :meth:`taken` takes their texts in rank order, and the budget stops the
+    taking where it stopped the making (the workers still making details are then ended).
+    The texts are the ones a single process makes."""
+
+    def __init__(self, rows: list[dict], ranked: list[dict],
+                 listed: list[tuple[str, Counter]], made: Iterable[list[tuple[str, Counter]]],
+                 budget: Budget) -> None:
+        self.rows, self.ranked, self.listed, self.made = rows, ranked, listed, made
+        self.budget = budget
+
+    @classmethod
+    def start(cls, rows: list[dict], pdirs: list[tuple], a: _Analyses,
+              redactor: Redactor | None, budget: Budget, limit: int,
+              decoder: PayloadDecoder | None = None) -> _Details:
+        """The workers started on the details past the listed ones, and the listed ones
+        made here meanwhile."""
+        maker = _DetailMaker.of(pdirs, a, redactor, budget, limit, decoder)
+        ranked = sorted(rows, key=_interest)
+        first = min(budget.listed_partitions, len(ranked))
+        rest = [row["id"] for row in ranked[first:]]
+        step = max(1, -(-len(rest) // DETAIL_JOBS))
+        made = fanout.ordered(maker.unlisted,
+                              [rest[i:i + step] for i in range(0, len(rest), step)],
+                              segments=sum(row["segments"] for row in rows))
+        try:
+            listed = [maker.text(row["id"], listed=True) for row in ranked[:first]]
+        except BaseException:
+            _closed(made)
+            raise
+        return cls(rows, ranked, listed, made, budget)
+
+    def taken(self, left_out: Counter) -> list[str | None]:
+        """The texts by row id (None: a summary row only), each kept detail's row marked
+        and what it leaves out counted in ``left_out``."""
+        texts: list[str | None] = [None] * len(self.rows)
+        spent = 0
+        first = len(self.listed)
+        unlisted = (one for job in self.made for one in job)
+        try:
+            for rank, (row, (text, cut)) in enumerate(zip(
+                    self.ranked, itertools.chain(self.listed, unlisted), strict=True)):
+                listed = rank < first
+                if not listed and spent + len(text) > self.budget.detail_bytes:
+                    left_out[DETAILS_LEFT_OUT] += len(self.ranked) - rank
+                    break
+                spent += len(text)
+                left_out.update(cut)
+                texts[row["id"]] = text
+                row["detail"] = True
+                row["listed"] = listed
+        finally:
+            self.close()
+        return texts
+
+    def close(self) -> None:
+        """End the workers still making details (past the budget, or on an error)."""
+        _closed(self.made)
+
+
+def _closed(made: Iterable) -> None:
+    close = getattr(made, "close", None)
+    if close is not None:  # the workers' results (one process's ``map`` has no close)
+        close()
 
 
 def _topic_rows(rows: list[dict]) -> list[dict]:

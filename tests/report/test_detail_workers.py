@@ -10,23 +10,25 @@ from segtools import fanout
 from segtools.redact import redactor
 from segtools.report import model
 from segtools.report.model import Budget
+from segtools.report.whatif import Ask
 from tests.fixtures_manifest import FIXTURES
 
 AT = 1_700_604_840_000
 TREES = [FIXTURES / "logdirs" / "sample", FIXTURES / "logdirs" / "forensics"]
 
 
-def _page(tree, budget: Budget, redacting: bool) -> tuple:
+def _page(tree, budget: Budget, redacting: bool, what_if: Ask | None = None) -> tuple:
     shown = redactor(["keys", "values", "headers", "topics"], "k1") if redacting else None
-    built = model.build([str(tree)], at=AT, budget=budget, redactor=shown)
+    built = model.build([str(tree)], at=AT, budget=budget, redactor=shown, what_if=what_if)
     built.data["meta"]["generated_at"] = 0
     return built.data, built.details
 
 
-def _in_one_process(monkeypatch, tree, budget: Budget, redacting: bool) -> tuple:
+def _in_one_process(monkeypatch, tree, budget: Budget, redacting: bool,
+                    what_if: Ask | None = None) -> tuple:
     with monkeypatch.context() as m:
         m.setattr(fanout, "workers", lambda: 1)
-        return _page(tree, budget, redacting)
+        return _page(tree, budget, redacting, what_if)
 
 
 def _forked(monkeypatch) -> list[int]:
@@ -70,3 +72,16 @@ def test_the_budget_cuts_the_workers_details_where_it_cut_one_by_one(monkeypatch
     assert sum(t is not None for t in cut[1]) == 3
     _forked(monkeypatch)
     assert _page(tree, budget, False) == cut
+
+
+def test_the_rest_of_the_document_is_made_while_the_workers_make_details(monkeypatch):
+    """The what-if section and the schemas' usage (each read here, and forking workers of
+    their own) are made while the details' workers run: the same page."""
+    ask = Ask({"segment.bytes": 1 << 20}, recommend=True)
+    for tree in (FIXTURES / "logdirs" / "whatif", FIXTURES / "logdirs" / "payloads"):
+        alone = _in_one_process(monkeypatch, tree, Budget(listed_partitions=1), False, ask)
+        assert alone[0]["what_if"] and (tree.name != "payloads" or alone[0]["schemas"])
+        forks = _forked(monkeypatch)
+        assert _page(tree, Budget(listed_partitions=1), False, ask) == alone
+        assert forks == [2]
+        monkeypatch.undo()
