@@ -312,26 +312,23 @@ class PartitionProducers:
         return g
 
     def _batching(self, t: BatchTable) -> None:
-        pid = t.producer_id.astype(np.int64)
-        epoch = np.where(pid >= 0, t.producer_epoch.astype(np.int64), -1)
-        pid = np.where(pid >= 0, pid, NON_IDEMPOTENT)
-        if len(pid) <= SMALL_TABLE:
-            self._batching_rows(t, pid, epoch)
+        if len(t) <= SMALL_TABLE:
+            self._batching_rows(t)
+            pid, epoch = _idempotent_ids(t)
         else:
+            pid, epoch = _ids(t)
             self._batching_columns(t, pid, epoch)
-        self._sequences(t, pid, epoch)
+        if pid is not None:
+            self._sequences(t, pid, epoch)
 
-    def _batching_rows(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
-        """:meth:`_batching_columns` row by row, compiled (:mod:`segtools.analysis._batching`):
-        the same figures, for tables too small for numpy's per-call cost to pay."""
-        create = ((t.timestamp_type_id == 0) & ~t.has_delete_horizon & (t.record_count > 1))
-        rates = _batching.fold_rows(
-            self._group, CODEC_NAMES, _int64(pid), _int64(epoch), _int64(t.record_count),
-            _int64(t.size), _int64(t.codec), _int64(t.max_timestamp),
-            _int64(t.first_timestamp), create.view(np.uint8),
-            _int64(t.max_timestamp - t.base_timestamp))
-        if not self.rates:
-            return
+    def _batching_rows(self, t: BatchTable) -> None:
+        """:meth:`_batching_columns` row by row, compiled (:mod:`segtools.analysis._batching`),
+        from the table's own columns: the same figures, for tables too small for numpy's
+        per-call cost to pay (the derived columns alone were a dozen calls)."""
+        rates = _batching.fold_table(
+            self._group, CODEC_NAMES, self.rates, t.magic, t.attributes, t.count,
+            t.base_offset, t.last_offset, t.size, t.base_timestamp, t.max_timestamp,
+            t.producer_id, t.producer_epoch)
         for key, (batches, records) in rates.items():
             self.producers[key].rate.merge((k, c, records[k]) for k, c in batches.items())
 
@@ -506,6 +503,22 @@ def _groups(pid: np.ndarray, epoch: np.ndarray) -> tuple[list[tuple[int, int]], 
     return pairs, rank[inverse.reshape(-1)]
 
 
+def _ids(t: BatchTable) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's producer id and epoch, -1 and -1 for a non-idempotent producer (one group
+    for them all)."""
+    pid = t.producer_id.astype(np.int64)
+    epoch = np.where(pid >= 0, t.producer_epoch.astype(np.int64), -1)
+    return np.where(pid >= 0, pid, NON_IDEMPOTENT), epoch
+
+
+def _idempotent_ids(t: BatchTable) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """:func:`_ids` where some row has a sequence to check, ``(None, None)`` where none
+    does (most of a broker's small tables: their producers are not idempotent)."""
+    if not ((t.producer_id >= 0) & (t.base_sequence >= 0)).any():
+        return None, None
+    return _ids(t)
+
+
 def _seq_before(a: int, b: int) -> bool:
     """``a`` comes before ``b`` on the sequence circle (within half of it)."""
     return 0 < (b - a) % SEQUENCE_MODULUS < SEQUENCE_MODULUS // 2
@@ -520,10 +533,6 @@ def quantiles(counts: Mapping[int, int], qs: Sequence[float]) -> list[int]:
     keys = sorted(counts)
     cum = list(itertools.accumulate(counts[k] for k in keys))
     return [keys[min(bisect.bisect_left(cum, q * cum[-1]), len(keys) - 1)] for q in qs]
-
-
-def _int64(values: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 def _merge(into: dict[int, int], values: np.ndarray) -> None:

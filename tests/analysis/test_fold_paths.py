@@ -9,9 +9,12 @@ import shutil
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from segtools.analysis import partition_log, producer_state, producers, transactions
 from segtools.analysis.producer_state import ProducerStateFold
+from segtools.decode.table import COLUMNS, BatchTable
 from segtools.storage.logdirs import walk
 from segtools.storage.partition import load_partition_dir
 from tests.fixtures_manifest import FIXTURES
@@ -159,7 +162,6 @@ def test_a_snapshot_cuts_the_chunk_where_the_rows_fold_takes_it(p):
     tables = [t for _, _, t in partition_log.iter_tables(p, findings)]
     if not tables:
         return
-    from segtools.decode.table import BatchTable
     whole = BatchTable.concat(tables)
     ends = sorted({int(o) for o in whole.base_offset.tolist()}
                   | {int(whole.last_offset[-1]) + 1, 0})
@@ -173,3 +175,56 @@ def test_a_snapshot_cuts_the_chunk_where_the_rows_fold_takes_it(p):
         assert (cut.states, cut.producers, cut.closed, cut.ongoing) == \
             (rows.states, rows.producers, rows.closed, rows.ongoing), offsets
     assert producer_state.FOLD_ROWS > 1
+
+
+def _int(bits: int):
+    return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+#: A batch table's columns as a damaged or odd log can hold them: every magic, any
+#: attributes (codec ids 5-7, LogAppendTime, control, delete horizon), legacy entries'
+#: count -1, timestamps anywhere (-1 included), a few producers and epochs among the
+#: non-idempotent -1 (and other negative ids, one group with it), offsets and sizes within
+#: what a segment of 2^40 bytes could name.
+_ROW = st.fixed_dictionaries({
+    "magic": st.sampled_from([0, 1, 2]), "attributes": _int(16),
+    "count": st.one_of(st.sampled_from([-1, 0, 1, 2, 5]), st.integers(-1, 2**31 - 1)),
+    "base_offset": st.integers(-2, 2**40), "span": st.integers(0, 2**20),
+    "size": st.integers(0, 2**30),
+    "base_timestamp": st.one_of(st.sampled_from([-1, 0, 60_000]), st.integers(-(2**62), 2**62)),
+    "max_timestamp": st.one_of(st.sampled_from([-1, 59_999, 1_700_000_000_000]),
+                               st.integers(-(2**62), 2**62)),
+    "producer_id": st.sampled_from([-1, -7, 0, 1, 2**40]), "producer_epoch": _int(16),
+})
+
+
+def _table(rows: list[dict]) -> BatchTable:
+    cols = {name: np.zeros(len(rows), dtype) for name, dtype in COLUMNS.items()}
+    for i, r in enumerate(rows):
+        for name, value in r.items():
+            if name != "span":
+                cols[name][i] = value
+        cols["last_offset"][i] = r["base_offset"] + r["span"]
+    return BatchTable.from_columns(cols)
+
+
+def _figures(p: producers.PartitionProducers) -> list:
+    return [(g.to_json(), g.first_timestamp, g.last_timestamp, g.per_minute, g.windows)
+            for g in p.producers.values()]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_ROW, min_size=1, max_size=30), min_size=1, max_size=3),
+       st.booleans())
+def test_the_compiled_rows_fold_is_the_vectorised_one(chunks, rates):
+    """The compiled fold of a small table reads the table's own columns and derives per row
+    what the vectorised fold derives with numpy (ids of non-idempotent producers, record
+    count, codec, first timestamp, whether the window counts): the same figures on any
+    table, chunk after chunk into the same producers, with or without rates."""
+    rows = producers.PartitionProducers("t", 0, "p", rates=rates)
+    columns = producers.PartitionProducers("t", 0, "p", rates=rates)
+    for chunk in chunks:
+        t = _table(chunk)
+        rows._batching_rows(t)
+        columns._batching_columns(t, *producers._ids(t))
+    assert _figures(rows) == _figures(columns)
