@@ -11,7 +11,7 @@ written with numpy; tests hold the two to the same figures on every fixture part
 
 from cpython.dict cimport PyDict_GetItem
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t, uint8_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint64_t
 
 #: The per-minute histogram's bucket (ms).
 cdef int64_t MINUTE_MS = 60000
@@ -33,55 +33,94 @@ cdef inline void count(dict into, object key, int64_t by):
         into[key] = <object>had + by
 
 
-def fold_rows(object group, tuple labels, const int64_t[:] pid, const int64_t[:] epoch,
-              const int64_t[:] records, const int64_t[:] size, const int64_t[:] codec,
-              const int64_t[:] max_ts, const int64_t[:] first_ts, const uint8_t[:] windowed,
-              const int64_t[:] window):
-    """Fold rows into the producers' figures: ``group((pid, epoch))`` gives a producer's
-    :class:`~segtools.analysis.producers.ProducerBatching`; ``labels[codec]`` a codec's name.
-    Returns, per producer key, the rate buckets counted at the width its rate had before
-    this table: ``{key: (batches per bucket, records per bucket)}``."""
-    cdef Py_ssize_t n = pid.shape[0], i = 0, j
-    cdef int64_t batches, recs, nbytes, first, last, width, ts
-    cdef dict rates = {}, rate_b, rate_r, rpb, sizes, windows, codecs, per_minute
-    cdef object g, key
+cdef int64_t COMPRESSION_MASK = 0x07  # attribute bits 0-2
+cdef int64_t TIMESTAMP_TYPE_MASK = 0x08  # attribute bit 3: LogAppendTime
+cdef int64_t DELETE_HORIZON_FLAG = 0x40  # v2 attribute bit 6
+
+
+cdef inline int64_t wrapping_sub(int64_t a, int64_t b):
+    """``a - b`` wrapping at 64 bits, as numpy's int64 subtraction does (C's signed overflow
+    is undefined; a damaged header can hold any timestamp or offset)."""
+    return <int64_t>(<uint64_t>a - <uint64_t>b)
+
+
+def fold_table(object group, tuple labels, bint rates,
+               const int8_t[:] magic, const int16_t[:] attributes, const int32_t[:] count_,
+               const int64_t[:] base_offset, const int64_t[:] last_offset,
+               const int64_t[:] size, const int64_t[:] base_ts, const int64_t[:] max_ts,
+               const int64_t[:] producer_id, const int16_t[:] producer_epoch):
+    """Fold a table's data batches into the producers' figures, reading the table's own
+    columns (:class:`~segtools.decode.table.BatchTable`, its dtypes) and deriving per row
+    what the vectorised fold derives with numpy (the id -1 and epoch -1 of a
+    non-idempotent producer, the record count, codec, first timestamp, and whether the
+    batch's open window counts): on a table of tens of rows those derived columns were
+    most of the cost. ``group((pid, epoch))`` gives a producer's
+    :class:`~segtools.analysis.producers.ProducerBatching`; ``labels[codec]`` a codec's name;
+    ``rates``: count the rate buckets. Returns, per producer key, the rate buckets counted
+    at the width its rate had before this table: ``{key: (batches per bucket, records per
+    bucket)}`` (empty without ``rates``)."""
+    cdef Py_ssize_t n = magic.shape[0], i = 0, j
+    cdef int64_t first, last, width = 0, ts, pid, epoch, records, first_row, attrs
+    # sums wrap at 64 bits as numpy's int64 sums do (unsigned: defined in C)
+    cdef uint64_t batches, recs, nbytes
+    cdef bint v2, horizon, create
+    cdef dict out = {}, rate_b = None, rate_r = None, rpb, sizes, windows, codecs, per_minute
+    cdef object g, key, pair
     while i < n:
-        key = (pid[i], epoch[i])
+        pid = producer_id[i]
+        epoch = producer_epoch[i] if pid >= 0 else -1
+        if pid < 0:
+            pid = -1
+        key = (pid, epoch)
         g = group(key)
         rpb, sizes, windows = g.records_per_batch, g.sizes, g.windows
         codecs, per_minute = g.codecs, g.per_minute
-        width = g.rate.width_ms
-        pair = rates.get(key)
-        if pair is None:
-            pair = rates[key] = ({}, {})
-        rate_b, rate_r = pair
+        if rates:
+            width = g.rate.width_ms
+            pair = out.get(key)
+            if pair is None:
+                pair = out[key] = ({}, {})
+            rate_b, rate_r = pair
         batches = recs = nbytes = 0
-        first, last = first_ts[i], max_ts[i]
+        first = last = 0
         j = i
-        while j < n and pid[j] == pid[i] and epoch[j] == epoch[i]:  # one producer's run
+        while j < n:  # one producer's run
+            if producer_id[j] >= 0:
+                if producer_id[j] != pid or producer_epoch[j] != epoch:
+                    break
+            elif pid != -1 or epoch != -1:
+                break
+            attrs = attributes[j]
+            v2 = magic[j] == 2
+            horizon = v2 and (attrs & DELETE_HORIZON_FLAG) != 0
+            records = count_[j] if count_[j] >= 0 else \
+                <int64_t>(<uint64_t>last_offset[j] - <uint64_t>base_offset[j] + 1)
+            first_row = base_ts[j] if v2 and not horizon else max_ts[j]
+            create = (magic[j] != 0 and (attrs & TIMESTAMP_TYPE_MASK) == 0
+                      and not horizon and records > 1)
             batches += 1
-            recs += records[j]
-            nbytes += size[j]
-            count(rpb, records[j], 1)
+            recs += <uint64_t>records
+            nbytes += <uint64_t>size[j]
+            count(rpb, records, 1)
             count(sizes, floor_div(size[j], 16) * 16, 1)
-            if windowed[j]:
-                count(windows, window[j], 1)
-            count(codecs, labels[codec[j]], 1)
+            if create:
+                count(windows, wrapping_sub(max_ts[j], base_ts[j]), 1)
+            count(codecs, labels[attrs & COMPRESSION_MASK], 1)
             ts = max_ts[j]
             count(per_minute, floor_div(ts, MINUTE_MS), 1)
-            if ts >= 0:
+            if rates and ts >= 0:
                 count(rate_b, floor_div(ts, width) * width, 1)
-                count(rate_r, floor_div(ts, width) * width, records[j])
-            if first_ts[j] < first:
-                first = first_ts[j]
-            if ts > last:
+                count(rate_r, floor_div(ts, width) * width, records)
+            if j == i or first_row < first:
+                first = first_row
+            if j == i or ts > last:
                 last = ts
             j += 1
-        g.batches += batches
-        g.records += recs
-        g.bytes += nbytes
+        g.batches += <int64_t>batches
+        g.records += <int64_t>recs
+        g.bytes += <int64_t>nbytes
         g.first_timestamp = first if g.first_timestamp is None else min(g.first_timestamp,
                                                                         first)
         g.last_timestamp = last if g.last_timestamp is None else max(g.last_timestamp, last)
         i = j
-    return rates
+    return out

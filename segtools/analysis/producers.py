@@ -23,6 +23,7 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -39,6 +40,9 @@ from segtools.formats.batch import RECORD_BATCH_OVERHEAD
 from segtools.storage.partition import PartitionDir
 from segtools.units import format_bytes, format_time
 
+if TYPE_CHECKING:
+    from segtools.analysis.transactions import TransactionFold
+
 SEQUENCE_MODULUS = 2**31  # DefaultRecordBatch.incrementSequence wraps to 0 past MAX_VALUE
 DEFAULT_BATCH_SIZE = 16_384  # ProducerConfig batch.size
 NON_IDEMPOTENT = -1
@@ -53,6 +57,10 @@ BROKER_WRITTEN_TOPICS = frozenset({"__consumer_offsets", "__transaction_state",
 #: _batching_rows`): a broker's partitions of small segments hand over tens of batches, and
 #: below about a thousand rows a numpy call costs more than the rows it saves.
 SMALL_TABLE = 1024
+#: Tables of up to this many batches have their sequences checked row by row in Python
+#: (:meth:`PartitionProducers._sequences_rows`): about 0.3 µs a row there against about
+#: 25 µs per producer with numpy, even at one producer from about a hundred rows.
+SMALL_SEQUENCES = 128
 
 #: Each compression id's name (3 bits of the attributes), for the compiled fold.
 CODEC_NAMES = tuple(codec_label(i) for i in range(8))
@@ -214,6 +222,9 @@ class PartitionProducers:
     events: list[SequenceEvent] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     duplicates: list = field(default_factory=list)  # LikelyDuplicate, when asked for
+    #: whether each producer's rate over time is counted (``ProducerBatching.rate``): the
+    #: report's page does not draw it, and merging its buckets is a tenth of the fold
+    rates: bool = True
     #: each producer's state (last data batch's epoch, sequence and offset; its open
     #: transaction), one entry per producer: the producer-state fold every analysis shares
     _state: ProducerStateFold = field(
@@ -225,6 +236,12 @@ class PartitionProducers:
     #: chunks gathered and not folded yet (in log order), and their rows
     _pending: list[BatchTable] = field(default_factory=list, repr=False)
     _pending_rows: int = field(default=0, repr=False)
+    #: whether the producer state is another fold's (:meth:`watch`)
+    _watching: bool = field(default=False, repr=False)
+    #: the chunk being folded: its first event, and the latest closed transaction before it
+    #: of each producer whose epoch it bumped
+    _first_new_event: int = field(default=0, repr=False)
+    _before: dict[int, Transaction | None] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ batching
 
@@ -245,8 +262,10 @@ class PartitionProducers:
             self.flush()
 
     def take(self, segment, files, t: BatchTable) -> None:
-        """:meth:`add`, as a :class:`~segtools.analysis.partition_log.TableFold`."""
-        self.add(t)
+        """:meth:`add`, as a :class:`~segtools.analysis.partition_log.TableFold` (nothing
+        when it watches another fold: that fold gathers the chunks and hands them over)."""
+        if not self._watching:
+            self.add(t)
 
     def flush(self) -> None:
         """Fold the chunks gathered so far (before reading the producers' figures)."""
@@ -256,19 +275,39 @@ class PartitionProducers:
         self._pending, self._pending_rows = [], 0
         self._fold(t)
 
+    def watch(self, state: ProducerStateFold) -> None:
+        """Read the producer state from ``state``, another analysis's fold over the same
+        batches in the same chunks, instead of folding it again: that fold calls
+        :meth:`before_fold` and :meth:`after_fold` around each chunk it folds
+        (:class:`~segtools.analysis.transactions.TransactionFold`: the partition's one
+        ``ProducerStateManager``, read by both analyses)."""
+        self._state = state
+        self._watching = True
+
     def _fold(self, t: BatchTable) -> None:
         """Fold one table of batches (control batches are the broker's, not a producer's:
         they count only for the transactions they close)."""
-        first_new_event = len(self.events)
+        self.before_fold(t)
+        self.after_fold(self._state.add(t))
+
+    def before_fold(self, t: BatchTable) -> None:
+        """A chunk's batching and sequences, read against the producer state before it is
+        folded (each batch's sequence follows the state the chunks before it left)."""
+        self._first_new_event = len(self.events)
         data = ~t.is_control
-        if data.any():
+        if data.all():
+            self._batching(t)
+        elif data.any():
             self._batching(t.take(data))
-        bumped = {self.events[k].producer_id for k in range(first_new_event, len(self.events))
-                  if self.events[k].kind == "epoch_bump"}
-        before = {p: self._state.last_closed.get(p) for p in bumped}
-        ended = self._state.add(t)
-        if bumped or self._waiting:
-            self._explain_bumps(first_new_event, before, ended)
+        self._before = {p: self._state.last_closed.get(p) for p in {
+            self.events[k].producer_id for k in range(self._first_new_event, len(self.events))
+            if self.events[k].kind == "epoch_bump"}}
+
+    def after_fold(self, ended: list[Transaction]) -> None:
+        """The transactions the chunk's fold closed (``ended``): what became of those the
+        epoch bumps it held had open."""
+        if self._before or self._waiting:
+            self._explain_bumps(self._first_new_event, self._before, ended)
 
     def _group(self, key: tuple[int, int]) -> ProducerBatching:
         g = self.producers.get(key)
@@ -277,24 +316,27 @@ class PartitionProducers:
         return g
 
     def _batching(self, t: BatchTable) -> None:
-        pid = t.producer_id.astype(np.int64)
-        epoch = np.where(pid >= 0, t.producer_epoch.astype(np.int64), -1)
-        pid = np.where(pid >= 0, pid, NON_IDEMPOTENT)
-        if len(pid) <= SMALL_TABLE:
-            self._batching_rows(t, pid, epoch)
+        if len(t) <= SMALL_TABLE:
+            self._batching_rows(t)
+            pid, epoch = _idempotent_ids(t)
         else:
+            pid, epoch = _ids(t)
             self._batching_columns(t, pid, epoch)
-        self._sequences(t, pid, epoch)
+        if pid is None:
+            return
+        if len(t) <= SMALL_SEQUENCES:
+            self._sequences_rows(t, pid, epoch)
+        else:
+            self._sequences(t, pid, epoch)
 
-    def _batching_rows(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
-        """:meth:`_batching_columns` row by row, compiled (:mod:`segtools.analysis._batching`):
-        the same figures, for tables too small for numpy's per-call cost to pay."""
-        create = ((t.timestamp_type_id == 0) & ~t.has_delete_horizon & (t.record_count > 1))
-        rates = _batching.fold_rows(
-            self._group, CODEC_NAMES, _int64(pid), _int64(epoch), _int64(t.record_count),
-            _int64(t.size), _int64(t.codec), _int64(t.max_timestamp),
-            _int64(t.first_timestamp), create.view(np.uint8),
-            _int64(t.max_timestamp - t.base_timestamp))
+    def _batching_rows(self, t: BatchTable) -> None:
+        """:meth:`_batching_columns` row by row, compiled (:mod:`segtools.analysis._batching`),
+        from the table's own columns: the same figures, for tables too small for numpy's
+        per-call cost to pay (the derived columns alone were a dozen calls)."""
+        rates = _batching.fold_table(
+            self._group, CODEC_NAMES, self.rates, t.magic, t.attributes, t.count,
+            t.base_offset, t.last_offset, t.size, t.base_timestamp, t.max_timestamp,
+            t.producer_id, t.producer_epoch)
         for key, (batches, records) in rates.items():
             self.producers[key].rate.merge((k, c, records[k]) for k, c in batches.items())
 
@@ -317,7 +359,8 @@ class PartitionProducers:
                 _merge(g.windows, windows[w])
             _merge_labels(g.codecs, t.codec[rows])
             _merge(g.per_minute, t.max_timestamp[rows] // 60_000)
-            g.rate.add(t.max_timestamp[rows], counts[rows])
+            if self.rates:
+                g.rate.add(t.max_timestamp[rows], counts[rows])
             ts = t.max_timestamp[rows]
             first = int(t.first_timestamp[rows].min())
             g.first_timestamp = first if g.first_timestamp is None else min(g.first_timestamp,
@@ -362,6 +405,40 @@ class PartitionProducers:
                     int(t.base_offset[rows[i]]), None, int(base[i]), None,
                     "sequences wrap past 2147483647 to 0 (DefaultRecordBatch)",
                     int(t.max_timestamp[rows[i]])))
+
+    def _sequences_rows(self, t: BatchTable, pid: np.ndarray, epoch: np.ndarray) -> None:
+        """:meth:`_sequences` row by row in plain Python, for small tables: the same events
+        in the same order (producer by producer in id order; each one's breaks, then its
+        wraps), where numpy's calls per producer cost more than the rows' work."""
+        ids, epochs, bases = pid.tolist(), epoch.tolist(), t.base_sequence.tolist()
+        firsts, lasts = t.base_offset.tolist(), t.last_offset.tolist()
+        rows_of: dict[int, list[int]] = {}
+        for i, (p, base) in enumerate(zip(ids, bases, strict=True)):
+            if p >= 0 and base >= 0:
+                rows_of.setdefault(p, []).append(i)
+        for p in sorted(rows_of):
+            tr = self._state.producers.get(p)
+            if tr is None or tr.data_epoch < 0:  # no data batch of it yet
+                prev_last, prev_ep, prev_off = -2, -2, -1
+            else:
+                prev_last, prev_ep, prev_off = tr.last_sequence, tr.data_epoch, tr.last_offset
+            breaks, wraps = [], []
+            for i in rows_of[p]:
+                base, ep = bases[i], epochs[i]
+                # numpy's int64 wraps by multiples of 2^64, which the modulus removes
+                last = (base + lasts[i] - firsts[i]) % SEQUENCE_MODULUS
+                if ep != prev_ep or base != (prev_last + 1) % SEQUENCE_MODULUS:
+                    breaks.append((i, ep, base, prev_last, prev_ep, prev_off))
+                elif last < base or (base < prev_last and prev_ep != -2):
+                    wraps.append((i, ep, base))
+                prev_last, prev_ep, prev_off = last, ep, lasts[i]
+            for i, ep, base, before, before_ep, before_off in breaks:
+                self._event(t, i, p, ep, base, before, before_ep, before_off)
+            for i, ep, base in wraps:
+                self.events.append(SequenceEvent(
+                    "wrap", self.topic, self.partition, p, ep, firsts[i], None, base, None,
+                    "sequences wrap past 2147483647 to 0 (DefaultRecordBatch)",
+                    int(t.max_timestamp[i])))
 
     def _event(self, t: BatchTable, row: int, p: int, ep: int, base: int, prev_last: int,
                prev_ep: int, prev_off: int) -> None:
@@ -468,6 +545,22 @@ def _groups(pid: np.ndarray, epoch: np.ndarray) -> tuple[list[tuple[int, int]], 
     return pairs, rank[inverse.reshape(-1)]
 
 
+def _ids(t: BatchTable) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's producer id and epoch, -1 and -1 for a non-idempotent producer (one group
+    for them all)."""
+    pid = t.producer_id.astype(np.int64)
+    epoch = np.where(pid >= 0, t.producer_epoch.astype(np.int64), -1)
+    return np.where(pid >= 0, pid, NON_IDEMPOTENT), epoch
+
+
+def _idempotent_ids(t: BatchTable) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """:func:`_ids` where some row has a sequence to check, ``(None, None)`` where none
+    does (most of a broker's small tables: their producers are not idempotent)."""
+    if not ((t.producer_id >= 0) & (t.base_sequence >= 0)).any():
+        return None, None
+    return _ids(t)
+
+
 def _seq_before(a: int, b: int) -> bool:
     """``a`` comes before ``b`` on the sequence circle (within half of it)."""
     return 0 < (b - a) % SEQUENCE_MODULUS < SEQUENCE_MODULUS // 2
@@ -482,10 +575,6 @@ def quantiles(counts: Mapping[int, int], qs: Sequence[float]) -> list[int]:
     keys = sorted(counts)
     cum = list(itertools.accumulate(counts[k] for k in keys))
     return [keys[min(bisect.bisect_left(cum, q * cum[-1]), len(keys) - 1)] for q in qs]
-
-
-def _int64(values: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(values, dtype=np.int64)
 
 
 def _merge(into: dict[int, int], values: np.ndarray) -> None:
@@ -602,16 +691,39 @@ def analyse_partition(partition: PartitionDir, *, limit: int = DEFAULT_DECOMPRES
                       measure_codec: bool = True,
                       advance: Callable[[int], None] = lambda n: None,
                       beside: Sequence[TableFold] = (),
-                      held: Mapping[str, bytes] | None = None) -> PartitionProducers:
+                      held: Mapping[str, bytes] | None = None,
+                      state: TransactionFold | None = None,
+                      rates: bool = True) -> PartitionProducers:
     """Batching and sequences of every producer in one partition, from the batch headers;
     ``measure_codec`` recompresses a bounded sample of an unbatched producer's values;
     ``beside``: other analyses fed by the same walk of the partition; ``held``: small
-    segments' bytes already read (:func:`~segtools.analysis.partition_log.fold_tables`)."""
+    segments' bytes already read (:func:`~segtools.analysis.partition_log.fold_tables`);
+    ``rates``: count each producer's rate over time (a face that does not show it asks
+    for none).
+
+    ``state``: the transactions scan of the same partition, walked beside this analysis
+    (add it here, not to ``beside``), whose producer-state fold this analysis reads
+    instead of folding the same batches again. That fold closes a transaction by the
+    markers it reads; this analysis, as ``segtools producers`` runs it, by each control
+    batch (it reads no markers). The two states agree when each control batch held one
+    COMMIT or ABORT marker at its own offset; a partition where one did not
+    (:attr:`~segtools.analysis.transactions.TransactionFold.markers_regular`: a damaged
+    control batch) is folded again on its own, so the answer is always the one
+    ``segtools producers`` gives."""
     name = partition.name
     out = PartitionProducers(name.topic if name else partition.path.name,
-                             name.partition if name else -1, str(partition.path))
+                             name.partition if name else -1, str(partition.path), rates=rates)
     out.findings.extend(partition.unread)
+    if state is not None:
+        out.watch(state.fold)
+        state.watch(out)
+        beside = [*beside, state]
     fold_tables(partition, [out, *beside], verify_crc=False, limit=limit, held=held)
+    if state is not None:
+        state.flush()
+        if not state.markers_regular:
+            return analyse_partition(partition, limit=limit, measure_codec=measure_codec,
+                                     advance=advance, held=held, rates=rates)
     out.flush()
     for s in partition.segments:
         advance(s.log_size)

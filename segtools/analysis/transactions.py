@@ -72,6 +72,16 @@ class MarkerReader(Protocol):
     def batch_records(self, table: BatchTable) -> Iterable: ...
 
 
+class FoldWatcher(Protocol):
+    """An analysis that reads a partition's producer state from another's fold
+    (:meth:`TransactionFold.watch`): it sees each chunk before it is folded, and the
+    transactions the fold closed in it after."""
+
+    def before_fold(self, t: BatchTable) -> None: ...
+
+    def after_fold(self, ended: list[Transaction]) -> None: ...
+
+
 #: ``transaction.max.timeout.ms`` default: no transaction may stay open longer.
 DEFAULT_MAX_TIMEOUT_MS = 900_000
 
@@ -202,12 +212,23 @@ class TransactionFold:
         self._bases: list[int] = []  # the segment of each gathered table
         self._markers: dict[int, list[ControlMarker]] = {}  # gathered row -> its markers
         self._rows = 0
+        self._watchers: list[FoldWatcher] = []
+        #: whether every control batch read so far held one COMMIT or ABORT marker at its
+        #: own offset: then the state closes each transaction where a fold that reads no
+        #: markers (one control batch, one close) closes it
+        self.markers_regular = True
+
+    def watch(self, watcher: FoldWatcher) -> None:
+        """Hand each chunk to ``watcher`` around its fold: an analysis that reads this
+        partition's producer state instead of folding the same batches again
+        (:meth:`segtools.analysis.producers.PartitionProducers.watch`)."""
+        self._watchers.append(watcher)
 
     def take(self, segment, files, t: BatchTable) -> None:
         if not len(t):
             return
         if len(t) >= FOLD_ROWS:  # big enough on its own: folded after what came before
-            self._flush()
+            self.flush()
         if self.first_seen is None:
             self.first_seen = int(t.base_offset[0])
         self.end = int(t.last_offset[-1]) + 1
@@ -223,7 +244,7 @@ class TransactionFold:
         self._bases.append(files.base_offset)
         self._rows += len(t)
         if self._rows >= FOLD_ROWS:
-            self._flush()
+            self.flush()
 
     def _read_markers(self, segment: MarkerReader, t: BatchTable, rows: np.ndarray) -> None:
         """The markers of a chunk's control batches (``rows``), from one decode of them all:
@@ -240,20 +261,30 @@ class TransactionFold:
             row = gathered.get(br.batch.position)
             if row is not None and br.records:
                 self._markers[row] = _markers(br.records)
+        if self.markers_regular:
+            self.markers_regular = all(
+                _one_close(self._markers[row], base) for row, base in
+                zip(gathered.values(), t.base_offset[rows].tolist(), strict=True))
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
+        """Fold the chunks gathered so far (each watcher sees them folded)."""
         if not self._tables:
             return
         tables, bases = self._tables, self._bases
         # each batch's segment (for the .txnindex rule): one for a table of one segment
         segment_base = bases[0] if len(bases) == 1 else np.repeat(
             np.array(bases, np.int64), [len(t) for t in tables])
-        self.fold.add(BatchTable.concat(tables), self._markers.__getitem__, segment_base)
+        t = BatchTable.concat(tables)
+        for watcher in self._watchers:
+            watcher.before_fold(t)
+        ended = self.fold.add(t, self._markers.__getitem__, segment_base)
+        for watcher in self._watchers:
+            watcher.after_fold(ended)
         self._tables, self._bases, self._markers, self._rows = [], [], {}, 0
 
     def scan(self) -> TransactionScan:
         """What the walk found (once it is over)."""
-        self._flush()
+        self.flush()
         fold = self.fold
         fold.finish()
         return TransactionScan(self.partition, tuple(fold.closed + fold.open_transactions()),
@@ -270,6 +301,13 @@ def scan_transactions(partition: PartitionDir, *, verify_crc: bool = False,
     walked = TransactionFold(partition)
     fold_tables(partition, [walked], verify_crc=verify_crc, limit=limit)
     return walked.scan()
+
+
+def _one_close(markers: Sequence[ControlMarker], base_offset: int) -> bool:
+    """Whether a control batch closes its producer's transaction once, at its own offset,
+    as a fold that reads no markers closes it (:data:`UNREAD_MARKER`)."""
+    return len(markers) == 1 and markers[0].type in ("COMMIT", "ABORT") and \
+        markers[0].offset == base_offset
 
 
 def _markers(records: Iterable[Record]) -> list[ControlMarker]:

@@ -839,13 +839,15 @@ def _read_partitions(logs: LogDirs, pdirs: Sequence[tuple[LogDir, PartitionDir |
         if partition_state(pdir) != PartitionState.LIVE:  # as ``logs.partitions()`` selects
             continue
         held = {path: read.data for path, read in kept.items()}
-        beside = [TransactionFold(pdir)] if transactions_scanned(pdir) else []
+        # one producer-state fold for both analyses: the producers read the transactions
+        # scan's (``analyse_producers``' ``state``); no rate over time (the page draws none)
+        fold = TransactionFold(pdir) if transactions_scanned(pdir) else None
         if producers_analysed(pdir):
-            found.append(_seen(analyse_producers(pdir, limit=limit, beside=beside, held=held),
-                               budget))
-        elif beside:
-            fold_tables(pdir, beside, limit=limit, held=held)
-        for fold in beside:
+            found.append(_seen(analyse_producers(pdir, limit=limit, state=fold, held=held,
+                                                 rates=False), budget))
+        elif fold is not None:
+            fold_tables(pdir, [fold], limit=limit, held=held)
+        if fold is not None:
             scan, hanging, txn_findings = analyse_transactions(pdir, limit=limit, now=now,
                                                                scan=fold.scan())
             analysed[str(pdir.path)] = (replace(scan, partition=None), hanging, txn_findings)
@@ -885,7 +887,27 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     sources = _schema_sources(logs, decoder)
     if decoder is None and sources.histories() and payloads_installed():
         decoder = PayloadDecoder(sources)
-    details = _details(rows, pdirs, a, redactor, budget, limit, left_out, decoder)
+    # the details past the listed ones are made by workers while the rest is assembled
+    details = _Details.start(rows, pdirs, a, redactor, budget, limit, decoder)
+    try:
+        data = _document(logs, paths, a, rows, sources, redactor, budget, now, what_if,
+                         left_out)
+        texts = details.taken(left_out)
+    finally:
+        details.close()
+    data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
+    if custody is not None:
+        data["custody"] = custody()
+    if redactor is not None:
+        data = _scrub(data, redactor)
+    return ReportModel(data, a.findings, list(logs.log_dirs), texts)
+
+
+def _document(logs: LogDirs, paths: Sequence[str], a: _Analyses, rows: list[dict],
+              sources: SchemaChain, redactor: Redactor | None, budget: Budget, now: int,
+              what_if: whatif.Ask | None, left_out: Counter) -> dict:
+    """The document but for what its details leave out (the partitions' rows are marked
+    with their details once those are taken) and the chain of custody."""
     largest = sorted(a.retention.topics.items(), key=lambda kv: -kv[1].start_size)
     if len(largest) > budget.series:
         left_out["topics left off the forecast chart (the largest are drawn)"] += \
@@ -945,12 +967,7 @@ def build(paths: Sequence[str], *, at: int | None = None, config: str | None = N
     }
     if what_if is not None:
         data["what_if"] = whatif.section(logs, a.inputs, now, what_if)
-    data["left_out"] = [{"what": what, "count": n} for what, n in sorted(left_out.items())]
-    if custody is not None:
-        data["custody"] = custody()
-    if redactor is not None:
-        data = _scrub(data, redactor)
-    return ReportModel(data, a.findings, list(logs.log_dirs), details)
+    return data
 
 
 def _topics_named(logs: LogDirs, a: _Analyses) -> Iterator[str]:
@@ -1036,53 +1053,139 @@ def _partition_rows(logs: LogDirs, a: _Analyses) -> tuple[list[dict], list[tuple
     return rows, pdirs
 
 
-def _details(rows: list[dict], pdirs: list[tuple], a: _Analyses,
-             redactor: Redactor | None, budget: Budget, limit: int,
-             left_out: Counter, decoder: PayloadDecoder | None = None) -> list[str | None]:
-    """Each partition's detail as JSON text (by row id), the most telling first
-    (``_interest``) until ``budget.detail_bytes`` is spent; the first ``listed_partitions``
-    of them are listed on the page with their first and last records. A detail is built,
-    redacted and serialised one at a time: only the texts are kept."""
-    comp_by_path = {str(e.input.dir.path): e for e in a.compaction.partitions}
-    txn_by_path = {str(pt.scan.partition.path): pt for pt in a.txns.partitions}
-    prod_by_path = {pp.path: pp for pp in a.producers}
-    texts: list[str | None] = [None] * len(rows)
-    spent = 0
-    ranked = sorted(rows, key=_interest)
-    for rank, row in enumerate(ranked):
-        listed = rank < budget.listed_partitions
-        p, e = pdirs[row["id"]]
+#: The details the parent does not make itself (past the listed ones) are cut in this many
+#: jobs for the workers: each job's texts come back in rank order, and a job past the
+#: detail budget is never waited for.
+DETAIL_JOBS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _DetailMaker:
+    """What a partition's detail is made from: its partition and retention answer by row
+    id, the other analyses by path, and the report's settings. A forked worker holds its
+    copy (:func:`segtools.fanout.ordered`), so only the texts cross back."""
+
+    pdirs: list[tuple]
+    compaction: dict
+    transactions: dict
+    producers: dict
+    redactor: Redactor | None
+    budget: Budget
+    limit: int
+    decoder: PayloadDecoder | None
+
+    @classmethod
+    def of(cls, pdirs: list[tuple], a: _Analyses, redactor: Redactor | None, budget: Budget,
+           limit: int, decoder: PayloadDecoder | None) -> _DetailMaker:
+        return cls(pdirs, {str(e.input.dir.path): e for e in a.compaction.partitions},
+                   {str(pt.scan.partition.path): pt for pt in a.txns.partitions},
+                   {pp.path: pp for pp in a.producers}, redactor, budget, limit, decoder)
+
+    def text(self, row_id: int, *, listed: bool) -> tuple[str, Counter]:
+        """One partition's detail as JSON text (redacted), and what it leaves out (counted
+        if the detail is kept); ``listed``: with its first and last records."""
+        budget = self.budget
+        p, e = self.pdirs[row_id]
         path = str(p.path)
-        cut: Counter = Counter()  # what this detail leaves out, counted if it is kept
+        cut: Counter = Counter()
         detail: dict = {"segments": [], "retention": None, "compaction": None,
                         "transactions": None, "producers": None, "samples": None}
         if e is not None:
             detail["segments"] = _segments(e.input, e.retention, budget, cut)
             detail["retention"] = _retention(e)
-        if path in comp_by_path:
-            detail["compaction"] = _compaction(comp_by_path[path], redactor, budget)
-        if path in txn_by_path:
-            detail["transactions"] = _transactions(txn_by_path[path], budget, cut)
-        seen = prod_by_path.get(path)
+        if path in self.compaction:
+            detail["compaction"] = _compaction(self.compaction[path], self.redactor, budget)
+        if path in self.transactions:
+            detail["transactions"] = _transactions(self.transactions[path], budget, cut)
+        seen = self.producers.get(path)
         if seen is not None and seen.detail is not None:
             detail["producers"] = seen.detail
             cut.update(seen.cut)
         if p.name is not None and p.name.state == "live":
             if listed:
-                detail["samples"] = samples(p, redactor, budget, limit, decoder)
+                detail["samples"] = samples(p, self.redactor, budget, self.limit, self.decoder)
             else:
                 detail["samples_read"] = False
                 cut[SAMPLES_LEFT_OUT] += 1
-        text = json_text(_scrub(detail, redactor) if redactor is not None else detail)
-        if not listed and spent + len(text) > budget.detail_bytes:
-            left_out[DETAILS_LEFT_OUT] += len(ranked) - rank
-            break
-        spent += len(text)
-        left_out.update(cut)
-        texts[row["id"]] = text
-        row["detail"] = True
-        row["listed"] = listed
-    return texts
+        redactor = self.redactor
+        return json_text(_scrub(detail, redactor) if redactor is not None else detail), cut
+
+    def unlisted(self, row_ids: Sequence[int]) -> list[tuple[str, Counter]]:
+        """The details of a job of rows past the listed ones (no records read)."""
+        return [self.text(i, listed=False) for i in row_ids]
+
+
+class _Details:
+    """Each partition's detail as JSON text (by row id), the most telling first
+    (``_interest``) until ``budget.detail_bytes`` is spent; the first ``listed_partitions``
+    of them are listed on the page with their first and last records. A detail is built,
+    redacted and serialised one at a time: only the texts are kept.
+
+    On a large tree the others are made by forked workers (:meth:`start`) while this
+    process makes the listed ones (reading their records) and then the rest of the
+    document; :meth:`taken` takes their texts in rank order, and the budget stops the
+    taking where it stopped the making (the workers still making details are then ended).
+    The texts are the ones a single process makes."""
+
+    def __init__(self, rows: list[dict], ranked: list[dict],
+                 listed: list[tuple[str, Counter]], made: Iterable[list[tuple[str, Counter]]],
+                 budget: Budget) -> None:
+        self.rows, self.ranked, self.listed, self.made = rows, ranked, listed, made
+        self.budget = budget
+
+    @classmethod
+    def start(cls, rows: list[dict], pdirs: list[tuple], a: _Analyses,
+              redactor: Redactor | None, budget: Budget, limit: int,
+              decoder: PayloadDecoder | None = None) -> _Details:
+        """The workers started on the details past the listed ones, and the listed ones
+        made here meanwhile."""
+        maker = _DetailMaker.of(pdirs, a, redactor, budget, limit, decoder)
+        ranked = sorted(rows, key=_interest)
+        first = min(budget.listed_partitions, len(ranked))
+        rest = [row["id"] for row in ranked[first:]]
+        step = max(1, -(-len(rest) // DETAIL_JOBS))
+        made = fanout.ordered(maker.unlisted,
+                              [rest[i:i + step] for i in range(0, len(rest), step)],
+                              segments=sum(row["segments"] for row in rows))
+        try:
+            listed = [maker.text(row["id"], listed=True) for row in ranked[:first]]
+        except BaseException:
+            _closed(made)
+            raise
+        return cls(rows, ranked, listed, made, budget)
+
+    def taken(self, left_out: Counter) -> list[str | None]:
+        """The texts by row id (None: a summary row only), each kept detail's row marked
+        and what it leaves out counted in ``left_out``."""
+        texts: list[str | None] = [None] * len(self.rows)
+        spent = 0
+        first = len(self.listed)
+        unlisted = (one for job in self.made for one in job)
+        try:
+            for rank, (row, (text, cut)) in enumerate(zip(
+                    self.ranked, itertools.chain(self.listed, unlisted), strict=True)):
+                listed = rank < first
+                if not listed and spent + len(text) > self.budget.detail_bytes:
+                    left_out[DETAILS_LEFT_OUT] += len(self.ranked) - rank
+                    break
+                spent += len(text)
+                left_out.update(cut)
+                texts[row["id"]] = text
+                row["detail"] = True
+                row["listed"] = listed
+        finally:
+            self.close()
+        return texts
+
+    def close(self) -> None:
+        """End the workers still making details (past the budget, or on an error)."""
+        _closed(self.made)
+
+
+def _closed(made: Iterable) -> None:
+    close = getattr(made, "close", None)
+    if close is not None:  # the workers' results (one process's ``map`` has no close)
+        close()
 
 
 def _topic_rows(rows: list[dict]) -> list[dict]:
