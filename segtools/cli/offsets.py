@@ -32,8 +32,6 @@ import tempfile
 from typing import IO
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from segtools.analysis.offsets import (
     ABORTED,
@@ -174,16 +172,12 @@ class Anomalies(contextlib.ExitStack):
         regressions, deletions = found.regressions, found.deletions
         if regressions.group:
             keep = _selected(regressions.topic, regressions.partition, args)
-            if jsonl:
-                self._extend("regressions", _regression_json_lines(regressions, names, keep))
-            else:
-                self._extend_text("regressions", *_regression_text(regressions, names, keep))
+            self._extend("regressions", (_regression_json_lines if jsonl else
+                                         _regression_lines)(regressions, names, keep))
         if deletions.group:
             keep = _selected(deletions.topic, deletions.partition, args)
-            if jsonl:
-                self._extend("deletions", _deletion_json_lines(deletions, names, keep))
-            else:
-                self._extend_text("deletions", *_deletion_text(deletions, names, keep))
+            self._extend("deletions", (_deletion_json_lines if jsonl else
+                                       _deletion_lines)(deletions, names, keep))
         removed = found.group_deletions
         if removed.group and (jsonl or args.topic is None):
             self._extend("groups", (_group_deletion_json_lines if jsonl else
@@ -194,13 +188,6 @@ class Anomalies(contextlib.ExitStack):
         pending.extend(lines)
         self.counts[section] += len(lines)
         if len(pending) >= SPOOL_LINES:
-            self._flush(section)
-
-    def _extend_text(self, section: str, text: str, count: int) -> None:
-        """``count`` lines rendered as one text (joined by newlines, none at the end)."""
-        if count:
-            self.pending[section].append(text)
-            self.counts[section] += count
             self._flush(section)
 
     def _add(self, section: str, line: str) -> None:
@@ -427,16 +414,16 @@ _LAST_MS = 253402300799999
 
 
 def _human_times(ms: list[int]) -> list[str]:
-    """:func:`render.human_time` of many moments at once (numpy writes the dates)."""
-    moments = np.array(ms, np.int64)
+    """:func:`render.human_time` of many moments at once (numpy writes the dates). The
+    commits of one request share their moment, so a block holds far fewer moments than rows:
+    each distinct one is written once, and the rows take theirs by index."""
+    moments, rows = np.unique(np.array(ms, np.int64), return_inverse=True)
     dates = np.datetime_as_string(np.clip(moments, 0, _LAST_MS).astype("datetime64[ms]"),
                                   unit="ms")
-    out = [f"{d}Z" for d in dates.tolist()]
-    for i in np.flatnonzero(moments < 0).tolist():
-        out[i] = "-"
-    for i in np.flatnonzero(moments > _LAST_MS).tolist():
-        out[i] = "out-of-range"
-    return out
+    texts = np.array([f"{d}Z" for d in dates.tolist()], object)
+    texts[moments < 0] = "-"
+    texts[moments > _LAST_MS] = "out-of-range"
+    return texts[rows].tolist()
 
 
 def _selected(topics: list[str], partitions: list[int], args) -> list[bool] | None:
@@ -471,83 +458,6 @@ def _deletion_lines(c: DeletionColumns, names: _Names, keep: list[bool] | None) 
             for when, g, t, p, last, lp, lo in _kept(zip(
                 _human_times(c.log_timestamp), c.group, c.topic, c.partition, c.last_offset,
                 c.log_partition, c.log_offset, strict=True), keep)]
-
-
-def _texts(values: list[str], names: dict) -> pa.Array:
-    """Each value's text from ``names`` (a block holds a few distinct groups or partitions
-    repeated: each is looked up once per row in C, by ``map``)."""
-    return pa.array(list(map(names.__getitem__, values)), pa.string())
-
-
-def _numbers(values: list) -> pa.Array:
-    """Integers (None as Python's f-string writes it) as decimal text, in Arrow's kernels."""
-    return pc.fill_null(pc.cast(pa.array(values, pa.int64()), pa.string()), "None")
-
-
-def _block_text(columns: list, keep: list[bool] | None) -> tuple[str, int]:
-    """The rows of ``columns`` (Arrow strings and literal texts) concatenated, one line per
-    row, as one text: Arrow's kernels write every line and the lines' bytes are decoded once."""
-    lines = pc.binary_join_element_wise(*columns, "\n", "")
-    if keep is not None:
-        lines = lines.filter(pa.array(keep, pa.bool_()))
-    count = len(lines)
-    if not count:
-        return "", 0
-    _, bounds, data = lines.buffers()
-    first, end = np.frombuffer(bounds, np.int32, count + 1, lines.offset * 4)[[0, -1]].tolist()
-    data = data.to_pybytes()[first:end - 1]
-    return data.decode("utf-8"), count
-
-
-def _names_of(names: _Names, groups: list[str], topics: list[str], partitions: list[int]
-              ) -> tuple[pa.Array, pa.Array]:
-    """The rows' terminal-safe group and topic-partition texts (each distinct one made once)."""
-    group_text = {g: names.group(g) for g in dict.fromkeys(groups)}
-    keys = list(zip(topics, partitions, strict=True))
-    part_text = {k: names.partition(*k) for k in dict.fromkeys(keys)}
-    return _texts(groups, group_text), _texts(keys, part_text)
-
-
-#: What Arrow cannot hold the way Python writes it (an integer past 64 bits, a lone
-#: surrogate in a state): such a block is rendered row by row instead.
-_UNFIT = (pa.ArrowException, OverflowError, UnicodeEncodeError)
-
-
-def _regression_text(c: RegressionColumns, names: _Names, keep: list[bool] | None
-                     ) -> tuple[str, int]:
-    """:func:`_regression_lines` of a block as one text, built column by column."""
-    try:
-        group, part = _names_of(names, c.group, c.topic, c.partition)
-        before, offset = pa.array(c.previous_offset, pa.int64()), pa.array(c.offset, pa.int64())
-        state = pc.fill_null(pa.array(c.group_state, pa.string()), "")
-        said = pc.binary_join_element_wise("; group ", state, ", generation ",
-                                           _numbers(c.generation), "")
-        columns = ["  ", pa.array(_human_times(c.timestamp), pa.string()), "  ", group, "  ",
-                   part, ": ", pc.cast(before, pa.string()), " -> ",
-                   pc.cast(offset, pa.string()), " (",
-                   pc.cast(pc.subtract_checked(offset, before), pa.string()), ")",
-                   pc.if_else(pc.not_equal(state, ""), said, ""),
-                   f"  [{CONSUMER_OFFSETS_TOPIC}-", _numbers(c.log_partition), " @",
-                   _numbers(c.log_offset), "]"]
-        return _block_text(columns, keep)
-    except _UNFIT:
-        lines = _regression_lines(c, names, keep)
-        return "\n".join(lines), len(lines)
-
-
-def _deletion_text(c: DeletionColumns, names: _Names, keep: list[bool] | None
-                   ) -> tuple[str, int]:
-    """:func:`_deletion_lines` of a block as one text, built column by column."""
-    try:
-        group, part = _names_of(names, c.group, c.topic, c.partition)
-        columns = ["  ", pa.array(_human_times(c.log_timestamp), pa.string()), "  ", group,
-                   "  ", part, " (was ", _numbers(c.last_offset),
-                   f")  [{CONSUMER_OFFSETS_TOPIC}-", _numbers(c.log_partition), " @",
-                   _numbers(c.log_offset), "]"]
-        return _block_text(columns, keep)
-    except _UNFIT:
-        lines = _deletion_lines(c, names, keep)
-        return "\n".join(lines), len(lines)
 
 
 def _group_deletion_lines(c: GroupDeletionColumns, names: _Names) -> list[str]:
