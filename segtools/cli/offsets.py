@@ -414,16 +414,16 @@ _LAST_MS = 253402300799999
 
 
 def _human_times(ms: list[int]) -> list[str]:
-    """:func:`render.human_time` of many moments at once (numpy writes the dates)."""
-    moments = np.array(ms, np.int64)
+    """:func:`render.human_time` of many moments at once (numpy writes the dates). The
+    commits of one request share their moment, so a block holds far fewer moments than rows:
+    each distinct one is written once, and the rows take theirs by index."""
+    moments, rows = np.unique(np.array(ms, np.int64), return_inverse=True)
     dates = np.datetime_as_string(np.clip(moments, 0, _LAST_MS).astype("datetime64[ms]"),
                                   unit="ms")
-    out = [f"{d}Z" for d in dates.tolist()]
-    for i in np.flatnonzero(moments < 0).tolist():
-        out[i] = "-"
-    for i in np.flatnonzero(moments > _LAST_MS).tolist():
-        out[i] = "out-of-range"
-    return out
+    texts = np.array([f"{d}Z" for d in dates.tolist()], object)
+    texts[moments < 0] = "-"
+    texts[moments > _LAST_MS] = "out-of-range"
+    return texts[rows].tolist()
 
 
 def _selected(topics: list[str], partitions: list[int], args) -> list[bool] | None:

@@ -100,8 +100,11 @@ _EDGES = [-1, 0, 999, 1_700_000_000_123, offsets_cli._LAST_MS, offsets_cli._LAST
 
 
 @given(st.lists(st.one_of(st.sampled_from(_EDGES), st.integers(-(2**63) + 1, 2**63 - 1)),
-                max_size=20))
+                max_size=20).flatmap(lambda distinct: st.lists(
+                    st.sampled_from(distinct), max_size=60) if distinct else st.just([]))
+       | st.lists(st.integers(-(2**63) + 1, 2**63 - 1), max_size=20))
 def test_many_moments_read_as_one_at_a_time(moments):
+    """Moments repeated in any order (a request's commits share one), and distinct ones."""
     assert offsets_cli._human_times(moments) == [render.human_time(m) for m in moments]
 
 
