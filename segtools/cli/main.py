@@ -60,6 +60,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 EXIT_OUTPUT_CLOSED = 128 + signal.SIGPIPE
 
 
+#: The first path of a line read by ``_Parser._intermixed_with_end_of_options``, taken out
+#: after the parse: a NUL byte, which no path holds, so no typed path is ever mistaken for it.
+_PATHS_START = "\0segtools: the paths start here"
+
+
 class _Parser(argparse.ArgumentParser):
     """Every command's parser: one help layout for all (:class:`HelpFormatter`, whatever
     formatter a command asks for), one line per error."""
@@ -82,15 +87,42 @@ class _Parser(argparse.ArgumentParser):
         before the paths parsed. The top-level parser (its positional is the command) and a
         line with ``--`` (what follows it are paths, whatever they look like) parse as
         argparse does."""
-        if self._intermixing or "--" in (args or ()) or any(
-                a.nargs in (argparse.PARSER, argparse.REMAINDER)
-                for a in self._get_positional_actions()):
+        args = list(sys.argv[1:] if args is None else args)
+        positionals = self._get_positional_actions()
+        if self._intermixing or any(a.nargs in (argparse.PARSER, argparse.REMAINDER)
+                                    for a in positionals):
             return super().parse_known_args(args, namespace)
+        if "--" in args:
+            paths = next(iter(positionals), None)
+            if paths is None or paths.nargs not in (argparse.ONE_OR_MORE,
+                                                    argparse.ZERO_OR_MORE):
+                return super().parse_known_args(args, namespace)
+            return self._intermixed_with_end_of_options(args, namespace, paths)
         self._intermixing = True
         try:
             return self.parse_known_intermixed_args(args, namespace)
         finally:
             self._intermixing = False
+
+    def _intermixed_with_end_of_options(self, args: list[str], namespace,
+                                        paths: argparse.Action):
+        """``--`` on a line whose options also stand among its paths (``scan a --crc --
+        -b``): the options are read wherever they stand before ``--``, and what follows it
+        are paths. argparse's plain parse refused the option between the paths, and its
+        intermixed parse (Python 3.11) swallows a ``--`` that no path precedes (``scan --crc
+        -- -b`` lost ``-b``'s protection); a placeholder path (:data:`_PATHS_START`) put
+        first makes every line one that it reads right, and is taken out after."""
+        self._intermixing = True
+        try:
+            namespace, extras = self.parse_known_intermixed_args([_PATHS_START, *args],
+                                                                 namespace)
+        finally:
+            self._intermixing = False
+        given = getattr(namespace, paths.dest)[1:]
+        if not given and paths.nargs == argparse.ONE_OR_MORE:
+            self.error(f"the following arguments are required: {paths.metavar or paths.dest}")
+        setattr(namespace, paths.dest, given)
+        return namespace, extras
 
     def error(self, message: str):
         """One line, as every other error: ``segtools: error: <command>: <what>`` and where

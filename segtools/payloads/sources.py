@@ -220,7 +220,7 @@ def _topic_partitions(places: Sequence[LogDir | Path]):
     walked = [d for d in places if isinstance(d, LogDir)]
     found = schemas_partitions(p for d in walked for p in d.partitions)
     if found:
-        return found
+        return _once_each(found)
     seen: set = set()
     for place in places:
         path = place.path if isinstance(place, LogDir) else place
@@ -232,9 +232,17 @@ def _topic_partitions(places: Sequence[LogDir | Path]):
             found.extend(beside(where.parent))
         elif where.is_dir():
             found.extend(beside(where))
+    return _once_each(found)
+
+
+def _once_each(partitions: Sequence) -> list:
+    """Each store partition once, where it was first reached: a log dir named by its path
+    and by a link to it walks as two log dirs, and their one ``_schemas-0`` read as two
+    replicas doubled every config, mode and hard-delete record (the report's "2
+    hard-deleted" of one). Copies in other log dirs are other places, and stay."""
     unique: dict = {}
-    for p in found:
-        unique.setdefault(Path(p.path), p)
+    for p in partitions:
+        unique.setdefault(_place(p.path), p)
     return list(unique.values())
 
 

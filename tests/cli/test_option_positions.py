@@ -165,3 +165,33 @@ def test_debug_stands_before_the_command_or_anywhere_after_it(name):
              *_placed(name, required, paths, ["--debug"])]
     assert {parse_with(parser, argv).debug for argv in lines} == {True}
     assert parse_with(parser, [name, *required, *PATHS[:paths]]).debug is False
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_end_of_options_keeps_every_option_place(name):
+    """``--`` still makes what follows it paths, and the options before it parse wherever
+    they stand: ``scan a --crc -- -b`` was refused as "unrecognized arguments: -- -b" (the
+    line with ``--`` fell back to argparse's plain parse), and the intermixed parse alone
+    loses the ``--`` no path precedes (``scan --crc -- -b``)."""
+    parser, paths, options = _options(name)
+    flag = next((o for o, a in options if a.nargs == 0 and o != "--debug"), None)
+    required = _required(parser, name)
+    words = [flag] if flag else []
+    dashed = ["-dash-path", "--looks-like-an-option"][:paths]
+    if paths == 1:  # one path: it stands after --, the options before it
+        lines = [[name, *required, *words, "--", *dashed]]
+    else:
+        lines = [[name, *required, *words, "--", *dashed],
+                 [name, *required, "first", *words, "--", *dashed],
+                 [name, "first", *required, *words, "--", *dashed],
+                 [name, *words, "first", *required, "--", *dashed]]
+    for argv in lines:
+        parsed = parse_with(parser, argv)
+        given = getattr(parsed, next(a.dest for a in command_parser(parser, name)._actions
+                                     if not a.option_strings))
+        expected = dashed if "first" not in argv else ["first", *dashed]
+        assert (given if isinstance(given, list) else [given]) == expected, argv
+        if flag:
+            assert getattr(parsed, command_parser(parser, name)
+                           ._option_string_actions[flag].dest) not in (False, None), argv
+    assert _refusal(parser, [name, *required, "--"])[0] == 2

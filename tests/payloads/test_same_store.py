@@ -59,6 +59,26 @@ def test_the_report_lists_a_store_named_twice_once(tmp_path):
     assert section["versions"] == 7
 
 
+def test_a_tree_named_again_through_a_link_reads_its_store_once(tmp_path):
+    """The tree itself named twice (its path and a link to it, no ``--schemas``): the walk
+    has two log dirs, and their one ``_schemas-0`` was read as two replicas, listed under
+    both names with every config, mode and hard-delete record twice ("2 hard-deleted" of
+    one, ``segtools schemas`` printing those lines twice)."""
+    link = tmp_path / "link"
+    link.symlink_to(TREE)
+    logs = segtools.open(TREE, link)
+    model = build([str(TREE), str(link)], logs=logs, decoder=logs.payload_decoder())
+    section = model.data["schemas"]
+    alone = build([str(TREE)], logs=segtools.open(TREE),
+                  decoder=segtools.open(TREE).payload_decoder()).data["schemas"]
+    assert len(section["sources"]) == 1 and "," not in section["sources"][0]["where"]
+    assert (section["versions"], section["removed"]) == (alone["versions"], alone["removed"])
+    said = [subprocess.run([sys.executable, "-m", "segtools.cli.main", "schemas", *paths],
+                           capture_output=True, text=True, cwd=ROOT, check=True).stdout
+            for paths in ([str(TREE)], [str(TREE), str(link)])]
+    assert said[0] == said[1]
+
+
 def test_custody_lists_each_file_of_a_store_named_twice_once(tmp_path):
     argv = [a for s in spellings(tmp_path) for a in ("--schemas", s)]
     done = subprocess.run(
