@@ -225,3 +225,124 @@ def deletion_text(list moments, const int64_t[:] moment_of, list group, list top
         return _finish(&buf), count
     finally:
         free(buf.data)
+
+
+cdef inline int _put_null_or_number(Buffer *buf, object value) except -1:
+    if value is None:
+        return _put(buf, b"null", 4)
+    return _put_number(buf, value)
+
+
+cdef int _put_json_names(Buffer *buf, dict cache, object make, object group, object topic,
+                         const char *between, Py_ssize_t between_size) except -1:
+    """A group and a topic as JSON strings, as ``render.dumps`` writes one object holding
+    both: as UTF-8, or both in ASCII escapes when either holds a lone surrogate (its entry's
+    UTF-8 form None). ``cache`` maps a name to its (UTF-8 or None, ASCII) bytes."""
+    cdef PyObject *found = PyDict_GetItem(cache, group)
+    cdef tuple g = <tuple> found if found != NULL else make(group)
+    found = PyDict_GetItem(cache, topic)
+    cdef tuple t = <tuple> found if found != NULL else make(topic)
+    cdef int form = 0 if g[0] is not None and t[0] is not None else 1
+    _put_bytes(buf, <bytes> g[form])
+    _put(buf, between, between_size)
+    _put_bytes(buf, <bytes> t[form])
+    return 0
+
+
+def regression_json(list group, list topic, list partition, list previous_offset, list offset,
+                    list timestamp, list previous_timestamp, list commit_timestamp,
+                    list group_state, list generation, list log_partition, list log_offset,
+                    list log_timestamp, object keep, dict names, object make_name):
+    """The regressions' JSON lines of a block (those ``keep`` marks), each ended by a newline
+    but the last, and how many: :meth:`OffsetRegression.to_json` as ``render.dumps`` writes
+    it. ``names`` caches each name's JSON string bytes (UTF-8 or None, ASCII); ``make_name``
+    makes (and caches) a missing one."""
+    cdef Buffer buf = Buffer(NULL, 0, 0)
+    cdef Py_ssize_t i, rows = len(group), count = 0
+    cdef object state
+    cdef PyObject *found
+    for column in (topic, partition, previous_offset, offset, timestamp, previous_timestamp,
+                   commit_timestamp, group_state, generation, log_partition, log_offset,
+                   log_timestamp):
+        if len(column) != rows:
+            raise ValueError("the columns differ in length")
+    if keep is not None and len(keep) != rows:
+        raise ValueError("the columns differ in length")
+    try:
+        for i in range(rows):
+            if keep is not None and not keep[i]:
+                continue
+            count += 1
+            _put(&buf, b'{"type":"offset_regression","group":', 36)
+            _put_json_names(&buf, names, make_name, group[i], topic[i], b',"topic":', 9)
+            _put(&buf, b',"partition":', 13)
+            _put_number(&buf, partition[i])
+            _put(&buf, b',"previous_offset":', 19)
+            _put_number(&buf, previous_offset[i])
+            _put(&buf, b',"offset":', 10)
+            _put_number(&buf, offset[i])
+            _put(&buf, b',"delta":', 9)
+            _put_difference(&buf, offset[i], previous_offset[i])
+            _put(&buf, b',"timestamp":', 13)
+            _put_number(&buf, timestamp[i])
+            _put(&buf, b',"previous_timestamp":', 22)
+            _put_number(&buf, previous_timestamp[i])
+            _put(&buf, b',"commit_timestamp":', 20)
+            _put_number(&buf, commit_timestamp[i])
+            _put(&buf, b',"group_state":', 15)
+            state = group_state[i]
+            if state is None:
+                _put(&buf, b"null", 4)
+            else:
+                found = PyDict_GetItem(names, state)
+                _put_bytes(&buf, <bytes> ((<tuple> found) if found != NULL
+                                          else make_name(state))[1])
+            _put(&buf, b',"generation":', 14)
+            _put_null_or_number(&buf, generation[i])
+            _put(&buf, b',"log_partition":', 17)
+            _put_number(&buf, log_partition[i])
+            _put(&buf, b',"log_offset":', 14)
+            _put_number(&buf, log_offset[i])
+            _put(&buf, b',"log_timestamp":', 17)
+            _put_number(&buf, log_timestamp[i])
+            _put(&buf, b"}\n", 2)
+        return _finish(&buf), count
+    finally:
+        free(buf.data)
+
+
+def deletion_json(list group, list topic, list partition, list last_offset, list log_partition,
+                  list log_offset, list log_timestamp, object keep, dict names,
+                  object make_name):
+    """The deletions' JSON lines of a block, as :func:`regression_json` writes its own
+    (:meth:`OffsetDeletion.to_json`)."""
+    cdef Buffer buf = Buffer(NULL, 0, 0)
+    cdef Py_ssize_t i, rows = len(group), count = 0
+    for column in (topic, partition, last_offset, log_partition, log_offset, log_timestamp):
+        if len(column) != rows:
+            raise ValueError("the columns differ in length")
+    if keep is not None and len(keep) != rows:
+        raise ValueError("the columns differ in length")
+    try:
+        for i in range(rows):
+            if keep is not None and not keep[i]:
+                continue
+            count += 1
+            _put(&buf, b'{"type":"offset_deleted","group":', 33)
+            _put_json_names(&buf, names, make_name, group[i], topic[i], b',"topic":', 9)
+            _put(&buf, b',"partition":', 13)
+            _put_number(&buf, partition[i])
+            _put(&buf, b',"last_offset":', 15)
+            _put_null_or_number(&buf, last_offset[i])
+            _put(&buf, b',"timestamp":', 13)
+            _put_number(&buf, log_timestamp[i])
+            _put(&buf, b',"log_partition":', 17)
+            _put_number(&buf, log_partition[i])
+            _put(&buf, b',"log_offset":', 14)
+            _put_number(&buf, log_offset[i])
+            _put(&buf, b',"log_timestamp":', 17)
+            _put_number(&buf, log_timestamp[i])
+            _put(&buf, b"}\n", 2)
+        return _finish(&buf), count
+    finally:
+        free(buf.data)

@@ -33,7 +33,12 @@ from typing import IO
 
 import numpy as np
 
-from segtools.analysis._anomaly_lines import deletion_text, regression_text
+from segtools.analysis._anomaly_lines import (
+    deletion_json,
+    deletion_text,
+    regression_json,
+    regression_text,
+)
 from segtools.analysis.offsets import (
     ABORTED,
     APPLIED,
@@ -175,13 +180,13 @@ class Anomalies(contextlib.ExitStack):
         if regressions.group:
             keep = _selected(regressions.topic, regressions.partition, args)
             if jsonl:
-                self._extend("regressions", _regression_json_lines(regressions, names, keep))
+                self._extend_text("regressions", *_regression_json_text(regressions, names, keep))
             else:
                 self._extend_text("regressions", *_regression_text(regressions, names, keep))
         if deletions.group:
             keep = _selected(deletions.topic, deletions.partition, args)
             if jsonl:
-                self._extend("deletions", _deletion_json_lines(deletions, names, keep))
+                self._extend_text("deletions", *_deletion_json_text(deletions, names, keep))
             else:
                 self._extend_text("deletions", *_deletion_text(deletions, names, keep))
         removed = found.group_deletions
@@ -265,6 +270,7 @@ class _Names:
         #: The same texts as UTF-8, for the compiled writer (topic -> partition -> bytes).
         self.group_bytes: dict[str, bytes] = {}
         self.partition_bytes: dict[str, dict[int, bytes]] = {}
+        self.json_bytes: dict[str, tuple[bytes | None, bytes]] = {}
 
     def json(self, name: str) -> tuple[str | None, str]:
         """``name`` as :func:`render.dumps` writes it inside an object: as UTF-8 text (None
@@ -296,6 +302,12 @@ class _Names:
 
     def group_utf8(self, group: str) -> bytes:
         text = self.group_bytes[group] = self.group(group).encode("utf-8")
+        return text
+
+    def json_utf8(self, name: str) -> tuple[bytes | None, bytes]:
+        utf8, ascii_ = self.json(name)
+        text = self.json_bytes[name] = (None if utf8 is None else utf8.encode("utf-8"),
+                                        ascii_.encode("ascii"))
         return text
 
     def partition_utf8(self, topic: str, partition: int) -> bytes:
@@ -500,10 +512,6 @@ def _selected(topics: list[str], partitions: list[int], args) -> list[bool] | No
     return [_tp_matches(t, p, args) for t, p in zip(topics, partitions, strict=True)]
 
 
-def _kept(rows, keep: list[bool] | None):
-    return rows if keep is None else (row for row, k in zip(rows, keep, strict=True) if k)
-
-
 def _group_deletion_lines(c: GroupDeletionColumns, names: _Names) -> list[str]:
     group = names.group
     return [f"  {when}  {group(g)}  [{CONSUMER_OFFSETS_TOPIC}-{lp} @{lo}]"
@@ -520,43 +528,27 @@ def _json_names(names: _Names, *texts: str) -> tuple[str, ...]:
     return tuple(ascii_ for _, ascii_ in both)
 
 
-def _json_number(value: int | None) -> str:
-    return "null" if value is None else str(value)
+def _regression_json_text(c: RegressionColumns, names: _Names, keep: list[bool] | None
+                          ) -> tuple[str, int]:
+    """:meth:`OffsetRegression.to_json` of each regression (those ``keep`` marks) as
+    :func:`render.dumps` writes it, joined by newlines, and how many: written by the compiled
+    writer, the names' JSON strings made once each here (:meth:`_Names.json`)."""
+    text, lines = regression_json(
+        c.group, c.topic, c.partition, c.previous_offset, c.offset, c.timestamp,
+        c.previous_timestamp, c.commit_timestamp, c.group_state, c.generation,
+        c.log_partition, c.log_offset, c.log_timestamp, keep, names.json_bytes,
+        names.json_utf8)
+    return text.decode("utf-8"), lines
 
 
-def _regression_json_lines(c: RegressionColumns, names: _Names, keep: list[bool] | None
-                           ) -> list[str]:
-    """:meth:`OffsetRegression.to_json` of each regression, as :func:`render.dumps` writes
-    it."""
-    out = []
-    for (g, t, p, before, offset, when, previous, committed, state, generation, lp, lo,
-         stamp) in _kept(zip(c.group, c.topic, c.partition, c.previous_offset, c.offset,
-                             c.timestamp, c.previous_timestamp, c.commit_timestamp,
-                             c.group_state, c.generation, c.log_partition, c.log_offset,
-                             c.log_timestamp, strict=True), keep):
-        group, topic = _json_names(names, g, t)
-        out.append(f'{{"type":"offset_regression","group":{group},"topic":{topic},'
-                   f'"partition":{p},"previous_offset":{before},"offset":{offset},'
-                   f'"delta":{offset - before},"timestamp":{when},'
-                   f'"previous_timestamp":{previous},"commit_timestamp":{committed},'
-                   f'"group_state":{"null" if state is None else names.json(state)[1]},'
-                   f'"generation":{_json_number(generation)},'
-                   f'"log_partition":{lp},"log_offset":{lo},"log_timestamp":{stamp}}}')
-    return out
-
-
-def _deletion_json_lines(c: DeletionColumns, names: _Names, keep: list[bool] | None
-                         ) -> list[str]:
-    """:meth:`OffsetDeletion.to_json` of each deletion, as :func:`render.dumps` writes it."""
-    out = []
-    for g, t, p, last, lp, lo, stamp in _kept(zip(
-            c.group, c.topic, c.partition, c.last_offset, c.log_partition, c.log_offset,
-            c.log_timestamp, strict=True), keep):
-        group, topic = _json_names(names, g, t)
-        out.append(f'{{"type":"offset_deleted","group":{group},"topic":{topic},'
-                   f'"partition":{p},"last_offset":{_json_number(last)},"timestamp":{stamp},'
-                   f'"log_partition":{lp},"log_offset":{lo},"log_timestamp":{stamp}}}')
-    return out
+def _deletion_json_text(c: DeletionColumns, names: _Names, keep: list[bool] | None
+                        ) -> tuple[str, int]:
+    """:meth:`OffsetDeletion.to_json` of each deletion, as :func:`_regression_json_text`
+    writes its own."""
+    text, lines = deletion_json(
+        c.group, c.topic, c.partition, c.last_offset, c.log_partition, c.log_offset,
+        c.log_timestamp, keep, names.json_bytes, names.json_utf8)
+    return text.decode("utf-8"), lines
 
 
 def _group_deletion_json_lines(c: GroupDeletionColumns, names: _Names) -> list[str]:

@@ -130,7 +130,7 @@ def test_names_in_json_lines_as_render_dumps_writes_them(group, topic):
     columns = DeletionColumns([group], [topic], [7], [None], [3], [42], [where.timestamp])
     names = offsets_cli._Names()
     expected = render.dumps(deletion.to_json())
-    assert offsets_cli._deletion_json_lines(columns, names, None) == [expected]
+    assert offsets_cli._deletion_json_text(columns, names, None) == (expected, 1)
     removed = GroupDeletionColumns([group], [3], [42], [where.timestamp])
     assert offsets_cli._group_deletion_json_lines(removed, names) == \
         [render.dumps(GroupDeletion(group, where).to_json())]
@@ -146,8 +146,10 @@ _INT64 = st.one_of(st.sampled_from([-(2**63), -(2**63) + 1, -1, 0, 1, 9, 10, 2**
                    st.integers(-(2**63), 2**63 - 1))
 #: Names as the replay can hold them: any text but lone surrogates, and bytes that are not
 #: UTF-8 (lone surrogates by ``surrogateescape``, what ``terminal_safe`` shows as ``\\xNN``).
-_ODD_NAMES = st.one_of(st.sampled_from(_NAMES),
-                       st.text(st.characters(exclude_categories=["Cs"]), max_size=8),
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
+#: A group's state is one of Kafka's words: printable ASCII (quotes drawn too).
+_STATES = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=8)
+_ODD_NAMES = st.one_of(st.sampled_from(_NAMES), _TEXT,
                        st.binary(max_size=8).map(lambda b: b.decode("utf-8", "surrogateescape")))
 
 
@@ -174,7 +176,8 @@ def _block(draw) -> tuple[list[OffsetRegression], list[OffsetDeletion]]:
             regressions.append(OffsetRegression(
                 commit(group, topic, partition, draw(_INT64)),
                 commit(group, topic, partition, draw(_INT64)),
-                draw(st.sampled_from([None, "", "Stable", "Empty", "Dead"])),
+                draw(st.one_of(st.sampled_from([None, "", "Stable", "Empty", "Dead"]),
+                               _STATES)),
                 draw(st.one_of(st.none(), _INT64))))
         else:
             deletions.append(OffsetDeletion(group, topic, partition,
@@ -202,8 +205,9 @@ def _regression_columns(found: list[OffsetRegression]) -> RegressionColumns:
 @given(block=_block(), keep_seed=st.lists(st.booleans(), min_size=12, max_size=12),
        filtered=st.booleans())
 def test_compiled_writer_writes_the_lines_one_at_a_time(block, keep_seed, filtered):
-    """The compiled writer's block text (``_anomaly_lines.pyx``) is the one-object-at-a-time
-    lines joined, with the names cached across blocks (the second pass finds them all)."""
+    """The compiled writer's block text and JSON lines (``_anomaly_lines.pyx``) are the
+    one-object-at-a-time lines joined, with the names cached across blocks (the second pass
+    finds them all)."""
     regressions, deletions = block
     names = offsets_cli._Names()
     reference = offsets_cli._Names()
@@ -214,11 +218,17 @@ def test_compiled_writer_writes_the_lines_one_at_a_time(block, keep_seed, filter
                               ("log_offset", d.where.offset),
                               ("log_timestamp", d.where.timestamp)):
             getattr(removed, column).append(value)
+    def dumps(anomaly, _names):
+        return render.dumps(anomaly.to_json())
+
     for _ in range(2):
         for found, columns, text, line in (
                 (regressions, _regression_columns(regressions), offsets_cli._regression_text,
                  offsets_cli._regression_line),
-                (deletions, removed, offsets_cli._deletion_text, offsets_cli._deletion_line)):
+                (deletions, removed, offsets_cli._deletion_text, offsets_cli._deletion_line),
+                (regressions, _regression_columns(regressions),
+                 offsets_cli._regression_json_text, dumps),
+                (deletions, removed, offsets_cli._deletion_json_text, dumps)):
             keep = keep_seed[:len(found)] if filtered else None
             kept = [a for i, a in enumerate(found) if keep is None or keep[i]]
             lines = [line(a, reference) for a in kept]
