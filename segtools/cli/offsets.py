@@ -33,6 +33,12 @@ from typing import IO
 
 import numpy as np
 
+from segtools.analysis._anomaly_lines import (
+    deletion_json,
+    deletion_text,
+    regression_json,
+    regression_text,
+)
 from segtools.analysis.offsets import (
     ABORTED,
     APPLIED,
@@ -132,6 +138,7 @@ class Anomalies(contextlib.ExitStack):
         self.args = args
         self.counts = dict.fromkeys(SECTIONS, 0)
         self.pending: dict[str, list[str]] = {section: [] for section in SECTIONS}
+        self.pending_lines = dict.fromkeys(SECTIONS, 0)
         self.names = _Names()
         self.adopted: dict[str, list[str]] = {section: [] for section in SECTIONS}
         self.spools: dict[str, IO[str]] = {}
@@ -172,29 +179,39 @@ class Anomalies(contextlib.ExitStack):
         regressions, deletions = found.regressions, found.deletions
         if regressions.group:
             keep = _selected(regressions.topic, regressions.partition, args)
-            self._extend("regressions", (_regression_json_lines if jsonl else
-                                         _regression_lines)(regressions, names, keep))
+            if jsonl:
+                self._extend_text("regressions", *_regression_json_text(regressions, names, keep))
+            else:
+                self._extend_text("regressions", *_regression_text(regressions, names, keep))
         if deletions.group:
             keep = _selected(deletions.topic, deletions.partition, args)
-            self._extend("deletions", (_deletion_json_lines if jsonl else
-                                       _deletion_lines)(deletions, names, keep))
+            if jsonl:
+                self._extend_text("deletions", *_deletion_json_text(deletions, names, keep))
+            else:
+                self._extend_text("deletions", *_deletion_text(deletions, names, keep))
         removed = found.group_deletions
         if removed.group and (jsonl or args.topic is None):
             self._extend("groups", (_group_deletion_json_lines if jsonl else
                                     _group_deletion_lines)(removed, names))
 
     def _extend(self, section: str, lines: list[str]) -> None:
-        pending = self.pending[section]
-        pending.extend(lines)
-        self.counts[section] += len(lines)
-        if len(pending) >= SPOOL_LINES:
-            self._flush(section)
+        self.pending[section].extend(lines)
+        self._counted(section, len(lines))
+
+    def _extend_text(self, section: str, text: str, lines: int) -> None:
+        """``lines`` lines at once, joined by newlines (the last one not ended)."""
+        if lines:
+            self.pending[section].append(text)
+            self._counted(section, lines)
 
     def _add(self, section: str, line: str) -> None:
-        pending = self.pending[section]
-        pending.append(line)
-        self.counts[section] += 1
-        if len(pending) >= SPOOL_LINES:
+        self.pending[section].append(line)
+        self._counted(section, 1)
+
+    def _counted(self, section: str, lines: int) -> None:
+        self.counts[section] += lines
+        self.pending_lines[section] += lines
+        if self.pending_lines[section] >= SPOOL_LINES:
             self._flush(section)
 
     def _flush(self, section: str) -> None:
@@ -206,6 +223,7 @@ class Anomalies(contextlib.ExitStack):
                     _part_file(section, self.directory))
             spool.write("\n".join(pending) + "\n")
             pending.clear()
+            self.pending_lines[section] = 0
 
     def split(self) -> Anomalies:
         """A worker's sink for one partition (its lines in files of its own)."""
@@ -249,6 +267,10 @@ class _Names:
         self._groups: dict[str, str] = {}
         self._partitions: dict[tuple[str, int], str] = {}
         self._json: dict[str, tuple[str | None, str]] = {}
+        #: The same texts as UTF-8, for the compiled writer (topic -> partition -> bytes).
+        self.group_bytes: dict[str, bytes] = {}
+        self.partition_bytes: dict[str, dict[int, bytes]] = {}
+        self.json_bytes: dict[str, tuple[bytes | None, bytes]] = {}
 
     def json(self, name: str) -> tuple[str | None, str]:
         """``name`` as :func:`render.dumps` writes it inside an object: as UTF-8 text (None
@@ -276,6 +298,21 @@ class _Names:
         text = self._partitions.get((topic, partition))
         if text is None:
             text = self._partitions[(topic, partition)] = _tp(topic, partition)
+        return text
+
+    def group_utf8(self, group: str) -> bytes:
+        text = self.group_bytes[group] = self.group(group).encode("utf-8")
+        return text
+
+    def json_utf8(self, name: str) -> tuple[bytes | None, bytes]:
+        utf8, ascii_ = self.json(name)
+        text = self.json_bytes[name] = (None if utf8 is None else utf8.encode("utf-8"),
+                                        ascii_.encode("ascii"))
+        return text
+
+    def partition_utf8(self, topic: str, partition: int) -> bytes:
+        text = self.partition_bytes.setdefault(topic, {})[partition] = \
+            self.partition(topic, partition).encode("utf-8")
         return text
 
 
@@ -413,17 +450,59 @@ def _deletion_line(d: OffsetDeletion, names: _Names) -> str:
 _LAST_MS = 253402300799999
 
 
-def _human_times(ms: list[int]) -> list[str]:
-    """:func:`render.human_time` of many moments at once (numpy writes the dates). The
-    commits of one request share their moment, so a block holds far fewer moments than rows:
-    each distinct one is written once, and the rows take theirs by index."""
+def _distinct_times(ms: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`render.human_time` of each distinct moment (numpy writes the dates), and each
+    row's index into them. The commits of one request share their moment, so a block holds
+    far fewer moments than rows: each is written once, and the rows take theirs by index."""
     moments, rows = np.unique(np.array(ms, np.int64), return_inverse=True)
     dates = np.datetime_as_string(np.clip(moments, 0, _LAST_MS).astype("datetime64[ms]"),
                                   unit="ms")
     texts = np.array([f"{d}Z" for d in dates.tolist()], object)
     texts[moments < 0] = "-"
     texts[moments > _LAST_MS] = "out-of-range"
+    return texts, rows.astype(np.int64, copy=False)
+
+
+def _human_times(ms: list[int]) -> list[str]:
+    """:func:`render.human_time` of many moments at once."""
+    texts, rows = _distinct_times(ms)
     return texts[rows].tolist()
+
+
+def _utf8_times(ms: list[int]) -> tuple[list[bytes], np.ndarray]:
+    """:func:`_distinct_times` as UTF-8 (the moments' texts are ASCII), for the writer."""
+    texts, rows = _distinct_times(ms)
+    return [t.encode("ascii") for t in texts.tolist()], rows
+
+
+#: What every anomaly line's place in the log starts with.
+_WHERE_HEAD = f"[{CONSUMER_OFFSETS_TOPIC}-".encode("ascii")
+
+
+def _regression_text(c: RegressionColumns, names: _Names, keep: list[bool] | None
+                     ) -> tuple[str, int]:
+    """:func:`_regression_line` of each regression (those ``keep`` marks), joined by
+    newlines, and how many: written by the compiled writer (``analysis/_anomaly_lines.pyx``)
+    over the block's columns, the names and moments made once each here."""
+    moments, moment_of = _utf8_times(c.timestamp)
+    text, lines = regression_text(
+        moments, moment_of, c.group, c.topic, c.partition, c.previous_offset, c.offset,
+        c.group_state, c.generation, c.log_partition, c.log_offset, keep,
+        names.group_bytes, names.group_utf8, names.partition_bytes, names.partition_utf8,
+        _WHERE_HEAD)
+    return text.decode("utf-8"), lines
+
+
+def _deletion_text(c: DeletionColumns, names: _Names, keep: list[bool] | None
+                   ) -> tuple[str, int]:
+    """:func:`_deletion_line` of each deletion (those ``keep`` marks), joined by
+    newlines, and how many, written by the compiled writer."""
+    moments, moment_of = _utf8_times(c.log_timestamp)
+    text, lines = deletion_text(
+        moments, moment_of, c.group, c.topic, c.partition, c.last_offset, c.log_partition,
+        c.log_offset, keep, names.group_bytes, names.group_utf8, names.partition_bytes,
+        names.partition_utf8, _WHERE_HEAD)
+    return text.decode("utf-8"), lines
 
 
 def _selected(topics: list[str], partitions: list[int], args) -> list[bool] | None:
@@ -431,33 +510,6 @@ def _selected(topics: list[str], partitions: list[int], args) -> list[bool] | No
     if args.topic is None:
         return None
     return [_tp_matches(t, p, args) for t, p in zip(topics, partitions, strict=True)]
-
-
-def _kept(rows, keep: list[bool] | None):
-    return rows if keep is None else (row for row, k in zip(rows, keep, strict=True) if k)
-
-
-def _regression_lines(c: RegressionColumns, names: _Names, keep: list[bool] | None
-                      ) -> list[str]:
-    """:func:`_regression_line` of each regression."""
-    group, part = names.group, names.partition
-    return [f"  {when}  {group(g)}  {part(t, p)}: {before} -> {offset} ({offset - before})"
-            f"{f'; group {state}, generation {generation}' if state else ''}  "
-            f"[{CONSUMER_OFFSETS_TOPIC}-{lp} @{lo}]"
-            for when, g, t, p, before, offset, state, generation, lp, lo in _kept(zip(
-                _human_times(c.timestamp), c.group, c.topic, c.partition, c.previous_offset,
-                c.offset, c.group_state, c.generation, c.log_partition, c.log_offset,
-                strict=True), keep)]
-
-
-def _deletion_lines(c: DeletionColumns, names: _Names, keep: list[bool] | None) -> list[str]:
-    """:func:`_deletion_line` of each deletion."""
-    group, part = names.group, names.partition
-    return [f"  {when}  {group(g)}  {part(t, p)} (was {last})  "
-            f"[{CONSUMER_OFFSETS_TOPIC}-{lp} @{lo}]"
-            for when, g, t, p, last, lp, lo in _kept(zip(
-                _human_times(c.log_timestamp), c.group, c.topic, c.partition, c.last_offset,
-                c.log_partition, c.log_offset, strict=True), keep)]
 
 
 def _group_deletion_lines(c: GroupDeletionColumns, names: _Names) -> list[str]:
@@ -476,43 +528,27 @@ def _json_names(names: _Names, *texts: str) -> tuple[str, ...]:
     return tuple(ascii_ for _, ascii_ in both)
 
 
-def _json_number(value: int | None) -> str:
-    return "null" if value is None else str(value)
+def _regression_json_text(c: RegressionColumns, names: _Names, keep: list[bool] | None
+                          ) -> tuple[str, int]:
+    """:meth:`OffsetRegression.to_json` of each regression (those ``keep`` marks) as
+    :func:`render.dumps` writes it, joined by newlines, and how many: written by the compiled
+    writer, the names' JSON strings made once each here (:meth:`_Names.json`)."""
+    text, lines = regression_json(
+        c.group, c.topic, c.partition, c.previous_offset, c.offset, c.timestamp,
+        c.previous_timestamp, c.commit_timestamp, c.group_state, c.generation,
+        c.log_partition, c.log_offset, c.log_timestamp, keep, names.json_bytes,
+        names.json_utf8)
+    return text.decode("utf-8"), lines
 
 
-def _regression_json_lines(c: RegressionColumns, names: _Names, keep: list[bool] | None
-                           ) -> list[str]:
-    """:meth:`OffsetRegression.to_json` of each regression, as :func:`render.dumps` writes
-    it."""
-    out = []
-    for (g, t, p, before, offset, when, previous, committed, state, generation, lp, lo,
-         stamp) in _kept(zip(c.group, c.topic, c.partition, c.previous_offset, c.offset,
-                             c.timestamp, c.previous_timestamp, c.commit_timestamp,
-                             c.group_state, c.generation, c.log_partition, c.log_offset,
-                             c.log_timestamp, strict=True), keep):
-        group, topic = _json_names(names, g, t)
-        out.append(f'{{"type":"offset_regression","group":{group},"topic":{topic},'
-                   f'"partition":{p},"previous_offset":{before},"offset":{offset},'
-                   f'"delta":{offset - before},"timestamp":{when},'
-                   f'"previous_timestamp":{previous},"commit_timestamp":{committed},'
-                   f'"group_state":{"null" if state is None else names.json(state)[1]},'
-                   f'"generation":{_json_number(generation)},'
-                   f'"log_partition":{lp},"log_offset":{lo},"log_timestamp":{stamp}}}')
-    return out
-
-
-def _deletion_json_lines(c: DeletionColumns, names: _Names, keep: list[bool] | None
-                         ) -> list[str]:
-    """:meth:`OffsetDeletion.to_json` of each deletion, as :func:`render.dumps` writes it."""
-    out = []
-    for g, t, p, last, lp, lo, stamp in _kept(zip(
-            c.group, c.topic, c.partition, c.last_offset, c.log_partition, c.log_offset,
-            c.log_timestamp, strict=True), keep):
-        group, topic = _json_names(names, g, t)
-        out.append(f'{{"type":"offset_deleted","group":{group},"topic":{topic},'
-                   f'"partition":{p},"last_offset":{_json_number(last)},"timestamp":{stamp},'
-                   f'"log_partition":{lp},"log_offset":{lo},"log_timestamp":{stamp}}}')
-    return out
+def _deletion_json_text(c: DeletionColumns, names: _Names, keep: list[bool] | None
+                        ) -> tuple[str, int]:
+    """:meth:`OffsetDeletion.to_json` of each deletion, as :func:`_regression_json_text`
+    writes its own."""
+    text, lines = deletion_json(
+        c.group, c.topic, c.partition, c.last_offset, c.log_partition, c.log_offset,
+        c.log_timestamp, keep, names.json_bytes, names.json_utf8)
+    return text.decode("utf-8"), lines
 
 
 def _group_deletion_json_lines(c: GroupDeletionColumns, names: _Names) -> list[str]:

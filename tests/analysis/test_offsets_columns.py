@@ -22,8 +22,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from segtools.analysis import offsets as offsets_room
-from segtools.analysis.offsets import GroupDeletion, Location, OffsetDeletion
-from segtools.analysis.offsets_columns import DeletionColumns, GroupDeletionColumns
+from segtools.analysis.offsets import (
+    GroupDeletion,
+    Location,
+    OffsetCommit,
+    OffsetDeletion,
+    OffsetRegression,
+)
+from segtools.analysis.offsets_columns import (
+    DeletionColumns,
+    GroupDeletionColumns,
+    RegressionColumns,
+)
 from segtools.analysis.partition_log import partitions_of
 from segtools.cli import offsets as offsets_cli
 from segtools.cli import render
@@ -120,12 +130,106 @@ def test_names_in_json_lines_as_render_dumps_writes_them(group, topic):
     columns = DeletionColumns([group], [topic], [7], [None], [3], [42], [where.timestamp])
     names = offsets_cli._Names()
     expected = render.dumps(deletion.to_json())
-    assert offsets_cli._deletion_json_lines(columns, names, None) == [expected]
+    assert offsets_cli._deletion_json_text(columns, names, None) == (expected, 1)
     removed = GroupDeletionColumns([group], [3], [42], [where.timestamp])
     assert offsets_cli._group_deletion_json_lines(removed, names) == \
         [render.dumps(GroupDeletion(group, where).to_json())]
     args = argparse.Namespace(format="text", topic=None, partition=None)
     sink = offsets_cli.Anomalies(args, tempfile.gettempdir())
     sink(deletion)
-    assert offsets_cli._deletion_lines(columns, names, None) == sink.pending["deletions"]
+    assert offsets_cli._deletion_text(columns, names, None) == \
+        ("\n".join(sink.pending["deletions"]), 1)
     json.loads(expected)
+
+
+_INT64 = st.one_of(st.sampled_from([-(2**63), -(2**63) + 1, -1, 0, 1, 9, 10, 2**63 - 1]),
+                   st.integers(-(2**63), 2**63 - 1))
+#: Names as the replay can hold them: any text but lone surrogates, and bytes that are not
+#: UTF-8 (lone surrogates by ``surrogateescape``, what ``terminal_safe`` shows as ``\\xNN``).
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
+#: A group's state is one of Kafka's words: printable ASCII (quotes drawn too).
+_STATES = st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=8)
+_ODD_NAMES = st.one_of(st.sampled_from(_NAMES), _TEXT,
+                       st.binary(max_size=8).map(lambda b: b.decode("utf-8", "surrogateescape")))
+
+
+@st.composite
+def _block(draw) -> tuple[list[OffsetRegression], list[OffsetDeletion]]:
+    """A block's regressions and deletions over a few odd names (repeated, as a log's are),
+    at 64-bit edges (a difference past 64 bits too), with missing values."""
+    groups = draw(st.lists(_ODD_NAMES, min_size=1, max_size=3))
+    topics = draw(st.lists(_ODD_NAMES, min_size=1, max_size=3))
+    moments = draw(st.lists(st.sampled_from(_EDGES), min_size=1, max_size=3))
+
+    def where():
+        return Location(draw(st.integers(0, 2**31 - 1)), draw(_INT64),
+                        draw(st.sampled_from(moments)))
+
+    def commit(group, topic, partition, offset):
+        return OffsetCommit(group, topic, partition, offset, -1, "", 0, -1, 3, where())
+
+    regressions, deletions = [], []
+    for _ in range(draw(st.integers(0, 12))):
+        group, topic = draw(st.sampled_from(groups)), draw(st.sampled_from(topics))
+        partition = draw(st.integers(0, 2**31 - 1))
+        if draw(st.booleans()):
+            regressions.append(OffsetRegression(
+                commit(group, topic, partition, draw(_INT64)),
+                commit(group, topic, partition, draw(_INT64)),
+                draw(st.one_of(st.sampled_from([None, "", "Stable", "Empty", "Dead"]),
+                               _STATES)),
+                draw(st.one_of(st.none(), _INT64))))
+        else:
+            deletions.append(OffsetDeletion(group, topic, partition,
+                                            draw(st.one_of(st.none(), _INT64)), where()))
+    return regressions, deletions
+
+
+def _regression_columns(found: list[OffsetRegression]) -> RegressionColumns:
+    out = RegressionColumns()
+    for r in found:
+        c, w = r.current, r.current.where
+        for column, value in (("group", c.group), ("topic", c.topic),
+                              ("partition", c.partition), ("previous_offset", r.previous.offset),
+                              ("offset", c.offset), ("timestamp", c.effective_timestamp),
+                              ("previous_timestamp", r.previous.effective_timestamp),
+                              ("commit_timestamp", c.commit_timestamp),
+                              ("group_state", r.group_state), ("generation", r.generation),
+                              ("log_partition", w.partition), ("log_offset", w.offset),
+                              ("log_timestamp", w.timestamp)):
+            getattr(out, column).append(value)
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(block=_block(), keep_seed=st.lists(st.booleans(), min_size=12, max_size=12),
+       filtered=st.booleans())
+def test_compiled_writer_writes_the_lines_one_at_a_time(block, keep_seed, filtered):
+    """The compiled writer's block text and JSON lines (``_anomaly_lines.pyx``) are the
+    one-object-at-a-time lines joined, with the names cached across blocks (the second pass
+    finds them all)."""
+    regressions, deletions = block
+    names = offsets_cli._Names()
+    reference = offsets_cli._Names()
+    removed = DeletionColumns()
+    for d in deletions:
+        for column, value in (("group", d.group), ("topic", d.topic), ("partition", d.partition),
+                              ("last_offset", d.last_offset), ("log_partition", d.where.partition),
+                              ("log_offset", d.where.offset),
+                              ("log_timestamp", d.where.timestamp)):
+            getattr(removed, column).append(value)
+    def dumps(anomaly, _names):
+        return render.dumps(anomaly.to_json())
+
+    for _ in range(2):
+        for found, columns, text, line in (
+                (regressions, _regression_columns(regressions), offsets_cli._regression_text,
+                 offsets_cli._regression_line),
+                (deletions, removed, offsets_cli._deletion_text, offsets_cli._deletion_line),
+                (regressions, _regression_columns(regressions),
+                 offsets_cli._regression_json_text, dumps),
+                (deletions, removed, offsets_cli._deletion_json_text, dumps)):
+            keep = keep_seed[:len(found)] if filtered else None
+            kept = [a for i, a in enumerate(found) if keep is None or keep[i]]
+            lines = [line(a, reference) for a in kept]
+            assert text(columns, names, keep) == ("\n".join(lines), len(lines))
