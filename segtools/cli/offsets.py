@@ -33,7 +33,7 @@ from typing import IO
 
 import numpy as np
 
-from segtools.analysis._anomaly_lines import (
+from segtools.cli._anomaly_lines import (
     deletion_json,
     deletion_text,
     regression_json,
@@ -482,7 +482,7 @@ _WHERE_HEAD = f"[{CONSUMER_OFFSETS_TOPIC}-".encode("ascii")
 def _regression_text(c: RegressionColumns, names: _Names, keep: list[bool] | None
                      ) -> tuple[str, int]:
     """:func:`_regression_line` of each regression (those ``keep`` marks), joined by
-    newlines, and how many: written by the compiled writer (``analysis/_anomaly_lines.pyx``)
+    newlines, and how many: written by the compiled writer (``cli/_anomaly_lines.pyx``)
     over the block's columns, the names and moments made once each here."""
     moments, moment_of = _utf8_times(c.timestamp)
     text, lines = regression_text(
