@@ -125,6 +125,30 @@ cdef bytes _finish(Buffer *buf):
         buf.data = NULL
 
 
+cdef int _put_head(Buffer *buf, bytes moment, bytes group, bytes partition) except -1:
+    """A text line's start, shared by regressions and deletions: ``  <moment>  <group>
+    <topic-partition>``."""
+    _put(buf, b"  ", 2)
+    _put_bytes(buf, moment)
+    _put(buf, b"  ", 2)
+    _put_bytes(buf, group)
+    _put(buf, b"  ", 2)
+    _put_bytes(buf, partition)
+    return 0
+
+
+cdef int _put_where(Buffer *buf, bytes where_head, object log_partition,
+                    object log_offset) except -1:
+    """A text line's end: where in ``__consumer_offsets`` the record lies, ``[<where_head>
+    <partition> @<offset>]``, and the newline."""
+    _put_bytes(buf, where_head)
+    _put_number(buf, log_partition)
+    _put(buf, b" @", 2)
+    _put_number(buf, log_offset)
+    _put(buf, b"]\n", 2)
+    return 0
+
+
 def regression_text(list moments, const int64_t[:] moment_of, list group, list topic,
                     list partition, list previous_offset, list offset, list group_state,
                     list generation, list log_partition, list log_offset, object keep,
@@ -153,13 +177,9 @@ def regression_text(list moments, const int64_t[:] moment_of, list group, list t
             if keep is not None and not keep[i]:
                 continue
             count += 1
-            _put(&buf, b"  ", 2)
-            _put_bytes(&buf, <bytes> moments[moment_of[i]])
-            _put(&buf, b"  ", 2)
-            _put_bytes(&buf, _name(groups, group[i], make_group))
-            _put(&buf, b"  ", 2)
-            _put_bytes(&buf, _partition_name(partitions, topic[i], partition[i],
-                                             make_partition))
+            _put_head(&buf, <bytes> moments[moment_of[i]],
+                      _name(groups, group[i], make_group),
+                      _partition_name(partitions, topic[i], partition[i], make_partition))
             _put(&buf, b": ", 2)
             _put_number(&buf, previous_offset[i])
             _put(&buf, b" -> ", 4)
@@ -178,11 +198,7 @@ def regression_text(list moments, const int64_t[:] moment_of, list group, list t
                 _put(&buf, b", generation ", 13)
                 _put_number(&buf, generation[i])
             _put(&buf, b"  ", 2)
-            _put_bytes(&buf, where_head)
-            _put_number(&buf, log_partition[i])
-            _put(&buf, b" @", 2)
-            _put_number(&buf, log_offset[i])
-            _put(&buf, b"]\n", 2)
+            _put_where(&buf, where_head, log_partition[i], log_offset[i])
         return _finish(&buf), count
     finally:
         free(buf.data)
@@ -207,21 +223,13 @@ def deletion_text(list moments, const int64_t[:] moment_of, list group, list top
             if keep is not None and not keep[i]:
                 continue
             count += 1
-            _put(&buf, b"  ", 2)
-            _put_bytes(&buf, <bytes> moments[moment_of[i]])
-            _put(&buf, b"  ", 2)
-            _put_bytes(&buf, _name(groups, group[i], make_group))
-            _put(&buf, b"  ", 2)
-            _put_bytes(&buf, _partition_name(partitions, topic[i], partition[i],
-                                             make_partition))
+            _put_head(&buf, <bytes> moments[moment_of[i]],
+                      _name(groups, group[i], make_group),
+                      _partition_name(partitions, topic[i], partition[i], make_partition))
             _put(&buf, b" (was ", 6)
             _put_number(&buf, last_offset[i])
             _put(&buf, b")  ", 3)
-            _put_bytes(&buf, where_head)
-            _put_number(&buf, log_partition[i])
-            _put(&buf, b" @", 2)
-            _put_number(&buf, log_offset[i])
-            _put(&buf, b"]\n", 2)
+            _put_where(&buf, where_head, log_partition[i], log_offset[i])
         return _finish(&buf), count
     finally:
         free(buf.data)
