@@ -149,6 +149,31 @@ cdef int _put_where(Buffer *buf, bytes where_head, object log_partition,
     return 0
 
 
+cdef int _check_lengths(Py_ssize_t rows, tuple columns, Py_ssize_t moments,
+                        object keep) except -1:
+    """Every column of a block, its moments' index and ``keep`` one item per row: the loops
+    index them without bounds checks."""
+    for column in columns:
+        if len(column) != rows:
+            raise ValueError("the columns differ in length")
+    if moments != rows or (keep is not None and len(keep) != rows):
+        raise ValueError("the columns differ in length")
+    return 0
+
+
+cdef int _put_json_where(Buffer *buf, object log_partition, object log_offset,
+                         object log_timestamp) except -1:
+    """A JSON line's end: where in ``__consumer_offsets`` the record lies, and the newline."""
+    _put(buf, b',"log_partition":', 17)
+    _put_number(buf, log_partition)
+    _put(buf, b',"log_offset":', 14)
+    _put_number(buf, log_offset)
+    _put(buf, b',"log_timestamp":', 17)
+    _put_number(buf, log_timestamp)
+    _put(buf, b"}\n", 2)
+    return 0
+
+
 def regression_text(list moments, const int64_t[:] moment_of, list group, list topic,
                     list partition, list previous_offset, list offset, list group_state,
                     list generation, list log_partition, list log_offset, object keep,
@@ -166,12 +191,8 @@ def regression_text(list moments, const int64_t[:] moment_of, list group, list t
     cdef dict states = {}
     cdef object state
     cdef PyObject *state_bytes
-    for column in (topic, partition, previous_offset, offset, group_state, generation,
-                   log_partition, log_offset):
-        if len(column) != rows:
-            raise ValueError("the columns differ in length")
-    if moment_of.shape[0] != rows or (keep is not None and len(keep) != rows):
-        raise ValueError("the columns differ in length")
+    _check_lengths(rows, (topic, partition, previous_offset, offset, group_state, generation,
+                   log_partition, log_offset), moment_of.shape[0], keep)
     try:
         for i in range(rows):
             if keep is not None and not keep[i]:
@@ -213,11 +234,8 @@ def deletion_text(list moments, const int64_t[:] moment_of, list group, list top
     @<log offset>]``."""
     cdef Buffer buf = Buffer(NULL, 0, 0)
     cdef Py_ssize_t i, rows = len(group), count = 0
-    for column in (topic, partition, last_offset, log_partition, log_offset):
-        if len(column) != rows:
-            raise ValueError("the columns differ in length")
-    if moment_of.shape[0] != rows or (keep is not None and len(keep) != rows):
-        raise ValueError("the columns differ in length")
+    _check_lengths(rows, (topic, partition, last_offset, log_partition, log_offset),
+                   moment_of.shape[0], keep)
     try:
         for i in range(rows):
             if keep is not None and not keep[i]:
@@ -269,13 +287,9 @@ def regression_json(list group, list topic, list partition, list previous_offset
     cdef Py_ssize_t i, rows = len(group), count = 0
     cdef object state
     cdef PyObject *found
-    for column in (topic, partition, previous_offset, offset, timestamp, previous_timestamp,
-                   commit_timestamp, group_state, generation, log_partition, log_offset,
-                   log_timestamp):
-        if len(column) != rows:
-            raise ValueError("the columns differ in length")
-    if keep is not None and len(keep) != rows:
-        raise ValueError("the columns differ in length")
+    _check_lengths(rows, (topic, partition, previous_offset, offset, timestamp,
+                   previous_timestamp, commit_timestamp, group_state, generation,
+                   log_partition, log_offset, log_timestamp), rows, keep)
     try:
         for i in range(rows):
             if keep is not None and not keep[i]:
@@ -307,13 +321,7 @@ def regression_json(list group, list topic, list partition, list previous_offset
                                           else make_name(state))[1])
             _put(&buf, b',"generation":', 14)
             _put_null_or_number(&buf, generation[i])
-            _put(&buf, b',"log_partition":', 17)
-            _put_number(&buf, log_partition[i])
-            _put(&buf, b',"log_offset":', 14)
-            _put_number(&buf, log_offset[i])
-            _put(&buf, b',"log_timestamp":', 17)
-            _put_number(&buf, log_timestamp[i])
-            _put(&buf, b"}\n", 2)
+            _put_json_where(&buf, log_partition[i], log_offset[i], log_timestamp[i])
         return _finish(&buf), count
     finally:
         free(buf.data)
@@ -326,11 +334,8 @@ def deletion_json(list group, list topic, list partition, list last_offset, list
     (:meth:`OffsetDeletion.to_json`)."""
     cdef Buffer buf = Buffer(NULL, 0, 0)
     cdef Py_ssize_t i, rows = len(group), count = 0
-    for column in (topic, partition, last_offset, log_partition, log_offset, log_timestamp):
-        if len(column) != rows:
-            raise ValueError("the columns differ in length")
-    if keep is not None and len(keep) != rows:
-        raise ValueError("the columns differ in length")
+    _check_lengths(rows, (topic, partition, last_offset, log_partition, log_offset,
+                   log_timestamp), rows, keep)
     try:
         for i in range(rows):
             if keep is not None and not keep[i]:
@@ -344,13 +349,7 @@ def deletion_json(list group, list topic, list partition, list last_offset, list
             _put_null_or_number(&buf, last_offset[i])
             _put(&buf, b',"timestamp":', 13)
             _put_number(&buf, log_timestamp[i])
-            _put(&buf, b',"log_partition":', 17)
-            _put_number(&buf, log_partition[i])
-            _put(&buf, b',"log_offset":', 14)
-            _put_number(&buf, log_offset[i])
-            _put(&buf, b',"log_timestamp":', 17)
-            _put_number(&buf, log_timestamp[i])
-            _put(&buf, b"}\n", 2)
+            _put_json_where(&buf, log_partition[i], log_offset[i], log_timestamp[i])
         return _finish(&buf), count
     finally:
         free(buf.data)

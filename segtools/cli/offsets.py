@@ -33,12 +33,6 @@ from typing import IO
 
 import numpy as np
 
-from segtools.cli._anomaly_lines import (
-    deletion_json,
-    deletion_text,
-    regression_json,
-    regression_text,
-)
 from segtools.analysis.offsets import (
     ABORTED,
     APPLIED,
@@ -60,6 +54,12 @@ from segtools.analysis.offsets_columns import (
 )
 from segtools.analysis.partition_log import live_partitions
 from segtools.cli import render
+from segtools.cli._anomaly_lines import (
+    deletion_json,
+    deletion_text,
+    regression_json,
+    regression_text,
+)
 from segtools.cli.common import (
     EXIT_FINDINGS,
     add_at,
